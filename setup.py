@@ -1,0 +1,20 @@
+"""Installs the `xlnet_tf` library. The CLIs (`data_utils.py`, `run_pretrain.py`, `run_classifier.py`)
+run from the repository root."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="xlnet-tf",
+    version="0.1.0",
+    description="XLNet in TensorFlow 2 / Keras 3, faithful to the original zihangdai/xlnet code",
+    packages=find_packages(include=["xlnet_tf", "xlnet_tf.*"]),
+    python_requires=">=3.10",
+    install_requires=[
+        "tensorflow>=2.21,<2.22",
+        "tensorflow-text>=2.21,<2.22",
+        "sentencepiece>=0.2,<0.3",
+        "absl-py>=2.0,<3",
+        "numpy>=1.26,<3",
+    ],
+    extras_require={"test": ["pytest>=8,<10"]},
+)

@@ -1,0 +1,61 @@
+import json
+import types
+
+import pytest
+
+from xlnet_tf import RunConfig, XLNetConfig, create_run_config
+
+FIELDS = dict(n_layer=2, d_model=8, n_head=2, d_head=6, d_inner=11, ff_activation="gelu", untie_r=True,
+              n_token=32)
+
+
+def test_json_round_trip_is_sorted_indent_4(tmp_path):
+  path = str(tmp_path / "sub" / "xlnet_config.json")
+  XLNetConfig(**FIELDS).to_json(path)
+  text = open(path).read()
+  assert text == json.dumps(FIELDS, indent=4, sort_keys=True)
+  assert XLNetConfig(json_path=path) == XLNetConfig(**FIELDS)
+
+
+def test_reads_released_style_json():
+  cfg = XLNetConfig(json_path="tests/testdata/model/ckpt_untied/xlnet_config.json")
+  assert cfg.to_dict() == FIELDS
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(n_layer=None), "Missing: \\['n_layer'\\]"),
+    (dict(d_embed=8), "unknown: \\['d_embed'\\]"),
+    (dict(ff_activation="swish"), "ff_activation"),
+    (dict(untie_r="yes"), "untie_r"),
+    (dict(d_model=0), "d_model"),
+])
+def test_bad_fields_name_the_key(change, message):
+  fields = dict(FIELDS, **change)
+  fields = {k: v for k, v in fields.items() if v is not None}
+  with pytest.raises(ValueError, match=message):
+    XLNetConfig(**fields)
+
+
+def test_missing_file_is_clear(tmp_path):
+  with pytest.raises(FileNotFoundError, match="model_config_path"):
+    XLNetConfig(json_path=str(tmp_path / "nope.json"))
+
+
+def test_from_flags():
+  assert XLNetConfig.from_flags(types.SimpleNamespace(**FIELDS, d_embed=3)) == XLNetConfig(**FIELDS)
+
+
+def test_create_run_config_finetune_drops_memory_options():
+  flags = types.SimpleNamespace(use_tpu=False, use_bfloat16=False, dropout=0.1, dropatt=0.1, init="normal",
+                                init_range=0.1, init_std=0.02, clamp_len=-1, mem_len=128, reuse_len=64,
+                                bi_data=True, same_length=True)
+  pre = create_run_config(True, False, flags)
+  fine = create_run_config(True, True, flags)
+  assert (pre.mem_len, pre.reuse_len, pre.bi_data, pre.same_length) == (128, 64, True, True)
+  assert (fine.mem_len, fine.reuse_len, fine.bi_data, fine.same_length) == (None, None, False, False)
+  assert fine.dropout == 0.1 and fine.clamp_len == -1
+
+
+def test_run_config_rejects_bad_init():
+  with pytest.raises(ValueError, match="init"):
+    RunConfig(False, False, False, 0.0, 0.0, init="xavier")

@@ -1,0 +1,141 @@
+"""Model and run configuration, as the original `xlnet.py` (`XLNetConfig`, `RunConfig`).
+
+`XLNetConfig` holds exactly the 8 keys of a released `xlnet_config.json`; `RunConfig` holds what the
+original passes to `transformer_xl` at run time (dropout, initializer, memory and data options).
+"""
+
+import json
+import os
+
+import tensorflow as tf
+
+CONFIG_KEYS = ("n_layer", "d_model", "n_head", "d_head", "d_inner", "ff_activation", "untie_r", "n_token")
+_KEY_TYPES = {"n_layer": int, "d_model": int, "n_head": int, "d_head": int, "d_inner": int,
+              "ff_activation": str, "untie_r": bool, "n_token": int}
+FF_ACTIVATIONS = ("relu", "gelu")
+INITS = ("normal", "uniform")
+
+
+class XLNetConfig:
+  """The architecture of an XLNet model: exactly the keys of `xlnet_config.json`.
+
+  Build it from a json file (`XLNetConfig(json_path=...)`), from keyword fields
+  (`XLNetConfig(n_layer=2, ...)`), or from parsed flags (`XLNetConfig.from_flags(FLAGS)`).
+  A missing or unknown key is an error naming the key.
+  """
+
+  def __init__(self, json_path=None, **fields):
+    if json_path is not None:
+      if fields:
+        raise ValueError(f"Pass either json_path or fields, not both. Received json_path={json_path!r} "
+                         f"and fields {sorted(fields)}.")
+      if not tf.io.gfile.exists(json_path):
+        raise FileNotFoundError(f"XLNet config file not found: {json_path}. Pass the path of an "
+                                "xlnet_config.json (e.g. --model_config_path).")
+      with tf.io.gfile.GFile(json_path) as f:
+        try:
+          fields = json.load(f)
+        except json.JSONDecodeError as e:
+          raise ValueError(f"XLNet config file {json_path} is not valid json: {e}") from None
+      source = json_path
+    else:
+      source = "the fields passed to XLNetConfig"
+    missing = [k for k in CONFIG_KEYS if k not in fields]
+    unknown = sorted(k for k in fields if k not in CONFIG_KEYS)
+    if missing or unknown:
+      raise ValueError(f"XLNet config from {source} must have exactly the keys {list(CONFIG_KEYS)}. "
+                       f"Missing: {missing}; unknown: {unknown}.")
+    for key in CONFIG_KEYS:
+      value = fields[key]
+      want = _KEY_TYPES[key]
+      if want is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ValueError(f"XLNet config key {key!r} must be an integer. Received: {value!r} (from {source}).")
+      if want is bool and not isinstance(value, bool):
+        raise ValueError(f"XLNet config key {key!r} must be true or false. Received: {value!r} (from {source}).")
+      if want is int and value <= 0:
+        raise ValueError(f"XLNet config key {key!r} must be positive. Received: {value} (from {source}).")
+      setattr(self, key, value)
+    if self.ff_activation not in FF_ACTIVATIONS:
+      raise ValueError(f"XLNet config key 'ff_activation' must be one of {FF_ACTIVATIONS}. "
+                       f"Received: {self.ff_activation!r} (from {source}).")
+
+  @classmethod
+  def from_flags(cls, flags):
+    """Builds the config from an object with the 8 keys as attributes (e.g. absl FLAGS)."""
+    return cls(**{k: getattr(flags, k) for k in CONFIG_KEYS})
+
+  def to_dict(self):
+    return {k: getattr(self, k) for k in CONFIG_KEYS}
+
+  def to_json(self, json_path):
+    """Writes the config as the original does (sorted keys, indent 4), atomically."""
+    dirname = os.path.dirname(json_path)
+    if dirname:
+      tf.io.gfile.makedirs(dirname)
+    tmp = json_path + ".tmp"
+    with tf.io.gfile.GFile(tmp, "w") as f:
+      json.dump(self.to_dict(), f, indent=4, sort_keys=True)
+    tf.io.gfile.rename(tmp, json_path, overwrite=True)
+
+  def __eq__(self, other):
+    return isinstance(other, XLNetConfig) and self.to_dict() == other.to_dict()
+
+  def __repr__(self):
+    return f"XLNetConfig({', '.join(f'{k}={v!r}' for k, v in self.to_dict().items())})"
+
+
+class RunConfig:
+  """Run-time options of the model, as the original `xlnet.RunConfig`.
+
+  Args:
+    is_training: bool, whether dropout is active.
+    use_tpu: bool, kept for flag compatibility (the math is the same on every device).
+    use_bfloat16: bool, run the backbone in bfloat16 (float32 variables).
+    dropout: float, dropout rate everywhere except attention probabilities.
+    dropatt: float, dropout rate on attention probabilities.
+    init: "normal" (plain normal, stddev init_std) or "uniform" ([-init_range, init_range]).
+    init_range, init_std: float, initializer parameters.
+    mem_len: int or None, number of hidden states cached per layer (None or 0: no cache).
+    reuse_len: int or None, the number of leading tokens of a sequence whose states are cached.
+    bi_data: bool, the second half of the batch runs backwards in time (pretraining).
+    clamp_len: int, relative distances are clipped to +-clamp_len when > 0.
+    same_length: bool, every query attends to the same number of keys (uni attention only).
+  """
+
+  def __init__(self, is_training, use_tpu, use_bfloat16, dropout, dropatt, init="normal", init_range=0.1,
+               init_std=0.02, mem_len=None, reuse_len=None, bi_data=False, clamp_len=-1, same_length=False):
+    if init not in INITS:
+      raise ValueError(f"`init` must be one of {INITS}. Received: {init!r}.")
+    for name, rate in (("dropout", dropout), ("dropatt", dropatt)):
+      if not 0.0 <= rate < 1.0:
+        raise ValueError(f"`{name}` must be in [0, 1). Received: {rate}.")
+    self.is_training = is_training
+    self.use_tpu = use_tpu
+    self.use_bfloat16 = use_bfloat16
+    self.dropout = dropout
+    self.dropatt = dropatt
+    self.init = init
+    self.init_range = init_range
+    self.init_std = init_std
+    self.mem_len = mem_len
+    self.reuse_len = reuse_len
+    self.bi_data = bi_data
+    self.clamp_len = clamp_len
+    self.same_length = same_length
+
+  def to_dict(self):
+    return dict(vars(self))
+
+  def __repr__(self):
+    return f"RunConfig({', '.join(f'{k}={v!r}' for k, v in self.to_dict().items())})"
+
+
+def create_run_config(is_training, is_finetune, flags):
+  """The original's split: fine-tuning never uses mems, reuse_len, bi_data or same_length."""
+  kwargs = dict(is_training=is_training, use_tpu=flags.use_tpu, use_bfloat16=flags.use_bfloat16,
+                dropout=flags.dropout, dropatt=flags.dropatt, init=flags.init, init_range=flags.init_range,
+                init_std=flags.init_std, clamp_len=flags.clamp_len)
+  if not is_finetune:
+    kwargs.update(mem_len=flags.mem_len, reuse_len=flags.reuse_len, bi_data=flags.bi_data,
+                  same_length=flags.same_length)
+  return RunConfig(**kwargs)

@@ -1,0 +1,93 @@
+"""Parity with the ORIGINAL code: tiny checkpoints and outputs written by zihangdai/xlnet (tests/testdata/model,
+see /work/shared/goldens/README.md for how they were made)."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from xlnet_tf import RunConfig, XLNetConfig, XLNetModel, load_original_checkpoint
+
+DATA = "tests/testdata/model"
+CASES = ["finetune", "finetune_mems", "pretrain_bi_bidata", "pretrain_uni", "pretrain_no_target_mapping"]
+ATOL = 1e-5
+
+
+def build_golden_model(ckpt, golden):
+  meta = json.loads(str(golden["meta_json"]))
+  flags = meta["flags"]
+  config = XLNetConfig(json_path=f"{DATA}/ckpt_{ckpt}/xlnet_config.json")
+  run_config = RunConfig(is_training=False, use_tpu=False, use_bfloat16=False, dropout=0.1, dropatt=0.1,
+                         mem_len=flags["mem_len"], reuse_len=flags["reuse_len"], bi_data=flags["bi_data"],
+                         clamp_len=flags["clamp_len"], same_length=flags["same_length"])
+  heads = meta["heads"] or {}
+  model = XLNetModel(config, run_config, attn_type=flags["attn_type"], summary_type=heads.get("summary_type"),
+                     use_summ_proj=heads.get("use_summ_proj", True), cls_heads=heads.get("n_class"),
+                     reg_heads=heads.get("reg"))
+  report = load_original_checkpoint(model, f"{DATA}/ckpt_{ckpt}/xlnet_model.ckpt")
+  return model, report
+
+
+def run_golden(model, golden):
+  """Runs the model on a golden's inputs; returns {golden key: our value}."""
+  mems = [tf.constant(m) for m in golden["mems"]] if "mems" in golden.files else None
+  ours = {}
+  if "input_ids" in golden.files:  # fine-tuning layout
+    output, new_mems = model(golden["input_ids"], golden["seg_ids"], golden["input_mask"], mems=mems)
+    pooled = model.get_pooled_out(output, golden["input_mask"])
+    ours["pooled"] = pooled
+    for key in golden.files:
+      if key.startswith("cls_logits_"):
+        ours[key] = model.get_head_logits(pooled, "classification_" + key[len("cls_logits_"):])
+      elif key.startswith("reg_logits_"):
+        ours[key] = model.get_head_logits(pooled, "regression_" + key[len("reg_logits_"):])
+  else:
+    target_mapping = golden["target_mapping"] if "target_mapping" in golden.files else None
+    output, new_mems = model(golden["inp_k"], golden["seg_id"], None, mems=mems, perm_mask=golden["perm_mask"],
+                             target_mapping=target_mapping, inp_q=golden["inp_q"])
+    ours["lm_logits"] = model.get_lm_logits(output)
+    lm_loss = model.get_lm_loss(output, golden["target"])
+    ours["lm_loss"] = lm_loss
+    ours["total_loss"] = tf.reduce_sum(lm_loss * golden["target_mask"]) / tf.reduce_sum(golden["target_mask"])
+  ours["output"] = output
+  if "new_mems" in golden.files:
+    ours["new_mems"] = tf.stack(new_mems)
+  return ours
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("ckpt", ["untied", "tied"])
+def test_outputs_match_original(ckpt, case):
+  golden = np.load(f"{DATA}/{ckpt}_{case}.npz")
+  model, report = build_golden_model(ckpt, golden)
+  ours = run_golden(model, golden)
+  compared = 0
+  for key, value in ours.items():
+    np.testing.assert_allclose(np.asarray(value), golden[key], atol=ATOL, rtol=0, err_msg=key)
+    compared += 1
+  assert compared >= 3
+  # Every model variable came from the checkpoint; only heads the model does not have are left over.
+  assert report["kept_initial"] == []
+  head_names = ("model/sequnece_summary/", "model/classification_", "model/regression_")
+  assert all(name.startswith(head_names) for name in report["unused"]), report["unused"]
+  if golden["meta_json"] and json.loads(str(golden["meta_json"]))["heads"]:
+    assert report["unused"] == []
+
+
+def test_layer_outputs_match_original():
+  """Per-layer outputs, compared through models truncated to 1 layer (the first layer's output)."""
+  golden = np.load(f"{DATA}/untied_finetune.npz")
+  model, _ = build_golden_model("untied", golden)
+  transformer = model.transformer
+  # Run layer 0 alone on the embedding to compare with layer_outputs_h[0].
+  layer_outputs = []
+  original_stack = transformer.layer_stack
+  try:
+    for n in range(1, len(original_stack) + 1):
+      transformer.layer_stack = original_stack[:n]
+      out, _ = model(golden["input_ids"], golden["seg_ids"], golden["input_mask"])
+      layer_outputs.append(out)
+  finally:
+    transformer.layer_stack = original_stack
+  np.testing.assert_allclose(np.stack(layer_outputs), golden["layer_outputs_h"], atol=ATOL, rtol=0)

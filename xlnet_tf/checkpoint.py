@@ -1,0 +1,135 @@
+"""Original (TF1) XLNet checkpoints: load them into our Keras model by name, and write ours in that format.
+
+The one table between the two worlds is `original_variable_map(model)`: because every Keras variable path ends
+like the original name, the table is the model's trainable variables keyed by `model/` + their path below
+the model. Released checkpoints (`xlnet_model.ckpt`) and checkpoints written by the original
+`run_classifier.py`/`train.py` load directly; optimizer slots and `global_step` are ignored.
+"""
+
+import os
+import re
+import uuid
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+# Checkpoint entries that are bookkeeping, not model weights.
+_IGNORED = re.compile(r"(^|/)(global_step|beta1_power|beta2_power)(_\d+)?$|/(Adam|Adam_1|adam_m|adam_v)(_\d+)?$")
+# Variables the original creates only in some graphs: pretraining (mask_emb, lm_loss) and fine-tuning heads.
+_OPTIONAL = re.compile(r"^model/(transformer/mask_emb/|lm_loss/|sequnece_summary/|classification_|regression_)")
+
+
+def original_variable_map(model):
+  """{original TF1 name: Keras variable} for every trainable variable of `model` (an XLNetModel)."""
+  table = {}
+  prefix = model.name + "/"
+  for var in model.trainable_variables:
+    if not var.path.startswith(prefix):
+      raise ValueError(f"Variable {var.path} is not under the model's scope {prefix!r}; cannot name it.")
+    name = "model/" + var.path[len(prefix):]
+    if name in table:
+      raise ValueError(f"Two variables map to the original name {name}.")
+    table[name] = var
+  return table
+
+
+def resolve_checkpoint_path(ckpt_path):
+  """A checkpoint prefix from a prefix, a directory (its latest checkpoint or its single `*.index`), or
+  `<dir>/latest` (the original's convention)."""
+  if ckpt_path.endswith("/latest"):
+    ckpt_path = os.path.dirname(ckpt_path)
+  if tf.io.gfile.isdir(ckpt_path):
+    latest = tf.train.latest_checkpoint(ckpt_path)
+    if latest is None:
+      indexes = tf.io.gfile.glob(os.path.join(ckpt_path, "*.index"))
+      if len(indexes) != 1:
+        raise FileNotFoundError(f"No checkpoint found in directory {ckpt_path} (found {len(indexes)} *.index "
+                                "files). Pass the checkpoint prefix, e.g. .../xlnet_model.ckpt.")
+      latest = indexes[0][:-len(".index")]
+    return latest
+  if not tf.io.gfile.exists(ckpt_path + ".index"):
+    raise FileNotFoundError(f"Checkpoint {ckpt_path} not found ({ckpt_path}.index does not exist). Pass the "
+                            "prefix of a TF checkpoint, e.g. xlnet_cased_L-24_H-1024_A-16/xlnet_model.ckpt.")
+  return ckpt_path
+
+
+def load_original_checkpoint(model, ckpt_path):
+  """Loads an original-format XLNet checkpoint into `model` by variable name.
+
+  Every backbone variable (`model/transformer/...` except `mask_emb`) must be in the checkpoint with the
+  model's shape, and the checkpoint must not have backbone variables the model lacks (a config that does not
+  fit). Pretraining-only variables and heads the checkpoint lacks keep their initial values and are reported,
+  as the original `init_from_checkpoint` does. Optimizer slots and `global_step` are ignored.
+
+  Args:
+    model: an XLNetModel (built; it builds itself in its constructor).
+    ckpt_path: a checkpoint prefix, a directory, or `<dir>/latest`.
+
+  Returns:
+    dict with sorted lists: `loaded` (names assigned), `kept_initial` (model variables absent from the
+    checkpoint), `unused` (checkpoint variables the model does not have, optimizer slots excluded).
+  """
+  ckpt_path = resolve_checkpoint_path(ckpt_path)
+  reader = tf.train.load_checkpoint(ckpt_path)
+  ckpt_shapes = {name: shape for name, shape in reader.get_variable_to_shape_map().items()
+                 if not _IGNORED.search(name)}
+  table = original_variable_map(model)
+
+  missing_backbone = sorted(n for n in table if n not in ckpt_shapes and not _OPTIONAL.match(n))
+  extra_backbone = sorted(n for n in ckpt_shapes if n not in table and n.startswith("model/transformer/"))
+  if missing_backbone or extra_backbone:
+    raise ValueError(
+        f"The model's config does not fit checkpoint {ckpt_path}: model variables missing from the checkpoint: "
+        f"{missing_backbone[:8]}{' ...' if len(missing_backbone) > 8 else ''}; checkpoint variables the model "
+        f"lacks: {extra_backbone[:8]}{' ...' if len(extra_backbone) > 8 else ''}. Use the xlnet_config.json "
+        "that came with the checkpoint.")
+  mismatched = [f"{n}: checkpoint {list(ckpt_shapes[n])} vs model {list(v.shape)}"
+                for n, v in table.items() if n in ckpt_shapes and list(ckpt_shapes[n]) != list(v.shape)]
+  if mismatched:
+    raise ValueError(f"Shape mismatch loading {ckpt_path} (the config does not fit the checkpoint; use the "
+                     f"xlnet_config.json that came with it): " + "; ".join(mismatched))
+
+  loaded, kept = [], []
+  for name, var in table.items():
+    if name in ckpt_shapes:
+      var.assign(reader.get_tensor(name).astype(var.dtype))
+      loaded.append(name)
+    else:
+      kept.append(name)
+  report = {"loaded": sorted(loaded), "kept_initial": sorted(kept),
+            "unused": sorted(n for n in ckpt_shapes if n not in table)}
+  logging.info("Loaded %d variables from %s.", len(loaded), ckpt_path)
+  for name in report["kept_initial"]:
+    logging.info("Not in the checkpoint, keeps its initial value: %s", name)
+  for name in report["unused"]:
+    logging.info("In the checkpoint, not used by this model: %s", name)
+  return report
+
+
+def export_original_checkpoint(model, ckpt_path, global_step=0):
+  """Writes the model's weights as a TF1 checkpoint with the original names (readable by the original code,
+  HuggingFace's TF-checkpoint loader and `load_original_checkpoint`), plus an int64 `global_step`.
+
+  The files `{ckpt_path}.index` and `{ckpt_path}.data-00000-of-00001` appear atomically (written under a
+  temporary prefix, then renamed; the index last).
+  """
+  table = original_variable_map(model)
+  names = sorted(table) + ["global_step"]
+  tensors = [tf.convert_to_tensor(table[n]) for n in names[:-1]] + [tf.constant(global_step, tf.int64)]
+  dirname = os.path.dirname(ckpt_path)
+  if dirname:
+    tf.io.gfile.makedirs(dirname)
+  tmp = f"{ckpt_path}.tmp-{uuid.uuid4().hex}"
+  tf.raw_ops.SaveV2(prefix=tmp, tensor_names=names, shape_and_slices=[""] * len(names), tensors=tensors)
+  data_files = tf.io.gfile.glob(tmp + ".data-*")
+  for data_file in data_files:
+    tf.io.gfile.rename(data_file, ckpt_path + data_file[len(tmp):], overwrite=True)
+  tf.io.gfile.rename(tmp + ".index", ckpt_path + ".index", overwrite=True)
+  return ckpt_path
+
+
+def checkpoint_arrays(ckpt_path):
+  """{name: numpy array} of every entry of a checkpoint (for tests and tools)."""
+  reader = tf.train.load_checkpoint(resolve_checkpoint_path(ckpt_path))
+  return {name: np.asarray(reader.get_tensor(name)) for name in reader.get_variable_to_shape_map()}

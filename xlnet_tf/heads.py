@@ -1,0 +1,164 @@
+"""Heads on top of the transformer, as the original `modeling.py`: tied LM softmax, sequence summary,
+classification and regression logits, and their losses. Variable names follow the original scopes:
+`lm_loss/bias`, `sequnece_summary/...` (sic), `classification_{scope}/logit/...`, `regression_{scope}/logit/...`.
+"""
+
+import keras
+import tensorflow as tf
+
+from xlnet_tf import layers
+
+SUMMARY_TYPES = ("last", "first", "mean", "attn")
+_PACKAGE = "xlnet_tf"
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class LMLoss(keras.layers.Layer):
+  """LM logits with the softmax weight tied to the word embedding; owns `lm_loss/bias` [V] (zeros init)."""
+
+  def __init__(self, n_token, **kwargs):
+    kwargs.setdefault("name", "lm_loss")
+    super().__init__(**kwargs)
+    self.n_token = n_token
+
+  def build(self, input_shape=None):
+    self.bias = self.add_weight(name="bias", shape=(self.n_token,), initializer="zeros")
+
+  def call(self, hidden, lookup_table):
+    """hidden: float [P, B, H]; lookup_table: float [V, H] -> logits float [P, B, V]."""
+    lookup_table = tf.cast(lookup_table, hidden.dtype)
+    return tf.einsum("ibd,nd->ibn", hidden, lookup_table) + tf.cast(self.bias, hidden.dtype)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(n_token=self.n_token)
+    return config
+
+
+def lm_loss(logits, target):
+  """Per-token cross-entropy, float32: logits [P, B, V], target int [P, B] -> [P, B]."""
+  return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.cast(target, tf.int32),
+                                                        logits=tf.cast(logits, tf.float32))
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class SequenceSummary(keras.layers.Layer):
+  """Pools [I, B, H] hidden states to [B, H] (the original `summarize_sequence`).
+
+  summary_type: "last" (hidden[-1], the CLS position in the original's left-padded layout), "first",
+    "mean" (over ALL positions, padding included, as the original), or "attn" (a learned query `summary_bias`
+    attending over the sequence with `abs_attn`, padding masked).
+  use_proj: a tanh dense `summary` [H, H] on top, as in BERT.
+  """
+
+  def __init__(self, summary_type, d_model, n_head, d_head, dropout=0.0, dropatt=0.0, use_proj=True,
+               kernel_initializer="glorot_uniform", **kwargs):
+    kwargs.setdefault("name", "sequnece_summary")
+    super().__init__(**kwargs)
+    if summary_type not in SUMMARY_TYPES:
+      raise ValueError(f"summary_type must be one of {SUMMARY_TYPES}. Received: {summary_type!r}.")
+    self.summary_type = summary_type
+    self.d_model = d_model
+    self.n_head = n_head
+    self.d_head = d_head
+    self.dropout = dropout
+    self.dropatt = dropatt
+    self.use_proj = use_proj
+    self.kernel_initializer = keras.initializers.get(kernel_initializer)
+    policy = self.dtype_policy
+    self.abs_attn = None
+    if summary_type == "attn":
+      self.abs_attn = layers.MultiheadAttn(d_model, n_head, d_head, dropout, dropatt, residual=False,
+                                           kernel_initializer=self.kernel_initializer, name="abs_attn",
+                                           dtype=policy)
+    self.summary = None
+    if use_proj:
+      self.summary = keras.layers.Dense(d_model, activation="tanh", kernel_initializer=self.kernel_initializer,
+                                        name="summary", dtype=policy)
+    self.drop = keras.layers.Dropout(dropout, name="dropout")
+
+  def build(self, input_shape=None):
+    if self.abs_attn is not None:
+      self.summary_bias = self.add_weight(name="summary_bias", shape=(self.d_model,),
+                                          initializer=self.kernel_initializer)
+      self.abs_attn.build()
+    if self.summary is not None:
+      self.summary.build((None, self.d_model))
+
+  def call(self, hidden, input_mask=None, training=False):
+    """hidden: float [I, B, H]; input_mask: float [I, B] (1 = padding) or None -> float [B, H]."""
+    if self.summary_type == "last":
+      summary = hidden[-1]
+    elif self.summary_type == "first":
+      summary = hidden[0]
+    elif self.summary_type == "mean":
+      summary = tf.reduce_mean(hidden, axis=0)
+    else:
+      bsz = tf.shape(hidden)[1]
+      query = tf.tile(tf.cast(self.summary_bias, hidden.dtype)[None, None], [1, bsz, 1])
+      mask = None if input_mask is None else tf.cast(input_mask, hidden.dtype)[None, :, :, None]
+      summary = self.abs_attn(query, hidden, hidden, mask, training=training)[0]
+    if self.summary is not None:
+      summary = self.summary(summary)
+    return self.drop(summary, training=training)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(summary_type=self.summary_type, d_model=self.d_model, n_head=self.n_head, d_head=self.d_head,
+                  dropout=self.dropout, dropatt=self.dropatt, use_proj=self.use_proj,
+                  kernel_initializer=keras.initializers.serialize(self.kernel_initializer))
+    return config
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class LogitHead(keras.layers.Layer):
+  """A dense `logit` layer in scope `classification_{scope}` (n_class outputs) or `regression_{scope}` (1).
+
+  Build it with `LogitHead.classification(scope, n_class, ...)` or `LogitHead.regression(scope, ...)`.
+  """
+
+  def __init__(self, n_out, d_model, kernel_initializer="glorot_uniform", **kwargs):
+    super().__init__(**kwargs)
+    self.n_out = n_out
+    self.d_model = d_model
+    self.kernel_initializer = keras.initializers.get(kernel_initializer)
+    self.logit = keras.layers.Dense(n_out, kernel_initializer=self.kernel_initializer, name="logit",
+                                    dtype=self.dtype_policy)
+
+  @classmethod
+  def classification(cls, scope, n_class, d_model, kernel_initializer="glorot_uniform", **kwargs):
+    return cls(n_class, d_model, kernel_initializer, name=f"classification_{scope}", **kwargs)
+
+  @classmethod
+  def regression(cls, scope, d_model, kernel_initializer="glorot_uniform", **kwargs):
+    return cls(1, d_model, kernel_initializer, name=f"regression_{scope}", **kwargs)
+
+  @property
+  def is_regression(self):
+    return self.name.startswith("regression_")
+
+  def build(self, input_shape=None):
+    self.logit.build((None, self.d_model))
+
+  def call(self, summary):
+    """summary: float [B, H] -> logits float [B, n_class], or [B] for regression."""
+    logits = self.logit(summary)
+    return tf.squeeze(logits, -1) if self.is_regression else logits
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(n_out=self.n_out, d_model=self.d_model,
+                  kernel_initializer=keras.initializers.serialize(self.kernel_initializer))
+    return config
+
+
+def classification_loss(logits, labels):
+  """Per-example loss -sum(one_hot * log_softmax), float32: logits [B, C], labels int [B] -> [B]."""
+  logits = tf.cast(logits, tf.float32)
+  one_hot = tf.one_hot(tf.cast(labels, tf.int32), tf.shape(logits)[-1], dtype=tf.float32)
+  return -tf.reduce_sum(tf.nn.log_softmax(logits) * one_hot, -1)
+
+
+def regression_loss(logits, labels):
+  """Per-example squared error, float32: logits [B], labels float [B] -> [B]."""
+  return tf.square(tf.cast(logits, tf.float32) - tf.cast(labels, tf.float32))

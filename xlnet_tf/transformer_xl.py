@@ -1,0 +1,337 @@
+"""The XLNet network (the original `modeling.transformer_xl`) and the public `XLNetModel`.
+
+Variable paths end like the original checkpoint names: an `XLNetModel` named "model" holds
+`model/transformer/{r_w_bias, r_r_bias, word_embedding/lookup_table, mask_emb/mask_emb, r_s_bias, seg_embed,
+layer_{i}/rel_attn/..., layer_{i}/ff/...}`, `model/lm_loss/bias`, and the optional fine-tuning heads
+`model/sequnece_summary/...`, `model/classification_{scope}/logit/...`, `model/regression_{scope}/logit/...`.
+"""
+
+import keras
+import tensorflow as tf
+
+from xlnet_tf import heads as heads_lib
+from xlnet_tf import layers
+from xlnet_tf.config import RunConfig, XLNetConfig
+
+_PACKAGE = "xlnet_tf"
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class WordEmbedding(keras.layers.Layer):
+  """`word_embedding/lookup_table` [V, H]; int ids [I, B] -> float [I, B, H]."""
+
+  def __init__(self, n_token, d_model, embeddings_initializer="glorot_uniform", **kwargs):
+    super().__init__(**kwargs)
+    self.n_token = n_token
+    self.d_model = d_model
+    self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
+
+  def build(self, input_shape=None):
+    self.lookup_table = self.add_weight(name="lookup_table", shape=(self.n_token, self.d_model),
+                                        initializer=self.embeddings_initializer)
+
+  def call(self, ids):
+    return tf.cast(tf.gather(self.lookup_table, tf.cast(ids, tf.int32)), self.compute_dtype)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(n_token=self.n_token, d_model=self.d_model,
+                  embeddings_initializer=keras.initializers.serialize(self.embeddings_initializer))
+    return config
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class XLNetLayer(keras.layers.Layer):
+  """One layer `layer_{i}`: `rel_attn` (two-stream relative attention) then `ff`, shared by both streams."""
+
+  def __init__(self, d_model, n_head, d_head, d_inner, ff_activation="relu", dropout=0.0, dropatt=0.0,
+               kernel_initializer="glorot_uniform", **kwargs):
+    super().__init__(**kwargs)
+    self.d_model = d_model
+    self.n_head = n_head
+    self.d_head = d_head
+    self.d_inner = d_inner
+    self.ff_activation = ff_activation
+    self.dropout = dropout
+    self.dropatt = dropatt
+    self.kernel_initializer = keras.initializers.get(kernel_initializer)
+    policy = self.dtype_policy
+    self.rel_attn = layers.TwoStreamRelAttention(d_model, n_head, d_head, dropout, dropatt, self.kernel_initializer,
+                                                 name="rel_attn", dtype=policy)
+    self.ff = layers.PositionwiseFFN(d_model, d_inner, dropout, ff_activation, self.kernel_initializer, name="ff",
+                                     dtype=policy)
+
+  def build(self, input_shape=None):
+    self.rel_attn.build()
+    self.ff.build((None, None, self.d_model))
+
+  def call(self, h, r, g=None, seg_mat=None, r_w_bias=None, r_r_bias=None, r_s_bias=None, seg_embed=None,
+           attn_mask_h=None, attn_mask_g=None, mems=None, target_mapping=None, training=False):
+    """Returns (h [I, B, H], g [P or I, B, H] or None); see `TwoStreamRelAttention.call`."""
+    out = self.rel_attn(h, r, seg_mat, r_w_bias, r_r_bias, r_s_bias, seg_embed, attn_mask_h, mems, g=g,
+                        attn_mask_g=attn_mask_g, target_mapping=target_mapping, training=training)
+    if g is None:
+      return self.ff(out, training=training), None
+    h, g = out
+    return self.ff(h, training=training), self.ff(g, training=training)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(d_model=self.d_model, n_head=self.n_head, d_head=self.d_head, d_inner=self.d_inner,
+                  ff_activation=self.ff_activation, dropout=self.dropout, dropatt=self.dropatt,
+                  kernel_initializer=keras.initializers.serialize(self.kernel_initializer))
+    return config
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class TransformerXL(keras.layers.Layer):
+  """The XLNet Transformer-XL with two-stream attention (the original `transformer_xl`), scope `transformer`.
+
+  Architecture arguments are the 8 `XLNetConfig` keys (less `n_token`'s tie to the LM head, which lives in
+  `XLNetModel`); run arguments are those of `RunConfig` plus `attn_type`.
+  """
+
+  def __init__(self, n_token, n_layer, d_model, n_head, d_head, d_inner, ff_activation="relu", untie_r=False,
+               dropout=0.0, dropatt=0.0, attn_type="bi", bi_data=False, clamp_len=-1, same_length=False,
+               mem_len=None, reuse_len=None, init="normal", init_range=0.1, init_std=0.02, **kwargs):
+    kwargs.setdefault("name", "transformer")
+    super().__init__(**kwargs)
+    if attn_type not in ("bi", "uni"):
+      raise ValueError(f"attn_type must be 'bi' or 'uni'. Received: {attn_type!r}.")
+    self.n_token = n_token
+    self.n_layer = n_layer
+    self.d_model = d_model
+    self.n_head = n_head
+    self.d_head = d_head
+    self.d_inner = d_inner
+    self.ff_activation = ff_activation
+    self.untie_r = untie_r
+    self.dropout = dropout
+    self.dropatt = dropatt
+    self.attn_type = attn_type
+    self.bi_data = bi_data
+    self.clamp_len = clamp_len
+    self.same_length = same_length
+    self.mem_len = mem_len
+    self.reuse_len = reuse_len
+    self.init = init
+    self.init_range = init_range
+    self.init_std = init_std
+    self.initializer = layers.get_initializer(init, init_range, init_std)
+    policy = self.dtype_policy
+    self.word_embedding = WordEmbedding(n_token, d_model, self.initializer, name="word_embedding", dtype=policy)
+    self.mask_emb = _MaskEmbedding(d_model, name="mask_emb", dtype=policy)
+    self.layer_stack = [XLNetLayer(d_model, n_head, d_head, d_inner, ff_activation, dropout, dropatt,
+                                   self.initializer, name=f"layer_{i}", dtype=policy) for i in range(n_layer)]
+    self.drop = keras.layers.Dropout(dropout, name="dropout")
+
+  def build(self, input_shape=None):
+    # Creation order follows the original: r_w_bias, r_r_bias, word_embedding, mask_emb, r_s_bias, seg_embed.
+    bias_shape = (self.n_layer, self.n_head, self.d_head) if self.untie_r else (self.n_head, self.d_head)
+    self.r_w_bias = self.add_weight(name="r_w_bias", shape=bias_shape, initializer=self.initializer)
+    self.r_r_bias = self.add_weight(name="r_r_bias", shape=bias_shape, initializer=self.initializer)
+    self.word_embedding.build()
+    self.mask_emb.build()
+    self.r_s_bias = self.add_weight(name="r_s_bias", shape=bias_shape, initializer=self.initializer)
+    self.seg_embed = self.add_weight(name="seg_embed", shape=(self.n_layer, 2, self.n_head, self.d_head),
+                                     initializer=self.initializer)
+    for layer in self.layer_stack:
+      layer.build()
+
+  def call(self, inp_k, seg_id=None, input_mask=None, mems=None, perm_mask=None, target_mapping=None, inp_q=None,
+           training=False):
+    """Runs the network; see `XLNetModel.call` for the arguments.
+
+    Returns:
+      (output, new_mems): output float [P or I, B, H] (query stream when inp_q is given, else content stream);
+      new_mems a list of n_layer float [min(mem_len, M + reuse_len or I), B, H], or None without mem_len.
+    """
+    dtype = self.compute_dtype
+    qlen = tf.shape(inp_k)[0]
+    bsz = tf.shape(inp_k)[1]
+    mlen = tf.shape(mems[0])[0] if mems is not None else 0
+    klen = mlen + qlen
+    if self.bi_data and inp_k.shape[1] is not None and inp_k.shape[1] % 2:
+      raise ValueError(f"bi_data needs an even batch size (first half forward, second half backward). "
+                       f"Received: bsz={inp_k.shape[1]}.")
+
+    attn_mask, non_tgt_mask = layers.build_attn_masks(qlen, mlen, bsz, self.attn_type, self.same_length,
+                                                      input_mask, perm_mask, dtype)
+    word_emb_k = self.word_embedding(inp_k)
+    output_h = self.drop(word_emb_k, training=training)
+    output_g = None
+    if target_mapping is not None:
+      target_mapping = tf.cast(target_mapping, dtype)
+    if inp_q is not None:
+      mask_emb = tf.cast(self.mask_emb.mask_emb, dtype)
+      if target_mapping is not None:
+        word_emb_q = tf.tile(mask_emb, [tf.shape(target_mapping)[0], bsz, 1])
+      else:
+        inp_q_ext = tf.cast(inp_q, dtype)[:, :, None]
+        word_emb_q = inp_q_ext * mask_emb + (1 - inp_q_ext) * word_emb_k
+      output_g = self.drop(word_emb_q, training=training)
+
+    seg_mat = None if seg_id is None else layers.segment_matrix(seg_id, mlen, dtype)
+    pos_emb = layers.relative_positional_encoding(qlen, klen, self.d_model, self.clamp_len, self.attn_type,
+                                                  self.bi_data, bsz=bsz, dtype=dtype)
+    pos_emb = self.drop(pos_emb, training=training)
+
+    r_w_bias, r_r_bias, r_s_bias, seg_embed = (tf.cast(v, dtype) for v in
+                                               (self.r_w_bias, self.r_r_bias, self.r_s_bias, self.seg_embed))
+    new_mems = []
+    for i, layer in enumerate(self.layer_stack):
+      new_mems.append(layers.cache_mem(output_h, None if mems is None else mems[i], self.mem_len,
+                                       self.reuse_len))
+      output_h, output_g = layer(
+          output_h, pos_emb, g=output_g, seg_mat=seg_mat,
+          r_w_bias=r_w_bias[i] if self.untie_r else r_w_bias,
+          r_r_bias=r_r_bias[i] if self.untie_r else r_r_bias,
+          r_s_bias=None if seg_mat is None else (r_s_bias[i] if self.untie_r else r_s_bias),
+          seg_embed=None if seg_mat is None else seg_embed[i],
+          attn_mask_h=non_tgt_mask, attn_mask_g=attn_mask,
+          mems=None if mems is None else mems[i], target_mapping=target_mapping, training=training)
+    output = self.drop(output_g if inp_q is not None else output_h, training=training)
+    return output, (new_mems if self.mem_len else None)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update({k: getattr(self, k) for k in (
+        "n_token", "n_layer", "d_model", "n_head", "d_head", "d_inner", "ff_activation", "untie_r", "dropout",
+        "dropatt", "attn_type", "bi_data", "clamp_len", "same_length", "mem_len", "reuse_len", "init",
+        "init_range", "init_std")})
+    return config
+
+
+class _MaskEmbedding(keras.layers.Layer):
+  """`mask_emb/mask_emb` [1, 1, H], the query stream's input; glorot-uniform as TF1's default."""
+
+  def __init__(self, d_model, **kwargs):
+    super().__init__(**kwargs)
+    self.d_model = d_model
+
+  def build(self, input_shape=None):
+    self.mask_emb = self.add_weight(name="mask_emb", shape=(1, 1, self.d_model), initializer="glorot_uniform")
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class XLNetModel(keras.Model):
+  """XLNet as the original `xlnet.XLNetModel`, plus the LM head and optional fine-tuning heads.
+
+  Args:
+    xlnet_config: XLNetConfig (or its dict).
+    run_config: RunConfig (or its dict).
+    attn_type: "bi" (the original XLNetModel's) or "uni".
+    summary_type: None (no sequence summary variables), or "last", "first", "mean", "attn".
+    use_summ_proj: bool, the tanh projection `sequnece_summary/summary`.
+    cls_heads: dict {scope: n_class} of classification heads `classification_{scope}/logit`.
+    reg_heads: list of scopes of regression heads `regression_{scope}/logit`.
+
+  Mixed precision: with `run_config.use_bfloat16`, the layers compute in bfloat16 with float32 variables
+  (the Keras "mixed_bfloat16" policy); losses are float32.
+  """
+
+  def __init__(self, xlnet_config, run_config, attn_type="bi", summary_type=None, use_summ_proj=True,
+               cls_heads=None, reg_heads=None, **kwargs):
+    kwargs.setdefault("name", "model")
+    if isinstance(xlnet_config, dict):
+      xlnet_config = XLNetConfig(**xlnet_config)
+    if isinstance(run_config, dict):
+      run_config = RunConfig(**run_config)
+    if run_config.use_bfloat16:
+      kwargs.setdefault("dtype", "mixed_bfloat16")
+    super().__init__(**kwargs)
+    self.xlnet_config = xlnet_config
+    self.run_config = run_config
+    self.attn_type = attn_type
+    self.summary_type = summary_type
+    self.use_summ_proj = use_summ_proj
+    self.cls_heads = dict(cls_heads or {})
+    self.reg_heads = list(reg_heads or [])
+    c, rc = xlnet_config, run_config
+    policy = self.dtype_policy
+    self.initializer = layers.get_initializer(rc.init, rc.init_range, rc.init_std)
+    self.transformer = TransformerXL(
+        c.n_token, c.n_layer, c.d_model, c.n_head, c.d_head, c.d_inner, c.ff_activation, c.untie_r,
+        dropout=rc.dropout if rc.is_training else 0.0, dropatt=rc.dropatt if rc.is_training else 0.0,
+        attn_type=attn_type, bi_data=rc.bi_data, clamp_len=rc.clamp_len, same_length=rc.same_length,
+        mem_len=rc.mem_len, reuse_len=rc.reuse_len, init=rc.init, init_range=rc.init_range, init_std=rc.init_std,
+        name="transformer", dtype=policy)
+    self.lm_loss_layer = heads_lib.LMLoss(c.n_token, name="lm_loss", dtype=policy)
+    self.sequence_summary = None
+    if summary_type is not None:
+      self.sequence_summary = heads_lib.SequenceSummary(
+          summary_type, c.d_model, c.n_head, c.d_head, self.transformer.dropout, self.transformer.dropatt,
+          use_summ_proj, self.initializer, name="sequnece_summary", dtype=policy)
+    self.logit_heads = {}
+    for scope, n_class in self.cls_heads.items():
+      self.logit_heads[f"classification_{scope}"] = heads_lib.LogitHead.classification(
+          scope, n_class, c.d_model, self.initializer, dtype=policy)
+    for scope in self.reg_heads:
+      self.logit_heads[f"regression_{scope}"] = heads_lib.LogitHead.regression(
+          scope, c.d_model, self.initializer, dtype=policy)
+    self.build()
+
+  def build(self, input_shape=None):
+    self.transformer.build()
+    self.lm_loss_layer.build()
+    if self.sequence_summary is not None:
+      self.sequence_summary.build()
+    for head in self.logit_heads.values():
+      head.build()
+    self.built = True
+
+  def call(self, input_ids, seg_ids=None, input_mask=None, mems=None, perm_mask=None, target_mapping=None,
+           inp_q=None, training=False):
+    """Runs XLNet on time-major inputs with the original layouts and polarities.
+
+    Args:
+      input_ids: int [I, B], token ids.
+      seg_ids: int [I, B] or None, segment ids (only equality matters; memory counts as segment 0).
+        None: no segment term.
+      input_mask: float [I, B] or None. 1 = padding (no query attends it), 0 = real token. None: no padding.
+      mems: list of n_layer float [M, B, H], or None (no memory).
+      perm_mask: float [I, I, B] or None. 1 = i may NOT attend to j in batch b; 0 = may attend.
+        None: attend to all.
+      target_mapping: float [P, I, B] or None. 1 = prediction slot p is on token i (partial prediction).
+        None: the query stream covers every position.
+      inp_q: float [I, B] or None. 1 = target token (query stream input is mask_emb). None: no query stream
+        (fine-tuning).
+      training: bool, dropout on.
+
+    Returns:
+      (output, new_mems): output float [P, B, H] (query stream, with target_mapping), [I, B, H] (query stream
+      without target_mapping, or content stream when inp_q is None); new_mems a list of n_layer float
+      [min(mem_len, M + (reuse_len or I)), B, H] (no gradient), or None when run_config.mem_len is unset.
+    """
+    return self.transformer(input_ids, seg_ids, input_mask, mems, perm_mask, target_mapping, inp_q,
+                            training=training)
+
+  def get_embedding_table(self):
+    """float variable [V, H], the word embedding (tied to the LM softmax)."""
+    return self.transformer.word_embedding.lookup_table
+
+  def get_pooled_out(self, output, input_mask=None, training=False):
+    """The sequence summary of a content-stream output [I, B, H] -> float [B, H] (needs summary_type)."""
+    if self.sequence_summary is None:
+      raise ValueError("This XLNetModel has no sequence summary. Build it with summary_type='last', 'first', "
+                       "'mean' or 'attn'.")
+    return self.sequence_summary(output, input_mask, training=training)
+
+  def get_head_logits(self, pooled, scope_name):
+    """Logits of head `classification_{scope}` [B, C] or `regression_{scope}` [B] on a pooled output [B, H]."""
+    if scope_name not in self.logit_heads:
+      raise ValueError(f"No head {scope_name!r}. This model has {sorted(self.logit_heads)}.")
+    return self.logit_heads[scope_name](pooled)
+
+  def get_lm_logits(self, output):
+    """LM logits float [P, B, V] of a query-stream output [P, B, H], tied to the embedding, + lm_loss/bias."""
+    return self.lm_loss_layer(output, self.get_embedding_table())
+
+  def get_lm_loss(self, output, target):
+    """Per-token LM loss float32 [P, B] for targets int [P, B]."""
+    return heads_lib.lm_loss(self.get_lm_logits(output), target)
+
+  def get_config(self):
+    return {"xlnet_config": self.xlnet_config.to_dict(), "run_config": self.run_config.to_dict(),
+            "attn_type": self.attn_type, "summary_type": self.summary_type, "use_summ_proj": self.use_summ_proj,
+            "cls_heads": self.cls_heads, "reg_heads": self.reg_heads, "name": self.name}

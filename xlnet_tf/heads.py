@@ -75,7 +75,7 @@ class SequenceSummary(keras.layers.Layer):
     if use_proj:
       self.summary = keras.layers.Dense(d_model, activation="tanh", kernel_initializer=self.kernel_initializer,
                                         name="summary", dtype=policy)
-    self.drop = keras.layers.Dropout(dropout, name="dropout")
+    self.drop = keras.layers.Dropout(dropout, name="dropout", dtype=policy)
 
   def build(self, input_shape=None):
     if self.abs_attn is not None:

@@ -238,10 +238,10 @@ class PositionwiseFFN(keras.layers.Layer):
     policy = self.dtype_policy
     self.layer_1 = keras.layers.Dense(d_inner, activation=get_activation(ff_activation),
                                       kernel_initializer=self.kernel_initializer, name="layer_1", dtype=policy)
-    self.drop_1 = keras.layers.Dropout(dropout, name="drop_1")
+    self.drop_1 = keras.layers.Dropout(dropout, name="drop_1", dtype=policy)
     self.layer_2 = keras.layers.Dense(d_model, kernel_initializer=self.kernel_initializer, name="layer_2",
                                       dtype=policy)
-    self.drop_2 = keras.layers.Dropout(dropout, name="drop_2")
+    self.drop_2 = keras.layers.Dropout(dropout, name="drop_2", dtype=policy)
     self.layer_norm = _layer_norm(policy)
 
   def build(self, input_shape):
@@ -285,8 +285,8 @@ class RelMultiheadAttn(keras.layers.Layer):
     self.q, self.k, self.v, self.r = (_head_projection(n, d_model, n_head, d_head, self.kernel_initializer, policy)
                                       for n in ("q", "k", "v", "r"))
     self.o = _output_projection(d_model, self.kernel_initializer, policy)
-    self.attn_dropout = keras.layers.Dropout(dropatt, name="attn_drop")
-    self.out_dropout = keras.layers.Dropout(dropout, name="out_drop")
+    self.attn_dropout = keras.layers.Dropout(dropatt, name="attn_drop", dtype=policy)
+    self.out_dropout = keras.layers.Dropout(dropout, name="out_drop", dtype=policy)
     self.layer_norm = _layer_norm(policy)
 
   def build(self, input_shape=None):
@@ -404,8 +404,8 @@ class MultiheadAttn(keras.layers.Layer):
     self.q, self.k, self.v = (_head_projection(n, d_model, n_head, d_head, self.kernel_initializer, policy)
                               for n in ("q", "k", "v"))
     self.o = _output_projection(d_model, self.kernel_initializer, policy)
-    self.attn_dropout = keras.layers.Dropout(dropatt, name="attn_drop")
-    self.out_dropout = keras.layers.Dropout(dropout, name="out_drop")
+    self.attn_dropout = keras.layers.Dropout(dropatt, name="attn_drop", dtype=policy)
+    self.out_dropout = keras.layers.Dropout(dropout, name="out_drop", dtype=policy)
     self.layer_norm = _layer_norm(policy)
 
   def build(self, input_shape=None):

@@ -123,7 +123,7 @@ class TransformerXL(keras.layers.Layer):
     self.mask_emb = _MaskEmbedding(d_model, name="mask_emb", dtype=policy)
     self.layer_stack = [XLNetLayer(d_model, n_head, d_head, d_inner, ff_activation, dropout, dropatt,
                                    self.initializer, name=f"layer_{i}", dtype=policy) for i in range(n_layer)]
-    self.drop = keras.layers.Dropout(dropout, name="dropout")
+    self.drop = keras.layers.Dropout(dropout, name="dropout", dtype=policy)
 
   def build(self, input_shape=None):
     # Creation order follows the original: r_w_bias, r_r_bias, word_embedding, mask_emb, r_s_bias, seg_embed.

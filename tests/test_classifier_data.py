@@ -1,0 +1,375 @@
+"""Tests for xlnet_tf/classifier_data.py: processors on their original file layouts, features, TFRecords."""
+
+import os
+import zlib
+
+import numpy as np
+import pytest
+
+from xlnet_tf import classifier_data as cd
+from xlnet_tf.classifier_data import InputExample, PaddingInputExample
+
+
+def tokenize(text):
+  """Deterministic stand-in for SentencePiece: digit words map to themselves, other words hash to ids >= 9."""
+  return [int(w) if w.isdigit() else 9 + zlib.crc32(w.encode()) % 1000 for w in text.split()]
+
+
+def write(path, text):
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, "w", encoding="utf-8", newline="") as f:
+    f.write(text)
+
+
+def tsv(*rows):
+  return "".join("\t".join(row) + "\n" for row in rows)
+
+
+def triples(examples):
+  return [(e.text_a, e.text_b, e.label) for e in examples]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# convert_single_example against hand-written id lists.
+
+
+def test_single_sentence_left_padding():
+  f = cd.convert_single_example(0, InputExample("g", "11 12 13", label="pos"), ["neg", "pos"], 8, tokenize)
+  assert f.input_ids == [0, 0, 0, 11, 12, 13, 4, 3]
+  assert f.input_mask == [1, 1, 1, 0, 0, 0, 0, 0]
+  assert f.segment_ids == [4, 4, 4, 0, 0, 0, 0, 2]
+  assert f.label_id == 1 and f.is_real_example
+
+
+def test_single_sentence_truncates_a_to_max_minus_2():
+  f = cd.convert_single_example(0, InputExample("g", "11 12 13 14 15", label="neg"), ["neg", "pos"], 5, tokenize)
+  assert f.input_ids == [11, 12, 13, 4, 3]
+  assert f.input_mask == [0, 0, 0, 0, 0]
+  assert f.segment_ids == [0, 0, 0, 0, 2]
+  assert f.label_id == 0
+
+
+def test_pair_layout_and_padding():
+  f = cd.convert_single_example(0, InputExample("g", "11", "21 22", "b"), ["a", "b", "c"], 8, tokenize)
+  assert f.input_ids == [0, 0, 11, 4, 21, 22, 4, 3]
+  assert f.input_mask == [1, 1, 0, 0, 0, 0, 0, 0]
+  assert f.segment_ids == [4, 4, 0, 0, 1, 1, 1, 2]
+  assert f.label_id == 1
+
+
+def test_pair_truncation_pops_longer_then_b_on_ties():
+  # Room for 7 - 3 = 4 text tokens. a is longer: 11 12 13 14 -> 11 12.
+  f = cd.convert_single_example(0, InputExample("g", "11 12 13 14", "21 22", "a"), ["a"], 7, tokenize)
+  assert f.input_ids == [11, 12, 4, 21, 22, 4, 3]
+  assert f.segment_ids == [0, 0, 0, 1, 1, 1, 2]
+  # Room for 3: 2 vs 2, the tie pops b.
+  f = cd.convert_single_example(0, InputExample("g", "11 12", "21 22", "a"), ["a"], 6, tokenize)
+  assert f.input_ids == [11, 12, 4, 21, 4, 3]
+
+
+def test_empty_text_b_is_a_single_sentence():
+  f = cd.convert_single_example(0, InputExample("g", "11", "", "a"), ["a"], 4, tokenize)
+  assert f.input_ids == [0, 11, 4, 3]
+  assert f.segment_ids == [4, 0, 0, 2]
+
+
+def test_regression_label_is_float():
+  f = cd.convert_single_example(0, InputExample("g", "11", "21", "3.25"), None, 6, tokenize)
+  assert f.label_id == 3.25 and isinstance(f.label_id, float)
+  assert f.input_ids == [0, 11, 4, 21, 4, 3]
+
+
+def test_padding_example_features():
+  f = cd.convert_single_example(0, PaddingInputExample(), ["a", "b"], 5, tokenize)
+  assert (f.input_ids, f.input_mask, f.segment_ids, f.label_id, f.is_real_example) == (
+      [0] * 5, [1] * 5, [0] * 5, 0, False)
+
+
+def test_convert_errors():
+  with pytest.raises(ValueError, match=r"--max_seq_length must be at least 3 .*Received: 2"):
+    cd.convert_single_example(0, InputExample("g", "11", label="a"), ["a"], 2, tokenize)
+  with pytest.raises(ValueError, match=r"--max_seq_length must be at least 5 for a sentence-pair"):
+    cd.convert_single_example(0, InputExample("g", "11", "12", label="a"), ["a"], 4, tokenize)
+  with pytest.raises(ValueError, match=r"Example dev-3 has label 'x', which is not in the label list \['a'\]"):
+    cd.convert_single_example(0, InputExample("dev-3", "11", label="x"), ["a"], 8, tokenize)
+  with pytest.raises(ValueError, match=r"regression task needs a number"):
+    cd.convert_single_example(0, InputExample("g", "11", label="pos"), None, 8, tokenize)
+
+
+def test_pad_examples():
+  examples = [InputExample(str(i), "11") for i in range(5)]
+  padded = cd.pad_examples(examples, 4)
+  assert len(padded) == 8 and padded[:5] == examples and len(examples) == 5
+  assert all(isinstance(e, PaddingInputExample) for e in padded[5:])
+  assert len(cd.pad_examples(examples[:4], 4)) == 4
+  with pytest.raises(ValueError, match="--eval_batch_size"):
+    cd.pad_examples(examples, 0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Processors on small files in their original layouts.
+
+MNLI_TRAIN_HEADER = ["index", "promptID", "pairID", "genre", "s1_bp", "s2_bp", "s1_p", "s2_p", "sentence1",
+                     "sentence2", "label1", "gold_label"]
+
+
+def mnli_row(i, a, b, labels):
+  return [str(i), "p", "q", "fiction", "(", "(", "(", "(", a, b] + labels
+
+
+def test_mnli_matched_and_mismatched(tmp_path):
+  d = str(tmp_path)
+  write(f"{d}/train.tsv", tsv(MNLI_TRAIN_HEADER, mnli_row(0, "a 'quoted", "b", ["neutral", "neutral"]),
+                              mnli_row(1, "c", "d", ["entailment", "entailment"])))
+  dev_header = MNLI_TRAIN_HEADER[:10] + ["label1", "label2", "label3", "label4", "label5", "gold_label"]
+  write(f"{d}/dev_matched.tsv", tsv(dev_header, mnli_row(0, "e", "f", ["neutral"] * 4 + ["contradiction"] * 2)))
+  write(f"{d}/dev_mismatched.tsv", tsv(dev_header, mnli_row(0, "g", "h", ["entailment"] * 6)))
+  write(f"{d}/test_matched.tsv", tsv(MNLI_TRAIN_HEADER[:10], mnli_row(0, "i", "j", [])))
+  p = cd.get_processor("MNLI_Matched")
+  train = p.get_train_examples(d)
+  assert triples(train) == [("a 'quoted", "b", "neutral"), ("c", "d", "entailment")]
+  assert [e.guid for e in train] == ["train-1", "train-2"]
+  assert triples(p.get_dev_examples(d)) == [("e", "f", "contradiction")]
+  assert triples(p.get_eval_examples(d, "test")) == [("i", "j", "contradiction")]  # Placeholder label.
+  assert p.get_labels() == ["contradiction", "entailment", "neutral"]
+  assert triples(cd.get_processor("mnli_mismatched").get_dev_examples(d)) == [("g", "h", "entailment")]
+  with pytest.raises(FileNotFoundError, match=r"test_mismatched.tsv, which does not exist. Point --data_dir"):
+    cd.get_processor("mnli_mismatched").get_test_examples(d)
+  with pytest.raises(ValueError, match="--eval_split"):
+    p.get_eval_examples(d, "validation")
+
+
+def test_mnli_unknown_label_names_file_and_line(tmp_path):
+  d = str(tmp_path)
+  write(f"{d}/train.tsv", tsv(MNLI_TRAIN_HEADER, mnli_row(0, "a", "b", ["neutral", "neutral"]),
+                              mnli_row(1, "c", "d", ["-", "-"])))
+  with pytest.raises(ValueError, match=r"Label '-' in .*train.tsv line 3 is not one of the labels of task "
+                                       r"'mnli_matched'"):
+    cd.get_processor("mnli_matched").get_train_examples(d)
+
+
+def test_stsb_float_labels(tmp_path):
+  d = str(tmp_path)
+  header = ["index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1", "sentence2"]
+  write(f"{d}/train.tsv", tsv(header + ["score"], ["0", "g", "f", "y", "0", "s", "s", "A plane", "An air plane",
+                                                   "5.000"],
+                              ["1", "g", "f", "y", "1", "s", "s", "x", "y", "0.5"]))
+  write(f"{d}/dev.tsv", tsv(header + ["score"], ["0", "g", "f", "y", "0", "s", "s", "x", "y", "high"]))
+  write(f"{d}/test.tsv", tsv(header, ["0", "g", "f", "y", "0", "s", "s", "t1", "t2"]))
+  p = cd.get_processor("sts-b")
+  assert p.is_regression and p.get_labels() == [0.0]
+  assert triples(p.get_train_examples(d)) == [("A plane", "An air plane", 5.0), ("x", "y", 0.5)]
+  assert triples(p.get_test_examples(d)) == [("t1", "t2", 0.0)]
+  assert p.metric_names == ("pearsonr", "spearmanr")
+  with pytest.raises(ValueError, match=r"Regression label 'high' in .*dev.tsv line 2 .* is not a number"):
+    p.get_dev_examples(d)
+  assert cd.label_list_for(p, True) is None
+  with pytest.raises(ValueError, match=r"'sts-b' is a regression task .*--is_regression=True"):
+    cd.label_list_for(p, False)
+  with pytest.raises(ValueError, match=r"'imdb' is a classification task .*Remove --is_regression"):
+    cd.label_list_for(cd.get_processor("imdb"), True)
+
+
+# task, train file text, expected train triples, test file text, expected test triples.
+GLUE_CASES = [
+    ("cola", tsv(["gj04", "1", "", "Our friends won't buy this."], ["gj04", "0", "*", "They drank the pub."]),
+     [("Our friends won't buy this.", None, "1"), ("They drank the pub.", None, "0")],
+     tsv(["index", "sentence"], ["0", "Bill whistled."]), [("Bill whistled.", None, "0")]),
+    ("sst-2", tsv(["sentence", "label"], ["hide new secretions ", "0"], ["a \"great\" film", "1"]),
+     [("hide new secretions ", None, "0"), ('a "great" film', None, "1")],
+     tsv(["index", "sentence"], ["0", "uneasy mishmash"]), [("uneasy mishmash", None, "0")]),
+    ("mrpc", tsv(["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"], ["1", "702876", "702977", "s1", "s2"]),
+     [("s1", "s2", "1")],
+     tsv(["index", "#1 ID", "#2 ID", "#1 String", "#2 String"], ["0", "1089874", "1089925", "t1", "t2"]),
+     [("t1", "t2", "0")]),
+    ("qqp", tsv(["id", "qid1", "qid2", "question1", "question2", "is_duplicate"], ["0", "1", "2", "q1", "q2", "0"],
+                ["1", "3", "4", "broken line"], ["2", "5", "6", "q5", "q6", "1"]),
+     [("q1", "q2", "0"), ("q5", "q6", "1")],
+     tsv(["id", "question1", "question2"], ["0", "t1", "t2"]), [("t1", "t2", "0")]),
+    ("qnli", tsv(["index", "question", "sentence", "label"], ["0", "q?", "s.", "not_entailment"]),
+     [("q?", "s.", "not_entailment")],
+     tsv(["index", "question", "sentence"], ["0", "t?", "u."]), [("t?", "u.", "entailment")]),
+    ("rte", tsv(["index", "sentence1", "sentence2", "label"], ["0", "a", "b", "entailment"]),
+     [("a", "b", "entailment")],
+     tsv(["index", "sentence1", "sentence2"], ["0", "c", "d"]), [("c", "d", "entailment")]),
+    ("wnli", tsv(["index", "sentence1", "sentence2", "label"], ["0", "a", "b", "1"]), [("a", "b", "1")],
+     tsv(["index", "sentence1", "sentence2"], ["0", "c", "d"]), [("c", "d", "0")]),
+]
+
+
+@pytest.mark.parametrize("task,train_text,train_expected,test_text,test_expected", GLUE_CASES,
+                         ids=[c[0] for c in GLUE_CASES])
+def test_glue_processor(tmp_path, task, train_text, train_expected, test_text, test_expected):
+  d = str(tmp_path)
+  write(f"{d}/train.tsv", train_text)
+  write(f"{d}/dev.tsv", train_text)
+  write(f"{d}/test.tsv", test_text)
+  p = cd.get_processor(task)
+  assert not p.is_regression
+  assert triples(p.get_train_examples(d)) == train_expected
+  assert triples(p.get_dev_examples(d)) == train_expected
+  assert triples(p.get_test_examples(d)) == test_expected
+  assert cd.label_list_for(p, False) == p.get_labels()
+  # A label outside the task's list names the file, the line and the label.
+  bad = train_text.rstrip("\n").rsplit("\n", 1)
+  last = bad[1].split("\t")
+  last[p.label_column] = "maybe"
+  write(f"{d}/train.tsv", bad[0] + "\n" + "\t".join(last) + "\n")
+  line = len(bad[0].split("\n")) + 1
+  with pytest.raises(ValueError, match=rf"Label 'maybe' in .*train.tsv line {line} is not one of the labels"):
+    p.get_train_examples(d)
+
+
+def test_glue_metric_names():
+  assert cd.get_processor("mrpc").metric_names == ("accuracy", "f1")
+  assert cd.get_processor("qqp").metric_names == ("accuracy", "f1")
+  assert cd.get_processor("cola").metric_names == ("accuracy", "matthews_corr")
+  assert cd.get_processor("rte").metric_names == ("accuracy",)
+
+
+def test_imdb_layout(tmp_path):
+  d = str(tmp_path / "aclImdb")
+  write(f"{d}/train/pos/0_9.txt", "  Great film.<br /><br />Loved it.\n")
+  write(f"{d}/train/neg/1_2.txt", "Dull.")
+  write(f"{d}/train/neg/2_1.txt", "Awful<br />really.")
+  write(f"{d}/train/neg/notes.md", "not a review")
+  write(f"{d}/train/unsup/3_0.txt", "unlabelled")
+  write(f"{d}/test/pos/0_10.txt", "Fine.")
+  write(f"{d}/test/neg/0_1.txt", "Bad.")
+  p = cd.get_processor("imdb")
+  assert triples(p.get_train_examples(d)) == [("Dull.", None, "neg"), ("Awful really.", None, "neg"),
+                                               ("Great film.  Loved it.", None, "pos")]
+  assert triples(p.get_dev_examples(d)) == [("Bad.", None, "neg"), ("Fine.", None, "pos")]
+  assert p.get_labels() == ["neg", "pos"]
+  with pytest.raises(FileNotFoundError, match=r"train/neg of \*.txt reviews, which does not exist"):
+    p.get_train_examples(str(tmp_path))
+
+
+def test_yelp5_csv(tmp_path):
+  d = str(tmp_path)
+  # The csv reader turns \""no\"" into \"no\", which the original's replace turns into "no".
+  write(f"{d}/train.csv", '"5","Best ""tacos"" in town.\\nGo!"\n"1","He said \\""no\\""."\n')
+  write(f"{d}/test.csv", '"3","ok"\n')
+  p = cd.get_processor("yelp5")
+  assert triples(p.get_train_examples(d)) == [('Best "tacos" in town.\\nGo!', None, "5"),
+                                               ('He said "no".', None, "1")]
+  assert triples(p.get_dev_examples(d)) == [("ok", None, "3")]
+  assert p.get_labels() == ["1", "2", "3", "4", "5"]
+  write(f"{d}/test.csv", '"3","ok"\n"6","too good"\n')
+  with pytest.raises(ValueError, match=r"Label '6' in .*test.csv line 2 is not one of the labels of task 'yelp5'"):
+    p.get_dev_examples(d)
+  write(f"{d}/test.csv", '"3"\n')
+  with pytest.raises(ValueError, match=r"test.csv line 1 must have 2 columns"):
+    p.get_dev_examples(d)
+
+
+def test_generic_csv_by_header_name(tmp_path):
+  d = str(tmp_path)
+  write(f"{d}/train.csv", 'id,review,stars\n0,"good, really",10\n1,bad,2\n2,meh,10\n')
+  write(f"{d}/dev.csv", "review,stars,id\nfine,2,7\n")
+  write(f"{d}/test.csv", "id,review\n0,unknown\n")
+  p = cd.get_processor("csv", text_a_column="review", label_column="stars", data_dir=d, text_b_column=None)
+  assert p.get_labels() == ["2", "10"]  # Integer labels sort numerically.
+  assert triples(p.get_train_examples(d)) == [("good, really", None, "10"), ("bad", None, "2"), ("meh", None, "10")]
+  assert triples(p.get_dev_examples(d)) == [("fine", None, "2")]  # Columns found by name in each file.
+  assert triples(p.get_test_examples(d)) == [("unknown", None, "2")]
+  assert p.metric_names == ("accuracy",)
+  write(f"{d}/dev.csv", "review,stars\nfine,7\n")
+  with pytest.raises(ValueError, match=r"Label '7' in .*dev.csv line 2 is not one of the labels of task 'csv'"):
+    p.get_dev_examples(d)
+  write(f"{d}/dev.csv", "text,stars\nfine,2\n")
+  with pytest.raises(ValueError, match=r"text_a_column='review' is not a column of .*dev.csv; its header is"):
+    p.get_dev_examples(d)
+
+
+def test_generic_tsv_by_index_pairs_given_labels_and_regression(tmp_path):
+  d = str(tmp_path)
+  write(f"{d}/train.tsv", 'a "x\tb\tyes\nc\td\tno\n')
+  p = cd.get_processor("tsv", text_a_column="0", text_b_column=1, label_column=2, has_header=False,
+                       labels=["no", "yes"])
+  assert triples(p.get_train_examples(d)) == [('a "x', "b", "yes"), ("c", "d", "no")]
+  assert p.get_labels() == ["no", "yes"]
+  write(f"{d}/scores.tsv", "s1\ts2\tscore\nx\ty\t0.25\n")
+  r = cd.get_processor("tsv", text_a_column="s1", text_b_column="s2", label_column="score", is_regression=True,
+                       train_file="scores.tsv")
+  assert r.is_regression and triples(r.get_train_examples(d)) == [("x", "y", 0.25)]
+  assert r.metric_names == ("pearsonr", "spearmanr")
+  with pytest.raises(ValueError, match=r"collects its labels from the training file; pass data_dir"):
+    cd.get_processor("tsv", text_a_column=0, label_column=2, has_header=False).get_labels()
+  with pytest.raises(ValueError, match=r"needs the text and label columns"):
+    cd.get_processor("csv", text_a_column="review")
+
+
+def test_get_processor_errors(tmp_path):
+  with pytest.raises(ValueError, match=r"Unknown --task_name 'squad'. Known tasks: mnli_matched, .*sst-2.*, csv, tsv"):
+    cd.get_processor("squad")
+  with pytest.raises(ValueError, match=r"only apply to the csv/tsv tasks"):
+    cd.get_processor("rte", label_column="label")
+  assert isinstance(cd.get_processor("rte", label_column=None), cd.RteProcessor)
+  with pytest.raises(FileNotFoundError, match=r"Task 'sst-2' needs the file .*train.tsv, which does not exist. "
+                                              r"Point --data_dir"):
+    cd.get_processor("sst-2").get_train_examples(str(tmp_path))
+  assert set(cd.TASK_NAMES) == {"mnli_matched", "mnli_mismatched", "sts-b", "imdb", "yelp5", "cola", "sst-2",
+                                "mrpc", "qqp", "qnli", "rte", "wnli", "csv", "tsv"}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# TFRecords.
+
+
+def test_record_file_names():
+  assert cd.record_file_name("/m/spiece.model", 128, "train") == "spiece.model.len-128.train.tf_record"
+  assert cd.record_file_name("spiece.model", 512, "eval", "dev") == "spiece.model.len-512.dev.eval.tf_record"
+  assert cd.record_file_name("spiece.model", 64, "predict", "test") == "spiece.model.len-64.test.predict.tf_record"
+  with pytest.raises(ValueError, match="--eval_split"):
+    cd.record_file_name("spiece.model", 64, "eval", "val")
+
+
+def test_tfrecord_round_trip(tmp_path):
+  examples = [InputExample("a", "11 12", label="pos"), InputExample("b", "13", "14 15", label="neg")]
+  examples = cd.pad_examples(examples, 3)
+  out = str(tmp_path / "rec" / cd.record_file_name("spiece.model", 8, "train"))
+  assert cd.file_based_convert_examples_to_features(examples, ["neg", "pos"], 8, tokenize, out, num_passes=2) == 6
+  assert len(examples) == 3 and os.listdir(tmp_path / "rec") == [os.path.basename(out)]  # No temp file left.
+  batches = list(cd.classifier_dataset(out, 8, is_training=False, drop_remainder=False, batch_size=4,
+                                       is_regression=False))
+  assert [b["input_ids"].shape[0] for b in batches] == [4, 2]
+  got = {k: np.concatenate([b[k].numpy() for b in batches]) for k in batches[0]}
+  one_pass_ids = [[0, 0, 0, 0, 11, 12, 4, 3], [0, 0, 13, 4, 14, 15, 4, 3], [0] * 8]
+  np.testing.assert_array_equal(got["input_ids"], one_pass_ids * 2)
+  np.testing.assert_array_equal(got["input_mask"], [[1, 1, 1, 1, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0, 0, 0], [1] * 8] * 2)
+  np.testing.assert_array_equal(got["segment_ids"], [[4, 4, 4, 4, 0, 0, 0, 2], [4, 4, 0, 0, 1, 1, 1, 2],
+                                                     [0] * 8] * 2)
+  np.testing.assert_array_equal(got["label_ids"], [1, 0, 0] * 2)
+  np.testing.assert_array_equal(got["is_real_example"], [1, 1, 0] * 2)
+  assert got["input_mask"].dtype == np.float32 and got["input_ids"].dtype == np.int32
+  assert got["label_ids"].dtype == np.int32
+
+  # An existing file is kept unless overwrite_data.
+  assert cd.file_based_convert_examples_to_features(examples[:1], ["neg", "pos"], 8, tokenize, out) is None
+  assert cd.file_based_convert_examples_to_features(examples[:1], ["neg", "pos"], 8, tokenize, out,
+                                                    overwrite_data=True) == 1
+
+  # Training: shuffled, repeated, fixed batch shape.
+  train = cd.classifier_dataset(out, 8, is_training=True, drop_remainder=True, batch_size=3, is_regression=False,
+                                shuffle_buffer=4, seed=1)
+  batch = next(iter(train))
+  assert batch["input_ids"].shape == (3, 8) and batch["label_ids"].shape == (3,)
+
+
+def test_tfrecord_regression_and_errors(tmp_path):
+  out = str(tmp_path / "r.tf_record")
+  examples = [InputExample("a", "11", "12", 2.5), PaddingInputExample()]
+  cd.file_based_convert_examples_to_features(examples, None, 6, tokenize, out)
+  (batch,) = list(cd.classifier_dataset(out, 6, False, False, 2, is_regression=True))
+  np.testing.assert_array_equal(batch["label_ids"].numpy(), np.array([2.5, 0.0], np.float32))
+  np.testing.assert_array_equal(batch["input_ids"].numpy()[0], [0, 11, 4, 12, 4, 3])
+  # A failing conversion leaves no file behind.
+  bad = str(tmp_path / "bad.tf_record")
+  with pytest.raises(ValueError, match="not in the label list"):
+    cd.file_based_convert_examples_to_features([InputExample("z", "11", label="x")], ["a"], 6, tokenize, bad)
+  assert sorted(os.listdir(tmp_path)) == ["r.tf_record"]
+  with pytest.raises(FileNotFoundError, match=r"bad.tf_record does not exist"):
+    cd.classifier_dataset(bad, 6, False, False, 2, is_regression=False)
+  with pytest.raises(ValueError, match="--num_passes"):
+    cd.file_based_convert_examples_to_features(examples, None, 6, tokenize, bad, num_passes=0)

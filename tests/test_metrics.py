@@ -1,0 +1,109 @@
+"""Tests for xlnet_tf/metrics.py against values computed by hand."""
+
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+from xlnet_tf import metrics
+
+# Binary example used below: TP at 0 and 4, FP at 1, TN at 2 and 3, FN at 5.
+PRED = [1, 1, 0, 0, 1, 0]
+LABEL = [1, 0, 0, 0, 1, 1]
+
+
+def test_accuracy_weighted():
+  assert metrics.accuracy([0, 1, 1, 0], [0, 1, 0, 0]) == pytest.approx(3 / 4)
+  assert metrics.accuracy([0, 1, 1, 0], [0, 1, 0, 0], weights=[1, 1, 1, 0]) == pytest.approx(2 / 3)
+
+
+def test_pearson_by_hand():
+  # x: mean 2, dx = [-1, 0, 1]; y: mean 7/3, dy = [-4/3, -1/3, 5/3].
+  # sum dx*dy = 3, sum dx^2 = 2, sum dy^2 = 14/3 -> r = 3 / sqrt(28/3).
+  assert metrics.pearson_correlation([1, 2, 3], [1, 2, 4]) == pytest.approx(3 / math.sqrt(28 / 3))
+  # A zero weight removes the last pair: [1, 2] vs [1, 2] -> 1.
+  assert metrics.pearson_correlation([1, 2, 3], [1, 2, -7], weights=[1, 1, 0]) == pytest.approx(1.0)
+  assert math.isnan(metrics.pearson_correlation([1, 1, 1], [1, 2, 3]))
+
+
+def test_rank_average_ties():
+  np.testing.assert_array_equal(metrics.rank_average([10, 20, 20, 5, 20]), [2, 4, 4, 1, 4])
+
+
+def test_spearman_with_ties_by_hand():
+  # ranks x = [1, 2.5, 2.5, 4], ranks y = [1, 3, 2, 4], both mean 2.5.
+  # dx = [-1.5, 0, 0, 1.5], dy = [-1.5, .5, -.5, 1.5]: sum dx*dy = 4.5, sum dx^2 = 4.5, sum dy^2 = 5.
+  # r = 4.5 / sqrt(4.5 * 5) = sqrt(9/10).
+  assert metrics.spearman_correlation([1, 2, 2, 3], [1, 3, 2, 4]) == pytest.approx(math.sqrt(9 / 10))
+  # The padding pair (weight 0) is not ranked: [1, 2, 3] vs [3, 2, 1] -> -1.
+  assert metrics.spearman_correlation([1, 2, 3, 0], [3, 2, 1, 9], weights=[1, 1, 1, 0]) == pytest.approx(-1.0)
+
+
+def test_matthews_by_hand():
+  # (TP*TN - FP*FN) / sqrt((TP+FP)(TP+FN)(TN+FP)(TN+FN)) = (2*2 - 1*1) / sqrt(3*3*3*3) = 1/3.
+  assert metrics.matthews_corrcoef(PRED, LABEL) == pytest.approx(1 / 3)
+  # Dropping the FN example: TP=2, FP=1, TN=2, FN=0 -> (4 - 0) / sqrt(3*2*3*2) = 4/6.
+  assert metrics.matthews_corrcoef(PRED, LABEL, weights=[1, 1, 1, 1, 1, 0]) == pytest.approx(2 / 3)
+  assert metrics.matthews_corrcoef([1, 1, 1], [0, 1, 1]) == 0.0  # Constant predictions: undefined -> 0.
+  assert metrics.matthews_corrcoef([2, 0, 1], [2, 0, 1]) == pytest.approx(1.0)
+
+
+def test_f1_by_hand():
+  # 2TP / (2TP + FP + FN) = 4 / 6.
+  assert metrics.f1_score(PRED, LABEL) == pytest.approx(2 / 3)
+  assert metrics.f1_score([0, 0], [0, 0]) == 0.0
+  with pytest.raises(ValueError, match="F1 is binary"):
+    metrics.f1_score([0, 2], [0, 1])
+
+
+def test_task_metrics():
+  logits = np.array([[0.0, 1.0], [0.0, 2.0], [1.0, 0.0], [3.0, 0.0], [-1.0, 1.0], [1.0, 0.5], [9.0, 0.0]])
+  labels = LABEL + [1]
+  weights = [1, 1, 1, 1, 1, 1, 0]  # The last row is eval padding.
+  loss = [1, 2, 3, 4, 5, 6, 100]
+  got = metrics.task_metrics("MRPC", logits, labels, weights, per_example_loss=loss)
+  assert got == pytest.approx({"eval_accuracy": 4 / 6, "eval_f1": 2 / 3, "eval_loss": 21 / 6})
+  got = metrics.task_metrics("cola", np.array(PRED), LABEL)
+  assert got == pytest.approx({"eval_accuracy": 4 / 6, "eval_matthews_corr": 1 / 3})
+  got = metrics.task_metrics("sts-b", [[1.0], [2.0], [3.0]], [1.0, 2.0, 4.0])
+  assert got == pytest.approx({"eval_pearsonr": 3 / math.sqrt(28 / 3), "eval_spearmanr": 1.0})
+  assert metrics.task_metrics("imdb", [[0, 1]], [1]) == {"eval_accuracy": 1.0}
+  assert metrics.task_metrics("csv", [0.5, 1.5], [1, 2], is_regression=True) == pytest.approx(
+      {"eval_pearsonr": 1.0, "eval_spearmanr": 1.0})
+  assert metrics.best_metric_key(True) == "eval_pearsonr" and metrics.best_metric_key(False) == "eval_accuracy"
+
+
+def test_bad_inputs():
+  with pytest.raises(ValueError, match=r"1-D arrays of the same length. Received shapes \(2,\) and \(3,\)"):
+    metrics.accuracy([0, 1], [0, 1, 1])
+  with pytest.raises(ValueError, match="none with weight > 0"):
+    metrics.accuracy([0, 1], [0, 1], weights=[0, 0])
+  with pytest.raises(ValueError, match="non-negative"):
+    metrics.accuracy([0, 1], [0, 1], weights=[1, -1])
+
+
+def test_predictions_from_logits():
+  assert metrics.predictions_from_logits([[0.0, 1.0], [0.0, 0.25]], ["neg", "pos"], 0.5) == ["pos", "neg"]
+  assert metrics.predictions_from_logits([[0, 1, 5], [7, 1, 5]], ["c", "e", "n"]) == ["n", "c"]
+  assert metrics.predictions_from_logits([3.5, 1.25], None) == [3.5, 1.25]
+  with pytest.raises(ValueError, match="need a label list of 3 labels"):
+    metrics.predictions_from_logits([[0, 1, 5]], ["a", "b"])
+
+
+def test_write_predictions(tmp_path):
+  d = str(tmp_path / "pred")
+  tsv_path, json_path = metrics.write_predictions(d, "SST-2", [[0.0, 1.0], [2.0, 0.5], [0.0, 0.0]], ["0", "1"],
+                                                  is_real_example=[1, 1, 0])
+  assert tsv_path == os.path.join(d, "sst-2.tsv") and json_path == os.path.join(d, "sst-2.logits.json")
+  with open(tsv_path) as f:
+    assert f.read() == "index\tprediction\n0\t1\n1\t0\n"
+  with open(json_path) as f:
+    assert json.load(f) == [[0.0, 1.0], [2.0, 0.5]]
+  metrics.write_predictions(d, "sts-b", np.array([3.5, 0.25], np.float32), None)
+  with open(os.path.join(d, "sts-b.tsv")) as f:
+    assert f.read() == "index\tprediction\n0\t3.5\n1\t0.25\n"
+  assert sorted(os.listdir(d)) == ["sst-2.logits.json", "sst-2.tsv", "sts-b.logits.json", "sts-b.tsv"]
+  with pytest.raises(ValueError, match="--predict_dir"):
+    metrics.write_predictions(None, "sst-2", [[0, 1]], ["0", "1"])

@@ -1,0 +1,384 @@
+"""Tests of the pretraining input pipeline (`xlnet_tf/pretrain_input.py`), against the original's outputs."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from xlnet_tf.pretrain_data import format_filename
+from xlnet_tf.pretrain_input import (find_record_info, get_dataset, get_input_fn, local_perm, parse_record,
+                                     validate_lengths)
+
+GOLDEN_DIR = "tests/testdata/data/records/tfrecords"
+GOLDEN_NPZ = "tests/testdata/data/records_original.npz"
+GOLDEN_KW = dict(split="train", bsz_per_host=4, seq_len=32, reuse_len=16, bi_data=True, perm_size=8, mask_alpha=6,
+                 mask_beta=1, uncased=False, num_predict=6)
+SEP, CLS = 4, 3
+EXACT_KEYS = ("input_k", "seg_id", "label", "target", "target_mask", "target_mapping", "input_q")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Helpers
+# ----------------------------------------------------------------------------------------------------------------
+def _example(inp, is_masked, target, seg_id, label):
+  feats = {"input": inp, "is_masked": is_masked, "target": target, "seg_id": seg_id, "label": [label]}
+  feats = {k: tf.train.Feature(int64_list=tf.train.Int64List(value=[int(x) for x in v])) for k, v in feats.items()}
+  return tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString()
+
+
+def _random_record(rng, seq_len, reuse_len, num_predict, head=()):
+  """A record in the original format: [reuse | A SEP B SEP CLS], next-token targets, num_predict masked."""
+  tok = rng.integers(10, 1000, size=seq_len + 1)
+  tok[:len(head)] = head
+  sep_a = reuse_len + 1 + rng.integers(0, seq_len - reuse_len - 4)
+  tok[[sep_a, seq_len - 2]] = SEP
+  tok[seq_len - 1] = CLS
+  n_1 = num_predict // 2
+  mask = np.zeros(seq_len, np.int64)
+  mask[rng.choice(reuse_len, num_predict - n_1, replace=False)] = 1
+  mask[reuse_len + rng.choice(seq_len - reuse_len, n_1, replace=False)] = 1
+  seg = np.array([0] * (sep_a + 1) + [1] * (seq_len - 1 - sep_a - 1) + [2])
+  return _example(tok[:seq_len], mask, tok[1:], seg, rng.integers(0, 2)), mask
+
+
+def _write_records(record_dir, task, num_steps, bsz_per_host=4, seq_len=16, reuse_len=8, num_predict=3,
+                   bi_data=False, seed=0):
+  """Writes one record file + record_info; record (step s, row r) starts with tokens [1000+r, 2000+s, 3000+task]."""
+  rng = np.random.default_rng(seed + 100 * task)
+  kw = dict(bsz_per_host=bsz_per_host, seq_len=seq_len, bi_data=bi_data, mask_alpha=6, mask_beta=1,
+            reuse_len=reuse_len, fixed_num_predict=num_predict)
+  os.makedirs(record_dir, exist_ok=True)
+  name = format_filename(f"train-{task}-0", suffix="tfrecords", **kw)
+  with tf.io.TFRecordWriter(os.path.join(record_dir, name)) as writer:
+    for step in range(num_steps):
+      for row in range(bsz_per_host):
+        writer.write(_random_record(rng, seq_len, reuse_len, num_predict, (1000 + row, 2000 + step, 3000 + task))[0])
+  info = {"filenames": [f"/elsewhere/save_dir/tfrecords/{name}"], "num_batch": num_steps}
+  with open(os.path.join(record_dir, format_filename(f"record_info-train-{task}-0", suffix="json", **kw)), "w") as f:
+    json.dump(info, f)
+
+
+def _small_kw(**over):
+  kw = dict(split="train", bsz_per_host=4, seq_len=16, reuse_len=8, bi_data=False, perm_size=4, mask_alpha=6,
+            mask_beta=1, uncased=False, num_predict=3)
+  kw.update(over)
+  return kw
+
+
+def _take(ds, n):
+  return [{k: v.numpy() for k, v in b.items()} for b in ds.take(n)]
+
+
+def _check_invariants(batch, reuse_len, perm_size):
+  """The properties every parsed batch has, whatever the sampled factorisation order."""
+  pm, inp_q, inp_k = batch["perm_mask"], batch["input_q"], batch["input_k"]
+  seq_len = inp_k.shape[1]
+  assert set(np.unique(pm)) <= {0.0, 1.0}
+  for b in range(inp_k.shape[0]):
+    m = pm[b]
+    func = (inp_k[b] == SEP) | (inp_k[b] == CLS)
+    tgt = inp_q[b] == 1
+    assert not (tgt & func).any()
+    assert (m[:reuse_len, reuse_len:] == 1).all(), "the reuse half saw the second half"
+    assert (m[reuse_len:, :reuse_len] == 0).all(), "the second half must see all of the reuse half"
+    for half in (slice(0, reuse_len), slice(reuse_len, seq_len)):  # each half has its own order
+      mh, t, f = m[half, half], tgt[half], func[half]
+      unmasked = ~t & ~f
+      masked_or_func = ~unmasked
+      assert (mh[:, unmasked] == 0).all(), "every position sees the unmasked tokens"
+      assert (mh[np.ix_(unmasked, masked_or_func)] == 1).all(), "an unmasked token saw a masked/functional token"
+      assert (np.diag(mh)[t] == 1).all(), "a target saw itself in the query stream"
+      assert (np.diag(mh)[f] == 0).all(), "SEP/CLS see themselves"
+      block = np.arange(mh.shape[0]) // perm_size
+      for i in np.flatnonzero(t):
+        for j in np.flatnonzero(masked_or_func):
+          if block[j] < block[i]:
+            assert mh[i, j] == 0, "a later block must see the earlier blocks"
+          if t[j] and i != j:
+            assert mh[i, j] + mh[j, i] == 1, "two targets must be strictly ordered"
+    positions = np.flatnonzero(tgt)
+    if "target_mapping" in batch:
+      tm, t, tmask = batch["target_mapping"][b], batch["target"][b], batch["target_mask"][b]
+      n = len(positions)
+      np.testing.assert_array_equal(tmask, [1] * n + [0] * (len(tmask) - n))
+      np.testing.assert_array_equal(tm[:n], np.eye(seq_len)[positions])
+      assert (tm[n:] == 0).all() and (t[n:] == 0).all()
+      np.testing.assert_array_equal(t[:n], inp_k[b][positions])
+    else:
+      np.testing.assert_array_equal(batch["target_mask"][b], inp_q[b])
+      np.testing.assert_array_equal(batch["target"][b][positions], inp_k[b][positions])
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Against the original
+# ----------------------------------------------------------------------------------------------------------------
+def test_original_records_give_the_original_batches():
+  golden = np.load(GOLDEN_NPZ)
+  input_fn, info = get_input_fn(GOLDEN_DIR, **GOLDEN_KW)
+  assert info["num_batch"] == 4437 and [os.path.dirname(f) for f in info["filenames"]] == [GOLDEN_DIR]
+  batches = _take(input_fn(), 2)
+  for i, batch in enumerate(batches):
+    for key in EXACT_KEYS:
+      assert batch[key].dtype == golden[key].dtype, key
+      np.testing.assert_array_equal(batch[key], golden[key][i], err_msg=key)
+    np.testing.assert_array_equal(batch["input_k"], golden["raw_input"][4 * i:4 * i + 4])
+    _check_invariants(batch, reuse_len=16, perm_size=8)
+    # The invariants hold for the original's own (random) perm_mask too.
+    _check_invariants({k: golden[k][i] for k in golden.files if not k.startswith(("raw", "meta"))}, 16, 8)
+  assert set(batches[0]) == {"seg_id", "label", "target_mapping", "target", "target_mask", "perm_mask", "input_k",
+                             "input_q"}
+
+
+def test_local_perm_against_hand_worked_masks():
+  # inputs:  a   b   c  SEP  d   e  SEP CLS        masked: b, c, e and the CLS (functional: not a target).
+  inputs = tf.constant([10, 11, 12, SEP, 13, 14, SEP, CLS], tf.int64)
+  targets = tf.constant([11, 12, SEP, 13, 14, SEP, CLS, CLS], tf.int64)
+  is_masked = tf.constant([0, 1, 1, 0, 0, 1, 0, 1]) > 0
+  # perm_size 4, local order [2, 0, 3, 1] in both blocks: ranks 2 0 3 1 | 6 4 7 5.
+  # Unmasked a, d get rank -1; rev_index = [-1, 0, 3, 1, -1, 4, 7, 5]. Targets b, c, e keep their rank for
+  # themselves; SEP/CLS (and unmasked tokens) use rank + 1: self_rev = [0, 0, 3, 2, 0, 4, 8, 6].
+  # perm_mask[i, j] = self_rev[i] <= rev_index[j] and j is masked or functional.
+  expected = np.array([
+      [0, 1, 1, 1, 0, 1, 1, 1],   # a (unmasked): sees no masked/functional token
+      [0, 1, 1, 1, 0, 1, 1, 1],   # b (rank 0, first): sees only a, d; not itself
+      [0, 0, 1, 0, 0, 1, 1, 1],   # c (rank 3): sees b (0) and SEP (1), not itself
+      [0, 0, 1, 0, 0, 1, 1, 1],   # SEP (rank 1): sees b and itself
+      [0, 1, 1, 1, 0, 1, 1, 1],   # d (unmasked)
+      [0, 0, 0, 0, 0, 1, 1, 1],   # e (rank 4): sees the whole first block, not itself, nothing later
+      [0, 0, 0, 0, 0, 0, 0, 0],   # SEP (rank 7, last): sees everything, itself included
+      [0, 0, 0, 0, 0, 0, 1, 0],   # CLS (rank 5): all but the later SEP
+  ], np.float32)
+  perm_mask, new_targets, target_mask, input_k, input_q = local_perm(inputs, targets, is_masked, perm_size=4,
+                                                                     seq_len=8, perm=[2, 0, 3, 1])
+  np.testing.assert_array_equal(perm_mask.numpy(), expected)
+  np.testing.assert_array_equal(target_mask.numpy(), [0, 1, 1, 0, 0, 1, 0, 0])
+  np.testing.assert_array_equal(input_q.numpy(), target_mask.numpy())
+  np.testing.assert_array_equal(new_targets.numpy(), inputs.numpy())  # current-token targets
+  np.testing.assert_array_equal(input_k.numpy(), inputs.numpy())
+
+
+def test_block_order_is_the_originals_row_shuffle():
+  # The original: index = range(L).reshape(-1, P).T; shuffle its rows by pi; .T.reshape(-1). Ours with perm = pi
+  # must give the same ranks (seen through the mask of an all-masked, non-functional segment: i sees j iff
+  # rank j < rank i).
+  pi = np.array([3, 0, 2, 1])
+  ranks = np.arange(12).reshape(-1, 4).T[pi].T.reshape(-1)
+  inputs = tf.range(20, 32, dtype=tf.int64)
+  pm, *_ = local_perm(inputs, inputs, tf.ones([12], tf.bool), perm_size=4, seq_len=12, perm=pi)
+  np.testing.assert_array_equal(pm.numpy(), (ranks[:, None] <= ranks[None, :]).astype(np.float32))
+
+
+def test_invariants_on_random_records(tmp_path):
+  rng = np.random.default_rng(7)
+  records = [_random_record(rng, 24, 12, 6)[0] for _ in range(24)]
+  for num_predict in (6, None):
+    parsed = [parse_record(tf.constant(r), 24, 12, 4, num_predict, seed=tf.constant([5, i], tf.int64))
+              for i, r in enumerate(records)]
+    batch = {k: np.stack([p[k].numpy() for p in parsed]) for k in parsed[0]}
+    _check_invariants(batch, reuse_len=12, perm_size=4)
+    assert ("target_mapping" in batch) == (num_predict is not None)
+    assert batch["target"].shape == ((24, 6) if num_predict else (24, 24))
+
+
+def test_static_shapes_and_bfloat16():
+  input_fn, _ = get_input_fn(GOLDEN_DIR, use_bfloat16=True, **GOLDEN_KW)
+  spec = input_fn().element_spec
+  assert all(s.shape.is_fully_defined() for s in spec.values())
+  assert spec["perm_mask"].shape == (4, 32, 32) and spec["target_mapping"].shape == (4, 6, 32)
+  assert {k: s.dtype for k, s in spec.items()} == {
+      "seg_id": tf.int32, "label": tf.int32, "target": tf.int32, "input_k": tf.int32, "perm_mask": tf.bfloat16,
+      "target_mapping": tf.bfloat16, "target_mask": tf.bfloat16, "input_q": tf.bfloat16}
+
+
+def test_single_device_batch_size_gives_per_core_chunks(tmp_path):
+  # The per-core batches of the original input_fn: consecutive 2-row chunks of each 4-row step.
+  _write_records(str(tmp_path), 0, 2)
+  input_fn, _ = get_input_fn(str(tmp_path), **_small_kw(seed=0))
+  whole = _take(input_fn(), 2)
+  chunks = _take(input_fn(batch_size=2), 4)
+  for key in whole[0]:
+    np.testing.assert_array_equal(np.concatenate([c[key] for c in chunks]), np.concatenate([w[key] for w in whole]))
+  assert all(v.shape[0] == 2 for v in chunks[0].values())
+  uncached = _take(get_input_fn(str(tmp_path), **_small_kw(seed=0, cache=False))[0](), 2)
+  for key in whole[0]:
+    np.testing.assert_array_equal(uncached[1][key], whole[1][key])
+  with pytest.raises(ValueError, match="batch_size must divide bsz_per_host=4"):
+    input_fn(batch_size=3)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Record discovery and bad settings
+# ----------------------------------------------------------------------------------------------------------------
+def test_record_info_mismatch_lists_what_is_there():
+  kw = dict(GOLDEN_KW, uncased=True, num_predict=None)
+  kw.pop("perm_size")
+  with pytest.raises(ValueError) as e:
+    find_record_info(GOLDEN_DIR, **kw)
+  msg = str(e.value)
+  assert "\n" not in msg
+  assert "record_info-train-0-0.bsz-4.seqlen-32.reuse-16.bi.alpha-6.beta-1.fnp-6.json" in msg
+  assert "uncased: files have cased (no 'uncased.'), you asked uncased;" in msg
+  assert "num_predict: files have fnp-6, you asked None" in msg
+  assert "--uncased=False" in msg and "--num_predict=6" in msg
+  assert "bsz_per_host" not in msg.split("Pass the values")[0]  # matching fields are not listed as differences
+
+  with pytest.raises(ValueError, match=r"bsz_per_host: files have 4, you asked 8.*--bsz_per_host=4"):
+    find_record_info(GOLDEN_DIR, **dict(kw, uncased=False, num_predict=6, bsz_per_host=8))
+  with pytest.raises(FileNotFoundError, match="--record_info_dir 'no/such/dir' is not a directory"):
+    find_record_info("no/such/dir", **kw)
+  with pytest.raises(ValueError, match=r"pass --record_info_dir=tests/testdata/data/records/tfrecords"):
+    find_record_info("tests/testdata/data/records", **kw)
+
+
+def test_record_info_listing_a_missing_file(tmp_path):
+  _write_records(str(tmp_path), 0, 2)
+  os.remove(tmp_path / format_filename("train-0-0", 4, 16, False, "tfrecords", 6, 1, 8, False, 3))
+  kw = _small_kw()
+  kw.pop("perm_size")
+  with pytest.raises(FileNotFoundError, match="lists '/elsewhere/save_dir/tfrecords/train-0-0.*does not exist"):
+    find_record_info(str(tmp_path), **kw)
+
+
+def test_comma_separated_dirs_and_basename_rewrite(tmp_path):
+  _write_records(str(tmp_path / "a"), 0, 3)
+  _write_records(str(tmp_path / "b"), 1, 2)
+  kw = _small_kw()
+  kw.pop("perm_size")
+  info = find_record_info(f"{tmp_path / 'a'},{tmp_path / 'b'}", **kw)
+  assert info["num_batch"] == 5 and info["file_num_batch"] == [3, 2]
+  assert [os.path.dirname(f) for f in info["filenames"]] == [str(tmp_path / "a"), str(tmp_path / "b")]
+
+
+@pytest.mark.parametrize("over, match", [
+    (dict(perm_size=6), "--perm_size must divide both reuse_len and seq_len - reuse_len"),
+    (dict(reuse_len=32), "--reuse_len must be smaller than --seq_len"),
+    (dict(num_predict=40), r"--num_predict must be None or an integer in \[1, seq_len=32\]"),
+    (dict(perm_size=0), "--perm_size must be a positive integer"),
+])
+def test_bad_lengths_are_one_line_errors(over, match):
+  kw = dict(seq_len=32, reuse_len=16, perm_size=8, num_predict=6)
+  kw.update(over)
+  with pytest.raises(ValueError, match=match):
+    validate_lengths(**kw)
+
+
+def test_more_targets_than_num_predict_is_a_clear_error():
+  info = find_record_info(GOLDEN_DIR, **{k: v for k, v in GOLDEN_KW.items() if k != "perm_size"})
+  ds = get_dataset(info["filenames"], 4, 32, 16, 8, batch_size=4, num_predict=2)
+  with pytest.raises(tf.errors.InvalidArgumentError, match="more targets than num_predict=2"):
+    _take(ds, 1)
+
+
+def test_bi_data_rows_must_match_the_writer_cores():
+  input_fn, _ = get_input_fn(GOLDEN_DIR, **GOLDEN_KW)  # corpus_info.json: num_core_per_host 1, bsz_per_host 4
+  with pytest.raises(ValueError, match="num_core_per_host = 4 rows per core, but each replica would get 2"):
+    input_fn(tf.distribute.InputContext(1, 0, 2))
+  with pytest.raises(ValueError, match="bi_data needs an even number of rows per replica"):
+    input_fn(batch_size=1)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Seeds, resume and sharding
+# ----------------------------------------------------------------------------------------------------------------
+def test_same_seed_same_batches_and_start_step_equals_skipping(tmp_path):
+  _write_records(str(tmp_path), 0, 3)
+  _write_records(str(tmp_path), 1, 2)  # two files: 5 steps per epoch
+  run = lambda **kw: _take(get_input_fn(str(tmp_path), **_small_kw(seed=11, **kw))[0](), 13 - kw.get("start_step", 0))
+  full = run()
+  again = run()
+  for a, b in zip(full, again):
+    for key in a:
+      np.testing.assert_array_equal(a[key], b[key])
+  # Epochs see fresh orders; the other seed another order.
+  assert not np.array_equal(full[0]["perm_mask"], full[5]["perm_mask"])
+  np.testing.assert_array_equal(full[0]["input_k"], full[5]["input_k"])
+  other = _take(get_input_fn(str(tmp_path), **_small_kw(seed=12))[0](), 1)
+  assert not np.array_equal(full[0]["perm_mask"], other[0]["perm_mask"])
+  for start in (2, 4, 7, 11):  # inside a file, at a file boundary, next epochs
+    resumed = run(start_step=start)
+    for a, b in zip(full[start:], resumed):
+      for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=f"start_step={start} {key}")
+  # Without per-file sizes the resume skips record by record: the same batches.
+  info = find_record_info(str(tmp_path), **{k: v for k, v in _small_kw().items() if k != "perm_size"})
+  kw = dict(bsz_per_host=4, seq_len=16, reuse_len=8, perm_size=4, batch_size=4, num_predict=3, seed=11)
+  skipped = _take(get_dataset(info["filenames"], start_step=7, **kw), 2)
+  np.testing.assert_array_equal(skipped[1]["perm_mask"], full[8]["perm_mask"])
+
+
+def test_no_seed_is_random(tmp_path):
+  _write_records(str(tmp_path), 0, 2)
+  input_fn, _ = get_input_fn(str(tmp_path), **_small_kw())
+  a, b = _take(input_fn(), 2), _take(input_fn(), 2)
+  assert any(not np.array_equal(x["perm_mask"], y["perm_mask"]) for x, y in zip(a, b))
+  assert all(np.array_equal(x["input_k"], y["input_k"]) for x, y in zip(a, b))
+
+
+def test_shared_files_each_replica_gets_its_rows(tmp_path):
+  _write_records(str(tmp_path), 0, 3)
+  input_fn, _ = get_input_fn(str(tmp_path), **_small_kw(seed=3))
+  single = _take(input_fn(), 4)
+  # 2 pipelines (workers) x 1 replica: replica c gets rows [2c, 2c+2) of every step, in step order.
+  per_pipe = [_take(input_fn(tf.distribute.InputContext(2, p, 2)), 4) for p in range(2)]
+  for step in range(4):
+    for c in range(2):
+      got = per_pipe[c][step]
+      np.testing.assert_array_equal(got["input_k"][:, 0], [1000 + 2 * c, 1001 + 2 * c])
+      np.testing.assert_array_equal(got["input_k"][:, 1], [2000 + step % 3] * 2)
+      for key in got:  # the same records, the same permutations as one pipeline reading everything
+        np.testing.assert_array_equal(got[key], single[step][key][2 * c:2 * c + 2], err_msg=key)
+  # 1 pipeline x 2 replicas: consecutive elements (-> consecutive replicas) are consecutive row chunks.
+  one_pipe = _take(input_fn(tf.distribute.InputContext(1, 0, 2)), 4)
+  np.testing.assert_array_equal([b["input_k"][0, 0] for b in one_pipe], [1000, 1002, 1000, 1002])
+  np.testing.assert_array_equal(one_pipe[3]["perm_mask"], single[1]["perm_mask"][2:])
+  # 2 pipelines x 2 replicas each: replica 3 = pipeline 1's second element of each step.
+  two_two = _take(input_fn(tf.distribute.InputContext(2, 1, 4)), 4)
+  np.testing.assert_array_equal([b["input_k"][0, 0] for b in two_two], [1002, 1003, 1002, 1003])
+
+
+def test_file_slices_per_pipeline(tmp_path):
+  for task in range(3):
+    _write_records(str(tmp_path), task, 2)
+  input_fn, info = get_input_fn(str(tmp_path), **_small_kw(seed=1, global_batch_size=8))
+  assert len(info["filenames"]) == 3
+  # Pipeline 0 reads file 0; pipeline 1 (the last) files 1 and 2. Local replica l gets rows [2l, 2l+2).
+  p0 = _take(input_fn(tf.distribute.InputContext(2, 0, 4)), 8)
+  p1 = _take(input_fn(tf.distribute.InputContext(2, 1, 4)), 8)
+  assert {int(b["input_k"][0, 2]) for b in p0} == {3000}
+  assert {int(b["input_k"][0, 2]) for b in p1} == {3001, 3002}
+  for batches in (p0, p1):
+    np.testing.assert_array_equal([b["input_k"][:, 0].tolist() for b in batches], [[1000, 1001], [1002, 1003]] * 4)
+  with pytest.raises(ValueError, match="global_batch_size must be bsz_per_host=4 .* or bsz_per_host"):
+    get_input_fn(str(tmp_path), **_small_kw(global_batch_size=6))[0](tf.distribute.InputContext(2, 0, 2))
+  one_file = tmp_path / "one"
+  _write_records(str(one_file), 0, 2)
+  with pytest.raises(ValueError, match="there are only 1 files"):
+    get_input_fn(str(one_file), **_small_kw(global_batch_size=12))[0](tf.distribute.InputContext(3, 0, 3))
+
+
+def test_mirrored_strategy_replicas_receive_their_rows(tmp_path):
+  """A real `distribute_datasets_from_function` on 2 logical CPUs (in a subprocess: devices are set at start)."""
+  _write_records(str(tmp_path), 0, 3)
+  script = textwrap.dedent(f"""
+      import numpy as np, tensorflow as tf
+      cpu = tf.config.list_physical_devices("CPU")[0]
+      tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+      from xlnet_tf.pretrain_input import get_input_fn
+      strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+      input_fn, _ = get_input_fn({str(tmp_path)!r}, split="train", bsz_per_host=4, seq_len=16, reuse_len=8,
+                                 bi_data=False, perm_size=4, mask_alpha=6, mask_beta=1, num_predict=3, seed=2)
+      it = iter(strategy.distribute_datasets_from_function(input_fn))
+      for step in range(4):
+        per_replica = strategy.experimental_local_results(next(it)["input_k"])
+        for c, x in enumerate(per_replica):
+          assert x.numpy()[:, 0].tolist() == [1000 + 2 * c, 1001 + 2 * c], (step, c, x.numpy())
+          assert x.numpy()[:, 1].tolist() == [2000 + step % 3] * 2, (step, c, x.numpy())
+      print("REPLICA_ROWS_OK")
+  """)
+  out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=os.getcwd())
+  assert "REPLICA_ROWS_OK" in out.stdout, out.stderr[-3000:]

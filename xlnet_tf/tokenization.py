@@ -1,0 +1,261 @@
+"""SentencePiece tokenisation as the original `prepro_utils.py`, plus the XLNet special symbols and SP training.
+
+The original normalises text with `preprocess_text` and tokenises with `encode_ids(sp, text)`, which is
+SentencePiece's `EncodeAsPieces` followed by one post-processing rule: a piece that ends in `,` right after a digit
+(`▁2000,`) is re-encoded without its comma and the comma becomes its own piece (`▁2000`, `,`).
+
+Every XLNet vocabulary reserves ids 0-8 for the symbols in `special_symbols`. `load_sentencepiece` refuses a model
+whose ids differ, and `train_sentencepiece` trains one with the original README's settings and checks the ids.
+"""
+
+import glob as glob_lib
+import os
+import unicodedata
+
+import numpy as np
+import sentencepiece as spm
+
+SPIECE_UNDERLINE = "▁"
+
+special_symbols = {
+    "<unk>": 0,
+    "<s>": 1,
+    "</s>": 2,
+    "<cls>": 3,
+    "<sep>": 4,
+    "<pad>": 5,
+    "<mask>": 6,
+    "<eod>": 7,
+    "<eop>": 8,
+}
+UNK_ID = special_symbols["<unk>"]
+CLS_ID = special_symbols["<cls>"]
+SEP_ID = special_symbols["<sep>"]
+PAD_ID = special_symbols["<pad>"]
+MASK_ID = special_symbols["<mask>"]
+EOD_ID = special_symbols["<eod>"]
+EOP_ID = special_symbols["<eop>"]
+
+# The original README's `spm_train` settings.
+CONTROL_SYMBOLS = ("<cls>", "<sep>", "<pad>", "<mask>", "<eod>")
+USER_DEFINED_SYMBOLS = ("<eop>", ".", "(", ")", '"', "-", "–", "£", "€")
+
+
+def preprocess_text(inputs, lower=False, remove_space=True, keep_accents=False):
+  """Normalises text as the original `prepro_utils.preprocess_text`.
+
+  Args:
+    inputs: str, the text.
+    lower: lower-case the result (the `--uncased` flag).
+    remove_space: collapse whitespace runs into one space and strip both ends.
+    keep_accents: if False, apply NFKD and drop combining characters (`é` -> `e`).
+
+  Returns:
+    The normalised str. ` `` ` and `''` become `"`.
+  """
+  if isinstance(inputs, bytes):
+    inputs = inputs.decode("utf-8")
+  outputs = " ".join(inputs.strip().split()) if remove_space else inputs
+  outputs = outputs.replace("``", '"').replace("''", '"')
+  if not keep_accents and not outputs.isascii():  # NFKD is the identity on ASCII, which has no combining marks.
+    outputs = unicodedata.normalize("NFKD", outputs)
+    outputs = "".join(c for c in outputs if not unicodedata.combining(c))
+  if lower:
+    outputs = outputs.lower()
+  return outputs
+
+
+def _is_digit_comma(piece):
+  """The original's trigger for re-encoding: longer than 1, ends in ',' after a digit."""
+  return len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
+
+
+def encode_pieces(sp_model, text, sample=False):
+  """Tokenises `text` into pieces as the original `prepro_utils.encode_pieces` (Python 3 path).
+
+  Args:
+    sp_model: a loaded `sentencepiece.SentencePieceProcessor`.
+    text: str, normally the output of `preprocess_text`.
+    sample: use subword regularisation (`SampleEncodeAsPieces(text, 64, 0.1)`), as the original.
+
+  Returns:
+    List of str pieces, with every `<digits>,` piece split into the re-encoded number and a `,` piece.
+  """
+  pieces = sp_model.SampleEncodeAsPieces(text, 64, 0.1) if sample else sp_model.EncodeAsPieces(text)
+  new_pieces = []
+  for piece in pieces:
+    if not _is_digit_comma(piece):
+      new_pieces.append(piece)
+      continue
+    cur_pieces = sp_model.EncodeAsPieces(piece[:-1].replace(SPIECE_UNDERLINE, ""))
+    if piece[0] != SPIECE_UNDERLINE and cur_pieces and cur_pieces[0][0] == SPIECE_UNDERLINE:
+      if len(cur_pieces[0]) == 1:
+        cur_pieces = cur_pieces[1:]
+      else:
+        cur_pieces[0] = cur_pieces[0][1:]
+    cur_pieces.append(piece[-1])
+    new_pieces.extend(cur_pieces)
+  return new_pieces
+
+
+def encode_ids(sp_model, text, sample=False):
+  """Token ids of `text`: `[sp_model.PieceToId(p) for p in encode_pieces(sp_model, text, sample)]`."""
+  return [sp_model.PieceToId(piece) for piece in encode_pieces(sp_model, text, sample=sample)]
+
+
+class BatchEncoder:
+  """`encode_ids` for many lines at once, with SentencePiece's multi-threaded batch encoder.
+
+  Gives exactly `encode_ids(sp_model, line)` for every line. Lines whose ids contain a digit-comma piece or
+  `<unk>` (whose surface string the id alone does not tell) take the exact per-line path.
+  """
+
+  def __init__(self, sp_model, num_threads=None):
+    self.sp_model = sp_model
+    self.num_threads = num_threads or os.cpu_count() or 1
+    n = sp_model.GetPieceSize()
+    self.slow_ids = frozenset([UNK_ID] + [i for i in range(n) if _is_digit_comma(sp_model.IdToPiece(i))])
+
+  def __call__(self, texts):
+    """Returns a list of id lists, one per str in `texts`."""
+    if not texts:
+      return []
+    all_ids = self.sp_model.Encode(list(texts), out_type=int, num_threads=self.num_threads)
+    slow_ids = self.slow_ids
+    for k, ids in enumerate(all_ids):
+      if not slow_ids.isdisjoint(ids):
+        all_ids[k] = encode_ids(self.sp_model, texts[k])
+    return all_ids
+
+
+def check_special_symbols(sp_model, path="<model>"):
+  """Raises ValueError unless `sp_model` has every XLNet special symbol at its id (`<unk>` 0 ... `<eop>` 8)."""
+  n = sp_model.GetPieceSize()
+  wrong = []
+  for symbol, idx in special_symbols.items():
+    got = sp_model.IdToPiece(idx) if idx < n else None
+    if got != symbol:
+      wrong.append(f"id {idx} is {got!r}, expected {symbol!r}")
+  if wrong:
+    raise ValueError(
+        f"SentencePiece model {path} lacks the XLNet special symbols at ids 0-8 ({'; '.join(wrong[:3])}"
+        f"{'; ...' if len(wrong) > 3 else ''}). Train one with scripts/train_spm.py (the original README's "
+        f"control/user-defined symbols) or use a released XLNet spiece.model.")
+
+
+def load_sentencepiece(path):
+  """Loads a SentencePiece model and checks that it has the XLNet special symbols at ids 0-8.
+
+  Args:
+    path: path of a `.model` file (local, or any path `tf.io.gfile` understands when it contains `://`).
+
+  Returns:
+    A `sentencepiece.SentencePieceProcessor`.
+
+  Raises:
+    FileNotFoundError: no such file.
+    ValueError: the file is not a SentencePiece model or lacks the XLNet symbols.
+  """
+  if not path:
+    raise ValueError("No SentencePiece model given: pass --sp_path=<path to spiece.model>.")
+  if "://" in path:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    if not tf.io.gfile.exists(path):
+      raise FileNotFoundError(f"SentencePiece model {path} does not exist. Pass an existing --sp_path.")
+    with tf.io.gfile.GFile(path, "rb") as f:
+      proto = f.read()
+  else:
+    if not os.path.isfile(path):
+      raise FileNotFoundError(f"SentencePiece model {path} does not exist. Pass an existing --sp_path.")
+    with open(path, "rb") as f:
+      proto = f.read()
+  sp_model = spm.SentencePieceProcessor()
+  try:
+    sp_model.LoadFromSerializedProto(proto)
+  except (RuntimeError, OSError) as e:
+    raise ValueError(f"{path} is not a SentencePiece model ({str(e).splitlines()[0] if str(e) else e!r}). "
+                     f"Pass the .model file written by scripts/train_spm.py as --sp_path.") from None
+  check_special_symbols(sp_model, path)
+  return sp_model
+
+
+def vocab_size(sp_model):
+  """The vocabulary size of a loaded model (`n_token` of the model trained on it)."""
+  return sp_model.GetPieceSize()
+
+
+def start_piece_table(sp_model):
+  """bool [vocab_size], True where the original `_is_start_piece(IdToPiece(id))` holds.
+
+  A start piece begins with `▁` or `<`, or is one of the punctuation characters of the original's set. That set
+  was written `'!"#$%&\\"()*+,-./:;?@[\\\\]^_`{|}~'`, so the apostrophe is missing (a quirk kept on purpose).
+  """
+  punctuation = set('!"#$%&()*+,-./:;?@[\\]^_`{|}~')
+  pieces = [sp_model.IdToPiece(i) for i in range(sp_model.GetPieceSize())]
+  return np.array([p.startswith(SPIECE_UNDERLINE) or p.startswith("<") or p in punctuation for p in pieces],
+                  dtype=bool)
+
+
+def expand_inputs(inputs):
+  """A glob, a comma-separated list of globs/files, or a list of them -> sorted unique existing files."""
+  if isinstance(inputs, str):
+    inputs = [s for s in inputs.split(",") if s]
+  files = []
+  for pattern in inputs:
+    matches = sorted(glob_lib.glob(pattern))
+    if not matches:
+      raise FileNotFoundError(f"Input {pattern!r} matches no file. Pass existing text files or a glob (--input).")
+    files.extend(matches)
+  return sorted(set(files))
+
+
+def train_sentencepiece(inputs, model_prefix, vocab_size, *, character_coverage=0.99995, model_type="unigram",
+                        input_sentence_size=10000000, shuffle_input_sentence=True, hard_vocab_limit=True,
+                        num_threads=None, quiet=False, **extra_options):
+  """Trains a SentencePiece model with the original README's settings and checks the XLNet ids.
+
+  README: `spm_train --vocab_size=32000 --character_coverage=0.99995 --model_type=unigram
+  --control_symbols=<cls>,<sep>,<pad>,<mask>,<eod> --user_defined_symbols=<eop>,.,(,),",-,–,£,€
+  --shuffle_input_sentence --input_sentence_size=10000000`. With SentencePiece's default `<unk>`/`<s>`/`</s>` at
+  0/1/2 this yields `special_symbols`.
+
+  Args:
+    inputs: text files, one sentence per line: a glob, a comma-separated list, or a list of paths/globs.
+    model_prefix: writes `{model_prefix}.model` and `{model_prefix}.vocab`.
+    vocab_size: the vocabulary size (the README uses 32000).
+    character_coverage, model_type, input_sentence_size, shuffle_input_sentence: as `spm_train`.
+    hard_vocab_limit: False lets a small corpus give fewer pieces than `vocab_size` instead of failing.
+    num_threads: trainer threads (default: all CPUs).
+    quiet: silence the trainer's log.
+    **extra_options: any other `spm_train` option.
+
+  Returns:
+    The path of the written `.model` file.
+  """
+  files = expand_inputs(inputs)
+  if vocab_size <= len(special_symbols):
+    raise ValueError(f"vocab_size must exceed {len(special_symbols)} (the XLNet special symbols). "
+                     f"Received: {vocab_size}.")
+  prefix_dir = os.path.dirname(model_prefix)
+  if prefix_dir:
+    os.makedirs(prefix_dir, exist_ok=True)
+  tmp_prefix = f"{model_prefix}.tmp-{os.getpid()}"  # Trained under a temporary name, renamed when complete.
+  options = dict(
+      input=files, model_prefix=tmp_prefix, vocab_size=vocab_size, character_coverage=character_coverage,
+      model_type=model_type, control_symbols=list(CONTROL_SYMBOLS),
+      user_defined_symbols=list(USER_DEFINED_SYMBOLS), input_sentence_size=input_sentence_size,
+      shuffle_input_sentence=shuffle_input_sentence, hard_vocab_limit=hard_vocab_limit,
+      unk_id=0, bos_id=1, eos_id=2, pad_id=-1, num_threads=num_threads or os.cpu_count() or 1)
+  if quiet:
+    options["minloglevel"] = 2
+  options.update(extra_options)
+  try:
+    spm.SentencePieceTrainer.Train(**options)
+    load_sentencepiece(tmp_prefix + ".model")  # Checks the special ids.
+    os.replace(tmp_prefix + ".vocab", model_prefix + ".vocab")
+    os.replace(tmp_prefix + ".model", model_prefix + ".model")
+  finally:
+    for ext in (".model", ".vocab"):
+      if os.path.exists(tmp_prefix + ext):
+        os.remove(tmp_prefix + ext)
+  return model_prefix + ".model"

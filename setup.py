@@ -12,6 +12,7 @@ setup(
     install_requires=[
         "tensorflow>=2.21,<2.22",
         "tensorflow-text>=2.21,<2.22",
+        "tensorboard>=2.21,<3",  # tf.summary scalars need it; TF 2.21 no longer installs it
         "sentencepiece>=0.2,<0.3",
         "absl-py>=2.0,<3",
         "numpy>=1.26,<3",

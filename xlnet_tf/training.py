@@ -1,0 +1,358 @@
+"""The one training loop of xlnet-tf, for pretraining and fine-tuning, on any `tf.distribute` strategy.
+
+A task plugs in its loss: `task(model, features, mems, training) -> (loss_sum, weight_sum, new_mems)`, where the
+loss of the global batch is `sum(loss_sum) / sum(weight_sum)` over replicas (e.g. a token-weighted LM loss, or a
+mean over examples). Each step then: computes the per-replica gradient of `loss_sum`, divides by the global
+weight, and lets `optimization.apply_gradients` sum over replicas once, clip, layer-scale and apply. This makes
+one step on N replicas equal one step on one device with the same global batch.
+
+Memory (`mems`) is per-replica state: `n_layer` non-trainable `ON_READ` variables `[mem_len, bsz_per_replica,
+d_model]` (each replica keeps its own rows), updated every step with the model's stop-gradient `new_mems`. For
+checkpoints they are gathered into one `[n_layer, mem_len, global_bsz, d_model]` variable (replica c's rows at
+`[c*b, (c+1)*b)`), and scattered back on restore. `mems_reset="every_loop"` zeroes them at the start of every
+host loop of `iterations` steps (the original TPU `train.py`); `"never"` carries them for the whole run (the
+original `train_gpu.py`).
+
+A checkpoint (`tf.train.CheckpointManager` in `model_dir`) holds the weights, the optimizer slots and step, the
+mems and the dropout RNG state; with a seeded input pipeline that starts at the restored step, a resumed run
+repeats exactly what an uninterrupted run would have done (`--deterministic` adds op determinism).
+"""
+
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from xlnet_tf import checkpoint as checkpoint_lib
+from xlnet_tf import optimization
+
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+MEMS_RESET = ("never", "every_loop")
+
+
+def make_strategy(name, num_core_per_host=1, tpu=None, tpu_zone=None, gcp_project=None):
+  """Builds the `tf.distribute` strategy named by --strategy.
+
+  one_device: the first GPU if any, else the CPU. mirrored: all local GPUs (or the first `num_core_per_host`
+  logical devices, e.g. logical CPUs in tests). multi_worker_mirrored: from TF_CONFIG. tpu: TPUStrategy through
+  a TPUClusterResolver(tpu, zone, project).
+  """
+  if name == "one_device":
+    gpus = tf.config.list_logical_devices("GPU")
+    return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
+  if name == "mirrored":
+    gpus = tf.config.list_logical_devices("GPU")
+    devices = [d.name for d in (gpus or tf.config.list_logical_devices("CPU"))]
+    if num_core_per_host and num_core_per_host < len(devices):
+      devices = devices[:num_core_per_host]
+    return tf.distribute.MirroredStrategy(devices)
+  if name == "multi_worker_mirrored":
+    if "TF_CONFIG" not in os.environ:
+      raise ValueError("--strategy=multi_worker_mirrored needs the TF_CONFIG environment variable (cluster and "
+                       "task of this worker). See the README's multi-worker section.")
+    return tf.distribute.MultiWorkerMirroredStrategy()
+  if name == "tpu":
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu, zone=tpu_zone, project=gcp_project)
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    return tf.distribute.TPUStrategy(resolver)
+  raise ValueError(f"--strategy must be one of {STRATEGIES}. Received: {name!r}.")
+
+
+def is_chief(strategy):
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or not getattr(resolver, "task_type", None):
+    return True
+  return resolver.task_type in ("chief", None) or (resolver.task_type == "worker" and resolver.task_id == 0 and
+                                                   "chief" not in resolver.cluster_spec().as_dict())
+
+
+class PretrainTask:
+  """The original `two_stream_loss`: the permutation LM loss on the query stream, averaged over real targets.
+
+  Features are the pretraining input pipeline's batch-major dicts (see `xlnet_tf.pretrain_input`).
+  """
+
+  def __call__(self, model, features, mems, training):
+    transpose = lambda name: tf.transpose(features[name], [1, 0])
+    transpose3 = lambda name: tf.transpose(features[name], [1, 2, 0])
+    target_mapping = transpose3("target_mapping") if "target_mapping" in features else None
+    output, new_mems = model(transpose("input_k"), seg_ids=transpose("seg_id"), mems=mems,
+                             perm_mask=transpose3("perm_mask"), target_mapping=target_mapping,
+                             inp_q=transpose("input_q"), training=training)
+    lm_loss = model.get_lm_loss(output, transpose("target"))
+    target_mask = tf.cast(transpose("target_mask"), tf.float32)
+    return tf.reduce_sum(lm_loss * target_mask), tf.reduce_sum(target_mask), new_mems
+
+  def tokens_per_example(self, features_spec):
+    return int(features_spec["input_k"].shape[-1])
+
+
+class Trainer:
+  """Trains `model_fn()` with `task` on a strategy; see the module docstring.
+
+  Args:
+    strategy: a tf.distribute.Strategy (see `make_strategy`).
+    model_fn: () -> XLNetModel, called inside `strategy.scope()`.
+    task: callable (model, features, mems, training) -> (loss_sum, weight_sum, new_mems).
+    model_dir: str, checkpoints and TensorBoard logs.
+    optimizer_args: dict for `optimization.create_optimizer` (learning_rate, train_steps, warmup_steps,
+      decay_method, min_lr_ratio, weight_decay, adam_epsilon).
+    clip, lr_layer_decay_rate: as `optimization.apply_gradients`.
+    global_batch_size: int, rows per step over all replicas.
+    mem_len: int or None, per-layer memory length (None or 0: no memory).
+    mems_reset: "never" or "every_loop".
+    iterations: steps per host call (and the logging interval).
+    save_steps: checkpoint every N steps (None: only at the end); max_save: checkpoints kept (0 or None: all).
+    jit_compile: XLA-compile the per-replica forward and backward.
+    tokens_per_example: int, for throughput figures.
+  """
+
+  def __init__(self, strategy, model_fn, task, model_dir, optimizer_args, clip=1.0, lr_layer_decay_rate=1.0,
+               global_batch_size=None, mem_len=None, mems_reset="never", iterations=1000, save_steps=None,
+               max_save=None, jit_compile=False, tokens_per_example=1):
+    if mems_reset not in MEMS_RESET:
+      raise ValueError(f"--mems_reset must be one of {MEMS_RESET}. Received: {mems_reset!r}.")
+    if iterations <= 0:
+      raise ValueError(f"--iterations must be positive. Received: {iterations}.")
+    num_replicas = strategy.num_replicas_in_sync
+    if global_batch_size % num_replicas:
+      raise ValueError(f"The global batch size must split evenly over the {num_replicas} replicas. Received: "
+                       f"{global_batch_size}. Use a multiple of {num_replicas}.")
+    self.strategy = strategy
+    self.task = task
+    self.model_dir = model_dir
+    self.clip = clip
+    self.lr_layer_decay_rate = lr_layer_decay_rate
+    self.global_batch_size = global_batch_size
+    self.bsz_per_replica = global_batch_size // num_replicas
+    self.mem_len = mem_len or 0
+    self.mems_reset = mems_reset
+    self.iterations = iterations
+    self.save_steps = save_steps
+    self.jit_compile = jit_compile
+    self.tokens_per_example = tokens_per_example
+    self.train_steps = optimizer_args["train_steps"]
+
+    with strategy.scope():
+      self.model = model_fn()
+      config = self.model.xlnet_config
+      self.n_layer, self.d_model = config.n_layer, config.d_model
+      self.optimizer = optimization.create_optimizer(**optimizer_args)
+      self.optimizer.build(self.model.trainable_variables)  # Keras 3: before the first distributed step
+      self.mem_vars = []
+      self.mems_global = None
+      if self.mem_len:
+        sync = dict(trainable=False, synchronization=tf.VariableSynchronization.ON_READ,
+                    aggregation=tf.VariableAggregation.NONE)
+        self.mem_vars = [tf.Variable(tf.zeros([self.mem_len, self.bsz_per_replica, self.d_model]),
+                                     name=f"mems_{i}", **sync) for i in range(self.n_layer)]
+        self.mems_global = tf.Variable(tf.zeros([self.n_layer, self.mem_len, global_batch_size, self.d_model]),
+                                       trainable=False, name="mems")
+    # Keras does not track the dropout seed generators' states in tf.train.Checkpoint; save them explicitly so a
+    # resumed run draws the same dropout masks as an uninterrupted one.
+    items = dict(model=self.model, optimizer=self.optimizer, rng=list(self.model.non_trainable_variables))
+    if self.mems_global is not None:
+      items["mems"] = self.mems_global
+    self.checkpoint = tf.train.Checkpoint(**items)
+    self.chief = is_chief(strategy)
+    self._save_dir = model_dir if self.chief else tempfile.mkdtemp(prefix="xlnet-worker-ckpt-")
+    self.manager = tf.train.CheckpointManager(self.checkpoint, self._save_dir, max_to_keep=max_save or None,
+                                              step_counter=self.optimizer.iterations, checkpoint_name="ckpt")
+    self._writer = tf.summary.create_file_writer(model_dir) if self.chief else tf.summary.create_noop_writer()
+    self._loop_fn = None
+    self._gather_fn = None
+
+  @property
+  def step(self):
+    return int(self.optimizer.iterations.numpy())
+
+  # -- initialisation ------------------------------------------------------------------------------------------
+  def restore_or_init(self, init_checkpoint=None):
+    """Resumes from the latest checkpoint in model_dir; else loads `init_checkpoint` (an original TF1
+    checkpoint or one of ours, weights only); else keeps the fresh initialisation. Returns the step."""
+    latest = tf.train.latest_checkpoint(self.model_dir)
+    if latest:
+      self.checkpoint.restore(latest).assert_existing_objects_matched()
+      self._scatter_mems()
+      logging.info("Resumed from %s at step %d.", latest, self.step)
+    elif init_checkpoint:
+      self.load_weights(init_checkpoint)
+    return self.step
+
+  def load_weights(self, ckpt_path):
+    """Weights from an original TF1 checkpoint (by name) or from a checkpoint of ours (model only)."""
+    path = checkpoint_lib.resolve_checkpoint_path(ckpt_path)
+    names = {n for n, _ in tf.train.list_variables(path)}
+    if any(n.startswith("model/") for n in names):
+      report = checkpoint_lib.load_original_checkpoint(self.model, path)
+      logging.info("Initialised %d variables from original checkpoint %s.", len(report["loaded"]), path)
+    else:
+      tf.train.Checkpoint(model=self.model).restore(path).expect_partial().assert_existing_objects_matched()
+      logging.info("Initialised the model from %s.", path)
+
+  # -- mems state ----------------------------------------------------------------------------------------------
+  def _gather_mems(self):
+    """mems_global <- every replica's mem_vars (replica c's rows at [c*b, (c+1)*b))."""
+    if self.mems_global is None:
+      return
+    if self._gather_fn is None:
+      @tf.function
+      def gather():
+        per_replica = self.strategy.run(lambda: tf.stack([v.read_value() for v in self.mem_vars]))
+        self.mems_global.assign(self.strategy.gather(per_replica, axis=2))
+      self._gather_fn = gather
+    self._gather_fn()
+
+  def _scatter_mems(self):
+    """Every replica's mem_vars <- its rows of mems_global."""
+    if self.mems_global is None:
+      return
+    b = self.bsz_per_replica
+
+    def fn():
+      c = tf.distribute.get_replica_context().replica_id_in_sync_group
+      rows = self.mems_global[:, :, c * b:(c + 1) * b]
+      for i, v in enumerate(self.mem_vars):
+        v.assign(rows[i])
+
+    tf.function(lambda: self.strategy.run(fn))()
+
+  # -- the step --------------------------------------------------------------------------------------------------
+  def _build_loop(self):
+    model, task, strategy = self.model, self.task, self.strategy
+    variables = model.trainable_variables
+
+    def forward_backward(features, mems):
+      with tf.GradientTape() as tape:
+        loss_sum, weight_sum, new_mems = task(model, features, mems, training=True)
+      grads = tape.gradient(loss_sum, variables)
+      return loss_sum, weight_sum, grads, new_mems
+
+    if self.jit_compile:
+      forward_backward = tf.function(forward_backward, jit_compile=True)
+
+    def replica_step(features):
+      mems = [v.read_value() for v in self.mem_vars] if self.mem_vars else None
+      loss_sum, weight_sum, grads, new_mems = forward_backward(features, mems)
+      context = tf.distribute.get_replica_context()
+      total_weight = context.all_reduce(tf.distribute.ReduceOp.SUM, tf.stop_gradient(weight_sum))
+      total_weight = tf.maximum(total_weight, 1e-12)
+      grads = [None if g is None else g / tf.cast(total_weight, g.dtype) for g in grads]
+      gnorm, lr = optimization.apply_gradients(self.optimizer, grads, variables, self.clip,
+                                               self.lr_layer_decay_rate, self.n_layer)
+      for v, m in zip(self.mem_vars, new_mems or []):
+        v.assign(tf.cast(m, v.dtype))
+      return loss_sum / total_weight, gnorm, tf.cast(lr, tf.float32)
+
+    def reset_mems():
+      for v in self.mem_vars:
+        v.assign(tf.zeros_like(v))
+
+    @tf.function
+    def train_loop(iterator, num_steps):
+      if self.mems_reset == "every_loop" and self.mem_vars:
+        strategy.run(reset_mems)
+      loss_total = tf.constant(0.0)
+      gnorm = lr = tf.constant(0.0)
+      for _ in tf.range(num_steps):
+        loss, gnorm_r, lr_r = strategy.run(replica_step, args=(next(iterator),))
+        loss_total += strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
+        gnorm = strategy.reduce(tf.distribute.ReduceOp.MEAN, gnorm_r, axis=None)
+        lr = strategy.reduce(tf.distribute.ReduceOp.MEAN, lr_r, axis=None)
+      return loss_total / tf.cast(num_steps, tf.float32), gnorm, lr
+
+    return train_loop
+
+  # -- the loop --------------------------------------------------------------------------------------------------
+  def train(self, dataset_fn, train_steps=None, log_fn=print):
+    """Trains until `train_steps` (default: the optimizer's), from the current step.
+
+    Args:
+      dataset_fn: (input_context, start_step) -> tf.data.Dataset of this pipeline's per-replica batches, as
+        `strategy.distribute_datasets_from_function` expects; `start_step` is where a resumed run continues.
+      log_fn: where the per-loop log line goes.
+
+    Returns:
+      dict with the last loop's loss, gnorm, lr and the final step.
+    """
+    train_steps = train_steps or self.train_steps
+    start = self.step
+    if start >= train_steps:
+      log_fn(f"Nothing to do: step {start} >= train_steps {train_steps}.")
+      return {"step": start}
+    dist = self.strategy.distribute_datasets_from_function(lambda ctx: dataset_fn(ctx, start))
+    iterator = iter(dist)
+    if self._loop_fn is None:
+      self._loop_fn = self._build_loop()
+    last = {}
+    t_start = time.time()
+    while self.step < train_steps:
+      step = self.step
+      num_steps = min(self.iterations, train_steps - step)
+      if self.save_steps:
+        num_steps = min(num_steps, self.save_steps - step % self.save_steps)
+      t0 = time.time()
+      loss, gnorm, lr = self._loop_fn(iterator, tf.constant(num_steps))
+      loss, gnorm, lr = float(loss), float(gnorm), float(lr)
+      elapsed = time.time() - t0
+      step = self.step
+      if not (math.isfinite(loss) and math.isfinite(gnorm)):
+        latest = self.manager.latest_checkpoint
+        raise FloatingPointError(
+            f"Loss or gradient norm is not finite at step {step} (loss {loss}, gnorm {gnorm}); stopped without "
+            f"saving. The last good checkpoint is {latest or 'none'}. Lower --learning_rate or check the data.")
+      steps_per_sec = num_steps / elapsed
+      tokens_per_sec = steps_per_sec * self.global_batch_size * self.tokens_per_example
+      eta = (train_steps - step) * (time.time() - t_start) / max(step - start, 1)
+      log_fn(f"[{step}] | gnorm {gnorm:.2f} lr {lr:8.6f} | loss {loss:.2f} | pplx {math.exp(min(loss, 50)):>7.2f}, "
+             f"bpc {loss / math.log(2):>7.4f} | {steps_per_sec:.2f} steps/s, {tokens_per_sec:.0f} tokens/s, "
+             f"ETA {_format_seconds(eta)}")
+      with self._writer.as_default(step=step):
+        tf.summary.scalar("train/total_loss", loss)
+        tf.summary.scalar("train/lr", lr)
+        tf.summary.scalar("train/gnorm", gnorm)
+        tf.summary.scalar("train/steps_per_sec", steps_per_sec)
+        tf.summary.scalar("train/tokens_per_sec", tokens_per_sec)
+      self._writer.flush()
+      last = dict(loss=loss, gnorm=gnorm, lr=lr, step=step)
+      if (self.save_steps and step % self.save_steps == 0) or step >= train_steps:
+        self.save()
+    return last
+
+  def save(self):
+    """Writes a checkpoint of the current step (weights, optimizer, mems, RNG state); returns its path."""
+    self._gather_mems()
+    path = self.manager.save(checkpoint_number=self.step)
+    if not self.chief:
+      shutil.rmtree(self._save_dir, ignore_errors=True)
+      return None
+    logging.info("Saved checkpoint %s", path)
+    return path
+
+
+def _format_seconds(seconds):
+  seconds = int(seconds)
+  return f"{seconds // 3600}h{seconds // 60 % 60:02d}m{seconds % 60:02d}s"
+
+
+def write_run_files(model_dir, xlnet_config, flags_dict):
+  """`xlnet_config.json` and `run_flags.json` in model_dir (what the original's `config.json` held, and more)."""
+  tf.io.gfile.makedirs(model_dir)
+  xlnet_config.to_json(os.path.join(model_dir, "xlnet_config.json"))
+  path = os.path.join(model_dir, "run_flags.json")
+  with tf.io.gfile.GFile(path + ".tmp", "w") as f:
+    json.dump(flags_dict, f, indent=2, sort_keys=True, default=str)
+  tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+
+
+def numpy_mems(trainer):
+  """The current mems as numpy [n_layer, mem_len, global_bsz, d_model] (for tests and tools)."""
+  trainer._gather_mems()
+  return None if trainer.mems_global is None else np.asarray(trainer.mems_global.numpy())

@@ -1,8 +1,40 @@
+import bisect
+import glob
 import os
+import random
 
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from xlnet_tf import pretrain_data as pd
+from xlnet_tf import tokenization as tk
 from xlnet_tf.pretrain_data import format_filename
 
 GOLDEN_DIR = "tests/testdata/data/records/tfrecords"
+GOLDEN_RECORDS = os.path.join(GOLDEN_DIR, "train-0-0.bsz-4.seqlen-32.reuse-16.bi.alpha-6.beta-1.fnp-6.tfrecords")
+GOLDEN_CORPUS = "tests/testdata/data/corpus/*.txt"
+GOLDEN_SPM = "tests/testdata/data/spm/spiece.model"
+# The golden flags (tests/testdata/data: --use_tpu=False --bsz_per_host=4 --seq_len=32 --reuse_len=16 ...).
+GOLDEN_KW = dict(bsz_per_host=4, num_core_per_host=1, seq_len=32, reuse_len=16, bi_data=True, num_predict=6,
+                 mask_alpha=6, mask_beta=1, uncased=False)
+FEATURES = ("input", "is_masked", "target", "seg_id", "label")
+
+
+def read_records(path, seq_len):
+  """All records of a file as numpy arrays (record order kept)."""
+  spec = {k: tf.io.FixedLenFeature([1 if k == "label" else seq_len], tf.int64) for k in FEATURES}
+  out = {k: [] for k in FEATURES}
+  for batch in tf.data.TFRecordDataset(path).batch(4096):
+    parsed = tf.io.parse_example(batch, spec)
+    for k in FEATURES:
+      out[k].append(parsed[k].numpy())
+  return {k: np.concatenate(v) for k, v in out.items()}
+
+
+@pytest.fixture(scope="module")
+def golden_sp():
+  return tk.load_sentencepiece(GOLDEN_SPM)
 
 
 def test_format_filename_matches_original_names():
@@ -13,3 +45,333 @@ def test_format_filename_matches_original_names():
                    format_filename("train-0-0", suffix="tfrecords", **kw)]
   assert format_filename("train-0-0", 32, 512, True, "tfrecords", 6, 1, 256, True, 85) == (
       "train-0-0.bsz-32.seqlen-512.reuse-256.uncased.bi.alpha-6.beta-1.fnp-85.tfrecords")
+
+
+def test_records_equal_the_original_exactly(golden_sp, tmp_path):
+  """With the golden generator's seeds (numpy 100*task+pass_id = 0, python random.seed(3)), every record of every
+  feature equals what the original data_utils.py wrote."""
+  encoder = tk.BatchEncoder(golden_sp)
+  shards = [pd.read_shard(p, encoder, uncased=False)[:2] for p in sorted(glob.glob(GOLDEN_CORPUS))]
+  np_rng, py_rng = np.random.RandomState(0), random.Random(3)
+  data, sent_ids, perm = pd.combine_shards(shards, np_rng)
+  assert perm == np.random.RandomState(0).permutation(3).tolist()
+  path, num_batch = pd.create_tfrecords(str(tmp_path), "train-0-0", data, sent_ids,
+                                        start_table=tk.start_piece_table(golden_sp), np_rng=np_rng, py_rng=py_rng,
+                                        **GOLDEN_KW)
+  assert os.path.basename(path) == os.path.basename(GOLDEN_RECORDS)
+  assert num_batch == 4437
+  ours, gold = read_records(path, 32), read_records(GOLDEN_RECORDS, 32)
+  for k in FEATURES:
+    np.testing.assert_array_equal(ours[k], gold[k], err_msg=k)
+  assert os.listdir(tmp_path) == [os.path.basename(path)]  # No temporary file left.
+
+
+def test_serialize_example_equals_protobuf_deterministic():
+  rs = np.random.RandomState(0)
+  cases = [
+      {"input": rs.randint(0, 32000, 512), "is_masked": rs.randint(0, 2, 512), "target": rs.randint(0, 32000, 512),
+       "seg_id": rs.randint(0, 3, 512), "label": [1]},
+      {"b": [0, 127, 128, 16383, 16384, 65535, 65536, 2**31, 2**62], "a": [-1, -300, 5], "empty": []},
+  ]
+  cases.append({})
+  cases.append({"x": list(range(0, 3_000_000, 997)), "y": [True, False]})
+  protos = [tf.train.Example(features=tf.train.Features(feature={
+      k: tf.train.Feature(int64_list=tf.train.Int64List(value=list(map(int, v)))) for k, v in features.items()}))
+            for features in cases]
+  expected = [proto.SerializeToString(deterministic=True) for proto in protos]
+  assert pd.serialize_examples(cases) == expected
+  assert pd.serialize_examples(cases[:1] + cases[3:]) == expected[:1] + expected[3:]  # Without the large values.
+  for features, proto, exp in zip(cases, protos, expected):
+    assert pd.serialize_example(features) == exp
+    assert tf.train.Example.FromString(exp) == proto
+
+
+def test_cheaper_numpy_draws_equal_the_originals_calls():
+  ngrams = np.arange(1, 6, dtype=np.int64)
+  pvals = 1. / np.arange(1, 6)
+  pvals /= pvals.sum(keepdims=True)
+  cdf = pd._ngram_cdf(5)
+  a, b = np.random.RandomState(7), np.random.RandomState(7)
+  randint = pd._legacy_randint(b)
+  for i in range(20000):
+    assert a.choice(ngrams, p=pvals) == bisect.bisect_right(cdf, b.random_sample()) + 1
+    size = (i * 7919) % 700 + 1  # Includes 1 (no draw) and powers of two.
+    assert (a.choice(size) if i % 2 else a.randint(size)) == randint(size)
+  assert a.random_sample() == b.random_sample()  # Still in step.
+
+
+def _trim_loop(a_len, b_len, tot_len):
+  while a_len + b_len > tot_len:
+    if a_len > b_len:
+      a_len -= 1
+    else:
+      b_len -= 1
+  return a_len, b_len
+
+
+def test_trim_lengths_closed_form_equals_the_loop():
+  for a_len in range(0, 40):
+    for b_len in range(0, 40):
+      for tot_len in (1, 2, 7, 13, 30):
+        assert pd._trim_lengths(a_len, b_len, tot_len) == _trim_loop(a_len, b_len, tot_len)
+
+
+def _split_a_and_b_loops(data, sent_ids, begin_idx, tot_len, rng):
+  """The original algorithm written with its scanning loops (spec e7), extend_target=True."""
+  data_len = len(data)
+  if begin_idx + tot_len >= data_len:
+    return None
+  end_idx, cut_points = begin_idx + 1, []
+  while end_idx < data_len:
+    if sent_ids[end_idx] != sent_ids[end_idx - 1]:
+      if end_idx - begin_idx >= tot_len:
+        break
+      cut_points.append(end_idx)
+    end_idx += 1
+  if not cut_points or rng.random() < 0.5:
+    label = 0
+    a_end = rng.choice(cut_points) if cut_points else end_idx
+    b_len = max(1, tot_len - (a_end - begin_idx))
+    b_begin = rng.randint(0, data_len - 1 - b_len)
+    b_end = b_begin + b_len
+    while b_begin > 0 and sent_ids[b_begin - 1] == sent_ids[b_begin]:
+      b_begin -= 1
+    while b_end < data_len - 1 and sent_ids[b_end - 1] == sent_ids[b_end]:
+      b_end += 1
+  else:
+    label = 1
+    a_end = rng.choice(cut_points)
+    b_begin, b_end = a_end, end_idx
+  a_len, b_len = _trim_loop(a_end - begin_idx, b_end - b_begin, tot_len)
+  a_end, b_end = begin_idx + a_len, b_begin + b_len
+  if a_end >= data_len or b_end >= data_len:
+    return None
+  return data[begin_idx:a_end], data[b_begin:b_end], label, data[begin_idx + 1:a_end + 1], data[b_begin:b_end + 1]
+
+
+def test_split_a_and_b_equals_the_scanning_loops():
+  rs = np.random.RandomState(1)
+  checked = 0
+  for trial in range(400):
+    n = rs.randint(10, 80)
+    p_flip = [0.0, 0.05, 0.3, 0.9][trial % 4]  # Includes rows without any sentence boundary.
+    sent_ids = np.cumsum(rs.rand(n) < p_flip) % 2 == 1
+    data = np.arange(n, dtype=np.int64) + 100
+    begin, tot_len = rs.randint(0, n), rs.randint(1, 20)
+    ours = pd._split_a_and_b(data, sent_ids, begin, tot_len, extend_target=True, rng=random.Random(trial))
+    ref = _split_a_and_b_loops(data, sent_ids, begin, tot_len, random.Random(trial))
+    assert (ours is None) == (ref is None)
+    if ref is not None:
+      a, b, label, _, a_tgt, b_tgt = ours
+      assert label == ref[2]
+      for x, y in zip((a, b, a_tgt, b_tgt), (ref[0], ref[1], ref[3], ref[4])):
+        np.testing.assert_array_equal(x, y)
+      assert len(a) + len(b) == tot_len and len(b_tgt) == len(b) + 1
+      checked += 1
+  assert checked > 150
+
+
+def _sample_mask_literal(seg, is_start, rng, alpha, beta, goal):
+  """The original `_sample_mask` loop (spec e8), with its numpy calls, the end-search bug and reverse=False."""
+  seg_len = len(seg)
+  mask = np.zeros(seg_len, bool)
+  ngrams = np.arange(1, 6, dtype=np.int64)
+  pvals = 1. / np.arange(1, 6)
+  pvals /= pvals.sum(keepdims=True)
+  num_predict, cur_len = 0, 0
+  while cur_len < seg_len:
+    if goal is not None and num_predict >= goal:
+      break
+    n = rng.choice(ngrams, p=pvals)
+    if goal is not None:
+      n = min(n, goal - num_predict)
+    ctx_size = (n * alpha) // beta
+    l_ctx = rng.choice(ctx_size)
+    beg = cur_len + l_ctx
+    while beg < seg_len and not is_start[seg[beg]]:
+      beg += 1
+    if beg >= seg_len:
+      break
+    end, cnt = beg + 1, 1
+    while end < seg_len:
+      if is_start[seg[beg]]:  # The bug: seg[beg], not seg[end].
+        cnt += 1
+        if cnt > n:
+          break
+      end += 1
+    if end >= seg_len:
+      break
+    mask[beg:end] = True
+    num_predict += end - beg
+    cur_len = end + ctx_size - l_ctx
+  while goal is not None and num_predict < goal:
+    i = rng.randint(seg_len)
+    if not mask[i]:
+      mask[i] = True
+      num_predict += 1
+  return mask
+
+
+def _runs(mask):
+  """[(begin, end)] of the runs of True."""
+  padded = np.concatenate([[False], mask, [False]]).astype(np.int8)
+  edges = np.flatnonzero(np.diff(padded))
+  return list(zip(edges[::2], edges[1::2]))
+
+
+def test_sample_mask_original_mode(golden_sp):
+  table = tk.start_piece_table(golden_sp)
+  rs = np.random.RandomState(3)
+  for trial in range(300):
+    seg = rs.randint(0, 1000, size=rs.choice([16, 37, 256]))
+    goal = [None, 1, 8, 16][trial % 4]
+    goal = None if goal is None else min(goal, len(seg))
+    alpha, beta = [(6, 1), (4, 2), (3, 1)][trial % 3]
+    ours = pd._sample_mask(seg, table, np.random.RandomState(trial), mask_alpha=alpha, mask_beta=beta,
+                           goal_num_predict=goal)
+    ref = _sample_mask_literal(seg, table, np.random.RandomState(trial), alpha, beta, goal)
+    np.testing.assert_array_equal(ours, ref)
+    if goal is not None:
+      assert ours.sum() == goal
+    else:  # Span phase only: runs of <= 5 tokens, each starting at a start piece.
+      assert all(end - beg <= 5 and table[seg[beg]] for beg, end in _runs(ours))
+    rev = pd._sample_mask(seg[::-1], table, np.random.RandomState(trial), mask_alpha=alpha, mask_beta=beta,
+                          goal_num_predict=goal, reverse=True)
+    np.testing.assert_array_equal(rev, ours[::-1])  # reverse = same draws on the flipped segment.
+
+
+def test_sample_mask_word_mode_masks_whole_words(golden_sp):
+  table = tk.start_piece_table(golden_sp)
+  text = open("tests/testdata/data/corpus/imdb-1.txt", encoding="utf-8").read()
+  ids = np.array(tk.encode_ids(golden_sp, tk.preprocess_text(text)), np.int64)
+  multi_token_words = 0
+  for k in range(60):
+    seg = ids[k * 256:(k + 1) * 256]
+    mask = pd._sample_mask(seg, table, np.random.RandomState(k), mask_alpha=6, mask_beta=1, span_sampling="word")
+    for beg, end in _runs(mask):
+      words = int(table[seg[beg:end]].sum())
+      assert table[seg[beg]] and (end == len(seg) or table[seg[end]]) and 1 <= words <= 5
+      multi_token_words += (end - beg) > words
+    for goal in (43, 42):
+      assert pd._sample_mask(seg, table, np.random.RandomState(k), mask_alpha=6, mask_beta=1, span_sampling="word",
+                             goal_num_predict=goal).sum() == goal
+  assert multi_token_words > 0  # Spans really are longer than n tokens somewhere.
+
+
+def test_stream_layout_bi_data_rows():
+  data = np.arange(40, dtype=np.int64)
+  sent_ids = (np.arange(40) // 3) % 2 == 0
+  rows, sids = pd.stream_layout(data, sent_ids, bsz_per_host=8, num_core_per_host=2, bi_data=True)
+  # 4 forward rows of 10 tokens; core 0 owns rows 0-3: forward rows 0, 1 then the same rows reversed in time.
+  fwd = data.reshape(4, 10)
+  expected = np.stack([fwd[0], fwd[1], fwd[0, ::-1], fwd[1, ::-1], fwd[2], fwd[3], fwd[2, ::-1], fwd[3, ::-1]])
+  np.testing.assert_array_equal(rows, expected)
+  np.testing.assert_array_equal(sids, sent_ids[expected])
+  for c in range(2):
+    core = rows[4 * c:4 * c + 4]
+    np.testing.assert_array_equal(core[2:], core[:2, ::-1])
+  rows, _ = pd.stream_layout(data[:39], sent_ids[:39], bsz_per_host=4, num_core_per_host=1, bi_data=False)
+  np.testing.assert_array_equal(rows, data[:36].reshape(4, 9))  # Tail dropped.
+
+
+def test_read_shard_sentence_ids_and_eod(golden_sp, tmp_path):
+  encoder = tk.BatchEncoder(golden_sp)
+  path = tmp_path / "a.txt"
+  path.write_bytes(b"Hello world.\r\nGood.\n\nNew doc.\n\n\n")
+  ids, sids, lines = pd.read_shard(str(path), encoder, uncased=False)
+  hello, good, new = (tk.encode_ids(golden_sp, s) for s in ("Hello world.", "Good.", "New doc."))
+  np.testing.assert_array_equal(ids, hello + good + [tk.EOD_ID] + new + [tk.EOD_ID, tk.EOD_ID])
+  # Flips at each sentence; <eod> keeps the id of the sentence before it (two blank lines: two equal ids).
+  expected = [True] * len(hello) + [False] * len(good) + [False] + [True] * len(new) + [True, True]
+  np.testing.assert_array_equal(sids, expected)
+  assert lines == 6
+  ids, sids, _ = pd.read_shard(str(path), encoder, uncased=False, use_eod=False)
+  np.testing.assert_array_equal(ids, hello + good + new)
+  np.testing.assert_array_equal(sids, [True] * len(hello) + [False] * len(good) + [True] * len(new))
+  ids, _, _ = pd.read_shard(str(path), encoder, uncased=True)
+  assert ids[:2].tolist() == tk.encode_ids(golden_sp, "hello world.")[:2]
+
+  path.write_text("5 6 7\n\n 9 \n")
+  ids, sids, _ = pd.read_shard(str(path), encoder, uncased=False, from_raw_text=False, vocab_size=1000)
+  assert ids.tolist() == [5, 6, 7, tk.EOD_ID, 9] and sids.tolist() == [True] * 4 + [False]
+  path.write_text("5 6\n7 x\n")
+  with pytest.raises(pd.DataError, match=r"a.txt:2: --from_raw_text=False needs whitespace-separated integer"):
+    pd.read_shard(str(path), encoder, uncased=False, from_raw_text=False)
+  path.write_text("5 6\n7 1000\n")
+  with pytest.raises(pd.DataError, match=r"a.txt:2: id 1000 is outside the vocabulary \[0, 1000\)"):
+    pd.read_shard(str(path), encoder, uncased=False, from_raw_text=False, vocab_size=1000)
+  path.write_bytes("fine\n\nstill fine\nbad \xe9 byte\n".encode("latin-1"))
+  with pytest.raises(pd.DataError, match=r"a.txt:4: not UTF-8 \(byte 0xe9 at column 5\)"):
+    pd.read_shard(str(path), encoder, uncased=False)
+
+
+def test_combine_shards_inverts_to_keep_a_boundary():
+  shards = [(np.array([1, 2]), np.array([True, False])), (np.array([3, 4, 5]), np.array([False, False, True])),
+            (np.array([6]), np.array([True]))]
+  rng = np.random.RandomState(100 * 2 + 1)
+  data, sids, perm = pd.combine_shards(shards, rng)
+  assert perm == np.random.RandomState(201).permutation(3).tolist()
+  np.testing.assert_array_equal(data, np.concatenate([shards[k][0] for k in perm]))
+  starts = np.cumsum([0] + [len(shards[k][0]) for k in perm])[1:-1]
+  assert all(sids[s] != sids[s - 1] for s in starts)
+  for k, s in zip(perm, np.cumsum([0] + [len(shards[k][0]) for k in perm])):  # Each shard kept or inverted whole.
+    part = sids[s:s + len(shards[k][1])]
+    assert (part == shards[k][1]).all() or (part == ~shards[k][1]).all()
+
+
+def _small_run(tmp_path, name, **kw):
+  args = dict(GOLDEN_KW, input_glob="tests/testdata/data/corpus/imdb-0.txt", sp_path=GOLDEN_SPM,
+              save_dir=str(tmp_path / name), use_tpu=False)
+  args.update(kw)
+  info = pd.create_data(**args)
+  with open(info["filenames"][0], "rb") as f:
+    return info, f.read()
+
+
+def test_seed_makes_output_reproducible(tmp_path):
+  info1, bytes1 = _small_run(tmp_path, "a", seed=5)
+  _, bytes2 = _small_run(tmp_path, "b", seed=5)
+  _, bytes3 = _small_run(tmp_path, "c", seed=6)
+  assert info1["num_batch"] > 100 and bytes1 == bytes2 and bytes1 != bytes3
+  _, bytes4 = _small_run(tmp_path, "d", seed=5, pass_id=1)
+  assert bytes4 != bytes1
+
+
+def test_word_span_sampling_keeps_exact_counts(tmp_path):
+  info, _ = _small_run(tmp_path, "w", seed=1, span_sampling="word", num_predict=9)
+  recs = read_records(info["filenames"][0], 32)
+  assert len(recs["input"]) == 4 * info["num_batch"]
+  assert (recs["is_masked"][:, :16].sum(1) == 5).all() and (recs["is_masked"][:, 16:].sum(1) == 4).all()
+  info, _ = _small_run(tmp_path, "all", seed=1, num_predict=32)  # The largest valid num_predict: everything.
+  assert read_records(info["filenames"][0], 32)["is_masked"].all()
+
+
+def test_failed_run_leaves_no_output(tmp_path):
+  corpus = tmp_path / "corpus"
+  corpus.mkdir()
+  (corpus / "a.txt").write_text(open("tests/testdata/data/corpus/imdb-0.txt", encoding="utf-8").read())
+  (corpus / "b.txt").write_bytes(b"ok\n\xff\xfe\n")
+  with pytest.raises(pd.DataError, match=r"b.txt:2: not UTF-8"):
+    pd.create_data(**dict(GOLDEN_KW, input_glob=str(corpus / "*.txt"), sp_path=GOLDEN_SPM,
+                          save_dir=str(tmp_path / "out"), use_tpu=False))
+  assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("kw,message", [
+    (dict(reuse_len=12), "--reuse_len must be --seq_len/2"),
+    (dict(seq_len=31, reuse_len=15), "--seq_len must be even and >= 8"),
+    (dict(num_predict=40), "--num_predict must be in [1, 32] for --seq_len=32"),
+    (dict(num_predict=0), "--num_predict must be in"),
+    (dict(bsz_per_host=6, num_core_per_host=2), "--bi_data needs --bsz_per_host divisible by 2*num_core_per_host=4"),
+    (dict(bsz_per_host=6, num_core_per_host=4, bi_data=False), "divisible by --num_core_per_host"),
+    (dict(mask_alpha=1, mask_beta=2), "mask_alpha >= mask_beta"),
+    (dict(task=2, num_task=2), "--task must be in [0, --num_task)"),
+    (dict(span_sampling="words"), "--span_sampling must be one of"),
+])
+def test_validate_options_rejects(kw, message):
+  args = dict(bsz_per_host=4, num_core_per_host=1, seq_len=32, reuse_len=16, num_predict=6, mask_alpha=6,
+              mask_beta=1, bi_data=True)
+  args.update(kw)
+  with pytest.raises(pd.DataError) as e:
+    pd.validate_options(**args)
+  assert message in str(e.value) and "\n" not in str(e.value)

@@ -1,4 +1,46 @@
-"""Pretraining data: raw text -> SentencePiece ids -> the original XLNet TFRecords (`data_utils.py`)."""
+"""Pretraining data: raw text -> SentencePiece ids -> the original XLNet TFRecords (`data_utils.py`).
+
+Reproduces the writer side of the original `data_utils.py` (`create_data`, `_create_data`, `batchify`,
+`_split_a_and_b`, `_sample_mask`, `create_tfrecords`), quirks included by default:
+- spans of `n` tokens instead of `n` words (the end search tests `seg[beg]`, issue #220); the apostrophe is missing
+  from the start-piece punctuation; a span that would reach the segment end is dropped;
+- `num_predict` is split between the halves as `num_predict - num_predict // 2` and `num_predict // 2` (43/42);
+- `<eod>` gets the sentence id of the sentence before it; writing stops at the first row `_split_a_and_b` rejects.
+`span_sampling="word"` fixes only the end search (spans of `n` words, the last one cut to the remaining budget).
+
+Randomness: without `seed`, numpy is seeded with `100 * task + pass_id` (the shard order and the masks, as the
+original) and the `random.Random` that picks A/B splits is unseeded, as the original's `random`. With `seed`, both
+are seeded from `(seed, task, pass_id)`, so the same arguments write the same bytes (records are serialised with
+sorted feature keys).
+
+Differences from the original that do not change the records: `vocab_size` in corpus_info.json is the model's real
+vocabulary size (the original hard-codes 32000); outputs are written under a temporary name and renamed when
+complete; corpus_info.json is written after this task's input was read without error; bad input raises `DataError`
+with a one-line message.
+"""
+
+import bisect
+import glob as glob_lib
+import itertools
+import json
+import logging
+import os
+import random
+import sys
+
+import numpy as np
+
+from xlnet_tf import tokenization
+from xlnet_tf.tokenization import CLS_ID, EOD_ID, SEP_ID
+
+_LOG = logging.getLogger(__name__)
+
+SPAN_SAMPLING_CHOICES = ("original", "word")
+SPLIT_CHOICES = ("train", "dev", "test")
+
+
+class DataError(ValueError):
+  """Bad input or options for the pretraining data writer; the message is one line naming the file or flag."""
 
 
 def format_filename(prefix, bsz_per_host, seq_len, bi_data, suffix, mask_alpha=5, mask_beta=1, reuse_len=None,
@@ -13,3 +55,755 @@ def format_filename(prefix, bsz_per_host, seq_len, bi_data, suffix, mask_alpha=5
   fnp_str = f"fnp-{fixed_num_predict}." if fixed_num_predict is not None else ""
   return (f"{prefix}.bsz-{bsz_per_host}.seqlen-{seq_len}.{reuse_str}{uncased_str}{bi_str}"
           f".alpha-{mask_alpha}.beta-{mask_beta}.{fnp_str}{suffix}")
+
+
+# ------------------------------------------------------------------------------------------------- options
+
+
+def validate_options(*, bsz_per_host, num_core_per_host, seq_len, reuse_len, num_predict, mask_alpha, mask_beta,
+                     bi_data, split="train", task=0, num_task=1, pass_id=0, seed=None, span_sampling="original"):
+  """Raises DataError unless the writer's algorithms can satisfy these options (names are the original flags).
+
+  `num_core_per_host` is the value after `use_tpu=False` forced it to 1.
+  """
+  def fail(msg):
+    raise DataError(msg)
+
+  if bsz_per_host < 1 or num_core_per_host < 1:
+    fail(f"--bsz_per_host and --num_core_per_host must be >= 1. Received: {bsz_per_host}, {num_core_per_host}.")
+  if bsz_per_host % num_core_per_host:
+    fail(f"--bsz_per_host must be divisible by --num_core_per_host. Received: {bsz_per_host} and "
+         f"{num_core_per_host}. Pass a multiple of {num_core_per_host} (or --use_tpu=False for one core).")
+  if bi_data and bsz_per_host % (2 * num_core_per_host):
+    fail(f"--bi_data needs --bsz_per_host divisible by 2*num_core_per_host={2 * num_core_per_host} (each core "
+         f"holds forward and backward rows). Received: --bsz_per_host={bsz_per_host}. Pass a multiple of "
+         f"{2 * num_core_per_host} or --bi_data=False.")
+  if seq_len % 2 or seq_len < 8:
+    fail(f"--seq_len must be even and >= 8 (two halves of seq_len/2, the second holding A, B, 2 SEP and CLS). "
+         f"Received: --seq_len={seq_len}.")
+  if reuse_len != seq_len // 2:
+    fail(f"--reuse_len must be --seq_len/2 (the original asserts both mask halves have seq_len/2 tokens). "
+         f"Received: --reuse_len={reuse_len} with --seq_len={seq_len}. Pass --reuse_len={seq_len // 2}.")
+  if num_predict is not None:
+    half = seq_len // 2
+    if num_predict < 1 or num_predict - num_predict // 2 > half:
+      fail(f"--num_predict must be in [1, {seq_len}] for --seq_len={seq_len}: its halves "
+           f"(num_predict - num_predict//2 and num_predict//2) must each fit in seq_len/2={half} tokens. "
+           f"Received: --num_predict={num_predict}.")
+  if mask_alpha < 1 or mask_beta < 1 or mask_alpha < mask_beta:
+    fail(f"--mask_alpha and --mask_beta must be >= 1 with mask_alpha >= mask_beta (the context of a 1-token span, "
+         f"mask_alpha//mask_beta, must be >= 1). Received: --mask_alpha={mask_alpha} --mask_beta={mask_beta}.")
+  if split not in SPLIT_CHOICES:
+    fail(f"--split must be one of {SPLIT_CHOICES}. Received: {split!r}.")
+  if num_task < 1 or not 0 <= task < num_task:
+    fail(f"--task must be in [0, --num_task). Received: --task={task} --num_task={num_task}.")
+  if pass_id < 0 or 100 * task + pass_id >= 2**32:
+    fail(f"--pass_id must be >= 0 and 100*task+pass_id < 2**32 (numpy's seed). Received: --pass_id={pass_id}.")
+  if seed is not None and seed < 0:
+    fail(f"--seed must be >= 0 or unset. Received: --seed={seed}.")
+  if span_sampling not in SPAN_SAMPLING_CHOICES:
+    fail(f"--span_sampling must be one of {SPAN_SAMPLING_CHOICES}. Received: {span_sampling!r}.")
+
+
+def make_rngs(task, pass_id, seed=None):
+  """(numpy RandomState, random.Random) for one (task, pass).
+
+  seed None: numpy seeded with `100 * task + pass_id` and python's unseeded, as the original. Otherwise both are
+  seeded from `(seed, task, pass_id)`.
+  """
+  if seed is None:
+    return np.random.RandomState(100 * task + pass_id), random.Random()
+  return np.random.RandomState([seed, task, pass_id]), random.Random(f"xlnet-{seed}-{task}-{pass_id}")
+
+
+# ------------------------------------------------------------------------------------------------- reading
+
+
+def _tf():
+  """TensorFlow, imported on first use (records and remote `gs://...` paths need it; validation does not)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf
+
+
+def _is_remote(path):
+  return "://" in path
+
+
+def _glob(pattern):
+  """Sorted matches; remote patterns through `tf.io.gfile.glob` as the original."""
+  if _is_remote(pattern):
+    return sorted(_tf().io.gfile.glob(pattern))
+  if sys.version_info >= (3, 11):  # tf.io.gfile.glob also matches hidden files.
+    return sorted(glob_lib.glob(pattern, include_hidden=True))
+  return sorted(glob_lib.glob(pattern))
+
+
+def _open_binary(path):
+  return _tf().io.gfile.GFile(path, "rb") if _is_remote(path) else open(path, "rb")
+
+
+def check_readable(path):
+  """Raises DataError unless `path` is a readable file."""
+  if not _is_remote(path) and os.path.isdir(path):
+    raise DataError(f"Input {path} is a directory. Make --input_glob match text files only.")
+  try:
+    with _open_binary(path) as f:
+      f.read(1)
+  except Exception as e:  # pylint: disable=broad-except  (OSError, or tf.errors.OpError for remote paths)
+    reason = getattr(e, "strerror", None) or getattr(e, "message", None) or str(e)
+    raise DataError(f"Cannot read input file {path}: {reason}. Fix its permissions or --input_glob.") from None
+
+
+def read_shard(path, encoder, *, uncased, use_eod=True, from_raw_text=True, vocab_size=None, chunk_lines=8192):
+  """Reads one input file as the original `_create_data`: token ids and the flipping sentence ids.
+
+  One sentence per line; a blank line is a document end: with `use_eod` it becomes `<eod>` with the sentence id of
+  the sentence before it (the id flips twice), otherwise it is skipped.
+
+  Args:
+    path: the file; lines are split at `\\n` and must be UTF-8.
+    encoder: `tokenization.BatchEncoder` (used when `from_raw_text`).
+    uncased: lower-case the text.
+    use_eod: blank line -> `<eod>`.
+    from_raw_text: False: every line holds whitespace-separated integer ids.
+    vocab_size: with `from_raw_text=False`, ids must be below it.
+    chunk_lines: lines tokenised per batch.
+
+  Returns:
+    (input_data: int64 [n] token ids, sent_ids: bool [n] flipping at every sentence start, line count).
+  """
+  id_chunks, sid_chunks = [], []
+  state = {"sent_id": True}
+
+  def flush(entries, texts):
+    ids = encoder(texts) if texts else []
+    sent_id = state["sent_id"]
+    sents, sids = [], []
+    for entry in entries:
+      if entry is None:  # Blank line with use_eod.
+        sent_id = not sent_id
+        cur = [EOD_ID]
+      elif isinstance(entry, int):
+        cur = ids[entry]
+      else:
+        cur = entry
+      sents.append(cur)
+      sids.append(sent_id)
+      sent_id = not sent_id
+    state["sent_id"] = sent_id
+    lengths = [len(s) for s in sents]
+    id_chunks.append(np.fromiter(itertools.chain.from_iterable(sents), dtype=np.int64, count=sum(lengths)))
+    sid_chunks.append(np.repeat(np.array(sids, dtype=bool), lengths))
+
+  line_cnt = 0
+  entries, texts = [], []
+  with _open_binary(path) as f:
+    for raw in f:
+      line_cnt += 1
+      try:
+        line = raw.decode("utf-8")
+      except UnicodeDecodeError as e:
+        raise DataError(f"{path}:{line_cnt}: not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1}). "
+                        f"Convert the file to UTF-8, e.g. iconv -f latin1 -t utf-8.") from None
+      stripped = line.strip()
+      if not stripped:
+        if use_eod:
+          entries.append(None)
+        continue
+      if from_raw_text:
+        entries.append(len(texts))
+        texts.append(tokenization.preprocess_text(stripped, lower=uncased))
+      else:
+        try:
+          cur = [int(tok) for tok in stripped.split()]
+        except ValueError:
+          raise DataError(f"{path}:{line_cnt}: --from_raw_text=False needs whitespace-separated integer ids. "
+                          f"Received: {stripped[:40]!r}. Pass --from_raw_text=True for text.") from None
+        if vocab_size is not None and any(not 0 <= t < vocab_size for t in cur):
+          bad = next(t for t in cur if not 0 <= t < vocab_size)
+          raise DataError(f"{path}:{line_cnt}: id {bad} is outside the vocabulary [0, {vocab_size}) of --sp_path.")
+        entries.append(cur)
+      if len(entries) >= chunk_lines:
+        flush(entries, texts)
+        entries, texts = [], []
+  if entries:
+    flush(entries, texts)
+  if not id_chunks:
+    return np.zeros([0], np.int64), np.zeros([0], bool), line_cnt
+  return np.concatenate(id_chunks), np.concatenate(sid_chunks), line_cnt
+
+
+def combine_shards(shards, np_rng):
+  """Shuffles the shards with `np_rng.permutation` and concatenates them into one stream.
+
+  A shard whose first sentence id equals the previous shard's last is inverted, so a shard boundary is always a
+  sentence boundary.
+
+  Args:
+    shards: list of (input_data int64 [n_k], sent_ids bool [n_k]), all non-empty.
+    np_rng: numpy RandomState, advanced by one permutation.
+
+  Returns:
+    (input_data int64 [n], sent_ids bool [n], the permutation as a list).
+  """
+  perm = np_rng.permutation(len(shards))
+  datas, sids = [], []
+  prev = None
+  for k in perm:
+    data, sent_ids = shards[k]
+    if prev is not None and sent_ids[0] == prev:
+      sent_ids = np.logical_not(sent_ids)
+    datas.append(data)
+    sids.append(sent_ids)
+    prev = sent_ids[-1]
+  if not datas:
+    return np.zeros([0], np.int64), np.zeros([0], bool), []
+  return np.concatenate(datas), np.concatenate(sids), perm.tolist()
+
+
+# ------------------------------------------------------------------------------------------------- layout
+
+
+def batchify(data, bsz_per_host, sent_ids=None):
+  """Cuts a stream into `bsz_per_host` contiguous rows: row r is `data[r*T:(r+1)*T]`, T = len // bsz; tail dropped.
+
+  Args:
+    data: int64 [n] token ids.
+    bsz_per_host: number of rows.
+    sent_ids: optional bool [n], cut the same way.
+
+  Returns:
+    data int64 [bsz_per_host, T], and sent_ids bool [bsz_per_host, T] if given.
+  """
+  num_step = len(data) // bsz_per_host
+  data = data[:bsz_per_host * num_step].reshape(bsz_per_host, num_step)
+  if sent_ids is None:
+    return data
+  return data, sent_ids[:bsz_per_host * num_step].reshape(bsz_per_host, num_step)
+
+
+def stream_layout(data, sent_ids, bsz_per_host, num_core_per_host, bi_data):
+  """The rows of `create_tfrecords`.
+
+  Without `bi_data`: `batchify(data, bsz_per_host)`. With it, the stream is cut into bsz_per_host/2 forward rows;
+  core c owns rows [c*bsz_per_core, (c+1)*bsz_per_core): its first half are its forward rows and its second half
+  the same rows reversed in time.
+
+  Returns:
+    data int64 [bsz_per_host, T], sent_ids bool [bsz_per_host, T].
+  """
+  if not bi_data:
+    return batchify(data, bsz_per_host, sent_ids)
+  bsz_per_core = bsz_per_host // num_core_per_host
+  fwd, fwd_sid = batchify(data, bsz_per_host // 2, sent_ids)
+  num_step = fwd.shape[1]
+  shape = [num_core_per_host, 1, bsz_per_core // 2, num_step]
+  fwd, fwd_sid = fwd.reshape(shape), fwd_sid.reshape(shape)
+  data = np.concatenate([fwd, fwd[..., ::-1]], 1).reshape(bsz_per_host, num_step)
+  sent_ids = np.concatenate([fwd_sid, fwd_sid[..., ::-1]], 1).reshape(bsz_per_host, num_step)
+  return data, sent_ids
+
+
+def sentence_starts(sent_ids):
+  """int64 [k]: positions b > 0 with sent_ids[b] != sent_ids[b-1] (sentence starts), ascending."""
+  return np.flatnonzero(sent_ids[1:] != sent_ids[:-1]) + 1
+
+
+def _trim_lengths(a_len, b_len, tot_len):
+  """The original's trimming loop in closed form: while a+b > tot_len, shorten the longer (ties shorten B)."""
+  excess = a_len + b_len - tot_len
+  if excess <= 0:
+    return a_len, b_len
+  if a_len > b_len:
+    step = min(a_len - b_len, excess)
+    a_len -= step
+  else:
+    step = min(b_len - a_len + 1, excess)
+    b_len -= step
+  if excess > step:  # Now balanced: the loop alternates B, A, ... and ends with A = B or A = B + 1.
+    a_len, b_len = (tot_len + 1) // 2, tot_len // 2
+  return a_len, b_len
+
+
+def _split_a_and_b(data, sent_ids, begin_idx, tot_len, extend_target=False, rng=random, starts=None):
+  """Picks segments A and B (`tot_len` tokens in all) from a row, starting A at `begin_idx` (original algorithm).
+
+  With probability 1/2 (or if A cannot end at a sentence start) B is a random span of the row (label 0),
+  otherwise the true continuation (label 1).
+
+  Args:
+    data: int64 [T], one row.
+    sent_ids: bool [T], its sentence ids.
+    begin_idx: where A starts.
+    tot_len: len(A) + len(B).
+    extend_target: also return the next-token targets of A and B; fail if they would pass the row end.
+    rng: a `random.Random` (the original used the module `random`).
+    starts: optional `sentence_starts(sent_ids)`, precomputed.
+
+  Returns:
+    None when the row is too short, else [a, b, label, new_begin(, a_target, b_target)], a_target int64
+    [len(a)] and b_target int64 [len(b)+1] (the first SEP's target, then B's).
+  """
+  data_len = data.shape[0]
+  if begin_idx + tot_len >= data_len:
+    return None
+  if starts is None:
+    starts = sentence_starts(sent_ids)
+  lo = int(np.searchsorted(starts, begin_idx + 1))
+  hi = int(np.searchsorted(starts, begin_idx + tot_len))
+  cut_points = starts[lo:hi].tolist()  # Sentence starts that leave A shorter than tot_len.
+  end_idx = int(starts[hi]) if hi < len(starts) else data_len
+
+  a_begin = begin_idx
+  if not cut_points or rng.random() < 0.5:
+    label = 0
+    a_end = rng.choice(cut_points) if cut_points else end_idx
+    b_len = max(1, tot_len - (a_end - a_begin))
+    b_begin = rng.randint(0, data_len - 1 - b_len)  # `data_len - 1` leaves room for the extended target.
+    b_end = b_begin + b_len
+    k = int(np.searchsorted(starts, b_begin, side="right"))  # Move b_begin back to its sentence start.
+    b_begin = int(starts[k - 1]) if k > 0 else 0
+    if b_end < data_len - 1:  # Move b_end forward to the next sentence start, at most data_len - 1.
+      k = int(np.searchsorted(starts, b_end))
+      b_end = min(int(starts[k]) if k < len(starts) else data_len - 1, data_len - 1)
+    new_begin = a_end
+  else:
+    label = 1
+    a_end = rng.choice(cut_points)
+    b_begin = a_end
+    b_end = end_idx
+    new_begin = b_end
+
+  a_len, b_len = _trim_lengths(a_end - a_begin, b_end - b_begin, tot_len)
+  a_end, b_end = a_begin + a_len, b_begin + b_len
+  ret = [data[a_begin:a_end], data[b_begin:b_end], label, new_begin]
+  if extend_target:
+    if a_end >= data_len or b_end >= data_len:
+      return None
+    ret.extend([data[a_begin + 1:a_end + 1], data[b_begin:b_end + 1]])
+  return ret
+
+
+def _legacy_randint(rng):
+  """A function `high -> rng.randint(0, high)` (same value, same stream position), several times cheaper.
+
+  numpy's legacy `RandomState.randint(0, high)` (and `choice(high)`) draws 32-bit MT19937 outputs, masks them to the
+  bit width of `high - 1` and rejects values above it; `high == 1` draws nothing. The tests check the equality.
+  """
+  bitgen = getattr(rng, "_bit_generator", None)
+  if not isinstance(bitgen, np.random.MT19937):
+    return lambda high: int(rng.randint(0, high))
+  raw = bitgen.random_raw
+
+  def randint(high):
+    top = high - 1
+    if top == 0:
+      return 0
+    mask = (1 << top.bit_length()) - 1
+    while True:
+      value = raw() & mask
+      if value <= top:
+        return value
+  return randint
+
+
+_NGRAM_CDF = {}
+
+
+def _ngram_cdf(max_gram):
+  """The cumulative distribution numpy's `choice(arange(1, max_gram+1), p=1/n normalised)` searches."""
+  if max_gram not in _NGRAM_CDF:
+    pvals = 1. / np.arange(1, max_gram + 1)
+    pvals /= pvals.sum(keepdims=True)
+    cdf = pvals.cumsum()
+    cdf /= cdf[-1]
+    _NGRAM_CDF[max_gram] = cdf.tolist()
+  return _NGRAM_CDF[max_gram]
+
+
+def _sample_mask(seg, start_table, rng, *, mask_alpha, mask_beta, reverse=False, max_gram=5, goal_num_predict=None,
+                 span_sampling="original"):
+  """Samples the positions to predict in one half of a record (the original `_sample_mask`).
+
+  Spans of n ~ 1/n (n <= max_gram) start at a start piece after a random left context; each span and its
+  context use about n*mask_alpha/mask_beta tokens. Random single tokens then fill up to `goal_num_predict`.
+  numpy draws are those of the original (`choice(ngrams, p)`, `choice(ctx_size)`, `randint(seg_len)`), done with
+  equivalent cheaper calls on the same stream.
+
+  Args:
+    seg: int64 [L] token ids.
+    start_table: bool [vocab_size], `tokenization.start_piece_table(sp)`.
+    rng: numpy RandomState.
+    mask_alpha, mask_beta: the context size per masked token (the original's flags).
+    reverse: `seg` is a backward row: flip it for the word-start search and flip the mask back.
+    max_gram: longest span.
+    goal_num_predict: exact number of masked positions; None: no limit and no random fill.
+    span_sampling: "original" (spans of n tokens, the released bug) or "word" (spans of n words, the last cut to
+      the remaining budget).
+
+  Returns:
+    bool [L], True = predict this position.
+  """
+  seg_len = len(seg)
+  mask = np.zeros([seg_len], dtype=bool)
+  if reverse:
+    seg = seg[::-1]
+  is_start = start_table[seg].tolist()
+  cdf = _ngram_cdf(max_gram)
+  word_spans = span_sampling == "word"
+  randint = _legacy_randint(rng)
+  num_predict = 0
+  cur_len = 0
+  while cur_len < seg_len:
+    if goal_num_predict is not None and num_predict >= goal_num_predict:
+      break
+    n = bisect.bisect_right(cdf, rng.random_sample()) + 1  # == rng.choice(ngrams, p=pvals)
+    if goal_num_predict is not None:
+      n = min(n, goal_num_predict - num_predict)
+    ctx_size = (n * mask_alpha) // mask_beta
+    l_ctx = randint(ctx_size)  # == rng.choice(ctx_size)
+    r_ctx = ctx_size - l_ctx
+
+    beg = cur_len + l_ctx
+    while beg < seg_len and not is_start[beg]:
+      beg += 1
+    if beg >= seg_len:
+      break
+    if word_spans:
+      end, cnt_ngram = beg + 1, 1
+      while end < seg_len:
+        if is_start[end]:
+          cnt_ngram += 1
+          if cnt_ngram > n:
+            break
+        end += 1
+    else:
+      end = beg + n  # The original tests seg[beg] (always a start piece) when looking for the n+1-th word.
+    if end >= seg_len:
+      break
+    if word_spans and goal_num_predict is not None:
+      end = min(end, beg + goal_num_predict - num_predict)
+    mask[beg:end] = True
+    num_predict += end - beg
+    cur_len = end + r_ctx
+
+  while goal_num_predict is not None and num_predict < goal_num_predict:
+    i = randint(seg_len)  # == rng.randint(seg_len)
+    if not mask[i]:
+      mask[i] = True
+      num_predict += 1
+  if reverse:
+    mask = mask[::-1]
+  return mask
+
+
+# ------------------------------------------------------------------------------------------------- records
+
+
+def _varint(n):
+  """Protobuf varint of a non-negative int."""
+  out = bytearray()
+  while n > 0x7F:
+    out.append((n & 0x7F) | 0x80)
+    n >>= 7
+  out.append(n)
+  return bytes(out)
+
+
+_SMALL_VARINTS = []
+
+
+def _length_varint(n):
+  """`_varint(n)`, from a table for n < 2**14 (lengths inside an Example)."""
+  if not _SMALL_VARINTS:
+    _SMALL_VARINTS.extend(_varint(i) for i in range(1 << 14))
+  return _SMALL_VARINTS[n] if n < (1 << 14) else _varint(n)
+
+
+def _varints(values):
+  """Protobuf varints of int64 [n] (negatives in the 10-byte two's complement form) -> (bytes, int64 [n] sizes)."""
+  if values.size and values.min() >= 0 and values.max() < (1 << 21):  # At most 3 bytes each: vectorised.
+    x = values.astype(np.uint32)
+    two, three = x >= (1 << 7), x >= (1 << 14)
+    words = ((x & 0x7F) | (two.astype(np.uint32) << 7) | (((x >> 7) & 0x7F) << 8) | (three.astype(np.uint32) << 15)
+             | ((x >> 14) << 16))  # The varint's bytes, little-endian.
+    keep = np.empty([x.size, 4], bool)
+    keep[:, 0], keep[:, 1], keep[:, 2], keep[:, 3] = True, two, three, False
+    return words.astype("<u4").view(np.uint8).reshape(-1, 4)[keep].tobytes(), 1 + two.astype(np.int64) + three
+  encoded = [_varint(v & 0xFFFFFFFFFFFFFFFF) for v in values.tolist()]
+  return b"".join(encoded), np.array([len(e) for e in encoded], np.int64)
+
+
+def serialize_examples(examples):
+  """`tf.train.Example`s of int64 features, serialised deterministically (keys sorted) without building protos.
+
+  Each result equals `tf.train.Example(...).SerializeToString(deterministic=True)` (checked in the tests); the
+  varints of all examples are encoded in one vectorised pass.
+
+  Args:
+    examples: list of dicts str -> int64 [n] array or list of ints.
+
+  Returns:
+    List of bytes, one per example.
+  """
+  keys = [sorted(features) for features in examples]
+  arrays = [np.asarray(features[k], dtype=np.int64).reshape(-1) for features, ks in zip(examples, keys) for k in ks]
+  if not arrays:
+    return [b"\x0a\x00"] * len(examples)  # An empty `features` message.
+  packed, nbytes = _varints(np.concatenate(arrays))
+  value_offsets = np.cumsum([0] + [a.size for a in arrays])
+  offsets = np.concatenate([[0], np.cumsum(nbytes)])[value_offsets].tolist()
+  varint = _length_varint
+  out, j = [], 0
+  for ks in keys:
+    body = []
+    for key in ks:
+      data = packed[offsets[j]:offsets[j + 1]]
+      int64_list = b"\x0a" + varint(len(data)) + data if arrays[j].size else b""
+      j += 1
+      feature = b"\x1a" + varint(len(int64_list)) + int64_list
+      key_bytes = key.encode("utf-8")
+      entry = b"\x0a" + varint(len(key_bytes)) + key_bytes + b"\x12" + varint(len(feature)) + feature
+      body.append(b"\x0a" + varint(len(entry)) + entry)
+    features_bytes = b"".join(body)
+    out.append(b"\x0a" + varint(len(features_bytes)) + features_bytes)
+  return out
+
+
+def serialize_example(features):
+  """One example: `serialize_examples([features])[0]`."""
+  return serialize_examples([features])[0]
+
+
+def _rename(tmp, final):
+  if _is_remote(final):
+    _tf().io.gfile.rename(tmp, final, overwrite=True)
+  else:
+    os.replace(tmp, final)
+
+
+def _remove_quietly(path):
+  try:
+    if _is_remote(path):
+      if _tf().io.gfile.exists(path):
+        _tf().io.gfile.remove(path)
+    elif os.path.exists(path):
+      os.remove(path)
+  except Exception:  # pylint: disable=broad-except
+    pass
+
+
+def _makedirs(path):
+  if _is_remote(path):
+    _tf().io.gfile.makedirs(path)
+  else:
+    os.makedirs(path, exist_ok=True)
+
+
+def write_json_atomic(path, obj):
+  """json.dump(obj) to `path` through a temporary file renamed when complete."""
+  tmp = f"{path}.tmp-{os.getpid()}"
+  try:
+    if _is_remote(path):
+      with _tf().io.gfile.GFile(tmp, "w") as f:
+        json.dump(obj, f)
+    else:
+      with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f)
+    _rename(tmp, path)
+  finally:
+    _remove_quietly(tmp)
+
+
+def create_tfrecords(save_dir, basename, data, sent_ids, *, start_table, np_rng, py_rng, bsz_per_host,
+                     num_core_per_host, seq_len, reuse_len, bi_data, num_predict, mask_alpha, mask_beta, uncased,
+                     span_sampling="original"):
+  """Writes one stream as the original `create_tfrecords`: records `[INP, A, SEP, B, SEP, CLS]`, row by row.
+
+  For i = 0, reuse_len, 2*reuse_len, ... every one of the bsz_per_host rows gives one record whose first reuse_len
+  tokens continue the previous record's (the memory), followed by A and B from `_split_a_and_b`. The batch is
+  written, in row order, only if every row succeeded; the first failure ends the file.
+
+  Args:
+    save_dir: the tfrecords directory.
+    basename: `{split}-{task}-{pass_id}`.
+    data: int64 [n] token ids; sent_ids: bool [n] sentence ids.
+    start_table: bool [vocab_size], `tokenization.start_piece_table`.
+    np_rng: numpy RandomState for `_sample_mask`. py_rng: `random.Random` for `_split_a_and_b`.
+    other arguments: the original flags (validated by `validate_options`).
+
+  Returns:
+    (path of the tfrecord file, number of batches written).
+  """
+  bsz_per_core = bsz_per_host // num_core_per_host
+  data, sent_ids = stream_layout(data, sent_ids, bsz_per_host, num_core_per_host, bi_data)
+  _LOG.info("Raw data shape %s.", data.shape)
+  file_name = format_filename(prefix=basename, bsz_per_host=bsz_per_host, seq_len=seq_len, bi_data=bi_data,
+                              suffix="tfrecords", mask_alpha=mask_alpha, mask_beta=mask_beta, reuse_len=reuse_len,
+                              uncased=uncased, fixed_num_predict=num_predict)
+  save_path = os.path.join(save_dir, file_name)
+  assert reuse_len < seq_len - 3 and reuse_len == seq_len // 2, "validate_options first"
+
+  starts = [sentence_starts(row) for row in sent_ids]
+  data_len = data.shape[1]
+  sep, cls = np.array([SEP_ID], np.int64), np.array([CLS_ID], np.int64)
+  if num_predict is None:
+    num_predict_0 = num_predict_1 = None
+  else:
+    num_predict_1 = num_predict // 2
+    num_predict_0 = num_predict - num_predict_1
+  mask_kw = dict(mask_alpha=mask_alpha, mask_beta=mask_beta, span_sampling=span_sampling)
+  seg_tail = [0, 1, 2]
+
+  tmp_path = f"{save_path}.tmp-{os.getpid()}"
+  num_batch = 0
+  try:
+    with _tf().io.TFRecordWriter(tmp_path) as writer:
+      i = 0
+      while i + seq_len <= data_len:
+        if num_batch % 500 == 0:
+          _LOG.info("Processing batch %d", num_batch)
+        records = []
+        for idx in range(bsz_per_host):
+          inp = data[idx, i:i + reuse_len]
+          tgt = data[idx, i + 1:i + reuse_len + 1]
+          results = _split_a_and_b(data[idx], sent_ids[idx], begin_idx=i + reuse_len,
+                                   tot_len=seq_len - reuse_len - 3, extend_target=True, rng=py_rng,
+                                   starts=starts[idx])
+          if results is None:
+            _LOG.info("Break out with seq idx %d", i)
+            break
+          a_data, b_data, label, _, a_target, b_target = results
+          reverse = bi_data and (idx // (bsz_per_core // 2)) % 2 == 1
+          mask_0 = _sample_mask(inp, start_table, np_rng, reverse=reverse, goal_num_predict=num_predict_0, **mask_kw)
+          second = np.concatenate([a_data, sep, b_data, sep, cls])
+          mask_1 = _sample_mask(second, start_table, np_rng, reverse=reverse, goal_num_predict=num_predict_1,
+                                **mask_kw)
+          cat_data = np.concatenate([inp, second])
+          seg_id = np.repeat(seg_tail, [reuse_len + len(a_data) + 1, len(b_data) + 1, 1])
+          tgt = np.concatenate([tgt, a_target, b_target, cls, cls])  # The last two CLS only pad.
+          is_masked = np.concatenate([mask_0, mask_1])
+          assert cat_data.shape[0] == seq_len and tgt.shape[0] == seq_len
+          assert num_predict is None or int(is_masked.sum()) == num_predict
+          records.append({"input": cat_data, "is_masked": is_masked, "target": tgt, "seg_id": seg_id,
+                          "label": [label]})
+        else:
+          for record in serialize_examples(records):
+            writer.write(record)
+          num_batch += 1
+          i += reuse_len
+          continue
+        break
+    _rename(tmp_path, save_path)
+  finally:
+    _remove_quietly(tmp_path)
+  _LOG.info("Done writing %s. Num of batches: %d", save_path, num_batch)
+  return save_path, num_batch
+
+
+# ------------------------------------------------------------------------------------------------- driver
+
+
+def create_data(*, input_glob, sp_path, save_dir, bsz_per_host=32, num_core_per_host=8, seq_len=512, reuse_len=256,
+                uncased=True, bi_data=True, mask_alpha=6, mask_beta=1, use_eod=True, from_raw_text=True,
+                num_predict=85, split="train", pass_id=0, num_task=1, task=0, use_tpu=True, seed=None,
+                span_sampling="original", num_threads=None):
+  """Text files -> the original's pretraining records (the `data_utils.py` driver; arguments are its flags).
+
+  Writes `save_dir/corpus_info.json` (task 0), `save_dir/tfrecords/{split}-{task}-{pass_id}.<fmt>.tfrecords` and
+  `save_dir/tfrecords/record_info-{split}-{task}-{pass_id}.<fmt>.json` with `filenames` (the tfrecord path as
+  `os.path.join(save_dir, "tfrecords", name)`, like the original) and `num_batch`. Task k reads
+  `sorted(glob(input_glob))[k::num_task]`.
+
+  Args:
+    seed: None for the original's seeding, else an int making the output reproducible.
+    span_sampling: "original" (n-token spans) or "word" (n-word spans).
+    num_threads: SentencePiece encoding threads (default: all CPUs).
+    The others are the original `data_utils.py` flags. `use_tpu=False` forces `num_core_per_host=1`.
+
+  Returns:
+    The record_info dict, or None when this task has no file.
+
+  Raises:
+    DataError: bad options or input (one-line message naming the flag or file).
+  """
+  if not use_tpu:
+    num_core_per_host = 1  # Forced, as the original.
+  validate_options(bsz_per_host=bsz_per_host, num_core_per_host=num_core_per_host, seq_len=seq_len,
+                   reuse_len=reuse_len, num_predict=num_predict, mask_alpha=mask_alpha, mask_beta=mask_beta,
+                   bi_data=bi_data, split=split, task=task, num_task=num_task, pass_id=pass_id, seed=seed,
+                   span_sampling=span_sampling)
+  if not save_dir:
+    raise DataError("--save_dir is empty. Pass the output directory.")
+  try:
+    sp = tokenization.load_sentencepiece(sp_path)
+  except (OSError, ValueError) as e:
+    raise DataError(str(e)) from None
+  if not input_glob:
+    raise DataError("--input_glob is empty. Pass a glob of text files, e.g. --input_glob='data/*.txt'.")
+  file_paths = _glob(input_glob)
+  if not file_paths:
+    raise DataError(f"--input_glob={input_glob} matches no file. Pass a glob of existing text files "
+                    f"(one sentence per line, blank line between documents).")
+  task_file_paths = file_paths[task::num_task]
+  if not task_file_paths:
+    _LOG.info("Exit: task %d has no file to process.", task)
+    return None
+  for path in task_file_paths:
+    check_readable(path)
+
+  encoder = tokenization.BatchEncoder(sp, num_threads=num_threads)
+  vocab = tokenization.vocab_size(sp)
+  shards, total_line_cnt = [], 0
+  for path in task_file_paths:
+    _LOG.info("Processing %s", path)
+    input_data, sent_ids, line_cnt = read_shard(path, encoder, uncased=uncased, use_eod=use_eod,
+                                                from_raw_text=from_raw_text, vocab_size=vocab)
+    total_line_cnt += line_cnt
+    if line_cnt == 0:
+      continue
+    if input_data.size == 0:  # The original would fail on it (sent_ids[0] of an empty shard).
+      _LOG.warning("Skipping %s: no tokens.", path)
+      continue
+    shards.append((input_data, sent_ids))
+  _LOG.info("[Task %d] Total number line: %d", task, total_line_cnt)
+
+  tfrecord_dir = os.path.join(save_dir, "tfrecords")
+  _makedirs(tfrecord_dir)
+  if task == 0:
+    corpus_info = {
+        # The original writes its hard-coded VOCAB_SIZE=32000 here; we write the model's real size.
+        "vocab_size": vocab,
+        "bsz_per_host": bsz_per_host,
+        "num_core_per_host": num_core_per_host,
+        "seq_len": seq_len,
+        "reuse_len": reuse_len,
+        "uncased": uncased,
+        "bi_data": bi_data,
+        "mask_alpha": mask_alpha,
+        "mask_beta": mask_beta,
+        "num_predict": num_predict,
+        "use_eod": use_eod,
+        "sp_path": sp_path,
+        "input_glob": input_glob,
+    }
+    write_json_atomic(os.path.join(save_dir, "corpus_info.json"), corpus_info)
+
+  np_rng, py_rng = make_rngs(task, pass_id, seed)
+  data, sent_ids, perm = combine_shards(shards, np_rng)
+  _LOG.info("Using perm indices %s for pass %d", perm, pass_id)
+  del shards
+  save_path, num_batch = create_tfrecords(
+      tfrecord_dir, f"{split}-{task}-{pass_id}", data, sent_ids, start_table=tokenization.start_piece_table(sp),
+      np_rng=np_rng, py_rng=py_rng, bsz_per_host=bsz_per_host, num_core_per_host=num_core_per_host,
+      seq_len=seq_len, reuse_len=reuse_len, bi_data=bi_data, num_predict=num_predict, mask_alpha=mask_alpha,
+      mask_beta=mask_beta, uncased=uncased, span_sampling=span_sampling)
+  if num_batch == 0:
+    _LOG.warning("Wrote 0 batches: task %d has %d tokens, too few for %d rows of %d tokens. Add text or lower "
+                 "--bsz_per_host/--seq_len.", task, data.size, bsz_per_host, seq_len)
+  record_info = {"filenames": [save_path], "num_batch": num_batch}
+  record_name = format_filename(prefix=f"record_info-{split}-{task}-{pass_id}", bsz_per_host=bsz_per_host,
+                                seq_len=seq_len, mask_alpha=mask_alpha, mask_beta=mask_beta, reuse_len=reuse_len,
+                                bi_data=bi_data, suffix="json", uncased=uncased, fixed_num_predict=num_predict)
+  write_json_atomic(os.path.join(tfrecord_dir, record_name), record_info)
+  return record_info

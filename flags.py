@@ -1,0 +1,147 @@
+"""Shared absl flag groups, defined once; only scripts import this.
+
+Each `define_*_flags()` defines one script's group with the original XLNet flag names and defaults. Library code in
+`xlnet_tf/` never reads flags: scripts pass plain values.
+"""
+
+from absl import flags
+
+
+def define_data_utils_flags(flag_values=flags.FLAGS):
+  """The flags of the original `data_utils.py` (names and defaults unchanged), plus --seed and --span_sampling."""
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_bool("use_tpu", True, "Whether to use TPUs. If False, num_core_per_host is forced to 1.", **fv)
+  flags.DEFINE_integer("bsz_per_host", 32, "Batch size per host: the number of parallel streams (rows).", **fv)
+  flags.DEFINE_integer("num_core_per_host", 8, "Number of TPU cores per host (sets the bi_data row layout).", **fv)
+  flags.DEFINE_integer("seq_len", 512, "Sequence length.", **fv)
+  flags.DEFINE_integer("reuse_len", 256, "Number of tokens that can be reused as memory. Must be seq_len/2.", **fv)
+  flags.DEFINE_bool("uncased", True, "Lower-case the text (and add `uncased.` to the file names).", **fv)
+  flags.DEFINE_bool("bi_data", True, "Write forward and backward (time-reversed) streams.", **fv)
+  flags.DEFINE_integer("mask_alpha", 6, "How many tokens form a group (context size per masked token).", **fv)
+  flags.DEFINE_integer("mask_beta", 1, "How many tokens to mask within each group.", **fv)
+  flags.DEFINE_bool("use_eod", True, "A blank line (document end) emits an <eod> token.", **fv)
+  flags.DEFINE_bool("from_raw_text", True, "Input is raw text (else lines of whitespace-separated ids).", **fv)
+  flags.DEFINE_integer("num_predict", 85, "Number of tokens to predict per sequence.", **fv)
+  flags.DEFINE_string("input_glob", "data/example/*.txt", "Input file glob: one sentence per line, blank line "
+                      "between documents.", **fv)
+  flags.DEFINE_string("sp_path", "", "Path to the SentencePiece model.", **fv)
+  flags.DEFINE_string("save_dir", "proc_data/example", "Directory for the processed data (corpus_info.json and "
+                      "tfrecords/).", **fv)
+  flags.DEFINE_enum("split", "train", ["train", "dev", "test"], "Save the data as which split.", **fv)
+  flags.DEFINE_integer("pass_id", 0, "ID of the current pass. Different passes sample different negative "
+                       "segments and masks.", **fv)
+  flags.DEFINE_integer("num_task", 1, "Number of total tasks (parallel workers).", **fv)
+  flags.DEFINE_integer("task", 0, "The task ID of this worker: it processes sorted(glob)[task::num_task].", **fv)
+  # New flags (not in the original).
+  flags.DEFINE_integer("seed", None, "Make the output reproducible: seeds numpy and python's random from "
+                       "(seed, task, pass_id). Unset: the original's seeding (numpy by 100*task+pass_id, python's "
+                       "random unseeded).", **fv)
+  flags.DEFINE_enum("span_sampling", "original", ["original", "word"], "`original`: masked spans of n tokens, the "
+                    "released behaviour (issue #220). `word`: spans of n words, as the paper describes.", **fv)
+
+
+def define_run_config_flags(dropout, dropatt, flag_values=flags.FLAGS):
+  """[R] run-config flags every training script shares (`xlnet.create_run_config`)."""
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_float("dropout", dropout, "Dropout rate.", **fv)
+  flags.DEFINE_float("dropatt", dropatt, "Attention dropout rate.", **fv)
+  flags.DEFINE_enum("init", "normal", ["normal", "uniform"], "Initialization method.", **fv)
+  flags.DEFINE_float("init_std", 0.02, "Initialization std when init is normal.", **fv)
+  flags.DEFINE_float("init_range", 0.1, "Initialization range when init is uniform.", **fv)
+  flags.DEFINE_integer("clamp_len", -1, "Clamp length (-1: no clamping).", **fv)
+  flags.DEFINE_bool("use_bfloat16", False, "Compute in bfloat16 (Keras mixed_bfloat16 policy: float32 variables "
+                    "and loss).", **fv)
+
+
+def define_optimizer_flags(learning_rate, train_steps, min_lr_ratio, adam_epsilon=1e-8, lr_layer_decay_rate=1.0,
+                           flag_values=flags.FLAGS):
+  """[O] optimizer flags (`model_utils.get_train_op`)."""
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_float("learning_rate", learning_rate, "Maximum learning rate.", **fv)
+  flags.DEFINE_float("clip", 1.0, "Gradient clipping value (global norm).", **fv)
+  flags.DEFINE_float("min_lr_ratio", min_lr_ratio, "Minimum ratio learning rate.", **fv)
+  flags.DEFINE_integer("warmup_steps", 0, "Number of steps for linear lr warmup.", **fv)
+  flags.DEFINE_float("adam_epsilon", adam_epsilon, "Adam epsilon.", **fv)
+  flags.DEFINE_enum("decay_method", "poly", ["poly", "cos"], "Learning rate decay method.", **fv)
+  flags.DEFINE_float("weight_decay", 0.0, "Weight decay rate (> 0: the original AdamWeightDecay).", **fv)
+  flags.DEFINE_integer("train_steps", train_steps, "Total number of training steps.", **fv)
+  flags.DEFINE_float("lr_layer_decay_rate", lr_layer_decay_rate, "Top layer: lr; layer below: lr * rate; ...",
+                     **fv)
+
+
+def define_hardware_flags(num_core_per_host=8, iterations=1000, max_save=0, flag_values=flags.FLAGS):
+  """[T] device, distribution and checkpointing flags, plus the new --strategy, --jit_compile, --seed and
+  --deterministic."""
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_bool("use_tpu", False, "Use TPUs (the same as --strategy=tpu).", **fv)
+  flags.DEFINE_string("tpu", None, "The Cloud TPU name or grpc://ip:port URL (--strategy=tpu).", **fv)
+  flags.DEFINE_string("tpu_zone", None, "GCE zone of the Cloud TPU (optional).", **fv)
+  flags.DEFINE_string("gcp_project", None, "GCP project of the Cloud TPU (optional).", **fv)
+  flags.DEFINE_string("master", None, "Kept for compatibility with the original; unused (use TF_CONFIG).", **fv)
+  flags.DEFINE_integer("num_hosts", 1, "Number of hosts (workers); per-host batch = train_batch_size / num_hosts.",
+                       **fv)
+  flags.DEFINE_integer("num_core_per_host", num_core_per_host, "Cores (GPUs) per host. With --strategy=mirrored, "
+                       "at most this many local devices are used.", **fv)
+  flags.DEFINE_integer("iterations", iterations, "Steps per host call (and the logging interval).", **fv)
+  flags.DEFINE_integer("save_steps", None, "Save a checkpoint every this many steps (unset: at the end only).",
+                       **fv)
+  flags.DEFINE_integer("max_save", max_save, "Checkpoints to keep (0: all).", **fv)
+  flags.DEFINE_string("model_dir", None, "Where checkpoints, xlnet_config.json, run_flags.json and TensorBoard "
+                      "logs go; a run restarted with the same model_dir resumes from its latest checkpoint.", **fv)
+  flags.DEFINE_string("init_checkpoint", None, "Initialise the weights from this checkpoint: an original (TF1) "
+                      "XLNet checkpoint such as xlnet_cased_L-24_H-1024_A-16/xlnet_model.ckpt, or one of ours.",
+                      **fv)
+  flags.DEFINE_enum("strategy", "one_device", ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
+                    "tf.distribute strategy (new).", **fv)
+  flags.DEFINE_bool("jit_compile", False, "XLA-compile the forward and backward pass (new).", **fv)
+  flags.DEFINE_integer("seed", None, "Seed for initialisation, dropout and the permutation sampling (new).", **fv)
+  flags.DEFINE_bool("deterministic", False, "Deterministic ops (tf.config.experimental.enable_op_determinism), so "
+                    "that a resumed run ends bit-identical to an uninterrupted one; needs --seed (new).", **fv)
+
+
+def strategy_name(flag_values):
+  """--use_tpu=True (the original's switch) means --strategy=tpu."""
+  return "tpu" if flag_values.use_tpu else flag_values.strategy
+
+
+def define_pretrain_flags(flag_values=flags.FLAGS):
+  """The flags of the original `train.py`/`train_gpu.py` not in the shared groups, plus --mems_reset and
+  --model_config_path."""
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_integer("num_passes", 1, "Number of passed used for training (every matching record_info file is "
+                       "read, as the original's filter never skips one).", **fv)
+  flags.DEFINE_string("record_info_dir", None, "Path to local directory containing `record_info-lm.json` "
+                      "(data_utils.py's <save_dir>/tfrecords; comma-separate several).", **fv)
+  flags.DEFINE_integer("train_batch_size", 16, "Global batch size over all hosts and replicas (per host: "
+                       "train_batch_size / num_hosts, the bsz_per_host of the records).", **fv)
+  # Data naming flags: must equal the data_utils.py flags the records were written with.
+  flags.DEFINE_integer("seq_len", 0, "Sequence length for pretraining.", **fv)
+  flags.DEFINE_integer("reuse_len", 0, "How many tokens to be reused in the next batch. Could be half of seq_len.",
+                       **fv)
+  flags.DEFINE_bool("uncased", False, "Use uncased inputs or not.", **fv)
+  flags.DEFINE_integer("perm_size", None, "Window size of permutation (usually reuse_len).", **fv)
+  flags.DEFINE_bool("bi_data", True, "Use bidirectional data streams, i.e., forward & backward.", **fv)
+  flags.DEFINE_integer("mask_alpha", 6, "How many tokens to form a group.", **fv)
+  flags.DEFINE_integer("mask_beta", 1, "How many tokens to mask within each group.", **fv)
+  flags.DEFINE_integer("num_predict", None, "Number of tokens to predict in partial prediction.", **fv)
+  flags.DEFINE_integer("n_token", None, "Vocab size. Unset: corpus_info.json's vocab_size (the SentencePiece "
+                       "model's), else 32000 (the original hard-codes 32000).", **fv)
+  # Memory.
+  flags.DEFINE_integer("mem_len", 0, "Number of steps to cache.", **fv)
+  flags.DEFINE_bool("same_length", False, "Same length attention (uni attention only).", **fv)
+  flags.DEFINE_enum("mems_reset", "never", ["never", "every_loop"], "`never`: carry mems for the whole run (like "
+                    "train_gpu.py); `every_loop`: zero them every --iterations steps (like TPU train.py) (new).",
+                    **fv)
+  # Model.
+  flags.DEFINE_string("model_config_path", None, "An xlnet_config.json; overrides the model flags below (new).",
+                      **fv)
+  flags.DEFINE_integer("n_layer", 6, "Number of layers.", **fv)
+  flags.DEFINE_integer("d_model", 32, "Dimension of the model.", **fv)
+  flags.DEFINE_integer("d_embed", 32, "Dimension of the embeddings (unused, as in the original).", **fv)
+  flags.DEFINE_integer("n_head", 4, "Number of attention heads.", **fv)
+  flags.DEFINE_integer("d_head", 8, "Dimension of each attention head.", **fv)
+  flags.DEFINE_integer("d_inner", 32, "Dimension of inner hidden size in positionwise feed-forward.", **fv)
+  flags.DEFINE_bool("untie_r", False, "Untie r_w_bias and r_r_bias.", **fv)
+  flags.DEFINE_string("summary_type", "last", "Unused in pretraining, as in the original.", **fv)
+  flags.DEFINE_string("ff_activation", "relu", "Activation type used in position-wise feed-forward.", **fv)
+  flags.DEFINE_bool("track_mean", False, "Unused, as in the original.", **fv)

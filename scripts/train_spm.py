@@ -1,0 +1,50 @@
+"""Trains a SentencePiece model with the original XLNet README's settings and checks the special-symbol ids.
+
+  python scripts/train_spm.py --input='data/*.txt' --model_prefix=spm/spiece --vocab_size=32000
+
+is the README's `spm_train --vocab_size=32000 --character_coverage=0.99995 --model_type=unigram
+--control_symbols=<cls>,<sep>,<pad>,<mask>,<eod> --user_defined_symbols=<eop>,.,(,),",-,–,£,€
+--shuffle_input_sentence=true --input_sentence_size=10000000`, and writes `{model_prefix}.model`/`.vocab` with ids
+<unk> 0, <s> 1, </s> 2, <cls> 3, <sep> 4, <pad> 5, <mask> 6, <eod> 7, <eop> 8. Input: text, one sentence per line
+(lines over 4192 bytes are skipped by SentencePiece). Pass the same text you pretrain on, or a sample of it.
+"""
+
+import os
+import sys
+
+from absl import app
+from absl import flags
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from xlnet_tf import tokenization  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+flags.DEFINE_string("input", None, "Text files: a glob or a comma-separated list of files/globs.")
+flags.DEFINE_string("model_prefix", None, "Output prefix: writes {model_prefix}.model and {model_prefix}.vocab.")
+flags.DEFINE_integer("vocab_size", 32000, "Vocabulary size (the README uses 32000).")
+flags.DEFINE_float("character_coverage", 0.99995, "Fraction of characters covered by the vocabulary.")
+flags.DEFINE_enum("model_type", "unigram", ["unigram", "bpe", "char", "word"], "SentencePiece model type.")
+flags.DEFINE_integer("input_sentence_size", 10000000, "Maximum number of sentences sampled for training.")
+flags.DEFINE_bool("shuffle_input_sentence", True, "Shuffle the sampled sentences.")
+flags.DEFINE_bool("hard_vocab_limit", True, "False: a small corpus may give fewer pieces than --vocab_size.")
+flags.DEFINE_integer("num_threads", None, "Trainer threads (default: all CPUs).")
+flags.mark_flags_as_required(["input", "model_prefix"])
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+  try:
+    path = tokenization.train_sentencepiece(
+        flags.FLAGS.input, flags.FLAGS.model_prefix, flags.FLAGS.vocab_size,
+        character_coverage=flags.FLAGS.character_coverage, model_type=flags.FLAGS.model_type,
+        input_sentence_size=flags.FLAGS.input_sentence_size,
+        shuffle_input_sentence=flags.FLAGS.shuffle_input_sentence, hard_vocab_limit=flags.FLAGS.hard_vocab_limit,
+        num_threads=flags.FLAGS.num_threads)
+  except (OSError, ValueError, RuntimeError) as e:
+    sys.exit(f"train_spm.py: error: {str(e).strip().splitlines()[0]}")
+  sp = tokenization.load_sentencepiece(path)
+  print(f"Wrote {path}: vocab_size={tokenization.vocab_size(sp)}, XLNet special symbols at ids 0-8.")
+
+
+if __name__ == "__main__":
+  app.run(main)

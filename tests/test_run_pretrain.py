@@ -1,0 +1,160 @@
+"""run_pretrain.py end to end: CLI, kill -9 and exact resume, distributed equals one device, bad flags."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+PY = sys.executable
+CORPUS = "tests/testdata/data/corpus/*.txt"
+SPM = "tests/testdata/data/spm/spiece.model"
+
+
+def write_records(save_dir, bi_data):
+  return subprocess.Popen([PY, "data_utils.py", "--use_tpu=False", "--bsz_per_host=8", "--seq_len=32",
+                           "--reuse_len=16", "--num_predict=6", f"--bi_data={bi_data}", "--uncased=False",
+                           f"--input_glob={CORPUS}", f"--sp_path={SPM}", f"--save_dir={save_dir}", "--seed=1"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+@pytest.fixture(scope="module")
+def record_dirs(tmp_path_factory):
+  """Records from real IMDB text written by our data_utils.py: {"bi": bi_data, "uni": without bi_data}.
+
+  The distributed tests use "uni": with bi_data each replica must get one writer core's [fwd | bwd] rows, so a
+  2-replica run and a 1-device run cannot share one bi_data layout.
+  """
+  root = tmp_path_factory.mktemp("records")
+  procs = {name: write_records(root / name, bi) for name, bi in (("bi", True), ("uni", False))}
+  for proc in procs.values():
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-2000:]
+  return {name: str(root / name / "tfrecords") for name in procs}
+
+
+def pretrain_cmd(record_dir, model_dir, *extra):
+  return [PY, "run_pretrain.py", f"--record_info_dir={record_dir}", f"--model_dir={model_dir}",
+          "--train_batch_size=8", "--seq_len=32", "--reuse_len=16", "--perm_size=8", "--num_predict=6",
+          "--mem_len=12", "--n_layer=2", "--d_model=16", "--n_head=2", "--d_head=8", "--d_inner=24",
+          "--untie_r=True", "--ff_activation=gelu", "--dropout=0.1", "--dropatt=0.1", "--learning_rate=3e-3",
+          "--warmup_steps=5", "--iterations=1", "--save_steps=5", "--seed=7", "--deterministic", *extra]
+
+
+def checkpoint_values(path):
+  reader = tf.train.load_checkpoint(path)
+  return {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()
+          if "save_counter" not in n and n != "_CHECKPOINTABLE_OBJECT_GRAPH"}
+
+
+def test_kill_9_then_resume_is_bit_identical(record_dirs, tmp_path):
+  records = record_dirs["bi"]
+  steps = "--train_steps=40"
+  full = subprocess.run(pretrain_cmd(records, tmp_path / "full", steps), capture_output=True, text=True)
+  assert full.returncode == 0, full.stderr[-3000:]
+  assert "[40] | gnorm" in full.stdout and "pplx" in full.stdout and "tokens/s" in full.stdout
+  with open(tmp_path / "full" / "xlnet_config.json") as f:
+    assert json.load(f)["n_token"] == 1000  # the vocabulary of the SentencePiece model, from corpus_info.json
+
+  killed_dir = tmp_path / "killed"
+  proc = subprocess.Popen(pretrain_cmd(records, killed_dir, steps), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          start_new_session=True)
+  deadline = time.time() + 120
+  while not (killed_dir / "ckpt-10.index").exists() and proc.poll() is None and time.time() < deadline:
+    time.sleep(0.02)
+  os.killpg(proc.pid, signal.SIGKILL)
+  proc.wait()
+  latest = tf.train.latest_checkpoint(str(killed_dir))
+  assert latest is not None and not latest.endswith("ckpt-40"), "the kill came too late to test a resume"
+  resumed_step = int(latest.rsplit("-", 1)[1])
+
+  resumed = subprocess.run(pretrain_cmd(records, killed_dir, steps), capture_output=True, text=True)
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert f"Training from step {resumed_step} to 40" in resumed.stdout
+  a = checkpoint_values(str(tmp_path / "full" / "ckpt-40"))
+  b = checkpoint_values(str(killed_dir / "ckpt-40"))
+  assert a.keys() == b.keys()
+  assert any("mems" in n for n in a) and any("seed_generator" in n or "rng" in n for n in a)
+  for name in a:
+    np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+def run_worker(strategy, records, model_dir, env=None):
+  return subprocess.Popen([PY, "tests/helpers/pretrain_worker.py", strategy, records, str(model_dir)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+
+
+def finish(proc, timeout=240):
+  try:
+    out, err = proc.communicate(timeout=timeout)
+  except subprocess.TimeoutExpired:
+    os.killpg(proc.pid, signal.SIGKILL)
+    out, err = proc.communicate()
+  assert proc.returncode == 0, err[-3000:]
+  return out
+
+
+def free_ports(n):
+  socks = [socket.socket() for _ in range(n)]
+  for s in socks:
+    s.bind(("127.0.0.1", 0))
+  ports = [s.getsockname()[1] for s in socks]
+  for s in socks:
+    s.close()
+  return ports
+
+
+def test_mirrored_and_multi_worker_equal_one_device(record_dirs, tmp_path):
+  records = record_dirs["uni"]
+  ports = free_ports(2)
+  cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+  procs = {"one_device": run_worker("one_device", records, tmp_path / "one"),
+           "mirrored": run_worker("mirrored", records, tmp_path / "mirrored")}
+  workers = []
+  for i in range(2):
+    env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}),
+               OMP_NUM_THREADS="1", TF_NUM_INTRAOP_THREADS="1", TF_NUM_INTEROP_THREADS="1")
+    workers.append(run_worker("multi_worker_mirrored", records, tmp_path / "mwms", env))
+  for proc in list(procs.values()) + workers:
+    assert "FINAL" in finish(proc)
+  reference = checkpoint_values(str(tmp_path / "one" / "ckpt-6"))
+  for name in ("mirrored", "mwms"):
+    other = checkpoint_values(str(tmp_path / name / "ckpt-6"))
+    assert other.keys() == reference.keys()
+    moved = 0
+    for key, value in reference.items():
+      if value.dtype.kind == "f":
+        np.testing.assert_allclose(other[key], value, atol=2e-6, rtol=1e-5, err_msg=f"{name}: {key}")
+        moved += 1
+      else:
+        np.testing.assert_array_equal(other[key], value, err_msg=f"{name}: {key}")
+    assert moved > 30
+
+
+BAD_FLAGS = [
+    (["--record_info_dir="], "--record_info_dir is required"),
+    (["--num_predict=5"], "fnp-6"),  # no matching record files: the message says what differs
+    (["--perm_size=6"], "--perm_size must divide"),
+    (["--train_batch_size=3"], "bi_data needs an even per-replica batch size"),
+    (["--reuse_len=40"], "--reuse_len must be in"),
+]
+
+
+def test_bad_flags_give_one_line_errors(record_dirs, tmp_path):
+  records = record_dirs["bi"]
+  procs = []
+  for i, (extra, message) in enumerate(BAD_FLAGS):
+    cmd = pretrain_cmd(records, tmp_path / f"bad{i}", "--train_steps=2", *extra)
+    procs.append((subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), message))
+  for proc, message in procs:
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("run_pretrain.py: error:") and message in last, err[-2000:]
+    assert "Traceback" not in err

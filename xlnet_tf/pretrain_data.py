@@ -769,7 +769,11 @@ def create_data(*, input_glob, sp_path, save_dir, bsz_per_host=32, num_core_per_
   _LOG.info("[Task %d] Total number line: %d", task, total_line_cnt)
 
   tfrecord_dir = os.path.join(save_dir, "tfrecords")
-  _makedirs(tfrecord_dir)
+  try:
+    _makedirs(tfrecord_dir)
+  except Exception as e:  # pylint: disable=broad-except  (OSError, or tf.errors.OpError for remote paths)
+    raise DataError(f"Cannot create {tfrecord_dir}: {getattr(e, 'strerror', None) or e}. Pass a writable "
+                    f"--save_dir.") from None
   if task == 0:
     corpus_info = {
         # The original writes its hard-coded VOCAB_SIZE=32000 here; we write the model's real size.

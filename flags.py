@@ -32,6 +32,8 @@ def define_data_utils_flags(flag_values=flags.FLAGS):
                        "segments and masks.", **fv)
   flags.DEFINE_integer("num_task", 1, "Number of total tasks (parallel workers).", **fv)
   flags.DEFINE_integer("task", 0, "The task ID of this worker: it processes sorted(glob)[task::num_task].", **fv)
+  flags.DEFINE_integer("num_passes", None, "Accepted because the original README passes it; ignored, as the "
+                       "original ignores it (write each pass with its own --pass_id).", **fv)
   # New flags (not in the original).
   flags.DEFINE_integer("seed", None, "Make the output reproducible: seeds numpy and python's random from "
                        "(seed, task, pass_id). Unset: the original's seeding (numpy by 100*task+pass_id, python's "

@@ -182,7 +182,8 @@ def test_flags_have_the_original_names_and_defaults():
   expected = dict(use_tpu=True, bsz_per_host=32, num_core_per_host=8, seq_len=512, reuse_len=256, uncased=True,
                   bi_data=True, mask_alpha=6, mask_beta=1, use_eod=True, from_raw_text=True, num_predict=85,
                   input_glob="data/example/*.txt", sp_path="", save_dir="proc_data/example", split="train",
-                  pass_id=0, num_task=1, task=0, seed=None, span_sampling="original")
+                  pass_id=0, num_task=1, task=0, seed=None, span_sampling="original",
+                  num_passes=None)  # the original README passes --num_passes; accepted and ignored
   assert {k: fv[k].value for k in expected} == expected
   assert set(fv) == set(expected)
   with pytest.raises(absl_flags.IllegalFlagValueError):

@@ -158,3 +158,29 @@ def test_bad_flags_give_one_line_errors(record_dirs, tmp_path):
     last = err.strip().splitlines()[-1]
     assert last.startswith("run_pretrain.py: error:") and message in last, err[-2000:]
     assert "Traceback" not in err
+
+
+ORIGINAL_TRAIN_FLAGS = {  # train.py's 51 flags and defaults (train_gpu.py: a subset; see the README for use_tpu)
+    "master": None, "tpu": None, "gcp_project": None, "tpu_zone": None, "use_tpu": False, "num_hosts": 1,
+    "num_core_per_host": 8, "track_mean": False, "num_passes": 1, "record_info_dir": None, "model_dir": None,
+    "init_checkpoint": None, "learning_rate": 1e-4, "clip": 1.0, "min_lr_ratio": 0.001, "warmup_steps": 0,
+    "adam_epsilon": 1e-8, "decay_method": "poly", "weight_decay": 0.0, "train_batch_size": 16,
+    "train_steps": 100000, "iterations": 1000, "save_steps": None, "max_save": 100000, "seq_len": 0,
+    "reuse_len": 0, "uncased": False, "perm_size": None, "bi_data": True, "mask_alpha": 6, "mask_beta": 1,
+    "num_predict": None, "n_token": None, "mem_len": 0, "same_length": False, "clamp_len": -1, "n_layer": 6,
+    "d_model": 32, "d_embed": 32, "n_head": 4, "d_head": 8, "d_inner": 32, "dropout": 0.0, "dropatt": 0.0,
+    "untie_r": False, "summary_type": "last", "ff_activation": "relu", "use_bfloat16": False, "init": "normal",
+    "init_std": 0.02, "init_range": 0.1}
+
+
+def test_every_original_flag_is_accepted_with_its_default():
+  from absl import flags as absl_flags
+  import flags
+  fv = absl_flags.FlagValues()
+  flags.define_run_config_flags(dropout=0.0, dropatt=0.0, flag_values=fv)
+  flags.define_optimizer_flags(learning_rate=1e-4, train_steps=100000, min_lr_ratio=0.001, flag_values=fv)
+  flags.define_hardware_flags(num_core_per_host=8, iterations=1000, max_save=100000, flag_values=fv)
+  flags.define_pretrain_flags(flag_values=fv)
+  fv(["run_pretrain.py"])
+  assert len(ORIGINAL_TRAIN_FLAGS) == 51
+  assert {k: fv[k].value for k in ORIGINAL_TRAIN_FLAGS} == ORIGINAL_TRAIN_FLAGS

@@ -147,3 +147,62 @@ def define_pretrain_flags(flag_values=flags.FLAGS):
   flags.DEFINE_string("summary_type", "last", "Unused in pretraining, as in the original.", **fv)
   flags.DEFINE_string("ff_activation", "relu", "Activation type used in position-wise feed-forward.", **fv)
   flags.DEFINE_bool("track_mean", False, "Unused, as in the original.", **fv)
+
+
+def define_classifier_flags(flag_values=flags.FLAGS):
+  """The flags of the original `run_classifier.py` not in the shared groups (names and defaults unchanged), plus
+  the generic csv/tsv task's column flags and --export_dir (new)."""
+  fv = dict(flag_values=flag_values)
+  # Model.
+  flags.DEFINE_string("model_config_path", None, "Model config path (xlnet_config.json).", **fv)
+  flags.DEFINE_enum("summary_type", "last", ["last", "first", "mean", "attn"], "Method used to summarize a "
+                    "sequence into a compact vector.", **fv)
+  flags.DEFINE_bool("use_summ_proj", True, "Whether to use projection for summarizing sequences.", **fv)
+  # I/O paths.
+  flags.DEFINE_bool("overwrite_data", False, "If False, will use cached data if available. The cached tfrecord "
+                    "names do not include the task or num_passes: set this when they change.", **fv)
+  flags.DEFINE_string("output_dir", "", "Output dir for TF records.", **fv)
+  flags.DEFINE_string("spiece_model_file", "", "Sentence Piece model path.", **fv)
+  flags.DEFINE_string("data_dir", "", "Directory for input data.", **fv)
+  flags.DEFINE_string("tpu_job_name", None, "TPU worker job name (unused, as in the original).", **fv)
+  # Training.
+  flags.DEFINE_bool("do_train", False, "Whether to do training.", **fv)
+  flags.DEFINE_integer("train_batch_size", 8, "Batch size for training, PER REPLICA (per GPU) as in the "
+                       "original's GPU path; with --strategy=tpu (or --use_tpu) it is the global batch. The global "
+                       "batch is train_batch_size x replicas on one_device/mirrored/multi_worker_mirrored.", **fv)
+  # Evaluation and prediction.
+  flags.DEFINE_bool("do_eval", False, "Whether to do eval.", **fv)
+  flags.DEFINE_bool("do_predict", False, "Whether to do prediction.", **fv)
+  flags.DEFINE_float("predict_threshold", 0, "Threshold for binary prediction (on logit1 - logit0).", **fv)
+  flags.DEFINE_enum("eval_split", "dev", ["dev", "test"], "Could be dev or test.", **fv)
+  flags.DEFINE_integer("eval_batch_size", 128, "Batch size for evaluation.", **fv)
+  flags.DEFINE_integer("predict_batch_size", 128, "Batch size for prediction.", **fv)
+  flags.DEFINE_string("predict_dir", None, "Dir for saving prediction files ({task}.tsv, {task}.logits.json).",
+                      **fv)
+  flags.DEFINE_bool("eval_all_ckpt", False, "Eval all ckpts. If False, only evaluate the last one.", **fv)
+  flags.DEFINE_string("predict_ckpt", None, "Ckpt path for do_predict (and --export_dir). If None, use the last "
+                      "one in model_dir.", **fv)
+  # Task.
+  flags.DEFINE_string("task_name", None, "Task name: mnli_matched, mnli_mismatched, sts-b, imdb, yelp5, cola, "
+                      "sst-2, mrpc, qqp, qnli, rte, wnli, or csv/tsv (a generic data set: see --text_a_column).",
+                      **fv)
+  flags.DEFINE_integer("max_seq_length", 128, "Max sequence length.", **fv)
+  flags.DEFINE_integer("shuffle_buffer", 2048, "Buffer size used for shuffle.", **fv)
+  flags.DEFINE_integer("num_passes", 1, "Num passes for processing training data (the shuffled training "
+                       "examples are written this many times).", **fv)
+  flags.DEFINE_bool("uncased", False, "Use uncased.", **fv)
+  flags.DEFINE_string("cls_scope", None, "Classifier layer scope: the head is classification_{cls_scope}, "
+                      "default classification_{task_name}.", **fv)
+  flags.DEFINE_bool("is_regression", False, "Whether it's a regression task.", **fv)
+  # The generic csv/tsv task (new): {train,dev,test}.{csv,tsv} in --data_dir.
+  flags.DEFINE_string("text_a_column", None, "csv/tsv tasks: column of the first text (index or header name).",
+                      **fv)
+  flags.DEFINE_string("text_b_column", None, "csv/tsv tasks: column of the second text (unset: single text).",
+                      **fv)
+  flags.DEFINE_string("label_column", None, "csv/tsv tasks: column of the label (index or header name).", **fv)
+  flags.DEFINE_list("labels", None, "csv/tsv tasks: the label list; its order fixes the label ids (unset: the "
+                    "sorted labels found in the training file).", **fv)
+  flags.DEFINE_bool("has_header", None, "csv/tsv tasks: the files start with a header row (unset: True).", **fv)
+  # Serving (new).
+  flags.DEFINE_string("export_dir", None, "Export a SavedModel that classifies raw text (tokenization in the "
+                      "graph) from --predict_ckpt or the last checkpoint in model_dir to this directory.", **fv)

@@ -140,9 +140,9 @@ def main():
                     "--train_batch_size=32", "--eval_batch_size=64", "--learning_rate=5e-5", f"--train_steps={args.finetune_steps}", "--warmup_steps=30",
                     f"--save_steps={args.finetune_steps}", "--iterations=50", "--seed=1"],
                    log=os.path.join(out, f"finetune_{name}.log"))
-      for line in output.splitlines():
-        if "eval_accuracy" in line:
-          accuracies[name] = float(line.split("eval_accuracy")[1].split()[1].strip(",|="))
+      for line in output.splitlines():  # "Best result | eval_accuracy 0.81 | ..." (the original's format)
+        if line.startswith("Best result") and "eval_accuracy" in line:
+          accuracies[name] = float(line.split("eval_accuracy ")[1].split()[0])
     summary.update({f"dev_accuracy_{k}": v for k, v in accuracies.items()})
     print(f"\n  IMDB dev accuracy ({args.num_dev} reviews): from our pretrained model "
           f"{accuracies.get('pretrained')}, from random weights {accuracies.get('scratch')}.")

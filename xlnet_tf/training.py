@@ -28,6 +28,7 @@ import time
 import numpy as np
 import tensorflow as tf
 from absl import logging
+from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from xlnet_tf import checkpoint as checkpoint_lib
 from xlnet_tf import optimization
@@ -157,7 +158,11 @@ class Trainer:
                                        trainable=False, name="mems")
     # Keras does not track the dropout seed generators' states in tf.train.Checkpoint; save them explicitly so a
     # resumed run draws the same dropout masks as an uninterrupted one.
-    items = dict(model=self.model, optimizer=self.optimizer, rng=list(self.model.non_trainable_variables))
+    # `weights` names every trainable variable by its original name: Keras 3 does not track layers held in
+    # lists/dicts (the layer stack, the heads) in tf.train.Checkpoint, so `model` alone misses most weights, and
+    # `optimizer` holds them only by position. `load_weights` reads them by name into any model.
+    items = dict(model=self.model, optimizer=self.optimizer, rng=list(self.model.non_trainable_variables),
+                 weights=checkpoint_lib.original_variable_map(self.model))
     if self.mems_global is not None:
       items["mems"] = self.mems_global
     self.checkpoint = tf.train.Checkpoint(**items)
@@ -187,15 +192,8 @@ class Trainer:
     return self.step
 
   def load_weights(self, ckpt_path):
-    """Weights from an original TF1 checkpoint (by name) or from a checkpoint of ours (model only)."""
-    path = checkpoint_lib.resolve_checkpoint_path(ckpt_path)
-    names = {n for n, _ in tf.train.list_variables(path)}
-    if any(n.startswith("model/") for n in names):
-      report = checkpoint_lib.load_original_checkpoint(self.model, path)
-      logging.info("Initialised %d variables from original checkpoint %s.", len(report["loaded"]), path)
-    else:
-      tf.train.Checkpoint(model=self.model).restore(path).expect_partial().assert_existing_objects_matched()
-      logging.info("Initialised the model from %s.", path)
+    """Weights from an original TF1 checkpoint or from a checkpoint of ours, by name; see `load_weights`."""
+    return load_weights(self.model, ckpt_path)
 
   # -- mems state ----------------------------------------------------------------------------------------------
   def _gather_mems(self):
@@ -335,6 +333,80 @@ class Trainer:
       return None
     logging.info("Saved checkpoint %s", path)
     return path
+
+
+_OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
+
+
+def named_weight_keys(reader):
+  """{original name: checkpoint key} of the `weights` a Trainer checkpoint holds; {} if it has none.
+
+  Args:
+    reader: a `tf.train.load_checkpoint` reader of an object-based (TF2) checkpoint.
+  """
+  graph = trackable_object_graph_pb2.TrackableObjectGraph()
+  graph.ParseFromString(reader.get_tensor(_OBJECT_GRAPH))
+  ref = next((c for c in graph.nodes[0].children if c.local_name == "weights"), None)
+  if ref is None:
+    return {}
+  keys = {}
+  for child in graph.nodes[ref.node_id].children:
+    attributes = graph.nodes[child.node_id].attributes
+    if attributes:
+      keys[child.local_name] = attributes[0].checkpoint_key
+  return keys
+
+
+def load_weights(model, ckpt_path):
+  """Initialises `model` (an XLNetModel) by original variable name from an original TF1 checkpoint (released or
+  fine-tuned by the original code) or from a checkpoint written by `Trainer` (pretraining or fine-tuning).
+
+  The rules are those of `checkpoint.load_original_checkpoint`: every backbone variable must be present with the
+  model's shape; pretraining-only variables and heads the checkpoint lacks keep their initial values and are
+  reported (so a pretraining checkpoint initialises a classifier, whose new head keeps its initialisation).
+
+  Args:
+    model: an XLNetModel.
+    ckpt_path: a checkpoint prefix, a directory (its latest checkpoint) or `<dir>/latest`.
+
+  Returns:
+    dict with sorted lists `loaded`, `kept_initial` and `unused` (see `load_original_checkpoint`).
+  """
+  path = checkpoint_lib.resolve_checkpoint_path(ckpt_path)
+  reader = tf.train.load_checkpoint(path)
+  if not reader.has_tensor(_OBJECT_GRAPH):
+    report = checkpoint_lib.load_original_checkpoint(model, path)
+    logging.info("Initialised %d variables from original checkpoint %s.", len(report["loaded"]), path)
+    return report
+  keys = named_weight_keys(reader)
+  if not keys:
+    raise ValueError(f"Checkpoint {path} has no named weights (`weights/...`): it was not written by "
+                     "xlnet_tf.training.Trainer (or by an older version of it). Pass an original XLNet checkpoint "
+                     "or one written by run_pretrain.py / run_classifier.py.")
+  ckpt_shapes = reader.get_variable_to_shape_map()
+  table = checkpoint_lib.original_variable_map(model)
+  missing = sorted(n for n in table if n not in keys and not checkpoint_lib._OPTIONAL.match(n))
+  extra = sorted(n for n in keys if n not in table and n.startswith("model/transformer/"))
+  mismatched = [f"{n}: checkpoint {list(ckpt_shapes[keys[n]])} vs model {list(v.shape)}"
+                for n, v in table.items() if n in keys and list(ckpt_shapes[keys[n]]) != list(v.shape)]
+  if missing or extra or mismatched:
+    raise ValueError(
+        f"The model's config does not fit checkpoint {path}: missing from the checkpoint {missing[:8]}; not in "
+        f"the model {extra[:8]}; shapes differ {mismatched[:4]}. Use the xlnet_config.json written next to the "
+        "checkpoint (--model_config_path).")
+  loaded, kept = [], []
+  for name, var in table.items():
+    if name in keys:
+      var.assign(reader.get_tensor(keys[name]).astype(var.dtype))
+      loaded.append(name)
+    else:
+      kept.append(name)
+  report = {"loaded": sorted(loaded), "kept_initial": sorted(kept),
+            "unused": sorted(n for n in keys if n not in table)}
+  logging.info("Initialised %d variables from %s.", len(loaded), path)
+  for name in report["kept_initial"]:
+    logging.info("Not in the checkpoint, keeps its initial value: %s", name)
+  return report
 
 
 def _format_seconds(seconds):

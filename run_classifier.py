@@ -1,0 +1,321 @@
+"""XLNet classification / regression fine-tuning, eval and prediction: the original `run_classifier.py`.
+
+  python run_classifier.py --do_train=True --do_eval=False --task_name=sts-b --data_dir=${GLUE_DIR}/STS-B \\
+      --output_dir=proc_data/sts-b --model_dir=exp/sts-b --uncased=False \\
+      --spiece_model_file=${LARGE_DIR}/spiece.model --model_config_path=${LARGE_DIR}/xlnet_config.json \\
+      --init_checkpoint=${LARGE_DIR}/xlnet_model.ckpt --max_seq_length=128 --train_batch_size=8 --num_hosts=1 \\
+      --num_core_per_host=4 --learning_rate=5e-5 --train_steps=1200 --warmup_steps=120 --save_steps=600 \\
+      --is_regression=True [--strategy=mirrored]
+  python run_classifier.py --do_train=False --do_eval=True --eval_all_ckpt=True --task_name=sts-b ... \\
+      --eval_batch_size=8 --num_core_per_host=1 --is_regression=True
+
+Every flag of the original keeps its name and default. Semantics:
+- `--train_batch_size` is per replica (per GPU), as the original's GPU path; with --strategy=tpu (--use_tpu) it is
+  the global batch, as the original's TPU path. The global batch is train_batch_size x replicas otherwise.
+- Devices come from --strategy (new; default one_device: the first GPU, else the CPU). --num_core_per_host only
+  caps the devices of --strategy=mirrored, so its default of 8 is harmless on a 1-GPU or CPU machine.
+- --init_checkpoint takes a released checkpoint (the new head keeps its initialisation), a checkpoint fine-tuned
+  by the original code (head included), or a run_pretrain.py / run_classifier.py output (prefix or directory).
+  A model_dir that already holds a checkpoint resumes from it instead (as the original's Estimator).
+- Eval reads every checkpoint in model_dir (--eval_all_ckpt) or the last one; a checkpoint without a `-step`
+  suffix is evaluated too. Prediction leaves out the eval padding examples.
+- New: --strategy, --jit_compile, --seed, --deterministic, the generic csv/tsv task flags (--text_a_column, ...),
+  and --export_dir (a SavedModel that classifies raw text; see xlnet_tf/serving.py).
+"""
+
+import dataclasses
+import os
+import sys
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import app
+from absl import flags as absl_flags
+from absl import logging
+
+import flags
+from xlnet_tf import XLNetConfig, classifier_data, create_run_config, finetune, serving, tokenization, training
+
+
+class FlagError(ValueError):
+  """A flag value the run cannot use; main prints it as one line."""
+
+
+@dataclasses.dataclass
+class Options:
+  """Every value `run` reads, named and defaulted as the flags (tests/test_run_classifier.py checks that)."""
+  # What to do.
+  do_train: bool = False
+  do_eval: bool = False
+  do_predict: bool = False
+  export_dir: str = None
+  # Task and files.
+  task_name: str = None
+  data_dir: str = ""
+  output_dir: str = ""
+  model_dir: str = None
+  spiece_model_file: str = ""
+  model_config_path: str = None
+  init_checkpoint: str = None
+  uncased: bool = False
+  max_seq_length: int = 128
+  is_regression: bool = False
+  cls_scope: str = None
+  summary_type: str = "last"
+  use_summ_proj: bool = True
+  overwrite_data: bool = False
+  num_passes: int = 1
+  shuffle_buffer: int = 2048
+  eval_split: str = "dev"
+  text_a_column: str = None
+  text_b_column: str = None
+  label_column: str = None
+  labels: list = None
+  has_header: bool = None
+  # Run config.
+  dropout: float = 0.1
+  dropatt: float = 0.1
+  init: str = "normal"
+  init_std: float = 0.02
+  init_range: float = 0.1
+  clamp_len: int = -1
+  use_bfloat16: bool = False
+  use_tpu: bool = False
+  # Optimizer and loop.
+  learning_rate: float = 1e-5
+  train_steps: int = 1000
+  warmup_steps: int = 0
+  decay_method: str = "poly"
+  min_lr_ratio: float = 0.0
+  weight_decay: float = 0.0
+  adam_epsilon: float = 1e-8
+  clip: float = 1.0
+  lr_layer_decay_rate: float = 1.0
+  train_batch_size: int = 8
+  iterations: int = 1000
+  save_steps: int = None
+  max_save: int = 0
+  jit_compile: bool = False
+  seed: int = None
+  # Eval and predict.
+  eval_batch_size: int = 128
+  eval_all_ckpt: bool = False
+  predict_batch_size: int = 128
+  predict_dir: str = None
+  predict_ckpt: str = None
+  predict_threshold: float = 0.0
+
+  @classmethod
+  def from_flags(cls, flag_values):
+    return cls(**{f.name: flag_values[f.name].value for f in dataclasses.fields(cls)})
+
+
+def _require_file(path, flag, what):
+  if not path:
+    raise FlagError(f"--{flag} is required: {what}.")
+  if not tf.io.gfile.exists(path):
+    raise FlagError(f"--{flag}={path} does not exist. Pass {what}.")
+
+
+def validate(o, num_replicas=1, strategy="one_device"):
+  """One-line errors for flag values the run cannot use (before anything heavy starts)."""
+  if not (o.do_train or o.do_eval or o.do_predict or o.export_dir):
+    raise FlagError("At least one of --do_train, --do_eval, --do_predict (or --export_dir) must be True.")
+  if (o.task_name or "").lower() not in classifier_data.TASK_NAMES:
+    raise FlagError(f"Unknown --task_name {o.task_name!r}. Known tasks: {', '.join(classifier_data.TASK_NAMES)}.")
+  _require_file(o.model_config_path, "model_config_path", "the xlnet_config.json of the model")
+  _require_file(o.spiece_model_file, "spiece_model_file", "the SentencePiece model (spiece.model) of the model")
+  if not o.model_dir:
+    raise FlagError("--model_dir is required: where the fine-tuned checkpoints go (and are read by eval).")
+  if o.do_train or o.do_eval or o.do_predict:
+    if not o.data_dir or not tf.io.gfile.isdir(o.data_dir):
+      raise FlagError(f"--data_dir {o.data_dir!r} is not a directory. Pass the directory of the task's data files.")
+    if not o.output_dir:
+      raise FlagError("--output_dir is required: where the cached tfrecords go.")
+  if o.do_predict and not o.predict_dir:
+    raise FlagError("--do_predict needs --predict_dir: where {task}.tsv and {task}.logits.json go.")
+  try:
+    classifier_data.check_max_seq_length(o.max_seq_length, is_pair=False)
+  except ValueError as e:
+    raise FlagError(str(e)) from None
+  for name in ("train_batch_size", "eval_batch_size", "predict_batch_size", "num_passes", "shuffle_buffer",
+               "iterations"):
+    if getattr(o, name) < 1:
+      raise FlagError(f"--{name} must be a positive integer. Received: {getattr(o, name)}.")
+  if o.do_train and o.train_steps < 1:
+    raise FlagError(f"--train_steps must be positive with --do_train. Received: {o.train_steps}.")
+  if o.save_steps is not None and o.save_steps < 1:
+    raise FlagError(f"--save_steps must be positive (or unset). Received: {o.save_steps}.")
+  if strategy == "tpu" and o.train_batch_size % num_replicas:
+    raise FlagError(f"On TPU --train_batch_size is the global batch and must be divisible by the {num_replicas} "
+                    f"cores. Received: {o.train_batch_size}.")
+
+
+def processor_options(o):
+  """The csv/tsv task options that were set (get_processor rejects them for the other tasks)."""
+  options = dict(text_a_column=o.text_a_column, text_b_column=o.text_b_column, label_column=o.label_column,
+                 labels=o.labels, has_header=o.has_header)
+  if (o.task_name or "").lower() in ("csv", "tsv"):
+    options.update(is_regression=o.is_regression or None, data_dir=o.data_dir or None)
+  return options
+
+
+def make_tokenize_fn(sp_model, uncased):
+  """text -> ids, as the original: `encode_ids(sp, preprocess_text(text, lower=uncased))`."""
+  def tokenize_fn(text):
+    return tokenization.encode_ids(sp_model, tokenization.preprocess_text(text, lower=uncased))
+  return tokenize_fn
+
+
+def _write_records(examples, label_list, o, tokenize_fn, mode, log_fn, num_passes=1):
+  path = os.path.join(o.output_dir, classifier_data.record_file_name(o.spiece_model_file, o.max_seq_length, mode,
+                                                                      o.eval_split))
+  written = classifier_data.file_based_convert_examples_to_features(
+      examples, label_list, o.max_seq_length, tokenize_fn, path, num_passes=num_passes,
+      overwrite_data=o.overwrite_data)
+  if written is None:
+    log_fn(f"WARNING: reusing the cached {path}. Its name includes neither the task, nor the labels, nor "
+           "num_passes: pass --overwrite_data=True if any of them changed.")
+  else:
+    log_fn(f"Wrote {written} examples to {path}.")
+  return path
+
+
+def _last_checkpoint(o):
+  """--predict_ckpt, else model_dir's latest checkpoint (its `checkpoint` state file), else its highest step."""
+  if o.predict_ckpt:
+    return o.predict_ckpt
+  latest = tf.train.latest_checkpoint(o.model_dir) if tf.io.gfile.isdir(o.model_dir) else None
+  if latest:
+    return latest
+  checkpoints = finetune.list_checkpoints(o.model_dir)
+  if not checkpoints:
+    raise FileNotFoundError(f"No checkpoint in --model_dir {o.model_dir}. Train first or pass --predict_ckpt.")
+  return checkpoints[-1][1]
+
+
+def run(o, strategy, log_fn=print):
+  """Fine-tunes, evaluates, predicts and/or exports as `o` (an Options) says, on `strategy` for training.
+
+  Returns:
+    dict: `train` (the last training loop's loss, lr, step), `eval` (per-checkpoint results), `best`, `predict`
+    ((tsv, json) paths) and `export` (the SavedModel directory), for the modes that ran.
+  """
+  on_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
+  num_replicas = strategy.num_replicas_in_sync
+  validate(o, num_replicas, "tpu" if on_tpu else None)
+  task_name = o.task_name.lower()
+  processor = classifier_data.get_processor(task_name, **processor_options(o))
+  xlnet_config = XLNetConfig(json_path=o.model_config_path)
+  try:
+    sp_model = tokenization.load_sentencepiece(o.spiece_model_file)
+  except ValueError as e:
+    raise FlagError(f"--spiece_model_file: {e}") from None
+  if sp_model.GetPieceSize() > xlnet_config.n_token:
+    raise FlagError(f"The SentencePiece model {o.spiece_model_file} has {sp_model.GetPieceSize()} pieces, more "
+                    f"than the model's n_token={xlnet_config.n_token} ({o.model_config_path}). Pass the "
+                    "spiece.model the model was trained with.")
+  tokenize_fn = make_tokenize_fn(sp_model, o.uncased)
+  label_list = classifier_data.label_list_for(processor, o.is_regression)
+  scope = finetune.head_scope(task_name, o.cls_scope, o.is_regression)
+  n_class = None if label_list is None else len(label_list)
+  model_args = dict(scope=scope, n_class=n_class, summary_type=o.summary_type, use_summ_proj=o.use_summ_proj)
+  results = {}
+
+  if o.do_train:
+    train_examples = processor.get_train_examples(o.data_dir)
+    if not train_examples:
+      raise FlagError(f"Task {task_name!r} found no training examples in --data_dir {o.data_dir}.")
+    rng = np.random.RandomState(o.seed) if o.seed is not None else np.random
+    rng.shuffle(train_examples)
+    log_fn(f"Num of train samples: {len(train_examples)}")
+    train_file = _write_records(train_examples, label_list, o, tokenize_fn, "train", log_fn, o.num_passes)
+    if on_tpu:  # --train_batch_size is global on TPU, per replica elsewhere (the original's GPU semantics).
+      global_batch, per_replica = o.train_batch_size, o.train_batch_size // num_replicas
+    else:
+      global_batch, per_replica = o.train_batch_size * num_replicas, o.train_batch_size
+    iterations = min(o.iterations, o.save_steps) if o.save_steps else o.iterations
+    optimizer_args = dict(learning_rate=o.learning_rate, train_steps=o.train_steps, warmup_steps=o.warmup_steps,
+                          decay_method=o.decay_method, min_lr_ratio=o.min_lr_ratio, weight_decay=o.weight_decay,
+                          adam_epsilon=o.adam_epsilon)
+    run_config = create_run_config(is_training=True, is_finetune=True, flags=o)
+    trainer = training.Trainer(
+        strategy, lambda: finetune.build_model(xlnet_config, run_config, **model_args),
+        finetune.ClassifierTask(scope), o.model_dir, optimizer_args, clip=o.clip,
+        lr_layer_decay_rate=o.lr_layer_decay_rate, global_batch_size=global_batch, iterations=iterations,
+        save_steps=o.save_steps, max_save=o.max_save, jit_compile=o.jit_compile, tokens_per_example=o.max_seq_length)
+    if training.is_chief(strategy):
+      training.write_run_files(o.model_dir, xlnet_config, dataclasses.asdict(o))
+    if o.init_checkpoint and not tf.train.latest_checkpoint(o.model_dir):
+      report = trainer.load_weights(o.init_checkpoint)
+      log_fn(f"Initialised {len(report['loaded'])} variables from {o.init_checkpoint}; kept their initial values: "
+             f"{report['kept_initial'] or 'none'}.")
+    start = trainer.restore_or_init()
+    log_fn(f"Training {scope} from step {start} to {o.train_steps}: global batch {global_batch} "
+           f"({per_replica} per replica x {num_replicas} replica(s)).")
+    results["train"] = trainer.train(
+        finetune.classifier_dataset_fn(train_file, o.max_seq_length, per_replica, o.is_regression,
+                                       o.shuffle_buffer, o.seed), log_fn=log_fn)
+
+  if not training.is_chief(strategy):
+    return results  # Eval, predict and export run on the chief only (the original evaluates on one host).
+  if o.do_eval or o.do_predict or o.export_dir:
+    inference = finetune.Inference(finetune.build_model(
+        xlnet_config, create_run_config(is_training=False, is_finetune=True, flags=o), **model_args), scope)
+  if o.do_eval or o.do_predict:
+    eval_examples = processor.get_eval_examples(o.data_dir, o.eval_split)
+    log_fn(f"Num of eval samples: {len(eval_examples)}")
+    if not eval_examples:
+      raise FlagError(f"Task {task_name!r} found no {o.eval_split} examples in --data_dir {o.data_dir}.")
+  if o.do_eval:
+    padded = classifier_data.pad_examples(eval_examples, o.eval_batch_size)
+    eval_file = _write_records(padded, label_list, o, tokenize_fn, "eval", log_fn)
+    checkpoints = finetune.list_checkpoints(o.model_dir)
+    if not o.eval_all_ckpt:
+      checkpoints = checkpoints[-1:]
+    results["eval"], results["best"] = finetune.evaluate_checkpoints(
+        inference, checkpoints, eval_file, o.max_seq_length, o.eval_batch_size, task_name, log_fn=log_fn)
+  if o.do_predict:
+    predict_file = _write_records(eval_examples, label_list, o, tokenize_fn, "predict", log_fn)
+    ckpt = _last_checkpoint(o)
+    results["predict"] = finetune.predict(inference, ckpt, predict_file, o.max_seq_length, o.predict_batch_size,
+                                          task_name, label_list, o.predict_dir, o.predict_threshold)
+    log_fn(f"Predictions of {ckpt}: {results['predict'][0]}, {results['predict'][1]}")
+  if o.export_dir:
+    ckpt = _last_checkpoint(o)
+    inference.load(ckpt)
+    results["export"] = serving.export_saved_model(inference.model, o.spiece_model_file, o.export_dir, scope,
+                                                   label_list, o.max_seq_length, o.uncased)
+    log_fn(f"Exported {ckpt} as a SavedModel to {o.export_dir} (signatures serving_default(text_a), "
+           "classify_pair(text_a, text_b)).")
+  return results
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+  fv = absl_flags.FLAGS
+  logging.set_verbosity(logging.INFO)
+  try:
+    options = Options.from_flags(fv)
+    validate(options)
+    if fv.deterministic:
+      if fv.seed is None:
+        raise FlagError("--deterministic needs --seed (initialisation, dropout and shuffling must be seeded).")
+      tf.config.experimental.enable_op_determinism()
+    if fv.seed is not None:
+      keras.utils.set_random_seed(fv.seed)
+    strategy = training.make_strategy(flags.strategy_name(fv), fv.num_core_per_host, fv.tpu, fv.tpu_zone,
+                                      fv.gcp_project)
+    run(options, strategy, log_fn=lambda line: print(line, flush=True))
+  except (ValueError, FileNotFoundError, FloatingPointError) as e:
+    sys.exit("run_classifier.py: error: " + " ".join(str(e).split()))
+
+
+if __name__ == "__main__":
+  flags.define_run_config_flags(dropout=0.1, dropatt=0.1)
+  flags.define_optimizer_flags(learning_rate=1e-5, train_steps=1000, min_lr_ratio=0.0)
+  flags.define_hardware_flags(num_core_per_host=8, iterations=1000, max_save=0)
+  flags.define_classifier_flags()
+  app.run(main)

@@ -1,0 +1,329 @@
+"""run_classifier.py end to end: train/eval/predict on real IMDB reviews, STS-B regression with the README's flags,
+original (TF1) fine-tuned checkpoints, our own checkpoints as --init_checkpoint, one-line errors for bad input."""
+
+import csv
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from absl import flags as absl_flags
+
+import flags
+import run_classifier
+from xlnet_tf import RunConfig, XLNetConfig, XLNetModel, checkpoint, classifier_data, corpora, finetune
+from xlnet_tf import tokenization, training
+
+PY = sys.executable
+SPM = "tests/testdata/data/spm/spiece.model"
+CONFIG = dict(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=24, ff_activation="gelu", untie_r=True,
+              n_token=1000)
+SEQ_LEN = 48
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+  """A tiny aclImdb tree of real reviews, a tiny xlnet_config.json, and an STS-B-format GLUE directory."""
+  root = tmp_path_factory.mktemp("data")
+  corpora.write_aclimdb(str(root / "aclImdb"), num_train=24, num_dev=12, seed=3)
+  config = root / "xlnet_config.json"
+  config.write_text(json.dumps(CONFIG))
+  # STS-B layout (10 columns, header; test.tsv without the score): pairs of sentences from real reviews.
+  sentences = [s for text, _ in corpora.read_movie_reviews()[:40] for s in corpora.split_sentences(text)][:90]
+  stsb = root / "STS-B"
+  stsb.mkdir()
+  header = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
+  for name, start, n in (("train", 0, 20), ("dev", 40, 10)):
+    rows = [f"{i}\tmain-captions\tMSRvid\t2012test\t{i}\tnone\tnone\t{sentences[start + 2 * i]}\t"
+            f"{sentences[start + 2 * i + 1]}\t{(i * 7 % 11) * 5 / 10:.3f}\n" for i in range(n)]
+    (stsb / f"{name}.tsv").write_text(header + "".join(rows))
+  return {"imdb": str(root / "aclImdb"), "config": str(config), "sts-b": str(stsb), "root": root}
+
+
+def classifier_cmd(files, *extra, task="imdb", data_dir=None):
+  return [PY, "run_classifier.py", f"--task_name={task}", f"--data_dir={data_dir or files[task]}",
+          f"--spiece_model_file={SPM}", f"--model_config_path={files['config']}", f"--max_seq_length={SEQ_LEN}",
+          "--uncased=False", *extra]
+
+
+def run_cli(cmd):
+  proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return proc.stdout
+
+
+def eval_lines(stdout, title="Eval result"):
+  """{key: value} of every `title | k v | ...` line."""
+  results = []
+  for line in stdout.splitlines():
+    if line.startswith(title + " |"):
+      fields = [f.strip() for f in line.split("|")[1:] if f.strip()]
+      results.append(dict(f.split(" ", 1) for f in fields))
+  return results
+
+
+def python_logits(model, examples, label_list, scope, uncased=False):
+  """Logits of the Python path: processor examples -> convert_single_example -> finetune.forward."""
+  sp = tokenization.load_sentencepiece(SPM)
+  tokenize_fn = run_classifier.make_tokenize_fn(sp, uncased)
+  feats = [classifier_data.convert_single_example(i, ex, label_list, SEQ_LEN, tokenize_fn)
+           for i, ex in enumerate(examples)]
+  batch = {"input_ids": tf.constant([f.input_ids for f in feats]),
+           "segment_ids": tf.constant([f.segment_ids for f in feats]),
+           "input_mask": tf.constant([f.input_mask for f in feats], tf.float32),
+           "label_ids": tf.constant([f.label_id for f in feats])}
+  return finetune.forward(model, batch, scope)[0].numpy()
+
+
+def inference_model(scope="classification_imdb", n_class=2):
+  run_config = RunConfig(is_training=False, use_tpu=False, use_bfloat16=False, dropout=0.1, dropatt=0.1)
+  return finetune.build_model(XLNetConfig(**CONFIG), run_config, scope, n_class)
+
+
+def original_source_model():
+  """A classifier with weights far from the init (so that logits differ visibly)."""
+  source = inference_model()
+  rng = np.random.RandomState(0)
+  for var in source.trainable_variables:
+    var.assign(rng.normal(0, 0.5, var.shape).astype(np.float32))
+  return source
+
+
+@pytest.fixture(scope="module")
+def cli_runs(files, tmp_path_factory):
+  """The two long CLI runs, started together; {name: (returncode, stdout, stderr, output dir)}.
+
+  imdb: model_dir first holds `model.ckpt`, a fine-tuned checkpoint in the ORIGINAL's format (head included, no
+    step suffix, global_step 1200). The run initialises from it (--init_checkpoint), trains 6 steps (checkpoints
+    ckpt-3 and ckpt-6), evaluates every checkpoint in model_dir (3, 6 and the original's 1200) and predicts with
+    the latest (ckpt-6).
+  stsb: the README's STS-B command (paths changed, steps cut), then eval, predict and --export_dir.
+  """
+  out = {name: tmp_path_factory.mktemp(name) for name in ("imdb", "stsb")}
+  original = str(out["imdb"] / "model" / "model.ckpt")
+  checkpoint.export_original_checkpoint(original_source_model(), original, global_step=1200)
+  cmds = {
+      "imdb": classifier_cmd(
+          files, "--do_train=True", "--do_eval=True", "--do_predict=True", "--eval_all_ckpt=True",
+          f"--output_dir={out['imdb'] / 'records'}", f"--model_dir={out['imdb'] / 'model'}",
+          f"--init_checkpoint={original}", f"--predict_dir={out['imdb'] / 'predict'}", "--train_batch_size=4",
+          "--learning_rate=1e-3", "--train_steps=6", "--save_steps=3", "--iterations=2", "--eval_batch_size=5",
+          "--predict_batch_size=7", "--seed=1"),
+      "stsb": classifier_cmd(
+          files, "--do_train=True", "--do_eval=True", "--do_predict=True", f"--output_dir={out['stsb'] / 'rec'}",
+          f"--model_dir={out['stsb'] / 'model'}", f"--predict_dir={out['stsb'] / 'pred'}",
+          f"--export_dir={out['stsb'] / 'export'}", "--train_batch_size=8", "--num_hosts=1", "--num_core_per_host=4",
+          "--learning_rate=5e-5", "--train_steps=4", "--warmup_steps=2", "--save_steps=2", "--is_regression=True",
+          "--eval_batch_size=8", task="sts-b"),
+  }
+  procs = {name: subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+           for name, cmd in cmds.items()}
+  runs = {}
+  for name, proc in procs.items():
+    stdout, stderr = proc.communicate(timeout=300)
+    runs[name] = (proc.returncode, stdout, stderr, out[name])
+  return runs
+
+
+def cli_run(cli_runs, name):
+  returncode, stdout, stderr, out = cli_runs[name]
+  assert returncode == 0, stderr[-3000:]
+  return stdout, out
+
+
+def test_imdb_train_eval_predict(files, cli_runs):
+  stdout, out = cli_run(cli_runs, "imdb")
+  model_dir = out / "model"
+  assert sorted(p.name for p in model_dir.glob("*.index")) == ["ckpt-3.index", "ckpt-6.index", "model.ckpt.index"]
+  assert json.loads((model_dir / "xlnet_config.json").read_text()) == CONFIG
+  assert "Num of train samples: 24" in stdout and "[6] | gnorm" in stdout
+  assert "global batch 4 (4 per replica x 1 replica(s))" in stdout
+  assert "kept their initial values: none" in stdout  # the original checkpoint brought the head too
+  # The original cached record names.
+  assert sorted(p.name for p in (out / "records").iterdir()) == [
+      "spiece.model.len-48.dev.eval.tf_record", "spiece.model.len-48.dev.predict.tf_record",
+      "spiece.model.len-48.train.tf_record"]
+
+  results = eval_lines(stdout)
+  assert [r["step"] for r in results] == ["3", "6", "1200"]
+  assert all(set(r) == {"eval_accuracy", "eval_loss", "global_step", "loss", "path", "step"} for r in results)
+  best = eval_lines(stdout, "Best result")
+  assert len(best) == 1 and best[0] == max(results, key=lambda r: float(r["eval_accuracy"]))
+
+  examples = classifier_data.ImdbProcessor().get_dev_examples(files["imdb"])
+  labels = np.array([["neg", "pos"].index(ex.label) for ex in examples])
+  # The original-format checkpoint (no step suffix) was evaluated with its own head.
+  expected = python_logits(original_source_model(), examples, ["neg", "pos"], "classification_imdb")
+  assert np.std(expected[:, 1] - expected[:, 0]) > 0.1
+  assert results[2]["path"].endswith("model.ckpt")
+  assert float(results[2]["eval_accuracy"]) == pytest.approx(np.mean(np.argmax(expected, 1) == labels))
+
+  # Predictions of the latest checkpoint (ckpt-6): 12 real dev examples (the 3 eval padding examples are not
+  # written), in processor order.
+  assert f"Predictions of {model_dir / 'ckpt-6'}" in stdout
+  with open(out / "predict" / "imdb.tsv") as f:
+    rows = list(csv.reader(f, delimiter="\t"))
+  assert rows[0] == ["index", "prediction"] and [r[0] for r in rows[1:]] == [str(i) for i in range(12)]
+  logits = np.array(json.loads((out / "predict" / "imdb.logits.json").read_text()))
+  assert logits.shape == (12, 2)
+  assert [r[1] for r in rows[1:]] == ["pos" if b - a > 0 else "neg" for a, b in logits]
+  # Eval of ckpt-6: its accuracy and loss follow from the predicted logits.
+  assert float(results[1]["eval_accuracy"]) == pytest.approx(np.mean(np.argmax(logits, 1) == labels))
+  log_softmax = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+  assert float(results[1]["eval_loss"]) == pytest.approx(-np.mean(log_softmax[np.arange(12), labels]), rel=1e-5)
+
+  # Our fine-tuned checkpoint, loaded by name into a fresh model, gives the same logits (Python path).
+  model = inference_model()
+  report = training.load_weights(model, str(model_dir / "ckpt-6"))
+  assert report["kept_initial"] == []
+  np.testing.assert_allclose(python_logits(model, examples, ["neg", "pos"], "classification_imdb"), logits,
+                             rtol=1e-5, atol=1e-5)
+  # The --init_checkpoint loader on the original-format checkpoint keeps its head: the same logits.
+  model = inference_model()
+  report = training.load_weights(model, str(model_dir / "model.ckpt"))
+  assert "model/classification_imdb/logit/kernel" in report["loaded"] and report["kept_initial"] == []
+  np.testing.assert_allclose(python_logits(model, examples, ["neg", "pos"], "classification_imdb"), expected,
+                             rtol=1e-5, atol=1e-5)
+
+
+def test_pretraining_checkpoints_initialise_a_classifier(tmp_path):
+  """A released (original-format) and one of our pretraining checkpoints (no heads) both load the backbone; the
+  summary and the new head keep their initialisation."""
+  config = XLNetConfig(**CONFIG)
+  run_config = RunConfig(is_training=True, use_tpu=False, use_bfloat16=False, dropout=0.0, dropatt=0.0)
+  pretrain = XLNetModel(config, run_config)
+  checkpoint.export_original_checkpoint(pretrain, str(tmp_path / "released" / "xlnet_model.ckpt"))
+  trainer = training.Trainer(
+      training.make_strategy("one_device"), lambda: XLNetModel(config, run_config), training.PretrainTask(),
+      str(tmp_path / "ours"), dict(learning_rate=1e-4, train_steps=1), global_batch_size=2)
+  trainer.save()
+  backbone = {n: v.numpy() for n, v in checkpoint.original_variable_map(pretrain).items()}
+  ours = {n: v.numpy() for n, v in checkpoint.original_variable_map(trainer.model).items()}
+  for path, values in ((str(tmp_path / "released" / "xlnet_model.ckpt"), backbone), (str(tmp_path / "ours"), ours)):
+    model = inference_model()
+    report = training.load_weights(model, path)
+    assert report["kept_initial"] == ["model/classification_imdb/logit/bias", "model/classification_imdb/logit/kernel",
+                                      "model/sequnece_summary/summary/bias", "model/sequnece_summary/summary/kernel"]
+    table = checkpoint.original_variable_map(model)
+    assert len(report["loaded"]) == len(table) - 4
+    for name in report["loaded"]:
+      np.testing.assert_array_equal(table[name].numpy(), values[name], err_msg=name)
+    with pytest.raises(ValueError, match="has no fine-tuned model/classification_imdb"):
+      finetune.load_for_inference(model, path, "classification_imdb")
+
+
+def test_stsb_regression_with_the_readme_flags(files, cli_runs):
+  """The README's STS-B command (paths changed; steps cut to fit a test), then eval, predict and the SavedModel."""
+  stdout, out = cli_run(cli_runs, "stsb")
+  results = eval_lines(stdout)
+  assert len(results) == 1 and results[0]["step"] == "4"
+  assert set(results[0]) >= {"eval_pearsonr", "eval_spearmanr", "eval_loss"}
+  assert -1 <= float(results[0]["eval_pearsonr"]) <= 1
+  names = training.named_weight_keys(tf.train.load_checkpoint(str(out / "model" / "ckpt-4")))
+  assert "model/regression_sts-b/logit/kernel" in names
+  assert not any(n.startswith("model/classification_") for n in names)
+  with open(out / "pred" / "sts-b.tsv") as f:
+    rows = list(csv.reader(f, delimiter="\t"))
+  logits = np.array(json.loads((out / "pred" / "sts-b.logits.json").read_text()))
+  assert logits.shape == (10, 1) and len(rows) == 11
+  np.testing.assert_allclose([float(r[1]) for r in rows[1:]], logits[:, 0], rtol=1e-6)
+  examples = classifier_data.StsbProcessor().get_dev_examples(files["sts-b"])
+  scores = np.array([ex.label for ex in examples])
+  assert float(results[0]["eval_pearsonr"]) == pytest.approx(np.corrcoef(logits[:, 0], scores)[0, 1], abs=1e-5)
+  assert float(results[0]["eval_loss"]) == pytest.approx(np.mean((logits[:, 0] - scores) ** 2), rel=1e-5)
+
+  # The README's eval command (--do_train=False --do_eval=True --eval_all_ckpt=True), through run() in-process.
+  options = run_classifier.Options(
+      do_eval=True, eval_all_ckpt=True, task_name="sts-b", data_dir=files["sts-b"], output_dir=str(out / "rec"),
+      model_dir=str(out / "model"), spiece_model_file=SPM, model_config_path=files["config"],
+      max_seq_length=SEQ_LEN, eval_batch_size=8, is_regression=True)
+  lines = []
+  result = run_classifier.run(options, training.make_strategy("one_device"), log_fn=lines.append)
+  assert [r["step"] for r in result["eval"]] == [2, 4]
+  assert result["eval"][1]["eval_pearsonr"] == pytest.approx(float(results[0]["eval_pearsonr"]), abs=1e-6)
+  assert sum(line.startswith("Eval result | eval_loss") for line in lines) == 2
+
+  import tensorflow_text  # noqa: F401  (registers the SentencePiece op the SavedModel uses)
+  loaded = tf.saved_model.load(str(out / "export"))
+  scores = loaded.signatures["classify_pair"](text_a=tf.constant([ex.text_a for ex in examples]),
+                                              text_b=tf.constant([ex.text_b for ex in examples]))["score"].numpy()
+  np.testing.assert_allclose(scores, logits[:, 0], rtol=1e-4, atol=1e-5)
+
+
+def _bad_input_dirs(files, tmp_path):
+  sst = tmp_path / "sst"
+  sst.mkdir()
+  (sst / "train.tsv").write_text("sentence\tlabel\na fine film\t1\na dull film\t2\n")
+  return {"sst": str(sst), "empty": str(tmp_path)}
+
+
+BAD_INPUT = [  # (extra flags, task, data dir key or None, expected message)
+    (["--do_train=True"], "nosuchtask", None, "Unknown --task_name 'nosuchtask'"),
+    (["--do_train=True"], "imdb", "empty", "needs the directory"),
+    (["--do_train=True"], "sst-2", "sst", "Label '2'"),
+    (["--do_train=True", "--max_seq_length=2"], "imdb", None, "--max_seq_length must be at least 3"),
+    (["--do_train=True", "--is_regression=True"], "imdb", None, "Remove --is_regression"),
+    (["--do_train=True", "--spiece_model_file=nowhere/spiece.model"], "imdb", None,
+     "--spiece_model_file=nowhere/spiece.model does not exist"),
+]
+
+
+def test_bad_input_gives_one_line_errors(files, tmp_path):
+  dirs = _bad_input_dirs(files, tmp_path)
+  procs = []
+  for i, (extra, task, data, message) in enumerate(BAD_INPUT):
+    cmd = classifier_cmd(files, f"--output_dir={tmp_path / f'rec{i}'}", f"--model_dir={tmp_path / f'model{i}'}",
+                         *extra, task=task, data_dir=dirs[data] if data else files["imdb"])
+    procs.append((subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), message))
+  for proc, message in procs:
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0, message
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("run_classifier.py: error:") and message in last, err[-2000:]
+    assert "Traceback" not in err
+
+
+ORIGINAL_CLASSIFIER_FLAGS = {  # the original run_classifier.py's 54 flags and defaults
+    "model_config_path": None, "dropout": 0.1, "dropatt": 0.1, "clamp_len": -1, "summary_type": "last",
+    "use_summ_proj": True, "use_bfloat16": False, "init": "normal", "init_std": 0.02, "init_range": 0.1,
+    "overwrite_data": False, "init_checkpoint": None, "output_dir": "", "spiece_model_file": "", "model_dir": None,
+    "data_dir": "", "use_tpu": False, "num_hosts": 1, "num_core_per_host": 8, "tpu_job_name": None, "tpu": None,
+    "tpu_zone": None, "gcp_project": None, "master": None, "iterations": 1000, "do_train": False,
+    "train_steps": 1000, "warmup_steps": 0, "learning_rate": 1e-5, "lr_layer_decay_rate": 1.0, "min_lr_ratio": 0.0,
+    "clip": 1.0, "max_save": 0, "save_steps": None, "train_batch_size": 8, "weight_decay": 0.0,
+    "adam_epsilon": 1e-8, "decay_method": "poly", "do_eval": False, "do_predict": False, "predict_threshold": 0,
+    "eval_split": "dev", "eval_batch_size": 128, "predict_batch_size": 128, "predict_dir": None,
+    "eval_all_ckpt": False, "predict_ckpt": None, "task_name": None, "max_seq_length": 128, "shuffle_buffer": 2048,
+    "num_passes": 1, "uncased": False, "cls_scope": None, "is_regression": False,
+}
+
+
+def test_flags_keep_the_original_names_and_defaults():
+  fv = absl_flags.FlagValues()
+  flags.define_run_config_flags(dropout=0.1, dropatt=0.1, flag_values=fv)
+  flags.define_optimizer_flags(learning_rate=1e-5, train_steps=1000, min_lr_ratio=0.0, flag_values=fv)
+  flags.define_hardware_flags(num_core_per_host=8, iterations=1000, max_save=0, flag_values=fv)
+  flags.define_classifier_flags(flag_values=fv)
+  assert len(ORIGINAL_CLASSIFIER_FLAGS) == 54
+  # model_dir: the original's "" is None here (both mean unset).
+  assert {name: fv[name].default for name in ORIGINAL_CLASSIFIER_FLAGS} == ORIGINAL_CLASSIFIER_FLAGS
+  # run() reads Options, whose defaults are the flags' defaults.
+  fv(["run_classifier.py"])
+  assert run_classifier.Options.from_flags(fv) == run_classifier.Options()
+  assert {f.name for f in dataclasses.fields(run_classifier.Options)} <= set(fv)
+
+
+def test_checkpoint_listing_is_robust_to_names_without_a_step(tmp_path):
+  model = inference_model()
+  checkpoint.export_original_checkpoint(model, str(tmp_path / "model.ckpt-20"), global_step=20)
+  checkpoint.export_original_checkpoint(model, str(tmp_path / "model.ckpt"), global_step=7)
+  checkpoint.export_original_checkpoint(model, str(tmp_path / "model.ckpt-3"), global_step=3)
+  assert finetune.list_checkpoints(str(tmp_path)) == [
+      (3, str(tmp_path / "model.ckpt-3")), (7, str(tmp_path / "model.ckpt")), (20, str(tmp_path / "model.ckpt-20"))]
+  assert finetune.head_scope("STS-B", "ignored", is_regression=True) == "regression_sts-b"
+  assert finetune.head_scope("MNLI_matched", None) == "classification_mnli_matched"
+  assert finetune.head_scope("imdb", "mine") == "classification_mine"

@@ -1,0 +1,244 @@
+"""SavedModel export: a fine-tuned classifier (or regressor) that takes raw text, tokenization inside the graph.
+
+The exported `tf.Module` has the signatures
+  serving_default(text_a: string [B]) and classify_pair(text_a: string [B], text_b: string [B])
+returning, for classification, `probabilities` float32 [B, n_class] (softmax of the logits), `logits` [B, n_class]
+and `label` string [B] (the label of the largest logit); for regression, `score` float32 [B] (the regression
+value). The callable functions `encode(text_a)` and `encode_pair(text_a, text_b)` return the model inputs
+`input_ids` int32 [B, L], `segment_ids` int32 [B, L] and `input_mask` float32 [B, L] (1 = padding).
+
+The graph repeats the Python path (`tokenization.preprocess_text` + `encode_ids` + `convert_single_example`):
+1. whitespace runs (every character `str.isspace` accepts) become one space, ends stripped; ` `` ` and `''`
+   become `"`; NFKD (`tf_text.normalize_utf8`) and removal of the characters with a non-zero Unicode combining
+   class (the table is Python's `unicodedata`, built at export time); lower-casing when uncased;
+2. the SentencePiece model via `tf_text.SentencepieceTokenizer`, then the original's digit-comma rule (a piece
+   such as `▁2000,` becomes `▁2000`, `,`): the rule depends on the piece alone, so every such vocabulary piece's
+   replacement is computed at export time with the Python rule and applied in the graph by a table lookup;
+3. truncation (`a[:L-2]`; pairs: pop from the longer, ties pop b, to L-3), `A SEP [B SEP] CLS`, segment ids A 0,
+   B 1, CLS 2, LEFT padding with id 0, segment 4 and input_mask 1. As the original, an empty text_b (no tokens)
+   gives the single-text layout.
+Loading needs `import tensorflow_text` first (it registers the SentencePiece op):
+  import tensorflow as tf, tensorflow_text
+  model = tf.saved_model.load(export_dir)
+  model.signatures["serving_default"](text_a=tf.constant(["A fine film."]))["probabilities"]
+
+Known differences from the Python path (measured in tests/test_serving.py's docstring): tf-text bundles its own
+SentencePiece build, whose Viterbi search breaks ties differently on some runs of one character (`!!!!!!`,
+`hmmm`): about 0.2% of IMDB reviews get other ids within their first 126 tokens; lower-casing uses TF's UTF-8
+case table, which lacks 40 capitals added in Unicode 14; NFKD uses ICU's Unicode version, Python's
+`unicodedata` may be newer or older.
+"""
+
+import functools
+import os
+import shutil
+import sys
+import unicodedata
+import uuid
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from xlnet_tf import classifier_data
+from xlnet_tf import finetune
+from xlnet_tf import tokenization
+
+
+def _char_class(code_points):
+  """An RE2 character class matching exactly `code_points` (sorted ints)."""
+  parts = []
+  start = prev = code_points[0]
+  for c in list(code_points[1:]) + [None]:
+    if c is not None and c == prev + 1:
+      prev = c
+      continue
+    parts.append(f"\\x{{{start:x}}}" if start == prev else f"\\x{{{start:x}}}-\\x{{{prev:x}}}")
+    if c is not None:
+      start = prev = c
+  return "[" + "".join(parts) + "]"
+
+
+@functools.lru_cache(maxsize=None)
+def _character_classes():
+  """(whitespace, combining): RE2 classes of the characters Python's `str.split()` splits on and of those with a
+  non-zero canonical combining class (what `preprocess_text` drops after NFKD)."""
+  return (_char_class([c for c in range(sys.maxunicode + 1) if chr(c).isspace()]),
+          _char_class([c for c in range(sys.maxunicode + 1) if unicodedata.combining(chr(c))]))
+
+
+def preprocess_text_graph(text, lower=False):
+  """`tokenization.preprocess_text(text, lower)` (remove_space=True, keep_accents=False) on a string tensor [B]."""
+  whitespace, combining = _character_classes()
+  text = tf.strings.regex_replace(text, whitespace + "+", " ")
+  text = tf.strings.regex_replace(text, "^ | $", "")
+  text = tf.strings.regex_replace(text, "``|''", '"')
+  text = tf_text.normalize_utf8(text, "NFKD")
+  text = tf.strings.regex_replace(text, combining, "")
+  if lower:
+    text = tf.strings.lower(text, encoding="utf-8")
+  return text
+
+
+def digit_comma_replacements(sp_model):
+  """{piece id: [ids]} for every vocabulary piece the original's digit-comma rule re-encodes.
+
+  The rule (`prepro_utils.encode_pieces`): a piece longer than 1 that ends in `,` after a digit is re-encoded
+  without the comma and without `▁`; if the piece did not start with `▁` the new first piece loses its `▁`; then
+  the comma follows as its own piece. Pieces are mapped to ids with `PieceToId` (so a piece outside the vocabulary
+  becomes `<unk>`), exactly as `encode_ids` does.
+  """
+  table = {}
+  for idx in range(sp_model.GetPieceSize()):
+    piece = sp_model.IdToPiece(idx)
+    if not tokenization._is_digit_comma(piece):  # pylint: disable=protected-access
+      continue
+    pieces = sp_model.EncodeAsPieces(piece[:-1].replace(tokenization.SPIECE_UNDERLINE, ""))
+    if piece[0] != tokenization.SPIECE_UNDERLINE and pieces and pieces[0][0] == tokenization.SPIECE_UNDERLINE:
+      pieces = pieces[1:] if len(pieces[0]) == 1 else [pieces[0][1:]] + pieces[1:]
+    table[idx] = [sp_model.PieceToId(p) for p in pieces + [piece[-1]]]
+  return table
+
+
+def truncated_lengths(len_a, len_b, max_seq_length):
+  """Lengths of A and B after the original truncation, in closed form, on int tensors [B].
+
+  Single text (len_b == 0): `a[:L-2]`. Pair: `_truncate_seq_pair(a, b, L-3)`, which pops from the longer list and
+  from b on ties: only the longer one shrinks while the shorter fits in half the budget; else they end at
+  (ceil(s/2), floor(s/2)) for a budget s.
+  """
+  s = max_seq_length - 3
+  hi, lo = (s + 1) // 2, s // 2
+  fits = len_a + len_b <= s
+  a_pair = tf.where(fits, len_a,
+                    tf.where((len_a >= len_b) & (len_b <= lo), s - len_b,
+                             tf.where((len_b > len_a) & (len_a <= hi), len_a, hi)))
+  b_pair = tf.where(fits, len_b, s - a_pair)
+  has_b = len_b > 0
+  a = tf.where(has_b, a_pair, tf.minimum(len_a, max_seq_length - 2))
+  b = tf.where(has_b, b_pair, tf.zeros_like(len_b))
+  return a, b
+
+
+class ClassifierModule(tf.Module):
+  """Raw text in, probabilities (or the regression value) out; see the module docstring.
+
+  Args:
+    model: an XLNetModel for inference (is_training=False) with the head `scope` and fine-tuned weights.
+    spiece_model_file: the SentencePiece model the classifier was trained with.
+    scope: the head scope (`classification_*` or `regression_*`).
+    label_list: list of label strings (classification) or None (regression).
+    max_seq_length: int, L.
+    uncased: bool, lower-case the text (the --uncased of training).
+  """
+
+  def __init__(self, model, spiece_model_file, scope, label_list, max_seq_length, uncased):
+    super().__init__(name="xlnet_classifier")
+    classifier_data.check_max_seq_length(max_seq_length, is_pair=False)
+    self.model = model
+    self._model_variables = list(model.variables)  # Tracked explicitly (Keras lists are not, see training.py).
+    self.scope = scope
+    self.is_regression = scope.startswith("regression_")
+    self.max_seq_length = max_seq_length
+    self.uncased = uncased
+    sp_model = tokenization.load_sentencepiece(spiece_model_file)
+    with tf.io.gfile.GFile(spiece_model_file, "rb") as f:
+      self.tokenizer = tf_text.SentencepieceTokenizer(model=f.read(), out_type=tf.int32)
+    vocab = sp_model.GetPieceSize()
+    replacements = digit_comma_replacements(sp_model)
+    rows = [replacements.get(i, [i]) for i in range(vocab)]
+    lengths = np.array([len(r) for r in rows], np.int64)
+    self._replacement_values = tf.constant(np.concatenate(rows).astype(np.int32))  # every id's replacement ids
+    self._replacement_lengths = tf.constant(lengths)  # [V], how many ids replace id v (1 unless digit-comma)
+    self._replacement_starts = tf.constant(np.cumsum(lengths) - lengths)  # [V], where they start
+    self.labels = tf.constant([str(x) for x in (label_list or [])], tf.string)
+    self.has_labels = bool(label_list)
+
+    text = tf.TensorSpec([None], tf.string)
+    function = lambda fn, n: tf.function(fn, input_signature=[text] * n, autograph=False)
+    self.encode = function(lambda text_a: self._encode(text_a, None), 1)
+    self.encode_pair = function(self._encode, 2)
+    self.classify = function(lambda text_a: self._classify(text_a, None), 1)
+    self.classify_pair = function(self._classify, 2)
+
+  def _tokenize(self, text):
+    """string [B] -> int32 RaggedTensor [B, (T)], the ids of `encode_ids(preprocess_text(text))`."""
+    ids = self.tokenizer.tokenize(preprocess_text_graph(text, lower=self.uncased))
+    flat_ids = ids.flat_values  # [N]
+    starts = tf.gather(self._replacement_starts, flat_ids)  # [N]
+    lengths = tf.gather(self._replacement_lengths, flat_ids)  # [N], 1 except for digit-comma pieces
+    # Every id expands to its replacement, _replacement_values[starts[i] : starts[i] + lengths[i]].
+    flat_pos = tf.ragged.range(starts, starts + lengths).flat_values
+    values = tf.gather(self._replacement_values, flat_pos)
+    row_lengths = tf.math.unsorted_segment_sum(lengths, ids.value_rowids(), ids.nrows())
+    return tf.RaggedTensor.from_row_lengths(values, row_lengths)
+
+  def _encode(self, text_a, text_b=None):
+    """The model inputs of texts (pairs when text_b is given): int32 ids and segments, float mask, [B, L]."""
+    seq_len = self.max_seq_length
+    a = self._tokenize(text_a)
+    if text_b is None:
+      b = tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int32), tf.zeros([a.nrows()], tf.int64))
+    else:
+      b = self._tokenize(text_b)
+    len_a, len_b = truncated_lengths(a.row_lengths(), b.row_lengths(), seq_len)  # int64 [B]
+    has_b = tf.cast(len_b > 0, tf.int64)
+    n = len_a + 1 + len_b + has_b + 1  # A SEP [B SEP] CLS
+    pos = tf.range(seq_len, dtype=tf.int64)[None, :] - tf.expand_dims(seq_len - n, 1)  # [B, L], -1.. = padding
+    la, lb = tf.expand_dims(len_a, 1), tf.expand_dims(len_b, 1)
+    dense_a = tf.pad(a.to_tensor(default_value=0), [[0, 0], [0, 1]])  # [B, Ta + 1]
+    dense_b = tf.pad(b.to_tensor(default_value=0), [[0, 0], [0, 1]])
+    from_a = tf.gather(dense_a, tf.clip_by_value(pos, 0, tf.shape(dense_a, out_type=tf.int64)[1] - 1), batch_dims=1)
+    from_b = tf.gather(dense_b, tf.clip_by_value(pos - la - 1, 0, tf.shape(dense_b, out_type=tf.int64)[1] - 1),
+                       batch_dims=1)
+    real = pos >= 0
+    in_a = real & (pos < la)
+    in_b = (pos > la) & (pos <= la + lb)
+    is_cls = pos == tf.expand_dims(n - 1, 1)
+    sep, cls = classifier_data.SEP_ID, classifier_data.CLS_ID
+    input_ids = tf.where(in_a, from_a, tf.where(in_b, from_b, tf.where(is_cls, cls, tf.where(real, sep, 0))))
+    seg = tf.where(pos <= la, classifier_data.SEG_ID_A, classifier_data.SEG_ID_B)
+    seg = tf.where(is_cls, classifier_data.SEG_ID_CLS, seg)
+    seg = tf.where(real, seg, classifier_data.SEG_ID_PAD)
+    return {"input_ids": tf.cast(input_ids, tf.int32), "segment_ids": tf.cast(seg, tf.int32),
+            "input_mask": tf.cast(tf.logical_not(real), tf.float32)}
+
+  def _classify(self, text_a, text_b=None):
+    features = self._encode(text_a, text_b)
+    features["label_ids"] = tf.zeros_like(features["input_ids"][:, 0],
+                                          tf.float32 if self.is_regression else tf.int32)
+    logits, _ = finetune.forward(self.model, features, self.scope, training=False)
+    if self.is_regression:
+      return {"score": logits}
+    out = {"probabilities": tf.nn.softmax(logits, axis=-1), "logits": logits}
+    if self.has_labels:
+      out["label"] = tf.gather(self.labels, tf.argmax(logits, axis=-1))
+    return out
+
+
+def export_saved_model(model, spiece_model_file, export_dir, scope, label_list, max_seq_length, uncased):
+  """Exports `ClassifierModule(...)` as a SavedModel in export_dir (written to a temporary directory, then
+  moved into place; an existing export_dir is replaced).
+
+  Returns:
+    export_dir.
+  """
+  module = ClassifierModule(model, spiece_model_file, scope, label_list, max_seq_length, uncased)
+  signatures = {"serving_default": module.classify.get_concrete_function(),
+                "classify_pair": module.classify_pair.get_concrete_function()}
+  parent = os.path.dirname(os.path.abspath(export_dir))
+  tf.io.gfile.makedirs(parent)
+  tmp = f"{export_dir.rstrip('/')}.tmp-{uuid.uuid4().hex}"
+  try:
+    tf.saved_model.save(module, tmp, signatures=signatures)
+    old = None
+    if tf.io.gfile.exists(export_dir):
+      old = f"{export_dir.rstrip('/')}.old-{uuid.uuid4().hex}"
+      tf.io.gfile.rename(export_dir, old)
+    tf.io.gfile.rename(tmp, export_dir)
+    if old:
+      shutil.rmtree(old, ignore_errors=True)
+  finally:
+    if tf.io.gfile.exists(tmp):
+      shutil.rmtree(tmp, ignore_errors=True)
+  return export_dir

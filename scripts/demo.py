@@ -32,19 +32,26 @@ MODEL = dict(n_layer=4, d_model=256, n_head=4, d_head=64, d_inner=1024, untie_r=
 
 
 def run(cmd, log=None):
-  """Runs a command from the repository root, echoing it; stops the demo if it fails."""
+  """Runs a command from the repository root, echoing it and streaming its output; stops the demo if it fails.
+
+  With `log`, stderr (TensorFlow's noise) goes to that file and stdout is streamed and returned.
+  """
   print("\n$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
   t0 = time.time()
   if log is None:
-    result = subprocess.run(cmd, cwd=ROOT)
+    returncode, stdout = subprocess.run(cmd, cwd=ROOT).returncode, None
   else:
+    lines = []
     with open(log, "w") as f:
-      result = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=f, text=True)
-      print(result.stdout, end="", flush=True)
-  if result.returncode != 0:
-    sys.exit(f"demo: step failed (exit {result.returncode}): {cmd[1]}" + (f"; see {log}" if log else ""))
+      proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=f, text=True)
+      for line in proc.stdout:
+        print(line, end="", flush=True)
+        lines.append(line)
+      returncode, stdout = proc.wait(), "".join(lines)
+  if returncode != 0:
+    sys.exit(f"demo: step failed (exit {returncode}): {cmd[1]}" + (f"; see {log}" if log else ""))
   print(f"  ({time.time() - t0:.0f} s)", flush=True)
-  return result.stdout if log else None
+  return stdout
 
 
 def unigram_entropy(record_dir):
@@ -70,7 +77,7 @@ def main():
   parser.add_argument("--num_docs", type=int, default=8000, help="IMDB reviews used for pretraining.")
   parser.add_argument("--vocab_size", type=int, default=8000)
   parser.add_argument("--pretrain_steps", type=int, default=600)
-  parser.add_argument("--finetune_steps", type=int, default=300)
+  parser.add_argument("--finetune_steps", type=int, default=200)
   parser.add_argument("--num_train", type=int, default=4000, help="IMDB reviews for fine-tuning.")
   parser.add_argument("--num_dev", type=int, default=1000, help="IMDB dev reviews.")
   parser.add_argument("--skip_finetune", action="store_true")
@@ -112,7 +119,11 @@ def main():
                 *data_flags, *model_flags, "--learning_rate=1e-3", f"--warmup_steps={min(50, args.pretrain_steps // 5)}",
                 f"--train_steps={args.pretrain_steps}", "--iterations=20", "--save_steps=200", "--max_save=2",
                 "--seed=1"], log=os.path.join(out, "pretrain.log"))
-  losses = [float(line.split("| loss ")[1].split()[0]) for line in output.splitlines() if "| loss " in line]
+  progress = os.path.join(out, "pretrain_progress.txt")  # the log lines of every run (a rerun resumes)
+  with open(progress, "a") as f:
+    f.writelines(line + "\n" for line in output.splitlines() if "| loss " in line)
+  with open(progress) as f:
+    losses = [float(line.split("| loss ")[1].split()[0]) for line in f]
   entropy = unigram_entropy(record_dir)
   summary = {"pretrain_loss_first": losses[0] if losses else None, "pretrain_loss_last": losses[-1] if losses else None,
              "unigram_entropy": entropy}
@@ -137,7 +148,8 @@ def main():
                     f"--data_dir={data_dir}", f"--output_dir={os.path.join(out, 'imdb_records')}",
                     f"--model_dir={model_dir}", "--uncased=False", f"--spiece_model_file={spm_prefix}.model",
                     f"--model_config_path={config_path}", *init, "--max_seq_length=128",
-                    "--train_batch_size=32", "--eval_batch_size=64", "--learning_rate=5e-5", f"--train_steps={args.finetune_steps}", "--warmup_steps=30",
+                    "--train_batch_size=16", "--eval_batch_size=64", "--learning_rate=1e-4",
+                    f"--train_steps={args.finetune_steps}", "--warmup_steps=20",
                     f"--save_steps={args.finetune_steps}", "--iterations=50", "--seed=1"],
                    log=os.path.join(out, f"finetune_{name}.log"))
       for line in output.splitlines():  # "Best result | eval_accuracy 0.81 | ..." (the original's format)

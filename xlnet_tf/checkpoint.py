@@ -72,34 +72,49 @@ def load_original_checkpoint(model, ckpt_path):
   """
   ckpt_path = resolve_checkpoint_path(ckpt_path)
   reader = tf.train.load_checkpoint(ckpt_path)
-  ckpt_shapes = {name: shape for name, shape in reader.get_variable_to_shape_map().items()
-                 if not _IGNORED.search(name)}
-  table = original_variable_map(model)
+  keys = {name: name for name in reader.get_variable_to_shape_map() if not _IGNORED.search(name)}
+  return assign_by_name(model, reader, keys, ckpt_path)
 
-  missing_backbone = sorted(n for n in table if n not in ckpt_shapes and not _OPTIONAL.match(n))
-  extra_backbone = sorted(n for n in ckpt_shapes if n not in table and n.startswith("model/transformer/"))
+
+def assign_by_name(model, reader, keys, source):
+  """Assigns the model's variables from `reader` by original name, with the rules of `load_original_checkpoint`.
+
+  Args:
+    model: an XLNetModel.
+    reader: a `tf.train.load_checkpoint` reader.
+    keys: {original name: checkpoint key} of the weights the checkpoint holds.
+    source: the checkpoint's path, for messages.
+
+  Returns:
+    the report of `load_original_checkpoint`.
+  """
+  ckpt_shapes = reader.get_variable_to_shape_map()
+  shapes = {name: list(ckpt_shapes[key]) for name, key in keys.items()}
+  table = original_variable_map(model)
+  missing_backbone = sorted(n for n in table if n not in shapes and not _OPTIONAL.match(n))
+  extra_backbone = sorted(n for n in shapes if n not in table and n.startswith("model/transformer/"))
   if missing_backbone or extra_backbone:
     raise ValueError(
-        f"The model's config does not fit checkpoint {ckpt_path}: model variables missing from the checkpoint: "
+        f"The model's config does not fit checkpoint {source}: model variables missing from the checkpoint: "
         f"{missing_backbone[:8]}{' ...' if len(missing_backbone) > 8 else ''}; checkpoint variables the model "
         f"lacks: {extra_backbone[:8]}{' ...' if len(extra_backbone) > 8 else ''}. Use the xlnet_config.json "
         "that came with the checkpoint.")
-  mismatched = [f"{n}: checkpoint {list(ckpt_shapes[n])} vs model {list(v.shape)}"
-                for n, v in table.items() if n in ckpt_shapes and list(ckpt_shapes[n]) != list(v.shape)]
+  mismatched = [f"{n}: checkpoint {shapes[n]} vs model {list(v.shape)}"
+                for n, v in table.items() if n in shapes and shapes[n] != list(v.shape)]
   if mismatched:
-    raise ValueError(f"Shape mismatch loading {ckpt_path} (the config does not fit the checkpoint; use the "
+    raise ValueError(f"Shape mismatch loading {source} (the config does not fit the checkpoint; use the "
                      f"xlnet_config.json that came with it): " + "; ".join(mismatched))
 
   loaded, kept = [], []
   for name, var in table.items():
-    if name in ckpt_shapes:
-      var.assign(reader.get_tensor(name).astype(var.dtype))
+    if name in keys:
+      var.assign(reader.get_tensor(keys[name]).astype(var.dtype))
       loaded.append(name)
     else:
       kept.append(name)
   report = {"loaded": sorted(loaded), "kept_initial": sorted(kept),
-            "unused": sorted(n for n in ckpt_shapes if n not in table)}
-  logging.info("Loaded %d variables from %s.", len(loaded), ckpt_path)
+            "unused": sorted(n for n in keys if n not in table)}
+  logging.info("Loaded %d variables from %s.", len(loaded), source)
   for name in report["kept_initial"]:
     logging.info("Not in the checkpoint, keeps its initial value: %s", name)
   for name in report["unused"]:

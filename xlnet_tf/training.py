@@ -383,30 +383,7 @@ def load_weights(model, ckpt_path):
     raise ValueError(f"Checkpoint {path} has no named weights (`weights/...`): it was not written by "
                      "xlnet_tf.training.Trainer (or by an older version of it). Pass an original XLNet checkpoint "
                      "or one written by run_pretrain.py / run_classifier.py.")
-  ckpt_shapes = reader.get_variable_to_shape_map()
-  table = checkpoint_lib.original_variable_map(model)
-  missing = sorted(n for n in table if n not in keys and not checkpoint_lib._OPTIONAL.match(n))
-  extra = sorted(n for n in keys if n not in table and n.startswith("model/transformer/"))
-  mismatched = [f"{n}: checkpoint {list(ckpt_shapes[keys[n]])} vs model {list(v.shape)}"
-                for n, v in table.items() if n in keys and list(ckpt_shapes[keys[n]]) != list(v.shape)]
-  if missing or extra or mismatched:
-    raise ValueError(
-        f"The model's config does not fit checkpoint {path}: missing from the checkpoint {missing[:8]}; not in "
-        f"the model {extra[:8]}; shapes differ {mismatched[:4]}. Use the xlnet_config.json written next to the "
-        "checkpoint (--model_config_path).")
-  loaded, kept = [], []
-  for name, var in table.items():
-    if name in keys:
-      var.assign(reader.get_tensor(keys[name]).astype(var.dtype))
-      loaded.append(name)
-    else:
-      kept.append(name)
-  report = {"loaded": sorted(loaded), "kept_initial": sorted(kept),
-            "unused": sorted(n for n in keys if n not in table)}
-  logging.info("Initialised %d variables from %s.", len(loaded), path)
-  for name in report["kept_initial"]:
-    logging.info("Not in the checkpoint, keeps its initial value: %s", name)
-  return report
+  return checkpoint_lib.assign_by_name(model, reader, keys, path)
 
 
 def _format_seconds(seconds):

@@ -117,6 +117,125 @@ def test_gelu_is_the_tanh_approximation():
   np.testing.assert_allclose(layers.gelu(x).numpy(), expected, atol=1e-6)
 
 
+def _grads(fn, *args):
+  args = [tf.constant(a) for a in args]
+  with tf.GradientTape() as tape:
+    tape.watch(args)
+    out = fn(*args)
+    loss = tf.reduce_sum(out * tf.cos(tf.reshape(tf.range(tf.size(out), dtype=out.dtype), tf.shape(out))))
+  return out.numpy(), [g.numpy() for g in tape.gradient(loss, args)]
+
+
+def test_gelu_gradient_equals_autodiff_of_the_formula():
+  x = np.linspace(-4, 4, 41).astype(np.float32)
+  plain = lambda t: 0.5 * t * (1 + tf.tanh(np.sqrt(2 / np.pi) * (t + 0.044715 * t ** 3)))
+  (_, (want,)), (_, (got,)) = _grads(plain, x), _grads(layers.gelu, x)
+  np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+def test_layer_norm_rows_equals_keras_layer_norm_with_gradients():
+  rng = np.random.RandomState(0)
+  norm = keras.layers.LayerNormalization(epsilon=1e-12)
+  norm.build((None, 8))
+  norm.gamma.assign(rng.randn(8)), norm.beta.assign(rng.randn(8))
+  rows = (3 * rng.randn(5, 8) + 1).astype(np.float32)
+  with tf.GradientTape(persistent=True) as tape:
+    x = tf.constant(rows)
+    tape.watch(x)
+    weights = tf.constant(rng.randn(5, 8).astype(np.float32))
+    want, got = (tf.reduce_sum(weights * f(x)) for f in (norm, lambda t: layers.layer_norm_rows(norm, t)))
+  np.testing.assert_allclose(got, want, rtol=1e-5)
+  for w, g in zip(tape.gradient(want, [x, norm.gamma, norm.beta]), tape.gradient(got, [x, norm.gamma, norm.beta])):
+    np.testing.assert_allclose(g, w, atol=1e-5)
+
+
+def test_rel_shift_rows_equals_rel_shift_then_gather_with_gradients():
+  rng = np.random.RandomState(0)
+  n_head, bsz, qlen, klen, n_pred = 2, 3, 5, 8, 3
+  rlen = klen + qlen  # bi attention
+  x = rng.randn(n_head, bsz, n_pred, rlen).astype(np.float32)  # the scores of P query rows
+  rows = np.array([[4, 0, 2], [1, 3, 0], [2, 2, 4]])  # [B, P] their query positions
+
+  def reference(t):  # put each slot's scores at its query position of an [I, R] block, shift, read that row
+    out = []
+    for p in range(n_pred):
+      shifted = layers.rel_shift_keys_last(tf.broadcast_to(t[:, :, p:p + 1], [n_head, bsz, qlen, rlen]), klen)
+      out.append(tf.stack([shifted[:, b, rows[b, p]] for b in range(bsz)], 1))
+    return tf.stack(out, 2)
+
+  want, (want_grad,) = _grads(reference, x)
+  got, (got_grad,) = _grads(lambda t: layers._rel_shift_rows(t, qlen - tf.constant(rows, tf.int32), klen), x)
+  np.testing.assert_allclose(got, want, atol=0)
+  np.testing.assert_allclose(got_grad, want_grad, atol=1e-6)
+
+
+def test_rel_shift_keys_last_equals_rel_shift():
+  x = np.random.RandomState(0).randn(6, 11, 2, 3).astype(np.float32)  # [I, R, B, N], the original layout
+  want = layers.rel_shift(tf.constant(x), klen=9).numpy()
+  got = layers.rel_shift_keys_last(tf.transpose(x, [3, 2, 0, 1]), 9).numpy()
+  np.testing.assert_array_equal(np.transpose(got, [2, 3, 1, 0]), want)
+
+
+def test_dropout_drops_at_its_rate_and_rescales():
+  for shape in [(64, 32, 16), (64, 32, 15)]:  # even last dim: 16-bit uniforms; odd: 32-bit
+    drop = layers.Dropout(0.3, seed=3)
+    x = tf.ones(shape)
+    out = drop(x, training=True).numpy()
+    np.testing.assert_allclose(np.unique(out), [0.0, 1 / 0.7], rtol=1e-6)
+    assert abs((out == 0).mean() - 0.3) < 0.01
+    np.testing.assert_array_equal(drop(x, training=False), x)
+    unscaled, scale = drop.drop_unscaled(x, training=True)
+    assert set(np.unique(unscaled).tolist()) == {0.0, 1.0} and scale == pytest.approx(1 / 0.7)
+    assert not np.array_equal(out == 0, unscaled.numpy() == 0)  # the seed generator advances
+
+
+@pytest.mark.parametrize("seg", [False, True])
+def test_query_stream_on_target_rows_equals_the_originals_scatter_gather(seg):
+  """With target_mapping, the query stream attends from the P target rows only. The original scatters the P query
+  vectors to all I positions, attends from every position and gathers back: same values and gradients for a
+  one-hot mapping; an all-zero (padding) slot gets a zero attention output in both."""
+  keras.utils.set_random_seed(2)
+  rng = np.random.RandomState(2)
+  d_model, n_head, d_head, qlen, mlen, bsz = 8, 2, 6, 7, 3, 2
+  layer = layers.TwoStreamRelAttention(d_model, n_head, d_head)
+  klen = qlen + mlen
+  f = lambda *s: tf.constant(rng.randn(*s).astype(np.float32))
+  h, g, mems, r = f(qlen, bsz, d_model), f(3, bsz, d_model), f(mlen, bsz, d_model), f(klen + qlen, bsz, d_model)
+  biases = [f(n_head, d_head) for _ in range(3)]
+  seg_embed = f(2, n_head, d_head)
+  seg_mat = tf.one_hot(rng.randint(0, 2, (qlen, klen, bsz)), 2) if seg else None
+  mask = tf.constant((rng.rand(qlen, klen, bsz, 1) < 0.3).astype(np.float32))
+  mapping = np.zeros((3, qlen, bsz), np.float32)
+  mapping[0, 5, 0] = mapping[1, 2, 0] = mapping[2, 6, 0] = 1
+  mapping[0, 1, 1] = mapping[1, 4, 1] = 1  # slot 2 of column 1 is padding
+  mapping = tf.constant(mapping)
+  weights = f(3, bsz, d_model)
+
+  def run(scatter):
+    with tf.GradientTape() as tape:
+      tape.watch([h, g])
+      kw = dict(seg_mat=seg_mat, r_w_bias=biases[0], r_r_bias=biases[1], r_s_bias=biases[2] if seg else None,
+                seg_embed=seg_embed if seg else None, attn_mask=mask, mems=mems, attn_mask_g=mask)
+      if scatter:
+        g_full = tf.einsum("mbh,mib->ibh", g, mapping)
+        _, out_full = layer(h, r, g=g_full, **kw)
+        attn_full = out_full  # LayerNorm(g_full + o(attn)) at every position; gather the targets back
+        out = tf.einsum("ibh,mib->mbh", attn_full, mapping)
+        # The padding slot: the original's output is LayerNorm(g + 0).
+        pad = layers.layer_norm_rows(layer.layer_norm, g[2:, 1])[:, None]
+        out = tf.concat([out[:, :1], tf.concat([out[:2, 1:], pad], 0)], 1)
+      else:
+        _, out = layer(h, r, g=g, target_mapping=mapping, **kw)
+      loss = tf.reduce_sum(out * weights)
+    return out.numpy(), tape.gradient(loss, [h, g] + layer.trainable_variables)
+
+  want, want_grads = run(True)
+  got, got_grads = run(False)
+  np.testing.assert_allclose(got, want, atol=1e-5)
+  for w, g_ in zip(want_grads, got_grads):
+    np.testing.assert_allclose(g_, w, atol=1e-4)
+
+
 def make_model(**kw):
   keras.utils.set_random_seed(1)
   return XLNetModel(CONFIG, run_config(mem_len=6, reuse_len=4), **kw)

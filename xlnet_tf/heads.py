@@ -26,8 +26,10 @@ class LMLoss(keras.layers.Layer):
 
   def call(self, hidden, lookup_table):
     """hidden: float [P, B, H]; lookup_table: float [V, H] -> logits float [P, B, V]."""
-    lookup_table = tf.cast(lookup_table, hidden.dtype)
-    return tf.einsum("ibd,nd->ibn", hidden, lookup_table) + tf.cast(self.bias, hidden.dtype)
+    # einsum("ibd,nd->ibn") as one 2-D matmul.
+    logits = layers.dense_rows(tf.reshape(hidden, [-1, tf.shape(hidden)[-1]]), lookup_table, self.bias,
+                               transpose_kernel=True)
+    return tf.reshape(logits, tf.concat([tf.shape(hidden)[:-1], [self.n_token]], 0))
 
   def get_config(self):
     config = super().get_config()
@@ -75,7 +77,7 @@ class SequenceSummary(keras.layers.Layer):
     if use_proj:
       self.summary = keras.layers.Dense(d_model, activation="tanh", kernel_initializer=self.kernel_initializer,
                                         name="summary", dtype=policy)
-    self.drop = keras.layers.Dropout(dropout, name="dropout", dtype=policy)
+    self.drop = layers.Dropout(dropout, name="dropout", dtype=policy)
 
   def build(self, input_shape=None):
     if self.abs_attn is not None:

@@ -15,10 +15,26 @@ import tensorflow as tf
 _PACKAGE = "xlnet_tf"
 
 
+_GELU_2C = 2.0 * math.sqrt(2.0 / math.pi)
+_GELU_A = 0.044715
+
+
+@tf.custom_gradient
 def gelu(x):
-  """The original's tanh approximation of GELU: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
-  cdf = 0.5 * (1.0 + tf.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * tf.pow(x, 3))))
-  return x * cdf
+  """The original's tanh approximation of GELU: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+
+  Computed as x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3), which is the same function
+  (0.5 (1 + tanh(u)) = sigmoid(2u)) in fewer element-wise passes, with a hand-written gradient
+  (s + x s (1 - s) 2 sqrt(2/pi) (1 + 3 * 0.044715 x^2), s = sigmoid(2u)) instead of autodiff through the chain.
+  """
+  x_sq = x * x
+  cdf = tf.sigmoid(x * (_GELU_2C + (_GELU_2C * _GELU_A) * x_sq))
+
+  def grad(upstream):
+    slope = (_GELU_2C + (3.0 * _GELU_2C * _GELU_A) * x_sq) * x
+    return upstream * (cdf + cdf * (1.0 - cdf) * slope)
+
+  return x * cdf, grad
 
 
 def get_activation(ff_activation):
@@ -193,20 +209,63 @@ def cache_mem(curr_out, prev_mem, mem_len, reuse_len=None):
   return tf.stop_gradient(new_mem[-mem_len:])
 
 
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class Dropout(keras.layers.Dropout):
+  """`keras.layers.Dropout` (same seed generator and config) with a cheaper, XLA-friendly mask.
+
+  The keep mask is drawn with an explicit Philox generator: the default "auto_select" algorithm of TF's stateless
+  random ops compiles under XLA on CPU to a generator ~100x slower than the graph kernel. When the last dimension
+  is even, each 32-bit random word gives two 16-bit uniforms (half the generator work), so the drop probability
+  is round(rate * 65536) / 65536 (0.100006 for 0.1); otherwise 32-bit uniforms are used.
+  """
+
+  def call(self, inputs, training=False):
+    if not training or self.rate <= 0 or self.noise_shape is not None:
+      return super().call(inputs, training=training)
+    scale = tf.cast(1.0 / (1.0 - self.rate), inputs.dtype)
+    return tf.where(self._keep_mask(inputs), inputs * scale, tf.zeros([], inputs.dtype))
+
+  def drop_unscaled(self, inputs, training=False):
+    """Dropout without the 1 / (1 - rate) rescaling, for a caller that rescales a smaller tensor downstream.
+
+    Returns:
+      (inputs with the dropped entries zeroed, scale): scale is the python float 1 / (1 - rate), or None when
+      nothing is dropped (not training, or rate 0).
+    """
+    if not training or self.rate <= 0:
+      return inputs, None
+    return tf.where(self._keep_mask(inputs), inputs, tf.zeros([], inputs.dtype)), 1.0 / (1.0 - self.rate)
+
+  def _keep_mask(self, inputs):
+    """bool, shaped like inputs: True = keep."""
+    seed = tf.cast(tf.math.floormod(self.seed_generator.next(), 2 ** 31 - 1), tf.int32)
+    shape = tf.shape(inputs)
+    last = inputs.shape[-1]
+    if last is not None and last % 2 == 0:
+      bits = tf.random.stateless_uniform(tf.concat([shape[:-1], [last // 2]], 0), seed, minval=None, maxval=None,
+                                         dtype=tf.uint32, alg="philox")
+      bits = tf.reshape(tf.bitcast(bits, tf.uint16), shape)
+      return bits >= tf.constant(min(round(self.rate * 65536), 65535), tf.uint16)
+    return tf.random.stateless_uniform(shape, seed, alg="philox") >= self.rate
+
+
 def _head_projection(name, d_model, n_head, d_head, initializer, dtype):
-  """`{name}/kernel` [H, N, D], no bias: h [I, B, H] -> [I, B, N, D]."""
+  """Holds `{name}/kernel` [H, N, D] (no bias); `project_heads` applies it."""
   return keras.layers.EinsumDense("ibh,hnd->ibnd", output_shape=(None, n_head, d_head), bias_axes=None,
                                   kernel_initializer=initializer, name=name, dtype=dtype)
 
 
 def _output_projection(d_model, initializer, dtype):
-  """`o/kernel` [H, N, D]: attention vectors [I, B, N, D] -> [I, B, H]."""
+  """Holds `o/kernel` [H, N, D]; `project_out` applies it."""
   return keras.layers.EinsumDense("ibnd,hnd->ibh", output_shape=(None, d_model), bias_axes=None,
                                   kernel_initializer=initializer, name="o", dtype=dtype)
 
 
+_LAYER_NORM_EPS = 1e-12
+
+
 def _layer_norm(dtype):
-  return keras.layers.LayerNormalization(epsilon=1e-12, name="LayerNorm", dtype=dtype)
+  return keras.layers.LayerNormalization(epsilon=_LAYER_NORM_EPS, name="LayerNorm", dtype=dtype)
 
 
 def _serialize_initializer(initializer):
@@ -218,6 +277,235 @@ def _masked_softmax(score, mask):
   if mask is not None:
     score = tf.where(tf.cast(mask, tf.bool), tf.cast(mask_value(score.dtype), score.dtype), score)
   return tf.nn.softmax(score, axis=1)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The attention kernels. The layers' public calls take the original time-major tensors; inside, attention runs
+# head-major: q/k/v are [N, B, L, D] and scores [N, B, I, J], keys last, so that every score einsum is a plain
+# batched matmul, softmax and masks run over contiguous rows, and no score-sized tensor is ever transposed (only
+# projection-sized ones). Every projection is ONE 2-D matmul (a broadcasting einsum's kernel gradient is a slow
+# batched matmul plus a reduction). Masks and the segment matrix are turned into that layout once per forward
+# (`attention_context`) and shared by all layers.
+
+
+@tf.custom_gradient
+def _layer_norm_rows(x, gamma, beta):
+  """LayerNorm over the last axis in float32 with a hand-written gradient: x [K, H] -> [K, H] in x's dtype."""
+  x32 = tf.cast(x, tf.float32)
+  centered = x32 - tf.reduce_mean(x32, -1, keepdims=True)
+  inv = tf.math.rsqrt(tf.reduce_mean(centered * centered, -1, keepdims=True) + _LAYER_NORM_EPS)
+  x_hat = centered * inv
+
+  def grad(upstream):
+    upstream = tf.cast(upstream, tf.float32)
+    scaled = upstream * gamma
+    d_x = inv * (scaled - tf.reduce_mean(scaled, -1, keepdims=True)
+                 - x_hat * tf.reduce_mean(scaled * x_hat, -1, keepdims=True))
+    return tf.cast(d_x, x.dtype), tf.reduce_sum(upstream * x_hat, 0), tf.reduce_sum(upstream, 0)
+
+  return tf.cast(x_hat * gamma + beta, x.dtype), grad
+
+
+def layer_norm_rows(layer_norm, rows):
+  """Applies a `LayerNormalization` layer's gamma/beta to rows float [K, H] (statistics in float32, as Keras).
+
+  Same function as calling the layer, with fewer element-wise passes forward and backward.
+  """
+  return _layer_norm_rows(rows, tf.cast(layer_norm.gamma, tf.float32), tf.cast(layer_norm.beta, tf.float32))
+
+
+def dense_rows(rows, kernel, bias, transpose_kernel=False):
+  """A dense layer on rows: rows float [K, A] times kernel [A, F] (or [F, A] with transpose_kernel) + bias [F].
+
+  In float32 the bias add is a `BiasAdd` that grappler fuses into the matmul. In bfloat16 it is written as a
+  3-D add instead: oneDNN's fused MatMul+BiasAdd kernel does not use the CPU's bf16 matrix units (AMX) and ran
+  ~3x slower than the plain matmul on this stack.
+  """
+  out = tf.matmul(rows, tf.cast(kernel, rows.dtype), transpose_b=transpose_kernel)
+  bias = tf.cast(bias, rows.dtype)
+  if rows.dtype == tf.float32:
+    return tf.nn.bias_add(out, bias)
+  width = tf.shape(out)[-1]
+  return tf.reshape(tf.reshape(out, [-1, 1, width]) + bias, [-1, width])
+
+
+def project_heads(x, kernels):
+  """Head projections of x with one 2-D matmul.
+
+  Args:
+    x: float [L, B, H] (time-major; B may be 1 or 2 for the positional embedding).
+    kernels: list of float [H, N, D], e.g. [k/kernel, v/kernel].
+
+  Returns:
+    list of float [N, B, L, D], one per kernel (head-major).
+  """
+  length, bsz = tf.shape(x)[0], tf.shape(x)[1]
+  d_model, n_head, d_head = kernels[0].shape
+  weight = tf.concat([tf.reshape(tf.cast(k, x.dtype), [d_model, n_head * d_head]) for k in kernels], 1)
+  y = tf.matmul(tf.reshape(x, [-1, d_model]), weight)
+  y = tf.reshape(y, [length, bsz, len(kernels), n_head, d_head])
+  y = tf.transpose(y, [2, 3, 1, 0, 4])
+  return tf.unstack(y, num=len(kernels))
+
+
+def project_out(attn_vec, kernel):
+  """The output projection: attn_vec float [N, B, L, D], kernel [H, N, D] -> float [L * B, H] (row l*B + b)."""
+  d_model, n_head, d_head = kernel.shape
+  x = tf.reshape(tf.transpose(attn_vec, [2, 1, 0, 3]), [-1, n_head * d_head])
+  return tf.matmul(x, tf.reshape(tf.cast(kernel, x.dtype), [d_model, n_head * d_head]), transpose_b=True)
+
+
+def rel_shift_keys_last(x, klen):
+  """`rel_shift` for scores with keys last: x [..., I, R] -> [..., I, klen], entry (i, j) = x[..., i, j + I - i]."""
+  # tf.slice, not x[...]: the gradient of a strided slice is a slow StridedSliceGrad, that of a slice a pad.
+  shape = tf.shape(x)
+  lead, qlen, rlen = shape[:-2], shape[-2], shape[-1]
+  x = tf.reshape(x, tf.concat([lead, [rlen, qlen]], 0))
+  zeros = tf.zeros_like(lead)
+  x = tf.slice(x, tf.concat([zeros, [1, 0]], 0), tf.concat([lead, [rlen - 1, qlen]], 0))
+  x = tf.reshape(x, tf.concat([lead, [qlen, rlen - 1]], 0))
+  return tf.slice(x, tf.concat([zeros, [0, 0]], 0), tf.concat([lead, [qlen, klen]], 0))
+
+
+def _rel_shift_rows(x, shift, klen):
+  """`rel_shift` for rows at arbitrary query positions: x [N, B, P, R] -> [N, B, P, klen].
+
+  out[n, b, p, j] = x[n, b, p, j + shift[b, p]] with shift = I - (the row's query position), the index `rel_shift`
+  reads for that query. With uni attention (R = klen + 1) the index runs past R - 1 only where the causal mask
+  blocks; it is clamped there. The gather runs over the last-but-one axis of a heads-last copy (one index per
+  N values), and the gradient is the same kind of gather from the zero-padded upstream gradient (each kept entry
+  has one source), not a scatter-add.
+  """
+  rlen = tf.shape(x)[-1]
+  index = tf.minimum(tf.range(klen)[None, None, :] + shift[:, :, None], rlen - 1)  # [B, P, J]
+
+  @tf.custom_gradient
+  def shift_rows(x):
+    out = tf.gather(tf.transpose(x, [1, 2, 3, 0]), index, batch_dims=2, axis=2)  # [B, P, J, N]
+
+    def grad(upstream):
+      # d x[.., r] = upstream[.., r - shift] for 0 <= r - shift < klen, else 0. Where the index was clamped the
+      # keys are masked, so those upstream entries are 0.
+      padded = tf.pad(tf.transpose(upstream, [1, 2, 3, 0]), [[0, 0], [0, 0], [rlen, rlen], [0, 0]])
+      back = tf.range(rlen)[None, None, :] - shift[:, :, None] + rlen  # [B, P, R], in [0, klen + 2R)
+      return tf.transpose(tf.gather(padded, back, batch_dims=2, axis=2), [3, 0, 1, 2])
+
+    return tf.transpose(out, [3, 0, 1, 2]), grad
+
+  return shift_rows(x)
+
+
+class AttentionContext:
+  """What every layer's attention needs besides its weights and inputs, in the head-major layout.
+
+  Build it with `attention_context`, once per forward; all layers share it.
+
+  Attributes:
+    bias_h: float [1, B, I, J] or None. The content stream's additive mask: `mask_value` = query i may NOT attend
+      key j, 0 = may attend. None: nothing masked.
+    bias_g: float [1, B, P or I, J] or None, the same for the query stream (rows of the target positions when
+      `target_pos` is set).
+    seg_h: float [1, B, I, J] or None. 1 = query i and key j are in different segments, 0 = same segment.
+      None: no segment term.
+    seg_g: float [1, B, P or I, J] or None, the same for the query stream's rows.
+    target_pos: int32 [B, P] or None. The position each prediction slot targets (its target_mapping row's
+      argmax). None: the query stream has one row per position (no target_mapping).
+    target_valid: float [B, P] or None. 1 = the slot has a target, 0 = a padding slot (all-zero row), whose
+      attention output is 0 as in the original.
+  """
+
+  def __init__(self, bias_h=None, bias_g=None, seg_h=None, seg_g=None, target_pos=None, target_valid=None):
+    self.bias_h = bias_h
+    self.bias_g = bias_g
+    self.seg_h = seg_h
+    self.seg_g = seg_g
+    self.target_pos = target_pos
+    self.target_valid = target_valid
+
+
+def attention_context(attn_mask_h=None, attn_mask_g=None, seg_mat=None, target_mapping=None, dtype=tf.float32):
+  """Converts the original time-major masks to an `AttentionContext`.
+
+  Args:
+    attn_mask_h: float [I, J, B, 1] or None, the content stream's mask (`non_tgt_mask`). 1 = blocked.
+    attn_mask_g: float [I, J, B, 1] or None, the query stream's mask (`attn_mask`). 1 = blocked.
+    seg_mat: float [I, J, B, 2] or None, the one-hot segment matrix of `segment_matrix` (index 1 = different).
+    target_mapping: float [P, I, B] or None. Each row p must be one-hot (slot p targets that position) or all zero
+      (a padding slot), with distinct positions, as the data pipeline builds it: the query stream then attends
+      from the P target positions only. (The original scatters the P query vectors to all I positions, attends
+      from every position and gathers back; for such a mapping that gives the same numbers with I/P times the
+      work. A soft or duplicated mapping would differ.)
+    dtype: the compute dtype.
+  """
+
+  def bias(mask):
+    if mask is None:
+      return None
+    mask = tf.transpose(tf.cast(mask[..., 0], dtype), [2, 0, 1])
+    return (mask * tf.cast(mask_value(dtype), dtype))[None]
+
+  bias_h, bias_g = bias(attn_mask_h), bias(attn_mask_g)
+  seg_h = None if seg_mat is None else tf.transpose(tf.cast(seg_mat[..., 1], dtype), [2, 0, 1])[None]
+  seg_g = seg_h
+  target_pos = target_valid = None
+  if target_mapping is not None:
+    mapping = tf.transpose(tf.cast(target_mapping, tf.float32), [2, 0, 1])  # [B, P, I]
+    target_pos = tf.argmax(mapping, axis=-1, output_type=tf.int32)
+    target_valid = tf.cast(tf.reduce_sum(mapping, -1), dtype)
+    gather_rows = lambda x: None if x is None else tf.gather(x[0], target_pos, batch_dims=1)[None]
+    bias_g, seg_g = gather_rows(bias_g), gather_rows(seg_g)
+  return AttentionContext(bias_h, bias_g, seg_h, seg_g, target_pos, target_valid)
+
+
+def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, r_s_bias, seg_embed, bias, seg, scale,
+                  attn_dropout, training, target_pos=None, qlen=None):
+  """Scores (content + position + segment) -> masked softmax over keys -> attention vectors, head-major.
+
+  score[n, b, i, j] = scale * ((q + r_w_bias).k_j + (q + r_r_bias).k_r[rel(i, j)] + (q + r_s_bias).seg_embed[s])
+  + mask, with s = 1 if i and j are in different segments; the scale is folded into the (small) query terms.
+  `attn_dropout` must be a `Dropout` of this module (it has `drop_unscaled`).
+
+  Args:
+    q_head: float [N, B, Q, D], queries (Q = I, or P with target_pos).
+    k_head_h, v_head_h: float [N, B, J, D], keys and values of [mems; h].
+    k_head_r: float [N, C, R, D], the projected positional embedding; C divides B and batch column b uses
+      column b // (B / C) (C = B: one per column; C = 2 with bi_data: forward, backward; C = 1: shared).
+    r_w_bias, r_r_bias, r_s_bias: float [N, D]; r_s_bias None when seg is None.
+    seg_embed: float [2, N, D] or None.
+    bias: float [1, B, Q, J] additive mask or None. seg: float [1, B, Q, J] (1 = different segment) or None.
+    scale: python float, 1 / sqrt(D).
+    attn_dropout: the dropout layer of the attention probabilities.
+    target_pos: int32 [B, P] or None: the position of each query row (query stream with target_mapping).
+    qlen: int scalar, the content stream's length I; needed with target_pos.
+
+  Returns:
+    float [N, B, Q, D].
+  """
+  n_head, d_head = q_head.shape[0], q_head.shape[-1]
+  bsz, q_len, klen = tf.shape(q_head)[1], tf.shape(q_head)[2], tf.shape(k_head_h)[2]
+  columns = tf.shape(k_head_r)[1]
+  ac = tf.matmul((q_head + r_w_bias[:, None, None]) * scale, k_head_h, transpose_b=True)
+  q_r = tf.reshape((q_head + r_r_bias[:, None, None]) * scale, [n_head, columns, -1, d_head])
+  bd = tf.reshape(tf.matmul(q_r, k_head_r, transpose_b=True), [n_head, bsz, q_len, -1])  # [N, B, Q, R]
+  if target_pos is None:
+    bd = rel_shift_keys_last(bd, klen)
+  else:
+    bd = _rel_shift_rows(bd, qlen - target_pos, klen)
+  score = ac + bd
+  if seg is not None:
+    q_s = tf.reshape((q_head + r_s_bias[:, None, None]) * scale, [n_head, -1, d_head])
+    ef = tf.matmul(q_s, tf.transpose(tf.cast(seg_embed, q_s.dtype), [1, 2, 0]))  # [N, B*Q, 2]
+    ef = tf.reshape(ef, [n_head, bsz, q_len, 2])
+    ef_same, ef_diff = tf.split(ef, 2, axis=-1)
+    # ef_same + seg * (ef_diff - ef_same): ef_same is the same for every key of a query row, and softmax over the
+    # keys ignores such a constant, so only the difference is added (one pass less over the scores).
+    score += seg * (ef_diff - ef_same)
+  if bias is not None:
+    score += bias
+  attn_prob, keep_scale = attn_dropout.drop_unscaled(tf.nn.softmax(score, axis=-1), training=training)
+  attn_vec = tf.matmul(attn_prob, v_head_h)
+  # The dropout's 1 / (1 - rate) is applied to the [.., Q, D] result rather than the [.., Q, J] probabilities.
+  return attn_vec if keep_scale is None else attn_vec * tf.cast(keep_scale, attn_vec.dtype)
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
@@ -235,13 +523,14 @@ class PositionwiseFFN(keras.layers.Layer):
     self.dropout = dropout
     self.ff_activation = ff_activation
     self.kernel_initializer = keras.initializers.get(kernel_initializer)
+    self.activation = get_activation(ff_activation)
     policy = self.dtype_policy
-    self.layer_1 = keras.layers.Dense(d_inner, activation=get_activation(ff_activation),
+    self.layer_1 = keras.layers.Dense(d_inner, activation=self.activation,
                                       kernel_initializer=self.kernel_initializer, name="layer_1", dtype=policy)
-    self.drop_1 = keras.layers.Dropout(dropout, name="drop_1", dtype=policy)
+    self.drop_1 = Dropout(dropout, name="drop_1", dtype=policy)
     self.layer_2 = keras.layers.Dense(d_model, kernel_initializer=self.kernel_initializer, name="layer_2",
                                       dtype=policy)
-    self.drop_2 = keras.layers.Dropout(dropout, name="drop_2", dtype=policy)
+    self.drop_2 = Dropout(dropout, name="drop_2", dtype=policy)
     self.layer_norm = _layer_norm(policy)
 
   def build(self, input_shape):
@@ -251,9 +540,14 @@ class PositionwiseFFN(keras.layers.Layer):
 
   def call(self, inp, training=False):
     """inp: float [I, B, H] -> float [I, B, H]."""
-    output = self.drop_1(self.layer_1(inp), training=training)
-    output = self.drop_2(self.layer_2(output), training=training)
-    return self.layer_norm(output + inp)
+    return tf.reshape(self.ffn_rows(tf.reshape(inp, [-1, self.d_model]), training), tf.shape(inp))
+
+  def ffn_rows(self, rows, training=False):
+    """The network on rows: float [K, H] -> float [K, H], with 2-D matmuls."""
+    output = self.activation(dense_rows(rows, self.layer_1.kernel, self.layer_1.bias))
+    output = self.drop_1(output, training=training)
+    output = self.drop_2(dense_rows(output, self.layer_2.kernel, self.layer_2.bias), training=training)
+    return layer_norm_rows(self.layer_norm, output + rows)
 
   def get_config(self):
     config = super().get_config()
@@ -285,8 +579,8 @@ class RelMultiheadAttn(keras.layers.Layer):
     self.q, self.k, self.v, self.r = (_head_projection(n, d_model, n_head, d_head, self.kernel_initializer, policy)
                                       for n in ("q", "k", "v", "r"))
     self.o = _output_projection(d_model, self.kernel_initializer, policy)
-    self.attn_dropout = keras.layers.Dropout(dropatt, name="attn_drop", dtype=policy)
-    self.out_dropout = keras.layers.Dropout(dropout, name="out_drop", dtype=policy)
+    self.attn_dropout = Dropout(dropatt, name="attn_drop", dtype=policy)
+    self.out_dropout = Dropout(dropout, name="out_drop", dtype=policy)
     self.layer_norm = _layer_norm(policy)
 
   def build(self, input_shape=None):
@@ -296,27 +590,45 @@ class RelMultiheadAttn(keras.layers.Layer):
     self.o.build((None, None, self.n_head, self.d_head))
     self.layer_norm.build(shape)
 
-  def rel_attn_core(self, q_head, k_head_h, v_head_h, k_head_r, seg_mat, r_w_bias, r_r_bias, r_s_bias, seg_embed,
-                    attn_mask, training):
-    """Scores (content + position + segment) -> masked softmax over keys -> attention vectors [I, B, N, D]."""
-    ac = tf.einsum("ibnd,jbnd->ijbn", q_head + r_w_bias, k_head_h)
-    bd = tf.einsum("ibnd,jbnd->ijbn", q_head + r_r_bias, k_head_r)
-    bd = rel_shift(bd, klen=tf.shape(ac)[1])
-    score = ac + bd
-    if seg_mat is not None:
-      ef = tf.einsum("ibnd,snd->ibns", q_head + r_s_bias, seg_embed)
-      score += tf.einsum("ijbs,ibns->ijbn", seg_mat, ef)
-    attn_prob = _masked_softmax(score * self.scale, attn_mask)
-    attn_prob = self.attn_dropout(attn_prob, training=training)
-    return tf.einsum("ijbn,jbnd->ibnd", attn_prob, v_head_h)
+  def attend_rows(self, h, r, context, r_w_bias, r_r_bias, r_s_bias=None, seg_embed=None, mems=None, g=None,
+                  training=False):
+    """Both streams (or the content stream alone) up to the post-attention LayerNorm, on rows.
 
-  def post_attention(self, h, attn_vec, training):
-    attn_out = self.out_dropout(self.o(attn_vec), training=training)
-    return self.layer_norm(attn_out + h)
+    Args:
+      h: float [I, B, H], the content stream.
+      r: float [R, C, H], the relative positional embedding; C = B, 2 (bi_data, no dropout) or 1 (see
+        `rel_attn_core`).
+      context: `AttentionContext` (masks, segments, target positions).
+      r_w_bias, r_r_bias, r_s_bias: float [N, D], this layer's biases (r_s_bias None without segments).
+      seg_embed: float [2, N, D] or None, this layer's segment embedding.
+      mems: float [M, B, H] or None, this layer's memory.
+      g: float [P or I, B, H] or None, the query stream.
 
-  def _content_heads(self, h, r, mems):
-    cat = h if mems is None else tf.concat([tf.cast(mems, h.dtype), h], 0)
-    return self.k(cat), self.v(cat), self.r(r)
+    Returns:
+      float [(I + P) * B, H]: LayerNorm(h + o(attention)) rows of h (time-major, row i*B + b), then those of g.
+    """
+    dtype = h.dtype
+    cat = h if mems is None else tf.concat([tf.cast(mems, dtype), h], 0)
+    k_head_h, v_head_h = project_heads(cat, [self.k.kernel, self.v.kernel])
+    (k_head_r,) = project_heads(tf.cast(r, dtype), [self.r.kernel])
+    r_w_bias, r_r_bias = tf.cast(r_w_bias, dtype), tf.cast(r_r_bias, dtype)
+    r_s_bias = None if r_s_bias is None else tf.cast(r_s_bias, dtype)
+
+    def core(stream, bias, seg, target_pos=None):
+      (q_head,) = project_heads(stream, [self.q.kernel])
+      return rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, r_s_bias, seg_embed, bias, seg,
+                           self.scale, self.attn_dropout, training, target_pos, tf.shape(h)[0])
+
+    attn_vec = core(h, context.bias_h, context.seg_h)
+    residual = h
+    if g is not None:
+      attn_vec_g = core(g, context.bias_g, context.seg_g, context.target_pos)
+      if context.target_valid is not None:
+        attn_vec_g *= context.target_valid[None, :, :, None]
+      attn_vec = tf.concat([attn_vec, attn_vec_g], 2)
+      residual = tf.concat([h, g], 0)
+    attn_out = self.out_dropout(project_out(attn_vec, self.o.kernel), training=training)
+    return layer_norm_rows(self.layer_norm, attn_out + tf.reshape(residual, [-1, self.d_model]))
 
   def call(self, h, r, seg_mat=None, r_w_bias=None, r_r_bias=None, r_s_bias=None, seg_embed=None, attn_mask=None,
            mems=None, training=False):
@@ -324,8 +636,8 @@ class RelMultiheadAttn(keras.layers.Layer):
 
     Args:
       h: float [I, B, H], the content stream.
-      r: float [R, B, H], the relative positional embedding.
-      seg_mat: float [I, J, B, 2] or None (no segment term).
+      r: float [R, B, H], the relative positional embedding (B may also be 1 = shared, or 2 = bi_data halves).
+      seg_mat: float [I, J, B, 2] or None (no segment term); one-hot, index 1 = different segment.
       r_w_bias, r_r_bias, r_s_bias: float [N, D], the content, position and segment biases of this layer.
       seg_embed: float [2, N, D], this layer's segment embedding.
       attn_mask: float [I, J, B, 1] or None. 1 = query i may not attend key j.
@@ -334,10 +646,9 @@ class RelMultiheadAttn(keras.layers.Layer):
     Returns:
       float [I, B, H].
     """
-    k_head_h, v_head_h, k_head_r = self._content_heads(h, r, mems)
-    attn_vec = self.rel_attn_core(self.q(h), k_head_h, v_head_h, k_head_r, seg_mat, r_w_bias, r_r_bias, r_s_bias,
-                                  seg_embed, attn_mask, training)
-    return self.post_attention(h, attn_vec, training)
+    context = attention_context(attn_mask, None, seg_mat, None, h.dtype)
+    rows = self.attend_rows(h, r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed, mems, training=training)
+    return tf.reshape(rows, tf.shape(h))
 
   def get_config(self):
     config = super().get_config()
@@ -359,27 +670,19 @@ class TwoStreamRelAttention(RelMultiheadAttn):
 
       g: float [P or I, B, H] or None, the query stream (P rows with target_mapping, else I).
       attn_mask_g: float [I, J, B, 1] or None, the query stream's mask (targets do not see themselves).
-      target_mapping: float [P, I, B] or None. 1 = prediction slot p targets position i.
+      target_mapping: float [P, I, B] or None. 1 = prediction slot p targets position i; each row one-hot or all
+        zero (padding slot), positions distinct (see `attention_context`).
 
     Returns:
       (output_h [I, B, H], output_g [P or I, B, H]), or output_h alone when g is None.
     """
-    k_head_h, v_head_h, k_head_r = self._content_heads(h, r, mems)
-    attn_vec_h = self.rel_attn_core(self.q(h), k_head_h, v_head_h, k_head_r, seg_mat, r_w_bias, r_r_bias,
-                                    r_s_bias, seg_embed, attn_mask, training)
-    output_h = self.post_attention(h, attn_vec_h, training)
+    context = attention_context(attn_mask, attn_mask_g if g is not None else None, seg_mat,
+                                target_mapping if g is not None else None, h.dtype)
+    rows = self.attend_rows(h, r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed, mems, g, training)
     if g is None:
-      return output_h
-
-    q_head_g = self.q(g)
-    if target_mapping is not None:
-      q_head_g = tf.einsum("mbnd,mlb->lbnd", q_head_g, target_mapping)
-    attn_vec_g = self.rel_attn_core(q_head_g, k_head_h, v_head_h, k_head_r, seg_mat, r_w_bias, r_r_bias, r_s_bias,
-                                    seg_embed, attn_mask_g, training)
-    if target_mapping is not None:
-      attn_vec_g = tf.einsum("lbnd,mlb->mbnd", attn_vec_g, target_mapping)
-    output_g = self.post_attention(g, attn_vec_g, training)
-    return output_h, output_g
+      return tf.reshape(rows, tf.shape(h))
+    rows_h, rows_g = tf.split(rows, [tf.shape(h)[0] * tf.shape(h)[1], -1])
+    return tf.reshape(rows_h, tf.shape(h)), tf.reshape(rows_g, tf.shape(g))
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
@@ -404,8 +707,8 @@ class MultiheadAttn(keras.layers.Layer):
     self.q, self.k, self.v = (_head_projection(n, d_model, n_head, d_head, self.kernel_initializer, policy)
                               for n in ("q", "k", "v"))
     self.o = _output_projection(d_model, self.kernel_initializer, policy)
-    self.attn_dropout = keras.layers.Dropout(dropatt, name="attn_drop", dtype=policy)
-    self.out_dropout = keras.layers.Dropout(dropout, name="out_drop", dtype=policy)
+    self.attn_dropout = Dropout(dropatt, name="attn_drop", dtype=policy)
+    self.out_dropout = Dropout(dropout, name="out_drop", dtype=policy)
     self.layer_norm = _layer_norm(policy)
 
   def build(self, input_shape=None):

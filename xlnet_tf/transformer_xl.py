@@ -68,12 +68,25 @@ class XLNetLayer(keras.layers.Layer):
   def call(self, h, r, g=None, seg_mat=None, r_w_bias=None, r_r_bias=None, r_s_bias=None, seg_embed=None,
            attn_mask_h=None, attn_mask_g=None, mems=None, target_mapping=None, training=False):
     """Returns (h [I, B, H], g [P or I, B, H] or None); see `TwoStreamRelAttention.call`."""
-    out = self.rel_attn(h, r, seg_mat, r_w_bias, r_r_bias, r_s_bias, seg_embed, attn_mask_h, mems, g=g,
-                        attn_mask_g=attn_mask_g, target_mapping=target_mapping, training=training)
+    context = layers.attention_context(attn_mask_h, attn_mask_g if g is not None else None, seg_mat,
+                                       target_mapping if g is not None else None, h.dtype)
+    return self.forward(h, r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed, mems, g, training)
+
+  def forward(self, h, r, context, r_w_bias, r_r_bias, r_s_bias=None, seg_embed=None, mems=None, g=None,
+              training=False):
+    """The layer on a prebuilt `layers.AttentionContext` (see `TwoStreamRelAttention.attend_rows` for the args).
+
+    Both streams go through the output projection and the feed-forward network as one matrix of rows.
+
+    Returns:
+      (h [I, B, H], g [P or I, B, H] or None).
+    """
+    rows = self.rel_attn.attend_rows(h, r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed, mems, g, training)
+    rows = self.ff.ffn_rows(rows, training)
     if g is None:
-      return self.ff(out, training=training), None
-    h, g = out
-    return self.ff(h, training=training), self.ff(g, training=training)
+      return tf.reshape(rows, tf.shape(h)), None
+    rows_h, rows_g = tf.split(rows, [tf.shape(h)[0] * tf.shape(h)[1], -1])
+    return tf.reshape(rows_h, tf.shape(h)), tf.reshape(rows_g, tf.shape(g))
 
   def get_config(self):
     config = super().get_config()
@@ -123,7 +136,7 @@ class TransformerXL(keras.layers.Layer):
     self.mask_emb = _MaskEmbedding(d_model, name="mask_emb", dtype=policy)
     self.layer_stack = [XLNetLayer(d_model, n_head, d_head, d_inner, ff_activation, dropout, dropatt,
                                    self.initializer, name=f"layer_{i}", dtype=policy) for i in range(n_layer)]
-    self.drop = keras.layers.Dropout(dropout, name="dropout", dtype=policy)
+    self.drop = layers.Dropout(dropout, name="dropout", dtype=policy)
 
   def build(self, input_shape=None):
     # Creation order follows the original: r_w_bias, r_r_bias, word_embedding, mask_emb, r_s_bias, seg_embed.
@@ -172,24 +185,33 @@ class TransformerXL(keras.layers.Layer):
       output_g = self.drop(word_emb_q, training=training)
 
     seg_mat = None if seg_id is None else layers.segment_matrix(seg_id, mlen, dtype)
+    context = layers.attention_context(non_tgt_mask, attn_mask if inp_q is not None else None, seg_mat,
+                                       target_mapping if inp_q is not None else None, dtype)
+    # The original tiles the positional embedding over the batch before its dropout, so each batch column has its
+    # own mask and its own projection. Without dropout the columns are equal: keep one (two with bi_data).
+    per_column = self.dropout > 0 and training is not None and training is not False
     pos_emb = layers.relative_positional_encoding(qlen, klen, self.d_model, self.clamp_len, self.attn_type,
-                                                  self.bi_data, bsz=bsz, dtype=dtype)
-    pos_emb = self.drop(pos_emb, training=training)
+                                                  self.bi_data, bsz=bsz if per_column else None, dtype=dtype)
+    if per_column:
+      pos_emb = self.drop(pos_emb, training=training)
 
-    r_w_bias, r_r_bias, r_s_bias, seg_embed = (tf.cast(v, dtype) for v in
-                                               (self.r_w_bias, self.r_r_bias, self.r_s_bias, self.seg_embed))
+    # Per-layer slices by one unstack each (its gradient is one stack, not n_layer strided-slice gradients).
+    def per_layer(variable, untied=True):
+      value = tf.cast(variable, dtype)
+      return tf.unstack(value, self.n_layer) if untied else [value] * self.n_layer
+
+    r_w_bias, r_r_bias, r_s_bias = (per_layer(v, self.untie_r) for v in (self.r_w_bias, self.r_r_bias, self.r_s_bias))
+    seg_embed = per_layer(self.seg_embed)
     new_mems = []
     for i, layer in enumerate(self.layer_stack):
       new_mems.append(layers.cache_mem(output_h, None if mems is None else mems[i], self.mem_len,
                                        self.reuse_len))
-      output_h, output_g = layer(
-          output_h, pos_emb, g=output_g, seg_mat=seg_mat,
-          r_w_bias=r_w_bias[i] if self.untie_r else r_w_bias,
-          r_r_bias=r_r_bias[i] if self.untie_r else r_r_bias,
-          r_s_bias=None if seg_mat is None else (r_s_bias[i] if self.untie_r else r_s_bias),
+      output_h, output_g = layer.forward(
+          output_h, pos_emb, context,
+          r_w_bias=r_w_bias[i], r_r_bias=r_r_bias[i],
+          r_s_bias=None if seg_mat is None else r_s_bias[i],
           seg_embed=None if seg_mat is None else seg_embed[i],
-          attn_mask_h=non_tgt_mask, attn_mask_g=attn_mask,
-          mems=None if mems is None else mems[i], target_mapping=target_mapping, training=training)
+          mems=None if mems is None else mems[i], g=output_g, training=training)
     output = self.drop(output_g if inp_q is not None else output_h, training=training)
     return output, (new_mems if self.mem_len else None)
 
@@ -292,8 +314,10 @@ class XLNetModel(keras.Model):
       mems: list of n_layer float [M, B, H], or None (no memory).
       perm_mask: float [I, I, B] or None. 1 = i may NOT attend to j in batch b; 0 = may attend.
         None: attend to all.
-      target_mapping: float [P, I, B] or None. 1 = prediction slot p is on token i (partial prediction).
-        None: the query stream covers every position.
+      target_mapping: float [P, I, B] or None. 1 = prediction slot p is on token i (partial prediction). Each row
+        one-hot (distinct positions) or all zero (a padding slot: zero attention output, as the original),
+        as the data pipeline builds it; see `layers.attention_context`. None: the query stream covers every
+        position.
       inp_q: float [I, B] or None. 1 = target token (query stream input is mask_emb). None: no query stream
         (fine-tuning).
       training: bool, dropout on.

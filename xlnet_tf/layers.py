@@ -509,6 +509,14 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, r_s_
   return attn_vec if keep_scale is None else attn_vec * tf.cast(keep_scale, attn_vec.dtype)
 
 
+def split_streams(rows, h, g=None):
+  """Rows [(I + P) * B, H] of `RelMultiheadAttn.attend_rows` (h's rows, then g's) -> (h-shaped, g-shaped or None)."""
+  if g is None:
+    return tf.reshape(rows, tf.shape(h)), None
+  rows_h, rows_g = tf.split(rows, [tf.shape(h)[0] * tf.shape(h)[1], -1])
+  return tf.reshape(rows_h, tf.shape(h)), tf.reshape(rows_g, tf.shape(g))
+
+
 @keras.saving.register_keras_serializable(package=_PACKAGE)
 class PositionwiseFFN(keras.layers.Layer):
   """Position-wise feed-forward network: LayerNorm(x + drop(layer_2(drop(act(layer_1(x)))))).
@@ -648,8 +656,8 @@ class RelMultiheadAttn(keras.layers.Layer):
       float [I, B, H].
     """
     context = attention_context(attn_mask, None, seg_mat, None, h.dtype)
-    rows = self.attend_rows(h, r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed, mems, training=training)
-    return tf.reshape(rows, tf.shape(h))
+    return split_streams(self.attend_rows(h, r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed, mems,
+                                          training=training), h)[0]
 
   def get_config(self):
     config = super().get_config()
@@ -679,11 +687,9 @@ class TwoStreamRelAttention(RelMultiheadAttn):
     """
     context = attention_context(attn_mask, attn_mask_g if g is not None else None, seg_mat,
                                 target_mapping if g is not None else None, h.dtype)
-    rows = self.attend_rows(h, r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed, mems, g, training)
-    if g is None:
-      return tf.reshape(rows, tf.shape(h))
-    rows_h, rows_g = tf.split(rows, [tf.shape(h)[0] * tf.shape(h)[1], -1])
-    return tf.reshape(rows_h, tf.shape(h)), tf.reshape(rows_g, tf.shape(g))
+    output_h, output_g = split_streams(
+        self.attend_rows(h, r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed, mems, g, training), h, g)
+    return output_h if g is None else (output_h, output_g)
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)

@@ -82,11 +82,7 @@ class XLNetLayer(keras.layers.Layer):
       (h [I, B, H], g [P or I, B, H] or None).
     """
     rows = self.rel_attn.attend_rows(h, r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed, mems, g, training)
-    rows = self.ff.ffn_rows(rows, training)
-    if g is None:
-      return tf.reshape(rows, tf.shape(h)), None
-    rows_h, rows_g = tf.split(rows, [tf.shape(h)[0] * tf.shape(h)[1], -1])
-    return tf.reshape(rows_h, tf.shape(h)), tf.reshape(rows_g, tf.shape(g))
+    return layers.split_streams(self.ff.ffn_rows(rows, training), h, g)
 
   def get_config(self):
     config = super().get_config()

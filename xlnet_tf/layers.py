@@ -5,6 +5,12 @@ All tensors are time-major, as in the original. Dimension key used in shapes and
   B bsz, N n_head, D d_head, H d_model, F d_inner, V n_token, P num_predict (m in einsum strings), S = 2 segments.
 
 Mask polarity everywhere: 1 (or True) = may NOT attend, 0 = may attend. `input_mask` uses 1 = padding.
+
+Bit-exact training (`--deterministic`): autodiff sums the gradients of a tensor read by k ops with one AddN, and
+TF's CPU AddN adds its inputs in an order that depends on which input buffer it may reuse at run time, i.e. on op
+scheduling. For k >= 3 that changes the last bits from run to run even with op determinism enabled (for k = 2 the
+order does not matter). So every tensor that has a gradient is read by at most two ops here (tests/test_layers.py
+checks the gradient graphs).
 """
 
 import math
@@ -485,8 +491,11 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, r_s_
   n_head, d_head = q_head.shape[0], q_head.shape[-1]
   bsz, q_len, klen = tf.shape(q_head)[1], tf.shape(q_head)[2], tf.shape(k_head_h)[2]
   columns = tf.shape(k_head_r)[1]
-  ac = tf.matmul((q_head + r_w_bias[:, None, None]) * scale, k_head_h, transpose_b=True)
-  q_r = tf.reshape((q_head + r_r_bias[:, None, None]) * scale, [n_head, columns, -1, d_head])
+  # All biased queries from one add: q_head is read once (see the module docstring on bit-exact training).
+  biases = [r_w_bias, r_r_bias] + ([r_s_bias] if seg is not None else [])
+  q_w, q_r, *q_s = tf.unstack((q_head[None] + tf.stack(biases)[:, :, None, None]) * scale, len(biases))
+  ac = tf.matmul(q_w, k_head_h, transpose_b=True)
+  q_r = tf.reshape(q_r, [n_head, columns, -1, d_head])
   bd = tf.reshape(tf.matmul(q_r, k_head_r, transpose_b=True), [n_head, bsz, q_len, -1])  # [N, B, Q, R]
   if target_pos is None:
     bd = rel_shift_keys_last(bd, klen)
@@ -494,7 +503,7 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, r_s_
     bd = _rel_shift_rows(bd, qlen - target_pos, klen)
   score = ac + bd
   if seg is not None:
-    q_s = tf.reshape((q_head + r_s_bias[:, None, None]) * scale, [n_head, -1, d_head])
+    q_s = tf.reshape(q_s[0], [n_head, -1, d_head])
     ef = tf.matmul(q_s, tf.transpose(tf.cast(seg_embed, q_s.dtype), [1, 2, 0]))  # [N, B*Q, 2]
     ef = tf.reshape(ef, [n_head, bsz, q_len, 2])
     ef_same, ef_diff = tf.split(ef, 2, axis=-1)
@@ -617,21 +626,27 @@ class RelMultiheadAttn(keras.layers.Layer):
       float [(I + P) * B, H]: LayerNorm(h + o(attention)) rows of h (time-major, row i*B + b), then those of g.
     """
     dtype = h.dtype
-    cat = h if mems is None else tf.concat([tf.cast(mems, dtype), h], 0)
-    k_head_h, v_head_h = project_heads(cat, [self.k.kernel, self.v.kernel])
+    # h is read twice (projections, residual; see the module docstring on bit-exact training): without mems q, k
+    # and v come from one matmul, with mems q comes from the h rows of [mems; h].
+    if mems is None:
+      q_head_h, k_head_h, v_head_h = project_heads(h, [self.q.kernel, self.k.kernel, self.v.kernel])
+    else:
+      mlen = tf.shape(mems)[0]
+      cat = tf.concat([tf.cast(mems, dtype), h], 0)
+      k_head_h, v_head_h = project_heads(cat, [self.k.kernel, self.v.kernel])
+      (q_head_h,) = project_heads(tf.slice(cat, [mlen, 0, 0], [-1, -1, -1]), [self.q.kernel])
     (k_head_r,) = project_heads(tf.cast(r, dtype), [self.r.kernel])
     r_w_bias, r_r_bias = tf.cast(r_w_bias, dtype), tf.cast(r_r_bias, dtype)
     r_s_bias = None if r_s_bias is None else tf.cast(r_s_bias, dtype)
 
-    def core(stream, bias, seg, target_pos=None):
-      (q_head,) = project_heads(stream, [self.q.kernel])
+    def core(q_head, bias, seg, target_pos=None):
       return rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, r_s_bias, seg_embed, bias, seg,
                            self.scale, self.attn_dropout, training, target_pos, tf.shape(h)[0])
 
-    attn_vec = core(h, context.bias_h, context.seg_h)
+    attn_vec = core(q_head_h, context.bias_h, context.seg_h)
     residual = h
     if g is not None:
-      attn_vec_g = core(g, context.bias_g, context.seg_g, context.target_pos)
+      attn_vec_g = core(project_heads(g, [self.q.kernel])[0], context.bias_g, context.seg_g, context.target_pos)
       if context.target_valid is not None:
         attn_vec_g *= context.target_valid[None, :, :, None]
       attn_vec = tf.concat([attn_vec, attn_vec_g], 2)
@@ -733,7 +748,8 @@ class MultiheadAttn(keras.layers.Layer):
     attn_vec = tf.einsum("ijbn,jbnd->ibnd", attn_prob, v_head)
     attn_out = self.out_dropout(self.o(attn_vec), training=training)
     # The original's residual is `v` (its `h` argument), not `q`.
-    return self.layer_norm(attn_out + v if self.residual else attn_out)
+    out = attn_out + v if self.residual else attn_out
+    return tf.reshape(layer_norm_rows(self.layer_norm, tf.reshape(out, [-1, self.d_model])), tf.shape(out))
 
   def get_config(self):
     config = super().get_config()

@@ -191,10 +191,14 @@ class TransformerXL(keras.layers.Layer):
     if per_column:
       pos_emb = self.drop(pos_emb, training=training)
 
-    # Per-layer slices by one unstack each (its gradient is one stack, not n_layer strided-slice gradients).
+    # Per-layer slices by one unstack each (its gradient is one stack, not n_layer strided-slice gradients). A tied
+    # bias is broadcast to every layer first: its gradient is then one sum, not an AddN of n_layer terms (see
+    # `layers` on bit-exact training).
     def per_layer(variable, untied=True):
       value = tf.cast(variable, dtype)
-      return tf.unstack(value, self.n_layer) if untied else [value] * self.n_layer
+      if not untied:
+        value = tf.broadcast_to(value, [self.n_layer, *value.shape])
+      return tf.unstack(value, self.n_layer)
 
     r_w_bias, r_r_bias, r_s_bias = (per_layer(v, self.untie_r) for v in (self.r_w_bias, self.r_r_bias, self.r_s_bias))
     seg_embed = per_layer(self.seg_embed)

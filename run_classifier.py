@@ -145,6 +145,9 @@ def validate(o, num_replicas=1, strategy="one_device"):
       raise FlagError(f"--{name} must be a positive integer. Received: {getattr(o, name)}.")
   if o.do_train and o.train_steps < 1:
     raise FlagError(f"--train_steps must be positive with --do_train. Received: {o.train_steps}.")
+  if o.do_train and not 0 <= o.warmup_steps < o.train_steps:
+    raise FlagError(f"--warmup_steps must be at least 0 and below --train_steps (warm-up must end before training "
+                    f"does). Received: --warmup_steps={o.warmup_steps}, --train_steps={o.train_steps}.")
   if o.save_steps is not None and o.save_steps < 1:
     raise FlagError(f"--save_steps must be positive (or unset). Received: {o.save_steps}.")
   if strategy == "tpu" and o.train_batch_size % num_replicas:

@@ -152,7 +152,7 @@ def main():
                     f"--model_dir={model_dir}", "--uncased=False", f"--spiece_model_file={spm_prefix}.model",
                     f"--model_config_path={config_path}", *init, "--max_seq_length=128",
                     "--train_batch_size=16", "--eval_batch_size=64", "--learning_rate=1e-4",
-                    f"--train_steps={args.finetune_steps}", "--warmup_steps=20",
+                    f"--train_steps={args.finetune_steps}", f"--warmup_steps={min(20, args.finetune_steps // 5)}",
                     f"--save_steps={args.finetune_steps}", "--iterations=50", "--seed=1"],
                    log=os.path.join(out, f"finetune_{name}.log"))
       for line in output.splitlines():  # "Best result | eval_accuracy 0.81 | ..." (the original's format)

@@ -269,6 +269,8 @@ BAD_INPUT = [  # (extra flags, task, data dir key or None, expected message)
     (["--do_train=True", "--is_regression=True"], "imdb", None, "Remove --is_regression"),
     (["--do_train=True", "--spiece_model_file=nowhere/spiece.model"], "imdb", None,
      "--spiece_model_file=nowhere/spiece.model does not exist"),
+    (["--do_train=True", "--train_steps=4", "--warmup_steps=4"], "imdb", None,
+     "--warmup_steps must be at least 0 and below --train_steps"),
 ]
 
 

@@ -82,7 +82,7 @@ def main():
   parser.add_argument("--pretrain_steps", type=int, default=1200)
   parser.add_argument("--finetune_steps", type=int, default=600)
   parser.add_argument("--num_train", type=int, default=4000, help="IMDB reviews for fine-tuning.")
-  parser.add_argument("--num_dev", type=int, default=1000, help="IMDB dev reviews.")
+  parser.add_argument("--num_dev", type=int, default=5000, help="IMDB dev reviews (the whole fixed dev split).")
   parser.add_argument("--skip_finetune", action="store_true")
   args = parser.parse_args()
   out = os.path.abspath(args.out)

@@ -311,6 +311,7 @@ def main(argv):
       keras.utils.set_random_seed(fv.seed)
     strategy = training.make_strategy(flags.strategy_name(fv), fv.num_core_per_host, fv.tpu, fv.tpu_zone,
                                       fv.gcp_project)
+    training.warn_if_emulated_bfloat16(fv.use_bfloat16, strategy)
     run(options, strategy, log_fn=lambda line: print(line, flush=True))
   except (ValueError, FileNotFoundError, FloatingPointError) as e:
     sys.exit("run_classifier.py: error: " + " ".join(str(e).split()))

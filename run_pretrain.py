@@ -136,6 +136,7 @@ def main(argv):
       keras.utils.set_random_seed(fv.seed)
     strategy = training.make_strategy(flags.strategy_name(fv), fv.num_core_per_host, fv.tpu, fv.tpu_zone,
                                       fv.gcp_project)
+    training.warn_if_emulated_bfloat16(fv.use_bfloat16, strategy)
     validate(fv, strategy.num_replicas_in_sync)
     xlnet_config = build_xlnet_config(fv)
     run_config = RunConfig(is_training=True, use_tpu=fv.use_tpu, use_bfloat16=fv.use_bfloat16, dropout=fv.dropout,

@@ -184,3 +184,14 @@ def test_every_original_flag_is_accepted_with_its_default():
   fv(["run_pretrain.py"])
   assert len(ORIGINAL_TRAIN_FLAGS) == 51
   assert {k: fv[k].value for k in ORIGINAL_TRAIN_FLAGS} == ORIGINAL_TRAIN_FLAGS
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_bfloat16_on_a_cpu_that_emulates_it_is_warned_about(native, monkeypatch, caplog):
+  from xlnet_tf import training
+  monkeypatch.setattr(training, "cpu_has_native_bfloat16", lambda: native)
+  strategy = training.make_strategy("one_device")
+  training.warn_if_emulated_bfloat16(True, strategy)
+  training.warn_if_emulated_bfloat16(False, strategy)
+  warnings = [r.getMessage() for r in caplog.records if "--use_bfloat16" in r.getMessage()]
+  assert len(warnings) == (0 if native else 1), warnings

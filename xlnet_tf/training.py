@@ -66,6 +66,23 @@ def make_strategy(name, num_core_per_host=1, tpu=None, tpu_zone=None, gcp_projec
   raise ValueError(f"--strategy must be one of {STRATEGIES}. Received: {name!r}.")
 
 
+def cpu_has_native_bfloat16():
+  """Whether this CPU computes bfloat16 natively (AVX512_BF16 or AMX). Elsewhere TensorFlow emulates it."""
+  try:
+    with open("/proc/cpuinfo") as f:
+      return bool(set(f.read().split()) & {"avx512_bf16", "amx_bf16"})
+  except OSError:
+    return False
+
+
+def warn_if_emulated_bfloat16(use_bfloat16, strategy):
+  """Logs a warning when --use_bfloat16 will run on a CPU that only emulates bfloat16 (slower than float32)."""
+  devices = getattr(strategy.extended, "worker_devices", ())
+  if use_bfloat16 and devices and all("CPU" in d.upper() for d in devices) and not cpu_has_native_bfloat16():
+    logging.warning("--use_bfloat16 on a CPU without native bfloat16 (no avx512_bf16/amx_bf16 in /proc/cpuinfo): "
+                    "TensorFlow emulates it, which is slower than float32 here; pass --use_bfloat16=False.")
+
+
 def is_chief(strategy):
   resolver = getattr(strategy, "cluster_resolver", None)
   if resolver is None or not getattr(resolver, "task_type", None):

@@ -84,6 +84,9 @@ def main():
   parser.add_argument("--finetune_steps", type=int, default=600)
   parser.add_argument("--num_train", type=int, default=4000, help="IMDB reviews for fine-tuning.")
   parser.add_argument("--num_dev", type=int, default=5000, help="IMDB dev reviews (the whole fixed dev split).")
+  parser.add_argument("--bi_data", choices=("true", "false"), default="true",
+                      help="Pretraining records with backward rows (train.py's default) or forward text only "
+                           "(train_gpu.py's default).")
   parser.add_argument("--skip_finetune", action="store_true")
   parser.add_argument("--use_bfloat16", choices=("auto", "true", "false"), default="auto",
                       help="Pretrain in bfloat16; auto: where the CPU computes it natively.")
@@ -111,8 +114,9 @@ def main():
   save_dir = os.path.join(out, "proc_data")
   record_dir = os.path.join(save_dir, "tfrecords")
   data_flags = [f"--seq_len={SEQ_LEN}", f"--reuse_len={REUSE_LEN}", f"--num_predict={NUM_PREDICT}",
-                "--bi_data=True", "--uncased=False", "--mask_alpha=6", "--mask_beta=1"]
-  if not glob.glob(os.path.join(record_dir, "record_info-*.json")):
+                f"--bi_data={args.bi_data == 'true'}", "--uncased=False", "--mask_alpha=6", "--mask_beta=1"]
+  layout = "bi" if args.bi_data == "true" else "uni"  # in the record file names
+  if not glob.glob(os.path.join(record_dir, f"record_info-*.{layout}.*.json")):
     run([py, "data_utils.py", "--use_tpu=False", f"--bsz_per_host={BSZ}", "--num_core_per_host=1",
          f"--input_glob={corpus_dir}/*.txt", f"--sp_path={spm_prefix}.model", f"--save_dir={save_dir}",
          "--seed=1", *data_flags])

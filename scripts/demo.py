@@ -113,10 +113,12 @@ def main():
   print("\n== 3. Pretraining records (data_utils.py)", flush=True)
   save_dir = os.path.join(out, "proc_data")
   record_dir = os.path.join(save_dir, "tfrecords")
-  data_flags = [f"--seq_len={SEQ_LEN}", f"--reuse_len={REUSE_LEN}", f"--num_predict={NUM_PREDICT}",
-                f"--bi_data={args.bi_data == 'true'}", "--uncased=False", "--mask_alpha=6", "--mask_beta=1"]
-  layout = "bi" if args.bi_data == "true" else "uni"  # in the record file names
-  if not glob.glob(os.path.join(record_dir, f"record_info-*.{layout}.*.json")):
+  # The flags that name the record files, shared by data_utils.py and run_pretrain.py.
+  data = dict(seq_len=SEQ_LEN, reuse_len=REUSE_LEN, num_predict=NUM_PREDICT, bi_data=args.bi_data == "true",
+              uncased=False, mask_alpha=6, mask_beta=1)
+  data_flags = [f"--{k}={v}" for k, v in data.items()]
+  from xlnet_tf.pretrain_input import record_info_glob
+  if not glob.glob(os.path.join(record_dir, record_info_glob("train", BSZ, **data))):
     run([py, "data_utils.py", "--use_tpu=False", f"--bsz_per_host={BSZ}", "--num_core_per_host=1",
          f"--input_glob={corpus_dir}/*.txt", f"--sp_path={spm_prefix}.model", f"--save_dir={save_dir}",
          "--seed=1", *data_flags])

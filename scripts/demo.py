@@ -29,9 +29,9 @@ sys.path.insert(0, ROOT)
 # The small model and data shapes of the demo.
 SEQ_LEN, REUSE_LEN, BSZ, NUM_PREDICT = 128, 64, 16, 21
 MODEL = dict(n_layer=4, d_model=256, n_head=4, d_head=64, d_inner=1024, untie_r=True, ff_activation="gelu")
-# With batches this small, a peak learning rate above ~3e-4 keeps the loss at the unigram level for hundreds of steps
-# (1e-3: still there after 1200 steps). bfloat16 where the CPU computes it natively (~1.7x faster than float32 there;
-# emulated elsewhere, and slower).
+# With batches this small, a peak learning rate above ~3e-4 reached within 50 steps keeps the loss at the unigram level
+# for hundreds of steps (1e-3: still there after 1200 steps); 1e-3 reached over 1000 warm-up steps trains well.
+# bfloat16 where the CPU computes it natively (~1.7x faster than float32 there; emulated elsewhere, and slower).
 PRETRAIN_LR = 2.5e-4
 
 
@@ -81,7 +81,14 @@ def main():
   parser.add_argument("--num_docs", type=int, default=8000, help="IMDB reviews used for pretraining.")
   parser.add_argument("--vocab_size", type=int, default=8000)
   parser.add_argument("--pretrain_steps", type=int, default=1200)
+  parser.add_argument("--pretrain_lr", type=float, default=PRETRAIN_LR, help="Peak pretraining learning rate.")
+  parser.add_argument("--pretrain_warmup", type=int, default=None,
+                      help="Pretraining warm-up steps (default: 50, or a fifth of --pretrain_steps if fewer).")
   parser.add_argument("--finetune_steps", type=int, default=600)
+  parser.add_argument("--summary_type", choices=("last", "first", "mean", "attn"), default="last",
+                      help="run_classifier.py's sequence summary (the original default: last, the CLS token).")
+  parser.add_argument("--seeds", default="1",
+                      help="Comma-separated fine-tuning seeds; each init is fine-tuned once per seed.")
   parser.add_argument("--num_train", type=int, default=4000, help="IMDB reviews for fine-tuning.")
   parser.add_argument("--num_dev", type=int, default=5000, help="IMDB dev reviews (the whole fixed dev split).")
   parser.add_argument("--bi_data", choices=("true", "false"), default="true",
@@ -91,6 +98,8 @@ def main():
   parser.add_argument("--use_bfloat16", choices=("auto", "true", "false"), default="auto",
                       help="Pretrain in bfloat16; auto: where the CPU computes it natively.")
   args = parser.parse_args()
+  seeds = [int(seed) for seed in args.seeds.split(",")]
+  warmup = min(50, args.pretrain_steps // 5) if args.pretrain_warmup is None else args.pretrain_warmup
   out = os.path.abspath(args.out)
   py = sys.executable
   os.makedirs(out, exist_ok=True)
@@ -130,9 +139,9 @@ def main():
   model_flags = [f"--{k}={v}" for k, v in MODEL.items()]
   output = run([py, "run_pretrain.py", f"--record_info_dir={record_dir}", f"--model_dir={pretrain_dir}",
                 f"--train_batch_size={BSZ}", f"--perm_size={REUSE_LEN}", f"--mem_len={REUSE_LEN}",
-                *data_flags, *model_flags, f"--use_bfloat16={bf16}", f"--learning_rate={PRETRAIN_LR}",
-                f"--warmup_steps={min(50, args.pretrain_steps // 5)}", f"--train_steps={args.pretrain_steps}", "--iterations=20", "--save_steps=200", "--max_save=2",
-                "--seed=1"], log=os.path.join(out, "pretrain.log"))
+                *data_flags, *model_flags, f"--use_bfloat16={bf16}", f"--learning_rate={args.pretrain_lr}",
+                f"--warmup_steps={warmup}", f"--train_steps={args.pretrain_steps}", "--iterations=20",
+                "--save_steps=200", "--max_save=2", "--seed=1"], log=os.path.join(out, "pretrain.log"))
   progress = os.path.join(out, "pretrain_progress.txt")  # the log lines of every run (a rerun resumes)
   with open(progress, "a") as f:
     f.writelines(line + "\n" for line in output.splitlines() if "| loss " in line)
@@ -155,23 +164,29 @@ def main():
       corpora.write_aclimdb(data_dir + ".tmp", args.num_train, args.num_dev)
       os.replace(data_dir + ".tmp", data_dir)
     config_path = os.path.join(pretrain_dir, "xlnet_config.json")
-    accuracies = {}
-    for name, init in (("pretrained", [f"--init_checkpoint={pretrain_dir}"]), ("scratch", [])):
-      model_dir = os.path.join(out, f"finetune_{name}")
-      output = run([py, "run_classifier.py", "--do_train=True", "--do_eval=True", "--task_name=imdb",
-                    f"--data_dir={data_dir}", f"--output_dir={os.path.join(out, 'imdb_records')}",
-                    f"--model_dir={model_dir}", "--uncased=False", f"--spiece_model_file={spm_prefix}.model",
-                    f"--model_config_path={config_path}", *init, "--max_seq_length=128",
-                    "--train_batch_size=16", "--eval_batch_size=64", "--learning_rate=1e-4",
-                    f"--train_steps={args.finetune_steps}", f"--warmup_steps={min(20, args.finetune_steps // 5)}",
-                    f"--save_steps={args.finetune_steps}", "--iterations=50", "--seed=1"],
-                   log=os.path.join(out, f"finetune_{name}.log"))
-      for line in output.splitlines():  # "Best result | eval_accuracy 0.81 | ..." (the original's format)
-        if line.startswith("Best result") and "eval_accuracy" in line:
-          accuracies[name] = float(line.split("eval_accuracy ")[1].split()[0])
-    summary.update({f"dev_accuracy_{k}": v for k, v in accuracies.items()})
-    print(f"\n  IMDB dev accuracy ({args.num_dev} reviews): from our pretrained model "
-          f"{accuracies.get('pretrained')}, from random weights {accuracies.get('scratch')}.")
+    accuracies = {"pretrained": [], "scratch": []}
+    for seed in seeds:
+      for name, init in (("pretrained", [f"--init_checkpoint={pretrain_dir}"]), ("scratch", [])):
+        model_dir = os.path.join(out, f"finetune_{name}" + (f"_seed{seed}" if seed != 1 else ""))
+        output = run([py, "run_classifier.py", "--do_train=True", "--do_eval=True", "--task_name=imdb",
+                      f"--data_dir={data_dir}", f"--output_dir={os.path.join(out, 'imdb_records')}",
+                      f"--model_dir={model_dir}", "--uncased=False", f"--spiece_model_file={spm_prefix}.model",
+                      f"--model_config_path={config_path}", *init, "--max_seq_length=128",
+                      f"--summary_type={args.summary_type}", "--train_batch_size=16", "--eval_batch_size=64",
+                      "--learning_rate=1e-4", f"--train_steps={args.finetune_steps}",
+                      f"--warmup_steps={min(20, args.finetune_steps // 5)}", f"--save_steps={args.finetune_steps}",
+                      "--iterations=50", f"--seed={seed}"], log=model_dir + ".log")
+        for line in output.splitlines():  # "Best result | eval_accuracy 0.81 | ..." (the original's format)
+          if line.startswith("Best result") and "eval_accuracy" in line:
+            accuracies[name].append(float(line.split("eval_accuracy ")[1].split()[0]))
+    for name, values in accuracies.items():
+      summary[f"dev_accuracy_{name}"] = values[0] if len(values) == 1 else values
+    print(f"\n  IMDB dev accuracy ({args.num_dev} reviews), fine-tuning seeds {args.seeds}: from our pretrained "
+          f"model {accuracies['pretrained']}, from random weights {accuracies['scratch']}.")
+    if len(seeds) > 1 and all(len(v) == len(seeds) for v in accuracies.values()):
+      means = {k: sum(v) / len(v) for k, v in accuracies.items()}
+      summary.update({f"dev_accuracy_{k}_mean": round(v, 4) for k, v in means.items()})
+      print(f"  Means: pretrained {means['pretrained']:.4f}, random {means['scratch']:.4f}.")
 
   with open(os.path.join(out, "summary.json"), "w") as f:
     json.dump(summary, f, indent=2)

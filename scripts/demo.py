@@ -77,7 +77,9 @@ def unigram_entropy(record_dir):
 
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument("--out", default=os.path.join(ROOT, "demo_out"), help="Output directory.")
+  parser.add_argument("--out", default=os.path.join(ROOT, "demo_out"),
+                      help="Output directory. A rerun skips or resumes the steps done there: use a new one for other "
+                           "data or pretraining flags.")
   parser.add_argument("--num_docs", type=int, default=8000, help="IMDB reviews used for pretraining.")
   parser.add_argument("--vocab_size", type=int, default=8000)
   parser.add_argument("--pretrain_steps", type=int, default=1200)
@@ -167,7 +169,8 @@ def main():
     accuracies = {"pretrained": [], "scratch": []}
     for seed in seeds:
       for name, init in (("pretrained", [f"--init_checkpoint={pretrain_dir}"]), ("scratch", [])):
-        model_dir = os.path.join(out, f"finetune_{name}" + (f"_seed{seed}" if seed != 1 else ""))
+        # Named by every fine-tuning choice, so that a rerun with other choices does not resume another's run.
+        model_dir = os.path.join(out, f"finetune_{name}_{args.summary_type}_{args.finetune_steps}steps_seed{seed}")
         output = run([py, "run_classifier.py", "--do_train=True", "--do_eval=True", "--task_name=imdb",
                       f"--data_dir={data_dir}", f"--output_dir={os.path.join(out, 'imdb_records')}",
                       f"--model_dir={model_dir}", "--uncased=False", f"--spiece_model_file={spm_prefix}.model",

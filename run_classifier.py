@@ -300,6 +300,7 @@ def main(argv):
     raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
   fv = absl_flags.FLAGS
   logging.set_verbosity(logging.INFO)
+  training.keep_freed_memory()
   try:
     options = Options.from_flags(fv)
     validate(options)

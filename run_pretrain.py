@@ -129,6 +129,7 @@ def main(argv):
     raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
   fv = absl_flags.FLAGS
   logging.set_verbosity(logging.INFO)
+  training.keep_freed_memory()
   try:
     if fv.deterministic:
       tf.config.experimental.enable_op_determinism()

@@ -58,6 +58,8 @@ flags.DEFINE_float("dropout", 0.1, "dropout of the run config.")
 flags.DEFINE_float("dropatt", 0.1, "dropatt of the run config.")
 flags.DEFINE_integer("intra_op", 0, "tf.config intra-op threads; 0 = TF default (number of cores).")
 flags.DEFINE_integer("inter_op", 0, "tf.config inter-op threads; 0 = TF default.")
+flags.DEFINE_bool("keep_freed_memory", True, "training.keep_freed_memory(), as run_pretrain.py does (glibc malloc "
+                  "keeps freed buffers); false: glibc's defaults.")
 flags.DEFINE_float("peak_fp32", 380.0, "Nominal peak GFLOP/s for float32 matmuls (stack_notes.md, 2 cores).")
 flags.DEFINE_float("peak_bf16", 690.0, "Nominal peak GFLOP/s for bfloat16 matmuls (stack_notes.md, 2 cores).")
 flags.DEFINE_bool("measure_peak", True, "Also time a 2048^3 matmul (fp32, bf16) here and report % of that peak.")
@@ -196,6 +198,8 @@ def main(_):
     raise app.UsageError(f"Unknown --configs/--modes {unknown}: use configs {sorted(CONFIGS)} and modes "
                          f"{sorted(MODES)}.")
   import tensorflow as tf
+  from xlnet_tf import training
+  kept = FLAGS.keep_freed_memory and training.keep_freed_memory()
   if FLAGS.intra_op:
     tf.config.threading.set_intra_op_parallelism_threads(FLAGS.intra_op)
   if FLAGS.inter_op:
@@ -203,8 +207,8 @@ def main(_):
   nominal = {"fp32": FLAGS.peak_fp32, "bf16": FLAGS.peak_bf16}
   here = {k: measure_peak("float32" if k == "fp32" else "bfloat16") for k in nominal} if FLAGS.measure_peak else {}
   print(f"tensorflow {tf.__version__}, {os.cpu_count()} CPUs, intra_op {FLAGS.intra_op or 'default'}, "
-        f"inter_op {FLAGS.inter_op or 'default'}; bi_data={FLAGS.bi_data}, dropout={FLAGS.dropout}, "
-        f"dropatt={FLAGS.dropatt}")
+        f"inter_op {FLAGS.inter_op or 'default'}, keep_freed_memory {kept}; bi_data={FLAGS.bi_data}, "
+        f"dropout={FLAGS.dropout}, dropatt={FLAGS.dropatt}")
   print(f"peak GFLOP/s: nominal {nominal['fp32']:.0f} fp32 / {nominal['bf16']:.0f} bf16"
         + (f"; measured here (2048^3 matmul) {here['fp32']:.0f} fp32 / {here['bf16']:.0f} bf16" if here else ""))
   header = (f"{'config':6} {'mode':9} {'s/step med':>10} {'min':>7} {'tokens/s':>9} {'GFLOP/step':>10} "

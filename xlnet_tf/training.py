@@ -85,8 +85,9 @@ def keep_freed_memory():
 
   TensorFlow frees and reallocates the same large tensors every step. By default glibc serves them with fresh
   `mmap`s and trims freed heap memory, so the kernel faults and zeroes every page again on each step: on a 2-core
-  AVX2 CPU that was 40% of the pretraining process's CPU time and made the demo's float32 step 1.3x slower. This sets `mallopt` as `MALLOC_MMAP_THRESHOLD_=32MiB MALLOC_TRIM_THRESHOLD_=1GiB MALLOC_TOP_PAD_=64MiB`
-  would; the process keeps its peak heap instead of shrinking between steps.
+  AVX2 CPU that was 40% of the pretraining process's CPU time and made the demo's float32 step 1.3x slower. This
+  sets `mallopt` as `MALLOC_MMAP_THRESHOLD_=32MiB MALLOC_TRIM_THRESHOLD_=1GiB MALLOC_TOP_PAD_=64MiB` would; the
+  process keeps its peak heap instead of shrinking between steps.
 
   Returns:
     True if the settings were made; False if the C library is not glibc, or the user set malloc tunables in the
@@ -99,7 +100,7 @@ def keep_freed_memory():
   except (OSError, AttributeError):
     return False
   settings = ((_M_MMAP_THRESHOLD, 32 << 20), (_M_TRIM_THRESHOLD, 1 << 30), (_M_TOP_PAD, 64 << 20))
-  return all(mallopt(param, value) == 1 for param, value in settings)
+  return all([mallopt(param, value) == 1 for param, value in settings])  # every setting, even if one fails
 
 
 def warn_if_emulated_bfloat16(use_bfloat16, strategy):

@@ -52,11 +52,18 @@ def get_activation(ff_activation):
 
 
 def get_initializer(init="normal", init_range=0.1, init_std=0.02):
-  """The original's `_get_initializer`: a plain (not truncated) normal, or a uniform in [-range, range]."""
+  """The original's `_get_initializer`: a plain (not truncated) normal, or a uniform in [-range, range].
+
+  Every call of the returned initializer is a new draw, as every TF1 variable's own initializer op: it holds a
+  `keras.random.SeedGenerator`, so one instance can be shared by all the variables of a model. (A Keras 3
+  initializer with an int or no seed returns the same values at every call of one shape.) The generator's seed
+  comes from Keras's global seed: `keras.utils.set_random_seed(s)` makes the weights reproducible.
+  """
+  seed = keras.random.SeedGenerator()
   if init == "normal":
-    return keras.initializers.RandomNormal(stddev=init_std)
+    return keras.initializers.RandomNormal(stddev=init_std, seed=seed)
   if init == "uniform":
-    return keras.initializers.RandomUniform(minval=-init_range, maxval=init_range)
+    return keras.initializers.RandomUniform(minval=-init_range, maxval=init_range, seed=seed)
   raise ValueError(f"init must be 'normal' or 'uniform'. Received: {init!r}.")
 
 

@@ -1,0 +1,141 @@
+"""Files that may be local or remote (`gs://...`, through `tf.io.gfile`), and the one atomic write.
+
+Everything the project writes for a user (records, corpus files, JSON, checkpoints exported to the original format,
+predictions, SavedModels, SentencePiece models) goes through `atomic_path`: the writer fills a temporary name that
+is unique to the process and the call, which is renamed onto the final name only when complete, and removed on any
+error. A reader never sees a half-written file under a final name, and two processes writing into one directory
+never share a temporary file.
+
+TensorFlow is imported only for remote paths, so local data tools start fast.
+"""
+
+import contextlib
+import glob as glob_lib
+import json
+import os
+import shutil
+import uuid
+
+
+def is_remote(path):
+  return "://" in str(path)
+
+
+def _gfile():
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.io.gfile
+
+
+def exists(path):
+  return _gfile().exists(path) if is_remote(path) else os.path.exists(path)
+
+
+def isdir(path):
+  return _gfile().isdir(path) if is_remote(path) else os.path.isdir(path)
+
+
+def glob(pattern):
+  """Sorted paths matching `pattern`."""
+  return sorted(_gfile().glob(pattern) if is_remote(pattern) else glob_lib.glob(pattern))
+
+
+def makedirs(path):
+  if path:
+    _gfile().makedirs(path) if is_remote(path) else os.makedirs(path, exist_ok=True)
+
+
+def open_file(path, mode="r"):
+  """A file object; text modes are UTF-8."""
+  if is_remote(path):
+    return _gfile().GFile(path, mode)
+  return open(path, mode, encoding=None if "b" in mode else "utf-8")
+
+
+def remove(path):
+  """Removes a file or a directory tree if it exists; never raises."""
+  try:
+    if is_remote(path):
+      gfile = _gfile()
+      if gfile.isdir(path):
+        gfile.rmtree(path)
+      elif gfile.exists(path):
+        gfile.remove(path)
+    elif os.path.isdir(path) and not os.path.islink(path):
+      shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+      os.remove(path)
+  except Exception:  # pylint: disable=broad-except
+    pass
+
+
+def rename(src, dst):
+  """Renames `src` onto `dst` (a file is replaced; a directory must not exist)."""
+  if is_remote(src):
+    _gfile().rename(src, dst, overwrite=True)
+  else:
+    os.replace(src, dst)
+
+
+def temp_name(path):
+  """A temporary name beside `path`, unique to this process and call: `{path}.tmp-{pid}-{random}`."""
+  return f"{str(path).rstrip('/')}.tmp-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+
+
+def is_temp_name(path):
+  return ".tmp-" in os.path.basename(str(path).rstrip("/"))
+
+
+@contextlib.contextmanager
+def atomic_path(path, last_suffix=None):
+  """Yields a temporary name for `path`; on success moves what was written there onto `path`.
+
+  The body may write one file, one directory (e.g. a SavedModel: an existing directory at `path` is replaced), or
+  several files sharing the temporary name as a prefix (e.g. a checkpoint's `.index` and `.data-*`, or
+  SentencePiece's `.model` and `.vocab`): each `tmp + suffix` becomes `path + suffix`, the one ending with
+  `last_suffix` last, so that it marks the whole as complete. On any error everything written is removed.
+  """
+  path = str(path).rstrip("/")
+  makedirs(os.path.dirname(path))
+  tmp = temp_name(path)
+  written = []
+  try:
+    yield tmp
+    if exists(tmp) and isdir(tmp):
+      _replace_dir(tmp, path)
+      return
+    written = [p for p in glob(glob_lib.escape(tmp) + "*") if not is_temp_name(p[len(tmp):])]
+    written.sort(key=lambda p: last_suffix is not None and p.endswith(last_suffix))
+    for p in written:
+      rename(p, path + p[len(tmp):])
+  except BaseException:
+    for p in [tmp] + glob(glob_lib.escape(tmp) + "*"):
+      remove(p)
+    raise
+
+
+def _replace_dir(tmp, path):
+  old = None
+  if exists(path):
+    old = temp_name(path) + ".old"
+    rename(path, old)
+  try:
+    rename(tmp, path)
+  except BaseException:
+    if old is not None:
+      rename(old, path)
+    raise
+  if old is not None:
+    remove(old)
+
+
+def atomic_write(path, data):
+  """Writes `data` (str: UTF-8 text, or bytes) to `path` atomically."""
+  with atomic_path(path) as tmp:
+    with open_file(tmp, "wb" if isinstance(data, bytes) else "w") as f:
+      f.write(data)
+
+
+def write_json(path, obj, **kwargs):
+  """`json.dump(obj)` to `path` atomically (indent 2 unless given)."""
+  kwargs.setdefault("indent", 2)
+  atomic_write(path, json.dumps(obj, **kwargs) + "\n")

@@ -20,7 +20,7 @@ from absl import flags as absl_flags
 from absl import logging
 
 import flags
-from xlnet_tf import pretrain_data
+from xlnet_tf.tasks.pretrain import data as pretrain_data
 
 
 def create_data_from_flags(flag_values):

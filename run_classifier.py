@@ -35,7 +35,15 @@ from absl import flags as absl_flags
 from absl import logging
 
 import flags
-from xlnet_tf import XLNetConfig, classifier_data, create_run_config, finetune, serving, tokenization, training
+from xlnet_tf import XLNetConfig, create_run_config
+from xlnet_tf import checkpoint
+from xlnet_tf import training
+from xlnet_tf.data import tokenization
+from xlnet_tf.tasks.classifier import data as classifier_data
+from xlnet_tf.tasks.classifier import evaluation as classifier_eval
+from xlnet_tf.tasks.classifier import features as classifier_features
+from xlnet_tf.tasks.classifier import serving
+from xlnet_tf.tasks.classifier import task as classifier_task
 
 
 class FlagError(ValueError):
@@ -136,7 +144,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
   if o.do_predict and not o.predict_dir:
     raise FlagError("--do_predict needs --predict_dir: where {task}.tsv and {task}.logits.json go.")
   try:
-    classifier_data.check_max_seq_length(o.max_seq_length, is_pair=False)
+    classifier_features.check_max_seq_length(o.max_seq_length, is_pair=False)
   except ValueError as e:
     raise FlagError(str(e)) from None
   for name in ("train_batch_size", "eval_batch_size", "predict_batch_size", "num_passes", "shuffle_buffer",
@@ -172,9 +180,9 @@ def make_tokenize_fn(sp_model, uncased):
 
 
 def _write_records(examples, label_list, o, tokenize_fn, mode, log_fn, num_passes=1):
-  path = os.path.join(o.output_dir, classifier_data.record_file_name(o.spiece_model_file, o.max_seq_length, mode,
+  path = os.path.join(o.output_dir, classifier_features.record_file_name(o.spiece_model_file, o.max_seq_length, mode,
                                                                       o.eval_split))
-  written = classifier_data.file_based_convert_examples_to_features(
+  written = classifier_features.file_based_convert_examples_to_features(
       examples, label_list, o.max_seq_length, tokenize_fn, path, num_passes=num_passes,
       overwrite_data=o.overwrite_data)
   if written is None:
@@ -192,7 +200,7 @@ def _last_checkpoint(o):
   latest = tf.train.latest_checkpoint(o.model_dir) if tf.io.gfile.isdir(o.model_dir) else None
   if latest:
     return latest
-  checkpoints = finetune.list_checkpoints(o.model_dir)
+  checkpoints = checkpoint.list_checkpoints(o.model_dir)
   if not checkpoints:
     raise FileNotFoundError(f"No checkpoint in --model_dir {o.model_dir}. Train first or pass --predict_ckpt.")
   return checkpoints[-1][1]
@@ -221,7 +229,7 @@ def run(o, strategy, log_fn=print):
                     "spiece.model the model was trained with.")
   tokenize_fn = make_tokenize_fn(sp_model, o.uncased)
   label_list = classifier_data.label_list_for(processor, o.is_regression)
-  scope = finetune.head_scope(task_name, o.cls_scope, o.is_regression)
+  scope = classifier_task.head_scope(task_name, o.cls_scope, o.is_regression)
   n_class = None if label_list is None else len(label_list)
   model_args = dict(scope=scope, n_class=n_class, summary_type=o.summary_type, use_summ_proj=o.use_summ_proj)
   results = {}
@@ -244,8 +252,8 @@ def run(o, strategy, log_fn=print):
                           adam_epsilon=o.adam_epsilon)
     run_config = create_run_config(is_training=True, is_finetune=True, flags=o)
     trainer = training.Trainer(
-        strategy, lambda: finetune.build_model(xlnet_config, run_config, **model_args),
-        finetune.ClassifierTask(scope), o.model_dir, optimizer_args, clip=o.clip,
+        strategy, lambda: classifier_task.build_model(xlnet_config, run_config, **model_args),
+        classifier_task.ClassifierTask(scope), o.model_dir, optimizer_args, clip=o.clip,
         lr_layer_decay_rate=o.lr_layer_decay_rate, global_batch_size=global_batch, iterations=iterations,
         save_steps=o.save_steps, max_save=o.max_save, jit_compile=o.jit_compile, tokens_per_example=o.max_seq_length)
     if training.is_chief(strategy):
@@ -258,13 +266,13 @@ def run(o, strategy, log_fn=print):
     log_fn(f"Training {scope} from step {start} to {o.train_steps}: global batch {global_batch} "
            f"({per_replica} per replica x {num_replicas} replica(s)).")
     results["train"] = trainer.train(
-        finetune.classifier_dataset_fn(train_file, o.max_seq_length, per_replica, o.is_regression,
+        classifier_task.classifier_dataset_fn(train_file, o.max_seq_length, per_replica, o.is_regression,
                                        o.shuffle_buffer, o.seed), log_fn=log_fn)
 
   if not training.is_chief(strategy):
     return results  # Eval, predict and export run on the chief only (the original evaluates on one host).
   if o.do_eval or o.do_predict or o.export_dir:
-    inference = finetune.Inference(finetune.build_model(
+    inference = classifier_eval.Inference(classifier_task.build_model(
         xlnet_config, create_run_config(is_training=False, is_finetune=True, flags=o), **model_args), scope)
   if o.do_eval or o.do_predict:
     eval_examples = processor.get_eval_examples(o.data_dir, o.eval_split)
@@ -272,17 +280,17 @@ def run(o, strategy, log_fn=print):
     if not eval_examples:
       raise FlagError(f"Task {task_name!r} found no {o.eval_split} examples in --data_dir {o.data_dir}.")
   if o.do_eval:
-    padded = classifier_data.pad_examples(eval_examples, o.eval_batch_size)
+    padded = classifier_features.pad_examples(eval_examples, o.eval_batch_size)
     eval_file = _write_records(padded, label_list, o, tokenize_fn, "eval", log_fn)
-    checkpoints = finetune.list_checkpoints(o.model_dir)
+    checkpoints = checkpoint.list_checkpoints(o.model_dir)
     if not o.eval_all_ckpt:
       checkpoints = checkpoints[-1:]
-    results["eval"], results["best"] = finetune.evaluate_checkpoints(
+    results["eval"], results["best"] = classifier_eval.evaluate_checkpoints(
         inference, checkpoints, eval_file, o.max_seq_length, o.eval_batch_size, task_name, log_fn=log_fn)
   if o.do_predict:
     predict_file = _write_records(eval_examples, label_list, o, tokenize_fn, "predict", log_fn)
     ckpt = _last_checkpoint(o)
-    results["predict"] = finetune.predict(inference, ckpt, predict_file, o.max_seq_length, o.predict_batch_size,
+    results["predict"] = classifier_eval.predict(inference, ckpt, predict_file, o.max_seq_length, o.predict_batch_size,
                                           task_name, label_list, o.predict_dir, o.predict_threshold)
     log_fn(f"Predictions of {ckpt}: {results['predict'][0]}, {results['predict'][1]}")
   if o.export_dir:

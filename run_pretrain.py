@@ -21,7 +21,10 @@ from absl import flags as absl_flags
 from absl import logging
 
 import flags
-from xlnet_tf import RunConfig, XLNetConfig, XLNetModel, pretrain_input, training
+from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
+from xlnet_tf import training
+from xlnet_tf.tasks.pretrain import input as pretrain_input
+from xlnet_tf.tasks.pretrain import task as pretrain_task
 from xlnet_tf.config import CONFIG_KEYS
 
 DEFAULT_N_TOKEN = 32000
@@ -104,7 +107,7 @@ def run(xlnet_config, run_config, data, train, strategy, model_dir, init_checkpo
   optimizer_args = {k: train[k] for k in ("learning_rate", "train_steps", "warmup_steps", "decay_method",
                                          "min_lr_ratio", "weight_decay", "adam_epsilon")}
   trainer = training.Trainer(
-      strategy, lambda: XLNetModel(xlnet_config, run_config), training.PretrainTask(), model_dir, optimizer_args,
+      strategy, lambda: XLNetModel(xlnet_config, run_config), pretrain_task.PretrainTask(), model_dir, optimizer_args,
       clip=train["clip"], lr_layer_decay_rate=train["lr_layer_decay_rate"],
       global_batch_size=train["train_batch_size"], mem_len=run_config.mem_len, mems_reset=train["mems_reset"],
       iterations=train["iterations"], save_steps=train["save_steps"], max_save=train["max_save"],

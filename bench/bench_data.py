@@ -17,9 +17,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from xlnet_tf import corpora  # noqa: E402  pylint: disable=wrong-import-position
-from xlnet_tf import pretrain_data  # noqa: E402  pylint: disable=wrong-import-position
-from xlnet_tf import tokenization  # noqa: E402  pylint: disable=wrong-import-position
+from xlnet_tf.data import corpora
+from xlnet_tf.data import tokenization
+from xlnet_tf.tasks.pretrain import data as pretrain_data
 
 README_FLAGS = dict(bsz_per_host=32, num_core_per_host=16, seq_len=512, reuse_len=256, num_predict=85,
                     mask_alpha=6, mask_beta=1, bi_data=True, uncased=False, use_tpu=True)

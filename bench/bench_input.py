@@ -1,4 +1,4 @@
-"""Benchmark: examples/s of the pretraining input pipeline (`xlnet_tf.pretrain_input`).
+"""Benchmark: examples/s of the pretraining input pipeline (`xlnet_tf.tasks.pretrain.input`).
 
 By default it writes synthetic records in the original `data_utils.py` format (random ids, `[reuse | A SEP B SEP
 CLS]` layout, `num_predict` masked positions) to a temporary directory, with the original README's pretraining
@@ -21,8 +21,8 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from xlnet_tf.pretrain_data import format_filename
-from xlnet_tf.pretrain_input import get_input_fn
+from xlnet_tf.data.records import format_filename
+from xlnet_tf.tasks.pretrain.input import get_input_fn
 
 flags.DEFINE_string("record_info_dir", None, "Existing records to read; default: write synthetic ones to a tmp dir.")
 flags.DEFINE_integer("bsz_per_host", 32, "Rows per step.")

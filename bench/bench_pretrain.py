@@ -117,7 +117,7 @@ def make_batch(c, seed):
   """Time-major features of one batch, built by the real parser from random records (original layout)."""
   import numpy as np
   import tensorflow as tf
-  from xlnet_tf.pretrain_input import parse_record
+  from xlnet_tf.tasks.pretrain.input import parse_record
 
   rng = np.random.default_rng(seed)
   seq_len, reuse_len, num_predict = c["seq_len"], c["reuse_len"], c["num_predict"]
@@ -151,7 +151,7 @@ def run_mode(name, c, mode, bi_data, dropout, dropatt, steps, repeats, warmup, s
   import keras
   import tensorflow as tf
   from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
-  from xlnet_tf import optimization
+  from xlnet_tf.training import optimization
 
   use_bf16, jit = MODES[mode]
   keras.utils.set_random_seed(seed)

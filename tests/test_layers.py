@@ -5,9 +5,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from xlnet_tf import RunConfig, XLNetConfig, XLNetModel, layers
-from xlnet_tf.heads import LogitHead, SequenceSummary
-from xlnet_tf.transformer_xl import TransformerXL, XLNetLayer
+from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
+from xlnet_tf.modeling import attention
+from xlnet_tf.modeling import layers
+from xlnet_tf.modeling import ops
+from xlnet_tf.modeling.heads import LogitHead, SequenceSummary
+from xlnet_tf.modeling.transformer_xl import TransformerXL, XLNetLayer
 
 # Tiny sizes that all differ: bsz 4, qlen 7, mlen 5, num_predict 3, n_head 2, d_head 6, d_model 8, d_inner 11.
 CONFIG = XLNetConfig(n_layer=2, d_model=8, n_head=2, d_head=6, d_inner=11, ff_activation="gelu", untie_r=True,
@@ -46,39 +49,39 @@ def random_inputs(seed=0, bsz=BSZ, qlen=QLEN):
 def test_rel_shift_by_hand():
   # x[i, r] = 10 i + r, qlen 2, klen 3 (mlen 1), R = 5 relative positions klen .. -qlen+1.
   x = (10 * np.arange(2)[:, None] + np.arange(5)[None, :]).astype(np.float32)[:, :, None, None]
-  got = layers.rel_shift(tf.constant(x), klen=3)[:, :, 0, 0].numpy()
+  got = ops.rel_shift(tf.constant(x), klen=3)[:, :, 0, 0].numpy()
   np.testing.assert_array_equal(got, [[2, 3, 4], [11, 12, 13]])
   # So (i, j) reads relative position index r = j + qlen - i, whose distance klen - r = (mlen + i) - j.
 
 
 def test_causal_masks_by_hand():
-  np.testing.assert_array_equal(layers.causal_attn_mask(3, 2).numpy(),
+  np.testing.assert_array_equal(ops.causal_attn_mask(3, 2).numpy(),
                                 [[0, 0, 0, 1, 1], [0, 0, 0, 0, 1], [0, 0, 0, 0, 0]])
-  np.testing.assert_array_equal(layers.causal_attn_mask(3, 2, same_length=True).numpy(),
+  np.testing.assert_array_equal(ops.causal_attn_mask(3, 2, same_length=True).numpy(),
                                 [[0, 0, 0, 1, 1], [1, 0, 0, 0, 1], [1, 1, 0, 0, 0]])
 
 
 def test_data_masks_by_hand():
   input_mask = np.array([[0], [0], [1]], np.float32)  # the third token is padding
   perm_mask = np.array([[0, 1, 0], [0, 0, 0], [1, 0, 0]], np.float32)[:, :, None]
-  attn_mask, non_tgt_mask = layers.build_attn_masks(3, 1, 1, "bi", False, input_mask, perm_mask)
+  attn_mask, non_tgt_mask = ops.build_attn_masks(3, 1, 1, "bi", False, input_mask, perm_mask)
   np.testing.assert_array_equal(attn_mask[:, :, 0, 0].numpy(), [[0, 0, 1, 1], [0, 0, 0, 1], [0, 1, 0, 1]])
   # The content stream always sees itself (the padding token included); memory is always visible.
   np.testing.assert_array_equal(non_tgt_mask[:, :, 0, 0].numpy(), [[0, 0, 1, 1], [0, 0, 0, 1], [0, 1, 0, 0]])
-  assert layers.build_attn_masks(3, 1, 1, "bi") == (None, None)
-  uni, _ = layers.build_attn_masks(3, 1, 1, "uni", False, input_mask)
+  assert ops.build_attn_masks(3, 1, 1, "bi") == (None, None)
+  uni, _ = ops.build_attn_masks(3, 1, 1, "uni", False, input_mask)
   np.testing.assert_array_equal(uni[:, :, 0, 0].numpy(), [[0, 0, 1, 1], [0, 0, 0, 1], [0, 0, 0, 1]])
 
 
 def test_segment_matrix_by_hand():
-  seg_mat = layers.segment_matrix(np.array([[0], [1], [1]], np.int32), mlen=1).numpy()
+  seg_mat = ops.segment_matrix(np.array([[0], [1], [1]], np.int32), mlen=1).numpy()
   np.testing.assert_array_equal(seg_mat[:, :, 0, 1], [[0, 0, 1, 1], [1, 1, 0, 0], [1, 1, 0, 0]])
   np.testing.assert_array_equal(seg_mat[..., 0] + seg_mat[..., 1], np.ones((3, 4, 1)))
 
 
 def test_relative_positional_encoding_bi_data_and_clamp():
   d_model = 4
-  pos_emb = layers.relative_positional_encoding(2, 3, d_model, clamp_len=2, attn_type="bi", bi_data=True,
+  pos_emb = ops.relative_positional_encoding(2, 3, d_model, clamp_len=2, attn_type="bi", bi_data=True,
                                                 bsz=4).numpy()
   assert pos_emb.shape == (5, 4, d_model)
   inv_freq = 1 / (10000 ** (np.arange(0, d_model, 2.0) / d_model))
@@ -90,23 +93,23 @@ def test_relative_positional_encoding_bi_data_and_clamp():
   np.testing.assert_allclose(pos_emb[:, 0], expected([2, 2, 1, 0, -1]), atol=1e-6)  # 3 2 1 0 -1, clamped
   np.testing.assert_allclose(pos_emb[:, 1], pos_emb[:, 0])
   np.testing.assert_allclose(pos_emb[:, 2], expected([-2, -2, -1, 0, 1]), atol=1e-6)  # negated, clamped
-  uni = layers.relative_positional_encoding(2, 3, d_model, -1, "uni", False, bsz=1).numpy()
+  uni = ops.relative_positional_encoding(2, 3, d_model, -1, "uni", False, bsz=1).numpy()
   np.testing.assert_allclose(uni[:, 0], expected([3, 2, 1, 0]), atol=1e-6)
 
 
 def test_cache_mem():
   prev = np.arange(2 * 1 * 1, dtype=np.float32).reshape(2, 1, 1)
   curr = 10 + np.arange(4, dtype=np.float32).reshape(4, 1, 1)
-  np.testing.assert_array_equal(layers.cache_mem(curr, prev, 3, 2)[:, 0, 0], [1, 10, 11])
-  np.testing.assert_array_equal(layers.cache_mem(curr, None, 3)[:, 0, 0], [11, 12, 13])
-  assert layers.cache_mem(curr, prev, 0) is None and layers.cache_mem(curr, prev, None) is None
+  np.testing.assert_array_equal(ops.cache_mem(curr, prev, 3, 2)[:, 0, 0], [1, 10, 11])
+  np.testing.assert_array_equal(ops.cache_mem(curr, None, 3)[:, 0, 0], [11, 12, 13])
+  assert ops.cache_mem(curr, prev, 0) is None and ops.cache_mem(curr, prev, None) is None
 
 
 def test_masking_constant_is_finite_in_half_precision():
   for dtype in (tf.float16, tf.bfloat16):
     score = tf.zeros([2, 3, 1, 1], dtype)
     mask = tf.constant([[0, 1, 1], [1, 1, 1]], dtype)[:, :, None, None]
-    prob = layers._masked_softmax(score, mask).numpy().astype(np.float32)
+    prob = attention._masked_softmax(score, mask).numpy().astype(np.float32)
     assert np.isfinite(prob).all()
     np.testing.assert_allclose(prob[0, :, 0, 0], [1, 0, 0])
 
@@ -114,7 +117,7 @@ def test_masking_constant_is_finite_in_half_precision():
 def test_gelu_is_the_tanh_approximation():
   x = np.linspace(-3, 3, 13).astype(np.float32)
   expected = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
-  np.testing.assert_allclose(layers.gelu(x).numpy(), expected, atol=1e-6)
+  np.testing.assert_allclose(ops.gelu(x).numpy(), expected, atol=1e-6)
 
 
 def _grads(fn, *args):
@@ -129,7 +132,7 @@ def _grads(fn, *args):
 def test_gelu_gradient_equals_autodiff_of_the_formula():
   x = np.linspace(-4, 4, 41).astype(np.float32)
   plain = lambda t: 0.5 * t * (1 + tf.tanh(np.sqrt(2 / np.pi) * (t + 0.044715 * t ** 3)))
-  (_, (want,)), (_, (got,)) = _grads(plain, x), _grads(layers.gelu, x)
+  (_, (want,)), (_, (got,)) = _grads(plain, x), _grads(ops.gelu, x)
   np.testing.assert_allclose(got, want, atol=1e-6)
 
 
@@ -143,7 +146,7 @@ def test_layer_norm_rows_equals_keras_layer_norm_with_gradients():
     x = tf.constant(rows)
     tape.watch(x)
     weights = tf.constant(rng.randn(5, 8).astype(np.float32))
-    want, got = (tf.reduce_sum(weights * f(x)) for f in (norm, lambda t: layers.layer_norm_rows(norm, t)))
+    want, got = (tf.reduce_sum(weights * f(x)) for f in (norm, lambda t: attention.layer_norm_rows(norm, t)))
   np.testing.assert_allclose(got, want, rtol=1e-5)
   for w, g in zip(tape.gradient(want, [x, norm.gamma, norm.beta]), tape.gradient(got, [x, norm.gamma, norm.beta])):
     np.testing.assert_allclose(g, w, atol=1e-5)
@@ -159,20 +162,20 @@ def test_rel_shift_rows_equals_rel_shift_then_gather_with_gradients():
   def reference(t):  # put each slot's scores at its query position of an [I, R] block, shift, read that row
     out = []
     for p in range(n_pred):
-      shifted = layers.rel_shift_keys_last(tf.broadcast_to(t[:, :, p:p + 1], [n_head, bsz, qlen, rlen]), klen)
+      shifted = attention.rel_shift_keys_last(tf.broadcast_to(t[:, :, p:p + 1], [n_head, bsz, qlen, rlen]), klen)
       out.append(tf.stack([shifted[:, b, rows[b, p]] for b in range(bsz)], 1))
     return tf.stack(out, 2)
 
   want, (want_grad,) = _grads(reference, x)
-  got, (got_grad,) = _grads(lambda t: layers._rel_shift_rows(t, qlen - tf.constant(rows, tf.int32), klen), x)
+  got, (got_grad,) = _grads(lambda t: attention._rel_shift_rows(t, qlen - tf.constant(rows, tf.int32), klen), x)
   np.testing.assert_allclose(got, want, atol=0)
   np.testing.assert_allclose(got_grad, want_grad, atol=1e-6)
 
 
 def test_rel_shift_keys_last_equals_rel_shift():
   x = np.random.RandomState(0).randn(6, 11, 2, 3).astype(np.float32)  # [I, R, B, N], the original layout
-  want = layers.rel_shift(tf.constant(x), klen=9).numpy()
-  got = layers.rel_shift_keys_last(tf.transpose(x, [3, 2, 0, 1]), 9).numpy()
+  want = ops.rel_shift(tf.constant(x), klen=9).numpy()
+  got = attention.rel_shift_keys_last(tf.transpose(x, [3, 2, 0, 1]), 9).numpy()
   np.testing.assert_array_equal(np.transpose(got, [2, 3, 1, 0]), want)
 
 
@@ -222,7 +225,7 @@ def test_query_stream_on_target_rows_equals_the_originals_scatter_gather(seg):
         attn_full = out_full  # LayerNorm(g_full + o(attn)) at every position; gather the targets back
         out = tf.einsum("ibh,mib->mbh", attn_full, mapping)
         # The padding slot: the original's output is LayerNorm(g + 0).
-        pad = layers.layer_norm_rows(layer.layer_norm, g[2:, 1])[:, None]
+        pad = attention.layer_norm_rows(layer.layer_norm, g[2:, 1])[:, None]
         out = tf.concat([out[:, :1], tf.concat([out[:2, 1:], pad], 0)], 1)
       else:
         _, out = layer(h, r, g=g, target_mapping=mapping, **kw)

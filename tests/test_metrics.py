@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from xlnet_tf import metrics
+from xlnet_tf.tasks.classifier import metrics
 
 # Binary example used below: TP at 0 and 4, FP at 1, TN at 2 and 3, FN at 5.
 PRED = [1, 1, 0, 0, 1, 0]

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from xlnet_tf import optimization
+from xlnet_tf.training import optimization
 
 
 def make_variable(path, value):
@@ -302,7 +302,7 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 import keras
 import numpy as np
-from xlnet_tf import optimization
+from xlnet_tf.training import optimization
 
 V, H, B, CLIP = 7, 5, 8, 0.05
 SHAPES = {"model/transformer/word_embedding/lookup_table": (V, H),

@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from xlnet_tf import pretrain_data as pd
-from xlnet_tf import tokenization as tk
-from xlnet_tf.pretrain_data import format_filename
+from xlnet_tf.data import records
+from xlnet_tf.data import tokenization as tk
+from xlnet_tf.data.records import format_filename
+from xlnet_tf.tasks.pretrain import data as pretrain_data
+from xlnet_tf.tasks.pretrain import sampling
 
 GOLDEN_DIR = "tests/testdata/data/records/tfrecords"
 GOLDEN_RECORDS = os.path.join(GOLDEN_DIR, "train-0-0.bsz-4.seqlen-32.reuse-16.bi.alpha-6.beta-1.fnp-6.tfrecords")
@@ -51,11 +53,11 @@ def test_records_equal_the_original_exactly(golden_sp, tmp_path):
   """With the golden generator's seeds (numpy 100*task+pass_id = 0, python random.seed(3)), every record of every
   feature equals what the original data_utils.py wrote."""
   encoder = tk.BatchEncoder(golden_sp)
-  shards = [pd.read_shard(p, encoder, uncased=False)[:2] for p in sorted(glob.glob(GOLDEN_CORPUS))]
+  shards = [pretrain_data.read_shard(p, encoder, uncased=False)[:2] for p in sorted(glob.glob(GOLDEN_CORPUS))]
   np_rng, py_rng = np.random.RandomState(0), random.Random(3)
-  data, sent_ids, perm = pd.combine_shards(shards, np_rng)
+  data, sent_ids, perm = pretrain_data.combine_shards(shards, np_rng)
   assert perm == np.random.RandomState(0).permutation(3).tolist()
-  path, num_batch = pd.create_tfrecords(str(tmp_path), "train-0-0", data, sent_ids,
+  path, num_batch = pretrain_data.create_tfrecords(str(tmp_path), "train-0-0", data, sent_ids,
                                         start_table=tk.start_piece_table(golden_sp), np_rng=np_rng, py_rng=py_rng,
                                         **GOLDEN_KW)
   assert os.path.basename(path) == os.path.basename(GOLDEN_RECORDS)
@@ -79,10 +81,10 @@ def test_serialize_example_equals_protobuf_deterministic():
       k: tf.train.Feature(int64_list=tf.train.Int64List(value=list(map(int, v)))) for k, v in features.items()}))
             for features in cases]
   expected = [proto.SerializeToString(deterministic=True) for proto in protos]
-  assert pd.serialize_examples(cases) == expected
-  assert pd.serialize_examples(cases[:1] + cases[3:]) == expected[:1] + expected[3:]  # Without the large values.
+  assert records.serialize_examples(cases) == expected
+  assert records.serialize_examples(cases[:1] + cases[3:]) == expected[:1] + expected[3:]  # Without the large values.
   for features, proto, exp in zip(cases, protos, expected):
-    assert pd.serialize_example(features) == exp
+    assert records.serialize_example(features) == exp
     assert tf.train.Example.FromString(exp) == proto
 
 
@@ -90,9 +92,9 @@ def test_cheaper_numpy_draws_equal_the_originals_calls():
   ngrams = np.arange(1, 6, dtype=np.int64)
   pvals = 1. / np.arange(1, 6)
   pvals /= pvals.sum(keepdims=True)
-  cdf = pd._ngram_cdf(5)
+  cdf = sampling._ngram_cdf(5)
   a, b = np.random.RandomState(7), np.random.RandomState(7)
-  randint = pd._legacy_randint(b)
+  randint = sampling._legacy_randint(b)
   for i in range(20000):
     assert a.choice(ngrams, p=pvals) == bisect.bisect_right(cdf, b.random_sample()) + 1
     size = (i * 7919) % 700 + 1  # Includes 1 (no draw) and powers of two.
@@ -113,7 +115,7 @@ def test_trim_lengths_closed_form_equals_the_loop():
   for a_len in range(0, 40):
     for b_len in range(0, 40):
       for tot_len in (1, 2, 7, 13, 30):
-        assert pd._trim_lengths(a_len, b_len, tot_len) == _trim_loop(a_len, b_len, tot_len)
+        assert sampling._trim_lengths(a_len, b_len, tot_len) == _trim_loop(a_len, b_len, tot_len)
 
 
 def _split_a_and_b_loops(data, sent_ids, begin_idx, tot_len, rng):
@@ -158,7 +160,7 @@ def test_split_a_and_b_equals_the_scanning_loops():
     sent_ids = np.cumsum(rs.rand(n) < p_flip) % 2 == 1
     data = np.arange(n, dtype=np.int64) + 100
     begin, tot_len = rs.randint(0, n), rs.randint(1, 20)
-    ours = pd._split_a_and_b(data, sent_ids, begin, tot_len, extend_target=True, rng=random.Random(trial))
+    ours = sampling._split_a_and_b(data, sent_ids, begin, tot_len, extend_target=True, rng=random.Random(trial))
     ref = _split_a_and_b_loops(data, sent_ids, begin, tot_len, random.Random(trial))
     assert (ours is None) == (ref is None)
     if ref is not None:
@@ -227,7 +229,7 @@ def test_sample_mask_original_mode(golden_sp):
     goal = [None, 1, 8, 16][trial % 4]
     goal = None if goal is None else min(goal, len(seg))
     alpha, beta = [(6, 1), (4, 2), (3, 1)][trial % 3]
-    ours = pd._sample_mask(seg, table, np.random.RandomState(trial), mask_alpha=alpha, mask_beta=beta,
+    ours = sampling._sample_mask(seg, table, np.random.RandomState(trial), mask_alpha=alpha, mask_beta=beta,
                            goal_num_predict=goal)
     ref = _sample_mask_literal(seg, table, np.random.RandomState(trial), alpha, beta, goal)
     np.testing.assert_array_equal(ours, ref)
@@ -235,7 +237,7 @@ def test_sample_mask_original_mode(golden_sp):
       assert ours.sum() == goal
     else:  # Span phase only: runs of <= 5 tokens, each starting at a start piece.
       assert all(end - beg <= 5 and table[seg[beg]] for beg, end in _runs(ours))
-    rev = pd._sample_mask(seg[::-1], table, np.random.RandomState(trial), mask_alpha=alpha, mask_beta=beta,
+    rev = sampling._sample_mask(seg[::-1], table, np.random.RandomState(trial), mask_alpha=alpha, mask_beta=beta,
                           goal_num_predict=goal, reverse=True)
     np.testing.assert_array_equal(rev, ours[::-1])  # reverse = same draws on the flipped segment.
 
@@ -247,13 +249,13 @@ def test_sample_mask_word_mode_masks_whole_words(golden_sp):
   multi_token_words = 0
   for k in range(60):
     seg = ids[k * 256:(k + 1) * 256]
-    mask = pd._sample_mask(seg, table, np.random.RandomState(k), mask_alpha=6, mask_beta=1, span_sampling="word")
+    mask = sampling._sample_mask(seg, table, np.random.RandomState(k), mask_alpha=6, mask_beta=1, span_sampling="word")
     for beg, end in _runs(mask):
       words = int(table[seg[beg:end]].sum())
       assert table[seg[beg]] and (end == len(seg) or table[seg[end]]) and 1 <= words <= 5
       multi_token_words += (end - beg) > words
     for goal in (43, 42):
-      assert pd._sample_mask(seg, table, np.random.RandomState(k), mask_alpha=6, mask_beta=1, span_sampling="word",
+      assert sampling._sample_mask(seg, table, np.random.RandomState(k), mask_alpha=6, mask_beta=1, span_sampling="word",
                              goal_num_predict=goal).sum() == goal
   assert multi_token_words > 0  # Spans really are longer than n tokens somewhere.
 
@@ -261,7 +263,7 @@ def test_sample_mask_word_mode_masks_whole_words(golden_sp):
 def test_stream_layout_bi_data_rows():
   data = np.arange(40, dtype=np.int64)
   sent_ids = (np.arange(40) // 3) % 2 == 0
-  rows, sids = pd.stream_layout(data, sent_ids, bsz_per_host=8, num_core_per_host=2, bi_data=True)
+  rows, sids = pretrain_data.stream_layout(data, sent_ids, bsz_per_host=8, num_core_per_host=2, bi_data=True)
   # 4 forward rows of 10 tokens; core 0 owns rows 0-3: forward rows 0, 1 then the same rows reversed in time.
   fwd = data.reshape(4, 10)
   expected = np.stack([fwd[0], fwd[1], fwd[0, ::-1], fwd[1, ::-1], fwd[2], fwd[3], fwd[2, ::-1], fwd[3, ::-1]])
@@ -270,7 +272,7 @@ def test_stream_layout_bi_data_rows():
   for c in range(2):
     core = rows[4 * c:4 * c + 4]
     np.testing.assert_array_equal(core[2:], core[:2, ::-1])
-  rows, _ = pd.stream_layout(data[:39], sent_ids[:39], bsz_per_host=4, num_core_per_host=1, bi_data=False)
+  rows, _ = pretrain_data.stream_layout(data[:39], sent_ids[:39], bsz_per_host=4, num_core_per_host=1, bi_data=False)
   np.testing.assert_array_equal(rows, data[:36].reshape(4, 9))  # Tail dropped.
 
 
@@ -278,38 +280,38 @@ def test_read_shard_sentence_ids_and_eod(golden_sp, tmp_path):
   encoder = tk.BatchEncoder(golden_sp)
   path = tmp_path / "a.txt"
   path.write_bytes(b"Hello world.\r\nGood.\n\nNew doc.\n\n\n")
-  ids, sids, lines = pd.read_shard(str(path), encoder, uncased=False)
+  ids, sids, lines = pretrain_data.read_shard(str(path), encoder, uncased=False)
   hello, good, new = (tk.encode_ids(golden_sp, s) for s in ("Hello world.", "Good.", "New doc."))
   np.testing.assert_array_equal(ids, hello + good + [tk.EOD_ID] + new + [tk.EOD_ID, tk.EOD_ID])
   # Flips at each sentence; <eod> keeps the id of the sentence before it (two blank lines: two equal ids).
   expected = [True] * len(hello) + [False] * len(good) + [False] + [True] * len(new) + [True, True]
   np.testing.assert_array_equal(sids, expected)
   assert lines == 6
-  ids, sids, _ = pd.read_shard(str(path), encoder, uncased=False, use_eod=False)
+  ids, sids, _ = pretrain_data.read_shard(str(path), encoder, uncased=False, use_eod=False)
   np.testing.assert_array_equal(ids, hello + good + new)
   np.testing.assert_array_equal(sids, [True] * len(hello) + [False] * len(good) + [True] * len(new))
-  ids, _, _ = pd.read_shard(str(path), encoder, uncased=True)
+  ids, _, _ = pretrain_data.read_shard(str(path), encoder, uncased=True)
   assert ids[:2].tolist() == tk.encode_ids(golden_sp, "hello world.")[:2]
 
   path.write_text("5 6 7\n\n 9 \n")
-  ids, sids, _ = pd.read_shard(str(path), encoder, uncased=False, from_raw_text=False, vocab_size=1000)
+  ids, sids, _ = pretrain_data.read_shard(str(path), encoder, uncased=False, from_raw_text=False, vocab_size=1000)
   assert ids.tolist() == [5, 6, 7, tk.EOD_ID, 9] and sids.tolist() == [True] * 4 + [False]
   path.write_text("5 6\n7 x\n")
-  with pytest.raises(pd.DataError, match=r"a.txt:2: --from_raw_text=False needs whitespace-separated integer"):
-    pd.read_shard(str(path), encoder, uncased=False, from_raw_text=False)
+  with pytest.raises(pretrain_data.DataError, match=r"a.txt:2: --from_raw_text=False needs whitespace-separated integer"):
+    pretrain_data.read_shard(str(path), encoder, uncased=False, from_raw_text=False)
   path.write_text("5 6\n7 1000\n")
-  with pytest.raises(pd.DataError, match=r"a.txt:2: id 1000 is outside the vocabulary \[0, 1000\)"):
-    pd.read_shard(str(path), encoder, uncased=False, from_raw_text=False, vocab_size=1000)
+  with pytest.raises(pretrain_data.DataError, match=r"a.txt:2: id 1000 is outside the vocabulary \[0, 1000\)"):
+    pretrain_data.read_shard(str(path), encoder, uncased=False, from_raw_text=False, vocab_size=1000)
   path.write_bytes("fine\n\nstill fine\nbad \xe9 byte\n".encode("latin-1"))
-  with pytest.raises(pd.DataError, match=r"a.txt:4: not UTF-8 \(byte 0xe9 at column 5\)"):
-    pd.read_shard(str(path), encoder, uncased=False)
+  with pytest.raises(pretrain_data.DataError, match=r"a.txt:4: not UTF-8 \(byte 0xe9 at column 5\)"):
+    pretrain_data.read_shard(str(path), encoder, uncased=False)
 
 
 def test_combine_shards_inverts_to_keep_a_boundary():
   shards = [(np.array([1, 2]), np.array([True, False])), (np.array([3, 4, 5]), np.array([False, False, True])),
             (np.array([6]), np.array([True]))]
   rng = np.random.RandomState(100 * 2 + 1)
-  data, sids, perm = pd.combine_shards(shards, rng)
+  data, sids, perm = pretrain_data.combine_shards(shards, rng)
   assert perm == np.random.RandomState(201).permutation(3).tolist()
   np.testing.assert_array_equal(data, np.concatenate([shards[k][0] for k in perm]))
   starts = np.cumsum([0] + [len(shards[k][0]) for k in perm])[1:-1]
@@ -323,7 +325,7 @@ def _small_run(tmp_path, name, **kw):
   args = dict(GOLDEN_KW, input_glob="tests/testdata/data/corpus/imdb-0.txt", sp_path=GOLDEN_SPM,
               save_dir=str(tmp_path / name), use_tpu=False)
   args.update(kw)
-  info = pd.create_data(**args)
+  info = pretrain_data.create_data(**args)
   with open(info["filenames"][0], "rb") as f:
     return info, f.read()
 
@@ -351,8 +353,8 @@ def test_failed_run_leaves_no_output(tmp_path):
   corpus.mkdir()
   (corpus / "a.txt").write_text(open("tests/testdata/data/corpus/imdb-0.txt", encoding="utf-8").read())
   (corpus / "b.txt").write_bytes(b"ok\n\xff\xfe\n")
-  with pytest.raises(pd.DataError, match=r"b.txt:2: not UTF-8"):
-    pd.create_data(**dict(GOLDEN_KW, input_glob=str(corpus / "*.txt"), sp_path=GOLDEN_SPM,
+  with pytest.raises(pretrain_data.DataError, match=r"b.txt:2: not UTF-8"):
+    pretrain_data.create_data(**dict(GOLDEN_KW, input_glob=str(corpus / "*.txt"), sp_path=GOLDEN_SPM,
                           save_dir=str(tmp_path / "out"), use_tpu=False))
   assert not (tmp_path / "out").exists()
 
@@ -372,6 +374,6 @@ def test_validate_options_rejects(kw, message):
   args = dict(bsz_per_host=4, num_core_per_host=1, seq_len=32, reuse_len=16, num_predict=6, mask_alpha=6,
               mask_beta=1, bi_data=True)
   args.update(kw)
-  with pytest.raises(pd.DataError) as e:
-    pd.validate_options(**args)
+  with pytest.raises(pretrain_data.DataError) as e:
+    pretrain_data.validate_options(**args)
   assert message in str(e.value) and "\n" not in str(e.value)

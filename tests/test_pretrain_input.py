@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from xlnet_tf.pretrain_data import format_filename
-from xlnet_tf.pretrain_input import (find_record_info, get_dataset, get_input_fn, local_perm, parse_record,
-                                     validate_lengths)
+from xlnet_tf.data.records import find_record_info, format_filename
+from xlnet_tf.tasks.pretrain.input import get_dataset, get_input_fn, local_perm, parse_record, validate_lengths
 
 GOLDEN_DIR = "tests/testdata/data/records/tfrecords"
 GOLDEN_NPZ = "tests/testdata/data/records_original.npz"
@@ -370,7 +369,7 @@ def test_mirrored_strategy_replicas_receive_their_rows(tmp_path):
       import numpy as np, tensorflow as tf
       cpu = tf.config.list_physical_devices("CPU")[0]
       tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-      from xlnet_tf.pretrain_input import get_input_fn
+      from xlnet_tf.tasks.pretrain.input import get_input_fn
       strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
       input_fn, _ = get_input_fn({str(tmp_path)!r}, split="train", bsz_per_host=4, seq_len=16, reuse_len=8,
                                  bi_data=False, perm_size=4, mask_alpha=6, mask_beta=1, num_predict=3, seed=2)

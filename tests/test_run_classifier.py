@@ -4,7 +4,6 @@ original (TF1) fine-tuned checkpoints, our own checkpoints as --init_checkpoint,
 import csv
 import dataclasses
 import json
-import os
 import subprocess
 import sys
 
@@ -15,8 +14,16 @@ from absl import flags as absl_flags
 
 import flags
 import run_classifier
-from xlnet_tf import RunConfig, XLNetConfig, XLNetModel, checkpoint, classifier_data, corpora, finetune
-from xlnet_tf import tokenization, training
+from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
+from xlnet_tf import checkpoint
+from xlnet_tf import training
+from xlnet_tf.data import corpora
+from xlnet_tf.data import tokenization
+from xlnet_tf.tasks.classifier import data as classifier_data
+from xlnet_tf.tasks.classifier import evaluation as classifier_eval
+from xlnet_tf.tasks.classifier import features as classifier_features
+from xlnet_tf.tasks.classifier import task as classifier_task
+from xlnet_tf.tasks.pretrain import task as pretrain_task
 
 PY = sys.executable
 SPM = "tests/testdata/data/spm/spiece.model"
@@ -67,21 +74,21 @@ def eval_lines(stdout, title="Eval result"):
 
 
 def python_logits(model, examples, label_list, scope, uncased=False):
-  """Logits of the Python path: processor examples -> convert_single_example -> finetune.forward."""
+  """Logits of the Python path: processor examples -> convert_single_example -> classifier_task.forward."""
   sp = tokenization.load_sentencepiece(SPM)
   tokenize_fn = run_classifier.make_tokenize_fn(sp, uncased)
-  feats = [classifier_data.convert_single_example(i, ex, label_list, SEQ_LEN, tokenize_fn)
+  feats = [classifier_features.convert_single_example(i, ex, label_list, SEQ_LEN, tokenize_fn)
            for i, ex in enumerate(examples)]
   batch = {"input_ids": tf.constant([f.input_ids for f in feats]),
            "segment_ids": tf.constant([f.segment_ids for f in feats]),
            "input_mask": tf.constant([f.input_mask for f in feats], tf.float32),
            "label_ids": tf.constant([f.label_id for f in feats])}
-  return finetune.forward(model, batch, scope)[0].numpy()
+  return classifier_task.forward(model, batch, scope)[0].numpy()
 
 
 def inference_model(scope="classification_imdb", n_class=2):
   run_config = RunConfig(is_training=False, use_tpu=False, use_bfloat16=False, dropout=0.1, dropatt=0.1)
-  return finetune.build_model(XLNetConfig(**CONFIG), run_config, scope, n_class)
+  return classifier_task.build_model(XLNetConfig(**CONFIG), run_config, scope, n_class)
 
 
 def original_source_model():
@@ -178,13 +185,13 @@ def test_imdb_train_eval_predict(files, cli_runs):
 
   # Our fine-tuned checkpoint, loaded by name into a fresh model, gives the same logits (Python path).
   model = inference_model()
-  report = training.load_weights(model, str(model_dir / "ckpt-6"))
+  report = checkpoint.load_weights(model, str(model_dir / "ckpt-6"))
   assert report["kept_initial"] == []
   np.testing.assert_allclose(python_logits(model, examples, ["neg", "pos"], "classification_imdb"), logits,
                              rtol=1e-5, atol=1e-5)
   # The --init_checkpoint loader on the original-format checkpoint keeps its head: the same logits.
   model = inference_model()
-  report = training.load_weights(model, str(model_dir / "model.ckpt"))
+  report = checkpoint.load_weights(model, str(model_dir / "model.ckpt"))
   assert "model/classification_imdb/logit/kernel" in report["loaded"] and report["kept_initial"] == []
   np.testing.assert_allclose(python_logits(model, examples, ["neg", "pos"], "classification_imdb"), expected,
                              rtol=1e-5, atol=1e-5)
@@ -198,14 +205,14 @@ def test_pretraining_checkpoints_initialise_a_classifier(tmp_path):
   pretrain = XLNetModel(config, run_config)
   checkpoint.export_original_checkpoint(pretrain, str(tmp_path / "released" / "xlnet_model.ckpt"))
   trainer = training.Trainer(
-      training.make_strategy("one_device"), lambda: XLNetModel(config, run_config), training.PretrainTask(),
+      training.make_strategy("one_device"), lambda: XLNetModel(config, run_config), pretrain_task.PretrainTask(),
       str(tmp_path / "ours"), dict(learning_rate=1e-4, train_steps=1), global_batch_size=2)
   trainer.save()
   backbone = {n: v.numpy() for n, v in checkpoint.original_variable_map(pretrain).items()}
   ours = {n: v.numpy() for n, v in checkpoint.original_variable_map(trainer.model).items()}
   for path, values in ((str(tmp_path / "released" / "xlnet_model.ckpt"), backbone), (str(tmp_path / "ours"), ours)):
     model = inference_model()
-    report = training.load_weights(model, path)
+    report = checkpoint.load_weights(model, path)
     assert report["kept_initial"] == ["model/classification_imdb/logit/bias", "model/classification_imdb/logit/kernel",
                                       "model/sequnece_summary/summary/bias", "model/sequnece_summary/summary/kernel"]
     table = checkpoint.original_variable_map(model)
@@ -213,7 +220,7 @@ def test_pretraining_checkpoints_initialise_a_classifier(tmp_path):
     for name in report["loaded"]:
       np.testing.assert_array_equal(table[name].numpy(), values[name], err_msg=name)
     with pytest.raises(ValueError, match="has no fine-tuned model/classification_imdb"):
-      finetune.load_for_inference(model, path, "classification_imdb")
+      classifier_eval.load_for_inference(model, path, "classification_imdb")
 
 
 def test_stsb_regression_with_the_readme_flags(files, cli_runs):
@@ -223,7 +230,7 @@ def test_stsb_regression_with_the_readme_flags(files, cli_runs):
   assert len(results) == 1 and results[0]["step"] == "4"
   assert set(results[0]) >= {"eval_pearsonr", "eval_spearmanr", "eval_loss"}
   assert -1 <= float(results[0]["eval_pearsonr"]) <= 1
-  names = training.named_weight_keys(tf.train.load_checkpoint(str(out / "model" / "ckpt-4")))
+  names = checkpoint.named_weight_keys(tf.train.load_checkpoint(str(out / "model" / "ckpt-4")))
   assert "model/regression_sts-b/logit/kernel" in names
   assert not any(n.startswith("model/classification_") for n in names)
   with open(out / "pred" / "sts-b.tsv") as f:
@@ -330,11 +337,11 @@ def test_checkpoint_listing_is_robust_to_names_without_a_step(tmp_path):
   checkpoint.export_original_checkpoint(model, str(tmp_path / "model.ckpt-20"), global_step=20)
   checkpoint.export_original_checkpoint(model, str(tmp_path / "model.ckpt"), global_step=7)
   checkpoint.export_original_checkpoint(model, str(tmp_path / "model.ckpt-3"), global_step=3)
-  assert finetune.list_checkpoints(str(tmp_path)) == [
+  assert checkpoint.list_checkpoints(str(tmp_path)) == [
       (3, str(tmp_path / "model.ckpt-3")), (7, str(tmp_path / "model.ckpt")), (20, str(tmp_path / "model.ckpt-20"))]
-  assert finetune.head_scope("STS-B", "ignored", is_regression=True) == "regression_sts-b"
-  assert finetune.head_scope("MNLI_matched", None) == "classification_mnli_matched"
-  assert finetune.head_scope("imdb", "mine") == "classification_mine"
+  assert classifier_task.head_scope("STS-B", "ignored", is_regression=True) == "regression_sts-b"
+  assert classifier_task.head_scope("MNLI_matched", None) == "classification_mnli_matched"
+  assert classifier_task.head_scope("imdb", "mine") == "classification_mine"
 
 
 def test_mirrored_fine_tuning_equals_one_device(files, tmp_path):

@@ -13,6 +13,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from xlnet_tf import training
+from xlnet_tf.training import runtime
+
 PY = sys.executable
 CORPUS = "tests/testdata/data/corpus/*.txt"
 SPM = "tests/testdata/data/spm/spiece.model"
@@ -189,8 +192,7 @@ def test_every_original_flag_is_accepted_with_its_default():
 
 @pytest.mark.parametrize("native", [True, False])
 def test_bfloat16_on_a_cpu_that_emulates_it_is_warned_about(native, monkeypatch, caplog):
-  from xlnet_tf import training
-  monkeypatch.setattr(training, "cpu_has_native_bfloat16", lambda: native)
+  monkeypatch.setattr(runtime, "cpu_has_native_bfloat16", lambda: native)
   strategy = training.make_strategy("one_device")
   training.warn_if_emulated_bfloat16(True, strategy)
   training.warn_if_emulated_bfloat16(False, strategy)

@@ -21,7 +21,13 @@ import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the SentencePiece op for tf.saved_model.load)
 
-from xlnet_tf import RunConfig, XLNetConfig, classifier_data, corpora, finetune, serving, tokenization
+from xlnet_tf import RunConfig, XLNetConfig
+from xlnet_tf.data import corpora
+from xlnet_tf.data import tokenization
+from xlnet_tf.tasks.classifier import data as classifier_data
+from xlnet_tf.tasks.classifier import features as classifier_features
+from xlnet_tf.tasks.classifier import serving
+from xlnet_tf.tasks.classifier import task as finetune
 
 CONFIG = dict(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=24, ff_activation="gelu", untie_r=True,
               n_token=1000)
@@ -55,7 +61,7 @@ def data(tmp_path_factory):
 
 def python_features(texts_a, texts_b, sp, uncased=False):
   tokenize_fn = lambda text: tokenization.encode_ids(sp, tokenization.preprocess_text(text, lower=uncased))
-  feats = [classifier_data.convert_single_example(1000, classifier_data.InputExample(str(i), a, b or None, "0"),
+  feats = [classifier_features.convert_single_example(1000, classifier_data.InputExample(str(i), a, b or None, "0"),
                                                   ["0", "1"], SEQ_LEN, tokenize_fn)
            for i, (a, b) in enumerate(zip(texts_a, texts_b))]
   return {"input_ids": np.array([f.input_ids for f in feats], np.int32),
@@ -73,7 +79,7 @@ def test_truncation_matches_the_original_loop():
     for la, lb, ga, gb in zip(len_a[keep], len_b[keep], got_a.numpy(), got_b.numpy()):
       a, b = list(range(la)), list(range(lb))
       if b:
-        classifier_data._truncate_seq_pair(a, b, length - 3)  # pylint: disable=protected-access
+        classifier_features._truncate_seq_pair(a, b, length - 3)  # pylint: disable=protected-access
       else:
         a = a[:length - 2]
       assert (ga, gb) == (len(a), len(b)), (la, lb, length)

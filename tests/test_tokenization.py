@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import sentencepiece as spm
 
-from xlnet_tf import corpora
-from xlnet_tf import tokenization as tk
+from xlnet_tf.data import corpora
+from xlnet_tf.data import tokenization as tk
 
 GOLDEN_SPM = "tests/testdata/data/spm/spiece.model"
 GOLDEN_CORPUS = "tests/testdata/data/corpus/imdb-0.txt"

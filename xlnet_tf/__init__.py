@@ -12,13 +12,15 @@ _PUBLIC = {
     "XLNetConfig": "xlnet_tf.config",
     "RunConfig": "xlnet_tf.config",
     "create_run_config": "xlnet_tf.config",
-    "PositionwiseFFN": "xlnet_tf.layers",
-    "RelMultiheadAttn": "xlnet_tf.layers",
-    "TwoStreamRelAttention": "xlnet_tf.layers",
-    "TransformerXL": "xlnet_tf.transformer_xl",
-    "XLNetModel": "xlnet_tf.transformer_xl",
+    "PositionwiseFFN": "xlnet_tf.modeling.layers",
+    "RelMultiheadAttn": "xlnet_tf.modeling.layers",
+    "TwoStreamRelAttention": "xlnet_tf.modeling.layers",
+    "MultiheadAttn": "xlnet_tf.modeling.layers",
+    "TransformerXL": "xlnet_tf.modeling.transformer_xl",
+    "XLNetModel": "xlnet_tf.modeling.transformer_xl",
     "load_original_checkpoint": "xlnet_tf.checkpoint",
     "export_original_checkpoint": "xlnet_tf.checkpoint",
+    "load_weights": "xlnet_tf.checkpoint",
 }
 __all__ = sorted(_PUBLIC)
 

@@ -4,6 +4,10 @@ The one table between the two worlds is `original_variable_map(model)`: because 
 like the original name, the table is the model's trainable variables keyed by `model/` + their path below
 the model. Released checkpoints (`xlnet_model.ckpt`) and checkpoints written by the original
 `run_classifier.py`/`train.py` load directly; optimizer slots and `global_step` are ignored.
+
+Every checkpoint concern lives here: the TF1 name table, loading an original checkpoint (`load_original_checkpoint`)
+or one written by `training.Trainer` (`load_weights`, by the original names it stores under `weights/`), exporting to
+the original format, and listing a directory's checkpoints by step.
 """
 
 import os
@@ -13,9 +17,14 @@ import uuid
 import numpy as np
 import tensorflow as tf
 from absl import logging
+from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+
 
 # Checkpoint entries that are bookkeeping, not model weights.
 _IGNORED = re.compile(r"(^|/)(global_step|beta1_power|beta2_power)(_\d+)?$|/(Adam|Adam_1|adam_m|adam_v)(_\d+)?$")
+
+
 # Variables the original creates only in some graphs: pretraining (mask_emb, lm_loss) and fine-tuning heads.
 _OPTIONAL = re.compile(r"^model/(transformer/mask_emb/|lm_loss/|sequnece_summary/|classification_|regression_)")
 
@@ -148,3 +157,88 @@ def checkpoint_arrays(ckpt_path):
   """{name: numpy array} of every entry of a checkpoint (for tests and tools)."""
   reader = tf.train.load_checkpoint(resolve_checkpoint_path(ckpt_path))
   return {name: np.asarray(reader.get_tensor(name)) for name in reader.get_variable_to_shape_map()}
+
+
+_OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
+
+
+def named_weight_keys(reader):
+  """{original name: checkpoint key} of the `weights` a Trainer checkpoint holds; {} if it has none.
+
+  Args:
+    reader: a `tf.train.load_checkpoint` reader of an object-based (TF2) checkpoint.
+  """
+  graph = trackable_object_graph_pb2.TrackableObjectGraph()
+  graph.ParseFromString(reader.get_tensor(_OBJECT_GRAPH))
+  ref = next((c for c in graph.nodes[0].children if c.local_name == "weights"), None)
+  if ref is None:
+    return {}
+  keys = {}
+  for child in graph.nodes[ref.node_id].children:
+    attributes = graph.nodes[child.node_id].attributes
+    if attributes:
+      keys[child.local_name] = attributes[0].checkpoint_key
+  return keys
+
+
+def load_weights(model, ckpt_path):
+  """Initialises `model` (an XLNetModel) by original variable name from an original TF1 checkpoint (released or
+  fine-tuned by the original code) or from a checkpoint written by `Trainer` (pretraining or fine-tuning).
+
+  The rules are those of `checkpoint.load_original_checkpoint`: every backbone variable must be present with the
+  model's shape; pretraining-only variables and heads the checkpoint lacks keep their initial values and are
+  reported (so a pretraining checkpoint initialises a classifier, whose new head keeps its initialisation).
+
+  Args:
+    model: an XLNetModel.
+    ckpt_path: a checkpoint prefix, a directory (its latest checkpoint) or `<dir>/latest`.
+
+  Returns:
+    dict with sorted lists `loaded`, `kept_initial` and `unused` (see `load_original_checkpoint`).
+  """
+  path = resolve_checkpoint_path(ckpt_path)
+  reader = tf.train.load_checkpoint(path)
+  if not reader.has_tensor(_OBJECT_GRAPH):
+    report = load_original_checkpoint(model, path)
+    logging.info("Initialised %d variables from original checkpoint %s.", len(report["loaded"]), path)
+    return report
+  keys = named_weight_keys(reader)
+  if not keys:
+    raise ValueError(f"Checkpoint {path} has no named weights (`weights/...`): it was not written by "
+                     "xlnet_tf.training.Trainer (or by an older version of it). Pass an original XLNet checkpoint "
+                     "or one written by run_pretrain.py / run_classifier.py.")
+  return assign_by_name(model, reader, keys, path)
+
+
+_STEP_SUFFIX = re.compile(r"-(\d+)$")
+
+
+def checkpoint_step(path):
+  """The step of a checkpoint: its `-N` suffix, else its `global_step` (original) or optimizer step (ours); None
+  if it records none."""
+  match = _STEP_SUFFIX.search(path)
+  if match:
+    return int(match.group(1))
+  reader = tf.train.load_checkpoint(path)
+  for key in ("global_step", "optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"):
+    if reader.has_tensor(key):
+      return int(reader.get_tensor(key))
+  return None
+
+
+def list_checkpoints(model_dir):
+  """[(step, prefix)] of every checkpoint (`*.index`) in model_dir, sorted by step (None first).
+
+  Unlike the original (which parses `int(name.split("-")[-1])` and crashes on e.g. `model.ckpt`), a checkpoint
+  without a step suffix is listed with the step it records, if any.
+  """
+  if not model_dir or not tf.io.gfile.isdir(model_dir):
+    raise FileNotFoundError(f"--model_dir {model_dir!r} is not a directory holding checkpoints. Train first "
+                            "(--do_train=True) or point --model_dir at the fine-tuning output.")
+  entries = []
+  for name in tf.io.gfile.listdir(model_dir):
+    if not name.endswith(".index") or ".tmp-" in name:
+      continue
+    prefix = os.path.join(model_dir, name[:-len(".index")])
+    entries.append((checkpoint_step(prefix), prefix))
+  return sorted(entries, key=lambda e: (-1 if e[0] is None else e[0], e[1]))

@@ -14,6 +14,7 @@ import glob as glob_lib
 import json
 import os
 import shutil
+import sys
 import uuid
 
 
@@ -35,8 +36,12 @@ def isdir(path):
 
 
 def glob(pattern):
-  """Sorted paths matching `pattern`."""
-  return sorted(_gfile().glob(pattern) if is_remote(pattern) else glob_lib.glob(pattern))
+  """Sorted paths matching `pattern`; local ones include hidden files, as `tf.io.gfile.glob` (the original's)."""
+  if is_remote(pattern):
+    return sorted(_gfile().glob(pattern))
+  if sys.version_info >= (3, 11):
+    return sorted(glob_lib.glob(pattern, include_hidden=True))
+  return sorted(glob_lib.glob(pattern))
 
 
 def makedirs(path):
@@ -136,6 +141,5 @@ def atomic_write(path, data):
 
 
 def write_json(path, obj, **kwargs):
-  """`json.dump(obj)` to `path` atomically (indent 2 unless given)."""
-  kwargs.setdefault("indent", 2)
-  atomic_write(path, json.dumps(obj, **kwargs) + "\n")
+  """`json.dump(obj, f, **kwargs)` to `path`, atomically."""
+  atomic_write(path, json.dumps(obj, **kwargs))

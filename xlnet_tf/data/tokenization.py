@@ -15,7 +15,9 @@ import unicodedata
 import numpy as np
 import sentencepiece as spm
 
+
 SPIECE_UNDERLINE = "▁"
+
 
 special_symbols = {
     "<unk>": 0,
@@ -28,16 +30,33 @@ special_symbols = {
     "<eod>": 7,
     "<eop>": 8,
 }
+
+
 UNK_ID = special_symbols["<unk>"]
+
+
 CLS_ID = special_symbols["<cls>"]
+
+
 SEP_ID = special_symbols["<sep>"]
+
+
 PAD_ID = special_symbols["<pad>"]
+
+
 MASK_ID = special_symbols["<mask>"]
+
+
 EOD_ID = special_symbols["<eod>"]
+
+
 EOP_ID = special_symbols["<eop>"]
+
 
 # The original README's `spm_train` settings.
 CONTROL_SYMBOLS = ("<cls>", "<sep>", "<pad>", "<mask>", "<eod>")
+
+
 USER_DEFINED_SYMBOLS = ("<eop>", ".", "(", ")", '"', "-", "–", "£", "€")
 
 

@@ -18,10 +18,7 @@ mems and the dropout RNG state; with a seeded input pipeline that starts at the 
 repeats exactly what an uninterrupted run would have done (`--deterministic` adds op determinism).
 """
 
-import ctypes
-import json
 import math
-import os
 import shutil
 import tempfile
 import time
@@ -29,115 +26,13 @@ import time
 import numpy as np
 import tensorflow as tf
 from absl import logging
-from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from xlnet_tf import checkpoint as checkpoint_lib
-from xlnet_tf import optimization
+from xlnet_tf.training.runtime import is_chief
+from xlnet_tf.training import optimization
 
-STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+
 MEMS_RESET = ("never", "every_loop")
-
-
-def make_strategy(name, num_core_per_host=1, tpu=None, tpu_zone=None, gcp_project=None):
-  """Builds the `tf.distribute` strategy named by --strategy.
-
-  one_device: the first GPU if any, else the CPU. mirrored: all local GPUs (or the first `num_core_per_host`
-  logical devices, e.g. logical CPUs in tests). multi_worker_mirrored: from TF_CONFIG. tpu: TPUStrategy through
-  a TPUClusterResolver(tpu, zone, project).
-  """
-  if name == "one_device":
-    gpus = tf.config.list_logical_devices("GPU")
-    return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
-  if name == "mirrored":
-    gpus = tf.config.list_logical_devices("GPU")
-    devices = [d.name for d in (gpus or tf.config.list_logical_devices("CPU"))]
-    if num_core_per_host and num_core_per_host < len(devices):
-      devices = devices[:num_core_per_host]
-    return tf.distribute.MirroredStrategy(devices)
-  if name == "multi_worker_mirrored":
-    if "TF_CONFIG" not in os.environ:
-      raise ValueError("--strategy=multi_worker_mirrored needs the TF_CONFIG environment variable (cluster and "
-                       "task of this worker). See the README's multi-worker section.")
-    return tf.distribute.MultiWorkerMirroredStrategy()
-  if name == "tpu":
-    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu, zone=tpu_zone, project=gcp_project)
-    tf.config.experimental_connect_to_cluster(resolver)
-    tf.tpu.experimental.initialize_tpu_system(resolver)
-    return tf.distribute.TPUStrategy(resolver)
-  raise ValueError(f"--strategy must be one of {STRATEGIES}. Received: {name!r}.")
-
-
-def cpu_has_native_bfloat16():
-  """Whether this CPU computes bfloat16 natively (AVX512_BF16 or AMX). Elsewhere TensorFlow emulates it."""
-  try:
-    with open("/proc/cpuinfo") as f:
-      return bool(set(f.read().split()) & {"avx512_bf16", "amx_bf16"})
-  except OSError:
-    return False
-
-
-_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3  # glibc's mallopt parameter numbers (malloc.h)
-_MALLOC_ENV = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES")
-
-
-def keep_freed_memory():
-  """Makes glibc's malloc keep freed tensor buffers for reuse instead of returning them to the kernel.
-
-  TensorFlow frees and reallocates the same large tensors every step. By default glibc serves them with fresh
-  `mmap`s and trims freed heap memory, so the kernel faults and zeroes every page again on each step: on a 2-core
-  AVX2 CPU that was 40% of the pretraining process's CPU time and made the demo's float32 step 1.3x slower. This
-  sets `mallopt` as `MALLOC_MMAP_THRESHOLD_=32MiB MALLOC_TRIM_THRESHOLD_=1GiB MALLOC_TOP_PAD_=64MiB` would; the
-  process keeps its peak heap instead of shrinking between steps.
-
-  Returns:
-    True if the settings were made; False if the C library is not glibc, or the user set malloc tunables in the
-    environment (theirs are kept).
-  """
-  if any(name in os.environ for name in _MALLOC_ENV):
-    return False
-  try:
-    mallopt = ctypes.CDLL("libc.so.6").mallopt
-  except (OSError, AttributeError):
-    return False
-  settings = ((_M_MMAP_THRESHOLD, 32 << 20), (_M_TRIM_THRESHOLD, 1 << 30), (_M_TOP_PAD, 64 << 20))
-  return all([mallopt(param, value) == 1 for param, value in settings])  # every setting, even if one fails
-
-
-def warn_if_emulated_bfloat16(use_bfloat16, strategy):
-  """Logs a warning when --use_bfloat16 will run on a CPU that only emulates bfloat16 (slower than float32)."""
-  devices = getattr(strategy.extended, "worker_devices", ())
-  if use_bfloat16 and devices and all("CPU" in d.upper() for d in devices) and not cpu_has_native_bfloat16():
-    logging.warning("--use_bfloat16 on a CPU without native bfloat16 (no avx512_bf16/amx_bf16 in /proc/cpuinfo): "
-                    "TensorFlow emulates it, which is slower than float32 here; pass --use_bfloat16=False.")
-
-
-def is_chief(strategy):
-  resolver = getattr(strategy, "cluster_resolver", None)
-  if resolver is None or not getattr(resolver, "task_type", None):
-    return True
-  return resolver.task_type in ("chief", None) or (resolver.task_type == "worker" and resolver.task_id == 0 and
-                                                   "chief" not in resolver.cluster_spec().as_dict())
-
-
-class PretrainTask:
-  """The original `two_stream_loss`: the permutation LM loss on the query stream, averaged over real targets.
-
-  Features are the pretraining input pipeline's batch-major dicts (see `xlnet_tf.pretrain_input`).
-  """
-
-  def __call__(self, model, features, mems, training):
-    transpose = lambda name: tf.transpose(features[name], [1, 0])
-    transpose3 = lambda name: tf.transpose(features[name], [1, 2, 0])
-    target_mapping = transpose3("target_mapping") if "target_mapping" in features else None
-    output, new_mems = model(transpose("input_k"), seg_ids=transpose("seg_id"), mems=mems,
-                             perm_mask=transpose3("perm_mask"), target_mapping=target_mapping,
-                             inp_q=transpose("input_q"), training=training)
-    lm_loss = model.get_lm_loss(output, transpose("target"))
-    target_mask = tf.cast(transpose("target_mask"), tf.float32)
-    return tf.reduce_sum(lm_loss * target_mask), tf.reduce_sum(target_mask), new_mems
-
-  def tokens_per_example(self, features_spec):
-    return int(features_spec["input_k"].shape[-1])
 
 
 class Trainer:
@@ -238,7 +133,7 @@ class Trainer:
 
   def load_weights(self, ckpt_path):
     """Weights from an original TF1 checkpoint or from a checkpoint of ours, by name; see `load_weights`."""
-    return load_weights(self.model, ckpt_path)
+    return checkpoint_lib.load_weights(self.model, ckpt_path)
 
   # -- mems state ----------------------------------------------------------------------------------------------
   def _gather_mems(self):
@@ -380,70 +275,9 @@ class Trainer:
     return path
 
 
-_OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
-
-
-def named_weight_keys(reader):
-  """{original name: checkpoint key} of the `weights` a Trainer checkpoint holds; {} if it has none.
-
-  Args:
-    reader: a `tf.train.load_checkpoint` reader of an object-based (TF2) checkpoint.
-  """
-  graph = trackable_object_graph_pb2.TrackableObjectGraph()
-  graph.ParseFromString(reader.get_tensor(_OBJECT_GRAPH))
-  ref = next((c for c in graph.nodes[0].children if c.local_name == "weights"), None)
-  if ref is None:
-    return {}
-  keys = {}
-  for child in graph.nodes[ref.node_id].children:
-    attributes = graph.nodes[child.node_id].attributes
-    if attributes:
-      keys[child.local_name] = attributes[0].checkpoint_key
-  return keys
-
-
-def load_weights(model, ckpt_path):
-  """Initialises `model` (an XLNetModel) by original variable name from an original TF1 checkpoint (released or
-  fine-tuned by the original code) or from a checkpoint written by `Trainer` (pretraining or fine-tuning).
-
-  The rules are those of `checkpoint.load_original_checkpoint`: every backbone variable must be present with the
-  model's shape; pretraining-only variables and heads the checkpoint lacks keep their initial values and are
-  reported (so a pretraining checkpoint initialises a classifier, whose new head keeps its initialisation).
-
-  Args:
-    model: an XLNetModel.
-    ckpt_path: a checkpoint prefix, a directory (its latest checkpoint) or `<dir>/latest`.
-
-  Returns:
-    dict with sorted lists `loaded`, `kept_initial` and `unused` (see `load_original_checkpoint`).
-  """
-  path = checkpoint_lib.resolve_checkpoint_path(ckpt_path)
-  reader = tf.train.load_checkpoint(path)
-  if not reader.has_tensor(_OBJECT_GRAPH):
-    report = checkpoint_lib.load_original_checkpoint(model, path)
-    logging.info("Initialised %d variables from original checkpoint %s.", len(report["loaded"]), path)
-    return report
-  keys = named_weight_keys(reader)
-  if not keys:
-    raise ValueError(f"Checkpoint {path} has no named weights (`weights/...`): it was not written by "
-                     "xlnet_tf.training.Trainer (or by an older version of it). Pass an original XLNet checkpoint "
-                     "or one written by run_pretrain.py / run_classifier.py.")
-  return checkpoint_lib.assign_by_name(model, reader, keys, path)
-
-
 def _format_seconds(seconds):
   seconds = int(seconds)
   return f"{seconds // 3600}h{seconds // 60 % 60:02d}m{seconds % 60:02d}s"
-
-
-def write_run_files(model_dir, xlnet_config, flags_dict):
-  """`xlnet_config.json` and `run_flags.json` in model_dir (what the original's `config.json` held, and more)."""
-  tf.io.gfile.makedirs(model_dir)
-  xlnet_config.to_json(os.path.join(model_dir, "xlnet_config.json"))
-  path = os.path.join(model_dir, "run_flags.json")
-  with tf.io.gfile.GFile(path + ".tmp", "w") as f:
-    json.dump(flags_dict, f, indent=2, sort_keys=True, default=str)
-  tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
 
 
 def numpy_mems(trainer):

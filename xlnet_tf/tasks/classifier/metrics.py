@@ -12,8 +12,13 @@ import uuid
 import numpy as np
 import tensorflow as tf
 
+
 F1_TASKS = ("mrpc", "qqp")
+
+
 MATTHEWS_TASKS = ("cola",)
+
+
 REGRESSION_TASKS = ("sts-b",)
 
 

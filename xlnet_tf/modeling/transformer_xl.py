@@ -6,12 +6,16 @@ layer_{i}/rel_attn/..., layer_{i}/ff/...}`, `model/lm_loss/bias`, and the option
 `model/sequnece_summary/...`, `model/classification_{scope}/logit/...`, `model/regression_{scope}/logit/...`.
 """
 
+
 import keras
 import tensorflow as tf
 
-from xlnet_tf import heads as heads_lib
-from xlnet_tf import layers
+from xlnet_tf.modeling import attention
+from xlnet_tf.modeling import heads as heads_lib
+from xlnet_tf.modeling import layers
+from xlnet_tf.modeling import ops
 from xlnet_tf.config import RunConfig, XLNetConfig
+
 
 _PACKAGE = "xlnet_tf"
 
@@ -68,13 +72,13 @@ class XLNetLayer(keras.layers.Layer):
   def call(self, h, r, g=None, seg_mat=None, r_w_bias=None, r_r_bias=None, r_s_bias=None, seg_embed=None,
            attn_mask_h=None, attn_mask_g=None, mems=None, target_mapping=None, training=False):
     """Returns (h [I, B, H], g [P or I, B, H] or None); see `TwoStreamRelAttention.call`."""
-    context = layers.attention_context(attn_mask_h, attn_mask_g if g is not None else None, seg_mat,
+    context = attention.attention_context(attn_mask_h, attn_mask_g if g is not None else None, seg_mat,
                                        target_mapping if g is not None else None, h.dtype)
     return self.forward(h, r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed, mems, g, training)
 
   def forward(self, h, r, context, r_w_bias, r_r_bias, r_s_bias=None, seg_embed=None, mems=None, g=None,
               training=False):
-    """The layer on a prebuilt `layers.AttentionContext` (see `TwoStreamRelAttention.attend_rows` for the args).
+    """The layer on a prebuilt `attention.AttentionContext` (see `TwoStreamRelAttention.attend_rows` for the args).
 
     Both streams go through the output projection and the feed-forward network as one matrix of rows.
 
@@ -82,7 +86,7 @@ class XLNetLayer(keras.layers.Layer):
       (h [I, B, H], g [P or I, B, H] or None).
     """
     rows = self.rel_attn.attend_rows(h, r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed, mems, g, training)
-    return layers.split_streams(self.ff.ffn_rows(rows, training), h, g)
+    return attention.split_streams(self.ff.ffn_rows(rows, training), h, g)
 
   def get_config(self):
     config = super().get_config()
@@ -126,7 +130,7 @@ class TransformerXL(keras.layers.Layer):
     self.init = init
     self.init_range = init_range
     self.init_std = init_std
-    self.initializer = layers.get_initializer(init, init_range, init_std)
+    self.initializer = ops.get_initializer(init, init_range, init_std)
     policy = self.dtype_policy
     self.word_embedding = WordEmbedding(n_token, d_model, self.initializer, name="word_embedding", dtype=policy)
     self.mask_emb = _MaskEmbedding(d_model, name="mask_emb", dtype=policy)
@@ -164,7 +168,7 @@ class TransformerXL(keras.layers.Layer):
       raise ValueError(f"bi_data needs an even batch size (first half forward, second half backward). "
                        f"Received: bsz={inp_k.shape[1]}.")
 
-    attn_mask, non_tgt_mask = layers.build_attn_masks(qlen, mlen, bsz, self.attn_type, self.same_length,
+    attn_mask, non_tgt_mask = ops.build_attn_masks(qlen, mlen, bsz, self.attn_type, self.same_length,
                                                       input_mask, perm_mask, dtype)
     word_emb_k = self.word_embedding(inp_k)
     output_h = self.drop(word_emb_k, training=training)
@@ -180,13 +184,13 @@ class TransformerXL(keras.layers.Layer):
         word_emb_q = inp_q_ext * mask_emb + (1 - inp_q_ext) * word_emb_k
       output_g = self.drop(word_emb_q, training=training)
 
-    seg_mat = None if seg_id is None else layers.segment_matrix(seg_id, mlen, dtype)
-    context = layers.attention_context(non_tgt_mask, attn_mask if inp_q is not None else None, seg_mat,
+    seg_mat = None if seg_id is None else ops.segment_matrix(seg_id, mlen, dtype)
+    context = attention.attention_context(non_tgt_mask, attn_mask if inp_q is not None else None, seg_mat,
                                        target_mapping if inp_q is not None else None, dtype)
     # The original tiles the positional embedding over the batch before its dropout, so each batch column has its
     # own mask and its own projection. Without dropout the columns are equal: keep one (two with bi_data).
     per_column = self.dropout > 0 and training is not None and training is not False
-    pos_emb = layers.relative_positional_encoding(qlen, klen, self.d_model, self.clamp_len, self.attn_type,
+    pos_emb = ops.relative_positional_encoding(qlen, klen, self.d_model, self.clamp_len, self.attn_type,
                                                   self.bi_data, bsz=bsz if per_column else None, dtype=dtype)
     if per_column:
       pos_emb = self.drop(pos_emb, training=training)
@@ -204,7 +208,7 @@ class TransformerXL(keras.layers.Layer):
     seg_embed = per_layer(self.seg_embed)
     new_mems = []
     for i, layer in enumerate(self.layer_stack):
-      new_mems.append(layers.cache_mem(output_h, None if mems is None else mems[i], self.mem_len,
+      new_mems.append(ops.cache_mem(output_h, None if mems is None else mems[i], self.mem_len,
                                        self.reuse_len))
       output_h, output_g = layer.forward(
           output_h, pos_emb, context,
@@ -271,7 +275,7 @@ class XLNetModel(keras.Model):
     self.reg_heads = list(reg_heads or [])
     c, rc = xlnet_config, run_config
     policy = self.dtype_policy
-    self.initializer = layers.get_initializer(rc.init, rc.init_range, rc.init_std)
+    self.initializer = ops.get_initializer(rc.init, rc.init_range, rc.init_std)
     self.transformer = TransformerXL(
         c.n_token, c.n_layer, c.d_model, c.n_head, c.d_head, c.d_inner, c.ff_activation, c.untie_r,
         dropout=rc.dropout if rc.is_training else 0.0, dropatt=rc.dropatt if rc.is_training else 0.0,
@@ -316,7 +320,7 @@ class XLNetModel(keras.Model):
         None: attend to all.
       target_mapping: float [P, I, B] or None. 1 = prediction slot p is on token i (partial prediction). Each row
         one-hot (distinct positions) or all zero (a padding slot: zero attention output, as the original),
-        as the data pipeline builds it; see `layers.attention_context`. None: the query stream covers every
+        as the data pipeline builds it; see `attention.attention_context`. None: the query stream covers every
         position.
       inp_q: float [I, B] or None. 1 = target token (query stream input is mask_emb). None: no query stream
         (fine-tuning).

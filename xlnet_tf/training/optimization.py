@@ -22,11 +22,18 @@ import threading
 import keras
 import tensorflow as tf
 
+
 DECAY_METHODS = ("poly", "cos")
+
+
 # re.search patterns tried against the FULL variable path, as the original tries them against TF1 names.
 # An include pattern wins over the exclusions, so `r_w_bias`, `r_r_bias` and `r_s_bias` are decayed.
 WEIGHT_DECAY_EXCLUDE = ("LayerNorm", "layer_norm", "bias")
+
+
 WEIGHT_DECAY_INCLUDE = ("r_s_bias", "r_r_bias", "r_w_bias")
+
+
 # A transformer block: `.../transformer/layer_{l}/...`. The leading component keeps `ff/layer_1/kernel` (the
 # first feed-forward projection) from being read as transformer layer 1.
 _LAYER_RE = re.compile(r"(?:^|/)transformer/layer_(\d+)/")
@@ -113,6 +120,8 @@ def lr_schedule(learning_rate, train_steps, warmup_steps=0, decay_method="poly",
 
 # Set by `apply_gradients` (per replica thread) while it hands over gradients it has already summed.
 _CALLER_SUMMED = threading.local()
+
+
 _UNSUPPORTED_KWARGS = ("weight_decay", "clipnorm", "clipvalue", "global_clipnorm", "gradient_accumulation_steps")
 
 
@@ -128,7 +137,7 @@ class _SummedGradientsMixin:
   def __init__(self, *args, **kwargs):
     if not hasattr(keras.optimizers.Optimizer, "_all_reduce_sum_gradients"):
       raise RuntimeError(f"keras {keras.__version__} has no TFOptimizer._all_reduce_sum_gradients, which "
-                         "xlnet_tf.optimization overrides to sum gradients once. Use keras 3.15 with the "
+                         "xlnet_tf.training.optimization overrides to sum gradients once. Use keras 3.15 with the "
                          "tensorflow backend, or update xlnet_tf/optimization.py.")
     for key in _UNSUPPORTED_KWARGS:
       if kwargs.get(key):
@@ -327,7 +336,7 @@ def apply_gradients(optimizer, grads, variables, clip, lr_layer_decay_rate=1.0, 
     (gnorm: float32 [] pre-clip global norm of the summed gradient, learning_rate: float32 [] lr of this step).
   """
   if not isinstance(optimizer, _SummedGradientsMixin):
-    raise TypeError(f"apply_gradients needs an optimizer from xlnet_tf.optimization.create_optimizer. "
+    raise TypeError(f"apply_gradients needs an optimizer from xlnet_tf.training.optimization.create_optimizer. "
                     f"Received: {type(optimizer).__name__}.")
   context = tf.distribute.get_replica_context()
   if context is None:

@@ -40,9 +40,9 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from xlnet_tf import classifier_data
-from xlnet_tf import finetune
-from xlnet_tf import tokenization
+from xlnet_tf.data import tokenization
+from xlnet_tf.tasks.classifier import features as classifier_features
+from xlnet_tf.tasks.classifier import task as finetune
 
 
 def _char_class(code_points):
@@ -134,7 +134,7 @@ class ClassifierModule(tf.Module):
 
   def __init__(self, model, spiece_model_file, scope, label_list, max_seq_length, uncased):
     super().__init__(name="xlnet_classifier")
-    classifier_data.check_max_seq_length(max_seq_length, is_pair=False)
+    classifier_features.check_max_seq_length(max_seq_length, is_pair=False)
     self.model = model
     self._model_variables = list(model.variables)  # Tracked explicitly (Keras lists are not, see training.py).
     self.scope = scope
@@ -195,11 +195,11 @@ class ClassifierModule(tf.Module):
     in_a = real & (pos < la)
     in_b = (pos > la) & (pos <= la + lb)
     is_cls = pos == tf.expand_dims(n - 1, 1)
-    sep, cls = classifier_data.SEP_ID, classifier_data.CLS_ID
+    sep, cls = tokenization.SEP_ID, tokenization.CLS_ID
     input_ids = tf.where(in_a, from_a, tf.where(in_b, from_b, tf.where(is_cls, cls, tf.where(real, sep, 0))))
-    seg = tf.where(pos <= la, classifier_data.SEG_ID_A, classifier_data.SEG_ID_B)
-    seg = tf.where(is_cls, classifier_data.SEG_ID_CLS, seg)
-    seg = tf.where(real, seg, classifier_data.SEG_ID_PAD)
+    seg = tf.where(pos <= la, classifier_features.SEG_ID_A, classifier_features.SEG_ID_B)
+    seg = tf.where(is_cls, classifier_features.SEG_ID_CLS, seg)
+    seg = tf.where(real, seg, classifier_features.SEG_ID_PAD)
     return {"input_ids": tf.cast(input_ids, tf.int32), "segment_ids": tf.cast(seg, tf.int32),
             "input_mask": tf.cast(tf.logical_not(real), tf.float32)}
 

@@ -16,8 +16,12 @@ import re
 
 import numpy as np
 
+
 SOURCES = ("imdb", "rotten_tomatoes")
+
+
 DEV_EVERY = 5  # IMDB row i is dev when i % DEV_EVERY == DEV_EVERY - 1.
+
 
 _ROWS = {}
 
@@ -65,6 +69,8 @@ def imdb_split():
 _ABBREVIATIONS = frozenset(
     "mr mrs ms dr prof st jr sr vs etc vol jan feb mar apr jun jul aug sep sept oct nov dec mt ft lt col gen sgt "
     "capt rev e.g i.e u.s u.k a.k.a".split())
+
+
 _SPLIT_AFTER = re.compile(r"""(?<=[.!?])(?:["')\]]+)?\s+""")
 
 

@@ -19,45 +19,31 @@ complete; corpus_info.json is written after this task's input was read without e
 with a one-line message.
 """
 
-import bisect
-import glob as glob_lib
 import itertools
-import json
 import logging
 import os
 import random
-import sys
 
 import numpy as np
 
-from xlnet_tf import tokenization
-from xlnet_tf.tokenization import CLS_ID, EOD_ID, SEP_ID
+from xlnet_tf import fileio
+from xlnet_tf.data import tokenization
+from xlnet_tf.data.records import format_filename, serialize_examples
+from xlnet_tf.data.tokenization import CLS_ID, EOD_ID, SEP_ID
+from xlnet_tf.tasks.pretrain.sampling import _sample_mask, _split_a_and_b, sentence_starts
+
 
 _LOG = logging.getLogger(__name__)
 
+
 SPAN_SAMPLING_CHOICES = ("original", "word")
+
+
 SPLIT_CHOICES = ("train", "dev", "test")
 
 
 class DataError(ValueError):
   """Bad input or options for the pretraining data writer; the message is one line naming the file or flag."""
-
-
-def format_filename(prefix, bsz_per_host, seq_len, bi_data, suffix, mask_alpha=5, mask_beta=1, reuse_len=None,
-                    uncased=False, fixed_num_predict=None):
-  """The original's file-name convention for record files and record_info files.
-
-  `{prefix}.bsz-{bsz}.seqlen-{seq_len}.[reuse-{reuse_len}.][uncased.]{bi|uni}.alpha-{a}.beta-{b}.[fnp-{n}.]{suffix}`
-  """
-  reuse_str = f"reuse-{reuse_len}." if reuse_len is not None else ""
-  uncased_str = "uncased." if uncased else ""
-  bi_str = "bi" if bi_data else "uni"
-  fnp_str = f"fnp-{fixed_num_predict}." if fixed_num_predict is not None else ""
-  return (f"{prefix}.bsz-{bsz_per_host}.seqlen-{seq_len}.{reuse_str}{uncased_str}{bi_str}"
-          f".alpha-{mask_alpha}.beta-{mask_beta}.{fnp_str}{suffix}")
-
-
-# ------------------------------------------------------------------------------------------------- options
 
 
 def validate_options(*, bsz_per_host, num_core_per_host, seq_len, reuse_len, num_predict, mask_alpha, mask_beta,
@@ -116,38 +102,12 @@ def make_rngs(task, pass_id, seed=None):
   return np.random.RandomState([seed, task, pass_id]), random.Random(f"xlnet-{seed}-{task}-{pass_id}")
 
 
-# ------------------------------------------------------------------------------------------------- reading
-
-
-def _tf():
-  """TensorFlow, imported on first use (records and remote `gs://...` paths need it; validation does not)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return tf
-
-
-def _is_remote(path):
-  return "://" in path
-
-
-def _glob(pattern):
-  """Sorted matches; remote patterns through `tf.io.gfile.glob` as the original."""
-  if _is_remote(pattern):
-    return sorted(_tf().io.gfile.glob(pattern))
-  if sys.version_info >= (3, 11):  # tf.io.gfile.glob also matches hidden files.
-    return sorted(glob_lib.glob(pattern, include_hidden=True))
-  return sorted(glob_lib.glob(pattern))
-
-
-def _open_binary(path):
-  return _tf().io.gfile.GFile(path, "rb") if _is_remote(path) else open(path, "rb")
-
-
 def check_readable(path):
   """Raises DataError unless `path` is a readable file."""
-  if not _is_remote(path) and os.path.isdir(path):
+  if not fileio.is_remote(path) and os.path.isdir(path):
     raise DataError(f"Input {path} is a directory. Make --input_glob match text files only.")
   try:
-    with _open_binary(path) as f:
+    with fileio.open_file(path, "rb") as f:
       f.read(1)
   except Exception as e:  # pylint: disable=broad-except  (OSError, or tf.errors.OpError for remote paths)
     reason = getattr(e, "strerror", None) or getattr(e, "message", None) or str(e)
@@ -197,7 +157,7 @@ def read_shard(path, encoder, *, uncased, use_eod=True, from_raw_text=True, voca
 
   line_cnt = 0
   entries, texts = [], []
-  with _open_binary(path) as f:
+  with fileio.open_file(path, "rb") as f:
     for raw in f:
       line_cnt += 1
       try:
@@ -261,9 +221,6 @@ def combine_shards(shards, np_rng):
   return np.concatenate(datas), np.concatenate(sids), perm.tolist()
 
 
-# ------------------------------------------------------------------------------------------------- layout
-
-
 def batchify(data, bsz_per_host, sent_ids=None):
   """Cuts a stream into `bsz_per_host` contiguous rows: row r is `data[r*T:(r+1)*T]`, T = len // bsz; tail dropped.
 
@@ -303,316 +260,6 @@ def stream_layout(data, sent_ids, bsz_per_host, num_core_per_host, bi_data):
   sent_ids = np.concatenate([fwd_sid, fwd_sid[..., ::-1]], 1).reshape(bsz_per_host, num_step)
   return data, sent_ids
 
-
-def sentence_starts(sent_ids):
-  """int64 [k]: positions b > 0 with sent_ids[b] != sent_ids[b-1] (sentence starts), ascending."""
-  return np.flatnonzero(sent_ids[1:] != sent_ids[:-1]) + 1
-
-
-def _trim_lengths(a_len, b_len, tot_len):
-  """The original's trimming loop in closed form: while a+b > tot_len, shorten the longer (ties shorten B)."""
-  excess = a_len + b_len - tot_len
-  if excess <= 0:
-    return a_len, b_len
-  if a_len > b_len:
-    step = min(a_len - b_len, excess)
-    a_len -= step
-  else:
-    step = min(b_len - a_len + 1, excess)
-    b_len -= step
-  if excess > step:  # Now balanced: the loop alternates B, A, ... and ends with A = B or A = B + 1.
-    a_len, b_len = (tot_len + 1) // 2, tot_len // 2
-  return a_len, b_len
-
-
-def _split_a_and_b(data, sent_ids, begin_idx, tot_len, extend_target=False, rng=random, starts=None):
-  """Picks segments A and B (`tot_len` tokens in all) from a row, starting A at `begin_idx` (original algorithm).
-
-  With probability 1/2 (or if A cannot end at a sentence start) B is a random span of the row (label 0),
-  otherwise the true continuation (label 1).
-
-  Args:
-    data: int64 [T], one row.
-    sent_ids: bool [T], its sentence ids.
-    begin_idx: where A starts.
-    tot_len: len(A) + len(B).
-    extend_target: also return the next-token targets of A and B; fail if they would pass the row end.
-    rng: a `random.Random` (the original used the module `random`).
-    starts: optional `sentence_starts(sent_ids)`, precomputed.
-
-  Returns:
-    None when the row is too short, else [a, b, label, new_begin(, a_target, b_target)], a_target int64
-    [len(a)] and b_target int64 [len(b)+1] (the first SEP's target, then B's).
-  """
-  data_len = data.shape[0]
-  if begin_idx + tot_len >= data_len:
-    return None
-  if starts is None:
-    starts = sentence_starts(sent_ids)
-  lo = int(np.searchsorted(starts, begin_idx + 1))
-  hi = int(np.searchsorted(starts, begin_idx + tot_len))
-  cut_points = starts[lo:hi].tolist()  # Sentence starts that leave A shorter than tot_len.
-  end_idx = int(starts[hi]) if hi < len(starts) else data_len
-
-  a_begin = begin_idx
-  if not cut_points or rng.random() < 0.5:
-    label = 0
-    a_end = rng.choice(cut_points) if cut_points else end_idx
-    b_len = max(1, tot_len - (a_end - a_begin))
-    b_begin = rng.randint(0, data_len - 1 - b_len)  # `data_len - 1` leaves room for the extended target.
-    b_end = b_begin + b_len
-    k = int(np.searchsorted(starts, b_begin, side="right"))  # Move b_begin back to its sentence start.
-    b_begin = int(starts[k - 1]) if k > 0 else 0
-    if b_end < data_len - 1:  # Move b_end forward to the next sentence start, at most data_len - 1.
-      k = int(np.searchsorted(starts, b_end))
-      b_end = min(int(starts[k]) if k < len(starts) else data_len - 1, data_len - 1)
-    new_begin = a_end
-  else:
-    label = 1
-    a_end = rng.choice(cut_points)
-    b_begin = a_end
-    b_end = end_idx
-    new_begin = b_end
-
-  a_len, b_len = _trim_lengths(a_end - a_begin, b_end - b_begin, tot_len)
-  a_end, b_end = a_begin + a_len, b_begin + b_len
-  ret = [data[a_begin:a_end], data[b_begin:b_end], label, new_begin]
-  if extend_target:
-    if a_end >= data_len or b_end >= data_len:
-      return None
-    ret.extend([data[a_begin + 1:a_end + 1], data[b_begin:b_end + 1]])
-  return ret
-
-
-def _legacy_randint(rng):
-  """A function `high -> rng.randint(0, high)` (same value, same stream position), several times cheaper.
-
-  numpy's legacy `RandomState.randint(0, high)` (and `choice(high)`) draws 32-bit MT19937 outputs, masks them to the
-  bit width of `high - 1` and rejects values above it; `high == 1` draws nothing. The tests check the equality.
-  """
-  bitgen = getattr(rng, "_bit_generator", None)
-  if not isinstance(bitgen, np.random.MT19937):
-    return lambda high: int(rng.randint(0, high))
-  raw = bitgen.random_raw
-
-  def randint(high):
-    top = high - 1
-    if top == 0:
-      return 0
-    mask = (1 << top.bit_length()) - 1
-    while True:
-      value = raw() & mask
-      if value <= top:
-        return value
-  return randint
-
-
-_NGRAM_CDF = {}
-
-
-def _ngram_cdf(max_gram):
-  """The cumulative distribution numpy's `choice(arange(1, max_gram+1), p=1/n normalised)` searches."""
-  if max_gram not in _NGRAM_CDF:
-    pvals = 1. / np.arange(1, max_gram + 1)
-    pvals /= pvals.sum(keepdims=True)
-    cdf = pvals.cumsum()
-    cdf /= cdf[-1]
-    _NGRAM_CDF[max_gram] = cdf.tolist()
-  return _NGRAM_CDF[max_gram]
-
-
-def _sample_mask(seg, start_table, rng, *, mask_alpha, mask_beta, reverse=False, max_gram=5, goal_num_predict=None,
-                 span_sampling="original"):
-  """Samples the positions to predict in one half of a record (the original `_sample_mask`).
-
-  Spans of n ~ 1/n (n <= max_gram) start at a start piece after a random left context; each span and its
-  context use about n*mask_alpha/mask_beta tokens. Random single tokens then fill up to `goal_num_predict`.
-  numpy draws are those of the original (`choice(ngrams, p)`, `choice(ctx_size)`, `randint(seg_len)`), done with
-  equivalent cheaper calls on the same stream.
-
-  Args:
-    seg: int64 [L] token ids.
-    start_table: bool [vocab_size], `tokenization.start_piece_table(sp)`.
-    rng: numpy RandomState.
-    mask_alpha, mask_beta: the context size per masked token (the original's flags).
-    reverse: `seg` is a backward row: flip it for the word-start search and flip the mask back.
-    max_gram: longest span.
-    goal_num_predict: exact number of masked positions; None: no limit and no random fill.
-    span_sampling: "original" (spans of n tokens, the released bug) or "word" (spans of n words, the last cut to
-      the remaining budget).
-
-  Returns:
-    bool [L], True = predict this position.
-  """
-  seg_len = len(seg)
-  mask = np.zeros([seg_len], dtype=bool)
-  if reverse:
-    seg = seg[::-1]
-  is_start = start_table[seg].tolist()
-  cdf = _ngram_cdf(max_gram)
-  word_spans = span_sampling == "word"
-  randint = _legacy_randint(rng)
-  num_predict = 0
-  cur_len = 0
-  while cur_len < seg_len:
-    if goal_num_predict is not None and num_predict >= goal_num_predict:
-      break
-    n = bisect.bisect_right(cdf, rng.random_sample()) + 1  # == rng.choice(ngrams, p=pvals)
-    if goal_num_predict is not None:
-      n = min(n, goal_num_predict - num_predict)
-    ctx_size = (n * mask_alpha) // mask_beta
-    l_ctx = randint(ctx_size)  # == rng.choice(ctx_size)
-    r_ctx = ctx_size - l_ctx
-
-    beg = cur_len + l_ctx
-    while beg < seg_len and not is_start[beg]:
-      beg += 1
-    if beg >= seg_len:
-      break
-    if word_spans:
-      end, cnt_ngram = beg + 1, 1
-      while end < seg_len:
-        if is_start[end]:
-          cnt_ngram += 1
-          if cnt_ngram > n:
-            break
-        end += 1
-    else:
-      end = beg + n  # The original tests seg[beg] (always a start piece) when looking for the n+1-th word.
-    if end >= seg_len:
-      break
-    if word_spans and goal_num_predict is not None:
-      end = min(end, beg + goal_num_predict - num_predict)
-    mask[beg:end] = True
-    num_predict += end - beg
-    cur_len = end + r_ctx
-
-  while goal_num_predict is not None and num_predict < goal_num_predict:
-    i = randint(seg_len)  # == rng.randint(seg_len)
-    if not mask[i]:
-      mask[i] = True
-      num_predict += 1
-  if reverse:
-    mask = mask[::-1]
-  return mask
-
-
-# ------------------------------------------------------------------------------------------------- records
-
-
-def _varint(n):
-  """Protobuf varint of a non-negative int."""
-  out = bytearray()
-  while n > 0x7F:
-    out.append((n & 0x7F) | 0x80)
-    n >>= 7
-  out.append(n)
-  return bytes(out)
-
-
-_SMALL_VARINTS = []
-
-
-def _length_varint(n):
-  """`_varint(n)`, from a table for n < 2**14 (lengths inside an Example)."""
-  if not _SMALL_VARINTS:
-    _SMALL_VARINTS.extend(_varint(i) for i in range(1 << 14))
-  return _SMALL_VARINTS[n] if n < (1 << 14) else _varint(n)
-
-
-def _varints(values):
-  """Protobuf varints of int64 [n] (negatives in the 10-byte two's complement form) -> (bytes, int64 [n] sizes)."""
-  if values.size and values.min() >= 0 and values.max() < (1 << 21):  # At most 3 bytes each: vectorised.
-    x = values.astype(np.uint32)
-    two, three = x >= (1 << 7), x >= (1 << 14)
-    words = ((x & 0x7F) | (two.astype(np.uint32) << 7) | (((x >> 7) & 0x7F) << 8) | (three.astype(np.uint32) << 15)
-             | ((x >> 14) << 16))  # The varint's bytes, little-endian.
-    keep = np.empty([x.size, 4], bool)
-    keep[:, 0], keep[:, 1], keep[:, 2], keep[:, 3] = True, two, three, False
-    return words.astype("<u4").view(np.uint8).reshape(-1, 4)[keep].tobytes(), 1 + two.astype(np.int64) + three
-  encoded = [_varint(v & 0xFFFFFFFFFFFFFFFF) for v in values.tolist()]
-  return b"".join(encoded), np.array([len(e) for e in encoded], np.int64)
-
-
-def serialize_examples(examples):
-  """`tf.train.Example`s of int64 features, serialised deterministically (keys sorted) without building protos.
-
-  Each result equals `tf.train.Example(...).SerializeToString(deterministic=True)` (checked in the tests); the
-  varints of all examples are encoded in one vectorised pass.
-
-  Args:
-    examples: list of dicts str -> int64 [n] array or list of ints.
-
-  Returns:
-    List of bytes, one per example.
-  """
-  keys = [sorted(features) for features in examples]
-  arrays = [np.asarray(features[k], dtype=np.int64).reshape(-1) for features, ks in zip(examples, keys) for k in ks]
-  if not arrays:
-    return [b"\x0a\x00"] * len(examples)  # An empty `features` message.
-  packed, nbytes = _varints(np.concatenate(arrays))
-  value_offsets = np.cumsum([0] + [a.size for a in arrays])
-  offsets = np.concatenate([[0], np.cumsum(nbytes)])[value_offsets].tolist()
-  varint = _length_varint
-  out, j = [], 0
-  for ks in keys:
-    body = []
-    for key in ks:
-      data = packed[offsets[j]:offsets[j + 1]]
-      int64_list = b"\x0a" + varint(len(data)) + data if arrays[j].size else b""
-      j += 1
-      feature = b"\x1a" + varint(len(int64_list)) + int64_list
-      key_bytes = key.encode("utf-8")
-      entry = b"\x0a" + varint(len(key_bytes)) + key_bytes + b"\x12" + varint(len(feature)) + feature
-      body.append(b"\x0a" + varint(len(entry)) + entry)
-    features_bytes = b"".join(body)
-    out.append(b"\x0a" + varint(len(features_bytes)) + features_bytes)
-  return out
-
-
-def serialize_example(features):
-  """One example: `serialize_examples([features])[0]`."""
-  return serialize_examples([features])[0]
-
-
-def _rename(tmp, final):
-  if _is_remote(final):
-    _tf().io.gfile.rename(tmp, final, overwrite=True)
-  else:
-    os.replace(tmp, final)
-
-
-def _remove_quietly(path):
-  try:
-    if _is_remote(path):
-      if _tf().io.gfile.exists(path):
-        _tf().io.gfile.remove(path)
-    elif os.path.exists(path):
-      os.remove(path)
-  except Exception:  # pylint: disable=broad-except
-    pass
-
-
-def _makedirs(path):
-  if _is_remote(path):
-    _tf().io.gfile.makedirs(path)
-  else:
-    os.makedirs(path, exist_ok=True)
-
-
-def write_json_atomic(path, obj):
-  """json.dump(obj) to `path` through a temporary file renamed when complete."""
-  tmp = f"{path}.tmp-{os.getpid()}"
-  try:
-    if _is_remote(path):
-      with _tf().io.gfile.GFile(tmp, "w") as f:
-        json.dump(obj, f)
-    else:
-      with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f)
-    _rename(tmp, path)
-  finally:
-    _remove_quietly(tmp)
 
 
 def create_tfrecords(save_dir, basename, data, sent_ids, *, start_table, np_rng, py_rng, bsz_per_host,
@@ -655,10 +302,10 @@ def create_tfrecords(save_dir, basename, data, sent_ids, *, start_table, np_rng,
   mask_kw = dict(mask_alpha=mask_alpha, mask_beta=mask_beta, span_sampling=span_sampling)
   seg_tail = [0, 1, 2]
 
-  tmp_path = f"{save_path}.tmp-{os.getpid()}"
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top  (only the writer needs it)
   num_batch = 0
-  try:
-    with _tf().io.TFRecordWriter(tmp_path) as writer:
+  with fileio.atomic_path(save_path) as tmp_path:
+    with tf.io.TFRecordWriter(tmp_path) as writer:
       i = 0
       while i + seq_len <= data_len:
         if num_batch % 500 == 0:
@@ -694,14 +341,8 @@ def create_tfrecords(save_dir, basename, data, sent_ids, *, start_table, np_rng,
           i += reuse_len
           continue
         break
-    _rename(tmp_path, save_path)
-  finally:
-    _remove_quietly(tmp_path)
   _LOG.info("Done writing %s. Num of batches: %d", save_path, num_batch)
   return save_path, num_batch
-
-
-# ------------------------------------------------------------------------------------------------- driver
 
 
 def create_data(*, input_glob, sp_path, save_dir, bsz_per_host=32, num_core_per_host=8, seq_len=512, reuse_len=256,
@@ -741,7 +382,7 @@ def create_data(*, input_glob, sp_path, save_dir, bsz_per_host=32, num_core_per_
     raise DataError(str(e)) from None
   if not input_glob:
     raise DataError("--input_glob is empty. Pass a glob of text files, e.g. --input_glob='data/*.txt'.")
-  file_paths = _glob(input_glob)
+  file_paths = fileio.glob(input_glob)
   if not file_paths:
     raise DataError(f"--input_glob={input_glob} matches no file. Pass a glob of existing text files "
                     f"(one sentence per line, blank line between documents).")
@@ -770,7 +411,7 @@ def create_data(*, input_glob, sp_path, save_dir, bsz_per_host=32, num_core_per_
 
   tfrecord_dir = os.path.join(save_dir, "tfrecords")
   try:
-    _makedirs(tfrecord_dir)
+    fileio.makedirs(tfrecord_dir)
   except Exception as e:  # pylint: disable=broad-except  (OSError, or tf.errors.OpError for remote paths)
     raise DataError(f"Cannot create {tfrecord_dir}: {getattr(e, 'strerror', None) or e}. Pass a writable "
                     f"--save_dir.") from None
@@ -791,7 +432,7 @@ def create_data(*, input_glob, sp_path, save_dir, bsz_per_host=32, num_core_per_
         "sp_path": sp_path,
         "input_glob": input_glob,
     }
-    write_json_atomic(os.path.join(save_dir, "corpus_info.json"), corpus_info)
+    fileio.write_json(os.path.join(save_dir, "corpus_info.json"), corpus_info)
 
   np_rng, py_rng = make_rngs(task, pass_id, seed)
   data, sent_ids, perm = combine_shards(shards, np_rng)
@@ -809,5 +450,5 @@ def create_data(*, input_glob, sp_path, save_dir, bsz_per_host=32, num_core_per_
   record_name = format_filename(prefix=f"record_info-{split}-{task}-{pass_id}", bsz_per_host=bsz_per_host,
                                 seq_len=seq_len, mask_alpha=mask_alpha, mask_beta=mask_beta, reuse_len=reuse_len,
                                 bi_data=bi_data, suffix="json", uncased=uncased, fixed_num_predict=num_predict)
-  write_json_atomic(os.path.join(tfrecord_dir, record_name), record_info)
+  fileio.write_json(os.path.join(tfrecord_dir, record_name), record_info)
   return record_info

@@ -3,12 +3,17 @@ classification and regression logits, and their losses. Variable names follow th
 `lm_loss/bias`, `sequnece_summary/...` (sic), `classification_{scope}/logit/...`, `regression_{scope}/logit/...`.
 """
 
+
 import keras
 import tensorflow as tf
 
-from xlnet_tf import layers
+from xlnet_tf.modeling import attention
+from xlnet_tf.modeling import layers
+
 
 SUMMARY_TYPES = ("last", "first", "mean", "attn")
+
+
 _PACKAGE = "xlnet_tf"
 
 
@@ -27,7 +32,7 @@ class LMLoss(keras.layers.Layer):
   def call(self, hidden, lookup_table):
     """hidden: float [P, B, H]; lookup_table: float [V, H] -> logits float [P, B, V]."""
     # einsum("ibd,nd->ibn") as one 2-D matmul.
-    logits = layers.dense_rows(tf.reshape(hidden, [-1, tf.shape(hidden)[-1]]), lookup_table, self.bias,
+    logits = attention.dense_rows(tf.reshape(hidden, [-1, tf.shape(hidden)[-1]]), lookup_table, self.bias,
                                transpose_kernel=True)
     return tf.reshape(logits, tf.concat([tf.shape(hidden)[:-1], [self.n_token]], 0))
 

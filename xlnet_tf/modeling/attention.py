@@ -1,0 +1,254 @@
+"""The attention kernels: the fast head-major path every attention layer runs on.
+
+The layers' public calls take the original time-major tensors; inside, attention runs head-major: q/k/v are
+[N, B, L, D] and scores [N, B, I, J], keys last, so that every score einsum is a plain batched matmul, softmax and
+masks run over contiguous rows, and no score-sized tensor is ever transposed. Dimension key and mask polarity:
+see `xlnet_tf.modeling.ops`. Bit-exact training: every tensor that has a gradient is read by at most two ops
+(see `ops`; tests/test_layers.py checks the gradient graphs).
+"""
+
+
+import tensorflow as tf
+
+from xlnet_tf.modeling.ops import mask_value
+
+
+_LAYER_NORM_EPS = 1e-12
+
+
+def _masked_softmax(score, mask):
+  """Softmax over keys (axis 1) of score [I, J, B, N]; mask [I, J, B, 1 or N] (1 = blocked) or None."""
+  if mask is not None:
+    score = tf.where(tf.cast(mask, tf.bool), tf.cast(mask_value(score.dtype), score.dtype), score)
+  return tf.nn.softmax(score, axis=1)
+
+
+@tf.custom_gradient
+def _layer_norm_rows(x, gamma, beta):
+  """LayerNorm over the last axis in float32 with a hand-written gradient: x [K, H] -> [K, H] in x's dtype."""
+  x32 = tf.cast(x, tf.float32)
+  centered = x32 - tf.reduce_mean(x32, -1, keepdims=True)
+  inv = tf.math.rsqrt(tf.reduce_mean(centered * centered, -1, keepdims=True) + _LAYER_NORM_EPS)
+  x_hat = centered * inv
+
+  def grad(upstream):
+    upstream = tf.cast(upstream, tf.float32)
+    scaled = upstream * gamma
+    d_x = inv * (scaled - tf.reduce_mean(scaled, -1, keepdims=True)
+                 - x_hat * tf.reduce_mean(scaled * x_hat, -1, keepdims=True))
+    return tf.cast(d_x, x.dtype), tf.reduce_sum(upstream * x_hat, 0), tf.reduce_sum(upstream, 0)
+
+  return tf.cast(x_hat * gamma + beta, x.dtype), grad
+
+
+def layer_norm_rows(layer_norm, rows):
+  """Applies a `LayerNormalization` layer's gamma/beta to rows float [K, H] (statistics in float32, as Keras).
+
+  Same function as calling the layer, with fewer element-wise passes forward and backward.
+  """
+  return _layer_norm_rows(rows, tf.cast(layer_norm.gamma, tf.float32), tf.cast(layer_norm.beta, tf.float32))
+
+
+def dense_rows(rows, kernel, bias, transpose_kernel=False):
+  """A dense layer on rows: rows float [K, A] times kernel [A, F] (or [F, A] with transpose_kernel) + bias [F].
+
+  In float32 the bias add is a `BiasAdd` that grappler fuses into the matmul. In bfloat16 it is written as a
+  3-D add instead: oneDNN's fused MatMul+BiasAdd kernel does not use the CPU's bf16 matrix units (AMX) and ran
+  ~3x slower than the plain matmul on this stack.
+  """
+  out = tf.matmul(rows, tf.cast(kernel, rows.dtype), transpose_b=transpose_kernel)
+  bias = tf.cast(bias, rows.dtype)
+  if rows.dtype == tf.float32:
+    return tf.nn.bias_add(out, bias)
+  width = tf.shape(out)[-1]
+  return tf.reshape(tf.reshape(out, [-1, 1, width]) + bias, [-1, width])
+
+
+def project_heads(x, kernels):
+  """Head projections of x with one 2-D matmul.
+
+  Args:
+    x: float [L, B, H] (time-major; B may be 1 or 2 for the positional embedding).
+    kernels: list of float [H, N, D], e.g. [k/kernel, v/kernel].
+
+  Returns:
+    list of float [N, B, L, D], one per kernel (head-major).
+  """
+  length, bsz = tf.shape(x)[0], tf.shape(x)[1]
+  d_model, n_head, d_head = kernels[0].shape
+  weight = tf.concat([tf.reshape(tf.cast(k, x.dtype), [d_model, n_head * d_head]) for k in kernels], 1)
+  y = tf.matmul(tf.reshape(x, [-1, d_model]), weight)
+  y = tf.reshape(y, [length, bsz, len(kernels), n_head, d_head])
+  y = tf.transpose(y, [2, 3, 1, 0, 4])
+  return tf.unstack(y, num=len(kernels))
+
+
+def project_out(attn_vec, kernel):
+  """The output projection: attn_vec float [N, B, L, D], kernel [H, N, D] -> float [L * B, H] (row l*B + b)."""
+  d_model, n_head, d_head = kernel.shape
+  x = tf.reshape(tf.transpose(attn_vec, [2, 1, 0, 3]), [-1, n_head * d_head])
+  return tf.matmul(x, tf.reshape(tf.cast(kernel, x.dtype), [d_model, n_head * d_head]), transpose_b=True)
+
+
+def rel_shift_keys_last(x, klen):
+  """`rel_shift` for scores with keys last: x [..., I, R] -> [..., I, klen], entry (i, j) = x[..., i, j + I - i]."""
+  # tf.slice, not x[...]: the gradient of a strided slice is a slow StridedSliceGrad, that of a slice a pad.
+  shape = tf.shape(x)
+  lead, qlen, rlen = shape[:-2], shape[-2], shape[-1]
+  x = tf.reshape(x, tf.concat([lead, [rlen, qlen]], 0))
+  zeros = tf.zeros_like(lead)
+  x = tf.slice(x, tf.concat([zeros, [1, 0]], 0), tf.concat([lead, [rlen - 1, qlen]], 0))
+  x = tf.reshape(x, tf.concat([lead, [qlen, rlen - 1]], 0))
+  return tf.slice(x, tf.concat([zeros, [0, 0]], 0), tf.concat([lead, [qlen, klen]], 0))
+
+
+def _rel_shift_rows(x, shift, klen):
+  """`rel_shift` for rows at arbitrary query positions: x [N, B, P, R] -> [N, B, P, klen].
+
+  out[n, b, p, j] = x[n, b, p, j + shift[b, p]] with shift = I - (the row's query position), the index `rel_shift`
+  reads for that query. With uni attention (R = klen + 1) the index runs past R - 1 only where the causal mask
+  blocks; it is clamped there. The gather runs over the last-but-one axis of a heads-last copy (one index per
+  N values), and the gradient is the same kind of gather from the zero-padded upstream gradient (each kept entry
+  has one source), not a scatter-add.
+  """
+  rlen = tf.shape(x)[-1]
+  index = tf.minimum(tf.range(klen)[None, None, :] + shift[:, :, None], rlen - 1)  # [B, P, J]
+
+  @tf.custom_gradient
+  def shift_rows(x):
+    out = tf.gather(tf.transpose(x, [1, 2, 3, 0]), index, batch_dims=2, axis=2)  # [B, P, J, N]
+
+    def grad(upstream):
+      # d x[.., r] = upstream[.., r - shift] for 0 <= r - shift < klen, else 0. Where the index was clamped the
+      # keys are masked, so those upstream entries are 0.
+      padded = tf.pad(tf.transpose(upstream, [1, 2, 3, 0]), [[0, 0], [0, 0], [rlen, rlen], [0, 0]])
+      back = tf.range(rlen)[None, None, :] - shift[:, :, None] + rlen  # [B, P, R], in [0, klen + 2R)
+      return tf.transpose(tf.gather(padded, back, batch_dims=2, axis=2), [3, 0, 1, 2])
+
+    return tf.transpose(out, [3, 0, 1, 2]), grad
+
+  return shift_rows(x)
+
+
+class AttentionContext:
+  """What every layer's attention needs besides its weights and inputs, in the head-major layout.
+
+  Build it with `attention_context`, once per forward; all layers share it.
+
+  Attributes:
+    bias_h: float [1, B, I, J] or None. The content stream's additive mask: `mask_value` = query i may NOT attend
+      key j, 0 = may attend. None: nothing masked.
+    bias_g: float [1, B, P or I, J] or None, the same for the query stream (rows of the target positions when
+      `target_pos` is set).
+    seg_h: float [1, B, I, J] or None. 1 = query i and key j are in different segments, 0 = same segment.
+      None: no segment term.
+    seg_g: float [1, B, P or I, J] or None, the same for the query stream's rows.
+    target_pos: int32 [B, P] or None. The position each prediction slot targets (its target_mapping row's
+      argmax). None: the query stream has one row per position (no target_mapping).
+    target_valid: float [B, P] or None. 1 = the slot has a target, 0 = a padding slot (all-zero row), whose
+      attention output is 0 as in the original.
+  """
+
+  def __init__(self, bias_h=None, bias_g=None, seg_h=None, seg_g=None, target_pos=None, target_valid=None):
+    self.bias_h = bias_h
+    self.bias_g = bias_g
+    self.seg_h = seg_h
+    self.seg_g = seg_g
+    self.target_pos = target_pos
+    self.target_valid = target_valid
+
+
+def attention_context(attn_mask_h=None, attn_mask_g=None, seg_mat=None, target_mapping=None, dtype=tf.float32):
+  """Converts the original time-major masks to an `AttentionContext`.
+
+  Args:
+    attn_mask_h: float [I, J, B, 1] or None, the content stream's mask (`non_tgt_mask`). 1 = blocked.
+    attn_mask_g: float [I, J, B, 1] or None, the query stream's mask (`attn_mask`). 1 = blocked.
+    seg_mat: float [I, J, B, 2] or None, the one-hot segment matrix of `segment_matrix` (index 1 = different).
+    target_mapping: float [P, I, B] or None. Each row p must be one-hot (slot p targets that position) or all zero
+      (a padding slot), with distinct positions, as the data pipeline builds it: the query stream then attends
+      from the P target positions only. (The original scatters the P query vectors to all I positions, attends
+      from every position and gathers back; for such a mapping that gives the same numbers with I/P times the
+      work. A soft or duplicated mapping would differ.)
+    dtype: the compute dtype.
+  """
+
+  def bias(mask):
+    if mask is None:
+      return None
+    mask = tf.transpose(tf.cast(mask[..., 0], dtype), [2, 0, 1])
+    return (mask * tf.cast(mask_value(dtype), dtype))[None]
+
+  bias_h, bias_g = bias(attn_mask_h), bias(attn_mask_g)
+  seg_h = None if seg_mat is None else tf.transpose(tf.cast(seg_mat[..., 1], dtype), [2, 0, 1])[None]
+  seg_g = seg_h
+  target_pos = target_valid = None
+  if target_mapping is not None:
+    mapping = tf.transpose(tf.cast(target_mapping, tf.float32), [2, 0, 1])  # [B, P, I]
+    target_pos = tf.argmax(mapping, axis=-1, output_type=tf.int32)
+    target_valid = tf.cast(tf.reduce_sum(mapping, -1), dtype)
+    gather_rows = lambda x: None if x is None else tf.gather(x[0], target_pos, batch_dims=1)[None]
+    bias_g, seg_g = gather_rows(bias_g), gather_rows(seg_g)
+  return AttentionContext(bias_h, bias_g, seg_h, seg_g, target_pos, target_valid)
+
+
+def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, r_s_bias, seg_embed, bias, seg, scale,
+                  attn_dropout, training, target_pos=None, qlen=None):
+  """Scores (content + position + segment) -> masked softmax over keys -> attention vectors, head-major.
+
+  score[n, b, i, j] = scale * ((q + r_w_bias).k_j + (q + r_r_bias).k_r[rel(i, j)] + (q + r_s_bias).seg_embed[s])
+  + mask, with s = 1 if i and j are in different segments; the scale is folded into the (small) query terms.
+  `attn_dropout` must be a `Dropout` of this module (it has `drop_unscaled`).
+
+  Args:
+    q_head: float [N, B, Q, D], queries (Q = I, or P with target_pos).
+    k_head_h, v_head_h: float [N, B, J, D], keys and values of [mems; h].
+    k_head_r: float [N, C, R, D], the projected positional embedding; C divides B and batch column b uses
+      column b // (B / C) (C = B: one per column; C = 2 with bi_data: forward, backward; C = 1: shared).
+    r_w_bias, r_r_bias, r_s_bias: float [N, D]; r_s_bias None when seg is None.
+    seg_embed: float [2, N, D] or None.
+    bias: float [1, B, Q, J] additive mask or None. seg: float [1, B, Q, J] (1 = different segment) or None.
+    scale: python float, 1 / sqrt(D).
+    attn_dropout: the dropout layer of the attention probabilities.
+    target_pos: int32 [B, P] or None: the position of each query row (query stream with target_mapping).
+    qlen: int scalar, the content stream's length I; needed with target_pos.
+
+  Returns:
+    float [N, B, Q, D].
+  """
+  n_head, d_head = q_head.shape[0], q_head.shape[-1]
+  bsz, q_len, klen = tf.shape(q_head)[1], tf.shape(q_head)[2], tf.shape(k_head_h)[2]
+  columns = tf.shape(k_head_r)[1]
+  # All biased queries from one add: q_head is read once (see the module docstring on bit-exact training).
+  biases = [r_w_bias, r_r_bias] + ([r_s_bias] if seg is not None else [])
+  q_w, q_r, *q_s = tf.unstack((q_head[None] + tf.stack(biases)[:, :, None, None]) * scale, len(biases))
+  ac = tf.matmul(q_w, k_head_h, transpose_b=True)
+  q_r = tf.reshape(q_r, [n_head, columns, -1, d_head])
+  bd = tf.reshape(tf.matmul(q_r, k_head_r, transpose_b=True), [n_head, bsz, q_len, -1])  # [N, B, Q, R]
+  if target_pos is None:
+    bd = rel_shift_keys_last(bd, klen)
+  else:
+    bd = _rel_shift_rows(bd, qlen - target_pos, klen)
+  score = ac + bd
+  if seg is not None:
+    q_s = tf.reshape(q_s[0], [n_head, -1, d_head])
+    ef = tf.matmul(q_s, tf.transpose(tf.cast(seg_embed, q_s.dtype), [1, 2, 0]))  # [N, B*Q, 2]
+    ef = tf.reshape(ef, [n_head, bsz, q_len, 2])
+    ef_same, ef_diff = tf.split(ef, 2, axis=-1)
+    # ef_same + seg * (ef_diff - ef_same): ef_same is the same for every key of a query row, and softmax over the
+    # keys ignores such a constant, so only the difference is added (one pass less over the scores).
+    score += seg * (ef_diff - ef_same)
+  if bias is not None:
+    score += bias
+  attn_prob, keep_scale = attn_dropout.drop_unscaled(tf.nn.softmax(score, axis=-1), training=training)
+  attn_vec = tf.matmul(attn_prob, v_head_h)
+  # The dropout's 1 / (1 - rate) is applied to the [.., Q, D] result rather than the [.., Q, J] probabilities.
+  return attn_vec if keep_scale is None else attn_vec * tf.cast(keep_scale, attn_vec.dtype)
+
+
+def split_streams(rows, h, g=None):
+  """Rows [(I + P) * B, H] of `RelMultiheadAttn.attend_rows` (h's rows, then g's) -> (h-shaped, g-shaped or None)."""
+  if g is None:
+    return tf.reshape(rows, tf.shape(h)), None
+  rows_h, rows_g = tf.split(rows, [tf.shape(h)[0] * tf.shape(h)[1], -1])
+  return tf.reshape(rows_h, tf.shape(h)), tf.reshape(rows_g, tf.shape(g))

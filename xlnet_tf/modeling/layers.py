@@ -1,0 +1,311 @@
+"""XLNet's Keras 3 layers, as the original `modeling.py` scopes: `PositionwiseFFN` (`ff`), `RelMultiheadAttn`
+and `TwoStreamRelAttention` (`rel_attn`), `MultiheadAttn` (`abs_attn`, for the `attn` summary), and a faster
+`Dropout`.
+
+Variable paths end like the original checkpoint names (`layer_0/rel_attn/q/kernel`, `layer_0/ff/layer_1/kernel`,
+`LayerNorm/gamma`). Time-major tensors at every call; the attention itself runs on the head-major kernels of
+`xlnet_tf.modeling.attention`.
+"""
+
+
+import keras
+import tensorflow as tf
+
+from xlnet_tf.modeling.attention import _LAYER_NORM_EPS, _masked_softmax, attention_context, dense_rows, layer_norm_rows, project_heads, project_out, rel_attn_core, split_streams
+from xlnet_tf.modeling.ops import get_activation
+
+
+_PACKAGE = "xlnet_tf"
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class Dropout(keras.layers.Dropout):
+  """`keras.layers.Dropout` (same seed generator and config) with a cheaper, XLA-friendly mask.
+
+  The keep mask is drawn with an explicit Philox generator: the default "auto_select" algorithm of TF's stateless
+  random ops compiles under XLA on CPU to a generator ~100x slower than the graph kernel. When the last dimension
+  is even, each 32-bit random word gives two 16-bit uniforms (half the generator work), so the drop probability
+  is round(rate * 65536) / 65536 (0.100006 for 0.1); otherwise 32-bit uniforms are used.
+  """
+
+  def call(self, inputs, training=False):
+    if not training or self.rate <= 0 or self.noise_shape is not None:
+      return super().call(inputs, training=training)
+    scale = tf.cast(1.0 / (1.0 - self.rate), inputs.dtype)
+    return tf.where(self._keep_mask(inputs), inputs * scale, tf.zeros([], inputs.dtype))
+
+  def drop_unscaled(self, inputs, training=False):
+    """Dropout without the 1 / (1 - rate) rescaling, for a caller that rescales a smaller tensor downstream.
+
+    Returns:
+      (inputs with the dropped entries zeroed, scale): scale is the python float 1 / (1 - rate), or None when
+      nothing is dropped (not training, or rate 0).
+    """
+    if not training or self.rate <= 0:
+      return inputs, None
+    return tf.where(self._keep_mask(inputs), inputs, tf.zeros([], inputs.dtype)), 1.0 / (1.0 - self.rate)
+
+  def _keep_mask(self, inputs):
+    """bool, shaped like inputs: True = keep."""
+    seed = tf.cast(tf.math.floormod(self.seed_generator.next(), 2 ** 31 - 1), tf.int32)
+    shape = tf.shape(inputs)
+    last = inputs.shape[-1]
+    if last is not None and last % 2 == 0:
+      bits = tf.random.stateless_uniform(tf.concat([shape[:-1], [last // 2]], 0), seed, minval=None, maxval=None,
+                                         dtype=tf.uint32, alg="philox")
+      bits = tf.reshape(tf.bitcast(bits, tf.uint16), shape)
+      return bits >= tf.constant(min(round(self.rate * 65536), 65535), tf.uint16)
+    return tf.random.stateless_uniform(shape, seed, alg="philox") >= self.rate
+
+
+def _head_projection(name, d_model, n_head, d_head, initializer, dtype):
+  """Holds `{name}/kernel` [H, N, D] (no bias); `project_heads` applies it."""
+  return keras.layers.EinsumDense("ibh,hnd->ibnd", output_shape=(None, n_head, d_head), bias_axes=None,
+                                  kernel_initializer=initializer, name=name, dtype=dtype)
+
+
+def _output_projection(d_model, initializer, dtype):
+  """Holds `o/kernel` [H, N, D]; `project_out` applies it."""
+  return keras.layers.EinsumDense("ibnd,hnd->ibh", output_shape=(None, d_model), bias_axes=None,
+                                  kernel_initializer=initializer, name="o", dtype=dtype)
+
+
+def _layer_norm(dtype):
+  return keras.layers.LayerNormalization(epsilon=_LAYER_NORM_EPS, name="LayerNorm", dtype=dtype)
+
+
+def _serialize_initializer(initializer):
+  return keras.initializers.serialize(keras.initializers.get(initializer))
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class PositionwiseFFN(keras.layers.Layer):
+  """Position-wise feed-forward network: LayerNorm(x + drop(layer_2(drop(act(layer_1(x)))))).
+
+  Variables: `layer_1/{kernel,bias}` [H, F], [F]; `layer_2/{kernel,bias}` [F, H], [H]; `LayerNorm/{gamma,beta}`.
+  """
+
+  def __init__(self, d_model, d_inner, dropout=0.0, ff_activation="relu", kernel_initializer="glorot_uniform",
+               **kwargs):
+    super().__init__(**kwargs)
+    self.d_model = d_model
+    self.d_inner = d_inner
+    self.dropout = dropout
+    self.ff_activation = ff_activation
+    self.kernel_initializer = keras.initializers.get(kernel_initializer)
+    self.activation = get_activation(ff_activation)
+    policy = self.dtype_policy
+    self.layer_1 = keras.layers.Dense(d_inner, activation=self.activation,
+                                      kernel_initializer=self.kernel_initializer, name="layer_1", dtype=policy)
+    self.drop_1 = Dropout(dropout, name="drop_1", dtype=policy)
+    self.layer_2 = keras.layers.Dense(d_model, kernel_initializer=self.kernel_initializer, name="layer_2",
+                                      dtype=policy)
+    self.drop_2 = Dropout(dropout, name="drop_2", dtype=policy)
+    self.layer_norm = _layer_norm(policy)
+
+  def build(self, input_shape):
+    self.layer_1.build(input_shape)
+    self.layer_2.build(tuple(input_shape[:-1]) + (self.d_inner,))
+    self.layer_norm.build(input_shape)
+
+  def call(self, inp, training=False):
+    """inp: float [I, B, H] -> float [I, B, H]."""
+    return tf.reshape(self.ffn_rows(tf.reshape(inp, [-1, self.d_model]), training), tf.shape(inp))
+
+  def ffn_rows(self, rows, training=False):
+    """The network on rows: float [K, H] -> float [K, H], with 2-D matmuls."""
+    output = self.activation(dense_rows(rows, self.layer_1.kernel, self.layer_1.bias))
+    output = self.drop_1(output, training=training)
+    output = self.drop_2(dense_rows(output, self.layer_2.kernel, self.layer_2.bias), training=training)
+    return layer_norm_rows(self.layer_norm, output + rows)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(d_model=self.d_model, d_inner=self.d_inner, dropout=self.dropout,
+                  ff_activation=self.ff_activation,
+                  kernel_initializer=_serialize_initializer(self.kernel_initializer))
+    return config
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class RelMultiheadAttn(keras.layers.Layer):
+  """Multi-head attention with relative positional encoding and segment encoding (one stream).
+
+  Variables (no biases): `q,k,v,r,o/kernel` [H, N, D]; `LayerNorm/{gamma,beta}` [H]. The relative biases and
+  the segment embedding belong to `TransformerXL` and are passed in.
+  """
+
+  def __init__(self, d_model, n_head, d_head, dropout=0.0, dropatt=0.0, kernel_initializer="glorot_uniform",
+               **kwargs):
+    super().__init__(**kwargs)
+    self.d_model = d_model
+    self.n_head = n_head
+    self.d_head = d_head
+    self.dropout = dropout
+    self.dropatt = dropatt
+    self.kernel_initializer = keras.initializers.get(kernel_initializer)
+    self.scale = 1.0 / (d_head ** 0.5)
+    policy = self.dtype_policy
+    self.q, self.k, self.v, self.r = (_head_projection(n, d_model, n_head, d_head, self.kernel_initializer, policy)
+                                      for n in ("q", "k", "v", "r"))
+    self.o = _output_projection(d_model, self.kernel_initializer, policy)
+    self.attn_dropout = Dropout(dropatt, name="attn_drop", dtype=policy)
+    self.out_dropout = Dropout(dropout, name="out_drop", dtype=policy)
+    self.layer_norm = _layer_norm(policy)
+
+  def build(self, input_shape=None):
+    shape = (None, None, self.d_model)
+    for proj in (self.q, self.k, self.v, self.r):
+      proj.build(shape)
+    self.o.build((None, None, self.n_head, self.d_head))
+    self.layer_norm.build(shape)
+
+  def attend_rows(self, h, r, context, r_w_bias, r_r_bias, r_s_bias=None, seg_embed=None, mems=None, g=None,
+                  training=False):
+    """Both streams (or the content stream alone) up to the post-attention LayerNorm, on rows.
+
+    Args:
+      h: float [I, B, H], the content stream.
+      r: float [R, C, H], the relative positional embedding; C = B, 2 (bi_data, no dropout) or 1 (see
+        `rel_attn_core`).
+      context: `AttentionContext` (masks, segments, target positions).
+      r_w_bias, r_r_bias, r_s_bias: float [N, D], this layer's biases (r_s_bias None without segments).
+      seg_embed: float [2, N, D] or None, this layer's segment embedding.
+      mems: float [M, B, H] or None, this layer's memory.
+      g: float [P or I, B, H] or None, the query stream.
+
+    Returns:
+      float [(I + P) * B, H]: LayerNorm(h + o(attention)) rows of h (time-major, row i*B + b), then those of g.
+    """
+    dtype = h.dtype
+    # h is read twice (projections, residual; see the module docstring on bit-exact training): without mems q, k
+    # and v come from one matmul, with mems q comes from the h rows of [mems; h].
+    if mems is None:
+      q_head_h, k_head_h, v_head_h = project_heads(h, [self.q.kernel, self.k.kernel, self.v.kernel])
+    else:
+      mlen = tf.shape(mems)[0]
+      cat = tf.concat([tf.cast(mems, dtype), h], 0)
+      k_head_h, v_head_h = project_heads(cat, [self.k.kernel, self.v.kernel])
+      (q_head_h,) = project_heads(tf.slice(cat, [mlen, 0, 0], [-1, -1, -1]), [self.q.kernel])
+    (k_head_r,) = project_heads(tf.cast(r, dtype), [self.r.kernel])
+    r_w_bias, r_r_bias = tf.cast(r_w_bias, dtype), tf.cast(r_r_bias, dtype)
+    r_s_bias = None if r_s_bias is None else tf.cast(r_s_bias, dtype)
+
+    def core(q_head, bias, seg, target_pos=None):
+      return rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, r_s_bias, seg_embed, bias, seg,
+                           self.scale, self.attn_dropout, training, target_pos, tf.shape(h)[0])
+
+    attn_vec = core(q_head_h, context.bias_h, context.seg_h)
+    residual = h
+    if g is not None:
+      attn_vec_g = core(project_heads(g, [self.q.kernel])[0], context.bias_g, context.seg_g, context.target_pos)
+      if context.target_valid is not None:
+        attn_vec_g *= context.target_valid[None, :, :, None]
+      attn_vec = tf.concat([attn_vec, attn_vec_g], 2)
+      residual = tf.concat([h, g], 0)
+    attn_out = self.out_dropout(project_out(attn_vec, self.o.kernel), training=training)
+    return layer_norm_rows(self.layer_norm, attn_out + tf.reshape(residual, [-1, self.d_model]))
+
+  def call(self, h, r, seg_mat=None, r_w_bias=None, r_r_bias=None, r_s_bias=None, seg_embed=None, attn_mask=None,
+           mems=None, training=False):
+    """One attention stream.
+
+    Args:
+      h: float [I, B, H], the content stream.
+      r: float [R, B, H], the relative positional embedding (B may also be 1 = shared, or 2 = bi_data halves).
+      seg_mat: float [I, J, B, 2] or None (no segment term); one-hot, index 1 = different segment.
+      r_w_bias, r_r_bias, r_s_bias: float [N, D], the content, position and segment biases of this layer.
+      seg_embed: float [2, N, D], this layer's segment embedding.
+      attn_mask: float [I, J, B, 1] or None. 1 = query i may not attend key j.
+      mems: float [M, B, H] or None, this layer's memory.
+
+    Returns:
+      float [I, B, H].
+    """
+    context = attention_context(attn_mask, None, seg_mat, None, h.dtype)
+    return split_streams(self.attend_rows(h, r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed, mems,
+                                          training=training), h)[0]
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(d_model=self.d_model, n_head=self.n_head, d_head=self.d_head, dropout=self.dropout,
+                  dropatt=self.dropatt, kernel_initializer=_serialize_initializer(self.kernel_initializer))
+    return config
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class TwoStreamRelAttention(RelMultiheadAttn):
+  """Two-stream relative attention: the content stream h and the query stream g share every weight.
+
+  `call(h, r, ...)` without `g` runs the content stream alone (fine-tuning), like `RelMultiheadAttn`.
+  """
+
+  def call(self, h, r, seg_mat=None, r_w_bias=None, r_r_bias=None, r_s_bias=None, seg_embed=None, attn_mask=None,
+           mems=None, g=None, attn_mask_g=None, target_mapping=None, training=False):
+    """Args as `RelMultiheadAttn.call` (`attn_mask` is the content stream's `non_tgt_mask`), plus:
+
+      g: float [P or I, B, H] or None, the query stream (P rows with target_mapping, else I).
+      attn_mask_g: float [I, J, B, 1] or None, the query stream's mask (targets do not see themselves).
+      target_mapping: float [P, I, B] or None. 1 = prediction slot p targets position i; each row one-hot or all
+        zero (padding slot), positions distinct (see `attention_context`).
+
+    Returns:
+      (output_h [I, B, H], output_g [P or I, B, H]), or output_h alone when g is None.
+    """
+    context = attention_context(attn_mask, attn_mask_g if g is not None else None, seg_mat,
+                                target_mapping if g is not None else None, h.dtype)
+    output_h, output_g = split_streams(
+        self.attend_rows(h, r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed, mems, g, training), h, g)
+    return output_h if g is None else (output_h, output_g)
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class MultiheadAttn(keras.layers.Layer):
+  """Standard multi-head attention (the original `multihead_attn`), used by the `attn` sequence summary.
+
+  Variables: `q,k,v,o/kernel` [H, N, D]; `LayerNorm/{gamma,beta}`.
+  """
+
+  def __init__(self, d_model, n_head, d_head, dropout=0.0, dropatt=0.0, residual=True,
+               kernel_initializer="glorot_uniform", **kwargs):
+    super().__init__(**kwargs)
+    self.d_model = d_model
+    self.n_head = n_head
+    self.d_head = d_head
+    self.dropout = dropout
+    self.dropatt = dropatt
+    self.residual = residual
+    self.kernel_initializer = keras.initializers.get(kernel_initializer)
+    self.scale = 1.0 / (d_head ** 0.5)
+    policy = self.dtype_policy
+    self.q, self.k, self.v = (_head_projection(n, d_model, n_head, d_head, self.kernel_initializer, policy)
+                              for n in ("q", "k", "v"))
+    self.o = _output_projection(d_model, self.kernel_initializer, policy)
+    self.attn_dropout = Dropout(dropatt, name="attn_drop", dtype=policy)
+    self.out_dropout = Dropout(dropout, name="out_drop", dtype=policy)
+    self.layer_norm = _layer_norm(policy)
+
+  def build(self, input_shape=None):
+    shape = (None, None, self.d_model)
+    for proj in (self.q, self.k, self.v):
+      proj.build(shape)
+    self.o.build((None, None, self.n_head, self.d_head))
+    self.layer_norm.build(shape)
+
+  def call(self, q, k, v, attn_mask=None, training=False):
+    """q: float [I, B, H]; k, v: float [J, B, H]; attn_mask: float [I or 1, J, B, 1] (1 = blocked) or None."""
+    q_head, k_head, v_head = self.q(q), self.k(k), self.v(v)
+    score = tf.einsum("ibnd,jbnd->ijbn", q_head, k_head) * self.scale
+    attn_prob = self.attn_dropout(_masked_softmax(score, attn_mask), training=training)
+    attn_vec = tf.einsum("ijbn,jbnd->ibnd", attn_prob, v_head)
+    attn_out = self.out_dropout(self.o(attn_vec), training=training)
+    # The original's residual is `v` (its `h` argument), not `q`.
+    out = attn_out + v if self.residual else attn_out
+    return tf.reshape(layer_norm_rows(self.layer_norm, tf.reshape(out, [-1, self.d_model])), tf.shape(out))
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(d_model=self.d_model, n_head=self.n_head, d_head=self.d_head, dropout=self.dropout,
+                  dropatt=self.dropatt, residual=self.residual,
+                  kernel_initializer=_serialize_initializer(self.kernel_initializer))
+    return config

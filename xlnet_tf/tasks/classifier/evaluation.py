@@ -1,0 +1,131 @@
+"""Eval and predict of a fine-tuned classifier, as the original `run_classifier.py`: every checkpoint of
+model_dir (or the last) on the eval records, the metrics weighted by `is_real_example`, the `Eval result` and
+`Best result` lines; predict writes `{task}.tsv` (GLUE submission format) and `{task}.logits.json`.
+"""
+
+import math
+import re
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from xlnet_tf import checkpoint
+from xlnet_tf.tasks.classifier import features as classifier_data
+from xlnet_tf.tasks.classifier import metrics
+from xlnet_tf.tasks.classifier.task import forward
+
+
+def load_for_inference(model, ckpt_path, scope):
+  """Loads `ckpt_path` into `model` and checks that the head `scope` came from it (eval and predict need a
+  fine-tuned head, not a fresh one)."""
+  report = checkpoint.load_weights(model, ckpt_path)
+  missing = [n for n in report["kept_initial"] if n.startswith(f"model/{scope}/") or "sequnece_summary" in n]
+  if missing:
+    heads = sorted({n.split("/")[1] for n in report["unused"] if re.match(r"model/(classification|regression)_", n)})
+    raise ValueError(f"Checkpoint {ckpt_path} has no fine-tuned {missing[0].rsplit('/', 2)[0]} (it lacks "
+                     f"{missing[0]}); it holds the heads {heads or 'none'}. Evaluate a fine-tuned checkpoint, or "
+                     "set --cls_scope / --task_name to the head it holds.")
+  return report
+
+
+class Inference:
+  """A model for eval and predict: loads checkpoints and runs batches through one traced forward pass.
+
+  Args:
+    model: an XLNetModel built for inference (is_training=False) with the head `scope`.
+    scope: the head scope.
+  """
+
+  def __init__(self, model, scope):
+    self.model = model
+    self.scope = scope
+    self.is_regression = scope.startswith("regression_")
+    self._step = tf.function(lambda features: forward(model, features, scope, training=False), autograph=False)
+
+  def load(self, ckpt_path):
+    """Loads a fine-tuned checkpoint (see `load_for_inference`)."""
+    return load_for_inference(self.model, ckpt_path, self.scope)
+
+  def run(self, dataset):
+    """Runs the model over a dataset of feature batches (`classifier_data.classifier_dataset`).
+
+    Returns:
+      dict of numpy arrays over all examples: logits [N, n_class] or [N], loss [N], label_ids [N],
+      is_real_example [N].
+    """
+    out = {"logits": [], "loss": [], "label_ids": [], "is_real_example": []}
+    for features in dataset:
+      logits, loss = self._step(features)
+      out["logits"].append(logits.numpy())
+      out["loss"].append(loss.numpy())
+      out["label_ids"].append(features["label_ids"].numpy())
+      out["is_real_example"].append(features["is_real_example"].numpy())
+    return {k: np.concatenate(v) if v else np.zeros([0]) for k, v in out.items()}
+
+
+def _format_result(title, result):
+  return f"{title} | " + "".join(f"{key} {value} | " for key, value in sorted(result.items()))
+
+
+def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval_batch_size, task_name,
+                         log_fn=print):
+  """Evaluates each checkpoint on the eval records, as the original's eval mode.
+
+  Args:
+    inference: an `Inference` (its head scope `regression_*` means regression metrics).
+    checkpoints: [(step, prefix)], e.g. `list_checkpoints(model_dir)` (or its last entry).
+    eval_file: the eval tfrecord (padded with is_real_example=0 examples to a multiple of the batch size).
+    max_seq_length, eval_batch_size: ints.
+    task_name: str, selects the metrics (`metrics.task_metrics`).
+    log_fn: where the `Eval result` / `Best result` lines go.
+
+  Returns:
+    (results, best): the list of per-checkpoint dicts (eval_* metrics, eval_loss, loss, global_step, step, path),
+    and the best of them by eval_pearsonr (regression) or eval_accuracy.
+  """
+  is_regression = inference.is_regression
+  if not checkpoints:
+    raise FileNotFoundError("No checkpoint to evaluate (no *.index file in --model_dir). Train first "
+                            "(--do_train=True) or point --model_dir at the fine-tuning output.")
+  dataset = classifier_data.classifier_dataset(eval_file, max_seq_length, is_training=False, drop_remainder=False,
+                                               batch_size=eval_batch_size, is_regression=is_regression)
+  results = []
+  for step, path in checkpoints:
+    inference.load(path)
+    out = inference.run(dataset)
+    result = metrics.task_metrics(task_name, out["logits"], out["label_ids"], weights=out["is_real_example"],
+                                  per_example_loss=out["loss"], is_regression=is_regression)
+    result["loss"] = float(np.mean(out["loss"]))  # As the Estimator's `loss`: padding examples included.
+    result["global_step"] = step
+    result["step"] = step
+    result["path"] = path
+    results.append(result)
+    log_fn("=" * 80)
+    log_fn(_format_result("Eval result", result))
+  key = metrics.best_metric_key(is_regression)
+  rank = lambda r: -math.inf if r[key] is None or math.isnan(r[key]) else r[key]
+  best = sorted(results, key=rank, reverse=True)[0]
+  log_fn("=" * 80)
+  log_fn(_format_result("Best result", best))
+  return results, best
+
+
+def predict(inference, ckpt_path, predict_file, max_seq_length, predict_batch_size, task_name, label_list,
+            predict_dir, predict_threshold=0.0):
+  """Writes `{predict_dir}/{task}.tsv` and `{task}.logits.json` for the records of `predict_file`.
+
+  Padding examples (is_real_example = 0) are left out (the original predicted them too when --do_eval had
+  padded the shared example list).
+
+  Returns:
+    (tsv_path, json_path).
+  """
+  inference.load(ckpt_path)
+  dataset = classifier_data.classifier_dataset(predict_file, max_seq_length, is_training=False,
+                                               drop_remainder=False, batch_size=predict_batch_size,
+                                               is_regression=inference.is_regression)
+  out = inference.run(dataset)
+  logging.info("Predicted %d examples with %s.", int(np.sum(out["is_real_example"])), ckpt_path)
+  return metrics.write_predictions(predict_dir, task_name, out["logits"], label_list, predict_threshold,
+                                   is_real_example=out["is_real_example"])

@@ -1,0 +1,247 @@
+"""Classifier features, as the original `classifier_utils.py`: examples -> `A <sep> B <sep> <cls>` LEFT-padded ids,
+segment ids and input mask; the cached TFRecords (`record_file_name`) and their `tf.data` reader.
+"""
+
+import collections
+import dataclasses
+import os
+import uuid
+
+import tensorflow as tf
+from absl import logging
+
+from xlnet_tf.data.tokenization import CLS_ID, SEP_ID
+from xlnet_tf.tasks.classifier.data import EVAL_SPLITS, PaddingInputExample, _is_int_at_least
+
+
+SEG_ID_A = 0
+
+
+SEG_ID_B = 1
+
+
+SEG_ID_CLS = 2
+
+
+SEG_ID_SEP = 3  # Defined by the original, never used by the classifier.
+
+
+SEG_ID_PAD = 4
+
+
+@dataclasses.dataclass
+class InputFeatures:
+  """The features of one example, all lists of length max_seq_length except label_id and is_real_example."""
+  input_ids: list
+  input_mask: list
+  segment_ids: list
+  label_id: object
+  is_real_example: bool = True
+
+
+def check_max_seq_length(max_seq_length, is_pair):
+  """A sequence needs room for one token of each text plus SEP (x2 for pairs) and CLS."""
+  need = 5 if is_pair else 3
+  if not _is_int_at_least(max_seq_length, need):
+    kind = "sentence-pair" if is_pair else "single-sentence"
+    raise ValueError(f"--max_seq_length must be at least {need} for a {kind} task (room for "
+                     f"{'A SEP B SEP CLS' if is_pair else 'A SEP CLS'}). Received: {max_seq_length!r}. "
+                     "Use a larger --max_seq_length (the original's default is 128).")
+
+
+def _truncate_seq_pair(tokens_a, tokens_b, max_length):
+  """Pops tokens from the end of the longer list (b on ties) until the pair fits into max_length, in place."""
+  while len(tokens_a) + len(tokens_b) > max_length:
+    if len(tokens_a) > len(tokens_b):
+      tokens_a.pop()
+    else:
+      tokens_b.pop()
+
+
+def convert_single_example(ex_index, example, label_list, max_seq_length, tokenize_fn):
+  """Converts one `InputExample` (or `PaddingInputExample`) into `InputFeatures`, as the original.
+
+  Args:
+    ex_index: int, the example's position; the first 5 are logged.
+    example: InputExample or PaddingInputExample.
+    label_list: list of labels (label_id = index in it), or None for regression (label_id = float(label)).
+    max_seq_length: int, the fixed sequence length L.
+    tokenize_fn: callable, text -> list of int SentencePiece ids.
+
+  Returns:
+    InputFeatures with input_ids int [L] (left padded with 0), input_mask [L] (1 = padding, 0 = real token),
+    segment_ids [L] (A and its SEP 0, B and its SEP 1, CLS 2, padding 4), label_id and is_real_example.
+  """
+  if isinstance(example, PaddingInputExample):
+    check_max_seq_length(max_seq_length, is_pair=False)
+    return InputFeatures(input_ids=[0] * max_seq_length, input_mask=[1] * max_seq_length,
+                         segment_ids=[0] * max_seq_length, label_id=0.0 if label_list is None else 0,
+                         is_real_example=False)
+
+  tokens_a = list(tokenize_fn(example.text_a))
+  tokens_b = list(tokenize_fn(example.text_b)) if example.text_b else None
+  check_max_seq_length(max_seq_length, is_pair=bool(tokens_b))
+  if tokens_b:
+    _truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
+  else:
+    tokens_a = tokens_a[:max_seq_length - 2]
+
+  input_ids = tokens_a + [SEP_ID]
+  segment_ids = [SEG_ID_A] * len(input_ids)
+  if tokens_b:
+    input_ids += tokens_b + [SEP_ID]
+    segment_ids += [SEG_ID_B] * (len(tokens_b) + 1)
+  input_ids.append(CLS_ID)
+  segment_ids.append(SEG_ID_CLS)
+
+  delta = max_seq_length - len(input_ids)
+  input_mask = [1] * delta + [0] * len(input_ids)
+  input_ids = [0] * delta + input_ids
+  segment_ids = [SEG_ID_PAD] * delta + segment_ids
+
+  if label_list is None:
+    try:
+      label_id = float(example.label)
+    except (TypeError, ValueError):
+      raise ValueError(f"Example {example.guid} has label {example.label!r}, but a regression task needs a number. "
+                       "Fix the data, or drop --is_regression for a classification task.") from None
+  else:
+    if example.label not in label_list:
+      raise ValueError(f"Example {example.guid} has label {example.label!r}, which is not in the label list "
+                       f"{list(label_list)}. Fix the data or the task (--task_name).")
+    label_id = list(label_list).index(example.label)
+
+  if ex_index < 5:
+    logging.info("*** Example *** guid: %s", example.guid)
+    logging.info("input_ids: %s", " ".join(map(str, input_ids)))
+    logging.info("input_mask: %s", " ".join(map(str, input_mask)))
+    logging.info("segment_ids: %s", " ".join(map(str, segment_ids)))
+    logging.info("label: %s (id = %s)", example.label, label_id)
+  return InputFeatures(input_ids=input_ids, input_mask=input_mask, segment_ids=segment_ids, label_id=label_id)
+
+
+def pad_examples(examples, batch_size):
+  """Returns a new list: `examples` plus `PaddingInputExample`s up to a multiple of batch_size (original eval)."""
+  if not _is_int_at_least(batch_size, 1):
+    raise ValueError(f"The eval batch size must be a positive integer. Received: {batch_size!r}. "
+                     "Set --eval_batch_size.")
+  return list(examples) + [PaddingInputExample() for _ in range(-len(examples) % batch_size)]
+
+
+def record_file_name(spiece_model_file, max_seq_length, mode, eval_split="dev"):
+  """The original's cached record file name (without directory).
+
+  train: `{spm}.len-{L}.train.tf_record`; eval: `{spm}.len-{L}.{eval_split}.eval.tf_record`;
+  predict: `{spm}.len-{L}.{eval_split}.predict.tf_record`, where spm is the basename of the SentencePiece model.
+  As the original, neither the task nor num_passes is part of the name: pass overwrite_data when they change.
+  """
+  spm = os.path.basename(spiece_model_file)
+  if mode == "train":
+    return f"{spm}.len-{max_seq_length}.train.tf_record"
+  if mode not in ("eval", "predict"):
+    raise ValueError(f"mode must be 'train', 'eval' or 'predict'. Received: {mode!r}.")
+  if eval_split not in EVAL_SPLITS:
+    raise ValueError(f"--eval_split must be one of {EVAL_SPLITS}. Received: {eval_split!r}.")
+  return f"{spm}.len-{max_seq_length}.{eval_split}.{mode}.tf_record"
+
+
+def _int_feature(values):
+  return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+
+
+def _float_feature(values):
+  return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
+
+
+def file_based_convert_examples_to_features(examples, label_list, max_seq_length, tokenize_fn, output_file,
+                                            num_passes=1, overwrite_data=False):
+  """Converts examples and writes them as TFRecords (atomically), as the original.
+
+  Features: input_ids int64 [L], input_mask float [L] (1 = padding), segment_ids int64 [L], label_ids int64 []
+  (float [] when label_list is None), is_real_example int64 [].
+
+  Args:
+    examples: list of InputExample / PaddingInputExample; not modified.
+    label_list, max_seq_length, tokenize_fn: as `convert_single_example`.
+    output_file: str, the record file.
+    num_passes: int >= 1, the example list is written this many times in a row.
+    overwrite_data: bool, rewrite an existing output_file; False keeps it (the original's cache behaviour).
+
+  Returns:
+    The number of records written, or None if an existing file was kept.
+  """
+  if not _is_int_at_least(num_passes, 1):
+    raise ValueError(f"--num_passes must be a positive integer. Received: {num_passes!r}.")
+  if tf.io.gfile.exists(output_file) and not overwrite_data:
+    logging.info("Keeping the existing tfrecord %s (set --overwrite_data to rebuild it).", output_file)
+    return None
+  logging.info("Creating tfrecord %s.", output_file)
+  out_dir = os.path.dirname(output_file)
+  if out_dir:
+    tf.io.gfile.makedirs(out_dir)
+  all_examples = list(examples) * num_passes
+  tmp = f"{output_file}.tmp-{uuid.uuid4().hex}"
+  try:
+    with tf.io.TFRecordWriter(tmp) as writer:
+      for ex_index, example in enumerate(all_examples):
+        if ex_index % 10000 == 0:
+          logging.info("Writing example %d of %d", ex_index, len(all_examples))
+        feature = convert_single_example(ex_index, example, label_list, max_seq_length, tokenize_fn)
+        features = collections.OrderedDict()
+        features["input_ids"] = _int_feature(feature.input_ids)
+        features["input_mask"] = _float_feature(feature.input_mask)
+        features["segment_ids"] = _int_feature(feature.segment_ids)
+        if label_list is not None:
+          features["label_ids"] = _int_feature([feature.label_id])
+        else:
+          features["label_ids"] = _float_feature([float(feature.label_id)])
+        features["is_real_example"] = _int_feature([int(feature.is_real_example)])
+        writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
+    tf.io.gfile.rename(tmp, output_file, overwrite=True)
+  finally:
+    if tf.io.gfile.exists(tmp):
+      tf.io.gfile.remove(tmp)
+  return len(all_examples)
+
+
+def classifier_dataset(input_file, seq_length, is_training, drop_remainder, batch_size, is_regression,
+                       shuffle_buffer=2048, seed=None, input_context=None):
+  """Reads classifier TFRecords as `file_based_input_fn_builder` does, batch-major.
+
+  Training shuffles (buffer shuffle_buffer, reshuffled each epoch) and repeats forever. With an input_context
+  (tf.distribute) the records are sharded per input pipeline and batch_size is the per-replica batch size.
+
+  Returns:
+    A tf.data.Dataset of dicts: input_ids int32 [B, L]; input_mask float32 [B, L] (1 = padding, 0 = real);
+    segment_ids int32 [B, L]; label_ids int32 [B] (float32 [B] when is_regression); is_real_example int32 [B]
+    (0 = padding example, to be weighted out of metrics).
+  """
+  files = [input_file] if isinstance(input_file, str) else list(input_file)
+  for f in files:
+    if not tf.io.gfile.exists(f):
+      raise FileNotFoundError(f"Classifier tfrecord {f} does not exist. Write it first "
+                              "(file_based_convert_examples_to_features) or check --output_dir.")
+  if not _is_int_at_least(batch_size, 1):
+    raise ValueError(f"The batch size must be a positive integer. Received: {batch_size!r}.")
+  if is_training and not _is_int_at_least(shuffle_buffer, 1):
+    raise ValueError(f"--shuffle_buffer must be a positive integer. Received: {shuffle_buffer!r}.")
+  name_to_features = {
+      "input_ids": tf.io.FixedLenFeature([seq_length], tf.int64),
+      "input_mask": tf.io.FixedLenFeature([seq_length], tf.float32),
+      "segment_ids": tf.io.FixedLenFeature([seq_length], tf.int64),
+      "label_ids": tf.io.FixedLenFeature([], tf.float32 if is_regression else tf.int64),
+      "is_real_example": tf.io.FixedLenFeature([], tf.int64),
+  }
+
+  def decode(records):
+    parsed = tf.io.parse_example(records, name_to_features)
+    return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in parsed.items()}
+
+  d = tf.data.TFRecordDataset(files)
+  if input_context is not None:
+    d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+  if is_training:
+    d = d.shuffle(buffer_size=shuffle_buffer, seed=seed)
+    d = d.repeat()
+  d = d.batch(batch_size, drop_remainder=drop_remainder)
+  return d.map(decode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

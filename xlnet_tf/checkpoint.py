@@ -12,12 +12,13 @@ the original format, and listing a directory's checkpoints by step.
 
 import os
 import re
-import uuid
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+from xlnet_tf import fileio
 
 
 
@@ -141,15 +142,8 @@ def export_original_checkpoint(model, ckpt_path, global_step=0):
   table = original_variable_map(model)
   names = sorted(table) + ["global_step"]
   tensors = [tf.convert_to_tensor(table[n]) for n in names[:-1]] + [tf.constant(global_step, tf.int64)]
-  dirname = os.path.dirname(ckpt_path)
-  if dirname:
-    tf.io.gfile.makedirs(dirname)
-  tmp = f"{ckpt_path}.tmp-{uuid.uuid4().hex}"
-  tf.raw_ops.SaveV2(prefix=tmp, tensor_names=names, shape_and_slices=[""] * len(names), tensors=tensors)
-  data_files = tf.io.gfile.glob(tmp + ".data-*")
-  for data_file in data_files:
-    tf.io.gfile.rename(data_file, ckpt_path + data_file[len(tmp):], overwrite=True)
-  tf.io.gfile.rename(tmp + ".index", ckpt_path + ".index", overwrite=True)
+  with fileio.atomic_path(ckpt_path, last_suffix=".index") as tmp:
+    tf.raw_ops.SaveV2(prefix=tmp, tensor_names=names, shape_and_slices=[""] * len(names), tensors=tensors)
   return ckpt_path
 
 
@@ -237,7 +231,7 @@ def list_checkpoints(model_dir):
                             "(--do_train=True) or point --model_dir at the fine-tuning output.")
   entries = []
   for name in tf.io.gfile.listdir(model_dir):
-    if not name.endswith(".index") or ".tmp-" in name:
+    if not name.endswith(".index") or fileio.is_temp_name(name):
       continue
     prefix = os.path.join(model_dir, name[:-len(".index")])
     entries.append((checkpoint_step(prefix), prefix))

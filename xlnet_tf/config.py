@@ -5,9 +5,10 @@ original passes to `transformer_xl` at run time (dropout, initializer, memory an
 """
 
 import json
-import os
 
 import tensorflow as tf
+
+from xlnet_tf import fileio
 
 CONFIG_KEYS = ("n_layer", "d_model", "n_head", "d_head", "d_inner", "ff_activation", "untie_r", "n_token")
 _KEY_TYPES = {"n_layer": int, "d_model": int, "n_head": int, "d_head": int, "d_inner": int,
@@ -69,13 +70,7 @@ class XLNetConfig:
 
   def to_json(self, json_path):
     """Writes the config as the original does (sorted keys, indent 4), atomically."""
-    dirname = os.path.dirname(json_path)
-    if dirname:
-      tf.io.gfile.makedirs(dirname)
-    tmp = json_path + ".tmp"
-    with tf.io.gfile.GFile(tmp, "w") as f:
-      json.dump(self.to_dict(), f, indent=4, sort_keys=True)
-    tf.io.gfile.rename(tmp, json_path, overwrite=True)
+    fileio.write_json(json_path, self.to_dict(), indent=4, sort_keys=True)
 
   def __eq__(self, other):
     return isinstance(other, XLNetConfig) and self.to_dict() == other.to_dict()

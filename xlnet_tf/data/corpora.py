@@ -16,6 +16,8 @@ import re
 
 import numpy as np
 
+from xlnet_tf import fileio
+
 
 SOURCES = ("imdb", "rotten_tomatoes")
 
@@ -105,13 +107,6 @@ def split_sentences(text):
   return [" ".join(s.split()) for s in sentences if s.strip()]
 
 
-def _write_atomic(path, text):
-  tmp = f"{path}.tmp-{os.getpid()}"
-  with open(tmp, "w", encoding="utf-8") as f:
-    f.write(text)
-  os.replace(tmp, path)
-
-
 def write_pretraining_corpus(out_dir, num_docs, num_files, start=0):
   """Writes IMDB train-split reviews in the original pretraining input format.
 
@@ -142,7 +137,7 @@ def write_pretraining_corpus(out_dir, num_docs, num_files, start=0):
       lines.extend(split_sentences(docs[d]))
       lines.append("")
     path = os.path.join(out_dir, f"imdb-{k}.txt")
-    _write_atomic(path, "\n".join(lines) + "\n")
+    fileio.atomic_write(path, "\n".join(lines) + "\n")
     paths.append(path)
   return paths
 
@@ -181,6 +176,6 @@ def write_aclimdb(out_dir, num_train, num_dev, seed=0):
     for row in sorted(picked):
       text, label = reviews[row]
       name, rating = ("pos", 10) if label == 1 else ("neg", 1)
-      _write_atomic(os.path.join(out_dir, folder, name, f"{row}_{rating}.txt"), text)
+      fileio.atomic_write(os.path.join(out_dir, folder, name, f"{row}_{rating}.txt"), text)
     counts[folder] = len(picked)
   return counts

@@ -15,6 +15,8 @@ import unicodedata
 import numpy as np
 import sentencepiece as spm
 
+from xlnet_tf import fileio
+
 
 SPIECE_UNDERLINE = "▁"
 
@@ -255,26 +257,16 @@ def train_sentencepiece(inputs, model_prefix, vocab_size, *, character_coverage=
   if vocab_size <= len(special_symbols):
     raise ValueError(f"vocab_size must exceed {len(special_symbols)} (the XLNet special symbols). "
                      f"Received: {vocab_size}.")
-  prefix_dir = os.path.dirname(model_prefix)
-  if prefix_dir:
-    os.makedirs(prefix_dir, exist_ok=True)
-  tmp_prefix = f"{model_prefix}.tmp-{os.getpid()}"  # Trained under a temporary name, renamed when complete.
-  options = dict(
-      input=files, model_prefix=tmp_prefix, vocab_size=vocab_size, character_coverage=character_coverage,
-      model_type=model_type, control_symbols=list(CONTROL_SYMBOLS),
-      user_defined_symbols=list(USER_DEFINED_SYMBOLS), input_sentence_size=input_sentence_size,
-      shuffle_input_sentence=shuffle_input_sentence, hard_vocab_limit=hard_vocab_limit,
-      unk_id=0, bos_id=1, eos_id=2, pad_id=-1, num_threads=num_threads or os.cpu_count() or 1)
-  if quiet:
-    options["minloglevel"] = 2
-  options.update(extra_options)
-  try:
+  with fileio.atomic_path(model_prefix, last_suffix=".model") as tmp_prefix:  # the .model file is renamed last
+    options = dict(
+        input=files, model_prefix=tmp_prefix, vocab_size=vocab_size, character_coverage=character_coverage,
+        model_type=model_type, control_symbols=list(CONTROL_SYMBOLS),
+        user_defined_symbols=list(USER_DEFINED_SYMBOLS), input_sentence_size=input_sentence_size,
+        shuffle_input_sentence=shuffle_input_sentence, hard_vocab_limit=hard_vocab_limit,
+        unk_id=0, bos_id=1, eos_id=2, pad_id=-1, num_threads=num_threads or os.cpu_count() or 1)
+    if quiet:
+      options["minloglevel"] = 2
+    options.update(extra_options)
     spm.SentencePieceTrainer.Train(**options)
     load_sentencepiece(tmp_prefix + ".model")  # Checks the special ids.
-    os.replace(tmp_prefix + ".vocab", model_prefix + ".vocab")
-    os.replace(tmp_prefix + ".model", model_prefix + ".model")
-  finally:
-    for ext in (".model", ".vocab"):
-      if os.path.exists(tmp_prefix + ext):
-        os.remove(tmp_prefix + ext)
   return model_prefix + ".model"

@@ -3,11 +3,12 @@ malloc setting, the bfloat16 check, and the run files written beside the checkpo
 """
 
 import ctypes
-import json
 import os
 
 import tensorflow as tf
 from absl import logging
+
+from xlnet_tf import fileio
 
 
 
@@ -99,9 +100,5 @@ def is_chief(strategy):
 
 def write_run_files(model_dir, xlnet_config, flags_dict):
   """`xlnet_config.json` and `run_flags.json` in model_dir (what the original's `config.json` held, and more)."""
-  tf.io.gfile.makedirs(model_dir)
   xlnet_config.to_json(os.path.join(model_dir, "xlnet_config.json"))
-  path = os.path.join(model_dir, "run_flags.json")
-  with tf.io.gfile.GFile(path + ".tmp", "w") as f:
-    json.dump(flags_dict, f, indent=2, sort_keys=True, default=str)
-  tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+  fileio.write_json(os.path.join(model_dir, "run_flags.json"), flags_dict, indent=2, sort_keys=True, default=str)

@@ -5,11 +5,11 @@ segment ids and input mask; the cached TFRecords (`record_file_name`) and their 
 import collections
 import dataclasses
 import os
-import uuid
 
 import tensorflow as tf
 from absl import logging
 
+from xlnet_tf import fileio
 from xlnet_tf.data.tokenization import CLS_ID, SEP_ID
 from xlnet_tf.tasks.classifier.data import EVAL_SPLITS, PaddingInputExample, _is_int_at_least
 
@@ -180,8 +180,7 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
   if out_dir:
     tf.io.gfile.makedirs(out_dir)
   all_examples = list(examples) * num_passes
-  tmp = f"{output_file}.tmp-{uuid.uuid4().hex}"
-  try:
+  with fileio.atomic_path(output_file) as tmp:
     with tf.io.TFRecordWriter(tmp) as writer:
       for ex_index, example in enumerate(all_examples):
         if ex_index % 10000 == 0:
@@ -197,10 +196,6 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
           features["label_ids"] = _float_feature([float(feature.label_id)])
         features["is_real_example"] = _int_feature([int(feature.is_real_example)])
         writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
-    tf.io.gfile.rename(tmp, output_file, overwrite=True)
-  finally:
-    if tf.io.gfile.exists(tmp):
-      tf.io.gfile.remove(tmp)
   return len(all_examples)
 
 

@@ -7,10 +7,11 @@ GLUE conventions: MRPC and QQP report F1 and accuracy, STS-B Pearson and Spearma
 
 import json
 import os
-import uuid
 
 import numpy as np
 import tensorflow as tf
+
+from xlnet_tf import fileio
 
 
 F1_TASKS = ("mrpc", "qqp")
@@ -209,17 +210,6 @@ def predictions_from_logits(logits, label_list, predict_threshold=0.0):
   return [label_list[int(i)] for i in np.argmax(logits, axis=-1)]
 
 
-def _write_atomically(path, text):
-  tmp = f"{path}.tmp-{uuid.uuid4().hex}"
-  try:
-    with tf.io.gfile.GFile(tmp, "w") as f:
-      f.write(text)
-    tf.io.gfile.rename(tmp, path, overwrite=True)
-  finally:
-    if tf.io.gfile.exists(tmp):
-      tf.io.gfile.remove(tmp)
-
-
 def write_predictions(predict_dir, task_name, logits, label_list, predict_threshold=0.0, is_real_example=None):
   """Writes `{predict_dir}/{task}.tsv` (`index\\tprediction`, GLUE submission format) and `{task}.logits.json`.
 
@@ -250,6 +240,6 @@ def write_predictions(predict_dir, task_name, logits, label_list, predict_thresh
   tsv_path = os.path.join(predict_dir, f"{task}.tsv")
   json_path = os.path.join(predict_dir, f"{task}.logits.json")
   lines = ["index\tprediction\n"] + [f"{i}\t{label}\n" for i, label in enumerate(labels_out)]
-  _write_atomically(tsv_path, "".join(lines))
-  _write_atomically(json_path, json.dumps([[float(v) for v in row] for row in logits], indent=4))
+  fileio.atomic_write(tsv_path, "".join(lines))
+  fileio.atomic_write(json_path, json.dumps([[float(v) for v in row] for row in logits], indent=4))
   return tsv_path, json_path

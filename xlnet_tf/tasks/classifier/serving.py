@@ -31,15 +31,14 @@ case table, which lacks 40 capitals added in Unicode 14; NFKD uses ICU's Unicode
 
 import functools
 import os
-import shutil
 import sys
 import unicodedata
-import uuid
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from xlnet_tf import fileio
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.classifier import features as classifier_features
 from xlnet_tf.tasks.classifier import task as finetune
@@ -228,17 +227,6 @@ def export_saved_model(model, spiece_model_file, export_dir, scope, label_list, 
                 "classify_pair": module.classify_pair.get_concrete_function()}
   parent = os.path.dirname(os.path.abspath(export_dir))
   tf.io.gfile.makedirs(parent)
-  tmp = f"{export_dir.rstrip('/')}.tmp-{uuid.uuid4().hex}"
-  try:
+  with fileio.atomic_path(export_dir) as tmp:
     tf.saved_model.save(module, tmp, signatures=signatures)
-    old = None
-    if tf.io.gfile.exists(export_dir):
-      old = f"{export_dir.rstrip('/')}.old-{uuid.uuid4().hex}"
-      tf.io.gfile.rename(export_dir, old)
-    tf.io.gfile.rename(tmp, export_dir)
-    if old:
-      shutil.rmtree(old, ignore_errors=True)
-  finally:
-    if tf.io.gfile.exists(tmp):
-      shutil.rmtree(tmp, ignore_errors=True)
   return export_dir

@@ -1,0 +1,66 @@
+"""The one atomic write: complete files appear under their final name, or nothing does."""
+
+import os
+
+import pytest
+
+from xlnet_tf import fileio
+
+
+def listing(d):
+  return sorted(os.listdir(d))
+
+
+def test_atomic_write_replaces_and_leaves_no_temporary(tmp_path):
+  path = tmp_path / "sub" / "a.json"
+  fileio.write_json(str(path), {"x": 1}, indent=2)
+  fileio.write_json(str(path), {"x": 2})
+  assert path.read_text() == '{"x": 2}'
+  assert listing(path.parent) == ["a.json"]
+
+
+def test_a_failed_write_keeps_the_old_file_and_removes_what_it_wrote(tmp_path):
+  path = tmp_path / "a.txt"
+  fileio.atomic_write(str(path), "old")
+  with pytest.raises(OSError, match="disk full"):
+    with fileio.atomic_path(str(path)) as tmp:
+      with open(tmp, "w") as f:
+        f.write("half")
+      raise OSError(28, "disk full")
+  assert path.read_text() == "old"
+  assert listing(tmp_path) == ["a.txt"]
+
+
+def test_temporary_names_are_unique_per_call(tmp_path):
+  names = {fileio.temp_name(str(tmp_path / "a")) for _ in range(100)}
+  assert len(names) == 100 and all(fileio.is_temp_name(n) for n in names)
+  assert not fileio.is_temp_name(str(tmp_path / "model.ckpt-100.index"))
+
+
+def test_a_prefix_of_several_files_moves_with_the_marker_last(tmp_path, monkeypatch):
+  moved = []
+  rename = fileio.rename
+  monkeypatch.setattr(fileio, "rename", lambda src, dst: (moved.append(os.path.basename(dst)), rename(src, dst)))
+  with fileio.atomic_path(str(tmp_path / "ckpt"), last_suffix=".index") as tmp:
+    for suffix in (".index", ".data-00000-of-00001"):
+      with open(tmp + suffix, "w") as f:
+        f.write(suffix)
+  assert moved == ["ckpt.data-00000-of-00001", "ckpt.index"]
+  assert listing(tmp_path) == ["ckpt.data-00000-of-00001", "ckpt.index"]
+
+
+def test_a_directory_replaces_the_old_one_whole(tmp_path):
+  target = tmp_path / "export"
+  for name in ("first", "second"):
+    with fileio.atomic_path(str(target)) as tmp:
+      os.makedirs(tmp)
+      with open(os.path.join(tmp, name), "w") as f:
+        f.write(name)
+  assert listing(target) == ["second"]
+  assert listing(tmp_path) == ["export"]
+
+
+def test_glob_includes_hidden_files_as_gfile_does(tmp_path):
+  for name in (".hidden.txt", "b.txt", "a.txt"):
+    (tmp_path / name).write_text("x")
+  assert [os.path.basename(p) for p in fileio.glob(str(tmp_path / "*.txt"))] == [".hidden.txt", "a.txt", "b.txt"]

@@ -1,0 +1,1 @@
+"""Tasks: each composes the backbone with its data, heads, loss and metrics."""

@@ -132,7 +132,7 @@ def test_features_by_hand(fix, expected):
   assert feature.input_mask == [int(s == 4) for _, segs in expected for s in segs]
   assert (feature.label_id, feature.is_real_example) == (2, True)
   stats = data.aliasing_stats([HAND_EXAMPLE], _ids, 12, 4)
-  assert (stats["items_differ"], stats["sequences_differ"], stats["items_fit"]) == (1, 3, 1)
+  assert (stats["items_differ"], stats["sequences_differ"]) == (1, 3)
 
 
 def test_long_articles_never_alias():

@@ -325,11 +325,11 @@ def aliasing_stats(examples, tokenize_fn, max_seq_length, max_qa_length):
 
   Returns:
     dict with `items` and `sequences` (4 per item) counted, `items_differ` / `sequences_differ` (whose features
-    differ), their fractions `item_fraction` / `sequence_fraction`, and `items_fit` (items whose first option
-    fits untruncated, where the bug can fire).
+    differ) and their fractions `item_fraction` / `sequence_fraction`. Option 0 never differs, so at most 3/4 of
+    the sequences can.
   """
   check_lengths(max_seq_length, max_qa_length)
-  stats = {"items": 0, "sequences": 0, "items_differ": 0, "sequences_differ": 0, "items_fit": 0}
+  stats = {"items": 0, "sequences": 0, "items_differ": 0, "sequences_differ": 0}
   for ex in examples:
     if isinstance(ex, PaddingInputExample):
       continue
@@ -342,7 +342,6 @@ def aliasing_stats(examples, tokenize_fn, max_seq_length, max_qa_length):
     stats["sequences"] += len(orig)
     stats["items_differ"] += int(differ > 0)
     stats["sequences_differ"] += differ
-    stats["items_fit"] += int(len(context) + len(qa_ids[0][-max_qa_length:]) <= max_seq_length - 3)
   stats["item_fraction"] = stats["items_differ"] / max(stats["items"], 1)
   stats["sequence_fraction"] = stats["sequences_differ"] / max(stats["sequences"], 1)
   return stats

@@ -92,3 +92,12 @@ def test_errors(tmp_path, tokenize_fn):
   with pytest.raises(ValueError, match="batch size must be a positive integer"):
     records.race_dataset(path, 8, 0, is_training=False)
   assert os.listdir(tmp_path) == ["r.tf_record"]
+
+
+def test_dataset_fn_resumes(tmp_path, tokenize_fn):
+  path = str(tmp_path / "r.tf_record")
+  records.write_records(data.get_examples(DATA, "train"), tokenize_fn, path, 64, 16)
+  fn = records.race_dataset_fn(path, 64, 2, shuffle_buffer=8, seed=5)
+  full = [b["label_ids"].tolist() for b in fn(None, 0).take(6).as_numpy_iterator()]
+  resumed = [b["label_ids"].tolist() for b in fn(None, 2).take(4).as_numpy_iterator()]
+  assert resumed == full[2:]

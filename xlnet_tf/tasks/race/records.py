@@ -229,3 +229,18 @@ def race_dataset(input_file, max_seq_length, batch_size, is_training, drop_remai
     d = d.repeat()
   d = d.batch(batch_size, drop_remainder=drop_remainder)
   return d.map(decode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def race_dataset_fn(train_file, max_seq_length, per_replica_batch_size, shuffle_buffer=2048, seed=None):
+  """A `dataset_fn(input_context, start_step)` over the training records (the trainer's interface).
+
+  With a seed, the shuffled order is reproducible and a resumed run skips the `start_step` batches it already
+  consumed, so it sees what an uninterrupted run would have seen.
+  """
+  def dataset_fn(input_context, start_step):
+    d = race_dataset(train_file, max_seq_length, per_replica_batch_size, is_training=True, drop_remainder=True,
+                     shuffle_buffer=shuffle_buffer, seed=seed, input_context=input_context)
+    if seed is not None and start_step:
+      d = d.skip(start_step)
+    return d
+  return dataset_fn

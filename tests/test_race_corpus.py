@@ -1,0 +1,103 @@
+"""The RACE-format IMDB set: readable by the RACE reader, deterministic, questions built as documented."""
+
+import hashlib
+import json
+import os
+
+import pytest
+
+from xlnet_tf import tokenization
+from xlnet_tf.tasks.race import corpus
+from xlnet_tf.tasks.race import data
+
+SIZES = dict(num_train=6, num_dev=3, num_test=2)
+
+
+def _digest(root):
+  h = hashlib.sha256()
+  for dirpath, dirnames, filenames in os.walk(root):
+    dirnames.sort()
+    for name in sorted(filenames):
+      path = os.path.join(dirpath, name)
+      h.update(os.path.relpath(path, root).encode())
+      with open(path, "rb") as f:
+        h.update(f.read())
+  return h.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+  root = str(tmp_path_factory.mktemp("race_imdb") / "race")
+  return root, corpus.write_race_corpus(root, seed=0, **SIZES)
+
+
+def test_layout_is_read_by_the_race_reader(built):
+  root, summary = built
+  assert sorted(os.listdir(root)) == ["dev", corpus.MARKER, "test", "train"]
+  for split, num in (("train", 6), ("dev", 3), ("test", 2)):
+    assert sorted(os.listdir(os.path.join(root, split))) == ["high", "middle"]
+    assert summary[split]["middle"]["articles"] == (num + 1) // 2
+    assert summary[split]["high"]["articles"] == num // 2
+    examples = data.get_examples(root, split)
+    assert len(examples) == sum(v["questions"] for v in summary[split].values())
+    assert [ex.level for ex in examples] == sorted((ex.level for ex in examples), key=data.LEVELS.index)
+    assert len(data.get_examples(root, split, high_only=True)) == summary[split]["high"]["questions"]
+  with open(os.path.join(root, corpus.MARKER), encoding="utf-8") as f:
+    assert json.load(f)["settings"]["seed"] == 0
+
+
+def test_articles_and_questions(built):
+  root, _ = built
+  rows = {}
+  for split in data.SPLITS:
+    for level in data.LEVELS:
+      for path in data.level_files(root, split, level):
+        with open(path, encoding="utf-8") as f:
+          article = json.load(f)
+        assert article["id"] == os.path.relpath(path, root)
+        rows.setdefault(split, set()).add(os.path.basename(path))
+        words = len(article["article"].split())
+        assert words <= 250 and (words <= 120) == (level == "middle")
+        questions, options, answers = article["questions"], article["options"], article["answers"]
+        assert questions[0] == corpus.CONTINUATION_QUESTION and 1 <= len(questions) <= 3
+        next_sentence = options[0]["ABCD".index(answers[0])]
+        assert next_sentence not in article["article"]
+        for question, opts, answer in zip(questions[1:], options[1:], answers[1:]):
+          assert question.count("_") == 1 and len(set(opts)) == 4
+          filled = data.join_qa(question, opts["ABCD".index(answer)])
+          assert filled in article["article"]
+          assert all(o.isalpha() and o.islower() and len(o) >= 4 for o in opts)
+  assert not rows["train"] & rows["dev"] and not rows["train"] & rows["test"] and not rows["dev"] & rows["test"]
+
+
+def test_deterministic_and_seeded(built, tmp_path):
+  root, _ = built
+  same = str(tmp_path / "same")
+  corpus.write_race_corpus(same, seed=0, **SIZES)
+  assert _digest(same) == _digest(root)
+  corpus.write_race_corpus(same, seed=1, **SIZES)  # Rewrites a directory it wrote before.
+  assert _digest(same) != _digest(root)
+  assert len(os.listdir(os.path.join(same, "train", "middle"))) == 3  # Replaced as a whole, nothing stale.
+
+
+def test_features_of_the_set(built):
+  root, _ = built
+  sp_model = tokenization.load_sentencepiece("tests/testdata/race/spm/spiece.model")
+  examples = data.get_examples(root, "dev")
+  arrays = data.convert_examples(examples, data.make_tokenize_fn(sp_model), 128, 32)
+  assert arrays["input_ids"].shape == (len(examples), 512)
+  assert (arrays["input_ids"].reshape(-1, 4, 128)[:, :, -1] == tokenization.CLS_ID).all()
+
+
+def test_bad_arguments(tmp_path):
+  foreign = tmp_path / "foreign"
+  foreign.mkdir()
+  (foreign / "notes.txt").write_text("mine")
+  with pytest.raises(ValueError, match="not empty and was not written by write_race_corpus"):
+    corpus.write_race_corpus(str(foreign), **SIZES)
+  assert os.listdir(foreign) == ["notes.txt"]
+  with pytest.raises(ValueError, match="num_dev must be an integer >= 2. Received: 1"):
+    corpus.write_race_corpus(str(tmp_path / "x"), num_train=4, num_dev=1, num_test=2)
+  with pytest.raises(ValueError, match="middle_max_words < max_article_words"):
+    corpus.write_race_corpus(str(tmp_path / "x"), max_article_words=100, middle_max_words=100, **SIZES)
+  assert not os.path.exists(tmp_path / "x")

@@ -1,0 +1,225 @@
+"""RACE reading and features: the original's goldens (tests/testdata/race), the option aliasing, bad inputs."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from xlnet_tf import tokenization
+from xlnet_tf.tasks.race import data
+
+GOLDEN = "tests/testdata/race"
+DATA = os.path.join(GOLDEN, "data")
+META = json.load(open(os.path.join(GOLDEN, "meta.json"), encoding="utf-8"))
+SETTINGS = {s["tag"]: s for s in META["settings"]}
+CASES = [(tag, split) for tag in SETTINGS for split in ("train", "dev")]
+
+
+@pytest.fixture(scope="module")
+def sp_model():
+  return tokenization.load_sentencepiece(os.path.join(GOLDEN, "spm", "spiece.model"))
+
+
+def _golden(tag, split):
+  npz = np.load(os.path.join(GOLDEN, "features", f"{tag}_{split}.npz"))
+  with open(os.path.join(GOLDEN, "features", f"{tag}_{split}_examples.json"), encoding="utf-8") as f:
+    return npz, json.load(f)
+
+
+def _convert(sp_model, tag, split, fix):
+  s = SETTINGS[tag]
+  examples = data.get_examples(DATA, split)
+  return data.convert_examples(examples, data.make_tokenize_fn(sp_model, s["uncased"]), s["max_seq_length"],
+                               s["max_qa_length"], fix_option_aliasing=fix)
+
+
+def test_join_qa():
+  assert data.join_qa("Wget downloads files _ .", "by hand") == "Wget downloads files by hand ."
+  assert data.join_qa("_ and _ are", "X") == "X and X are"
+  assert data.join_qa("What is Wget?", "A game.") == "What is Wget? A game."
+
+
+@pytest.mark.parametrize("tag,split", CASES)
+def test_examples_match_the_original(tag, split):
+  examples = data.get_examples(DATA, split)
+  _, info = _golden(tag, split)
+  assert len(examples) == len(info) == SETTINGS[tag][split]["examples"]
+  files = list(dict.fromkeys(os.path.relpath(ex.file, DATA) for ex in examples))
+  assert files == SETTINGS[tag][split]["file_order"]
+  for ex, want in zip(examples, info):
+    assert (os.path.relpath(ex.file, DATA), ex.question_index, ex.level, ex.label) == (
+        want["file"], want["question_index"], want["level"], want["label"])
+    assert ex.qa_list == [opt["qa"] for opt in want["options"]]
+
+
+@pytest.mark.parametrize("tag,split", CASES)
+def test_default_features_equal_the_goldens(sp_model, tag, split):
+  got = _convert(sp_model, tag, split, fix=False)
+  npz, _ = _golden(tag, split)
+  for key in ("input_ids", "input_mask", "segment_ids"):
+    np.testing.assert_array_equal(got[key], npz[key], err_msg=key)
+  assert got["input_ids"].dtype == np.int32 and got["input_mask"].dtype == np.float32
+  np.testing.assert_array_equal(got["label_ids"], npz["label_id"])
+  np.testing.assert_array_equal(got["is_real_example"], npz["is_real_example"])
+
+
+@pytest.mark.parametrize("tag,split", CASES)
+def test_fixed_features_equal_the_unaliased_goldens(sp_model, tag, split):
+  got = _convert(sp_model, tag, split, fix=True)
+  npz, _ = _golden(tag, split)
+  for key in ("input_ids", "input_mask", "segment_ids"):
+    np.testing.assert_array_equal(got[key], npz["unaliased_" + key], err_msg=key)
+
+
+@pytest.mark.parametrize("tag,split", CASES)
+def test_aliasing_stats_match_the_goldens(sp_model, tag, split):
+  s = SETTINGS[tag]
+  _, info = _golden(tag, split)
+  stats = data.aliasing_stats(data.get_examples(DATA, split), data.make_tokenize_fn(sp_model, s["uncased"]),
+                              s["max_seq_length"], s["max_qa_length"])
+  differ = [[opt["differs_from_unaliased"] for opt in ex["options"]] for ex in info]
+  assert stats["items"] == len(info) and stats["sequences"] == 4 * len(info)
+  assert stats["sequences_differ"] == sum(map(sum, differ))
+  assert stats["items_differ"] == sum(map(any, differ))
+  assert stats["items_differ"] == len(s[split]["aliasing_visible"])
+
+
+def test_padding_example_equals_the_golden(sp_model):
+  npz, _ = _golden("L64_QA16_cased", "dev")
+  feature = data.convert_single_example(data.PaddingInputExample(), None, 64, 16)
+  got = data.features_to_arrays([feature])
+  for key, golden_key in (("input_ids", "input_ids"), ("input_mask", "input_mask"), ("segment_ids", "segment_ids"),
+                          ("label_ids", "label_id"), ("is_real_example", "is_real_example")):
+    np.testing.assert_array_equal(got[key][0], npz["padding_example_" + golden_key], err_msg=key)
+  padded = data.pad_examples(list(range(8)), 5)
+  assert len(padded) == 10 and all(isinstance(p, data.PaddingInputExample) for p in padded[8:])
+  assert len(data.pad_examples(list(range(10)), 5)) == 10
+
+
+# A tokenizer over space-separated integers, so the layouts below can be written out by hand.
+def _ids(text):
+  return [int(w) for w in text.split()]
+
+
+# ctx 3 tokens; qa lengths 2, 3, 1 and 5 (cut to its last 4); L = 12, so the budget for ctx is 9 - len(qa).
+HAND_EXAMPLE = data.InputExample(context="11 12 13", qa_list=["21 22", "31 32 33", "41", "51 52 53 54 55"],
+                                 label=2, level="middle")
+P, S, C = 0, 4, 3  # pad id, <sep>, <cls>
+HAND_FIXED = [  # Every option sees the article alone.
+    ([P] * 4 + [11, 12, 13, S, 21, 22, S, C], [4] * 4 + [0, 0, 0, 0, 1, 1, 1, 2]),
+    ([P] * 3 + [11, 12, 13, S, 31, 32, 33, S, C], [4] * 3 + [0, 0, 0, 0, 1, 1, 1, 1, 2]),
+    ([P] * 5 + [11, 12, 13, S, 41, S, C], [4] * 5 + [0, 0, 0, 0, 1, 1, 2]),
+    ([P] * 2 + [11, 12, 13, S, 52, 53, 54, 55, S, C], [4] * 2 + [0, 0, 0, 0, 1, 1, 1, 1, 1, 2]),
+]
+HAND_ORIGINAL = [
+    # Option 0 fits: the article list grows to 11 12 13 <sep> 21 22 <sep> <cls>.
+    HAND_FIXED[0],
+    # Option 1 does not fit (8 + 3 > 9): a copy of the grown list cut to 6 tokens; the growth stops.
+    ([11, 12, 13, S, 21, 22, S, 31, 32, 33, S, C], [0] * 7 + [1] * 4 + [2]),
+    # Option 2 fits (8 + 1 <= 9): the grown list, and it grows again to 12 tokens.
+    ([11, 12, 13, S, 21, 22, S, C, S, 41, S, C], [0] * 9 + [1] * 2 + [2]),
+    # Option 3 (qa cut to 4): the 12-token list cut to 5.
+    ([11, 12, 13, S, 21, S, 52, 53, 54, 55, S, C], [0] * 6 + [1] * 5 + [2]),
+]
+
+
+@pytest.mark.parametrize("fix,expected", [(True, HAND_FIXED), (False, HAND_ORIGINAL)])
+def test_features_by_hand(fix, expected):
+  feature = data.convert_single_example(HAND_EXAMPLE, _ids, 12, 4, fix_option_aliasing=fix)
+  assert feature.input_ids == [i for ids, _ in expected for i in ids]
+  assert feature.segment_ids == [s for _, segs in expected for s in segs]
+  assert feature.input_mask == [int(s == 4) for _, segs in expected for s in segs]
+  assert (feature.label_id, feature.is_real_example) == (2, True)
+  stats = data.aliasing_stats([HAND_EXAMPLE], _ids, 12, 4)
+  assert (stats["items_differ"], stats["sequences_differ"]) == (1, 3)
+
+
+def test_long_articles_never_alias():
+  example = data.InputExample(context=" ".join(map(str, range(100, 120))), qa_list=["1", "2 2", "3 3 3", "4"],
+                              label=0, level="high")
+  default = data.convert_single_example(example, _ids, 12, 4)
+  assert default == data.convert_single_example(example, _ids, 12, 4, fix_option_aliasing=True)
+  assert default.input_ids[:12] == list(range(100, 108)) + [S, 1, S, C]  # ctx cut to 12 - 3 - 1, no padding.
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The layout and bad inputs.
+
+
+def _write(root, rel, obj):
+  path = os.path.join(root, rel)
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, "w", encoding="utf-8") as f:
+    f.write(obj if isinstance(obj, str) else json.dumps(obj))
+  return path
+
+
+def _article(answers=("B",), options=(("a", "b", "c", "d"),), questions=("q _ ?",)):
+  return {"article": "text", "questions": list(questions), "options": [list(o) for o in options],
+          "answers": list(answers)}
+
+
+def test_levels_order_and_filters(tmp_path):
+  root = str(tmp_path)
+  for rel in ("dev/high/2.txt", "dev/high/10.txt", "dev/middle/b.txt", "dev/middle/a.txt"):
+    _write(root, rel, _article())
+  order = [os.path.relpath(ex.file, root) for ex in data.get_examples(root, "dev")]
+  assert order == ["dev/middle/a.txt", "dev/middle/b.txt", "dev/high/10.txt", "dev/high/2.txt"]
+  assert [ex.level for ex in data.get_examples(root, "dev", high_only=True)] == ["high", "high"]
+  assert [ex.level for ex in data.get_examples(root, "dev", middle_only=True)] == ["middle", "middle"]
+  ex = data.get_examples(root, "dev")[0]
+  assert (ex.qa_list, ex.label) == (["q a ?", "q b ?", "q c ?", "q d ?"], 1)
+
+
+@pytest.mark.parametrize("content,message", [
+    ("{not json", "not JSON"),
+    ("[1, 2]", "not an object"),
+    (_article(answers=("E",)), "answer 0 is 'E'"),
+    (_article(answers=("b",)), "answer 0 is 'b'"),
+    (_article(options=(("a", "b", "c"),)), "needs a list of 4 option strings"),
+    (_article(options=(("a", "b", "c", "d", "e"),)), "needs a list of 4 option strings"),
+    (_article(answers=("A", "B")), "equally many"),
+    ({"article": "x", "questions": [], "options": []}, "missing key(s) ['answers']"),
+])
+def test_bad_file(tmp_path, content, message):
+  _write(str(tmp_path), "dev/high/1.txt", _article())
+  bad = _write(str(tmp_path), "dev/middle/1.txt", content)
+  with pytest.raises(ValueError) as e:
+    data.get_examples(str(tmp_path), "dev")
+  text = str(e.value)
+  assert message in text and bad in text and "\n" not in text
+
+
+def test_bad_layout_and_flags(tmp_path):
+  root = str(tmp_path)
+  _write(root, "dev/middle/1.txt", _article())
+  with pytest.raises(FileNotFoundError, match="dev/high does not exist.*--data_dir"):
+    data.get_examples(root, "dev")
+  assert len(data.get_examples(root, "dev", middle_only=True)) == 1
+  with pytest.raises(FileNotFoundError, match="train/middle does not exist"):
+    data.get_examples(root, "train")
+  with pytest.raises(ValueError, match="exclude each other"):
+    data.get_examples(root, "dev", high_only=True, middle_only=True)
+  with pytest.raises(ValueError, match="--eval_split"):
+    data.get_examples(root, "valid")
+  os.makedirs(os.path.join(root, "dev", "middle", "sub"))
+  with pytest.raises(ValueError, match="is a directory"):
+    data.get_examples(root, "dev", middle_only=True)
+
+
+@pytest.mark.parametrize("seq_len,qa_len", [(64, 61), (64, 70), (64, 0), (4, 1), (64, 16.0), (True, 1)])
+def test_bad_lengths(seq_len, qa_len):
+  with pytest.raises(ValueError, match="--max_"):
+    data.convert_single_example(HAND_EXAMPLE, _ids, seq_len, qa_len)
+
+
+def test_lengths_at_the_limit():
+  feature = data.convert_single_example(HAND_EXAMPLE, _ids, 12, 8)  # max_qa_length = L - 4: ctx keeps >= 1.
+  assert len(feature.input_ids) == 48
+
+
+def test_wrong_number_of_options():
+  example = data.InputExample(context="1", qa_list=["2", "3"], label=0, level="middle", file="f.txt")
+  with pytest.raises(ValueError, match="needs 4 question/option strings. Received 2 .file f.txt"):
+    data.convert_single_example(example, _ids, 12, 4)

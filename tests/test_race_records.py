@@ -1,0 +1,103 @@
+"""RACE TFRecords: the original's names and feature names, the cache, the reader's layout, the goldens' eval inputs."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from xlnet_tf import tokenization
+from xlnet_tf.tasks.race import data
+from xlnet_tf.tasks.race import records
+
+GOLDEN = "tests/testdata/race"
+DATA = os.path.join(GOLDEN, "data")
+SPM = os.path.join(GOLDEN, "spm", "spiece.model")
+
+
+@pytest.fixture(scope="module")
+def tokenize_fn():
+  return data.make_tokenize_fn(tokenization.load_sentencepiece(SPM), uncased=False)
+
+
+def test_record_file_names():
+  assert records.record_file_name("/x/spiece.model", 512, "train") == "spiece.model.len-512.train.tf_record"
+  assert records.record_file_name("/x/spiece.model", 512, "train", high_only=True) == (
+      "spiece.model.len-512.train.tf_record")
+  assert records.record_file_name("sp.model", 64, "dev") == "sp.model.len-64.dev.tf_record"
+  assert records.record_file_name("sp.model", 64, "test", high_only=True) == "high.sp.model.len-64.test.tf_record"
+  assert records.record_file_name("sp.model", 64, "dev", middle_only=True) == "middle.sp.model.len-64.dev.tf_record"
+  with pytest.raises(ValueError, match="--eval_split"):
+    records.record_file_name("sp.model", 64, "valid")
+
+
+def test_eval_records_equal_the_goldens_head_inputs(tmp_path, tokenize_fn):
+  info = records.prepare_records(DATA, "dev", tokenize_fn, SPM, str(tmp_path), 64, 16, eval_batch_size=5)
+  assert (info.num_real, info.num_padding, info.num_records, info.written) == (8, 2, 10, True)
+  assert os.listdir(tmp_path) == ["spiece.model.len-64.dev.tf_record"]
+  batches = list(records.race_dataset(info.path, 64, 5, is_training=False).as_numpy_iterator())
+  assert len(batches) == 2
+  golden = np.load(os.path.join(GOLDEN, "head", "eval.npz"))
+  for key in records.FEATURE_NAMES:
+    got = np.concatenate([b[key] for b in batches])
+    assert got.dtype == (np.float32 if key == "input_mask" else np.int32), key
+    assert got.shape == ((10, 4, 64) if key in ("input_ids", "input_mask", "segment_ids") else (10,)), key
+    np.testing.assert_array_equal(got.reshape(golden[key].shape), golden[key], err_msg=key)
+  # The reader's [B, 4, L] is the flat [4L] record split per option: option c = positions [c*L, (c+1)*L).
+  np.testing.assert_array_equal(batches[0]["input_ids"][1, 2], golden["input_ids"][1, 128:192])
+
+
+def test_records_hold_the_original_features(tmp_path, tokenize_fn):
+  examples = data.get_examples(DATA, "train") + [data.PaddingInputExample()]
+  path = str(tmp_path / "r.tf_record")
+  assert records.write_records(examples, tokenize_fn, path, 64, 16, fix_option_aliasing=True) == 5
+  want = data.convert_examples(examples, tokenize_fn, 64, 16, fix_option_aliasing=True)
+  parsed = [tf.train.Example.FromString(r.numpy()) for r in tf.data.TFRecordDataset(path)]
+  assert sorted(parsed[0].features.feature) == sorted(records.FEATURE_NAMES)
+  for i, example in enumerate(parsed):
+    feature = example.features.feature
+    assert list(feature["input_ids"].int64_list.value) == want["input_ids"][i].tolist()
+    assert list(feature["input_mask"].float_list.value) == want["input_mask"][i].tolist()
+    assert list(feature["segment_ids"].int64_list.value) == want["segment_ids"][i].tolist()
+    assert list(feature["label_ids"].int64_list.value) == [want["label_ids"][i]]
+    assert list(feature["is_real_example"].int64_list.value) == [int(i < 4)]
+
+
+def test_cache_is_kept_unless_overwritten(tmp_path, tokenize_fn):
+  kwargs = dict(tokenize_fn=tokenize_fn, spiece_model_file=SPM, output_dir=str(tmp_path), max_seq_length=64,
+                max_qa_length=16)
+  first = records.prepare_records(DATA, "train", shuffle_seed=3, **kwargs)
+  assert (first.num_real, first.num_padding, first.written) == (4, 0, True)
+  mtime = os.stat(first.path).st_mtime_ns
+  again = records.prepare_records(DATA, "train", **kwargs)
+  assert (again.path, again.num_real, again.written) == (first.path, None, False)
+  assert os.stat(first.path).st_mtime_ns == mtime
+  assert records.prepare_records(DATA, "train", overwrite_data=True, shuffle_seed=3, **kwargs).written
+  assert os.listdir(tmp_path) == ["spiece.model.len-64.train.tf_record"]  # No temporary file left.
+  # Training: shuffled with the seed, repeated forever, full batches.
+  d = records.race_dataset(first.path, 64, 3, is_training=True, seed=1)
+  labels = np.concatenate([b["label_ids"] for b in d.take(4).as_numpy_iterator()])
+  assert labels.shape == (12,) and sorted(labels[:4].tolist()) == [0, 0, 1, 3]
+
+
+def test_errors(tmp_path, tokenize_fn):
+  with pytest.raises(FileNotFoundError, match="does not exist. Write it first"):
+    records.race_dataset(str(tmp_path / "none.tf_record"), 64, 2, is_training=False)
+  with pytest.raises(ValueError, match="needs eval_batch_size"):
+    records.prepare_records(DATA, "dev", tokenize_fn, SPM, str(tmp_path), 64, 16)
+  with pytest.raises(ValueError, match="--max_qa_length"):
+    records.prepare_records(DATA, "dev", tokenize_fn, SPM, str(tmp_path), 64, 61, eval_batch_size=2)
+  path = str(tmp_path / "r.tf_record")
+  records.write_records([data.PaddingInputExample()], tokenize_fn, path, 8, 2)
+  with pytest.raises(ValueError, match="batch size must be a positive integer"):
+    records.race_dataset(path, 8, 0, is_training=False)
+  assert os.listdir(tmp_path) == ["r.tf_record"]
+
+
+def test_dataset_fn_resumes(tmp_path, tokenize_fn):
+  path = str(tmp_path / "r.tf_record")
+  records.write_records(data.get_examples(DATA, "train"), tokenize_fn, path, 64, 16)
+  fn = records.race_dataset_fn(path, 64, 2, shuffle_buffer=8, seed=5)
+  full = [b["label_ids"].tolist() for b in fn(None, 0).take(6).as_numpy_iterator()]
+  resumed = [b["label_ids"].tolist() for b in fn(None, 2).take(4).as_numpy_iterator()]
+  assert resumed == full[2:]

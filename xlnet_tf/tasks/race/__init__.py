@@ -1,0 +1,6 @@
+"""RACE (multiple-choice reading comprehension) as the original `run_race.py`.
+
+`data`: the RACE directory layout -> examples -> features (the original's option aliasing kept by default,
+`fix_option_aliasing=True` corrects it). `records`: the cached TFRecords and their `tf.data` reader. `corpus`: a
+small RACE-format set built from real IMDB review text (no RACE data can be installed offline).
+"""

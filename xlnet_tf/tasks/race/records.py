@@ -1,0 +1,246 @@
+"""RACE TFRecords as the original `run_race.py`: cached file names, the writer, and a `tf.data` reader.
+
+One record per example (question), the original's feature names:
+
+    input_ids        int64 [4 * L]   the 4 option sequences one after the other (option c at [c*L, (c+1)*L))
+    input_mask       float [4 * L]   1 = padding, 0 = real token
+    segment_ids      int64 [4 * L]   0 ctx+<sep>, 1 qa+<sep>, 2 <cls>, 4 padding (0 everywhere in padding examples)
+    label_ids        int64 []        the correct option, 0..3
+    is_real_example  int64 []        0 for the fake examples that pad an eval set to a multiple of the batch size
+
+The reader casts int64 to int32 and reshapes the flat [4L] to [4, L] (the first step of the original
+`get_race_loss`, which then lays the batch out time-major as [L, 4B], column b*4 + c).
+
+The cached name holds only the SentencePiece file's basename, L and the split (as the original): it ignores
+max_qa_length, uncased and fix_option_aliasing, so pass `overwrite_data=True` when one of them changes.
+"""
+
+import dataclasses
+import numbers
+import os
+import random
+
+import tensorflow as tf
+from absl import logging
+
+from xlnet_tf import fileio
+from xlnet_tf.tasks.race import data
+
+FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids", "label_ids", "is_real_example")
+
+
+def record_file_name(spiece_model_file, max_seq_length, split, high_only=False, middle_only=False):
+  """The original's cached record name (no directory).
+
+  train: `{spm}.len-{L}.train.tf_record` (as the original, high_only/middle_only filter the training examples
+  but do not enter the name); dev/test: `[high.|middle.]{spm}.len-{L}.{split}.tf_record`, spm = the basename of
+  the SentencePiece model file.
+  """
+  if split not in data.SPLITS:
+    raise ValueError(f"The RACE split must be one of {data.SPLITS}. Received: {split!r}. Check --eval_split.")
+  spm = os.path.basename(spiece_model_file)
+  name = f"{spm}.len-{max_seq_length}.{split}.tf_record"
+  if split != "train":
+    if high_only:
+      name = "high." + name
+    elif middle_only:
+      name = "middle." + name
+  return name
+
+
+def _is_positive_int(value):
+  return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
+
+
+def _int_feature(values):
+  return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+
+
+def _float_feature(values):
+  return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
+
+
+def serialize_features(feature):
+  """One `InputFeatures` -> a serialized `tf.train.Example` with the original's feature names."""
+  features = {
+      "input_ids": _int_feature(feature.input_ids),
+      "input_mask": _float_feature(feature.input_mask),
+      "segment_ids": _int_feature(feature.segment_ids),
+      "label_ids": _int_feature([feature.label_id]),
+      "is_real_example": _int_feature([int(feature.is_real_example)]),
+  }
+  return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+
+
+def write_records(examples, tokenize_fn, output_file, max_seq_length, max_qa_length, fix_option_aliasing=False,
+                  overwrite_data=False):
+  """Converts examples and writes them as one TFRecord file, atomically (the original's cache behaviour).
+
+  Args:
+    examples: list of `InputExample` / `PaddingInputExample`, written in order.
+    tokenize_fn, max_seq_length, max_qa_length, fix_option_aliasing: as `data.convert_single_example`.
+    output_file: str, the record file (local or `gs://...`).
+    overwrite_data: rewrite an existing output_file; False keeps it.
+
+  Returns:
+    The number of records written, or None if an existing file was kept.
+  """
+  data.check_lengths(max_seq_length, max_qa_length)
+  if fileio.exists(output_file) and not overwrite_data:
+    logging.info("Keeping the existing tfrecord %s (set --overwrite_data to rebuild it).", output_file)
+    return None
+  logging.info("Writing tfrecord %s (%d examples).", output_file, len(examples))
+  with fileio.atomic_path(output_file) as tmp:
+    with tf.io.TFRecordWriter(tmp) as writer:
+      for ex_index, example in enumerate(examples):
+        if ex_index % 10000 == 0:
+          logging.info("Writing example %d of %d", ex_index, len(examples))
+        feature = data.convert_single_example(example, tokenize_fn, max_seq_length, max_qa_length,
+                                              fix_option_aliasing)
+        writer.write(serialize_features(feature))
+  return len(examples)
+
+
+@dataclasses.dataclass
+class RecordsInfo:
+  """What `prepare_records` produced.
+
+  Attributes:
+    path: str, the record file.
+    num_real: int, real examples (None when a cached training file was kept: the original does not re-read).
+    num_padding: int, fake examples appended for the eval batch size (0 for training).
+    written: bool, False when an existing file was kept.
+  """
+  path: str
+  num_real: int
+  num_padding: int
+  written: bool
+
+  @property
+  def num_records(self):
+    return None if self.num_real is None else self.num_real + self.num_padding
+
+
+def prepare_records(data_dir, split, tokenize_fn, spiece_model_file, output_dir, max_seq_length, max_qa_length,
+                    eval_batch_size=None, high_only=False, middle_only=False, fix_option_aliasing=False,
+                    overwrite_data=False, shuffle_seed=None):
+  """The original `run_race.main`'s data steps for one split: read, shuffle or pad, convert, write (cached).
+
+  train: if the cached file is missing (or overwrite_data), read the examples, shuffle them
+  (`random.Random(shuffle_seed)`; None = unseeded, as the original) and write. dev/test: always read the
+  examples (the eval step count needs them), pad them with `PaddingInputExample`s to a multiple of
+  eval_batch_size, and write unless cached.
+
+  Args:
+    data_dir: str, the RACE root.
+    split: "train", "dev" or "test".
+    tokenize_fn: text -> list of int (`data.make_tokenize_fn`).
+    spiece_model_file: str, its basename enters the file name.
+    output_dir: str, where the records go (created).
+    max_seq_length, max_qa_length, fix_option_aliasing: as `data.convert_single_example`.
+    eval_batch_size: int, required for dev/test.
+    high_only, middle_only, overwrite_data, shuffle_seed: as above.
+
+  Returns:
+    `RecordsInfo`. Eval steps = info.num_records // eval_batch_size.
+  """
+  data.check_lengths(max_seq_length, max_qa_length)
+  path = os.path.join(output_dir, record_file_name(spiece_model_file, max_seq_length, split, high_only,
+                                                   middle_only))
+  if split == "train":
+    if fileio.exists(path) and not overwrite_data:
+      logging.info("Keeping the existing tfrecord %s (set --overwrite_data to rebuild it).", path)
+      return RecordsInfo(path=path, num_real=None, num_padding=0, written=False)
+    examples = data.get_examples(data_dir, split, high_only, middle_only)
+    random.Random(shuffle_seed).shuffle(examples)
+    num_real = len(examples)
+  else:
+    if eval_batch_size is None:
+      raise ValueError(f"Preparing the {split} records needs eval_batch_size (the set is padded to a multiple of "
+                       f"it). Pass --eval_batch_size.")
+    real_examples = data.get_examples(data_dir, split, high_only, middle_only)
+    num_real = len(real_examples)
+    examples = data.pad_examples(real_examples, eval_batch_size)
+  if not examples:
+    raise ValueError(f"The RACE {split} split under {data_dir} has no questions. Check --data_dir.")
+  written = write_records(examples, tokenize_fn, path, max_seq_length, max_qa_length, fix_option_aliasing,
+                          overwrite_data)
+  return RecordsInfo(path=path, num_real=num_real, num_padding=len(examples) - num_real,
+                     written=written is not None)
+
+
+def name_to_features(max_seq_length):
+  """The parsing spec of one record (see the module docstring)."""
+  n = max_seq_length * data.NUM_CHOICES
+  return {
+      "input_ids": tf.io.FixedLenFeature([n], tf.int64),
+      "input_mask": tf.io.FixedLenFeature([n], tf.float32),
+      "segment_ids": tf.io.FixedLenFeature([n], tf.int64),
+      "label_ids": tf.io.FixedLenFeature([], tf.int64),
+      "is_real_example": tf.io.FixedLenFeature([], tf.int64),
+  }
+
+
+def race_dataset(input_file, max_seq_length, batch_size, is_training, drop_remainder=True, shuffle_buffer=2048,
+                 seed=None, input_context=None):
+  """Reads RACE records as the original `file_based_input_fn_builder`, batch-major.
+
+  Training shuffles (buffer shuffle_buffer, reshuffled each epoch) and repeats forever; eval reads once in order.
+  The original uses drop_remainder=True for both (eval sets are padded to a multiple of the batch size). With an
+  input_context (tf.distribute) the records are sharded per input pipeline and batch_size is per replica.
+
+  Args:
+    input_file: str or list of str, record files.
+    max_seq_length: int L, as written.
+    batch_size: int B (examples, i.e. 4B sequences).
+
+  Returns:
+    A tf.data.Dataset of dicts: input_ids int32 [B, 4, L]; input_mask float32 [B, 4, L] (1 = padding);
+    segment_ids int32 [B, 4, L]; label_ids int32 [B]; is_real_example int32 [B] (0 = padding example).
+    `x.reshape([B * 4, L])` gives the model's batch-major rows b*4 + c; its transpose is the original's [L, 4B].
+  """
+  files = [input_file] if isinstance(input_file, str) else list(input_file)
+  for f in files:
+    if not fileio.exists(f):
+      raise FileNotFoundError(f"RACE tfrecord {f} does not exist. Write it first (prepare_records) or check "
+                              f"--output_dir.")
+  if not _is_positive_int(batch_size):
+    raise ValueError(f"The batch size must be a positive integer. Received: {batch_size!r}.")
+  if is_training and not _is_positive_int(shuffle_buffer):
+    raise ValueError(f"--shuffle_buffer must be a positive integer. Received: {shuffle_buffer!r}.")
+  spec = name_to_features(max_seq_length)
+
+  def decode(records):
+    parsed = tf.io.parse_example(records, spec)
+    out = {}
+    for name, t in parsed.items():
+      if t.dtype == tf.int64:
+        t = tf.cast(t, tf.int32)
+      if name in ("input_ids", "input_mask", "segment_ids"):
+        t = tf.reshape(t, [-1, data.NUM_CHOICES, max_seq_length])
+      out[name] = t
+    return out
+
+  d = tf.data.TFRecordDataset(files)
+  if input_context is not None:
+    d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+  if is_training:
+    d = d.shuffle(buffer_size=shuffle_buffer, seed=seed)
+    d = d.repeat()
+  d = d.batch(batch_size, drop_remainder=drop_remainder)
+  return d.map(decode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def race_dataset_fn(train_file, max_seq_length, per_replica_batch_size, shuffle_buffer=2048, seed=None):
+  """A `dataset_fn(input_context, start_step)` over the training records (the trainer's interface).
+
+  With a seed, the shuffled order is reproducible and a resumed run skips the `start_step` batches it already
+  consumed, so it sees what an uninterrupted run would have seen.
+  """
+  def dataset_fn(input_context, start_step):
+    d = race_dataset(train_file, max_seq_length, per_replica_batch_size, is_training=True, drop_remainder=True,
+                     shuffle_buffer=shuffle_buffer, seed=seed, input_context=input_context)
+    if seed is not None and start_step:
+      d = d.skip(start_step)
+    return d
+  return dataset_fn

@@ -28,7 +28,7 @@ from absl import flags
 from absl import logging
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from xlnet_tf import tokenization  # pylint: disable=g-import-not-at-top,wrong-import-position
+from xlnet_tf.data import tokenization  # pylint: disable=g-import-not-at-top,wrong-import-position
 from xlnet_tf.tasks.race import data  # pylint: disable=g-import-not-at-top,wrong-import-position
 from xlnet_tf.tasks.race import records  # pylint: disable=g-import-not-at-top,wrong-import-position
 

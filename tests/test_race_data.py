@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from xlnet_tf import tokenization
+from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.race import data
 
 GOLDEN = "tests/testdata/race"

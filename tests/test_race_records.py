@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from xlnet_tf import tokenization
+from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.race import data
 from xlnet_tf.tasks.race import records
 

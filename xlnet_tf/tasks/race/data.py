@@ -30,7 +30,7 @@ import os
 import numpy as np
 
 from xlnet_tf import fileio
-from xlnet_tf import tokenization
+from xlnet_tf.data import tokenization
 
 NUM_CHOICES = 4
 LEVELS = ("middle", "high")

@@ -13,46 +13,39 @@ names encode bsz_per_host, seq_len, reuse_len, uncased, bi_data, mask_alpha, mas
 must be given the same values. New flags: `--seed` (reproducible output), `--span_sampling=word` (n-word spans).
 """
 
-import sys
-
-from absl import app
+import flags  # first: loads TensorFlow without its C++ start-up noise
 from absl import flags as absl_flags
 from absl import logging
 
-import flags
 from xlnet_tf.tasks.pretrain import data as pretrain_data
 
 
-def create_data_from_flags(flag_values):
-  """Validates the parsed flags and runs `pretrain_data.create_data`. Raises `pretrain_data.DataError`."""
-  fv = flag_values
-  num_core_per_host = fv.num_core_per_host if fv.use_tpu else 1  # Forced to 1 without TPU, as the original.
+def define_flags(flag_values=absl_flags.FLAGS):
+  """The original `data_utils.py` flags (defined only when run as a script, as the original), and the new ones."""
+  flags.define_data_utils_flags(flag_values=flag_values)
+
+
+def create_data(o):
+  """Validates the options (this script's flags) and runs `pretrain_data.create_data`. Raises `DataError`."""
+  num_core_per_host = o.num_core_per_host if o.use_tpu else 1  # Forced to 1 without TPU, as the original.
   pretrain_data.validate_options(
-      bsz_per_host=fv.bsz_per_host, num_core_per_host=num_core_per_host, seq_len=fv.seq_len,
-      reuse_len=fv.reuse_len, num_predict=fv.num_predict, mask_alpha=fv.mask_alpha, mask_beta=fv.mask_beta,
-      bi_data=fv.bi_data, split=fv.split, task=fv.task, num_task=fv.num_task, pass_id=fv.pass_id, seed=fv.seed,
-      span_sampling=fv.span_sampling)
+      bsz_per_host=o.bsz_per_host, num_core_per_host=num_core_per_host, seq_len=o.seq_len,
+      reuse_len=o.reuse_len, num_predict=o.num_predict, mask_alpha=o.mask_alpha, mask_beta=o.mask_beta,
+      bi_data=o.bi_data, split=o.split, task=o.task, num_task=o.num_task, pass_id=o.pass_id, seed=o.seed,
+      span_sampling=o.span_sampling)
   return pretrain_data.create_data(
-      input_glob=fv.input_glob, sp_path=fv.sp_path, save_dir=fv.save_dir, bsz_per_host=fv.bsz_per_host,
-      num_core_per_host=fv.num_core_per_host, seq_len=fv.seq_len, reuse_len=fv.reuse_len, uncased=fv.uncased,
-      bi_data=fv.bi_data, mask_alpha=fv.mask_alpha, mask_beta=fv.mask_beta, use_eod=fv.use_eod,
-      from_raw_text=fv.from_raw_text, num_predict=fv.num_predict, split=fv.split, pass_id=fv.pass_id,
-      num_task=fv.num_task, task=fv.task, use_tpu=fv.use_tpu, seed=fv.seed, span_sampling=fv.span_sampling)
+      input_glob=o.input_glob, sp_path=o.sp_path, save_dir=o.save_dir, bsz_per_host=o.bsz_per_host,
+      num_core_per_host=o.num_core_per_host, seq_len=o.seq_len, reuse_len=o.reuse_len, uncased=o.uncased,
+      bi_data=o.bi_data, mask_alpha=o.mask_alpha, mask_beta=o.mask_beta, use_eod=o.use_eod,
+      from_raw_text=o.from_raw_text, num_predict=o.num_predict, split=o.split, pass_id=o.pass_id,
+      num_task=o.num_task, task=o.task, use_tpu=o.use_tpu, seed=o.seed, span_sampling=o.span_sampling)
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
-  logging.set_verbosity(logging.INFO)
-  try:
-    record_info = create_data_from_flags(absl_flags.FLAGS)
-  except pretrain_data.DataError as e:
-    sys.exit(f"data_utils.py: error: {e}")
+def body(o):
+  record_info = create_data(o)
   if record_info is not None:
     logging.info("Wrote %d batches to %s", record_info["num_batch"], record_info["filenames"][0])
 
 
 if __name__ == "__main__":
-  flags.define_data_utils_flags()  # Only when run as a script, as the original.
-  absl_flags.adopt_module_key_flags(flags)  # --helpshort lists them.
-  app.run(main)
+  flags.run_script(define_flags, flags.cli_main("data_utils.py", body))

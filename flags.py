@@ -1,10 +1,101 @@
-"""Shared absl flag groups, defined once; only scripts import this.
+"""What the command-line tools share: their absl flags, defined once, and their start-up.
 
-Each `define_*_flags()` defines one script's group with the original XLNet flag names and defaults. Library code in
-`xlnet_tf/` never reads flags: scripts pass plain values.
+Each `define_*_flags()` defines one group with the original XLNet flag names and defaults; each script's
+`define_flags()` picks its groups. One pattern for every CLI: `main = flags.cli_main(prog, body)`, where `body`
+receives `values()`, the script's flags as a plain namespace, and turns them into the plain configs its `run(...)`
+takes. Tests and Python callers build the same namespace with `defaults(script.define_flags, **overrides)`.
+Library code in `xlnet_tf/` never reads flags.
+
+Importing this module (the scripts import it first) loads TensorFlow without its C++ start-up noise: see
+`_load_tensorflow_quietly`.
 """
 
+import os
+import re
+import sys
+import tempfile
+import types
+
+from absl import app
 from absl import flags
+from absl import logging
+
+# Lines TensorFlow's C++ libraries print on every start (twice: two copies of absl's logging), whatever the
+# model does: build flags, oneDNN's notice, and on a machine without an NVIDIA driver the CUDA probe's failure.
+_STARTUP_NOISE = re.compile(
+    r"^(WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
+    r"|To enable the following instructions: "
+    r"|[IW]\d{4} [\d:. ]+\d+ (port|cudart_stub|cpu_feature_guard)\.cc:\d+\] "
+    r"|E\d{4} [\d:. ]+\d+ cuda_platform\.cc:\d+\] failed call to cuInit)")
+
+
+def _load_tensorflow_quietly():
+  """Imports TensorFlow and probes the GPUs with file descriptor 2 caught, then replays every caught line except
+  the start-up noise above. Set XLNET_TF_STARTUP_LOG=1 to see everything."""
+  if "tensorflow" in sys.modules or os.environ.get("XLNET_TF_STARTUP_LOG"):
+    return
+  sys.stderr.flush()
+  saved = os.dup(2)
+  with tempfile.TemporaryFile() as caught:
+    os.dup2(caught.fileno(), 2)
+    try:
+      import tensorflow as tf  # pylint: disable=g-import-not-at-top
+      tf.config.list_physical_devices("GPU")  # the CUDA probe (logical devices stay configurable)
+    finally:
+      sys.stderr.flush()
+      os.dup2(saved, 2)
+      os.close(saved)
+      caught.seek(0)
+      for line in caught.read().decode("utf-8", "replace").splitlines(True):
+        if not _STARTUP_NOISE.match(line):
+          sys.stderr.write(line)
+
+
+_load_tensorflow_quietly()
+
+
+def values(flag_values=flags.FLAGS):
+  """The script's own flags (every flag defined by this module) as a plain namespace: what its `run` takes."""
+  return types.SimpleNamespace(**{f.name: f.value for f in flag_values.get_flags_for_module(__name__)})
+
+
+def defaults(define_flags, **overrides):
+  """`values()` of a fresh flag set made by `define_flags(flag_values=...)`: every default, then `overrides`.
+
+  Raises:
+    ValueError: an override names no flag of that script.
+  """
+  flag_values = flags.FlagValues()
+  define_flags(flag_values=flag_values)
+  flag_values.mark_as_parsed()
+  options = values(flag_values)
+  unknown = sorted(set(overrides) - set(vars(options)))
+  if unknown:
+    raise ValueError(f"No such flag: {', '.join(unknown)}.")
+  vars(options).update(overrides)
+  return options
+
+
+def cli_main(prog, body):
+  """The absl `main` of a CLI: rejects stray arguments, logs at INFO, runs `body(values())`, and ends a bad flag,
+  file or value (ValueError, FileNotFoundError, FloatingPointError) with one line `{prog}: error: ...`, exit 1."""
+  def main(argv):
+    if len(argv) > 1:
+      raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+    logging.set_verbosity(logging.INFO)
+    try:
+      body(values())
+    except (ValueError, FileNotFoundError, FloatingPointError) as e:
+      sys.exit(f"{prog}: error: " + " ".join(str(e).split()))
+  return main
+
+
+def run_script(define_flags, main):
+  """`define_flags()`, --helpshort listing them, then `app.run(main)`: the `__main__` of every CLI."""
+  define_flags()
+  for flag in flags.FLAGS.get_flags_for_module(__name__):  # key flags of the script, which --helpshort lists
+    flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+  app.run(main)
 
 
 def define_data_utils_flags(flag_values=flags.FLAGS):
@@ -99,11 +190,6 @@ def define_hardware_flags(num_core_per_host=8, iterations=1000, max_save=0, flag
   flags.DEFINE_integer("seed", None, "Seed for initialisation, dropout and the permutation sampling (new).", **fv)
   flags.DEFINE_bool("deterministic", False, "Deterministic ops (tf.config.experimental.enable_op_determinism), so "
                     "that a resumed run ends bit-identical to an uninterrupted one; needs --seed (new).", **fv)
-
-
-def strategy_name(flag_values):
-  """--use_tpu=True (the original's switch) means --strategy=tpu."""
-  return "tpu" if flag_values.use_tpu else flag_values.strategy
 
 
 def define_pretrain_flags(flag_values=flags.FLAGS):

@@ -23,18 +23,13 @@ Every flag of the original keeps its name and default. Semantics:
   and --export_dir (a SavedModel that classifies raw text; see xlnet_tf/serving.py).
 """
 
-import dataclasses
 import os
-import sys
 
-import keras
+import flags  # first: loads TensorFlow without its C++ start-up noise
 import numpy as np
 import tensorflow as tf
-from absl import app
 from absl import flags as absl_flags
-from absl import logging
 
-import flags
 from xlnet_tf import XLNetConfig, create_run_config
 from xlnet_tf import checkpoint
 from xlnet_tf import training
@@ -50,73 +45,12 @@ class FlagError(ValueError):
   """A flag value the run cannot use; main prints it as one line."""
 
 
-@dataclasses.dataclass
-class Options:
-  """Every value `run` reads, named and defaulted as the flags (tests/test_run_classifier.py checks that)."""
-  # What to do.
-  do_train: bool = False
-  do_eval: bool = False
-  do_predict: bool = False
-  export_dir: str = None
-  # Task and files.
-  task_name: str = None
-  data_dir: str = ""
-  output_dir: str = ""
-  model_dir: str = None
-  spiece_model_file: str = ""
-  model_config_path: str = None
-  init_checkpoint: str = None
-  uncased: bool = False
-  max_seq_length: int = 128
-  is_regression: bool = False
-  cls_scope: str = None
-  summary_type: str = "last"
-  use_summ_proj: bool = True
-  overwrite_data: bool = False
-  num_passes: int = 1
-  shuffle_buffer: int = 2048
-  eval_split: str = "dev"
-  text_a_column: str = None
-  text_b_column: str = None
-  label_column: str = None
-  labels: list = None
-  has_header: bool = None
-  # Run config.
-  dropout: float = 0.1
-  dropatt: float = 0.1
-  init: str = "normal"
-  init_std: float = 0.02
-  init_range: float = 0.1
-  clamp_len: int = -1
-  use_bfloat16: bool = False
-  use_tpu: bool = False
-  # Optimizer and loop.
-  learning_rate: float = 1e-5
-  train_steps: int = 1000
-  warmup_steps: int = 0
-  decay_method: str = "poly"
-  min_lr_ratio: float = 0.0
-  weight_decay: float = 0.0
-  adam_epsilon: float = 1e-8
-  clip: float = 1.0
-  lr_layer_decay_rate: float = 1.0
-  train_batch_size: int = 8
-  iterations: int = 1000
-  save_steps: int = None
-  max_save: int = 0
-  jit_compile: bool = False
-  seed: int = None
-  # Eval and predict.
-  eval_batch_size: int = 128
-  eval_all_ckpt: bool = False
-  predict_batch_size: int = 128
-  predict_dir: str = None
-  predict_ckpt: str = None
-  predict_threshold: float = 0.0
-
-  @classmethod
-  def from_flags(cls, flag_values):
-    return cls(**{f.name: flag_values[f.name].value for f in dataclasses.fields(cls)})
+def define_flags(flag_values=absl_flags.FLAGS):
+  """This script's flags: the original `run_classifier.py` ones with their defaults, and the new ones."""
+  flags.define_run_config_flags(dropout=0.1, dropatt=0.1, flag_values=flag_values)
+  flags.define_optimizer_flags(learning_rate=1e-5, train_steps=1000, min_lr_ratio=0.0, flag_values=flag_values)
+  flags.define_hardware_flags(num_core_per_host=8, iterations=1000, max_save=0, flag_values=flag_values)
+  flags.define_classifier_flags(flag_values=flag_values)
 
 
 def _require_file(path, flag, what):
@@ -172,12 +106,6 @@ def processor_options(o):
   return options
 
 
-def make_tokenize_fn(sp_model, uncased):
-  """text -> ids, as the original: `encode_ids(sp, preprocess_text(text, lower=uncased))`."""
-  def tokenize_fn(text):
-    return tokenization.encode_ids(sp_model, tokenization.preprocess_text(text, lower=uncased))
-  return tokenize_fn
-
 
 def _write_records(examples, label_list, o, tokenize_fn, mode, log_fn, num_passes=1):
   path = os.path.join(o.output_dir, classifier_features.record_file_name(o.spiece_model_file, o.max_seq_length, mode,
@@ -207,7 +135,8 @@ def _last_checkpoint(o):
 
 
 def run(o, strategy, log_fn=print):
-  """Fine-tunes, evaluates, predicts and/or exports as `o` (an Options) says, on `strategy` for training.
+  """Fine-tunes, evaluates, predicts and/or exports as the options `o` (this script's flags: `flags.values` or
+  `flags.defaults(define_flags, ...)`) say, on `strategy` for training.
 
   Returns:
     dict: `train` (the last training loop's loss, lr, step), `eval` (per-checkpoint results), `best`, `predict`
@@ -227,7 +156,7 @@ def run(o, strategy, log_fn=print):
     raise FlagError(f"The SentencePiece model {o.spiece_model_file} has {sp_model.GetPieceSize()} pieces, more "
                     f"than the model's n_token={xlnet_config.n_token} ({o.model_config_path}). Pass the "
                     "spiece.model the model was trained with.")
-  tokenize_fn = make_tokenize_fn(sp_model, o.uncased)
+  tokenize_fn = tokenization.make_tokenize_fn(sp_model, o.uncased)
   label_list = classifier_data.label_list_for(processor, o.is_regression)
   scope = classifier_task.head_scope(task_name, o.cls_scope, o.is_regression)
   n_class = None if label_list is None else len(label_list)
@@ -257,7 +186,7 @@ def run(o, strategy, log_fn=print):
         lr_layer_decay_rate=o.lr_layer_decay_rate, global_batch_size=global_batch, iterations=iterations,
         save_steps=o.save_steps, max_save=o.max_save, jit_compile=o.jit_compile, tokens_per_example=o.max_seq_length)
     if training.is_chief(strategy):
-      training.write_run_files(o.model_dir, xlnet_config, dataclasses.asdict(o))
+      training.write_run_files(o.model_dir, xlnet_config, vars(o))
     if o.init_checkpoint and not tf.train.latest_checkpoint(o.model_dir):
       report = trainer.load_weights(o.init_checkpoint)
       log_fn(f"Initialised {len(report['loaded'])} variables from {o.init_checkpoint}; kept their initial values: "
@@ -303,32 +232,10 @@ def run(o, strategy, log_fn=print):
   return results
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
-  fv = absl_flags.FLAGS
-  logging.set_verbosity(logging.INFO)
-  training.keep_freed_memory()
-  try:
-    options = Options.from_flags(fv)
-    validate(options)
-    if fv.deterministic:
-      if fv.seed is None:
-        raise FlagError("--deterministic needs --seed (initialisation, dropout and shuffling must be seeded).")
-      tf.config.experimental.enable_op_determinism()
-    if fv.seed is not None:
-      keras.utils.set_random_seed(fv.seed)
-    strategy = training.make_strategy(flags.strategy_name(fv), fv.num_core_per_host, fv.tpu, fv.tpu_zone,
-                                      fv.gcp_project)
-    training.warn_if_emulated_bfloat16(fv.use_bfloat16, strategy)
-    run(options, strategy, log_fn=lambda line: print(line, flush=True))
-  except (ValueError, FileNotFoundError, FloatingPointError) as e:
-    sys.exit("run_classifier.py: error: " + " ".join(str(e).split()))
+def body(o):
+  validate(o)
+  run(o, training.start(o), log_fn=lambda line: print(line, flush=True))
 
 
 if __name__ == "__main__":
-  flags.define_run_config_flags(dropout=0.1, dropatt=0.1)
-  flags.define_optimizer_flags(learning_rate=1e-5, train_steps=1000, min_lr_ratio=0.0)
-  flags.define_hardware_flags(num_core_per_host=8, iterations=1000, max_save=0)
-  flags.define_classifier_flags()
-  app.run(main)
+  flags.run_script(define_flags, flags.cli_main("run_classifier.py", body))

@@ -62,7 +62,7 @@ def check_features(golden_dir):
   rows = []
   for setting in meta["settings"]:
     tag, seq_len, qa_len = setting["tag"], setting["max_seq_length"], setting["max_qa_length"]
-    tokenize_fn = data.make_tokenize_fn(sp_model, setting["uncased"])
+    tokenize_fn = tokenization.make_tokenize_fn(sp_model, setting["uncased"])
     for split in ("train", "dev"):
       part = f"features {tag} {split}"
       examples = data.get_examples(data_dir, split)
@@ -107,7 +107,7 @@ def check_records(golden_dir):
   part = f"records {head['setting']} dev"
   with tempfile.TemporaryDirectory() as out_dir:
     info = records.prepare_records(
-        os.path.join(golden_dir, "data"), "dev", data.make_tokenize_fn(sp_model, setting["uncased"]),
+        os.path.join(golden_dir, "data"), "dev", tokenization.make_tokenize_fn(sp_model, setting["uncased"]),
         os.path.join(golden_dir, "spm", "spiece.model"), out_dir, seq_len, setting["max_qa_length"],
         eval_batch_size=batch_size)
     rows = [Row(part, f"{info.num_real} real + {info.num_padding} padding examples", 0.0,

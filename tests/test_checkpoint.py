@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from xlnet_tf import RunConfig, XLNetConfig, XLNetModel, export_original_checkpoint, load_original_checkpoint
 from xlnet_tf.checkpoint import checkpoint_arrays
+from xlnet_tf.modeling.heads import finetune_heads
 
 UNTIED = "tests/testdata/model/ckpt_untied"
 RUN = dict(is_training=False, use_tpu=False, use_bfloat16=False, dropout=0.0, dropatt=0.0)
@@ -21,7 +22,7 @@ def golden_model(**kw):
   kw.setdefault("summary_type", "last")
   kw.setdefault("cls_heads", {"toy": 3})
   kw.setdefault("reg_heads", ["toyreg"])
-  return XLNetModel(config(), RunConfig(**RUN), **kw)
+  return XLNetModel(config(), RunConfig(**RUN), heads=finetune_heads(config(), RunConfig(**RUN), **kw))
 
 
 def test_load_then_export_is_bit_exact(tmp_path):
@@ -44,7 +45,7 @@ def test_load_then_export_is_bit_exact(tmp_path):
 
 def test_new_head_keeps_initial_values_and_is_reported():
   model = golden_model(cls_heads={"new": 5}, reg_heads=[])
-  head_kernel = model.logit_heads["classification_new"].logit.kernel
+  head_kernel = model.heads["classification_new"].logit.kernel
   before = head_kernel.numpy()
   report = load_original_checkpoint(model, f"{UNTIED}/xlnet_model.ckpt")
   assert report["kept_initial"] == ["model/classification_new/logit/bias", "model/classification_new/logit/kernel"]

@@ -228,7 +228,7 @@ def test_bad_input_one_line_errors(bad_inputs, tmp_path, argv, message):
           *GOLDEN_FLAGS]
   fv = _flag_values(base + [a.format(t=t) for a in argv])
   with pytest.raises(pd.DataError) as e:
-    data_utils.create_data_from_flags(fv)
+    data_utils.create_data(flags.values(fv))
   assert message.format(t=t) in str(e.value) and "\n" not in str(e.value)
   assert not os.path.exists(f"{tmp_path}/out")  # Nothing written.
 

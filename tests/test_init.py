@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
+from xlnet_tf.modeling.heads import finetune_heads
 
 CONFIG = XLNetConfig(n_layer=2, d_model=48, n_head=4, d_head=12, d_inner=96, ff_activation="gelu", untie_r=True,
                      n_token=300)
@@ -24,7 +25,7 @@ def fresh_model(init="normal", seed=None, untie_r=True, **run):
   config = XLNetConfig(**{**CONFIG.to_dict(), "untie_r": untie_r})
   rc = RunConfig(is_training=True, use_tpu=False, use_bfloat16=False, dropout=0.1, dropatt=0.1, mem_len=4,
                  reuse_len=4, init=init, init_std=0.02, init_range=0.1, **run)
-  model = XLNetModel(config, rc, summary_type="attn", cls_heads={"imdb": 2}, reg_heads=["sts"])
+  model = XLNetModel(config, rc, heads=finetune_heads(config, rc, "attn", cls_heads={"imdb": 2}, reg_heads=["sts"]))
   model(tf.zeros([6, 2], tf.int32), tf.zeros([6, 2], tf.int32), tf.zeros([6, 2]), inp_q=tf.zeros([6, 2]))
   return {w.path: w.numpy() for w in model.weights}
 

@@ -11,6 +11,7 @@ from xlnet_tf.modeling import layers
 from xlnet_tf.modeling import ops
 from xlnet_tf.modeling.heads import LogitHead, SequenceSummary
 from xlnet_tf.modeling.transformer_xl import TransformerXL, XLNetLayer
+from xlnet_tf.modeling.heads import finetune_heads
 
 # Tiny sizes that all differ: bsz 4, qlen 7, mlen 5, num_predict 3, n_head 2, d_head 6, d_model 8, d_inner 11.
 CONFIG = XLNetConfig(n_layer=2, d_model=8, n_head=2, d_head=6, d_inner=11, ff_activation="gelu", untie_r=True,
@@ -241,7 +242,8 @@ def test_query_stream_on_target_rows_equals_the_originals_scatter_gather(seg):
 
 def make_model(**kw):
   keras.utils.set_random_seed(1)
-  return XLNetModel(CONFIG, run_config(mem_len=6, reuse_len=4), **kw)
+  rc = run_config(mem_len=6, reuse_len=4)
+  return XLNetModel(CONFIG, rc, heads=finetune_heads(CONFIG, rc, **kw) if kw else None)
 
 
 def test_batched_equals_per_example():
@@ -330,8 +332,8 @@ def test_no_gradient_is_an_addn_of_three_or_more_terms(untie_r, two_stream, with
   # bit-exact resume of run_pretrain.py --deterministic about once in a thousand steps.
   config = XLNetConfig(**{**CONFIG.to_dict(), "n_layer": 3, "untie_r": untie_r})
   keras.utils.set_random_seed(1)
-  model = XLNetModel(config, run_config(mem_len=6, reuse_len=4, bi_data=two_stream, dropout=0.1, dropatt=0.1),
-                     summary_type=summary or "last", cls_heads={"toy": 3})
+  rc = run_config(mem_len=6, reuse_len=4, bi_data=two_stream, dropout=0.1, dropatt=0.1)
+  model = XLNetModel(config, rc, heads=finetune_heads(config, rc, summary or "last", cls_heads={"toy": 3}))
   x = random_inputs()
   extra = dict(perm_mask=x["perm_mask"], target_mapping=x["target_mapping"], inp_q=x["inp_q"]) if two_stream else {}
   mems = x["mems"] + [x["mems"][0]] if with_mems else None

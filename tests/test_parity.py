@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from xlnet_tf import RunConfig, XLNetConfig, XLNetModel, load_original_checkpoint
+from xlnet_tf.modeling.heads import finetune_heads
 
 DATA = "tests/testdata/model"
 CASES = ["finetune", "finetune_mems", "pretrain_bi_bidata", "pretrain_uni", "pretrain_no_target_mapping"]
@@ -30,9 +31,9 @@ def build_golden_model(ckpt, golden):
                          mem_len=flags["mem_len"], reuse_len=flags["reuse_len"], bi_data=flags["bi_data"],
                          clamp_len=flags["clamp_len"], same_length=flags["same_length"])
   heads = meta["heads"] or {}
-  model = XLNetModel(config, run_config, attn_type=flags["attn_type"], summary_type=heads.get("summary_type"),
-                     use_summ_proj=heads.get("use_summ_proj", True), cls_heads=heads.get("n_class"),
-                     reg_heads=heads.get("reg"))
+  model = XLNetModel(config, run_config, attn_type=flags["attn_type"], heads=finetune_heads(
+      config, run_config, heads.get("summary_type"), heads.get("use_summ_proj", True), heads.get("n_class"),
+      heads.get("reg")))
   report = load_original_checkpoint(model, f"{DATA}/ckpt_{ckpt}/xlnet_model.ckpt")
   return model, report
 

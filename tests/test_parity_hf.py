@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from xlnet_tf import RunConfig, XLNetConfig, XLNetModel, load_original_checkpoint
+from xlnet_tf.modeling.heads import finetune_heads
 
 DATA = "tests/testdata/model"
 ATOL = 2e-5  # HF reproduces the original's goldens to 7.6e-6
@@ -21,7 +22,8 @@ def hf_model(ckpt_dir, golden, **heads):
   run_config = RunConfig(is_training=False, use_tpu=False, use_bfloat16=False, dropout=0.1, dropatt=0.1,
                          mem_len=run["mem_len"], reuse_len=run["reuse_len"], bi_data=run["bi_data"],
                          clamp_len=run["clamp_len"], same_length=run["same_length"])
-  model = XLNetModel(config, run_config, attn_type=run["attn_type"], **heads)
+  model = XLNetModel(config, run_config, attn_type=run["attn_type"],
+                     heads=finetune_heads(config, run_config, **heads) if heads else None)
   report = load_original_checkpoint(model, ckpt_dir)
   assert report["kept_initial"] == []
   return model

@@ -84,7 +84,7 @@ def test_features_of_the_set(built):
   root, _ = built
   sp_model = tokenization.load_sentencepiece("tests/testdata/race/spm/spiece.model")
   examples = data.get_examples(root, "dev")
-  arrays = data.convert_examples(examples, data.make_tokenize_fn(sp_model), 128, 32)
+  arrays = data.convert_examples(examples, tokenization.make_tokenize_fn(sp_model), 128, 32)
   assert arrays["input_ids"].shape == (len(examples), 512)
   assert (arrays["input_ids"].reshape(-1, 4, 128)[:, :, -1] == tokenization.CLS_ID).all()
 

@@ -30,7 +30,7 @@ def _golden(tag, split):
 def _convert(sp_model, tag, split, fix):
   s = SETTINGS[tag]
   examples = data.get_examples(DATA, split)
-  return data.convert_examples(examples, data.make_tokenize_fn(sp_model, s["uncased"]), s["max_seq_length"],
+  return data.convert_examples(examples, tokenization.make_tokenize_fn(sp_model, s["uncased"]), s["max_seq_length"],
                                s["max_qa_length"], fix_option_aliasing=fix)
 
 
@@ -76,7 +76,7 @@ def test_fixed_features_equal_the_unaliased_goldens(sp_model, tag, split):
 def test_aliasing_stats_match_the_goldens(sp_model, tag, split):
   s = SETTINGS[tag]
   _, info = _golden(tag, split)
-  stats = data.aliasing_stats(data.get_examples(DATA, split), data.make_tokenize_fn(sp_model, s["uncased"]),
+  stats = data.aliasing_stats(data.get_examples(DATA, split), tokenization.make_tokenize_fn(sp_model, s["uncased"]),
                               s["max_seq_length"], s["max_qa_length"])
   differ = [[opt["differs_from_unaliased"] for opt in ex["options"]] for ex in info]
   assert stats["items"] == len(info) and stats["sequences"] == 4 * len(info)

@@ -17,7 +17,7 @@ SPM = os.path.join(GOLDEN, "spm", "spiece.model")
 
 @pytest.fixture(scope="module")
 def tokenize_fn():
-  return data.make_tokenize_fn(tokenization.load_sentencepiece(SPM), uncased=False)
+  return tokenization.make_tokenize_fn(tokenization.load_sentencepiece(SPM), uncased=False)
 
 
 def test_record_file_names():

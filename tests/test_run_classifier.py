@@ -2,7 +2,6 @@
 original (TF1) fine-tuned checkpoints, our own checkpoints as --init_checkpoint, one-line errors for bad input."""
 
 import csv
-import dataclasses
 import json
 import subprocess
 import sys
@@ -76,7 +75,7 @@ def eval_lines(stdout, title="Eval result"):
 def python_logits(model, examples, label_list, scope, uncased=False):
   """Logits of the Python path: processor examples -> convert_single_example -> classifier_task.forward."""
   sp = tokenization.load_sentencepiece(SPM)
-  tokenize_fn = run_classifier.make_tokenize_fn(sp, uncased)
+  tokenize_fn = tokenization.make_tokenize_fn(sp, uncased)
   feats = [classifier_features.convert_single_example(i, ex, label_list, SEQ_LEN, tokenize_fn)
            for i, ex in enumerate(examples)]
   batch = {"input_ids": tf.constant([f.input_ids for f in feats]),
@@ -250,7 +249,8 @@ def test_stsb_regression_with_the_readme_flags(files, cli_runs):
   assert float(results[0]["eval_loss"]) == pytest.approx(np.mean((x - scores) ** 2), rel=1e-5)
 
   # The README's eval command (--do_train=False --do_eval=True --eval_all_ckpt=True), through run() in-process.
-  options = run_classifier.Options(
+  options = flags.defaults(
+      run_classifier.define_flags,
       do_eval=True, eval_all_ckpt=True, task_name="sts-b", data_dir=files["sts-b"], output_dir=str(out / "rec"),
       model_dir=str(out / "model"), spiece_model_file=SPM, model_config_path=files["config"],
       max_seq_length=SEQ_LEN, eval_batch_size=8, is_regression=True)
@@ -319,17 +319,17 @@ ORIGINAL_CLASSIFIER_FLAGS = {  # the original run_classifier.py's 54 flags and d
 
 def test_flags_keep_the_original_names_and_defaults():
   fv = absl_flags.FlagValues()
-  flags.define_run_config_flags(dropout=0.1, dropatt=0.1, flag_values=fv)
-  flags.define_optimizer_flags(learning_rate=1e-5, train_steps=1000, min_lr_ratio=0.0, flag_values=fv)
-  flags.define_hardware_flags(num_core_per_host=8, iterations=1000, max_save=0, flag_values=fv)
-  flags.define_classifier_flags(flag_values=fv)
+  run_classifier.define_flags(flag_values=fv)
   assert len(ORIGINAL_CLASSIFIER_FLAGS) == 54
   # model_dir: the original's "" is None here (both mean unset).
   assert {name: fv[name].default for name in ORIGINAL_CLASSIFIER_FLAGS} == ORIGINAL_CLASSIFIER_FLAGS
-  # run() reads Options, whose defaults are the flags' defaults.
+  # run() reads the script's flags as a namespace: every flag, nothing else; defaults() rejects unknown names.
   fv(["run_classifier.py"])
-  assert run_classifier.Options.from_flags(fv) == run_classifier.Options()
-  assert {f.name for f in dataclasses.fields(run_classifier.Options)} <= set(fv)
+  assert vars(flags.values(fv)) == vars(flags.defaults(run_classifier.define_flags)) == {
+      name: fv[name].value for name in fv if name in vars(flags.values(fv))}
+  assert set(ORIGINAL_CLASSIFIER_FLAGS) <= set(vars(flags.values(fv)))
+  with pytest.raises(ValueError, match="No such flag: trian_steps"):
+    flags.defaults(run_classifier.define_flags, trian_steps=3)
 
 
 def test_checkpoint_listing_is_robust_to_names_without_a_step(tmp_path):

@@ -179,12 +179,9 @@ ORIGINAL_TRAIN_FLAGS = {  # train.py's 51 flags and defaults (train_gpu.py: a su
 
 def test_every_original_flag_is_accepted_with_its_default():
   from absl import flags as absl_flags
-  import flags
+  import run_pretrain
   fv = absl_flags.FlagValues()
-  flags.define_run_config_flags(dropout=0.0, dropatt=0.0, flag_values=fv)
-  flags.define_optimizer_flags(learning_rate=1e-4, train_steps=100000, min_lr_ratio=0.001, flag_values=fv)
-  flags.define_hardware_flags(num_core_per_host=8, iterations=1000, max_save=100000, flag_values=fv)
-  flags.define_pretrain_flags(flag_values=fv)
+  run_pretrain.define_flags(flag_values=fv)
   fv(["run_pretrain.py"])
   assert len(ORIGINAL_TRAIN_FLAGS) == 51
   assert {k: fv[k].value for k in ORIGINAL_TRAIN_FLAGS} == ORIGINAL_TRAIN_FLAGS

@@ -26,19 +26,16 @@ elif strategy_name == "mirrored":
 else:
   strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
 
+import flags  # noqa: E402
 import run_pretrain  # noqa: E402
-from xlnet_tf import RunConfig, XLNetConfig  # noqa: E402
 
 tf.config.experimental.enable_op_determinism()
 keras.utils.set_random_seed(3)
-config = XLNetConfig(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=24, ff_activation="gelu", untie_r=True,
-                     n_token=1000)
-run_config = RunConfig(is_training=True, use_tpu=False, use_bfloat16=False, dropout=0.0, dropatt=0.0, mem_len=12,
-                       reuse_len=16, bi_data=False)
-data = dict(record_info_dir=record_dir, split="train", bsz_per_host=8, seq_len=32, reuse_len=16, bi_data=False,
-            perm_size=8, mask_alpha=6, mask_beta=1, uncased=False, num_predict=6, use_bfloat16=False, seed=5)
-train = dict(learning_rate=3e-3, train_steps=6, warmup_steps=2, decay_method="poly", min_lr_ratio=0.0,
-             weight_decay=0.0, adam_epsilon=1e-8, clip=0.5, lr_layer_decay_rate=0.8, train_batch_size=8,
-             iterations=3, save_steps=6, max_save=2, mems_reset="never", jit_compile=False)
-result = run_pretrain.run(config, run_config, data, train, strategy, model_dir)
+options = flags.defaults(
+    run_pretrain.define_flags, record_info_dir=record_dir, model_dir=model_dir, n_layer=2, d_model=16, n_head=2,
+    d_head=8, d_inner=24, ff_activation="gelu", untie_r=True, n_token=1000, dropout=0.0, dropatt=0.0, mem_len=12,
+    train_batch_size=8, seq_len=32, reuse_len=16, bi_data=False, perm_size=8, mask_alpha=6, mask_beta=1,
+    uncased=False, num_predict=6, seed=5, learning_rate=3e-3, train_steps=6, warmup_steps=2, clip=0.5,
+    lr_layer_decay_rate=0.8, iterations=3, save_steps=6, max_save=2)
+result = run_pretrain.run(options, strategy)
 print("FINAL", result)

@@ -9,6 +9,8 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from xlnet_tf import fileio
+
 
 
 def format_filename(prefix, bsz_per_host, seq_len, bi_data, suffix, mask_alpha=5, mask_beta=1, reuse_len=None,
@@ -233,3 +235,21 @@ def find_record_info(record_info_dir, split, bsz_per_host, seq_len, reuse_len, u
                      f"(num_batch {info['num_batch']}, {len(info['filenames'])} files). Write more text with "
                      "data_utils.py (each row needs at least seq_len + reuse_len tokens).")
   return info
+
+
+def read_corpus_info(record_dir):
+  """data_utils.py's `corpus_info.json` for a records directory, or None if there is none or it is unreadable.
+
+  `data_utils.py` writes it in `<save_dir>`, the parent of the `tfrecords/` directory the trainer is given; a copy
+  beside the records is found too. `record_dir` may be comma-separated (the first one with a file wins).
+  """
+  for one_dir in str(record_dir).split(","):
+    for path in (os.path.join(one_dir, "corpus_info.json"),
+                 os.path.join(os.path.dirname(os.path.normpath(one_dir)), "corpus_info.json")):
+      try:
+        if fileio.exists(path):
+          with fileio.open_file(path) as f:
+            return json.load(f)
+      except (OSError, ValueError):
+        return None
+  return None

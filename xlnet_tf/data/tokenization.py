@@ -124,6 +124,13 @@ def encode_ids(sp_model, text, sample=False):
   return [sp_model.PieceToId(piece) for piece in encode_pieces(sp_model, text, sample=sample)]
 
 
+
+def make_tokenize_fn(sp_model, uncased=False):
+  """The original fine-tuning scripts' tokenize_fn: text -> `encode_ids(sp_model, preprocess_text(text, uncased))`."""
+  def tokenize_fn(text):
+    return encode_ids(sp_model, preprocess_text(text, lower=uncased))
+  return tokenize_fn
+
 class BatchEncoder:
   """`encode_ids` for many lines at once, with SentencePiece's multi-threaded batch encoder.
 

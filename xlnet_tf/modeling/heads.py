@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from xlnet_tf.modeling import attention
 from xlnet_tf.modeling import layers
+from xlnet_tf.modeling import ops
 
 
 SUMMARY_TYPES = ("last", "first", "mean", "attn")
@@ -169,3 +170,31 @@ def classification_loss(logits, labels):
 def regression_loss(logits, labels):
   """Per-example squared error, float32: logits [B], labels float [B] -> [B]."""
   return tf.square(tf.cast(logits, tf.float32) - tf.cast(labels, tf.float32))
+
+
+def finetune_heads(xlnet_config, run_config, summary_type="last", use_summ_proj=True, cls_heads=None,
+                   reg_heads=None):
+  """The original fine-tuning heads, to pass to `XLNetModel(..., heads=...)`: the sequence summary
+  (`sequnece_summary`, as `get_pooled_out(summary_type, use_summ_proj)`) and logit heads
+  `classification_{scope}` (n_class logits) / `regression_{scope}` (one value), with the run config's initializer,
+  dropout (when training) and precision.
+
+  Args:
+    summary_type: "last", "first", "mean", "attn", or None for no summary.
+    cls_heads: dict {scope: n_class}, or None.
+    reg_heads: list of scopes, or None.
+  """
+  c, rc = xlnet_config, run_config
+  if summary_type is not None and summary_type not in SUMMARY_TYPES:
+    raise ValueError(f"--summary_type must be one of {SUMMARY_TYPES}. Received: {summary_type!r}.")
+  initializer = ops.get_initializer(rc.init, rc.init_range, rc.init_std)
+  dtype = "mixed_bfloat16" if rc.use_bfloat16 else None
+  heads = []
+  if summary_type is not None:
+    heads.append(SequenceSummary(summary_type, c.d_model, c.n_head, c.d_head, rc.dropout if rc.is_training else 0.0,
+                                 rc.dropatt if rc.is_training else 0.0, use_summ_proj, initializer, dtype=dtype))
+  for scope, n_class in (cls_heads or {}).items():
+    heads.append(LogitHead.classification(scope, n_class, c.d_model, initializer, dtype=dtype))
+  for scope in reg_heads or []:
+    heads.append(LogitHead.regression(scope, c.d_model, initializer, dtype=dtype))
+  return heads

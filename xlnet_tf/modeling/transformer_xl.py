@@ -241,23 +241,25 @@ class _MaskEmbedding(keras.layers.Layer):
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
 class XLNetModel(keras.Model):
-  """XLNet as the original `xlnet.XLNetModel`, plus the LM head and optional fine-tuning heads.
+  """XLNet as the original `xlnet.XLNetModel` (scope `model`), with its tied LM head and the heads a task gives.
+
+  The model owns the network (`transformer`) and the LM softmax tied to its word embedding (`lm_loss/bias`, in
+  every released checkpoint). It knows no task: a task builds its heads (Keras layers named as the original's TF1
+  scopes, e.g. `sequnece_summary`, `classification_imdb`, see `xlnet_tf.modeling.heads.finetune_heads`) and
+  passes them in, so their variables are `model/<head name>/...` as in the original checkpoints.
 
   Args:
     xlnet_config: XLNetConfig (or its dict).
     run_config: RunConfig (or its dict).
     attn_type: "bi" (the original XLNetModel's) or "uni".
-    summary_type: None (no sequence summary variables), or "last", "first", "mean", "attn".
-    use_summ_proj: bool, the tanh projection `sequnece_summary/summary`.
-    cls_heads: dict {scope: n_class} of classification heads `classification_{scope}/logit`.
-    reg_heads: list of scopes of regression heads `regression_{scope}/logit`.
+    heads: list of Keras layers (each with a unique name, the TF1 scope below `model/`; `build()` without an
+      input shape), or None.
 
   Mixed precision: with `run_config.use_bfloat16`, the layers compute in bfloat16 with float32 variables
   (the Keras "mixed_bfloat16" policy); losses are float32.
   """
 
-  def __init__(self, xlnet_config, run_config, attn_type="bi", summary_type=None, use_summ_proj=True,
-               cls_heads=None, reg_heads=None, **kwargs):
+  def __init__(self, xlnet_config, run_config, attn_type="bi", heads=None, **kwargs):
     kwargs.setdefault("name", "model")
     if isinstance(xlnet_config, dict):
       xlnet_config = XLNetConfig(**xlnet_config)
@@ -269,13 +271,8 @@ class XLNetModel(keras.Model):
     self.xlnet_config = xlnet_config
     self.run_config = run_config
     self.attn_type = attn_type
-    self.summary_type = summary_type
-    self.use_summ_proj = use_summ_proj
-    self.cls_heads = dict(cls_heads or {})
-    self.reg_heads = list(reg_heads or [])
     c, rc = xlnet_config, run_config
     policy = self.dtype_policy
-    self.initializer = ops.get_initializer(rc.init, rc.init_range, rc.init_std)
     self.transformer = TransformerXL(
         c.n_token, c.n_layer, c.d_model, c.n_head, c.d_head, c.d_inner, c.ff_activation, c.untie_r,
         dropout=rc.dropout if rc.is_training else 0.0, dropatt=rc.dropatt if rc.is_training else 0.0,
@@ -283,26 +280,21 @@ class XLNetModel(keras.Model):
         mem_len=rc.mem_len, reuse_len=rc.reuse_len, init=rc.init, init_range=rc.init_range, init_std=rc.init_std,
         name="transformer", dtype=policy)
     self.lm_loss_layer = heads_lib.LMLoss(c.n_token, name="lm_loss", dtype=policy)
-    self.sequence_summary = None
-    if summary_type is not None:
-      self.sequence_summary = heads_lib.SequenceSummary(
-          summary_type, c.d_model, c.n_head, c.d_head, self.transformer.dropout, self.transformer.dropatt,
-          use_summ_proj, self.initializer, name="sequnece_summary", dtype=policy)
-    self.logit_heads = {}
-    for scope, n_class in self.cls_heads.items():
-      self.logit_heads[f"classification_{scope}"] = heads_lib.LogitHead.classification(
-          scope, n_class, c.d_model, self.initializer, dtype=policy)
-    for scope in self.reg_heads:
-      self.logit_heads[f"regression_{scope}"] = heads_lib.LogitHead.regression(
-          scope, c.d_model, self.initializer, dtype=policy)
+    self.head_list = list(heads or [])
+    if len(self.heads) != len(self.head_list) or "transformer" in self.heads or "lm_loss" in self.heads:
+      raise ValueError(f"Heads need unique names other than 'transformer' and 'lm_loss'. Received: "
+                       f"{[head.name for head in self.head_list]}.")
     self.build()
+
+  @property
+  def heads(self):
+    """{name: layer} of the task heads."""
+    return {head.name: head for head in self.head_list}
 
   def build(self, input_shape=None):
     self.transformer.build()
     self.lm_loss_layer.build()
-    if self.sequence_summary is not None:
-      self.sequence_summary.build()
-    for head in self.logit_heads.values():
+    for head in self.head_list:
       head.build()
     self.built = True
 
@@ -339,17 +331,18 @@ class XLNetModel(keras.Model):
     return self.transformer.word_embedding.lookup_table
 
   def get_pooled_out(self, output, input_mask=None, training=False):
-    """The sequence summary of a content-stream output [I, B, H] -> float [B, H] (needs summary_type)."""
-    if self.sequence_summary is None:
-      raise ValueError("This XLNetModel has no sequence summary. Build it with summary_type='last', 'first', "
-                       "'mean' or 'attn'.")
-    return self.sequence_summary(output, input_mask, training=training)
+    """The sequence summary (head `sequnece_summary`) of a content-stream output [I, B, H] -> float [B, H]."""
+    return self._head("sequnece_summary")(output, input_mask, training=training)
 
   def get_head_logits(self, pooled, scope_name):
     """Logits of head `classification_{scope}` [B, C] or `regression_{scope}` [B] on a pooled output [B, H]."""
-    if scope_name not in self.logit_heads:
-      raise ValueError(f"No head {scope_name!r}. This model has {sorted(self.logit_heads)}.")
-    return self.logit_heads[scope_name](pooled)
+    return self._head(scope_name)(pooled)
+
+  def _head(self, name):
+    if name not in self.heads:
+      raise ValueError(f"This XLNetModel has no head {name!r}; its heads are {sorted(self.heads)}. Pass it in "
+                       "`heads` (see xlnet_tf.modeling.heads.finetune_heads).")
+    return self.heads[name]
 
   def get_lm_logits(self, output):
     """LM logits float [P, B, V] of a query-stream output [P, B, H], tied to the embedding, + lm_loss/bias."""
@@ -361,5 +354,13 @@ class XLNetModel(keras.Model):
 
   def get_config(self):
     return {"xlnet_config": self.xlnet_config.to_dict(), "run_config": self.run_config.to_dict(),
-            "attn_type": self.attn_type, "summary_type": self.summary_type, "use_summ_proj": self.use_summ_proj,
-            "cls_heads": self.cls_heads, "reg_heads": self.reg_heads, "name": self.name}
+            "attn_type": self.attn_type, "heads": [keras.saving.serialize_keras_object(h) for h in self.head_list],
+            "name": self.name}
+
+  @classmethod
+  def from_config(cls, config):
+    config = dict(config)
+    # Unbuilt, so that their variables are created under the model's name scope (`model/<head>/...`).
+    config["heads"] = [keras.saving.deserialize_keras_object({k: v for k, v in h.items() if k != "build_config"})
+                       for h in config.get("heads") or []]
+    return cls(**config)

@@ -5,6 +5,7 @@ malloc setting, the bfloat16 check, and the run files written beside the checkpo
 import ctypes
 import os
 
+import keras
 import tensorflow as tf
 from absl import logging
 
@@ -102,3 +103,27 @@ def write_run_files(model_dir, xlnet_config, flags_dict):
   """`xlnet_config.json` and `run_flags.json` in model_dir (what the original's `config.json` held, and more)."""
   xlnet_config.to_json(os.path.join(model_dir, "xlnet_config.json"))
   fileio.write_json(os.path.join(model_dir, "run_flags.json"), flags_dict, indent=2, sort_keys=True, default=str)
+
+
+def start(options):
+  """What every training CLI does before it builds a model; returns the `tf.distribute` strategy.
+
+  Keeps freed memory in glibc's heap, enables op determinism (`--deterministic`, which needs `--seed`), seeds
+  Keras/TF/numpy/python (`--seed`: initialisation and dropout), builds the strategy (`--use_tpu` means
+  `--strategy=tpu`, as the original's switch) and warns when bfloat16 would be emulated.
+
+  Args:
+    options: a namespace with the hardware and run-config flags (deterministic, seed, strategy, use_tpu,
+      num_core_per_host, tpu, tpu_zone, gcp_project, use_bfloat16).
+  """
+  keep_freed_memory()
+  if options.deterministic:
+    if options.seed is None:
+      raise ValueError("--deterministic needs --seed (initialisation, dropout and the data order must be seeded).")
+    tf.config.experimental.enable_op_determinism()
+  if options.seed is not None:
+    keras.utils.set_random_seed(options.seed)
+  strategy = make_strategy("tpu" if options.use_tpu else options.strategy, options.num_core_per_host,
+                           options.tpu, options.tpu_zone, options.gcp_project)
+  warn_if_emulated_bfloat16(options.use_bfloat16, strategy)
+  return strategy

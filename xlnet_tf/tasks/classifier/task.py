@@ -14,7 +14,6 @@ As the original `run_classifier.py` + `function_builder.get_{classification,regr
 import tensorflow as tf
 
 from xlnet_tf.modeling import heads as heads_lib
-from xlnet_tf.modeling.heads import SUMMARY_TYPES
 from xlnet_tf.modeling.transformer_xl import XLNetModel
 from xlnet_tf.tasks.classifier import features as classifier_data
 
@@ -39,17 +38,17 @@ def build_model(xlnet_config, run_config, scope, n_class=None, summary_type="las
     summary_type: "last" (the CLS token in the left-padded layout), "first", "mean" or "attn".
     use_summ_proj: bool, the tanh projection on the pooled vector.
   """
-  if summary_type not in SUMMARY_TYPES:
-    raise ValueError(f"--summary_type must be one of {SUMMARY_TYPES}. Received: {summary_type!r}.")
   if scope.startswith("regression_"):
-    return XLNetModel(xlnet_config, run_config, summary_type=summary_type, use_summ_proj=use_summ_proj,
-                      reg_heads=[scope[len("regression_"):]])
-  if not scope.startswith("classification_"):
+    heads = heads_lib.finetune_heads(xlnet_config, run_config, summary_type, use_summ_proj,
+                                     reg_heads=[scope[len("regression_"):]])
+  elif not scope.startswith("classification_"):
     raise ValueError(f"A head scope starts with 'classification_' or 'regression_'. Received: {scope!r}.")
-  if not n_class or n_class < 2:
+  elif not n_class or n_class < 2:
     raise ValueError(f"A classification head needs at least 2 classes. Received: n_class={n_class!r}.")
-  return XLNetModel(xlnet_config, run_config, summary_type=summary_type, use_summ_proj=use_summ_proj,
-                    cls_heads={scope[len("classification_"):]: n_class})
+  else:
+    heads = heads_lib.finetune_heads(xlnet_config, run_config, summary_type, use_summ_proj,
+                                     cls_heads={scope[len("classification_"):]: n_class})
+  return XLNetModel(xlnet_config, run_config, heads=heads)
 
 
 def forward(model, features, scope, training=False):

@@ -51,14 +51,12 @@ Deviation from the original: the `num_passes` option is not offered, because the
 a file (it reads every record_info file that matches), which is what this module does.
 """
 
-import json
-import os
 import random
 
 import numpy as np
 import tensorflow as tf
 
-from xlnet_tf.data.records import find_record_info
+from xlnet_tf.data.records import find_record_info, read_corpus_info
 from xlnet_tf.data.tokenization import CLS_ID, SEP_ID
 
 
@@ -299,15 +297,13 @@ def get_dataset(file_names, bsz_per_host, seq_len, reuse_len, perm_size, batch_s
 
 
 def _writer_bsz_per_core(record_dir, bsz_per_host, seq_len):
-  """data_utils.py's bsz_per_host // num_core_per_host from `<save_dir>/corpus_info.json`, or None if unknown."""
-  path = os.path.join(os.path.dirname(os.path.normpath(record_dir)), "corpus_info.json")
+  """data_utils.py's bsz_per_host // num_core_per_host from its `corpus_info.json`, or None if unknown."""
+  info = read_corpus_info(record_dir)
   try:
-    with tf.io.gfile.GFile(path) as f:
-      info = json.load(f)
     if int(info["bsz_per_host"]) != bsz_per_host or int(info["seq_len"]) != seq_len or not info["bi_data"]:
       return None
     return bsz_per_host // int(info["num_core_per_host"])
-  except (tf.errors.OpError, OSError, ValueError, KeyError, TypeError):
+  except (ValueError, KeyError, TypeError):
     return None
 
 

@@ -216,12 +216,6 @@ def get_examples(data_dir, split, high_only=False, middle_only=False):
 # Features.
 
 
-def make_tokenize_fn(sp_model, uncased=False):
-  """`run_race.main`'s tokenize_fn: text -> `encode_ids(sp_model, preprocess_text(text, lower=uncased))`."""
-  def tokenize_fn(text):
-    return tokenization.encode_ids(sp_model, tokenization.preprocess_text(text, lower=uncased))
-  return tokenize_fn
-
 
 def padding_features(max_seq_length):
   """The original's features of a `PaddingInputExample`: ids 0, mask ALL 1, segment ids 0 (not 4), label 0."""
@@ -263,7 +257,7 @@ def convert_single_example(example, tokenize_fn, max_seq_length, max_qa_length, 
 
   Args:
     example: `InputExample` (4 qa strings) or `PaddingInputExample`.
-    tokenize_fn: text -> list of int (`make_tokenize_fn`).
+    tokenize_fn: text -> list of int (`tokenization.make_tokenize_fn`).
     max_seq_length: int L, the length of each of the 4 sequences.
     max_qa_length: int, qa keeps its last max_qa_length tokens.
     fix_option_aliasing: False (default) reproduces the original's features bit for bit, aliasing included;

@@ -134,7 +134,7 @@ def prepare_records(data_dir, split, tokenize_fn, spiece_model_file, output_dir,
   Args:
     data_dir: str, the RACE root.
     split: "train", "dev" or "test".
-    tokenize_fn: text -> list of int (`data.make_tokenize_fn`).
+    tokenize_fn: text -> list of int (`tokenization.make_tokenize_fn`).
     spiece_model_file: str, its basename enters the file name.
     output_dir: str, where the records go (created).
     max_seq_length, max_qa_length, fix_option_aliasing: as `data.convert_single_example`.

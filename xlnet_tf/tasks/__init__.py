@@ -1,0 +1,1 @@
+"""Fine-tuning tasks: one sub-package per task (data, post-processing, evaluation)."""

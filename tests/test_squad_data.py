@@ -58,6 +58,21 @@ def test_features_equal_goldens(sp_model, meta, tag, mode):
   assert stats.dropped_mismatch == want["dropped_mismatch"] == DROPPED
 
 
+def test_shuffled_order(sp_model):
+  examples = _examples("train")
+  want, _ = data.build_features(examples, sp_model, 64, 24, 16, is_training=True)
+  order = np.random.default_rng(0).permutation(len(examples))
+  got, _ = data.build_features([examples[k] for k in order], sp_model, 64, 24, 16, is_training=True)
+  ignore = ("unique_id", "source_example")
+
+  def by_question(features, names):
+    return {(names[f.source_example], f.doc_span_index): {k: v for k, v in vars(f).items() if k not in ignore}
+            for f in features}
+
+  assert by_question(got, [examples[k].qas_id for k in order]) == by_question(want, [e.qas_id for e in examples])
+  assert [f.unique_id for f in got] == list(range(data.FIRST_UNIQUE_ID, data.FIRST_UNIQUE_ID + len(got)))
+
+
 def test_mismatch_drops_are_logged(sp_model, caplog):
   with caplog.at_level(logging.WARNING):
     data.build_features(_examples("eval"), sp_model, 64, 24, 16, is_training=False)

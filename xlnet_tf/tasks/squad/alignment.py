@@ -16,10 +16,12 @@ diagonal band:
 - Backtracking from (N-1, M-1) until a cell has no pointer links O[i] <-> T[j] at every DIAG cell.
 - The paragraph is dropped ("MISMATCH DETECTED!") when nothing aligns or f[N-1,M-1] < 0.8 N.
 
-The original runs this in Python, O(N d) interpreted steps per question. Here the values f are computed one row at
-a time with numpy (f[i] = running max of max(f[i-1,j], (f[i-1,j-1] + 1) * match), which is the same recurrence),
-and the pointers, which depend only on f and the match, are recomputed along the backtracking path alone, in the
-original's tie order. `tests/test_squad_alignment.py` checks this against a plain transcription of the rule.
+The original runs this in Python, O(N d) interpreted steps (each calling `preprocess_text`) per question. Here
+each raw character is normalised once; f is computed row by row with the same recurrence written as
+f[i] = running max along the row of max(f[i-1, j], (f[i-1, j-1] + 1) * match(i, j)), in a plain Python loop for
+narrow bands and with numpy for wide ones; no pointer is stored: a pointer depends only on three neighbouring f
+values and the match, so it is recomputed, in the original's tie order, for the cells of the backtracking path
+alone. `tests/test_squad_alignment.py` checks this against a plain transcription of the original's rule.
 """
 
 import dataclasses
@@ -233,7 +235,8 @@ class Alignment:
   tok_end_to_orig: np.ndarray
 
   def answer_token_span(self, start_char, end_char):
-    """(first piece, last piece) of the raw characters [start_char, end_char] (inclusive), as the original."""
+    """(first piece, last piece) of the raw characters [start_char, end_char] (inclusive, in [0, N)), as the
+    original: each end through `convert_index` (size None) to T, then to the piece holding that character."""
     start_chartok = convert_index(self.orig_to_chartok, [start_char], None, is_start=True)[0]
     end_chartok = convert_index(self.orig_to_chartok, [end_char], None, is_start=False)[0]
     return int(self.chartok_to_tok[start_chartok]), int(self.chartok_to_tok[end_chartok])

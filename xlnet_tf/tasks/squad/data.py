@@ -246,8 +246,8 @@ def _align_paragraphs(examples, sp_model, uncased, is_training):
   """Tokenises and aligns every distinct paragraph once (the original redoes it for every question).
 
   Returns:
-    (paragraphs, answer_tokens): paragraphs maps a paragraph text to a _Paragraph (ids: list of P ints; int32 [P]
-    first/last raw character of each piece), or to None when the original drops it (MISMATCH); answer_tokens maps
+    (paragraphs, answer_tokens): paragraphs maps a paragraph text to a _Paragraph (int32 [P]: piece ids, first and
+    last raw character of each piece), or to None when the original drops it (MISMATCH); answer_tokens maps
     the index of a training example with an answer to its (first piece, last piece).
   """
   by_paragraph = collections.defaultdict(list)
@@ -262,7 +262,7 @@ def _align_paragraphs(examples, sp_model, uncased, is_training):
     if align is None:
       paragraphs[text] = None
       continue
-    paragraphs[text] = _Paragraph([sp_model.PieceToId(piece) for piece in pieces],
+    paragraphs[text] = _Paragraph(np.array([sp_model.PieceToId(piece) for piece in pieces], np.int32),
                                   align.tok_start_to_orig.astype(np.int32), align.tok_end_to_orig.astype(np.int32))
     for k in members:
       example = examples[k]
@@ -279,7 +279,7 @@ def _window_feature(unique_id, example_index, is_training, example, span_index, 
                     query_ids, max_seq_length, answer_tokens):
   tokens, segment_ids, p_mask = [], [], []
   w = span.length
-  tokens.extend(paragraph.ids[span.start:span.start + w])
+  tokens.extend(paragraph.ids[span.start:span.start + w].tolist())
   segment_ids.extend([SEG_ID_P] * w)
   p_mask.extend([0.0] * w)
   tokens.append(tokenization.SEP_ID)

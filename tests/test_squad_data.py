@@ -1,0 +1,290 @@
+"""SQuAD reading, features and records against the original's goldens (tests/testdata/squad, see copy_goldens.py)."""
+
+import json
+import logging
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from xlnet_tf.data import tokenization
+from xlnet_tf.tasks.squad import data
+from xlnet_tf.tasks.squad import records
+
+TESTDATA = "tests/testdata/squad"
+SETTINGS = {  # tag: (max_seq_length, max_query_length, doc_stride, uncased), as the goldens' meta.json.
+    "L64_Q16_S24_cased": (64, 16, 24, False),
+    "L64_Q16_S24_uncased": (64, 16, 24, True),
+    "L48_Q8_S40_cased": (48, 8, 40, False),
+    "L48_Q8_S40_uncased": (48, 8, 40, True),
+}
+DROPPED = ["v07_mandb", "v07_translator"]  # Hangul paragraph: the original's MISMATCH DETECTED.
+
+
+@pytest.fixture(scope="module")
+def sp_model():
+  return tokenization.load_sentencepiece(f"{TESTDATA}/spm/spiece.model")
+
+
+@pytest.fixture(scope="module")
+def meta():
+  with open(f"{TESTDATA}/meta.json", encoding="utf-8") as f:
+    return {s["tag"]: s for s in json.load(f)["settings"]}
+
+
+def _examples(mode):
+  return data.read_squad_examples(f"{TESTDATA}/data/{'train' if mode == 'train' else 'dev'}-v2.0.json",
+                                  is_training=mode == "train")
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+@pytest.mark.parametrize("tag", list(SETTINGS))
+def test_features_equal_goldens(sp_model, meta, tag, mode):
+  max_seq_length, max_query_length, doc_stride, uncased = SETTINGS[tag]
+  features, stats = data.build_features(_examples(mode), sp_model, max_seq_length, doc_stride, max_query_length,
+                                        is_training=mode == "train", uncased=uncased)
+  got = records.features_to_arrays(features, max_seq_length)
+  with np.load(f"{TESTDATA}/features/{tag}_{mode}.npz") as golden:
+    assert sorted(golden.files) == sorted(got)
+    for key in golden.files:
+      assert golden[key].dtype == got[key].dtype, key
+      np.testing.assert_array_equal(got[key], golden[key], err_msg=f"{tag} {mode} {key}")
+  want = meta[tag][mode]
+  assert stats.num_examples == want["examples"] == 38
+  assert stats.num_features == want["features"]
+  assert stats.num_neg == want["impossible_features"]
+  assert stats.queries_truncated == want["queries_truncated"]
+  assert stats.dropped_mismatch == want["dropped_mismatch"] == DROPPED
+
+
+def test_shuffled_order(sp_model):
+  examples = _examples("train")
+  want, _ = data.build_features(examples, sp_model, 64, 24, 16, is_training=True)
+  order = np.random.default_rng(0).permutation(len(examples))
+  got, _ = data.build_features([examples[k] for k in order], sp_model, 64, 24, 16, is_training=True)
+  ignore = ("unique_id", "source_example")
+
+  def by_question(features, names):
+    return {(names[f.source_example], f.doc_span_index): {k: v for k, v in vars(f).items() if k not in ignore}
+            for f in features}
+
+  assert by_question(got, [examples[k].qas_id for k in order]) == by_question(want, [e.qas_id for e in examples])
+  assert [f.unique_id for f in got] == list(range(data.FIRST_UNIQUE_ID, data.FIRST_UNIQUE_ID + len(got)))
+
+
+def test_mismatch_drops_are_logged(sp_model, caplog):
+  with caplog.at_level(logging.WARNING):
+    data.build_features(_examples("eval"), sp_model, 64, 24, 16, is_training=False)
+  text = caplog.text
+  assert "Dropped example v07_mandb" in text and "Dropped example v07_translator" in text
+  assert "2 of 38 examples were dropped" in text
+
+
+def test_read_examples_train_and_eval():
+  train = _examples("train")
+  assert len(train) == 38
+  first = train[0]
+  assert (first.qas_id, first.orig_answer_text, first.start_position, first.is_impossible) == (
+      "v00_start", "The GNU General Public License", 0, False)
+  impossible = [e for e in train if e.is_impossible]
+  assert len(impossible) == 11 and all(e.orig_answer_text == "" and e.start_position == -1 for e in impossible)
+  dev = _examples("eval")
+  assert all(e.orig_answer_text is None and e.start_position is None and not e.is_impossible for e in dev)
+
+
+def _write_json(tmp_path, obj, name="squad.json"):
+  path = tmp_path / name
+  path.write_text(obj if isinstance(obj, str) else json.dumps(obj), encoding="utf-8")
+  return str(path)
+
+
+def _squad(qas, context="The cat sat on the mat."):
+  return {"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]}
+
+
+def test_squad_v1_without_is_impossible(tmp_path):
+  path = _write_json(tmp_path, _squad([{"id": "q1", "question": "Where?", "answers": [
+      {"text": "the mat", "answer_start": 15}]}]))
+  (example,) = data.read_squad_examples(path, is_training=True)
+  assert (example.is_impossible, example.orig_answer_text, example.start_position) == (False, "the mat", 15)
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "is not valid JSON"),
+    ({"data": {"paragraphs": []}}, "expected an object with a 'data' list"),
+    (_squad([{"id": "q1", "question": "Where?", "answers": [{"text": "the hat", "answer_start": 15}]}]),
+     "is not the text at answer_start 15"),
+    (_squad([{"id": "q1", "question": "Where?", "answers": [{"text": "the mat", "answer_start": 99}]}]),
+     "is not the text at answer_start 99"),
+    (_squad([{"id": "q1", "question": "Where?", "answers": []}]), "needs exactly 1 answer"),
+    (_squad([{"id": "q1", "question": "Where?", "is_impossible": "no", "answers": []}]), "must be true or false"),
+    (_squad([{"question": "Where?", "answers": []}]), "'id'"),
+])
+def test_bad_input_is_one_line_naming_the_file(tmp_path, content, message):
+  path = _write_json(tmp_path, content)
+  with pytest.raises(ValueError, match=message) as info:
+    data.read_squad_examples(path, is_training=True)
+  assert path in str(info.value) and "\n" not in str(info.value)
+
+
+def test_dev_file_in_training_mode_is_rejected():
+  with pytest.raises(ValueError, match="exactly 1 answer"):
+    data.read_squad_examples(f"{TESTDATA}/data/dev-v2.0.json", is_training=True)
+
+
+def test_missing_file(tmp_path):
+  with pytest.raises(FileNotFoundError, match="does not exist"):
+    data.read_squad_examples(str(tmp_path / "nope.json"), is_training=False)
+
+
+def test_evaluation_ignores_answers(tmp_path):
+  path = _write_json(tmp_path, _squad([{"id": "q1", "question": "Where?", "answers": [
+      {"text": "the hat", "answer_start": 3}, {"text": "x", "answer_start": 0}]}]))
+  (example,) = data.read_squad_examples(path, is_training=False)
+  assert example.orig_answer_text is None
+
+
+@pytest.mark.parametrize("kwargs, flag", [
+    (dict(max_seq_length=19, max_query_length=16, doc_stride=24), "max_seq_length"),
+    (dict(max_seq_length=64, max_query_length=16, doc_stride=0), "doc_stride"),
+    (dict(max_seq_length=64, max_query_length=-1, doc_stride=8), "max_query_length"),
+    (dict(max_seq_length=64.0, max_query_length=16, doc_stride=8), "max_seq_length"),
+])
+def test_option_errors_name_the_flag(sp_model, kwargs, flag):
+  with pytest.raises(ValueError, match=f"--{flag}") as info:
+    data.build_features(_examples("eval")[:1], sp_model, is_training=False, **kwargs)
+  assert "\n" not in str(info.value)
+
+
+def test_non_overlapping_windows_warn(caplog):
+  with caplog.at_level(logging.WARNING):
+    data.check_options(48, 8, 40)
+  assert "windows do not overlap" in caplog.text
+  caplog.clear()
+  with caplog.at_level(logging.WARNING):
+    data.check_options(64, 16, 24)
+  assert "overlap" not in caplog.text
+
+
+def test_doc_spans_and_max_context_by_hand():
+  # 10 tokens, windows of 6, stride 3: [0,6), [3,9), [6,10). Token 4: span 0 scores min(4,1)+.06 = 1.06, span 1
+  # min(1,4)+.06 = 1.06: tie, the earlier span wins. Token 5: 0.06 vs min(2,3)+.06 = 2.06: span 1. Token 7:
+  # span 1 min(4,1)+.06 = 1.06, span 2 min(1,2)+.04 = 1.04: the longer span wins. Token 8: .06 vs 1.04: span 2.
+  spans = data.doc_spans(10, 6, 3)
+  assert spans == [(0, 6), (3, 6), (6, 4)]
+  assert data.max_context_spans(spans, 10) == [0, 0, 0, 0, 0, 1, 1, 1, 2, 2]
+  assert data.doc_spans(10, 6, 8) == [(0, 6), (6, 4)]  # The shift is capped at the window: no token is skipped.
+  assert data.doc_spans(3, 6, 2) == [(0, 3)]
+
+
+def test_feature_layout_by_hand(sp_model):
+  example = data.SquadExample("q", "Who?", "Alice met Bob.", "Bob", 10, False)
+  (feature,), _ = data.build_features([example], sp_model, 24, 8, 8, is_training=True)
+  w, q = feature.paragraph_len, feature.cls_index - feature.paragraph_len - 2
+  ids = feature.input_ids
+  assert ids[w] == tokenization.SEP_ID and ids[w + q + 1] == tokenization.SEP_ID
+  assert ids[feature.cls_index] == tokenization.CLS_ID and set(ids[feature.cls_index + 1:]) == {0}
+  assert feature.segment_ids == [0] * (w + 1) + [1] * (q + 1) + [2] + [3] * (24 - w - q - 3)
+  assert feature.p_mask == [0.0] * w + [1.0] * (q + 2) + [0.0] + [1.0] * (24 - w - q - 3)
+  assert feature.input_mask == [0.0] * (w + q + 3) + [1.0] * (24 - w - q - 3)
+  assert example.paragraph_text[feature.tok_start_to_orig_index[feature.start_position]:
+                                feature.tok_end_to_orig_index[feature.end_position] + 1].strip() == "Bob"
+  assert feature.unique_id == data.FIRST_UNIQUE_ID and feature.example_index is None and not feature.is_impossible
+
+
+def _read_all(path, seq_length, is_training):
+  """Every record of one file, in file order, as `squad_dataset` decodes them (training: without the shuffle)."""
+  if not is_training:
+    d = records.squad_dataset(path, seq_length, is_training=False, batch_size=1000, drop_remainder=False)
+    return {k: v.numpy() for k, v in next(iter(d)).items()}
+  parsed = tf.io.parse_example(next(iter(tf.data.TFRecordDataset(path).batch(1000))),
+                               records.name_to_features(seq_length, True))
+  return {k: (tf.cast(v, tf.int32) if v.dtype == tf.int64 else v).numpy() for k, v in parsed.items()}
+
+
+@pytest.mark.parametrize("is_training", [True, False])
+def test_records_round_trip(sp_model, tmp_path, is_training):
+  features, _ = data.build_features(_examples("train" if is_training else "eval"), sp_model, 64, 24, 16,
+                                    is_training=is_training)
+  path = str(tmp_path / "out.tf_record")
+  with records.FeatureWriter(path, is_training) as writer:
+    for f in features:
+      writer.process_feature(f)
+  assert writer.num_features == len(features) == 316
+  assert os.listdir(tmp_path) == ["out.tf_record"]
+  got = _read_all(path, 64, is_training)
+  want = records.features_to_arrays(features, 64)
+  np.testing.assert_array_equal(got["unique_ids"], want["unique_id"])  # In file order.
+  names = {"unique_ids": "unique_id", "input_ids": "input_ids", "input_mask": "input_mask", "p_mask": "p_mask",
+           "segment_ids": "segment_ids", "cls_index": "cls_index"}
+  if is_training:
+    names.update(start_positions="start_position", end_positions="end_position", is_impossible="is_impossible")
+  assert sorted(got) == sorted(names)
+  for key, field in names.items():
+    assert got[key].dtype == (np.float32 if key in ("input_mask", "p_mask", "is_impossible") else np.int32), key
+    np.testing.assert_array_equal(got[key], want[field].astype(got[key].dtype), err_msg=key)
+
+
+def test_feature_writer_leaves_nothing_on_error(tmp_path):
+  with pytest.raises(RuntimeError):
+    with records.FeatureWriter(str(tmp_path / "x.tf_record"), True):
+      raise RuntimeError("boom")
+  assert not os.listdir(tmp_path)
+
+
+def test_training_dataset_repeats_and_shuffles(sp_model, tmp_path):
+  features, _ = data.build_features(_examples("train")[:3], sp_model, 64, 24, 16, is_training=True)
+  for k in range(2):
+    with records.FeatureWriter(str(tmp_path / f"spiece.model.{k}.slen-64.qlen-16.train.tf_record"), True) as w:
+      for f in features[k::2]:
+        w.process_feature(f)
+  d = records.squad_dataset(str(tmp_path / records.train_record_glob("spiece.model", 64, 16)), 64, True,
+                            batch_size=len(features), drop_remainder=True, shuffle_buffer=100, seed=3)
+  batches = list(d.take(10))
+  assert all(b["start_positions"].shape == (len(features),) and b["is_impossible"].dtype == tf.float32
+             for b in batches)
+  ids = np.concatenate([b["unique_ids"].numpy() for b in batches]).tolist()
+  assert set(ids) == {f.unique_id for f in features}  # Both files, repeated.
+  assert ids[:len(features)] != sorted(ids[:len(features)])  # Shuffled (seeded: deterministic).
+
+
+def test_dataset_errors(tmp_path):
+  with pytest.raises(FileNotFoundError, match="matches no file"):
+    records.squad_dataset(str(tmp_path / "*.tf_record"), 64, False, 8, False)
+
+
+def test_record_names():
+  assert records.train_record_name("/m/spiece.model", 3, 512, 64) == "spiece.model.3.slen-512.qlen-64.train.tf_record"
+  assert records.train_record_glob("spiece.model", 512, 64) == "spiece.model.*.slen-512.qlen-64.train.tf_record"
+  assert records.eval_record_name("gs://b/spiece.model", 512, 64) == "spiece.model.slen-512.qlen-64.eval.tf_record"
+  assert records.eval_features_name("spiece.model", 512, 64) == "spiece.model.slen-512.qlen-64.eval.features.npz"
+
+
+def test_arrays_round_trip(sp_model):
+  for mode in ("train", "eval"):
+    features, _ = data.build_features(_examples(mode)[:6], sp_model, 48, 40, 8, is_training=mode == "train")
+    assert records.features_from_arrays(records.features_to_arrays(features, 48)) == features
+
+
+def test_prepare_eval_features_caches(sp_model, tmp_path, caplog):
+  args = (f"{TESTDATA}/data/dev-v2.0.json", sp_model, f"{TESTDATA}/spm/spiece.model", str(tmp_path), 64, 16, 24)
+  examples, features, record, stats = records.prepare_eval_features(*args)
+  assert stats.num_features == len(features) == 316 and len(examples) == 38
+  assert sorted(os.listdir(tmp_path)) == ["spiece.model.slen-64.qlen-16.eval.features.npz",
+                                          "spiece.model.slen-64.qlen-16.eval.tf_record"]
+  _, cached, record2, stats2 = records.prepare_eval_features(*args)
+  assert stats2 is None and record2 == record and cached == features
+  _, _, _, stats3 = records.prepare_eval_features(*args, overwrite_data=True)
+  assert stats3 is not None
+
+
+def test_prepare_train_records(sp_model, tmp_path):
+  path, stats = records.prepare_train_records(f"{TESTDATA}/data/train-v2.0.json", sp_model, "spiece.model",
+                                              str(tmp_path), 64, 16, 24, num_proc=2, proc_id=1, shuffle_seed=0)
+  assert os.path.basename(path) == "spiece.model.1.slen-64.qlen-16.train.tf_record"
+  assert stats.num_examples == 19
+  assert sum(1 for _ in tf.data.TFRecordDataset(path)) == stats.num_features
+  with pytest.raises(ValueError, match="--proc_id"):
+    records.prepare_train_records(f"{TESTDATA}/data/train-v2.0.json", sp_model, "spiece.model", str(tmp_path), 64,
+                                  16, 24, num_proc=2, proc_id=2)

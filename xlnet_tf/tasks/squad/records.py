@@ -1,0 +1,285 @@
+"""SQuAD features as the original's TFRecords (`FeatureWriter`, `input_fn_builder`), and their cached files.
+
+Record features (one tf.train.Example per InputFeatures, L = max_seq_length):
+  unique_ids int64 [1], input_ids int64 [L], input_mask float [L] (1 = padding), p_mask float [L] (1 = not an
+  answer position), segment_ids int64 [L], cls_index int64 [1]; training also start_positions int64 [1],
+  end_positions int64 [1], is_impossible float [1].
+File names (as the original; spm = basename of the SentencePiece model; the key ignores doc_stride, uncased and
+the input file, so pass overwrite_data after changing those):
+  train: {spm}.{proc_id}.slen-{L}.qlen-{Q}.train.tf_record (read back with the glob {spm}.*.slen-...);
+  eval:  {spm}.slen-{L}.qlen-{Q}.eval.tf_record, and the evaluation features {spm}.slen-{L}.qlen-{Q}.eval.features.npz
+         (the original pickles its InputFeatures objects into .eval.features.pkl; here an npz, see
+         `features_to_arrays`).
+"""
+
+import os
+import random
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from xlnet_tf import fileio
+from xlnet_tf.tasks.squad import data
+
+# npz layout of a list of features (F features, L = max_seq_length); the goldens' layout.
+ARRAY_DTYPES = {
+    "unique_id": np.int64, "example_index": np.int32, "source_example": np.int32, "doc_span_index": np.int32,
+    "paragraph_len": np.int32, "cls_index": np.int32, "start_position": np.int32, "end_position": np.int32,
+    "is_impossible": np.int8, "input_ids": np.int32, "segment_ids": np.int32, "input_mask": np.float32,
+    "p_mask": np.float32, "tok_start_to_orig_index": np.int32, "tok_end_to_orig_index": np.int32,
+    "token_is_max_context": np.int8,
+}
+_SCALARS = ("unique_id", "example_index", "source_example", "doc_span_index", "paragraph_len", "cls_index",
+            "start_position", "end_position", "is_impossible")
+_SEQUENCES = ("input_ids", "segment_ids", "input_mask", "p_mask")
+_PARAGRAPH = ("tok_start_to_orig_index", "tok_end_to_orig_index", "token_is_max_context")
+
+
+def _spm_name(spiece_model_file):
+  return os.path.basename(spiece_model_file)
+
+
+def train_record_name(spiece_model_file, proc_id, max_seq_length, max_query_length):
+  return f"{_spm_name(spiece_model_file)}.{proc_id}.slen-{max_seq_length}.qlen-{max_query_length}.train.tf_record"
+
+
+def train_record_glob(spiece_model_file, max_seq_length, max_query_length):
+  return f"{_spm_name(spiece_model_file)}.*.slen-{max_seq_length}.qlen-{max_query_length}.train.tf_record"
+
+
+def eval_record_name(spiece_model_file, max_seq_length, max_query_length):
+  return f"{_spm_name(spiece_model_file)}.slen-{max_seq_length}.qlen-{max_query_length}.eval.tf_record"
+
+
+def eval_features_name(spiece_model_file, max_seq_length, max_query_length):
+  return f"{_spm_name(spiece_model_file)}.slen-{max_seq_length}.qlen-{max_query_length}.eval.features.npz"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Writing and reading records.
+
+
+def _int_feature(values):
+  return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+
+
+def _float_feature(values):
+  return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
+
+
+def serialize_feature(feature, is_training):
+  """One InputFeatures as a serialized tf.train.Example with the original's names (see the module docstring)."""
+  features = {
+      "unique_ids": _int_feature([feature.unique_id]),
+      "input_ids": _int_feature(feature.input_ids),
+      "input_mask": _float_feature(feature.input_mask),
+      "p_mask": _float_feature(feature.p_mask),
+      "segment_ids": _int_feature(feature.segment_ids),
+      "cls_index": _int_feature([feature.cls_index]),
+  }
+  if is_training:
+    features["start_positions"] = _int_feature([feature.start_position])
+    features["end_positions"] = _int_feature([feature.end_position])
+    features["is_impossible"] = _float_feature([1.0 if feature.is_impossible else 0.0])
+  return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+
+
+class FeatureWriter:
+  """Writes InputFeatures to a TFRecord file atomically: `with FeatureWriter(path, is_training) as w:
+  w.process_feature(f)`. The file appears under its name only when the block ends without error."""
+
+  def __init__(self, filename, is_training):
+    self.filename = filename
+    self.is_training = is_training
+    self.num_features = 0
+    self._atomic = self._writer = None
+
+  def __enter__(self):
+    self._atomic = fileio.atomic_path(self.filename)
+    self._writer = tf.io.TFRecordWriter(self._atomic.__enter__())
+    return self
+
+  def process_feature(self, feature):
+    self._writer.write(serialize_feature(feature, self.is_training))
+    self.num_features += 1
+
+  def __exit__(self, *exc_info):
+    self._writer.close()
+    return self._atomic.__exit__(*exc_info)
+
+
+def name_to_features(seq_length, is_training):
+  """The parsing spec of the original `input_fn_builder`."""
+  spec = {
+      "unique_ids": tf.io.FixedLenFeature([], tf.int64),
+      "input_ids": tf.io.FixedLenFeature([seq_length], tf.int64),
+      "input_mask": tf.io.FixedLenFeature([seq_length], tf.float32),
+      "segment_ids": tf.io.FixedLenFeature([seq_length], tf.int64),
+      "cls_index": tf.io.FixedLenFeature([], tf.int64),
+      "p_mask": tf.io.FixedLenFeature([seq_length], tf.float32),
+  }
+  if is_training:
+    spec["start_positions"] = tf.io.FixedLenFeature([], tf.int64)
+    spec["end_positions"] = tf.io.FixedLenFeature([], tf.int64)
+    spec["is_impossible"] = tf.io.FixedLenFeature([], tf.float32)
+  return spec
+
+
+def squad_dataset(input_files, seq_length, is_training, batch_size, drop_remainder, shuffle_buffer=2048, seed=None,
+                  input_context=None, num_threads=8):
+  """Reads SQuAD records as the original `input_fn_builder`, batch-major.
+
+  Training shuffles the files, interleaves up to num_threads of them, shuffles records (buffer shuffle_buffer)
+  and repeats forever; evaluation reads the files in order, once. With an input_context (tf.distribute) records
+  are sharded per input pipeline and batch_size is per replica.
+
+  Args:
+    input_files: a path, a glob or a list of them.
+
+  Returns:
+    tf.data.Dataset of dicts: unique_ids int32 [B]; input_ids int32 [B, L]; input_mask float32 [B, L] (1 = pad);
+    segment_ids int32 [B, L]; cls_index int32 [B]; p_mask float32 [B, L] (1 = not an answer position); training
+    also start_positions int32 [B], end_positions int32 [B], is_impossible float32 [B].
+  """
+  patterns = [input_files] if isinstance(input_files, str) else list(input_files)
+  files = []
+  for pattern in patterns:
+    found = fileio.glob(pattern)
+    if not found:
+      raise FileNotFoundError(f"SQuAD record {pattern} matches no file. Write the records first "
+                              "(prepare_train_records / prepare_eval_features) or check --output_dir.")
+    files.extend(found)
+  if not isinstance(batch_size, int) or batch_size < 1:
+    raise ValueError(f"The batch size must be a positive integer. Received: {batch_size!r}.")
+  spec = name_to_features(seq_length, is_training)
+
+  def decode(records):
+    parsed = tf.io.parse_example(records, spec)
+    return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in parsed.items()}
+
+  if is_training:
+    d = tf.data.Dataset.from_tensor_slices(files).shuffle(len(files), seed=seed).repeat()
+    d = d.interleave(tf.data.TFRecordDataset, cycle_length=min(num_threads, len(files)),
+                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=seed is not None)
+  else:
+    d = tf.data.TFRecordDataset(files)
+  if input_context is not None:
+    d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+  if is_training:
+    d = d.shuffle(shuffle_buffer, seed=seed)
+  d = d.batch(batch_size, drop_remainder=drop_remainder)
+  return d.map(decode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Features <-> arrays (the evaluation cache and the goldens' npz layout).
+
+
+def features_to_arrays(features, max_seq_length):
+  """dict of numpy arrays (ARRAY_DTYPES): scalars [F], sequences [F, L]; per-token paragraph fields [F, L] with -1
+  after paragraph_len; None (example_index in training, positions in evaluation) stored as -1."""
+  num, length = len(features), max_seq_length
+  out = {k: np.zeros((num,) if k in _SCALARS else (num, length), ARRAY_DTYPES[k]) for k in ARRAY_DTYPES}
+  for k in _PARAGRAPH:
+    out[k][:] = -1
+  for r, f in enumerate(features):
+    for k in _SCALARS:
+      value = getattr(f, k)
+      out[k][r] = -1 if value is None else value
+    for k in _SEQUENCES:
+      out[k][r] = getattr(f, k)
+    for k in _PARAGRAPH:
+      out[k][r, :f.paragraph_len] = getattr(f, k)
+  return out
+
+
+def features_from_arrays(arrays):
+  """The inverse of `features_to_arrays`: list of InputFeatures."""
+  missing = [k for k in ARRAY_DTYPES if k not in arrays]
+  if missing:
+    raise ValueError(f"Feature arrays need the keys {sorted(ARRAY_DTYPES)}; missing {missing}. Write them with "
+                     "features_to_arrays / save_eval_features.")
+  cols = {k: np.asarray(arrays[k]).tolist() for k in ARRAY_DTYPES}
+  features = []
+  for r in range(len(cols["unique_id"])):
+    w = cols["paragraph_len"][r]
+    scalar = {k: cols[k][r] for k in _SCALARS}
+    for k in ("example_index", "start_position", "end_position"):
+      if scalar[k] == -1:
+        scalar[k] = None
+    scalar["is_impossible"] = bool(scalar["is_impossible"])
+    features.append(data.InputFeatures(
+        **scalar, **{k: cols[k][r] for k in _SEQUENCES},
+        tok_start_to_orig_index=cols["tok_start_to_orig_index"][r][:w],
+        tok_end_to_orig_index=cols["tok_end_to_orig_index"][r][:w],
+        token_is_max_context=[bool(x) for x in cols["token_is_max_context"][r][:w]]))
+  return features
+
+
+def save_eval_features(path, features, max_seq_length):
+  """Writes features as an npz (`features_to_arrays`), atomically."""
+  with fileio.atomic_path(path) as tmp:
+    with fileio.open_file(tmp, "wb") as f:
+      np.savez(f, **features_to_arrays(features, max_seq_length))
+
+
+def load_eval_features(path):
+  if not fileio.exists(path):
+    raise FileNotFoundError(f"Evaluation features {path} do not exist. Build them with prepare_eval_features.")
+  with fileio.open_file(path, "rb") as f:
+    with np.load(f) as arrays:
+      return features_from_arrays({k: arrays[k] for k in arrays.files})
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The original's preprocessing steps.
+
+
+def prepare_train_records(train_file, sp_model, spiece_model_file, output_dir, max_seq_length, max_query_length,
+                          doc_stride, uncased=False, num_proc=1, proc_id=0, shuffle_seed=None):
+  """The original `--do_prepro` step: examples[proc_id::num_proc], shuffled, converted, written to
+  `output_dir/train_record_name(...)` (always rewritten, as the original).
+
+  shuffle_seed: int or None (None = unseeded, as the original's `random.shuffle`).
+
+  Returns:
+    (record path, data.ConversionStats).
+  """
+  if not isinstance(num_proc, int) or num_proc < 1 or not isinstance(proc_id, int) or not 0 <= proc_id < num_proc:
+    raise ValueError(f"--proc_id must be in [0, --num_proc). Received: proc_id={proc_id!r}, num_proc={num_proc!r}.")
+  examples = data.read_squad_examples(train_file, is_training=True)[proc_id::num_proc]
+  random.Random(shuffle_seed).shuffle(examples)
+  path = os.path.join(output_dir, train_record_name(spiece_model_file, proc_id, max_seq_length, max_query_length))
+  logging.info("Writing %d training examples to %s", len(examples), path)
+  with FeatureWriter(path, is_training=True) as writer:
+    stats = data.convert_examples_to_features(examples, sp_model, max_seq_length, doc_stride, max_query_length,
+                                              True, writer.process_feature, uncased=uncased)
+  return path, stats
+
+
+def prepare_eval_features(predict_file, sp_model, spiece_model_file, output_dir, max_seq_length, max_query_length,
+                          doc_stride, uncased=False, overwrite_data=False):
+  """The original's evaluation preprocessing with its cache: the record and the features file are reused when
+  both exist and overwrite_data is False, else rebuilt.
+
+  Returns:
+    (examples, features, record path, data.ConversionStats or None when the cache was used).
+  """
+  examples = data.read_squad_examples(predict_file, is_training=False)
+  record = os.path.join(output_dir, eval_record_name(spiece_model_file, max_seq_length, max_query_length))
+  feature_file = os.path.join(output_dir, eval_features_name(spiece_model_file, max_seq_length, max_query_length))
+  if fileio.exists(record) and fileio.exists(feature_file) and not overwrite_data:
+    logging.info("Loading evaluation features from %s (set --overwrite_data to rebuild).", feature_file)
+    return examples, load_eval_features(feature_file), record, None
+  features = []
+  with FeatureWriter(record, is_training=False) as writer:
+
+    def append(feature):
+      features.append(feature)
+      writer.process_feature(feature)
+
+    stats = data.convert_examples_to_features(examples, sp_model, max_seq_length, doc_stride, max_query_length,
+                                              False, append, uncased=uncased)
+  save_eval_features(feature_file, features, max_seq_length)
+  return examples, features, record, stats

@@ -54,6 +54,10 @@ def _load_tensorflow_quietly():
 _load_tensorflow_quietly()
 
 
+class FlagError(ValueError):
+  """A flag value the run cannot use; `cli_main` prints it as one line."""
+
+
 def values(flag_values=flags.FLAGS):
   """The script's own flags (every flag defined by this module) as a plain namespace: what its `run` takes."""
   return types.SimpleNamespace(**{f.name: f.value for f in flag_values.get_flags_for_module(__name__)})

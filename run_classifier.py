@@ -41,10 +41,6 @@ from xlnet_tf.tasks.classifier import serving
 from xlnet_tf.tasks.classifier import task as classifier_task
 
 
-class FlagError(ValueError):
-  """A flag value the run cannot use; main prints it as one line."""
-
-
 def define_flags(flag_values=absl_flags.FLAGS):
   """This script's flags: the original `run_classifier.py` ones with their defaults, and the new ones."""
   flags.define_run_config_flags(dropout=0.1, dropatt=0.1, flag_values=flag_values)
@@ -55,45 +51,45 @@ def define_flags(flag_values=absl_flags.FLAGS):
 
 def _require_file(path, flag, what):
   if not path:
-    raise FlagError(f"--{flag} is required: {what}.")
+    raise flags.FlagError(f"--{flag} is required: {what}.")
   if not tf.io.gfile.exists(path):
-    raise FlagError(f"--{flag}={path} does not exist. Pass {what}.")
+    raise flags.FlagError(f"--{flag}={path} does not exist. Pass {what}.")
 
 
 def validate(o, num_replicas=1, strategy="one_device"):
   """One-line errors for flag values the run cannot use (before anything heavy starts)."""
   if not (o.do_train or o.do_eval or o.do_predict or o.export_dir):
-    raise FlagError("At least one of --do_train, --do_eval, --do_predict (or --export_dir) must be True.")
+    raise flags.FlagError("At least one of --do_train, --do_eval, --do_predict (or --export_dir) must be True.")
   if (o.task_name or "").lower() not in classifier_data.TASK_NAMES:
-    raise FlagError(f"Unknown --task_name {o.task_name!r}. Known tasks: {', '.join(classifier_data.TASK_NAMES)}.")
+    raise flags.FlagError(f"Unknown --task_name {o.task_name!r}. Known tasks: {', '.join(classifier_data.TASK_NAMES)}.")
   _require_file(o.model_config_path, "model_config_path", "the xlnet_config.json of the model")
   _require_file(o.spiece_model_file, "spiece_model_file", "the SentencePiece model (spiece.model) of the model")
   if not o.model_dir:
-    raise FlagError("--model_dir is required: where the fine-tuned checkpoints go (and are read by eval).")
+    raise flags.FlagError("--model_dir is required: where the fine-tuned checkpoints go (and are read by eval).")
   if o.do_train or o.do_eval or o.do_predict:
     if not o.data_dir or not tf.io.gfile.isdir(o.data_dir):
-      raise FlagError(f"--data_dir {o.data_dir!r} is not a directory. Pass the directory of the task's data files.")
+      raise flags.FlagError(f"--data_dir {o.data_dir!r} is not a directory. Pass the directory of the task's data files.")
     if not o.output_dir:
-      raise FlagError("--output_dir is required: where the cached tfrecords go.")
+      raise flags.FlagError("--output_dir is required: where the cached tfrecords go.")
   if o.do_predict and not o.predict_dir:
-    raise FlagError("--do_predict needs --predict_dir: where {task}.tsv and {task}.logits.json go.")
+    raise flags.FlagError("--do_predict needs --predict_dir: where {task}.tsv and {task}.logits.json go.")
   try:
     classifier_features.check_max_seq_length(o.max_seq_length, is_pair=False)
   except ValueError as e:
-    raise FlagError(str(e)) from None
+    raise flags.FlagError(str(e)) from None
   for name in ("train_batch_size", "eval_batch_size", "predict_batch_size", "num_passes", "shuffle_buffer",
                "iterations"):
     if getattr(o, name) < 1:
-      raise FlagError(f"--{name} must be a positive integer. Received: {getattr(o, name)}.")
+      raise flags.FlagError(f"--{name} must be a positive integer. Received: {getattr(o, name)}.")
   if o.do_train and o.train_steps < 1:
-    raise FlagError(f"--train_steps must be positive with --do_train. Received: {o.train_steps}.")
+    raise flags.FlagError(f"--train_steps must be positive with --do_train. Received: {o.train_steps}.")
   if o.do_train and not 0 <= o.warmup_steps < o.train_steps:
-    raise FlagError(f"--warmup_steps must be at least 0 and below --train_steps (warm-up must end before training "
+    raise flags.FlagError(f"--warmup_steps must be at least 0 and below --train_steps (warm-up must end before training "
                     f"does). Received: --warmup_steps={o.warmup_steps}, --train_steps={o.train_steps}.")
   if o.save_steps is not None and o.save_steps < 1:
-    raise FlagError(f"--save_steps must be positive (or unset). Received: {o.save_steps}.")
+    raise flags.FlagError(f"--save_steps must be positive (or unset). Received: {o.save_steps}.")
   if strategy == "tpu" and o.train_batch_size % num_replicas:
-    raise FlagError(f"On TPU --train_batch_size is the global batch and must be divisible by the {num_replicas} "
+    raise flags.FlagError(f"On TPU --train_batch_size is the global batch and must be divisible by the {num_replicas} "
                     f"cores. Received: {o.train_batch_size}.")
 
 
@@ -151,9 +147,9 @@ def run(o, strategy, log_fn=print):
   try:
     sp_model = tokenization.load_sentencepiece(o.spiece_model_file)
   except ValueError as e:
-    raise FlagError(f"--spiece_model_file: {e}") from None
+    raise flags.FlagError(f"--spiece_model_file: {e}") from None
   if sp_model.GetPieceSize() > xlnet_config.n_token:
-    raise FlagError(f"The SentencePiece model {o.spiece_model_file} has {sp_model.GetPieceSize()} pieces, more "
+    raise flags.FlagError(f"The SentencePiece model {o.spiece_model_file} has {sp_model.GetPieceSize()} pieces, more "
                     f"than the model's n_token={xlnet_config.n_token} ({o.model_config_path}). Pass the "
                     "spiece.model the model was trained with.")
   tokenize_fn = tokenization.make_tokenize_fn(sp_model, o.uncased)
@@ -166,7 +162,7 @@ def run(o, strategy, log_fn=print):
   if o.do_train:
     train_examples = processor.get_train_examples(o.data_dir)
     if not train_examples:
-      raise FlagError(f"Task {task_name!r} found no training examples in --data_dir {o.data_dir}.")
+      raise flags.FlagError(f"Task {task_name!r} found no training examples in --data_dir {o.data_dir}.")
     rng = np.random.RandomState(o.seed) if o.seed is not None else np.random
     rng.shuffle(train_examples)
     log_fn(f"Num of train samples: {len(train_examples)}")
@@ -207,7 +203,7 @@ def run(o, strategy, log_fn=print):
     eval_examples = processor.get_eval_examples(o.data_dir, o.eval_split)
     log_fn(f"Num of eval samples: {len(eval_examples)}")
     if not eval_examples:
-      raise FlagError(f"Task {task_name!r} found no {o.eval_split} examples in --data_dir {o.data_dir}.")
+      raise flags.FlagError(f"Task {task_name!r} found no {o.eval_split} examples in --data_dir {o.data_dir}.")
   if o.do_eval:
     padded = classifier_features.pad_examples(eval_examples, o.eval_batch_size)
     eval_file = _write_records(padded, label_list, o, tokenize_fn, "eval", log_fn)

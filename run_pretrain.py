@@ -22,10 +22,6 @@ from xlnet_tf.tasks.pretrain import task as pretrain_task
 DEFAULT_N_TOKEN = 32000
 
 
-class FlagError(ValueError):
-  """A flag value the run cannot use; main prints it as one line."""
-
-
 def define_flags(flag_values=absl_flags.FLAGS):
   """This script's flags: the original `train.py`/`train_gpu.py` ones with their defaults, and the new ones."""
   flags.define_run_config_flags(dropout=0.0, dropatt=0.0, flag_values=flag_values)
@@ -37,27 +33,27 @@ def define_flags(flag_values=absl_flags.FLAGS):
 def validate(o, num_replicas=1):
   """One-line errors for flag combinations the run cannot satisfy (before anything heavy starts)."""
   if not o.record_info_dir:
-    raise FlagError("--record_info_dir is required: data_utils.py's <save_dir>/tfrecords directory.")
+    raise flags.FlagError("--record_info_dir is required: data_utils.py's <save_dir>/tfrecords directory.")
   if not o.model_dir:
-    raise FlagError("--model_dir is required: where checkpoints and logs go (a rerun resumes from it).")
+    raise flags.FlagError("--model_dir is required: where checkpoints and logs go (a rerun resumes from it).")
   if o.seq_len <= 0:
-    raise FlagError(f"--seq_len must be > 0 (the data_utils.py value). Received: {o.seq_len}.")
+    raise flags.FlagError(f"--seq_len must be > 0 (the data_utils.py value). Received: {o.seq_len}.")
   if o.perm_size is None or o.perm_size <= 0:
-    raise FlagError(f"--perm_size must be set (> 0; usually --reuse_len). Received: {o.perm_size}.")
+    raise flags.FlagError(f"--perm_size must be set (> 0; usually --reuse_len). Received: {o.perm_size}.")
   if o.reuse_len <= 0 or o.reuse_len >= o.seq_len:
-    raise FlagError(f"--reuse_len must be in (0, seq_len); usually seq_len / 2. Received: reuse_len={o.reuse_len}, "
+    raise flags.FlagError(f"--reuse_len must be in (0, seq_len); usually seq_len / 2. Received: reuse_len={o.reuse_len}, "
                     f"seq_len={o.seq_len}.")
   if o.mem_len and o.reuse_len > o.seq_len:
-    raise FlagError(f"--reuse_len ({o.reuse_len}) may not exceed --seq_len ({o.seq_len}) with --mem_len.")
+    raise flags.FlagError(f"--reuse_len ({o.reuse_len}) may not exceed --seq_len ({o.seq_len}) with --mem_len.")
   if o.train_batch_size % o.num_hosts:
-    raise FlagError(f"--train_batch_size ({o.train_batch_size}) must be divisible by --num_hosts "
+    raise flags.FlagError(f"--train_batch_size ({o.train_batch_size}) must be divisible by --num_hosts "
                     f"({o.num_hosts}).")
   if o.train_batch_size % num_replicas:
-    raise FlagError(f"--train_batch_size ({o.train_batch_size}) must be divisible by the {num_replicas} "
+    raise flags.FlagError(f"--train_batch_size ({o.train_batch_size}) must be divisible by the {num_replicas} "
                     "replicas.")
   bsz_per_replica = o.train_batch_size // num_replicas
   if o.bi_data and bsz_per_replica % 2:
-    raise FlagError(f"bi_data needs an even per-replica batch size. Received: bsz_per_replica={bsz_per_replica} "
+    raise flags.FlagError(f"bi_data needs an even per-replica batch size. Received: bsz_per_replica={bsz_per_replica} "
                     f"(--train_batch_size={o.train_batch_size} over {num_replicas} replicas). Use an even "
                     "per-replica batch or --bi_data=False (with records written that way).")
 

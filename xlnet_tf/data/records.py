@@ -3,6 +3,7 @@ a fast, deterministic `tf.train.Example` encoder for int64 features.
 """
 
 import json
+import numbers
 import os
 import re
 
@@ -253,3 +254,85 @@ def read_corpus_info(record_dir):
       except (OSError, ValueError):
         return None
   return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Fine-tuning records: what the classifier, RACE and SQuAD writers and readers share.
+
+
+def is_int_at_least(value, low):
+  """Whether value is an integer (python or numpy, not a bool) >= low."""
+  return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low
+
+
+def int_feature(values):
+  """A `tf.train.Feature` of int64 values."""
+  return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+
+
+def float_feature(values):
+  """A `tf.train.Feature` of float values."""
+  return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
+
+
+def fine_tuning_dataset(input_file, name_to_features, batch_size, is_training, drop_remainder, shuffle_buffer=2048,
+                        seed=None, input_context=None, shapes=None, missing_hint="Write it first."):
+  """Batches of fine-tuning records, as the original `file_based_input_fn_builder`s read them, batch-major.
+
+  Training shuffles (buffer shuffle_buffer, reshuffled each epoch, `seed` for a reproducible order) and repeats
+  forever; eval reads once in order. With an input_context (tf.distribute) the records are sharded per input
+  pipeline and batch_size is per replica.
+
+  Args:
+    input_file: str or list of str, record files.
+    name_to_features: the `tf.io.parse_example` spec.
+    shapes: optional {name: per-example shape} to reshape parsed features to (e.g. RACE's [4, L]).
+    missing_hint: what the error for a missing file tells the user to do.
+
+  Returns:
+    A tf.data.Dataset of dicts of the parsed features, int64 cast to int32.
+  """
+  files = [input_file] if isinstance(input_file, str) else list(input_file)
+  for f in files:
+    if not fileio.exists(f):
+      raise FileNotFoundError(f"Record file {f} does not exist. {missing_hint}")
+  if not is_int_at_least(batch_size, 1):
+    raise ValueError(f"The batch size must be a positive integer. Received: {batch_size!r}.")
+  if is_training and not is_int_at_least(shuffle_buffer, 1):
+    raise ValueError(f"--shuffle_buffer must be a positive integer. Received: {shuffle_buffer!r}.")
+  shapes = shapes or {}
+
+  def decode(serialized):
+    parsed = tf.io.parse_example(serialized, name_to_features)
+    out = {}
+    for name, t in parsed.items():
+      t = tf.cast(t, tf.int32) if t.dtype == tf.int64 else t
+      out[name] = tf.reshape(t, [-1, *shapes[name]]) if name in shapes else t
+    return out
+
+  d = tf.data.TFRecordDataset(files)
+  if input_context is not None:
+    d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+  if is_training:
+    d = d.shuffle(buffer_size=shuffle_buffer, seed=seed)
+    d = d.repeat()
+  d = d.batch(batch_size, drop_remainder=drop_remainder)
+  return d.map(decode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def resumable_dataset_fn(make_dataset, seed):
+  """A `dataset_fn(input_context, start_step)` for `training.Trainer.train` over `make_dataset(input_context)`.
+
+  With a seed, the shuffled order is reproducible, and a resumed run skips the batches the steps before
+  `start_step` consumed, so it sees what an uninterrupted run would have seen. Each step takes one batch per
+  replica: a pipeline serving k of the replicas skips `start_step * k` batches.
+  """
+  def dataset_fn(input_context, start_step):
+    d = make_dataset(input_context)
+    if seed is not None and start_step:
+      per_step = 1
+      if input_context is not None:
+        per_step = input_context.num_replicas_in_sync // input_context.num_input_pipelines
+      d = d.skip(start_step * per_step)
+    return d
+  return dataset_fn

@@ -127,13 +127,11 @@ class PositionwiseFFN(keras.layers.Layer):
     return config
 
 
-@keras.saving.register_keras_serializable(package=_PACKAGE)
-class RelMultiheadAttn(keras.layers.Layer):
-  """Multi-head attention with relative positional encoding and segment encoding (one stream).
+class _Attention(keras.layers.Layer):
+  """What every attention layer holds: the head projections `PROJECTIONS` and the output projection `o` (kernels
+  [H, N, D], no biases), attention and output dropout, and the post-attention `LayerNorm`."""
 
-  Variables (no biases): `q,k,v,r,o/kernel` [H, N, D]; `LayerNorm/{gamma,beta}` [H]. The relative biases and
-  the segment embedding belong to `TransformerXL` and are passed in.
-  """
+  PROJECTIONS = ()
 
   def __init__(self, d_model, n_head, d_head, dropout=0.0, dropatt=0.0, kernel_initializer="glorot_uniform",
                **kwargs):
@@ -146,8 +144,8 @@ class RelMultiheadAttn(keras.layers.Layer):
     self.kernel_initializer = keras.initializers.get(kernel_initializer)
     self.scale = 1.0 / (d_head ** 0.5)
     policy = self.dtype_policy
-    self.q, self.k, self.v, self.r = (_head_projection(n, d_model, n_head, d_head, self.kernel_initializer, policy)
-                                      for n in ("q", "k", "v", "r"))
+    for name in self.PROJECTIONS:
+      setattr(self, name, _head_projection(name, d_model, n_head, d_head, self.kernel_initializer, policy))
     self.o = _output_projection(d_model, self.kernel_initializer, policy)
     self.attn_dropout = Dropout(dropatt, name="attn_drop", dtype=policy)
     self.out_dropout = Dropout(dropout, name="out_drop", dtype=policy)
@@ -155,10 +153,27 @@ class RelMultiheadAttn(keras.layers.Layer):
 
   def build(self, input_shape=None):
     shape = (None, None, self.d_model)
-    for proj in (self.q, self.k, self.v, self.r):
-      proj.build(shape)
+    for name in self.PROJECTIONS:
+      getattr(self, name).build(shape)
     self.o.build((None, None, self.n_head, self.d_head))
     self.layer_norm.build(shape)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(d_model=self.d_model, n_head=self.n_head, d_head=self.d_head, dropout=self.dropout,
+                  dropatt=self.dropatt, kernel_initializer=_serialize_initializer(self.kernel_initializer))
+    return config
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class RelMultiheadAttn(_Attention):
+  """Multi-head attention with relative positional encoding and segment encoding (one stream).
+
+  Variables (no biases): `q,k,v,r,o/kernel` [H, N, D]; `LayerNorm/{gamma,beta}` [H]. The relative biases and
+  the segment embedding belong to `TransformerXL` and are passed in.
+  """
+
+  PROJECTIONS = ("q", "k", "v", "r")
 
   def attend_rows(self, h, r, context, r_w_bias, r_r_bias, r_s_bias=None, seg_embed=None, mems=None, g=None,
                   training=False):
@@ -226,13 +241,6 @@ class RelMultiheadAttn(keras.layers.Layer):
     return split_streams(self.attend_rows(h, r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed, mems,
                                           training=training), h)[0]
 
-  def get_config(self):
-    config = super().get_config()
-    config.update(d_model=self.d_model, n_head=self.n_head, d_head=self.d_head, dropout=self.dropout,
-                  dropatt=self.dropatt, kernel_initializer=_serialize_initializer(self.kernel_initializer))
-    return config
-
-
 @keras.saving.register_keras_serializable(package=_PACKAGE)
 class TwoStreamRelAttention(RelMultiheadAttn):
   """Two-stream relative attention: the content stream h and the query stream g share every weight.
@@ -260,37 +268,18 @@ class TwoStreamRelAttention(RelMultiheadAttn):
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class MultiheadAttn(keras.layers.Layer):
+class MultiheadAttn(_Attention):
   """Standard multi-head attention (the original `multihead_attn`), used by the `attn` sequence summary.
 
   Variables: `q,k,v,o/kernel` [H, N, D]; `LayerNorm/{gamma,beta}`.
   """
 
+  PROJECTIONS = ("q", "k", "v")
+
   def __init__(self, d_model, n_head, d_head, dropout=0.0, dropatt=0.0, residual=True,
                kernel_initializer="glorot_uniform", **kwargs):
-    super().__init__(**kwargs)
-    self.d_model = d_model
-    self.n_head = n_head
-    self.d_head = d_head
-    self.dropout = dropout
-    self.dropatt = dropatt
+    super().__init__(d_model, n_head, d_head, dropout, dropatt, kernel_initializer, **kwargs)
     self.residual = residual
-    self.kernel_initializer = keras.initializers.get(kernel_initializer)
-    self.scale = 1.0 / (d_head ** 0.5)
-    policy = self.dtype_policy
-    self.q, self.k, self.v = (_head_projection(n, d_model, n_head, d_head, self.kernel_initializer, policy)
-                              for n in ("q", "k", "v"))
-    self.o = _output_projection(d_model, self.kernel_initializer, policy)
-    self.attn_dropout = Dropout(dropatt, name="attn_drop", dtype=policy)
-    self.out_dropout = Dropout(dropout, name="out_drop", dtype=policy)
-    self.layer_norm = _layer_norm(policy)
-
-  def build(self, input_shape=None):
-    shape = (None, None, self.d_model)
-    for proj in (self.q, self.k, self.v):
-      proj.build(shape)
-    self.o.build((None, None, self.n_head, self.d_head))
-    self.layer_norm.build(shape)
 
   def call(self, q, k, v, attn_mask=None, training=False):
     """q: float [I, B, H]; k, v: float [J, B, H]; attn_mask: float [I or 1, J, B, 1] (1 = blocked) or None."""
@@ -305,7 +294,5 @@ class MultiheadAttn(keras.layers.Layer):
 
   def get_config(self):
     config = super().get_config()
-    config.update(d_model=self.d_model, n_head=self.n_head, d_head=self.d_head, dropout=self.dropout,
-                  dropatt=self.dropatt, residual=self.residual,
-                  kernel_initializer=_serialize_initializer(self.kernel_initializer))
+    config.update(residual=self.residual)
     return config

@@ -41,7 +41,8 @@ class Trainer:
   Args:
     strategy: a tf.distribute.Strategy (see `make_strategy`).
     model_fn: () -> XLNetModel, called inside `strategy.scope()`.
-    task: callable (model, features, mems, training) -> (loss_sum, weight_sum, new_mems).
+    task: callable (model, features, mems, training) -> (loss_sum, weight_sum, new_mems); a task with
+      `is_language_model = True` gets perplexity and bits per character in the log line.
     model_dir: str, checkpoints and TensorBoard logs.
     optimizer_args: dict for `optimization.create_optimizer` (learning_rate, train_steps, warmup_steps,
       decay_method, min_lr_ratio, weight_decay, adam_epsilon).
@@ -249,9 +250,10 @@ class Trainer:
       steps_per_sec = num_steps / elapsed
       tokens_per_sec = steps_per_sec * self.global_batch_size * self.tokens_per_example
       eta = (train_steps - step) * (time.time() - t_start) / max(step - start, 1)
-      log_fn(f"[{step}] | gnorm {gnorm:.2f} lr {lr:8.6f} | loss {loss:.2f} | pplx {math.exp(min(loss, 50)):>7.2f}, "
-             f"bpc {loss / math.log(2):>7.4f} | {steps_per_sec:.2f} steps/s, {tokens_per_sec:.0f} tokens/s, "
-             f"ETA {_format_seconds(eta)}")
+      lm = (f" | pplx {math.exp(min(loss, 50)):>7.2f}, bpc {loss / math.log(2):>7.4f}"
+            if getattr(self.task, "is_language_model", False) else "")
+      log_fn(f"[{step}] | gnorm {gnorm:.2f} lr {lr:8.6f} | loss {loss:.4f}{lm} | {steps_per_sec:.2f} steps/s, "
+             f"{tokens_per_sec:.0f} tokens/s, ETA {_format_seconds(eta)}")
       with self._writer.as_default(step=step):
         tf.summary.scalar("train/total_loss", loss)
         tf.summary.scalar("train/lr", lr)

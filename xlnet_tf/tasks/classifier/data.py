@@ -12,7 +12,6 @@ Tokenization is passed in as `tokenize_fn(text) -> list[int]`, as in the origina
 import collections
 import csv
 import dataclasses
-import numbers
 import os
 
 import tensorflow as tf
@@ -63,9 +62,6 @@ def _read_rows(path, task_name, delimiter, quoting):
     except UnicodeDecodeError as e:
       raise ValueError(f"{path} is not UTF-8 text ({e}). Re-encode it as UTF-8.") from None
 
-
-def _is_int_at_least(value, low):
-  return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low
 
 
 def _check_label(label, labels, path, line_num, task_name):
@@ -227,21 +223,27 @@ class WnliProcessor(GLUEProcessor):
   text_a_column, text_b_column, label_column = 1, 2, 3
 
 
-class ImdbProcessor(DataProcessor):
-  """aclImdb: `{data_dir}/{train,test}/{neg,pos}/*txt`; dev (and test) read `test/`; `<br />` becomes a space."""
-  task_name = "imdb"
-
-  def get_labels(self):
-    return ["neg", "pos"]
+class _TrainTestProcessor(DataProcessor):
+  """A task with a train and a test file (or directory) in data_dir, dev and test both reading the test one."""
+  train_name = test_name = None
 
   def get_train_examples(self, data_dir):
-    return self._create_examples(os.path.join(data_dir, "train"))
+    return self._create_examples(os.path.join(data_dir, self.train_name))
 
   def get_dev_examples(self, data_dir):
-    return self._create_examples(os.path.join(data_dir, "test"))
+    return self._create_examples(os.path.join(data_dir, self.test_name))
 
   def get_test_examples(self, data_dir):
     return self.get_dev_examples(data_dir)
+
+
+class ImdbProcessor(_TrainTestProcessor):
+  """aclImdb: `{data_dir}/{train,test}/{neg,pos}/*txt`; dev (and test) read `test/`; `<br />` becomes a space."""
+  task_name = "imdb"
+  train_name, test_name = "train", "test"
+
+  def get_labels(self):
+    return ["neg", "pos"]
 
   def _create_examples(self, split_dir):
     examples = []
@@ -264,21 +266,13 @@ class ImdbProcessor(DataProcessor):
     return examples
 
 
-class Yelp5Processor(DataProcessor):
+class Yelp5Processor(_TrainTestProcessor):
   """Yelp-5: `train.csv`, dev (and test) = `test.csv`; comma csv, no header; label = column 0, text = column 1."""
   task_name = "yelp5"
+  train_name, test_name = "train.csv", "test.csv"
 
   def get_labels(self):
     return ["1", "2", "3", "4", "5"]
-
-  def get_train_examples(self, data_dir):
-    return self._create_examples(os.path.join(data_dir, "train.csv"))
-
-  def get_dev_examples(self, data_dir):
-    return self._create_examples(os.path.join(data_dir, "test.csv"))
-
-  def get_test_examples(self, data_dir):
-    return self.get_dev_examples(data_dir)
 
   def _create_examples(self, path):
     examples = []

@@ -10,8 +10,9 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import fileio
+from xlnet_tf.data import records
 from xlnet_tf.data.tokenization import CLS_ID, SEP_ID
-from xlnet_tf.tasks.classifier.data import EVAL_SPLITS, PaddingInputExample, _is_int_at_least
+from xlnet_tf.tasks.classifier.data import EVAL_SPLITS, PaddingInputExample
 
 
 SEG_ID_A = 0
@@ -42,7 +43,7 @@ class InputFeatures:
 def check_max_seq_length(max_seq_length, is_pair):
   """A sequence needs room for one token of each text plus SEP (x2 for pairs) and CLS."""
   need = 5 if is_pair else 3
-  if not _is_int_at_least(max_seq_length, need):
+  if not records.is_int_at_least(max_seq_length, need):
     kind = "sentence-pair" if is_pair else "single-sentence"
     raise ValueError(f"--max_seq_length must be at least {need} for a {kind} task (room for "
                      f"{'A SEP B SEP CLS' if is_pair else 'A SEP CLS'}). Received: {max_seq_length!r}. "
@@ -122,7 +123,7 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
 
 def pad_examples(examples, batch_size):
   """Returns a new list: `examples` plus `PaddingInputExample`s up to a multiple of batch_size (original eval)."""
-  if not _is_int_at_least(batch_size, 1):
+  if not records.is_int_at_least(batch_size, 1):
     raise ValueError(f"The eval batch size must be a positive integer. Received: {batch_size!r}. "
                      "Set --eval_batch_size.")
   return list(examples) + [PaddingInputExample() for _ in range(-len(examples) % batch_size)]
@@ -145,13 +146,6 @@ def record_file_name(spiece_model_file, max_seq_length, mode, eval_split="dev"):
   return f"{spm}.len-{max_seq_length}.{eval_split}.{mode}.tf_record"
 
 
-def _int_feature(values):
-  return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
-
-
-def _float_feature(values):
-  return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
-
 
 def file_based_convert_examples_to_features(examples, label_list, max_seq_length, tokenize_fn, output_file,
                                             num_passes=1, overwrite_data=False):
@@ -170,7 +164,7 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
   Returns:
     The number of records written, or None if an existing file was kept.
   """
-  if not _is_int_at_least(num_passes, 1):
+  if not records.is_int_at_least(num_passes, 1):
     raise ValueError(f"--num_passes must be a positive integer. Received: {num_passes!r}.")
   if tf.io.gfile.exists(output_file) and not overwrite_data:
     logging.info("Keeping the existing tfrecord %s (set --overwrite_data to rebuild it).", output_file)
@@ -187,14 +181,14 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
           logging.info("Writing example %d of %d", ex_index, len(all_examples))
         feature = convert_single_example(ex_index, example, label_list, max_seq_length, tokenize_fn)
         features = collections.OrderedDict()
-        features["input_ids"] = _int_feature(feature.input_ids)
-        features["input_mask"] = _float_feature(feature.input_mask)
-        features["segment_ids"] = _int_feature(feature.segment_ids)
+        features["input_ids"] = records.int_feature(feature.input_ids)
+        features["input_mask"] = records.float_feature(feature.input_mask)
+        features["segment_ids"] = records.int_feature(feature.segment_ids)
         if label_list is not None:
-          features["label_ids"] = _int_feature([feature.label_id])
+          features["label_ids"] = records.int_feature([feature.label_id])
         else:
-          features["label_ids"] = _float_feature([float(feature.label_id)])
-        features["is_real_example"] = _int_feature([int(feature.is_real_example)])
+          features["label_ids"] = records.float_feature([float(feature.label_id)])
+        features["is_real_example"] = records.int_feature([int(feature.is_real_example)])
         writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
   return len(all_examples)
 
@@ -211,15 +205,6 @@ def classifier_dataset(input_file, seq_length, is_training, drop_remainder, batc
     segment_ids int32 [B, L]; label_ids int32 [B] (float32 [B] when is_regression); is_real_example int32 [B]
     (0 = padding example, to be weighted out of metrics).
   """
-  files = [input_file] if isinstance(input_file, str) else list(input_file)
-  for f in files:
-    if not tf.io.gfile.exists(f):
-      raise FileNotFoundError(f"Classifier tfrecord {f} does not exist. Write it first "
-                              "(file_based_convert_examples_to_features) or check --output_dir.")
-  if not _is_int_at_least(batch_size, 1):
-    raise ValueError(f"The batch size must be a positive integer. Received: {batch_size!r}.")
-  if is_training and not _is_int_at_least(shuffle_buffer, 1):
-    raise ValueError(f"--shuffle_buffer must be a positive integer. Received: {shuffle_buffer!r}.")
   name_to_features = {
       "input_ids": tf.io.FixedLenFeature([seq_length], tf.int64),
       "input_mask": tf.io.FixedLenFeature([seq_length], tf.float32),
@@ -227,16 +212,6 @@ def classifier_dataset(input_file, seq_length, is_training, drop_remainder, batc
       "label_ids": tf.io.FixedLenFeature([], tf.float32 if is_regression else tf.int64),
       "is_real_example": tf.io.FixedLenFeature([], tf.int64),
   }
-
-  def decode(records):
-    parsed = tf.io.parse_example(records, name_to_features)
-    return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in parsed.items()}
-
-  d = tf.data.TFRecordDataset(files)
-  if input_context is not None:
-    d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-  if is_training:
-    d = d.shuffle(buffer_size=shuffle_buffer, seed=seed)
-    d = d.repeat()
-  d = d.batch(batch_size, drop_remainder=drop_remainder)
-  return d.map(decode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+  return records.fine_tuning_dataset(
+      input_file, name_to_features, batch_size, is_training, drop_remainder, shuffle_buffer, seed, input_context,
+      missing_hint="Write it first (file_based_convert_examples_to_features) or check --output_dir.")

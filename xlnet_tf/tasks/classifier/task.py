@@ -13,6 +13,7 @@ As the original `run_classifier.py` + `function_builder.get_{classification,regr
 
 import tensorflow as tf
 
+from xlnet_tf.data import records
 from xlnet_tf.modeling import heads as heads_lib
 from xlnet_tf.modeling.transformer_xl import XLNetModel
 from xlnet_tf.tasks.classifier import features as classifier_data
@@ -92,16 +93,8 @@ class ClassifierTask:
 
 def classifier_dataset_fn(train_file, max_seq_length, per_replica_batch_size, is_regression, shuffle_buffer,
                           seed=None):
-  """A `dataset_fn(input_context, start_step)` for `Trainer.train` over the training records.
-
-  With a seed, the shuffled order is reproducible and a resumed run skips the `start_step` batches it already
-  consumed, so it sees what an uninterrupted run would have seen.
-  """
-  def dataset_fn(input_context, start_step):
-    d = classifier_data.classifier_dataset(train_file, max_seq_length, is_training=True, drop_remainder=True,
-                                           batch_size=per_replica_batch_size, is_regression=is_regression,
-                                           shuffle_buffer=shuffle_buffer, seed=seed, input_context=input_context)
-    if seed is not None and start_step:
-      d = d.skip(start_step)
-    return d
-  return dataset_fn
+  """A `dataset_fn(input_context, start_step)` for `Trainer.train` over the training records (resumable with a
+  seed: see `records.resumable_dataset_fn`)."""
+  return records.resumable_dataset_fn(lambda input_context: classifier_data.classifier_dataset(
+      train_file, max_seq_length, is_training=True, drop_remainder=True, batch_size=per_replica_batch_size,
+      is_regression=is_regression, shuffle_buffer=shuffle_buffer, seed=seed, input_context=input_context), seed)

@@ -12,6 +12,8 @@ class PretrainTask:
   Features are the pretraining input pipeline's batch-major dicts (see `xlnet_tf.tasks.pretrain.input`).
   """
 
+  is_language_model = True  # the trainer's log line adds perplexity and bits per character
+
   def __call__(self, model, features, mems, training):
     transpose = lambda name: tf.transpose(features[name], [1, 0])
     transpose3 = lambda name: tf.transpose(features[name], [1, 2, 0])

@@ -24,12 +24,12 @@ fits and is cut (a copy, which stops the growth). Long articles, truncated for e
 
 import dataclasses
 import json
-import numbers
 import os
 
 import numpy as np
 
 from xlnet_tf import fileio
+from xlnet_tf.data import records
 from xlnet_tf.data import tokenization
 
 NUM_CHOICES = 4
@@ -86,16 +86,13 @@ class InputFeatures:
   is_real_example: bool = True
 
 
-def _is_int_at_least(value, low):
-  return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low
-
 
 def check_lengths(max_seq_length, max_qa_length):
   """Raises ValueError unless 1 <= max_qa_length < max_seq_length - 3 (so the article keeps at least one token)."""
-  if not _is_int_at_least(max_seq_length, 5):
+  if not records.is_int_at_least(max_seq_length, 5):
     raise ValueError(f"--max_seq_length must be an integer >= 5 (article, <sep>, qa, <sep>, <cls>). "
                      f"Received: {max_seq_length!r}.")
-  if not _is_int_at_least(max_qa_length, 1) or max_qa_length >= max_seq_length - 3:
+  if not records.is_int_at_least(max_qa_length, 1) or max_qa_length >= max_seq_length - 3:
     raise ValueError(f"--max_qa_length must be an integer in [1, max_seq_length - 3) so that the article keeps a "
                      f"token. Received: max_qa_length={max_qa_length!r}, max_seq_length={max_seq_length}. "
                      f"Lower --max_qa_length or raise --max_seq_length.")
@@ -286,7 +283,7 @@ def convert_single_example(example, tokenize_fn, max_seq_length, max_qa_length, 
 
 def pad_examples(examples, batch_size):
   """A new list: `examples` plus `PaddingInputExample`s up to a multiple of batch_size (the original's eval)."""
-  if not _is_int_at_least(batch_size, 1):
+  if not records.is_int_at_least(batch_size, 1):
     raise ValueError(f"The eval batch size must be a positive integer. Received: {batch_size!r}. "
                      "Set --eval_batch_size.")
   return list(examples) + [PaddingInputExample() for _ in range(-len(examples) % batch_size)]

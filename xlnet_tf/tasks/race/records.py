@@ -16,7 +16,6 @@ max_qa_length, uncased and fix_option_aliasing, so pass `overwrite_data=True` wh
 """
 
 import dataclasses
-import numbers
 import os
 import random
 
@@ -24,6 +23,7 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import fileio
+from xlnet_tf.data import records
 from xlnet_tf.tasks.race import data
 
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids", "label_ids", "is_real_example")
@@ -48,26 +48,16 @@ def record_file_name(spiece_model_file, max_seq_length, split, high_only=False, 
   return name
 
 
-def _is_positive_int(value):
-  return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
-
-
-def _int_feature(values):
-  return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
-
-
-def _float_feature(values):
-  return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
 
 
 def serialize_features(feature):
   """One `InputFeatures` -> a serialized `tf.train.Example` with the original's feature names."""
   features = {
-      "input_ids": _int_feature(feature.input_ids),
-      "input_mask": _float_feature(feature.input_mask),
-      "segment_ids": _int_feature(feature.segment_ids),
-      "label_ids": _int_feature([feature.label_id]),
-      "is_real_example": _int_feature([int(feature.is_real_example)]),
+      "input_ids": records.int_feature(feature.input_ids),
+      "input_mask": records.float_feature(feature.input_mask),
+      "segment_ids": records.int_feature(feature.segment_ids),
+      "label_ids": records.int_feature([feature.label_id]),
+      "is_real_example": records.int_feature([int(feature.is_real_example)]),
   }
   return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
 
@@ -199,48 +189,16 @@ def race_dataset(input_file, max_seq_length, batch_size, is_training, drop_remai
     segment_ids int32 [B, 4, L]; label_ids int32 [B]; is_real_example int32 [B] (0 = padding example).
     `x.reshape([B * 4, L])` gives the model's batch-major rows b*4 + c; its transpose is the original's [L, 4B].
   """
-  files = [input_file] if isinstance(input_file, str) else list(input_file)
-  for f in files:
-    if not fileio.exists(f):
-      raise FileNotFoundError(f"RACE tfrecord {f} does not exist. Write it first (prepare_records) or check "
-                              f"--output_dir.")
-  if not _is_positive_int(batch_size):
-    raise ValueError(f"The batch size must be a positive integer. Received: {batch_size!r}.")
-  if is_training and not _is_positive_int(shuffle_buffer):
-    raise ValueError(f"--shuffle_buffer must be a positive integer. Received: {shuffle_buffer!r}.")
-  spec = name_to_features(max_seq_length)
-
-  def decode(records):
-    parsed = tf.io.parse_example(records, spec)
-    out = {}
-    for name, t in parsed.items():
-      if t.dtype == tf.int64:
-        t = tf.cast(t, tf.int32)
-      if name in ("input_ids", "input_mask", "segment_ids"):
-        t = tf.reshape(t, [-1, data.NUM_CHOICES, max_seq_length])
-      out[name] = t
-    return out
-
-  d = tf.data.TFRecordDataset(files)
-  if input_context is not None:
-    d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-  if is_training:
-    d = d.shuffle(buffer_size=shuffle_buffer, seed=seed)
-    d = d.repeat()
-  d = d.batch(batch_size, drop_remainder=drop_remainder)
-  return d.map(decode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+  return records.fine_tuning_dataset(
+      input_file, name_to_features(max_seq_length), batch_size, is_training, drop_remainder, shuffle_buffer, seed,
+      input_context, shapes={name: [data.NUM_CHOICES, max_seq_length] for name in (
+          "input_ids", "input_mask", "segment_ids")},
+      missing_hint="Write it first (prepare_records) or check --output_dir.")
 
 
 def race_dataset_fn(train_file, max_seq_length, per_replica_batch_size, shuffle_buffer=2048, seed=None):
-  """A `dataset_fn(input_context, start_step)` over the training records (the trainer's interface).
-
-  With a seed, the shuffled order is reproducible and a resumed run skips the `start_step` batches it already
-  consumed, so it sees what an uninterrupted run would have seen.
-  """
-  def dataset_fn(input_context, start_step):
-    d = race_dataset(train_file, max_seq_length, per_replica_batch_size, is_training=True, drop_remainder=True,
-                     shuffle_buffer=shuffle_buffer, seed=seed, input_context=input_context)
-    if seed is not None and start_step:
-      d = d.skip(start_step)
-    return d
-  return dataset_fn
+  """A `dataset_fn(input_context, start_step)` over the training records for the trainer (resumable with a seed:
+  see `records.resumable_dataset_fn`)."""
+  return records.resumable_dataset_fn(lambda input_context: race_dataset(
+      train_file, max_seq_length, per_replica_batch_size, is_training=True, drop_remainder=True,
+      shuffle_buffer=shuffle_buffer, seed=seed, input_context=input_context), seed)

@@ -20,6 +20,7 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import fileio
+from xlnet_tf.data import records
 from xlnet_tf.tasks.squad import data
 
 # npz layout of a list of features (F features, L = max_seq_length); the goldens' layout.
@@ -60,28 +61,21 @@ def eval_features_name(spiece_model_file, max_seq_length, max_query_length):
 # Writing and reading records.
 
 
-def _int_feature(values):
-  return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
-
-
-def _float_feature(values):
-  return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
-
 
 def serialize_feature(feature, is_training):
   """One InputFeatures as a serialized tf.train.Example with the original's names (see the module docstring)."""
   features = {
-      "unique_ids": _int_feature([feature.unique_id]),
-      "input_ids": _int_feature(feature.input_ids),
-      "input_mask": _float_feature(feature.input_mask),
-      "p_mask": _float_feature(feature.p_mask),
-      "segment_ids": _int_feature(feature.segment_ids),
-      "cls_index": _int_feature([feature.cls_index]),
+      "unique_ids": records.int_feature([feature.unique_id]),
+      "input_ids": records.int_feature(feature.input_ids),
+      "input_mask": records.float_feature(feature.input_mask),
+      "p_mask": records.float_feature(feature.p_mask),
+      "segment_ids": records.int_feature(feature.segment_ids),
+      "cls_index": records.int_feature([feature.cls_index]),
   }
   if is_training:
-    features["start_positions"] = _int_feature([feature.start_position])
-    features["end_positions"] = _int_feature([feature.end_position])
-    features["is_impossible"] = _float_feature([1.0 if feature.is_impossible else 0.0])
+    features["start_positions"] = records.int_feature([feature.start_position])
+    features["end_positions"] = records.int_feature([feature.end_position])
+    features["is_impossible"] = records.float_feature([1.0 if feature.is_impossible else 0.0])
   return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
 
 
@@ -154,8 +148,8 @@ def squad_dataset(input_files, seq_length, is_training, batch_size, drop_remaind
     raise ValueError(f"The batch size must be a positive integer. Received: {batch_size!r}.")
   spec = name_to_features(seq_length, is_training)
 
-  def decode(records):
-    parsed = tf.io.parse_example(records, spec)
+  def decode(serialized):
+    parsed = tf.io.parse_example(serialized, spec)
     return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in parsed.items()}
 
   if is_training:

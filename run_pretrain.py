@@ -87,7 +87,7 @@ def run(o, strategy, log_fn=print):
                          mem_len=o.mem_len, reuse_len=o.reuse_len, bi_data=o.bi_data, clamp_len=o.clamp_len,
                          same_length=o.same_length)
   data = input_args(o)
-  _, record_info = pretrain_input.get_input_fn(**data)
+  input_fn, record_info = pretrain_input.get_input_fn(**data)
   log_fn(f"Found {len(record_info['filenames'])} record files, {record_info['num_batch']} batches of "
          f"{data['bsz_per_host']} rows.")
   if training.is_chief(strategy):
@@ -103,11 +103,8 @@ def run(o, strategy, log_fn=print):
   start = trainer.restore_or_init(o.init_checkpoint)
   log_fn(f"Training from step {start} to {o.train_steps} on {strategy.num_replicas_in_sync} replica(s).")
 
-  def dataset_fn(input_context, start_step):
-    input_fn, _ = pretrain_input.get_input_fn(**data, start_step=start_step)
-    return input_fn(input_context)
-
-  result = trainer.train(dataset_fn, log_fn=log_fn)
+  result = trainer.train(lambda input_context, start_step: input_fn(input_context, start_step=start_step),
+                         log_fn=log_fn)
   log_fn(f"Checkpoints: {o.model_dir} (latest {trainer.manager.latest_checkpoint}); TensorBoard: "
          f"tensorboard --logdir {o.model_dir}")
   return result

@@ -148,7 +148,7 @@ def parse_record(serialized, seq_len, reuse_len, perm_size, num_predict=None, us
   Args:
     serialized: string scalar, a tf.train.Example with int64 features input/is_masked/target/seg_id [seq_len]
       and label [1].
-    seq_len, reuse_len, perm_size, num_predict: as `get_input_fn` (validated here).
+    seq_len, reuse_len, perm_size, num_predict: as `get_input_fn` (which validates them; see `validate_lengths`).
     use_bfloat16: bool, cast the float features to bfloat16.
     seed: int64 [2] or None, stateless seed of this record's permutations; None: stateful random.
 
@@ -156,7 +156,6 @@ def parse_record(serialized, seq_len, reuse_len, perm_size, num_predict=None, us
     dict of seg_id, label, [target_mapping], target, target_mask, perm_mask, input_k, input_q (module docstring
     shapes without the batch dimension).
   """
-  validate_lengths(seq_len, reuse_len, perm_size, num_predict)
   spec = {"input": tf.io.FixedLenFeature([seq_len], tf.int64),
           "target": tf.io.FixedLenFeature([seq_len], tf.int64),
           "seg_id": tf.io.FixedLenFeature([seq_len], tf.int64),
@@ -258,6 +257,13 @@ def get_dataset(file_names, bsz_per_host, seq_len, reuse_len, perm_size, batch_s
     tf.data.Dataset of dicts (module docstring), batch-major, repeated forever.
   """
   validate_lengths(seq_len, reuse_len, perm_size, num_predict)
+  return _dataset(file_names, bsz_per_host, seq_len, reuse_len, perm_size, batch_size, num_predict, row_begin,
+                  row_end, use_bfloat16, seed, seed_shard, start_step, file_num_batch, cache, shuffle_files)
+
+
+def _dataset(file_names, bsz_per_host, seq_len, reuse_len, perm_size, batch_size, num_predict, row_begin, row_end,
+             use_bfloat16, seed, seed_shard, start_step, file_num_batch, cache, shuffle_files):
+  """`get_dataset` on validated lengths."""
   row_end = bsz_per_host if row_end is None else row_end
   if not 0 <= row_begin < row_end <= bsz_per_host:
     raise ValueError(f"Rows [{row_begin}, {row_end}) must lie within a step of bsz_per_host={bsz_per_host} rows.")
@@ -327,7 +333,8 @@ def get_input_fn(record_info_dir, split, bsz_per_host, seq_len, reuse_len, bi_da
     cache: bool, keep raw records in memory (the original always does).
 
   Returns:
-    input_fn(input_context=None, batch_size=None) -> tf.data.Dataset. With a `tf.distribute.InputContext` (as
+    input_fn(input_context=None, batch_size=None, start_step=None) -> tf.data.Dataset (start_step None: the
+    `start_step` given here). With a `tf.distribute.InputContext` (as
     `strategy.distribute_datasets_from_function` passes) it yields this pipeline's per-replica batches; without,
     batches of `batch_size` rows (default bsz_per_host) in row order. record_info: dict from `find_record_info`.
   """
@@ -344,7 +351,9 @@ def get_input_fn(record_info_dir, split, bsz_per_host, seq_len, reuse_len, bi_da
     writer_bsz_per_core = found.pop() if len(found) == 1 else None
   file_names, file_num_batch = record_info["filenames"], record_info["file_num_batch"]
   common = dict(bsz_per_host=bsz_per_host, seq_len=seq_len, reuse_len=reuse_len, perm_size=perm_size,
-                num_predict=num_predict, use_bfloat16=use_bfloat16, seed=seed, start_step=start_step, cache=cache)
+                num_predict=num_predict, use_bfloat16=use_bfloat16, seed=seed, cache=cache, seed_shard=0,
+                row_begin=0, row_end=None, shuffle_files=True)
+  first_step = start_step
 
   def check_rows(rows):
     if bi_data and rows % 2:
@@ -356,14 +365,15 @@ def get_input_fn(record_info_dir, split, bsz_per_host, seq_len, reuse_len, bi_da
                        f"per core, but each replica would get {rows}. Rewrite the records with data_utils.py "
                        "--num_core_per_host equal to the number of replicas per host, or change the batch size.")
 
-  def input_fn(input_context=None, batch_size=None):
+  def input_fn(input_context=None, batch_size=None, start_step=None):
+    args = {**common, "start_step": first_step if start_step is None else start_step}
     if input_context is None:
       rows = bsz_per_host if batch_size is None else batch_size
       if not isinstance(rows, (int, np.integer)) or rows <= 0 or bsz_per_host % rows:
         raise ValueError(f"batch_size must divide bsz_per_host={bsz_per_host} (each step's rows are split in "
                          f"consecutive chunks). Received: batch_size={batch_size!r}.")
       check_rows(rows)
-      return get_dataset(file_names, batch_size=rows, file_num_batch=file_num_batch, **common)
+      return _dataset(file_names, batch_size=rows, file_num_batch=file_num_batch, **args)
     if batch_size is not None:
       raise ValueError("With an InputContext the batch size comes from global_batch_size; don't pass batch_size.")
     num_pipes, pipe = input_context.num_input_pipelines, input_context.input_pipeline_id
@@ -375,9 +385,9 @@ def get_input_fn(record_info_dir, split, bsz_per_host, seq_len, reuse_len, bi_da
     local_rows = rows * (num_replicas // num_pipes)
     if global_batch_size == bsz_per_host:  # shared files: pipeline p keeps its rows of every step
       # Unseeded random file orders would differ between pipelines; then keep the listed order.
-      return get_dataset(file_names, batch_size=rows, file_num_batch=file_num_batch, row_begin=pipe * local_rows,
-                         row_end=(pipe + 1) * local_rows, shuffle_files=seed is not None or num_pipes == 1,
-                         **common)
+      return _dataset(file_names, batch_size=rows, file_num_batch=file_num_batch,
+                      **{**args, "row_begin": pipe * local_rows, "row_end": (pipe + 1) * local_rows,
+                         "shuffle_files": seed is not None or num_pipes == 1})
     if num_pipes > 1 and global_batch_size == bsz_per_host * num_pipes:  # a contiguous slice of files per pipeline
       if len(file_names) < num_pipes:
         raise ValueError(f"global_batch_size={global_batch_size} = bsz_per_host * {num_pipes} pipelines means one "
@@ -386,8 +396,8 @@ def get_input_fn(record_info_dir, split, bsz_per_host, seq_len, reuse_len, bi_da
                          f"global_batch_size={bsz_per_host} (pipelines share the files).")
       per = len(file_names) // num_pipes
       end = len(file_names) if pipe == num_pipes - 1 else (pipe + 1) * per
-      return get_dataset(file_names[pipe * per:end], batch_size=rows, file_num_batch=file_num_batch[pipe * per:end],
-                         seed_shard=pipe + 1, **common)
+      return _dataset(file_names[pipe * per:end], batch_size=rows, file_num_batch=file_num_batch[pipe * per:end],
+                      **{**args, "seed_shard": pipe + 1})
     raise ValueError(f"global_batch_size must be bsz_per_host={bsz_per_host} (pipelines share the files) or "
                      f"bsz_per_host * num_input_pipelines={bsz_per_host * num_pipes} (one file slice per "
                      f"pipeline). Received: {global_batch_size}. Match --train_batch_size to the records.")

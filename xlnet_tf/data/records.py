@@ -2,6 +2,7 @@
 a fast, deterministic `tf.train.Example` encoder for int64 features.
 """
 
+import dataclasses
 import json
 import numbers
 import os
@@ -258,6 +259,29 @@ def read_corpus_info(record_dir):
 
 # ---------------------------------------------------------------------------------------------------------------
 # Fine-tuning records: what the classifier, RACE and SQuAD writers and readers share.
+
+
+class PaddingInputExample:
+  """A fake example that pads an eval set to a multiple of the batch size; its features have is_real_example 0."""
+
+
+@dataclasses.dataclass
+class InputFeatures:
+  """The features of one fine-tuning example (classifier: lists of length L; RACE: the four option sequences one
+  after the other, 4 * L).
+
+  Attributes:
+    input_ids: list of int, left padded with 0.
+    input_mask: list of int, 1 = padding, 0 = real token (written as floats to the records).
+    segment_ids: list of int, the task's segment ids (padding 4).
+    label_id: int class id, or float for regression (0 for a padding example).
+    is_real_example: bool, False for a `PaddingInputExample` (weight 0 in the metrics).
+  """
+  input_ids: list
+  input_mask: list
+  segment_ids: list
+  label_id: object
+  is_real_example: bool = True
 
 
 def is_int_at_least(value, low):

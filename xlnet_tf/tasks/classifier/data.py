@@ -32,10 +32,6 @@ class InputExample:
   label: object = None
 
 
-class PaddingInputExample:
-  """A fake example that pads an eval set to a multiple of the batch size; its features have is_real_example=0."""
-
-
 def _open_text(path):
   if "://" in path:
     return tf.io.gfile.GFile(path, "r")

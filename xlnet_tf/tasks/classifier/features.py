@@ -3,7 +3,6 @@ segment ids and input mask; the cached TFRecords (`record_file_name`) and their 
 """
 
 import collections
-import dataclasses
 import os
 
 import tensorflow as tf
@@ -11,8 +10,9 @@ from absl import logging
 
 from xlnet_tf import fileio
 from xlnet_tf.data import records
+from xlnet_tf.data.records import InputFeatures, PaddingInputExample
 from xlnet_tf.data.tokenization import CLS_ID, SEP_ID
-from xlnet_tf.tasks.classifier.data import EVAL_SPLITS, PaddingInputExample
+from xlnet_tf.tasks.classifier.data import EVAL_SPLITS
 
 
 SEG_ID_A = 0
@@ -28,16 +28,6 @@ SEG_ID_SEP = 3  # Defined by the original, never used by the classifier.
 
 
 SEG_ID_PAD = 4
-
-
-@dataclasses.dataclass
-class InputFeatures:
-  """The features of one example, all lists of length max_seq_length except label_id and is_real_example."""
-  input_ids: list
-  input_mask: list
-  segment_ids: list
-  label_id: object
-  is_real_example: bool = True
 
 
 def check_max_seq_length(max_seq_length, is_pair):

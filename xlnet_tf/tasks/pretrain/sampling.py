@@ -1,13 +1,7 @@
 """The pretraining writer's sampling algorithms, as the original `data_utils.py`: the A/B split (`_split_a_and_b`)
 and the span masks (`_sample_mask`).
 
-Reproduces the writer side of the original `data_utils.py` (`create_data`, `_create_data`, `batchify`,
-`_split_a_and_b`, `_sample_mask`, `create_tfrecords`), quirks included by default:
-- spans of `n` tokens instead of `n` words (the end search tests `seg[beg]`, issue #220); the apostrophe is missing
-  from the start-piece punctuation; a span that would reach the segment end is dropped;
-- `num_predict` is split between the halves as `num_predict - num_predict // 2` and `num_predict // 2` (43/42);
-- `<eod>` gets the sentence id of the sentence before it; writing stops at the first row `_split_a_and_b` rejects.
-`span_sampling="word"` fixes only the end search (spans of `n` words, the last one cut to the remaining budget).
+Quirks of the original kept by default and `span_sampling="word"`: see `xlnet_tf.tasks.pretrain.data`.
 """
 
 import bisect

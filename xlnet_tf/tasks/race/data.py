@@ -30,6 +30,7 @@ import numpy as np
 
 from xlnet_tf import fileio
 from xlnet_tf.data import records
+from xlnet_tf.data.records import InputFeatures, PaddingInputExample
 from xlnet_tf.data import tokenization
 
 NUM_CHOICES = 4
@@ -62,28 +63,6 @@ class InputExample:
   level: str
   file: str = ""
   question_index: int = 0
-
-
-class PaddingInputExample:
-  """A fake example that pads an eval set to a multiple of the batch size; its features have is_real_example 0."""
-
-
-@dataclasses.dataclass
-class InputFeatures:
-  """The features of one example.
-
-  Attributes:
-    input_ids: list of int [4 * L], the 4 option sequences one after the other.
-    input_mask: list of int [4 * L], 1 = padding, 0 = real token (written as floats to the records).
-    segment_ids: list of int [4 * L], ctx and its `<sep>` 0, qa and its `<sep>` 1, `<cls>` 2, padding 4.
-    label_id: int, the correct option (0 for a padding example).
-    is_real_example: bool, False for a `PaddingInputExample` (weight 0 in the metrics).
-  """
-  input_ids: list
-  input_mask: list
-  segment_ids: list
-  label_id: int
-  is_real_example: bool = True
 
 
 

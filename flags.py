@@ -10,6 +10,7 @@ Importing this module (the scripts import it first) loads TensorFlow without its
 `_load_tensorflow_quietly`.
 """
 
+import gc
 import os
 import re
 import sys
@@ -82,15 +83,24 @@ def defaults(define_flags, **overrides):
 
 def cli_main(prog, body):
   """The absl `main` of a CLI: rejects stray arguments, logs at INFO, runs `body(values())`, and ends a bad flag,
-  file or value (ValueError, FileNotFoundError, FloatingPointError) with one line `{prog}: error: ...`, exit 1."""
+  file or value (ValueError, FileNotFoundError, FloatingPointError) with one line `{prog}: error: ...`, exit 1; a
+  run stopped by a signal (an exception with `exit_code`) with one line and that code (128 + the signal)."""
   def main(argv):
     if len(argv) > 1:
       raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
     logging.set_verbosity(logging.INFO)
     try:
       body(values())
+      return
     except (ValueError, FileNotFoundError, FloatingPointError) as e:
-      sys.exit(f"{prog}: error: " + " ".join(str(e).split()))
+      line, code = f"{prog}: error: " + " ".join(str(e).split()), 1
+    except Exception as e:  # pylint: disable=broad-except
+      if not hasattr(e, "exit_code"):  # e.g. training.Interrupted: stopped by a signal after saving
+        raise
+      line, code = f"{prog}: {e}", e.exit_code
+    gc.collect()  # TensorFlow objects of the failed run log their teardown now, not after our last line
+    print(line, file=sys.stderr, flush=True)
+    sys.exit(code)
   return main
 
 

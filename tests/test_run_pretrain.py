@@ -89,6 +89,42 @@ def test_kill_9_then_resume_is_bit_identical(record_dirs, tmp_path):
     np.testing.assert_array_equal(a[name], b[name], err_msg=name)
 
 
+def test_sigterm_saves_the_current_step_and_resume_is_bit_identical(record_dirs, tmp_path):
+  # --save_steps=1000: only the stop itself writes a checkpoint before the end. The uninterrupted run is the one of
+  # test_kill_9_then_resume_is_bit_identical's flags with 30 steps.
+  records, steps = record_dirs["bi"], ["--train_steps=30", "--save_steps=1000"]
+  full = subprocess.run(pretrain_cmd(records, tmp_path / "full", *steps), capture_output=True, text=True)
+  assert full.returncode == 0, full.stderr[-3000:]
+
+  stopped_dir = tmp_path / "stopped"
+  proc = subprocess.Popen(pretrain_cmd(records, stopped_dir, *steps), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, start_new_session=True)
+  lines = []
+  for line in proc.stdout:  # wait until training runs, then preempt it
+    lines.append(line)
+    if line.startswith("[8] | gnorm"):
+      os.killpg(proc.pid, signal.SIGTERM)
+      break
+  out, err = proc.communicate(timeout=120)
+  lines.append(out)
+  assert proc.returncode == 128 + signal.SIGTERM, err[-3000:]
+  stop_line = err.strip().splitlines()[-1]
+  assert stop_line.startswith("run_pretrain.py: stopped by SIGTERM at step "), err[-3000:]
+  stopped_step = int(stop_line.split(" at step ")[1].split(";")[0])
+  assert 8 <= stopped_step < 30
+  assert tf.train.latest_checkpoint(str(stopped_dir)).endswith(f"ckpt-{stopped_step}")  # not the last save_steps
+  assert "Traceback" not in err
+
+  resumed = subprocess.run(pretrain_cmd(records, stopped_dir, *steps), capture_output=True, text=True)
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert f"Training from step {stopped_step} to 30" in resumed.stdout
+  a = checkpoint_values(str(tmp_path / "full" / "ckpt-30"))
+  b = checkpoint_values(str(stopped_dir / "ckpt-30"))
+  assert a.keys() == b.keys()
+  for name in a:
+    np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
 def run_worker(strategy, records, model_dir, env=None):
   return subprocess.Popen([PY, "tests/helpers/pretrain_worker.py", strategy, records, str(model_dir)],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)

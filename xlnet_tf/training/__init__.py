@@ -2,7 +2,8 @@
 
 from xlnet_tf.training.runtime import (STRATEGIES, cpu_has_native_bfloat16, is_chief, keep_freed_memory, start,
                                        make_strategy, warn_if_emulated_bfloat16, write_run_files)
+from xlnet_tf.training.preemption import Interrupted
 from xlnet_tf.training.trainer import MEMS_RESET, Trainer, numpy_mems
 
-__all__ = ["STRATEGIES", "MEMS_RESET", "Trainer", "cpu_has_native_bfloat16", "is_chief", "keep_freed_memory", "start",
+__all__ = ["STRATEGIES", "MEMS_RESET", "Interrupted", "Trainer", "cpu_has_native_bfloat16", "is_chief", "keep_freed_memory", "start",
            "make_strategy", "numpy_mems", "warn_if_emulated_bfloat16", "write_run_files"]

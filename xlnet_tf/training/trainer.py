@@ -19,6 +19,7 @@ repeats exactly what an uninterrupted run would have done (`--deterministic` add
 """
 
 import math
+import signal
 import shutil
 import tempfile
 import time
@@ -30,6 +31,7 @@ from absl import logging
 from xlnet_tf import checkpoint as checkpoint_lib
 from xlnet_tf.training.runtime import is_chief
 from xlnet_tf.training import optimization
+from xlnet_tf.training import preemption
 
 
 MEMS_RESET = ("never", "every_loop")
@@ -82,6 +84,7 @@ class Trainer:
     self.tokens_per_example = tokens_per_example
     self.train_steps = optimizer_args["train_steps"]
 
+    self._stop = preemption.StopRequest()
     with strategy.scope():
       self.model = model_fn()
       config = self.model.xlnet_config
@@ -194,18 +197,31 @@ class Trainer:
       for v in self.mem_vars:
         v.assign(tf.zeros_like(v))
 
+    multi_worker = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+
+    def stop_requested():
+      """Whether a signal asked to stop (on any worker: every worker must stop at the same step)."""
+      flag = tf.cast(self._stop.flag.read_value(), tf.float32)
+      if multi_worker:
+        flag = strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.identity(flag)), axis=None)
+      return flag > 0
+
     @tf.function
     def train_loop(iterator, num_steps):
       if self.mems_reset == "every_loop" and self.mem_vars:
         strategy.run(reset_mems)
       loss_total = tf.constant(0.0)
       gnorm = lr = tf.constant(0.0)
+      done = tf.constant(0)
       for _ in tf.range(num_steps):
+        if stop_requested():
+          break
         loss, gnorm_r, lr_r = strategy.run(replica_step, args=(next(iterator),))
         loss_total += strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
         gnorm = strategy.reduce(tf.distribute.ReduceOp.MEAN, gnorm_r, axis=None)
         lr = strategy.reduce(tf.distribute.ReduceOp.MEAN, lr_r, axis=None)
-      return loss_total / tf.cast(num_steps, tf.float32), gnorm, lr
+        done += 1
+      return loss_total / tf.cast(tf.maximum(done, 1), tf.float32), gnorm, lr, done
 
     return train_loop
 
@@ -220,6 +236,9 @@ class Trainer:
 
     Returns:
       dict with the last loop's loss, gnorm, lr and the final step.
+
+    Raises:
+      preemption.Interrupted: SIGTERM or SIGINT arrived; the step in progress was finished and saved.
     """
     train_steps = train_steps or self.train_steps
     start = self.step
@@ -230,6 +249,10 @@ class Trainer:
     iterator = iter(dist)
     if self._loop_fn is None:
       self._loop_fn = self._build_loop()
+    with self._stop:
+      return self._train_loops(iterator, start, train_steps, log_fn)
+
+  def _train_loops(self, iterator, start, train_steps, log_fn):
     last = {}
     t_start = time.time()
     while self.step < train_steps:
@@ -238,16 +261,18 @@ class Trainer:
       if self.save_steps:
         num_steps = min(num_steps, self.save_steps - step % self.save_steps)
       t0 = time.time()
-      loss, gnorm, lr = self._loop_fn(iterator, tf.constant(num_steps))
-      loss, gnorm, lr = float(loss), float(gnorm), float(lr)
+      loss, gnorm, lr, done = self._loop_fn(iterator, tf.constant(num_steps))
+      loss, gnorm, lr, done = float(loss), float(gnorm), float(lr), int(done)
       elapsed = time.time() - t0
       step = self.step
+      if done == 0:  # stopped before this loop's first step
+        self._stop_now(step, log_fn)
       if not (math.isfinite(loss) and math.isfinite(gnorm)):
         latest = self.manager.latest_checkpoint
         raise FloatingPointError(
             f"Loss or gradient norm is not finite at step {step} (loss {loss}, gnorm {gnorm}); stopped without "
             f"saving. The last good checkpoint is {latest or 'none'}. Lower --learning_rate or check the data.")
-      steps_per_sec = num_steps / elapsed
+      steps_per_sec = done / elapsed
       tokens_per_sec = steps_per_sec * self.global_batch_size * self.tokens_per_example
       eta = (train_steps - step) * (time.time() - t_start) / max(step - start, 1)
       lm = (f" | pplx {math.exp(min(loss, 50)):>7.2f}, bpc {loss / math.log(2):>7.4f}"
@@ -264,7 +289,19 @@ class Trainer:
       last = dict(loss=loss, gnorm=gnorm, lr=lr, step=step)
       if (self.save_steps and step % self.save_steps == 0) or step >= train_steps:
         self.save()
+      if done < num_steps or self._stop.signum is not None:
+        self._stop_now(step, log_fn)
     return last
+
+  def _stop_now(self, step, log_fn):
+    """Saves the current step (if not saved yet) and raises `preemption.Interrupted`."""
+    signum = self._stop.signum or signal.SIGTERM
+    name = signal.Signals(signum).name
+    latest = self.manager.latest_checkpoint
+    path = latest if latest and latest.endswith(f"-{step}") else self.save()
+    log_fn(f"Stopped by {name} after step {step}; checkpoint {path}.")
+    raise preemption.Interrupted(f"stopped by {name} at step {step}; checkpoint {path}. Run the same command "
+                                 f"again to resume from step {step}.", signum)
 
   def save(self):
     """Writes a checkpoint of the current step (weights, optimizer, mems, RNG state); returns its path."""

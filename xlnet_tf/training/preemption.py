@@ -1,0 +1,86 @@
+"""Stopping a training run cleanly on SIGTERM (what a preempted cloud VM and most schedulers send) or SIGINT.
+
+A signal cannot interrupt a `tf.function` that runs many steps, and Python runs its signal handlers only when that
+call returns. So the handler is also written to a pipe (`signal.set_wakeup_fd`): a watcher thread reads it at once
+and sets `StopRequest.flag`, a variable the training loop reads before every step. The loop then ends after the
+step in progress, the trainer saves a checkpoint of that step (weights, optimizer, mems, RNG state) and raises
+`Interrupted`; the same command resumes from that step. A second Ctrl-C stops at once.
+"""
+
+import os
+import signal
+import threading
+
+import tensorflow as tf
+
+_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class Interrupted(Exception):
+  """Training stopped on a signal after saving a checkpoint. `exit_code` is 128 + the signal number."""
+
+  def __init__(self, message, signum):
+    super().__init__(message)
+    self.signum = signum
+    self.exit_code = 128 + signum
+
+
+class StopRequest:
+  """A context in which SIGTERM/SIGINT request a stop instead of killing the process.
+
+  Attributes:
+    flag: int32 scalar variable, 0 until a stop is requested, then 1 (read by the training loop).
+    signum: the signal that requested the stop, or None.
+  """
+
+  def __init__(self):
+    with tf.init_scope(), tf.device("/cpu:0"):
+      self.flag = tf.Variable(0, dtype=tf.int32, trainable=False, name="stop_request")
+    self.signum = None
+    self._old = {}
+
+  def __enter__(self):
+    self.signum = None
+    self.flag.assign(0)
+    if threading.current_thread() is not threading.main_thread():
+      return self  # Signal handlers can only be installed from the main thread: no clean stop then.
+    self._read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    self._write_fd = write_fd
+    self._old_wakeup = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    for signum in _SIGNALS:
+      self._old[signum] = signal.signal(signum, self._handle)
+    self._watcher = threading.Thread(target=self._watch, name="xlnet-stop-request", daemon=True)
+    self._watcher.start()
+    return self
+
+  def _handle(self, signum, frame):  # runs in the main thread, between TensorFlow calls
+    del frame
+    if self.signum is not None and signum == signal.SIGINT:
+      raise KeyboardInterrupt
+    self.signum = signum
+    self.flag.assign(1)
+
+  def _watch(self):  # sees the signal while a tf.function runs
+    while True:
+      try:
+        data = os.read(self._read_fd, 1)
+      except OSError:
+        return
+      if not data:
+        return
+      if data[0] in [int(s) for s in _SIGNALS]:
+        self.signum = self.signum or data[0]
+        self.flag.assign(1)
+
+  def __exit__(self, *exc_info):
+    if not self._old:
+      return False
+    for signum, handler in self._old.items():
+      signal.signal(signum, handler)
+    self._old = {}
+    signal.set_wakeup_fd(self._old_wakeup)
+    os.close(self._write_fd)  # ends the watcher's read
+    self._watcher.join(timeout=5)
+    os.close(self._read_fd)
+    return False

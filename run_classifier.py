@@ -192,7 +192,7 @@ def run(o, strategy, log_fn=print):
            f"({per_replica} per replica x {num_replicas} replica(s)).")
     results["train"] = trainer.train(
         classifier_task.classifier_dataset_fn(train_file, o.max_seq_length, per_replica, o.is_regression,
-                                       o.shuffle_buffer, o.seed), log_fn=log_fn)
+                                       o.shuffle_buffer, o.seed), log_fn=log_fn, data_files=[train_file])
 
   if not training.is_chief(strategy):
     return results  # Eval, predict and export run on the chief only (the original evaluates on one host).

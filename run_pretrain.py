@@ -104,7 +104,7 @@ def run(o, strategy, log_fn=print):
   log_fn(f"Training from step {start} to {o.train_steps} on {strategy.num_replicas_in_sync} replica(s).")
 
   result = trainer.train(lambda input_context, start_step: input_fn(input_context, start_step=start_step),
-                         log_fn=log_fn)
+                         log_fn=log_fn, data_files=record_info["filenames"])
   log_fn(f"Checkpoints: {o.model_dir} (latest {trainer.manager.latest_checkpoint}); TensorBoard: "
          f"tensorboard --logdir {o.model_dir}")
   return result

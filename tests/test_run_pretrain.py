@@ -1,8 +1,10 @@
 """run_pretrain.py end to end: CLI, kill -9 and exact resume, distributed equals one device, bad flags."""
 
+import glob
 import json
 import os
 import platform
+import shutil
 import signal
 import socket
 import subprocess
@@ -123,6 +125,25 @@ def test_sigterm_saves_the_current_step_and_resume_is_bit_identical(record_dirs,
   assert a.keys() == b.keys()
   for name in a:
     np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+def test_a_corrupt_record_file_names_itself(record_dirs, tmp_path):
+  records = tmp_path / "records"
+  shutil.copytree(os.path.dirname(record_dirs["uni"]), records)
+  (path,) = glob.glob(str(records / "tfrecords" / "*.tfrecords"))
+  size = os.path.getsize(path)
+  with open(path, "r+b") as f:  # flip bytes in the middle: a record whose checksum fails
+    f.seek(size // 20)
+    f.write(bytes(64))
+  result = subprocess.run(pretrain_cmd(str(records / "tfrecords"), tmp_path / "model", "--train_steps=200",
+                                       "--bi_data=False", "--save_steps=1"),
+                          capture_output=True, text=True)
+  assert result.returncode == 1
+  last = result.stderr.strip().splitlines()[-1]
+  assert last.startswith(f"run_pretrain.py: error: Record file {path} is unreadable at record "), result.stderr[-2000:]
+  assert "Rewrite the file" in last and "Traceback" not in result.stderr
+  latest = tf.train.latest_checkpoint(str(tmp_path / "model"))
+  assert latest and f"the latest checkpoint is {latest}." in last  # the last good one stays the latest
 
 
 def run_worker(strategy, records, model_dir, env=None):

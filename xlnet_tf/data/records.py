@@ -360,3 +360,18 @@ def resumable_dataset_fn(make_dataset, seed):
       d = d.skip(start_step * per_step)
     return d
   return dataset_fn
+
+
+def find_corrupt_record(files):
+  """The first unreadable record of `files`: (file, record index, reason), or None if every record reads.
+
+  Reads every record, so call it after a read failed, to say where.
+  """
+  for path in files:
+    index = 0
+    try:
+      for _ in tf.data.TFRecordDataset(path):
+        index += 1
+    except tf.errors.OpError as e:
+      return path, index, " ".join(e.message.split())
+  return None

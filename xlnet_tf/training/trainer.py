@@ -29,6 +29,7 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import checkpoint as checkpoint_lib
+from xlnet_tf.data import records
 from xlnet_tf.training.runtime import is_chief
 from xlnet_tf.training import optimization
 from xlnet_tf.training import preemption
@@ -226,19 +227,21 @@ class Trainer:
     return train_loop
 
   # -- the loop --------------------------------------------------------------------------------------------------
-  def train(self, dataset_fn, train_steps=None, log_fn=print):
+  def train(self, dataset_fn, train_steps=None, log_fn=print, data_files=None):
     """Trains until `train_steps` (default: the optimizer's), from the current step.
 
     Args:
       dataset_fn: (input_context, start_step) -> tf.data.Dataset of this pipeline's per-replica batches, as
         `strategy.distribute_datasets_from_function` expects; `start_step` is where a resumed run continues.
       log_fn: where the per-loop log line goes.
+      data_files: the record files behind dataset_fn, to name the corrupt one if reading fails.
 
     Returns:
       dict with the last loop's loss, gnorm, lr and the final step.
 
     Raises:
       preemption.Interrupted: SIGTERM or SIGINT arrived; the step in progress was finished and saved.
+      ValueError: a record could not be read (the message names the file and record); nothing was saved.
     """
     train_steps = train_steps or self.train_steps
     start = self.step
@@ -250,7 +253,20 @@ class Trainer:
     if self._loop_fn is None:
       self._loop_fn = self._build_loop()
     with self._stop:
-      return self._train_loops(iterator, start, train_steps, log_fn)
+      try:
+        return self._train_loops(iterator, start, train_steps, log_fn)
+      except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
+        if isinstance(e, tf.errors.InvalidArgumentError) and "Example" not in e.message:
+          raise  # not a record that failed to parse
+        raise ValueError(self._read_error(e, data_files)) from None
+
+  def _read_error(self, error, data_files):
+    found = records.find_corrupt_record(data_files) if data_files else None
+    where = (f"Record file {found[0]} is unreadable at record {found[1]} ({found[2]})" if found else
+             f"A training record is unreadable ({' '.join(error.message.split())[:300]})")
+    latest = self.manager.latest_checkpoint
+    return (f"{where}. Rewrite the file with the tool that wrote it (data_utils.py for pretraining records) or "
+            f"remove it, then rerun; nothing was saved, the latest checkpoint is {latest or 'none'}.")
 
   def _train_loops(self, iterator, start, train_steps, log_fn):
     last = {}

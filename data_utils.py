@@ -17,6 +17,7 @@ import flags  # first: loads TensorFlow without its C++ start-up noise
 from absl import flags as absl_flags
 from absl import logging
 
+from xlnet_tf import fileio
 from xlnet_tf.tasks.pretrain import data as pretrain_data
 
 
@@ -42,7 +43,8 @@ def create_data(o):
 
 
 def body(o):
-  record_info = create_data(o)
+  with fileio.directory_lock(o.save_dir, f"data_utils-{o.split}-{o.task}-{o.pass_id}", "--save_dir"):
+    record_info = create_data(o)
   if record_info is not None:
     logging.info("Wrote %d batches to %s", record_info["num_batch"], record_info["filenames"][0])
 

@@ -32,6 +32,7 @@ from absl import flags as absl_flags
 
 from xlnet_tf import XLNetConfig, create_run_config
 from xlnet_tf import checkpoint
+from xlnet_tf import fileio
 from xlnet_tf import training
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.classifier import data as classifier_data
@@ -130,6 +131,44 @@ def _last_checkpoint(o):
   return checkpoints[-1][1]
 
 
+def _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, scope, model_args, num_replicas, on_tpu,
+           log_fn):
+  """Fine-tunes (the --do_train part of `run`); returns the last training loop's loss, lr and step."""
+  train_examples = processor.get_train_examples(o.data_dir)
+  if not train_examples:
+    raise flags.FlagError(f"Task {o.task_name.lower()!r} found no training examples in --data_dir {o.data_dir}.")
+  rng = np.random.RandomState(o.seed) if o.seed is not None else np.random
+  rng.shuffle(train_examples)
+  log_fn(f"Num of train samples: {len(train_examples)}")
+  train_file = _write_records(train_examples, label_list, o, tokenize_fn, "train", log_fn, o.num_passes)
+  if on_tpu:  # --train_batch_size is global on TPU, per replica elsewhere (the original's GPU semantics).
+    global_batch, per_replica = o.train_batch_size, o.train_batch_size // num_replicas
+  else:
+    global_batch, per_replica = o.train_batch_size * num_replicas, o.train_batch_size
+  iterations = min(o.iterations, o.save_steps) if o.save_steps else o.iterations
+  optimizer_args = dict(learning_rate=o.learning_rate, train_steps=o.train_steps, warmup_steps=o.warmup_steps,
+                        decay_method=o.decay_method, min_lr_ratio=o.min_lr_ratio, weight_decay=o.weight_decay,
+                        adam_epsilon=o.adam_epsilon)
+  run_config = create_run_config(is_training=True, is_finetune=True, flags=o)
+  trainer = training.Trainer(
+      strategy, lambda: classifier_task.build_model(xlnet_config, run_config, **model_args),
+      classifier_task.ClassifierTask(scope), o.model_dir, optimizer_args, clip=o.clip,
+      lr_layer_decay_rate=o.lr_layer_decay_rate, global_batch_size=global_batch, iterations=iterations,
+      save_steps=o.save_steps, max_save=o.max_save, jit_compile=o.jit_compile, tokens_per_example=o.max_seq_length)
+  if training.is_chief(strategy):
+    training.write_run_files(o.model_dir, xlnet_config, vars(o))
+  if o.init_checkpoint and not tf.train.latest_checkpoint(o.model_dir):
+    report = trainer.load_weights(o.init_checkpoint)
+    log_fn(f"Initialised {len(report['loaded'])} variables from {o.init_checkpoint}; kept their initial values: "
+           f"{report['kept_initial'] or 'none'}.")
+  start = trainer.restore_or_init()
+  log_fn(f"Training {scope} from step {start} to {o.train_steps}: global batch {global_batch} "
+         f"({per_replica} per replica x {num_replicas} replica(s)).")
+  return trainer.train(
+      classifier_task.classifier_dataset_fn(train_file, o.max_seq_length, per_replica, o.is_regression,
+                                     o.shuffle_buffer, o.seed), log_fn=log_fn, data_files=[train_file])
+
+
 def run(o, strategy, log_fn=print):
   """Fine-tunes, evaluates, predicts and/or exports as the options `o` (this script's flags: `flags.values` or
   `flags.defaults(define_flags, ...)`) say, on `strategy` for training.
@@ -160,39 +199,9 @@ def run(o, strategy, log_fn=print):
   results = {}
 
   if o.do_train:
-    train_examples = processor.get_train_examples(o.data_dir)
-    if not train_examples:
-      raise flags.FlagError(f"Task {task_name!r} found no training examples in --data_dir {o.data_dir}.")
-    rng = np.random.RandomState(o.seed) if o.seed is not None else np.random
-    rng.shuffle(train_examples)
-    log_fn(f"Num of train samples: {len(train_examples)}")
-    train_file = _write_records(train_examples, label_list, o, tokenize_fn, "train", log_fn, o.num_passes)
-    if on_tpu:  # --train_batch_size is global on TPU, per replica elsewhere (the original's GPU semantics).
-      global_batch, per_replica = o.train_batch_size, o.train_batch_size // num_replicas
-    else:
-      global_batch, per_replica = o.train_batch_size * num_replicas, o.train_batch_size
-    iterations = min(o.iterations, o.save_steps) if o.save_steps else o.iterations
-    optimizer_args = dict(learning_rate=o.learning_rate, train_steps=o.train_steps, warmup_steps=o.warmup_steps,
-                          decay_method=o.decay_method, min_lr_ratio=o.min_lr_ratio, weight_decay=o.weight_decay,
-                          adam_epsilon=o.adam_epsilon)
-    run_config = create_run_config(is_training=True, is_finetune=True, flags=o)
-    trainer = training.Trainer(
-        strategy, lambda: classifier_task.build_model(xlnet_config, run_config, **model_args),
-        classifier_task.ClassifierTask(scope), o.model_dir, optimizer_args, clip=o.clip,
-        lr_layer_decay_rate=o.lr_layer_decay_rate, global_batch_size=global_batch, iterations=iterations,
-        save_steps=o.save_steps, max_save=o.max_save, jit_compile=o.jit_compile, tokens_per_example=o.max_seq_length)
-    if training.is_chief(strategy):
-      training.write_run_files(o.model_dir, xlnet_config, vars(o))
-    if o.init_checkpoint and not tf.train.latest_checkpoint(o.model_dir):
-      report = trainer.load_weights(o.init_checkpoint)
-      log_fn(f"Initialised {len(report['loaded'])} variables from {o.init_checkpoint}; kept their initial values: "
-             f"{report['kept_initial'] or 'none'}.")
-    start = trainer.restore_or_init()
-    log_fn(f"Training {scope} from step {start} to {o.train_steps}: global batch {global_batch} "
-           f"({per_replica} per replica x {num_replicas} replica(s)).")
-    results["train"] = trainer.train(
-        classifier_task.classifier_dataset_fn(train_file, o.max_seq_length, per_replica, o.is_regression,
-                                       o.shuffle_buffer, o.seed), log_fn=log_fn, data_files=[train_file])
+    with fileio.directory_lock(o.model_dir if training.is_chief(strategy) else None):
+      results["train"] = _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, scope, model_args,
+                                num_replicas, on_tpu, log_fn)
 
   if not training.is_chief(strategy):
     return results  # Eval, predict and export run on the chief only (the original evaluates on one host).

@@ -13,6 +13,7 @@ False and means `--strategy=tpu`; `train_batch_size` is global). New: --strategy
 import flags  # first: loads TensorFlow without its C++ start-up noise
 from absl import flags as absl_flags
 from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
+from xlnet_tf import fileio
 from xlnet_tf import training
 from xlnet_tf.config import CONFIG_KEYS
 from xlnet_tf.data import records
@@ -81,6 +82,11 @@ def run(o, strategy, log_fn=print):
     The last loop's {loss, gnorm, lr, step}.
   """
   validate(o, strategy.num_replicas_in_sync)
+  with fileio.directory_lock(o.model_dir if training.is_chief(strategy) else None):
+    return _run(o, strategy, log_fn)
+
+
+def _run(o, strategy, log_fn):
   xlnet_config = build_xlnet_config(o)
   run_config = RunConfig(is_training=True, use_tpu=o.use_tpu, use_bfloat16=o.use_bfloat16, dropout=o.dropout,
                          dropatt=o.dropatt, init=o.init, init_range=o.init_range, init_std=o.init_std,

@@ -1,6 +1,9 @@
 """The one atomic write: complete files appear under their final name, or nothing does."""
 
 import os
+import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -64,3 +67,16 @@ def test_glob_includes_hidden_files_as_gfile_does(tmp_path):
   for name in (".hidden.txt", "b.txt", "a.txt"):
     (tmp_path / name).write_text("x")
   assert [os.path.basename(p) for p in fileio.glob(str(tmp_path / "*.txt"))] == [".hidden.txt", "a.txt", "b.txt"]
+
+
+def test_a_directory_lock_refuses_a_second_holder_and_takes_over_a_stale_one(tmp_path, caplog):
+  with fileio.directory_lock(str(tmp_path)):
+    with pytest.raises(ValueError, match=rf"--model_dir {tmp_path} is in use by process {os.getpid()} on "):
+      with fileio.directory_lock(str(tmp_path)):
+        pass
+  assert not os.path.exists(tmp_path / ".run.lock")  # released
+  dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+  (tmp_path / ".run.lock").write_text(f"{int(dead.stdout)} {socket.gethostname()}")  # its process has exited
+  with fileio.directory_lock(str(tmp_path)):
+    assert (tmp_path / ".run.lock").read_text().startswith(f"{os.getpid()} ")
+  assert "stale lock" in caplog.text

@@ -146,6 +146,25 @@ def test_a_corrupt_record_file_names_itself(record_dirs, tmp_path):
   assert latest and f"the latest checkpoint is {latest}." in last  # the last good one stays the latest
 
 
+def test_a_second_run_in_the_same_model_dir_refuses_to_start(record_dirs, tmp_path):
+  first = subprocess.Popen(pretrain_cmd(record_dirs["bi"], tmp_path / "model", "--train_steps=100000"),
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+  try:
+    for line in first.stdout:
+      if line.startswith("Training from step"):
+        break
+    second = subprocess.run(pretrain_cmd(record_dirs["bi"], tmp_path / "model", "--train_steps=10"),
+                            capture_output=True, text=True)
+  finally:
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+  assert second.returncode == 1
+  assert second.stderr.strip().splitlines()[-1] == (
+      f"run_pretrain.py: error: --model_dir {tmp_path / 'model'} is in use by process {first.pid} on "
+      f"{socket.gethostname()} (lock {tmp_path / 'model' / '.run.lock'}). Wait for it to finish, stop it, or use "
+      "another --model_dir.")
+
+
 def run_worker(strategy, records, model_dir, env=None):
   return subprocess.Popen([PY, "tests/helpers/pretrain_worker.py", strategy, records, str(model_dir)],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)

@@ -12,8 +12,10 @@ TensorFlow is imported only for remote paths, so local data tools start fast.
 import contextlib
 import glob as glob_lib
 import json
+import logging
 import os
 import shutil
+import socket
 import sys
 import uuid
 
@@ -143,3 +145,63 @@ def atomic_write(path, data):
 def write_json(path, obj, **kwargs):
   """`json.dump(obj, f, **kwargs)` to `path`, atomically."""
   atomic_write(path, json.dumps(obj, **kwargs))
+
+
+@contextlib.contextmanager
+def directory_lock(directory, name="run", what="--model_dir"):
+  """Holds `{directory}/.{name}.lock` (this process's pid and host) while the body runs.
+
+  A second process asking for the same lock gets a one-line ValueError naming the holder. A lock whose process is
+  gone (same host) is stale: it is taken over and a warning says so. Remote directories are not locked.
+  """
+  if not directory or is_remote(directory):
+    yield
+    return
+  makedirs(directory)
+  path = os.path.join(directory, f".{name}.lock")
+  me = f"{os.getpid()} {socket.gethostname()}"
+  for _ in range(2):
+    try:
+      fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+      holder = _lock_holder(path)
+      if holder is not None:
+        raise ValueError(f"{what} {directory} is in use by process {holder[0]} on {holder[1]} (lock {path}). Wait "
+                         f"for it to finish, stop it, or use another {what}.") from None
+      logging.warning("Taking over the stale lock %s (its process is gone).", path)
+      remove(path)
+      continue
+    with os.fdopen(fd, "w") as f:
+      f.write(me)
+    break
+  else:
+    raise ValueError(f"Could not take the lock {path}; another process keeps taking it. Use another {what}.")
+  try:
+    yield
+  finally:
+    try:
+      with open(path) as f:
+        mine = f.read() == me
+      if mine:
+        os.remove(path)
+    except OSError:
+      pass
+
+
+def _lock_holder(path):
+  """(pid, host) of a live lock holder, or None if the lock is stale (its process is gone on this host)."""
+  try:
+    with open(path) as f:
+      pid, host = f.read().split(" ", 1)
+    pid = int(pid)
+  except (OSError, ValueError):
+    return None  # unreadable or half-written: stale
+  if host != socket.gethostname():
+    return pid, host  # another machine: cannot tell, so respect it
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return None
+  except PermissionError:
+    pass
+  return pid, host

@@ -223,6 +223,7 @@ BAD_FLAGS = [
     (["--perm_size=6"], "--perm_size must divide"),
     (["--train_batch_size=3"], "bi_data needs an even per-replica batch size"),
     (["--reuse_len=40"], "--reuse_len must be in"),
+    (["--learning_rate=1e30", "--clip=1e30", "--train_steps=20"], "is not finite at step"),  # stops, saves nothing
 ]
 
 
@@ -233,7 +234,7 @@ def test_bad_flags_give_one_line_errors(record_dirs, tmp_path):
     cmd = pretrain_cmd(records, tmp_path / f"bad{i}", "--train_steps=2", *extra)
     procs.append((subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), message))
   for proc, message in procs:
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=600)
     assert proc.returncode != 0
     last = err.strip().splitlines()[-1]
     assert last.startswith("run_pretrain.py: error:") and message in last, err[-2000:]

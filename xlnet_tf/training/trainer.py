@@ -255,7 +255,7 @@ class Trainer:
     with self._stop:
       try:
         return self._train_loops(iterator, start, train_steps, log_fn)
-      except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
+      except (tf.errors.DataLossError, tf.errors.InvalidArgumentError, tf.errors.NotFoundError) as e:
         if isinstance(e, tf.errors.InvalidArgumentError) and "Example" not in e.message:
           raise  # not a record that failed to parse
         raise ValueError(self._read_error(e, data_files)) from None

@@ -74,6 +74,17 @@ def test_prepro_train_predict(tiny_config, tmp_path):
   result = [line for line in proc.stdout.splitlines() if line.startswith("Result | ")]
   assert len(result) == 1 and "best_f1 " in result[0] and "path " + str(tmp_path / "model" / "ckpt-4") in result[0]
   _check_prediction_files(tmp_path / "pred")
+  # Every checkpoint of model_dir (here in this process): one directory each, the best by --target_eval_key.
+  o = flags.defaults(run_squad.define_flags, do_train=False, do_predict=True, predict_all_ckpt=True,
+                     model_config_path=tiny_config, spiece_model_file=SPM, predict_file=DEV,
+                     output_dir=str(tmp_path / "out"), model_dir=str(tmp_path / "model"),
+                     predict_dir=str(tmp_path / "all"), max_seq_length=64, max_query_length=16, doc_stride=24)
+  lines = []
+  out = run_squad.run(o, training.make_strategy("one_device"), log_fn=lines.append)
+  assert [r["step"] for r in out["predict"]] == [2, 4] and sorted(os.listdir(tmp_path / "all")) == ["ckpt-2", "ckpt-4"]
+  assert out["best"] in out["predict"] and lines[-1].startswith("Best result | ")
+  for name in ("ckpt-2", "ckpt-4"):
+    _check_prediction_files(tmp_path / "all" / name)
   assert sorted(os.listdir(tmp_path / "out")) == sorted([records.train_record_name(SPM, i, 64, 16) for i in range(2)]
                                                         + [records.eval_features_name(SPM, 64, 16),
                                                            records.eval_record_name(SPM, 64, 16)])

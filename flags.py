@@ -306,3 +306,60 @@ def define_classifier_flags(flag_values=flags.FLAGS):
   # Serving (new).
   flags.DEFINE_string("export_dir", None, "Export a SavedModel that classifies raw text (tokenization in the "
                       "graph) from --predict_ckpt or the last checkpoint in model_dir to this directory.", **fv)
+
+
+def define_squad_flags(flag_values=flags.FLAGS):
+  """The flags of the original `run_squad.py` not in the shared groups (names and defaults unchanged), plus the
+  corrections of its two oddities and the checkpoint choice for prediction (new)."""
+  fv = dict(flag_values=flag_values)
+  # Preprocessing.
+  flags.DEFINE_bool("do_prepro", False, "Perform preprocessing only: write the training records of examples "
+                    "[proc_id::num_proc] of --train_file to --output_dir.", **fv)
+  flags.DEFINE_integer("num_proc", 1, "Number of preprocessing processes.", **fv)
+  flags.DEFINE_integer("proc_id", 0, "Process id for preprocessing.", **fv)
+  # Model.
+  flags.DEFINE_string("model_config_path", None, "Model config path (xlnet_config.json).", **fv)
+  flags.DEFINE_string("summary_type", "last", "Unused, as in the original (the QA head summarises nothing).", **fv)
+  # I/O paths.
+  flags.DEFINE_bool("overwrite_data", False, "If False, will use cached evaluation data if available. The cache "
+                    "names ignore --doc_stride, --uncased and --predict_file: set this when they change.", **fv)
+  flags.DEFINE_bool("init_global_vars", False, "Unused, as in the original.", **fv)
+  flags.DEFINE_string("output_dir", "", "Output dir for TF records (and the cached evaluation features).", **fv)
+  flags.DEFINE_string("predict_dir", "", "Dir for predictions: predictions.json, nbest_predictions.json, "
+                      "null_odds.json.", **fv)
+  flags.DEFINE_string("spiece_model_file", "", "Sentence Piece model path.", **fv)
+  flags.DEFINE_string("train_file", "", "Path of train file (SQuAD v2.0 or v1.1 JSON).", **fv)
+  flags.DEFINE_string("predict_file", "", "Path of prediction file (SQuAD JSON; evaluated when it has answers).",
+                      **fv)
+  # Data preprocessing config.
+  flags.DEFINE_integer("max_seq_length", 512, "Max sequence length.", **fv)
+  flags.DEFINE_integer("max_query_length", 64, "Max query length.", **fv)
+  flags.DEFINE_integer("doc_stride", 128, "Doc stride: the shift between windows of a paragraph.", **fv)
+  flags.DEFINE_integer("max_answer_length", 64, "Max answer length (in pieces).", **fv)
+  flags.DEFINE_bool("uncased", False, "Use uncased data.", **fv)
+  flags.DEFINE_string("tpu_job_name", None, "TPU worker job name (unused, as in the original).", **fv)
+  # Training.
+  flags.DEFINE_bool("do_train", True, "Whether to do training (True by default, as in the original).", **fv)
+  flags.DEFINE_integer("train_batch_size", 48, "Batch size for training, PER REPLICA (per GPU) as in the "
+                       "original's GPU path; with --strategy=tpu (or --use_tpu) it is the global batch.", **fv)
+  flags.DEFINE_integer("shuffle_buffer", 2048, "Buffer size used for shuffle.", **fv)
+  # Prediction.
+  flags.DEFINE_bool("do_predict", False, "Whether to do predict (and evaluate when --predict_file has answers).",
+                    **fv)
+  flags.DEFINE_integer("predict_batch_size", 32, "Batch size for prediction.", **fv)
+  flags.DEFINE_integer("n_best_size", 5, "n best size for predictions.", **fv)
+  flags.DEFINE_integer("start_n_top", 5, "Beam size for span start.", **fv)
+  flags.DEFINE_integer("end_n_top", 5, "Beam size for span end.", **fv)
+  flags.DEFINE_string("target_eval_key", "best_f1", "The evaluation key that picks the best checkpoint with "
+                      "--predict_all_ckpt (unused in the original).", **fv)
+  # New.
+  flags.DEFINE_string("predict_ckpt", None, "Checkpoint for --do_predict. Unset: --init_checkpoint when "
+                      "--do_train=False (the original ignores it, xlnet#56), else model_dir's latest (new).", **fv)
+  flags.DEFINE_bool("predict_all_ckpt", False, "Predict with every checkpoint of model_dir, each into "
+                    "predict_dir/<checkpoint name>/ (new).", **fv)
+  flags.DEFINE_bool("allow_last_token", False, "Let the last paragraph token of a window start or end an answer "
+                    "(the original cannot: its bound is paragraph_len - 1) (new).", **fv)
+  flags.DEFINE_bool("allow_empty_prediction", False, "Write \"\" to predictions.json where null_odds > "
+                    "--null_threshold (the original never predicts \"\", xlnet#129) (new).", **fv)
+  flags.DEFINE_float("null_threshold", None, "With --allow_empty_prediction: the null-odds threshold. Unset: the "
+                     "best_f1_thresh found on --predict_file (it needs answers) (new).", **fv)

@@ -9,9 +9,14 @@ crafted/, meta.json). Each part prints its largest differences and PASS/FAIL:
                examples the original drops produce no feature;
 - predictions: write_predictions on head/predict.npz: the three JSON files byte-identical, the returned
                evaluation = eval_run_squad.json, the official evaluation = eval_squad_utils.json;
-- crafted:     the same on crafted/raw_results.npz.
-A part is a function `check_<name>(golden_dir) -> list of (label, max difference, ok)`; to add one (the model
-head, comparing head/*.npz), write check_head and list it in PARTS.
+- crafted:     the same on crafted/raw_results.npz;
+- head:        ckpt/ loaded by name into the model with the QA head (every variable of each side used), then
+               head/train_batch.npz (TRAIN graph: the backbone output, start/end log-probs, cls_logits, the loss
+               terms) and head/predict.npz (PREDICT graph: the beam's top-k log-probs and indices, cls_logits, the
+               full log-probs) from their inputs. Tolerance: |diff| <= 1e-5 x max(1, max |golden|) (float32
+               rounding of different kernels, as tests/test_parity.py), over the positions p_mask leaves; the
+               masked positions (about -1e30) must be masked on both sides; top-k indices must be identical.
+A part is a function `check_<name>(golden_dir) -> list of (label, max difference, ok)`, listed in PARTS.
 """
 
 import argparse
@@ -27,11 +32,16 @@ from absl import logging  # pylint: disable=wrong-import-position
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import tensorflow as tf  # pylint: disable=wrong-import-position
+
+from xlnet_tf import RunConfig, XLNetConfig  # pylint: disable=wrong-import-position
+from xlnet_tf import checkpoint  # pylint: disable=wrong-import-position
 from xlnet_tf.data import tokenization  # pylint: disable=wrong-import-position
 from xlnet_tf.tasks.squad import data  # pylint: disable=wrong-import-position
 from xlnet_tf.tasks.squad import evaluate  # pylint: disable=wrong-import-position
 from xlnet_tf.tasks.squad import postprocess  # pylint: disable=wrong-import-position
 from xlnet_tf.tasks.squad import records  # pylint: disable=wrong-import-position
+from xlnet_tf.tasks.squad import task  # pylint: disable=wrong-import-position
 
 OUTPUTS = ("predictions.json", "nbest_predictions.json", "null_odds.json")
 
@@ -124,15 +134,20 @@ def check_features(golden_dir):
   return rows
 
 
-def _check_postprocess(golden_dir, results_path, reference_dir, label):
+def _head_eval_features(golden_dir):
+  """The examples and evaluation features of dev-v2.0.json in the setting the head ran (meta.json's head)."""
   head_setting = _load_json(os.path.join(golden_dir, "meta.json"))["head"]["setting"]
   setting = next(s for s in _settings(golden_dir) if s["tag"] == head_setting)
-  flags = dict(n_best_size=5, max_answer_length=10, start_n_top=5, end_n_top=5)  # meta.json's base_flags.
-  path = _data_file(golden_dir, "eval")
-  examples = data.read_squad_examples(path, is_training=False)
+  examples = data.read_squad_examples(_data_file(golden_dir, "eval"), is_training=False)
   features, _ = data.build_features(examples, _sp_model(golden_dir), setting["max_seq_length"],
                                     setting["doc_stride"], setting["max_query_length"], False, setting["uncased"])
-  orig_data = data.load_squad_data(path)
+  return examples, features
+
+
+def _check_postprocess(golden_dir, results_path, reference_dir, label):
+  flags = dict(n_best_size=5, max_answer_length=10, start_n_top=5, end_n_top=5)  # meta.json's base_flags.
+  examples, features = _head_eval_features(golden_dir)
+  orig_data = data.load_squad_data(_data_file(golden_dir, "eval"))
   with np.load(results_path) as r:
     results = postprocess.raw_results_from_arrays({k: r[k] for k in postprocess.RESULT_KEYS})
   rows = []
@@ -180,12 +195,90 @@ def check_crafted(golden_dir):
                             os.path.join(golden_dir, "crafted"), "crafted")
 
 
+HEAD_ATOL = 1e-5  # times max(1, max |golden|): see the module docstring
+_MASKED = -1e29  # log-probs below this are the original's masked positions (about -1e30)
+
+
+def _head_close(got, want):
+  """(max |diff| over the unmasked entries, ok): within HEAD_ATOL x max(1, max |want|) there, masked alike."""
+  got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+  if got.shape != want.shape:
+    return float("inf"), False
+  real = want > _MASKED
+  if not np.array_equal(got > _MASKED, real):
+    return float("inf"), False
+  diff = _num_diff(got[real], want[real])
+  return diff, diff <= HEAD_ATOL * max(1.0, float(np.max(np.abs(want[real]), initial=0.0)))
+
+
+def _head_model(golden_dir, is_training):
+  """The model with the QA head (dropout 0, as the goldens) and ckpt/ loaded into it by name; and the report."""
+  config = XLNetConfig(json_path=os.path.join(golden_dir, "ckpt", "xlnet_config.json"))
+  run_config = RunConfig(is_training=is_training, use_tpu=False, use_bfloat16=False, dropout=0.0, dropatt=0.0)
+  model = task.build_model(config, run_config)
+  return model, checkpoint.load_weights(model, os.path.join(golden_dir, "ckpt", "xlnet_model.ckpt"))
+
+
+def check_head(golden_dir):
+  rows = []
+  model, report = _head_model(golden_dir, is_training=True)
+  stored = [n for n in checkpoint.checkpoint_arrays(os.path.join(golden_dir, "ckpt", "xlnet_model.ckpt"))
+            if n != "global_step"]
+  rows.append((f"checkpoint: {len(report['loaded'])} of {len(stored)} variables loaded by name; model variables "
+               f"not in it {report['kept_initial']}; checkpoint variables unused {report['unused']}", 0,
+               not report["kept_initial"] and not report["unused"] and sorted(report["loaded"]) == sorted(stored)))
+  with np.load(os.path.join(golden_dir, "head", "train_batch.npz")) as f:
+    want = {k: f[k] for k in f.files}
+  inputs = {k: tf.constant(want[k]) for k in ("input_ids", "segment_ids", "input_mask", "p_mask", "cls_index")}
+  inputs.update(start_positions=tf.constant(want["start_position"]), end_positions=tf.constant(want["end_position"]),
+                is_impossible=tf.constant(want["is_impossible"].astype(np.float32)))
+  sequence_output, _ = model(tf.transpose(inputs["input_ids"]), seg_ids=tf.transpose(inputs["segment_ids"]),
+                             input_mask=tf.transpose(inputs["input_mask"]), training=True)
+  got = {k: v.numpy() for k, v in task.qa_outputs(model, inputs, training=True).items()}
+  got["sequence_output"] = sequence_output.numpy()
+  losses = dict(zip(("start_loss", "end_loss", "cls_loss"), task.qa_losses(got, inputs)))
+  got.update({k: float(np.mean(v)) for k, v in losses.items()})
+  got["total_loss"] = float(np.mean(task.qa_loss(got, inputs)))
+  for key in ("sequence_output", "start_log_probs", "end_log_probs", "cls_logits", "start_loss", "end_loss",
+              "cls_loss", "total_loss"):
+    diff, ok = _head_close(got[key], want[key])
+    rows.append((f"train_batch {key} {list(np.shape(want[key]))}: max |diff|", diff, ok))
+  model, _ = _head_model(golden_dir, is_training=False)
+  with np.load(os.path.join(golden_dir, "head", "predict.npz")) as f:
+    want = {k: f[k] for k in f.files}
+  inputs = {k: tf.constant(want[k]) for k in ("input_ids", "segment_ids", "input_mask", "p_mask", "cls_index")}
+  got = {k: v.numpy() for k, v in task.qa_outputs(model, inputs, training=False, start_n_top=5, end_n_top=5).items()}
+  for key in ("start_top_index", "end_top_index"):
+    bad = int(np.sum(got[key] != want[key])) if got[key].shape == want[key].shape else -1
+    rows.append((f"predict {key} {list(want[key].shape)}: entries differing", bad, bad == 0))
+  for key in ("start_top_log_probs", "end_top_log_probs", "cls_logits", "start_log_probs", "end_log_probs"):
+    if key in want:  # the full log-probs are optional (the tests' copy leaves them out)
+      diff, ok = _head_close(got[key], want[key])
+      rows.append((f"predict {key} {list(want[key].shape)}: max |diff|", diff, ok))
+  # End to end: these outputs through write_predictions give the original's answers and null odds.
+  got["unique_ids"] = want["unique_ids"]
+  examples, features = _head_eval_features(golden_dir)
+  texts, _, null_odds = postprocess.compute_predictions(
+      examples, features, postprocess.raw_results_from_arrays(got), 5, 10, start_n_top=5, end_n_top=5)
+  want_texts = _load_json(os.path.join(golden_dir, "predictions", "predictions.json"))
+  bad = sum(texts.get(k) != v for k, v in want_texts.items()) + len(set(texts) - set(want_texts))
+  rows.append(("predict -> write_predictions: predictions.json texts differing", bad, bad == 0))
+  want_null = _load_json(os.path.join(golden_dir, "predictions", "null_odds.json"))
+  no_feature = [k for k, v in want_null.items() if v == postprocess.NULL_SCORE_NO_FEATURE]  # examples dropped
+  scored = [k for k in want_null if k not in no_feature]
+  diff, ok = _head_close([null_odds.get(k, np.inf) for k in scored], [want_null[k] for k in scored])
+  ok = ok and all(null_odds.get(k) == want_null[k] for k in no_feature)
+  rows.append((f"predict -> write_predictions: null_odds.json max |diff| ({len(no_feature)} examples without a "
+               "feature: 1000000 on both sides)", diff, ok))
+  return rows
+
+
 PARTS = {
     "tokens": check_tokens,
     "features": check_features,
     "predictions": check_predictions,
     "crafted": check_crafted,
-    # "head": check_head,  # The model head on head/*.npz, to be added with the head.
+    "head": check_head,
 }
 
 

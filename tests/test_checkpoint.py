@@ -1,11 +1,12 @@
 """Original-format checkpoints: load, export, round trip, and the errors of a config that does not fit."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from xlnet_tf import RunConfig, XLNetConfig, XLNetModel, export_original_checkpoint, load_original_checkpoint
-from xlnet_tf.checkpoint import checkpoint_arrays
+from xlnet_tf.checkpoint import checkpoint_arrays, original_variable_map
 from xlnet_tf.modeling.heads import finetune_heads
 
 UNTIED = "tests/testdata/model/ckpt_untied"
@@ -94,3 +95,35 @@ def test_bfloat16_model_is_close_to_float32_golden():
   assert output.dtype == tf.bfloat16
   err = np.abs(output.numpy().astype(np.float32) - golden["output"]).max()
   assert err < 0.1, err  # measured: 0.045 on outputs up to 2.7 (bfloat16 has 8 bits of mantissa)
+
+
+class _TopLevelHead(keras.layers.Layer):
+  """A head the original creates outside `model/` (as SQuAD's start_logits): `toplevel/dense/{kernel,bias}`."""
+
+  outside_model_scope = True
+
+  def __init__(self, **kwargs):
+    super().__init__(name="toplevel", **kwargs)
+    self.dense = keras.layers.Dense(2, name="dense")
+
+  def build(self, input_shape=None):
+    self.dense.build((None, config().d_model))
+
+
+def test_a_head_outside_the_model_scope_keeps_its_top_level_name(tmp_path):
+  model = XLNetModel(config(), RunConfig(**RUN), heads=[_TopLevelHead()])
+  names = sorted(original_variable_map(model))
+  assert [n for n in names if not n.startswith("model/")] == ["toplevel/dense/bias", "toplevel/dense/kernel"]
+  # A checkpoint without the head: the head is optional (kept, reported), the backbone loads.
+  report = load_original_checkpoint(model, UNTIED)
+  assert report["kept_initial"] == ["toplevel/dense/bias", "toplevel/dense/kernel"]
+  # Exported under the top-level names, and read back by them with nothing left over on either side.
+  model.heads["toplevel"].dense.kernel.assign(np.arange(2 * config().d_model, dtype=np.float32).reshape(-1, 2))
+  out = export_original_checkpoint(model, str(tmp_path / "xlnet_model.ckpt"))
+  stored = checkpoint_arrays(out)
+  assert "toplevel/dense/kernel" in stored and "model/toplevel/dense/kernel" not in stored
+  clone = XLNetModel(config(), RunConfig(**RUN), heads=[_TopLevelHead()])
+  report = load_original_checkpoint(clone, out)
+  assert report["kept_initial"] == [] and report["unused"] == []
+  np.testing.assert_array_equal(clone.heads["toplevel"].dense.kernel.numpy(),
+                                model.heads["toplevel"].dense.kernel.numpy())

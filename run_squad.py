@@ -1,0 +1,252 @@
+"""XLNet SQuAD 2.0 fine-tuning, prediction and evaluation: the original `run_squad.py`.
+
+  python run_squad.py --do_prepro=True --num_proc=1 --proc_id=0 --train_file=${SQUAD_DIR}/train-v2.0.json \\
+      --output_dir=proc_data/squad --spiece_model_file=${LARGE_DIR}/spiece.model --uncased=False \\
+      --max_seq_length=512
+  python run_squad.py --do_train=True --do_predict=True --use_tpu=False --num_core_per_host=1 \\
+      --model_config_path=${LARGE_DIR}/xlnet_config.json --spiece_model_file=${LARGE_DIR}/spiece.model \\
+      --init_checkpoint=${LARGE_DIR}/xlnet_model.ckpt --output_dir=proc_data/squad --model_dir=exp/squad \\
+      --predict_dir=exp/squad/pred --train_file=${SQUAD_DIR}/train-v2.0.json \\
+      --predict_file=${SQUAD_DIR}/dev-v2.0.json --max_seq_length=512 --train_batch_size=4 \\
+      --learning_rate=2e-5 --train_steps=12000 --warmup_steps=1000 --save_steps=1000
+
+Every flag of the original keeps its name and default (`--do_train` is True by default, as there). Modes:
+- `--do_prepro`: the training records of examples [proc_id::num_proc] of --train_file, shuffled (seeded by
+  --seed when set), named `{spm}.{proc_id}.slen-{L}.qlen-{Q}.train.tf_record` in --output_dir; nothing else runs.
+- `--do_train`: reads every `{spm}.*.slen-{L}.qlen-{Q}.train.tf_record` of --output_dir. New: when none exists
+  and --train_file is given, it is preprocessed first (as --do_prepro with one process).
+- `--do_predict`: the evaluation record and features of --predict_file (cached in --output_dir unless
+  --overwrite_data), the head's beam, predictions.json, nbest_predictions.json and null_odds.json in
+  --predict_dir, and the evaluation (`Result | best_exact ... |`) when the file has answers. The checkpoint:
+  --predict_ckpt; else --init_checkpoint with --do_train=False (the original ignores it there, xlnet#56); else
+  model_dir's latest; --predict_all_ckpt predicts with every checkpoint of model_dir (each into
+  predict_dir/<checkpoint name>/) and logs the best by --target_eval_key.
+- --train_batch_size is per replica (per GPU) except on TPU, where it is global, as in run_classifier.py.
+- New: --strategy, --jit_compile, --seed, --deterministic, --predict_ckpt, --predict_all_ckpt, and the
+  corrections of the original's oddities --allow_last_token, --allow_empty_prediction (+ --null_threshold);
+  docs/squad.md explains them.
+"""
+
+import os
+
+import flags  # first: loads TensorFlow without its C++ start-up noise
+import tensorflow as tf
+from absl import flags as absl_flags
+
+from xlnet_tf import XLNetConfig, create_run_config
+from xlnet_tf import checkpoint
+from xlnet_tf import fileio
+from xlnet_tf import training
+from xlnet_tf.data import tokenization
+from xlnet_tf.tasks.squad import data as squad_data
+from xlnet_tf.tasks.squad import predict as squad_predict
+from xlnet_tf.tasks.squad import records as squad_records
+from xlnet_tf.tasks.squad import task as squad_task
+
+EVAL_KEYS = ("best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh", "has_ans_exact", "has_ans_f1")
+
+
+def define_flags(flag_values=absl_flags.FLAGS):
+  """This script's flags: the original `run_squad.py` ones with their defaults, and the new ones."""
+  flags.define_run_config_flags(dropout=0.1, dropatt=0.1, flag_values=flag_values)
+  flags.define_optimizer_flags(learning_rate=3e-5, train_steps=8000, min_lr_ratio=0.0, adam_epsilon=1e-6,
+                               lr_layer_decay_rate=0.75, flag_values=flag_values)
+  flags.define_hardware_flags(num_core_per_host=8, iterations=1000, max_save=5, flag_values=flag_values)
+  flags.define_squad_flags(flag_values=flag_values)
+
+
+def _require_file(path, flag, what):
+  if not path:
+    raise flags.FlagError(f"--{flag} is required: {what}.")
+  if not fileio.exists(path):
+    raise flags.FlagError(f"--{flag}={path} does not exist. Pass {what}.")
+
+
+def _positive(o, *names):
+  for name in names:
+    if getattr(o, name) < 1:
+      raise flags.FlagError(f"--{name} must be a positive integer. Received: {getattr(o, name)}.")
+
+
+def validate(o, num_replicas=1, strategy="one_device"):
+  """One-line errors for flag values the run cannot use (before anything heavy starts)."""
+  if not (o.do_prepro or o.do_train or o.do_predict):
+    raise flags.FlagError("At least one of --do_prepro, --do_train and --do_predict must be True.")
+  _require_file(o.spiece_model_file, "spiece_model_file", "the SentencePiece model (spiece.model) of the model")
+  if not o.output_dir:
+    raise flags.FlagError("--output_dir is required: where the tfrecords (and the cached evaluation features) go.")
+  try:
+    squad_data.check_options(o.max_seq_length, o.max_query_length, o.doc_stride)
+  except ValueError as e:
+    raise flags.FlagError(str(e)) from None
+  if o.do_prepro:
+    _require_file(o.train_file, "train_file", "the SQuAD training JSON to preprocess")
+    if not 0 <= o.proc_id < o.num_proc:
+      raise flags.FlagError(f"--proc_id must be in [0, --num_proc). Received: --proc_id={o.proc_id}, "
+                            f"--num_proc={o.num_proc}.")
+    return
+  _require_file(o.model_config_path, "model_config_path", "the xlnet_config.json of the model")
+  if o.do_train:
+    if not o.model_dir:
+      raise flags.FlagError("--model_dir is required with --do_train: where the fine-tuned checkpoints go.")
+    _positive(o, "train_batch_size", "shuffle_buffer", "iterations", "train_steps")
+    if not 0 <= o.warmup_steps < o.train_steps:
+      raise flags.FlagError(f"--warmup_steps must be at least 0 and below --train_steps. Received: "
+                            f"--warmup_steps={o.warmup_steps}, --train_steps={o.train_steps}.")
+    if o.save_steps is not None and o.save_steps < 1:
+      raise flags.FlagError(f"--save_steps must be positive (or unset). Received: {o.save_steps}.")
+    if strategy == "tpu" and o.train_batch_size % num_replicas:
+      raise flags.FlagError(f"On TPU --train_batch_size is the global batch and must be divisible by the "
+                            f"{num_replicas} cores. Received: {o.train_batch_size}.")
+  if o.do_predict:
+    _require_file(o.predict_file, "predict_file", "the SQuAD JSON to predict")
+    if not o.predict_dir:
+      raise flags.FlagError("--predict_dir is required with --do_predict: where predictions.json, "
+                            "nbest_predictions.json and null_odds.json go.")
+    _positive(o, "predict_batch_size", "n_best_size", "max_answer_length", "start_n_top", "end_n_top")
+    for name in ("start_n_top", "end_n_top"):
+      if getattr(o, name) > o.max_seq_length:
+        raise flags.FlagError(f"--{name} must be at most --max_seq_length ({o.max_seq_length}). Received: "
+                              f"{getattr(o, name)}.")
+    if o.target_eval_key not in EVAL_KEYS:
+      raise flags.FlagError(f"--target_eval_key must be one of {', '.join(EVAL_KEYS)}. Received: "
+                            f"{o.target_eval_key!r}.")
+    if o.predict_all_ckpt and not o.model_dir:
+      raise flags.FlagError("--predict_all_ckpt needs --model_dir: the directory whose checkpoints are predicted.")
+    if not (o.predict_ckpt or o.predict_all_ckpt or o.do_train or o.init_checkpoint or o.model_dir):
+      raise flags.FlagError("--do_predict needs a checkpoint: pass --predict_ckpt, --init_checkpoint or a "
+                            "--model_dir holding one.")
+
+
+def _train_records(o, sp_model, log_fn):
+  """The glob of the training records; preprocesses --train_file first when none exists."""
+  pattern = os.path.join(o.output_dir, squad_records.train_record_glob(o.spiece_model_file, o.max_seq_length,
+                                                                       o.max_query_length))
+  if fileio.glob(pattern):
+    return pattern
+  if not o.train_file:
+    raise flags.FlagError(f"No training records match {pattern}. Run with --do_prepro=True --train_file=... first, "
+                          "with the same --output_dir, --spiece_model_file, --max_seq_length and --max_query_length.")
+  _require_file(o.train_file, "train_file", "the SQuAD training JSON")
+  log_fn(f"No training records match {pattern}: preprocessing --train_file first (as --do_prepro).")
+  _prepro(o, sp_model, log_fn, num_proc=1, proc_id=0)
+  return pattern
+
+
+def _prepro(o, sp_model, log_fn, num_proc, proc_id):
+  path, stats = squad_records.prepare_train_records(
+      o.train_file, sp_model, o.spiece_model_file, o.output_dir, o.max_seq_length, o.max_query_length, o.doc_stride,
+      o.uncased, num_proc=num_proc, proc_id=proc_id, shuffle_seed=o.seed)
+  log_fn(f"Wrote {stats.num_features} training features ({stats.num_pos} with an answer in the window, "
+         f"{stats.num_neg} without) of {stats.num_examples} examples to {path}; dropped for an alignment mismatch: "
+         f"{len(stats.dropped_mismatch)}.")
+  return path
+
+
+def _predict_checkpoints(o):
+  """[(step, prefix)] to predict with (see the module docstring)."""
+  if o.predict_all_ckpt:
+    return checkpoint.list_checkpoints(o.model_dir)
+  if o.predict_ckpt:
+    path = o.predict_ckpt
+  elif o.init_checkpoint and not o.do_train:
+    path = o.init_checkpoint
+  else:
+    latest = tf.train.latest_checkpoint(o.model_dir) if o.model_dir and fileio.isdir(o.model_dir) else None
+    listed = checkpoint.list_checkpoints(o.model_dir) if o.model_dir and fileio.isdir(o.model_dir) else []
+    path = latest or (listed[-1][1] if listed else None)
+    if path is None:
+      raise FileNotFoundError(f"No checkpoint in --model_dir {o.model_dir!r} to predict with. Train first "
+                              "(--do_train=True) or pass --predict_ckpt / --init_checkpoint.")
+  path = checkpoint.resolve_checkpoint_path(path)
+  return [(checkpoint.checkpoint_step(path), path)]
+
+
+def run(o, strategy, log_fn=print):
+  """Preprocesses, fine-tunes and/or predicts as the options `o` (this script's flags: `flags.values` or
+  `flags.defaults(define_flags, ...)`) say, on `strategy` for training.
+
+  Returns:
+    dict: `prepro` (the record written), `train` (the last training loop's loss, lr, step), `predict`
+    (per-checkpoint results, each the evaluation with step, path and predict_dir) and `best`, for the modes that
+    ran.
+  """
+  on_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
+  num_replicas = strategy.num_replicas_in_sync
+  validate(o, num_replicas, "tpu" if on_tpu else None)
+  try:
+    sp_model = tokenization.load_sentencepiece(o.spiece_model_file)
+  except ValueError as e:
+    raise flags.FlagError(f"--spiece_model_file: {e}") from None
+  fileio.makedirs(o.output_dir)
+  results = {}
+  if o.do_prepro:
+    results["prepro"] = _prepro(o, sp_model, log_fn, o.num_proc, o.proc_id)
+    return results
+  xlnet_config = XLNetConfig(json_path=o.model_config_path)
+  if sp_model.GetPieceSize() > xlnet_config.n_token:
+    raise flags.FlagError(f"The SentencePiece model {o.spiece_model_file} has {sp_model.GetPieceSize()} pieces, more "
+                          f"than the model's n_token={xlnet_config.n_token} ({o.model_config_path}). Pass the "
+                          "spiece.model the model was trained with.")
+  # Resolved first when no training comes first, so that a missing checkpoint fails before anything is written.
+  predict_ckpts = _predict_checkpoints(o) if o.do_predict and not o.do_train else None
+  eval_set = None
+  if o.do_predict:  # Read and convert --predict_file before training: its errors then cost no training.
+    examples, features, record, _ = squad_records.prepare_eval_features(
+        o.predict_file, sp_model, o.spiece_model_file, o.output_dir, o.max_seq_length, o.max_query_length,
+        o.doc_stride, o.uncased, o.overwrite_data)
+    orig_data = squad_data.load_squad_data(o.predict_file)
+    orig_data = orig_data if squad_predict.has_answers(orig_data) else None
+    if orig_data is None and o.allow_empty_prediction and o.null_threshold is None:
+      raise flags.FlagError(f"--allow_empty_prediction needs --null_threshold: --predict_file {o.predict_file} has "
+                            "no answers to find the threshold on. Pass the best_f1_thresh of a dev set.")
+    eval_set = squad_predict.EvalSet(examples, features, record, orig_data, o.max_seq_length)
+    log_fn(f"Num of eval examples: {len(examples)}, features: {len(features)} ({record}).")
+
+  if o.do_train:
+    train_files = _train_records(o, sp_model, log_fn)
+    if on_tpu:  # --train_batch_size is global on TPU, per replica elsewhere (the original's GPU semantics).
+      global_batch, per_replica = o.train_batch_size, o.train_batch_size // num_replicas
+    else:
+      global_batch, per_replica = o.train_batch_size * num_replicas, o.train_batch_size
+    iterations = min(o.iterations, o.save_steps) if o.save_steps else o.iterations
+    optimizer_args = dict(learning_rate=o.learning_rate, train_steps=o.train_steps, warmup_steps=o.warmup_steps,
+                          decay_method=o.decay_method, min_lr_ratio=o.min_lr_ratio, weight_decay=o.weight_decay,
+                          adam_epsilon=o.adam_epsilon)
+    run_config = create_run_config(is_training=True, is_finetune=True, flags=o)
+    trainer = training.Trainer(
+        strategy, lambda: squad_task.build_model(xlnet_config, run_config), squad_task.SquadTask(), o.model_dir,
+        optimizer_args, clip=o.clip, lr_layer_decay_rate=o.lr_layer_decay_rate, global_batch_size=global_batch,
+        iterations=iterations, save_steps=o.save_steps, max_save=o.max_save, jit_compile=o.jit_compile,
+        tokens_per_example=o.max_seq_length)
+    if training.is_chief(strategy):
+      training.write_run_files(o.model_dir, xlnet_config, vars(o))
+    if o.init_checkpoint and not tf.train.latest_checkpoint(o.model_dir):
+      report = trainer.load_weights(o.init_checkpoint)
+      log_fn(f"Initialised {len(report['loaded'])} variables from {o.init_checkpoint}; kept their initial values: "
+             f"{report['kept_initial'] or 'none'}.")
+    start = trainer.restore_or_init()
+    log_fn(f"Training the SQuAD head from step {start} to {o.train_steps}: global batch {global_batch} "
+           f"({per_replica} per replica x {num_replicas} replica(s)).")
+    results["train"] = trainer.train(
+        squad_task.squad_dataset_fn(train_files, o.max_seq_length, per_replica, o.shuffle_buffer, o.seed),
+        log_fn=log_fn)
+
+  if o.do_predict and training.is_chief(strategy):  # Prediction runs on the chief only.
+    inference = squad_predict.Inference(squad_task.build_model(
+        xlnet_config, create_run_config(is_training=False, is_finetune=True, flags=o)), o.start_n_top, o.end_n_top)
+    results["predict"], results["best"] = squad_predict.predict_checkpoints(
+        inference, predict_ckpts or _predict_checkpoints(o), eval_set, o.predict_dir, o.predict_batch_size,
+        o.target_eval_key, log_fn=log_fn, n_best_size=o.n_best_size, max_answer_length=o.max_answer_length,
+        allow_last_token=o.allow_last_token, allow_empty_prediction=o.allow_empty_prediction,
+        null_threshold=o.null_threshold)
+  return results
+
+
+def body(o):
+  validate(o)
+  run(o, training.start(o), log_fn=lambda line: print(line, flush=True))
+
+
+if __name__ == "__main__":
+  flags.run_script(define_flags, flags.cli_main("run_squad.py", body))

@@ -1,0 +1,210 @@
+"""run_squad.py end to end: sharded preprocessing, training and prediction on a tiny model; prediction from the
+original's fine-tuned checkpoint (--init_checkpoint honoured) reproducing its predictions.json; one-line errors for
+bad input with nothing half-written; the original's flags and defaults."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from absl import flags as absl_flags
+
+import flags
+import run_squad
+from xlnet_tf import training
+from xlnet_tf.tasks.squad import records
+
+PY = sys.executable
+TESTDATA = "tests/testdata/squad"
+SPM = f"{TESTDATA}/spm/spiece.model"
+TRAIN = f"{TESTDATA}/data/train-v2.0.json"
+DEV = f"{TESTDATA}/data/dev-v2.0.json"
+CKPT = f"{TESTDATA}/ckpt/xlnet_model.ckpt"
+WINDOW = ["--max_seq_length=64", "--max_query_length=16", "--doc_stride=24"]
+TINY = dict(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=24, ff_activation="gelu", untie_r=True, n_token=1200)
+
+
+@pytest.fixture(scope="module")
+def tiny_config(tmp_path_factory):
+  path = tmp_path_factory.mktemp("config") / "xlnet_config.json"
+  path.write_text(json.dumps(TINY))
+  return str(path)
+
+
+def _dev_ids():
+  with open(DEV, encoding="utf-8") as f:
+    return [qa["id"] for article in json.load(f)["data"] for p in article["paragraphs"] for qa in p["qas"]]
+
+
+def _check_prediction_files(predict_dir):
+  ids = _dev_ids()
+  with open(os.path.join(predict_dir, "predictions.json"), encoding="utf-8") as f:
+    predictions = json.load(f)
+  with open(os.path.join(predict_dir, "nbest_predictions.json"), encoding="utf-8") as f:
+    nbest = json.load(f)
+  with open(os.path.join(predict_dir, "null_odds.json"), encoding="utf-8") as f:
+    null_odds = json.load(f)
+  assert list(predictions) == list(nbest) == list(null_odds) == ids
+  assert all(isinstance(v, str) for v in predictions.values())
+  assert all(1 <= len(v) <= 5 and abs(sum(e["probability"] for e in v) - 1) < 1e-6 for v in nbest.values())
+  assert all(isinstance(v, (int, float)) for v in null_odds.values())
+  assert not [n for n in os.listdir(predict_dir) if "tmp" in n]
+
+
+def test_prepro_train_predict(tiny_config, tmp_path):
+  # The original's sharded preprocessing (here in this process, to save two start-ups): one record per shard,
+  # named as the original's; the shards split the examples.
+  lines = []
+  for i in range(2):
+    o = flags.defaults(run_squad.define_flags, do_prepro=True, train_file=TRAIN, num_proc=2, proc_id=i, seed=3,
+                       spiece_model_file=SPM, output_dir=str(tmp_path / "out"), max_seq_length=64,
+                       max_query_length=16, doc_stride=24)
+    run_squad.run(o, training.make_strategy("one_device"), log_fn=lines.append)
+  assert sorted(os.listdir(tmp_path / "out")) == [records.train_record_name(SPM, i, 64, 16) for i in range(2)]
+  assert [line.split(" of ")[1].split(" ")[0] for line in lines] == ["19", "19"]  # of 38 examples
+  common = [PY, "run_squad.py", f"--spiece_model_file={SPM}", f"--output_dir={tmp_path / 'out'}", *WINDOW]
+  proc = subprocess.run(
+      [*common, "--do_train=True", "--do_predict=True", f"--model_config_path={tiny_config}",
+       f"--model_dir={tmp_path / 'model'}", f"--predict_dir={tmp_path / 'pred'}", f"--predict_file={DEV}",
+       "--train_batch_size=8", "--train_steps=4", "--save_steps=2", "--learning_rate=1e-3", "--seed=1"],
+      capture_output=True, text=True, timeout=180)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert "[4] | gnorm" in proc.stdout
+  result = [line for line in proc.stdout.splitlines() if line.startswith("Result | ")]
+  assert len(result) == 1 and "best_f1 " in result[0] and "path " + str(tmp_path / "model" / "ckpt-4") in result[0]
+  _check_prediction_files(tmp_path / "pred")
+  # Every checkpoint of model_dir (here in this process): one directory each, the best by --target_eval_key.
+  o = flags.defaults(run_squad.define_flags, do_train=False, do_predict=True, predict_all_ckpt=True,
+                     model_config_path=tiny_config, spiece_model_file=SPM, predict_file=DEV,
+                     output_dir=str(tmp_path / "out"), model_dir=str(tmp_path / "model"),
+                     predict_dir=str(tmp_path / "all"), max_seq_length=64, max_query_length=16, doc_stride=24)
+  lines = []
+  out = run_squad.run(o, training.make_strategy("one_device"), log_fn=lines.append)
+  assert [r["step"] for r in out["predict"]] == [2, 4] and sorted(os.listdir(tmp_path / "all")) == ["ckpt-2", "ckpt-4"]
+  assert out["best"] in out["predict"] and lines[-1].startswith("Best result | ")
+  for name in ("ckpt-2", "ckpt-4"):
+    _check_prediction_files(tmp_path / "all" / name)
+  assert sorted(os.listdir(tmp_path / "out")) == sorted([records.train_record_name(SPM, i, 64, 16) for i in range(2)]
+                                                        + [records.eval_features_name(SPM, 64, 16),
+                                                           records.eval_record_name(SPM, 64, 16)])
+
+
+def test_predict_honours_init_checkpoint_and_reproduces_the_original(tmp_path):
+  """The original's checkpoint (QA head included) in predict mode: its predictions.json, byte for byte."""
+  o = flags.defaults(run_squad.define_flags, do_train=False, do_predict=True, init_checkpoint=CKPT,
+                     model_config_path=f"{TESTDATA}/ckpt/xlnet_config.json", spiece_model_file=SPM,
+                     predict_file=DEV, output_dir=str(tmp_path / "out"), predict_dir=str(tmp_path / "pred"),
+                     max_seq_length=64, max_query_length=16, doc_stride=24, max_answer_length=10)
+  lines = []
+  out = run_squad.run(o, training.make_strategy("one_device"), log_fn=lines.append)
+  with open(tmp_path / "pred" / "predictions.json", "rb") as got, open(
+      f"{TESTDATA}/predictions/predictions.json", "rb") as want:
+    assert got.read() == want.read()
+  with open(f"{TESTDATA}/predictions/eval_run_squad.json", encoding="utf-8") as f:
+    want_eval = json.load(f)
+  (result,) = out["predict"]
+  assert result["path"] == CKPT and result["best_exact"] == want_eval["best_exact"]
+  assert abs(result["best_f1_thresh"] - want_eval["best_f1_thresh"]) < 1e-5
+  _check_prediction_files(tmp_path / "pred")
+  # The corrected behaviours: empty predictions where the null odds pass the threshold.
+  o.allow_empty_prediction, o.null_threshold = True, 0.0
+  run_squad.run(o, training.make_strategy("one_device"), log_fn=lines.append)
+  with open(tmp_path / "pred" / "predictions.json", encoding="utf-8") as f:
+    predictions = json.load(f)
+  with open(tmp_path / "pred" / "null_odds.json", encoding="utf-8") as f:
+    null_odds = json.load(f)
+  assert all((text == "") == (null_odds[q] > 0.0) for q, text in predictions.items())
+
+
+def _bad_files(tmp_path):
+  broken = tmp_path / "broken.json"
+  broken.write_text('{"data": [')
+  with open(TRAIN, encoding="utf-8") as f:
+    doc = json.load(f)
+  qa = next(q for q in doc["data"][0]["paragraphs"][0]["qas"] if not q.get("is_impossible"))
+  qa["answers"][0]["answer_start"] += 3
+  offset = tmp_path / "offset.json"
+  offset.write_text(json.dumps(doc))
+  return str(broken), str(offset)
+
+
+def _nothing_written(tmp_path, i):
+  for name in ("out", "model", "pred"):  # an empty output_dir at most
+    assert not os.path.exists(tmp_path / f"{name}{i}") or not os.listdir(tmp_path / f"{name}{i}"), (name, i)
+
+
+def _bad_input_args(tiny_config, tmp_path, i):
+  return dict(spiece_model_file=SPM, model_config_path=tiny_config, max_seq_length=64, max_query_length=16,
+              doc_stride=24, output_dir=str(tmp_path / f"out{i}"), model_dir=str(tmp_path / f"model{i}"),
+              predict_dir=str(tmp_path / f"pred{i}"))
+
+
+def test_bad_input_gives_one_line_errors_and_writes_nothing(tiny_config, tmp_path):
+  """The command line: exit status 1, no traceback, the last line `run_squad.py: error: ...`."""
+  broken, offset = _bad_files(tmp_path)
+  cases = [
+      (["--do_train=False", "--do_predict=True", f"--predict_file={broken}", f"--init_checkpoint={CKPT}"],
+       f"SQuAD file {broken} is not valid JSON"),
+      (["--do_train=True", f"--train_file={offset}"], "is not the text at answer_start"),
+      (["--do_prepro=True", f"--train_file={TRAIN}", "--max_seq_length=18"],
+       "--max_seq_length must hold the question"),
+      (["--do_train=False", "--do_predict=True", f"--predict_file={DEV}", f"--predict_ckpt={tmp_path / 'no.ckpt'}"],
+       "no.ckpt not found"),
+  ]
+  procs = []
+  for i, (extra, message) in enumerate(cases):
+    cmd = [PY, "run_squad.py", *[f"--{k}={v}" for k, v in _bad_input_args(tiny_config, tmp_path, i).items()],
+           *extra]
+    procs.append((subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), message, i))
+  for proc, message, i in procs:
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, message
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("run_squad.py: error:") and message in last, err[-2000:]
+    assert "Traceback" not in err
+    _nothing_written(tmp_path, i)
+
+
+@pytest.mark.parametrize("overrides, error, message", [
+    (dict(do_prepro=True, train_file=TRAIN, doc_stride=0), ValueError, "--doc_stride must be an integer >= 1"),
+    (dict(do_prepro=True, train_file="nowhere/train.json"), ValueError, "--train_file=nowhere/train.json does not"),
+    (dict(do_prepro=True, train_file=TRAIN, proc_id=2, num_proc=2), ValueError, "--proc_id must be in"),
+    (dict(do_train=False, do_predict=True, predict_file=DEV, init_checkpoint=f"{TESTDATA}/ckpt/missing"),
+     FileNotFoundError, "ckpt/missing not found"),
+    (dict(do_train=False, do_predict=True, predict_file="nowhere/dev.json"), ValueError, "--predict_file="),
+    (dict(do_train=False, do_predict=True, predict_file=DEV, init_checkpoint=CKPT, start_n_top=65), ValueError,
+     "--start_n_top must be at most --max_seq_length"),
+    (dict(do_train=True, train_file=TRAIN, model_dir=None), ValueError, "--model_dir is required"),
+])
+def test_bad_flags_are_refused_before_anything_is_written(tiny_config, tmp_path, overrides, error, message):
+  o = flags.defaults(run_squad.define_flags, **{**_bad_input_args(tiny_config, tmp_path, 0), **overrides})
+  with pytest.raises(error, match=message):
+    run_squad.run(o, training.make_strategy("one_device"))
+  _nothing_written(tmp_path, 0)
+
+
+ORIGINAL_SQUAD_FLAGS = {  # the original run_squad.py's 55 flags and defaults
+    "do_prepro": False, "num_proc": 1, "proc_id": 0, "model_config_path": None, "dropout": 0.1, "dropatt": 0.1,
+    "clamp_len": -1, "summary_type": "last", "use_bfloat16": False, "init": "normal", "init_std": 0.02,
+    "init_range": 0.1, "overwrite_data": False, "init_checkpoint": None, "init_global_vars": False,
+    "output_dir": "", "predict_dir": "", "spiece_model_file": "", "model_dir": None, "train_file": "",
+    "predict_file": "", "max_seq_length": 512, "max_query_length": 64, "doc_stride": 128, "max_answer_length": 64,
+    "uncased": False, "use_tpu": False, "num_hosts": 1, "num_core_per_host": 8, "tpu_job_name": None, "tpu": None,
+    "tpu_zone": None, "gcp_project": None, "master": None, "iterations": 1000, "do_train": True,
+    "train_batch_size": 48, "train_steps": 8000, "warmup_steps": 0, "save_steps": None, "max_save": 5,
+    "shuffle_buffer": 2048, "learning_rate": 3e-5, "min_lr_ratio": 0.0, "clip": 1.0, "weight_decay": 0.0,
+    "adam_epsilon": 1e-6, "decay_method": "poly", "lr_layer_decay_rate": 0.75, "do_predict": False,
+    "predict_batch_size": 32, "n_best_size": 5, "start_n_top": 5, "end_n_top": 5, "target_eval_key": "best_f1",
+}
+
+
+def test_flags_keep_the_original_names_and_defaults():
+  fv = absl_flags.FlagValues()
+  run_squad.define_flags(flag_values=fv)
+  assert len(ORIGINAL_SQUAD_FLAGS) == 55
+  # model_dir: the original's "" is None here (both mean unset).
+  assert {name: fv[name].default for name in ORIGINAL_SQUAD_FLAGS} == ORIGINAL_SQUAD_FLAGS
+  new = set(vars(flags.defaults(run_squad.define_flags))) - set(ORIGINAL_SQUAD_FLAGS)
+  assert new == {"strategy", "jit_compile", "seed", "deterministic", "predict_ckpt", "predict_all_ckpt",
+                 "allow_last_token", "allow_empty_prediction", "null_threshold"}

@@ -1,0 +1,158 @@
+"""Prediction and evaluation with a fine-tuned SQuAD model, as the original `run_squad.py --do_predict`: the head's
+beam on every evaluation feature, then `postprocess.write_predictions` (predictions.json, nbest_predictions.json,
+null_odds.json, each written atomically) and, when the predicted file has answers, the evaluation with the
+no-answer threshold search, logged as the original's `Result | key value | ...` line.
+
+Unlike the original (which always predicts with model_dir's latest checkpoint, xlnet#56), the checkpoint is the
+caller's choice: one (written to predict_dir) or several (each to predict_dir/<checkpoint name>/, and the best by
+`target_eval_key` logged as `Best result | ...`).
+"""
+
+import dataclasses
+import math
+import os
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from xlnet_tf import checkpoint
+from xlnet_tf.tasks.squad import postprocess
+from xlnet_tf.tasks.squad import records
+from xlnet_tf.tasks.squad import task
+
+OUTPUT_FILES = ("predictions.json", "nbest_predictions.json", "null_odds.json")
+
+
+@dataclasses.dataclass
+class EvalSet:
+  """What prediction reads: the examples and features of the predicted file, its record, its `data` list (None
+  when the file has no answers: nothing is evaluated) and the records' max_seq_length."""
+  examples: list
+  features: list
+  record: str
+  orig_data: list
+  max_seq_length: int
+
+
+def has_answers(orig_data):
+  """Whether a SQuAD `data` list carries gold answers (any question with `answers` or `is_impossible`); the
+  hidden test set carries none."""
+  return any("answers" in qa or "is_impossible" in qa
+             for article in orig_data for paragraph in article["paragraphs"] for qa in paragraph.get("qas", []))
+
+
+def load_for_inference(model, ckpt_path):
+  """Loads `ckpt_path` into `model` (an XLNetModel with the QA head) and checks that the head came from it:
+  prediction needs a fine-tuned head, not a fresh one."""
+  report = checkpoint.load_weights(model, ckpt_path)
+  missing = [n for n in report["kept_initial"] if n.split("/", 1)[0] in task.HEAD_SCOPES]
+  if missing:
+    raise ValueError(f"Checkpoint {ckpt_path} has no fine-tuned SQuAD head (it lacks {missing[0]}). Predict with a "
+                     "checkpoint fine-tuned on SQuAD (by run_squad.py or the original code).")
+  return report
+
+
+class Inference:
+  """A model for prediction: loads checkpoints and runs the head's beam through one traced forward pass.
+
+  Args:
+    model: an XLNetModel with the QA head, built for inference (`task.build_model`, is_training=False).
+    start_n_top, end_n_top: the beam (the original's flags).
+  """
+
+  def __init__(self, model, start_n_top=5, end_n_top=5):
+    self.model = model
+    self.start_n_top = start_n_top
+    self.end_n_top = end_n_top
+
+    def step(features):
+      out = task.qa_outputs(model, features, training=False, start_n_top=start_n_top, end_n_top=end_n_top)
+      return {k: out[k] for k in postprocess.RESULT_KEYS if k in out}
+
+    self._step = tf.function(step, autograph=False, reduce_retracing=True)
+
+  def load(self, ckpt_path):
+    """Loads a fine-tuned checkpoint (see `load_for_inference`)."""
+    return load_for_inference(self.model, ckpt_path)
+
+  def run(self, dataset):
+    """The head's outputs over a dataset of evaluation batches (`records.squad_dataset`, is_training=False).
+
+    Returns:
+      dict of numpy arrays over all F features (postprocess.RESULT_KEYS): unique_ids int [F], start_top_log_probs
+      float32 [F, K], start_top_index int32 [F, K], end_top_log_probs float32 [F, K * K2], end_top_index int32
+      [F, K * K2] (start-major), cls_logits float32 [F].
+    """
+    out = {k: [] for k in postprocess.RESULT_KEYS}
+    for features in dataset:
+      result = self._step(features)
+      out["unique_ids"].append(features["unique_ids"].numpy())
+      for k, v in result.items():
+        out[k].append(v.numpy())
+    if not out["unique_ids"]:
+      raise ValueError("The evaluation record holds no feature: the predicted file has no question.")
+    return {k: np.concatenate(v) for k, v in out.items()}
+
+
+def predict_checkpoint(inference, ckpt_path, eval_set, predict_dir, predict_batch_size, n_best_size,
+                       max_answer_length, allow_last_token=False, allow_empty_prediction=False, null_threshold=None):
+  """Predicts the evaluation features with one checkpoint and writes the three files to predict_dir.
+
+  Returns:
+    The evaluation of `postprocess.write_predictions` ({} when eval_set.orig_data is None).
+  """
+  inference.load(ckpt_path)
+  dataset = records.squad_dataset(eval_set.record, eval_set.max_seq_length, is_training=False,
+                                  batch_size=predict_batch_size, drop_remainder=False)
+  outputs = inference.run(dataset)
+  logging.info("Predicted %d features with %s.", len(outputs["unique_ids"]), ckpt_path)
+  results = postprocess.raw_results_from_arrays(outputs)
+  paths = [os.path.join(predict_dir, name) for name in OUTPUT_FILES]
+  return postprocess.write_predictions(
+      eval_set.examples, eval_set.features, results, n_best_size, max_answer_length, *paths, eval_set.orig_data,
+      start_n_top=inference.start_n_top, end_n_top=inference.end_n_top, allow_last_token=allow_last_token,
+      allow_empty_prediction=allow_empty_prediction, null_threshold=null_threshold)
+
+
+def format_result(title, result):
+  """The original's log line: `{title} | key value | ...`."""
+  return f"{title} | " + "".join(f"{key} {value} | " for key, value in result.items())
+
+
+def predict_checkpoints(inference, checkpoints, eval_set, predict_dir, predict_batch_size, target_eval_key="best_f1",
+                        log_fn=print, **write_options):
+  """Predicts with each checkpoint: one checkpoint writes to predict_dir, several each to
+  predict_dir/<checkpoint name>/. Logs a `Result | ...` line per checkpoint (with its step and path) and, for
+  several checkpoints with answers known, `Best result | ...` by target_eval_key.
+
+  Args:
+    checkpoints: [(step or None, checkpoint prefix)].
+    write_options: n_best_size, max_answer_length, allow_last_token, allow_empty_prediction, null_threshold
+      (see `predict_checkpoint`).
+
+  Returns:
+    (results, best): per-checkpoint dicts (the evaluation, plus step, path and predict_dir), and the best one
+    (None without answers or with one checkpoint).
+  """
+  if not checkpoints:
+    raise FileNotFoundError("No checkpoint to predict with. Train first (--do_train=True), or pass --predict_ckpt or "
+                            "--init_checkpoint.")
+  results = []
+  for step, path in checkpoints:
+    out_dir = predict_dir if len(checkpoints) == 1 else os.path.join(predict_dir, os.path.basename(path))
+    result = dict(predict_checkpoint(inference, path, eval_set, out_dir, predict_batch_size, **write_options))
+    result.update(step=step, path=path, predict_dir=out_dir)
+    results.append(result)
+    log_fn("=" * 80)
+    log_fn(format_result("Result", result))
+  best = None
+  if len(results) > 1 and eval_set.orig_data is not None:
+    if target_eval_key not in results[0]:
+      raise ValueError(f"--target_eval_key {target_eval_key!r} is not an evaluation key; choose one of "
+                       f"{sorted(k for k, v in results[0].items() if isinstance(v, (int, float)))}.")
+    rank = lambda r: -math.inf if r[target_eval_key] is None or math.isnan(r[target_eval_key]) else r[target_eval_key]
+    best = max(results, key=rank)
+    log_fn("=" * 80)
+    log_fn(format_result("Best result", best))
+  return results, best

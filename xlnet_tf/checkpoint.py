@@ -2,7 +2,7 @@
 
 The one table between the two worlds is `original_variable_map(model)`: because every Keras variable path ends
 like the original name, the table is the model's trainable variables keyed by `model/` + their path below
-the model. Released checkpoints (`xlnet_model.ckpt`) and checkpoints written by the original
+the model (without `model/` for a head the original creates outside that scope, as SQuAD's `start_logits`). Released checkpoints (`xlnet_model.ckpt`) and checkpoints written by the original
 `run_classifier.py`/`train.py` load directly; optimizer slots and `global_step` are ignored.
 
 Every checkpoint concern lives here: the TF1 name table, loading an original checkpoint (`load_original_checkpoint`)
@@ -26,18 +26,28 @@ from xlnet_tf import fileio
 _IGNORED = re.compile(r"(^|/)(global_step|beta1_power|beta2_power)(_\d+)?$|/(Adam|Adam_1|adam_m|adam_v)(_\d+)?$")
 
 
-# Variables the original creates only in some graphs: pretraining (mask_emb, lm_loss) and fine-tuning heads.
-_OPTIONAL = re.compile(r"^model/(transformer/mask_emb/|lm_loss/|sequnece_summary/|classification_|regression_)")
+# Variables the original creates only in some graphs: pretraining (mask_emb, lm_loss) and fine-tuning heads, those
+# under `model/` and those outside it (every name not under `model/`).
+_OPTIONAL = re.compile(r"^(?!model/)|^model/(transformer/mask_emb/|lm_loss/|sequnece_summary/|classification_|"
+                       r"regression_)")
 
 
 def original_variable_map(model):
-  """{original TF1 name: Keras variable} for every trainable variable of `model` (an XLNetModel)."""
+  """{original TF1 name: Keras variable} for every trainable variable of `model` (an XLNetModel).
+
+  A variable's name is `model/` + its path below the model, except in a head layer whose class sets
+  `outside_model_scope = True` (the original creates it at the top level, e.g. SQuAD's `start_logits/dense/kernel`):
+  there the name is the path below the model alone.
+  """
   table = {}
   prefix = model.name + "/"
+  top_level = tuple(head.name + "/" for head in getattr(model, "head_list", ())
+                    if getattr(head, "outside_model_scope", False))
   for var in model.trainable_variables:
     if not var.path.startswith(prefix):
       raise ValueError(f"Variable {var.path} is not under the model's scope {prefix!r}; cannot name it.")
-    name = "model/" + var.path[len(prefix):]
+    below = var.path[len(prefix):]
+    name = below if below.startswith(top_level) else "model/" + below
     if name in table:
       raise ValueError(f"Two variables map to the original name {name}.")
     table[name] = var

@@ -363,3 +363,52 @@ def define_squad_flags(flag_values=flags.FLAGS):
                     "--null_threshold (the original never predicts \"\", xlnet#129) (new).", **fv)
   flags.DEFINE_float("null_threshold", None, "With --allow_empty_prediction: the null-odds threshold. Unset: the "
                      "best_f1_thresh found on --predict_file (it needs answers) (new).", **fv)
+
+
+def define_race_flags(flag_values=flags.FLAGS):
+  """The flags of the original `run_race.py` not in the shared groups (names and defaults unchanged), plus
+  --fix_option_aliasing, --eval_all_ckpt and the predict mode (new)."""
+  fv = dict(flag_values=flag_values)
+  # Model.
+  flags.DEFINE_string("model_config_path", None, "Model config path (xlnet_config.json).", **fv)
+  flags.DEFINE_enum("summary_type", "last", ["last", "first", "mean", "attn"], "Method used to summarize a "
+                    "sequence into a compact vector.", **fv)
+  flags.DEFINE_bool("use_summ_proj", True, "Whether to use projection for summarizing sequences.", **fv)
+  # I/O paths.
+  flags.DEFINE_bool("overwrite_data", False, "If False, will use cached data if available. The cached tfrecord "
+                    "names include neither max_qa_length, uncased nor fix_option_aliasing: set this when one of "
+                    "them changes.", **fv)
+  flags.DEFINE_string("output_dir", "", "Output dir for TF records.", **fv)
+  flags.DEFINE_string("spiece_model_file", "", "Sentence Piece model path.", **fv)
+  flags.DEFINE_string("data_dir", "", "Directory for input data: {train,dev,test}/{middle,high}/ (RACE's layout).",
+                      **fv)
+  flags.DEFINE_string("tpu_job_name", None, "TPU worker job name (unused, as in the original).", **fv)
+  # Training.
+  flags.DEFINE_bool("do_train", False, "Whether to do training.", **fv)
+  flags.DEFINE_integer("train_batch_size", 8, "Batch size for training, in questions (1 question = 4 sequences: "
+                       "the article with each option), PER REPLICA as in the original's GPU path; with "
+                       "--strategy=tpu (or --use_tpu) it is the global batch.", **fv)
+  # Evaluation and prediction.
+  flags.DEFINE_bool("do_eval", False, "Whether to do eval.", **fv)
+  flags.DEFINE_enum("eval_split", "dev", ["dev", "test"], "Could be dev or test.", **fv)
+  flags.DEFINE_integer("eval_batch_size", 32, "Batch size for evaluation (and prediction), in questions.", **fv)
+  flags.DEFINE_bool("eval_all_ckpt", False, "Eval all ckpts in model_dir. If False, only the last one (the "
+                    "original's); with none there, --init_checkpoint (new).", **fv)
+  flags.DEFINE_bool("do_predict", False, "Write the chosen option and the probabilities of every question of "
+                    "--eval_split to --predict_dir (new).", **fv)
+  flags.DEFINE_string("predict_dir", None, "Dir for the prediction file [high.|middle.]{eval_split}.predictions.json "
+                      "(new).", **fv)
+  flags.DEFINE_string("predict_ckpt", None, "Ckpt path for do_predict. If None, the last one in model_dir, else "
+                      "--init_checkpoint (new).", **fv)
+  # Data config.
+  flags.DEFINE_integer("max_seq_length", 512, "Max length of each of the 4 sequences (article + question/option).",
+                       **fv)
+  flags.DEFINE_integer("max_qa_length", 128, "Max length for the concatenated question and answer (its last tokens "
+                       "are kept).", **fv)
+  flags.DEFINE_integer("shuffle_buffer", 2048, "Buffer size used for shuffle.", **fv)
+  flags.DEFINE_bool("uncased", False, "Use uncased.", **fv)
+  flags.DEFINE_bool("high_only", False, "Read only the high-school level (training and evaluation).", **fv)
+  flags.DEFINE_bool("middle_only", False, "Read only the middle-school level (training and evaluation).", **fv)
+  flags.DEFINE_bool("fix_option_aliasing", False, "False: the original's features, where an option that fits "
+                    "grows the article seen by the next options (how the released results were made). True: "
+                    "every option sees the article alone. See docs/race.md (new).", **fv)

@@ -12,8 +12,15 @@
             sequences the aliasing changes against `differs_from_unaliased` of `_examples.json`.
   records   the dev set of the head setting written by `prepare_records` (padded to eval_batch_size) and read back
             by `race_dataset`, against the inputs of `head/eval.npz`.
+  head      `ckpt/` loaded by name into the RACE model (every variable of the model from the checkpoint, every
+            checkpoint variable used), then the inputs of `head/eval.npz` in batches of eval_batch_size: the
+            time-major sequence output of batch 0, the summary (`pooled`, row b*4 + c), `logits`,
+            `per_example_loss`, each batch's total loss, and the eval numbers (`eval_accuracy`, `eval_loss`, the
+            Estimator's `loss`) against the goldens.
 
-Every comparison is exact: the printed max difference must be 0.
+The features and records comparisons are exact (the printed max difference must be 0). The head's are float32
+computations in another order than the original's: they pass within 1e-5 x max(1, max |golden|) (HEAD_ATOL, as
+tests/test_parity.py).
 """
 
 import collections
@@ -28,24 +35,36 @@ from absl import flags
 from absl import logging
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from xlnet_tf import checkpoint  # pylint: disable=g-import-not-at-top,wrong-import-position
+from xlnet_tf import RunConfig, XLNetConfig  # pylint: disable=g-import-not-at-top,wrong-import-position
 from xlnet_tf.data import tokenization  # pylint: disable=g-import-not-at-top,wrong-import-position
 from xlnet_tf.tasks.race import data  # pylint: disable=g-import-not-at-top,wrong-import-position
+from xlnet_tf.tasks.race import evaluation  # pylint: disable=g-import-not-at-top,wrong-import-position
 from xlnet_tf.tasks.race import records  # pylint: disable=g-import-not-at-top,wrong-import-position
+from xlnet_tf.tasks.race import task  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 flags.DEFINE_string("golden_dir", None, "Directory of the RACE goldens (the layout of /work/shared/goldens/race).")
-flags.DEFINE_list("parts", None, "Parts to run (default: all): features, records.")
+flags.DEFINE_list("parts", None, "Parts to run (default: all): features, records, head.")
 flags.mark_flag_as_required("golden_dir")
 
 Row = collections.namedtuple("Row", ["part", "name", "max_diff", "ok"])
 
+HEAD_ATOL = 1e-5  # times max(1, max |golden|): float32 results of another operation order (see the docstring)
 
-def _compare(part, name, got, want):
-  """One Row: max |got - want| over the arrays (inf when the shapes differ)."""
+
+def _compare(part, name, got, want, atol=0.0):
+  """One Row: max |got - want| over the arrays (inf when the shapes differ); ok when it is at most `atol`."""
   got, want = np.asarray(got), np.asarray(want)
   if got.shape != want.shape:
     return Row(part, f"{name} shape {got.shape} vs {want.shape}", float("inf"), False)
   diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))) if got.size else 0.0
-  return Row(part, name, diff, diff == 0.0)
+  return Row(part, name, diff, diff <= atol)
+
+
+def _close(part, name, got, want):
+  """`_compare` within HEAD_ATOL x max(1, max |want|)."""
+  atol = HEAD_ATOL * max(1.0, float(np.max(np.abs(want))) if np.size(want) else 1.0)
+  return _compare(part, f"{name} (atol {atol:.1e})", got, want, atol)
 
 
 def _load(golden_dir):
@@ -121,7 +140,58 @@ def check_records(golden_dir):
   return rows
 
 
-PARTS = collections.OrderedDict([("features", check_features), ("records", check_records)])
+def head_model(golden_dir):
+  """The RACE model of the goldens' flags (inference, dropout 0) with `ckpt/` loaded; (model, load report)."""
+  meta, _ = _load(golden_dir)
+  f = meta["flags"]
+  run_config = RunConfig(is_training=False, use_tpu=False, use_bfloat16=f["use_bfloat16"], dropout=f["dropout"],
+                         dropatt=f["dropatt"], init=f["init"], init_std=f["init_std"], init_range=f["init_range"],
+                         clamp_len=f["clamp_len"])
+  config = XLNetConfig(json_path=os.path.join(golden_dir, "ckpt", "xlnet_config.json"))
+  model = task.build_model(config, run_config, f["summary_type"], f["use_summ_proj"])
+  return model, checkpoint.load_weights(model, os.path.join(golden_dir, "ckpt", "xlnet_model.ckpt"))
+
+
+def check_head(golden_dir):
+  """The head part (see the module docstring)."""
+  meta, _ = _load(golden_dir)
+  head = meta["head"]
+  seq_len = next(s for s in meta["settings"] if s["tag"] == head["setting"])["max_seq_length"]
+  batch_size = head["eval_batch_size"]
+  golden = np.load(os.path.join(golden_dir, "head", "eval.npz"))
+  part = f"head {head['setting']} dev"
+  model, report = head_model(golden_dir)
+  rows = [Row(part, f"checkpoint: {len(report['loaded'])} variables loaded by name, kept initial "
+                    f"{report['kept_initial']}, unused {report['unused']}", 0.0,
+              not report["kept_initial"] and not report["unused"])]
+  got = collections.defaultdict(list)
+  for start in range(0, len(golden["label_ids"]), batch_size):
+    rows_of = slice(start, start + batch_size)
+    features = {key: golden[key][rows_of].reshape([-1, data.NUM_CHOICES, seq_len])
+                for key in ("input_ids", "input_mask", "segment_ids")}
+    features["label_ids"] = golden["label_ids"][rows_of]
+    output, pooled = task.encode(model, features)
+    logits, loss = task.forward(model, features)
+    got["sequence_output"].append(output.numpy())
+    got["pooled"].append(pooled.numpy())
+    got["logits"].append(logits.numpy())
+    got["per_example_loss"].append(loss.numpy())
+    got["batch_total_loss"].append(np.mean(loss.numpy(), keepdims=True))
+  rows.append(_close(part, "sequence_output_batch0 [L, 4B, H]", got["sequence_output"][0],
+                     golden["sequence_output_batch0"]))
+  for key in ("pooled", "logits", "per_example_loss", "batch_total_loss"):
+    rows.append(_close(part, key, np.concatenate(got[key]), golden[key]))
+  metrics = evaluation.eval_metrics(np.concatenate(got["logits"]), np.concatenate(got["per_example_loss"]),
+                                    golden["label_ids"], golden["is_real_example"],
+                                    np.concatenate(got["batch_total_loss"]))
+  for key, golden_key in (("eval_accuracy", "eval_accuracy"), ("eval_loss", "eval_loss"),
+                          ("loss", "estimator_loss")):
+    rows.append(_close(part, f"{key} {metrics[key]:.6f} vs {golden_key} {float(golden[golden_key]):.6f}",
+                       metrics[key], golden[golden_key]))
+  return rows
+
+
+PARTS = collections.OrderedDict([("features", check_features), ("records", check_records), ("head", check_head)])
 
 
 def run(golden_dir, parts=None):

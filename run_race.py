@@ -1,0 +1,227 @@
+"""XLNet on RACE (multiple-choice reading comprehension): the original `run_race.py`, plus a predict mode.
+
+  python run_race.py --do_train=True --do_eval=True --data_dir=${RACE_DIR} --output_dir=proc_data/race \\
+      --model_dir=exp/race --spiece_model_file=${LARGE_DIR}/spiece.model \\
+      --model_config_path=${LARGE_DIR}/xlnet_config.json --init_checkpoint=${LARGE_DIR}/xlnet_model.ckpt \\
+      --uncased=False --max_seq_length=512 --max_qa_length=128 --train_batch_size=8 --learning_rate=2e-5 \\
+      --train_steps=12000 --warmup_steps=1000 --save_steps=1000 --adam_epsilon=1e-6 --eval_batch_size=32
+  python run_race.py --do_eval=True --eval_all_ckpt=True --do_predict=True --predict_dir=exp/race/pred ...
+
+Every flag of the original keeps its name and default. Semantics:
+- One question is one example of 4 sequences (the article with each option): `--train_batch_size=8` is 8 questions,
+  32 sequences, per replica (the original's GPU path); with --strategy=tpu (--use_tpu) it is the global batch.
+- Features are the original's by default, including its option aliasing (an option that fits grows the article
+  the next options see); `--fix_option_aliasing=True` gives every option the article alone. See docs/race.md.
+- --init_checkpoint takes a released checkpoint (the new head keeps its initialisation), a checkpoint fine-tuned by
+  the original run_race.py (head included), or one of ours. Training uses it when model_dir holds no checkpoint yet
+  (a model_dir with one resumes instead). Eval and predict use it when model_dir holds none, as the original's
+  Estimator did.
+- Eval reads the last checkpoint of model_dir (the original's), or all of them with --eval_all_ckpt (new), and logs
+  the original's `Eval | eval_accuracy ... | eval_loss ... | loss ... | global_step ... |` per checkpoint:
+  eval_accuracy and eval_loss over the real questions, loss the Estimator's (the padding questions included).
+- New: --strategy, --jit_compile, --seed (also seeds the shuffle of the training questions; unset: unseeded like
+  the original), --deterministic, --fix_option_aliasing, --eval_all_ckpt, and the predict mode (--do_predict,
+  --predict_dir, --predict_ckpt): `[high.|middle.]{eval_split}.predictions.json` with each question's chosen option
+  and the probabilities of the four.
+"""
+
+import os
+
+import flags  # first: loads TensorFlow without its C++ start-up noise
+import tensorflow as tf
+from absl import flags as absl_flags
+
+from xlnet_tf import XLNetConfig, create_run_config
+from xlnet_tf import checkpoint
+from xlnet_tf import fileio
+from xlnet_tf import training
+from xlnet_tf.data import tokenization
+from xlnet_tf.tasks.race import data as race_data
+from xlnet_tf.tasks.race import evaluation as race_eval
+from xlnet_tf.tasks.race import records as race_records
+from xlnet_tf.tasks.race import task as race_task
+
+
+def define_flags(flag_values=absl_flags.FLAGS):
+  """This script's flags: the original `run_race.py` ones with their defaults, and the new ones."""
+  flags.define_run_config_flags(dropout=0.1, dropatt=0.1, flag_values=flag_values)
+  flags.define_optimizer_flags(learning_rate=2e-5, train_steps=12000, min_lr_ratio=0.0, adam_epsilon=1e-6,
+                               flag_values=flag_values)
+  flags.define_hardware_flags(num_core_per_host=8, iterations=1000, max_save=0, flag_values=flag_values)
+  flags.define_race_flags(flag_values=flag_values)
+
+
+def _require_file(path, flag, what):
+  if not path:
+    raise flags.FlagError(f"--{flag} is required: {what}.")
+  if not tf.io.gfile.exists(path):
+    raise flags.FlagError(f"--{flag}={path} does not exist. Pass {what}.")
+
+
+def validate(o, num_replicas=1, strategy="one_device"):
+  """One-line errors for flag values the run cannot use (before anything heavy starts)."""
+  if not (o.do_train or o.do_eval or o.do_predict):
+    raise flags.FlagError("At least one of --do_train, --do_eval or --do_predict must be True.")
+  _require_file(o.model_config_path, "model_config_path", "the xlnet_config.json of the model")
+  _require_file(o.spiece_model_file, "spiece_model_file", "the SentencePiece model (spiece.model) of the model")
+  if not o.model_dir:
+    raise flags.FlagError("--model_dir is required: where the fine-tuned checkpoints go (and are read by eval).")
+  if not o.data_dir or not fileio.isdir(o.data_dir):
+    raise flags.FlagError(f"--data_dir {o.data_dir!r} is not a directory. Pass the RACE directory (with "
+                          "{train,dev,test}/{middle,high}/).")
+  if not o.output_dir:
+    raise flags.FlagError("--output_dir is required: where the cached tfrecords go.")
+  if o.do_predict and not o.predict_dir:
+    raise flags.FlagError("--do_predict needs --predict_dir: where the predictions file goes.")
+  if o.high_only and o.middle_only:
+    raise flags.FlagError("--high_only and --middle_only exclude each other (together they select nothing). Pass at "
+                          "most one.")
+  try:
+    race_data.check_lengths(o.max_seq_length, o.max_qa_length)
+  except ValueError as e:
+    raise flags.FlagError(str(e)) from None
+  for name in ("train_batch_size", "eval_batch_size", "shuffle_buffer", "iterations"):
+    if getattr(o, name) < 1:
+      raise flags.FlagError(f"--{name} must be a positive integer. Received: {getattr(o, name)}.")
+  if o.do_train and o.train_steps < 1:
+    raise flags.FlagError(f"--train_steps must be positive with --do_train. Received: {o.train_steps}.")
+  if o.do_train and not 0 <= o.warmup_steps < o.train_steps:
+    raise flags.FlagError(f"--warmup_steps must be at least 0 and below --train_steps (warm-up must end before "
+                          f"training does). Received: --warmup_steps={o.warmup_steps}, --train_steps={o.train_steps}.")
+  if o.save_steps is not None and o.save_steps < 1:
+    raise flags.FlagError(f"--save_steps must be positive (or unset). Received: {o.save_steps}.")
+  if strategy == "tpu" and o.train_batch_size % num_replicas:
+    raise flags.FlagError(f"On TPU --train_batch_size is the global batch and must be divisible by the "
+                          f"{num_replicas} cores. Received: {o.train_batch_size}.")
+
+
+def _model_files(o):
+  """(XLNetConfig, tokenize_fn) of --model_config_path and --spiece_model_file, checked against each other."""
+  xlnet_config = XLNetConfig(json_path=o.model_config_path)
+  try:
+    sp_model = tokenization.load_sentencepiece(o.spiece_model_file)
+  except ValueError as e:
+    raise flags.FlagError(f"--spiece_model_file: {e}") from None
+  if sp_model.GetPieceSize() > xlnet_config.n_token:
+    raise flags.FlagError(f"The SentencePiece model {o.spiece_model_file} has {sp_model.GetPieceSize()} pieces, "
+                          f"more than the model's n_token={xlnet_config.n_token} ({o.model_config_path}). Pass the "
+                          "spiece.model the model was trained with.")
+  return xlnet_config, tokenization.make_tokenize_fn(sp_model, o.uncased)
+
+
+def _prepare(o, split, tokenize_fn, log_fn):
+  """The split's cached records (`race_records.prepare_records`), logged as the original."""
+  info = race_records.prepare_records(
+      o.data_dir, split, tokenize_fn, o.spiece_model_file, o.output_dir, o.max_seq_length, o.max_qa_length,
+      eval_batch_size=o.eval_batch_size, high_only=o.high_only, middle_only=o.middle_only,
+      fix_option_aliasing=o.fix_option_aliasing, overwrite_data=o.overwrite_data, shuffle_seed=o.seed)
+  if info.num_real is not None:
+    log_fn(f"Num of {split} samples: {info.num_real}" + (f" (+{info.num_padding} padding)" if info.num_padding else ""))
+  if info.written:
+    log_fn(f"Wrote {info.num_records} examples to {info.path}.")
+  else:
+    log_fn(f"WARNING: reusing the cached {info.path}. Its name includes neither max_qa_length, uncased nor "
+           "fix_option_aliasing: pass --overwrite_data=True if any of them changed.")
+  return info
+
+
+def _model_dir_checkpoints(o):
+  return checkpoint.list_checkpoints(o.model_dir) if fileio.isdir(o.model_dir) else []
+
+
+def _predict_checkpoint(o):
+  """--predict_ckpt, else model_dir's latest checkpoint, else --init_checkpoint."""
+  if o.predict_ckpt:
+    return o.predict_ckpt
+  latest = tf.train.latest_checkpoint(o.model_dir) if fileio.isdir(o.model_dir) else None
+  checkpoints = _model_dir_checkpoints(o)
+  if latest or checkpoints:
+    return latest or checkpoints[-1][1]
+  if o.init_checkpoint:
+    return o.init_checkpoint
+  raise FileNotFoundError(f"No checkpoint in --model_dir {o.model_dir}. Train first or pass --predict_ckpt.")
+
+
+def train(o, strategy, xlnet_config, tokenize_fn, model_args, log_fn):
+  """Fine-tunes on the training split as the original; returns the last training loop's loss, lr, step."""
+  on_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
+  num_replicas = strategy.num_replicas_in_sync
+  info = _prepare(o, "train", tokenize_fn, log_fn)
+  if on_tpu:  # --train_batch_size is global on TPU, per replica elsewhere (the original's GPU semantics).
+    global_batch, per_replica = o.train_batch_size, o.train_batch_size // num_replicas
+  else:
+    global_batch, per_replica = o.train_batch_size * num_replicas, o.train_batch_size
+  iterations = min(o.iterations, o.save_steps) if o.save_steps else o.iterations
+  optimizer_args = dict(learning_rate=o.learning_rate, train_steps=o.train_steps, warmup_steps=o.warmup_steps,
+                        decay_method=o.decay_method, min_lr_ratio=o.min_lr_ratio, weight_decay=o.weight_decay,
+                        adam_epsilon=o.adam_epsilon)
+  run_config = create_run_config(is_training=True, is_finetune=True, flags=o)
+  trainer = training.Trainer(
+      strategy, lambda: race_task.build_model(xlnet_config, run_config, **model_args), race_task.RaceTask(),
+      o.model_dir, optimizer_args, clip=o.clip, lr_layer_decay_rate=o.lr_layer_decay_rate,
+      global_batch_size=global_batch, iterations=iterations, save_steps=o.save_steps, max_save=o.max_save,
+      jit_compile=o.jit_compile, tokens_per_example=race_data.NUM_CHOICES * o.max_seq_length)
+  if training.is_chief(strategy):
+    training.write_run_files(o.model_dir, xlnet_config, vars(o))
+  if o.init_checkpoint and not tf.train.latest_checkpoint(o.model_dir):
+    report = trainer.load_weights(o.init_checkpoint)
+    log_fn(f"Initialised {len(report['loaded'])} variables from {o.init_checkpoint}; kept their initial values: "
+           f"{report['kept_initial'] or 'none'}.")
+  start = trainer.restore_or_init()
+  log_fn(f"Training RACE from step {start} to {o.train_steps}: global batch {global_batch} questions "
+         f"({per_replica} per replica x {num_replicas} replica(s)), {race_data.NUM_CHOICES * global_batch} "
+         "sequences.")
+  return trainer.train(race_records.race_dataset_fn(info.path, o.max_seq_length, per_replica, o.shuffle_buffer,
+                                                    o.seed), log_fn=log_fn)
+
+
+def run(o, strategy, log_fn=print):
+  """Fine-tunes, evaluates and/or predicts as the options `o` (this script's flags: `flags.values` or
+  `flags.defaults(define_flags, ...)`) say, on `strategy` for training.
+
+  Returns:
+    dict: `train` (the last training loop's loss, lr, step), `eval` (per-checkpoint results) and `best`, `predict`
+    (path, accuracy, num_questions), for the modes that ran.
+  """
+  on_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
+  validate(o, strategy.num_replicas_in_sync, "tpu" if on_tpu else None)
+  xlnet_config, tokenize_fn = _model_files(o)
+  model_args = dict(summary_type=o.summary_type, use_summ_proj=o.use_summ_proj)
+  results = {}
+  if o.do_train:
+    results["train"] = train(o, strategy, xlnet_config, tokenize_fn, model_args, log_fn)
+  if not training.is_chief(strategy) or not (o.do_eval or o.do_predict):
+    return results  # Eval and predict run on the chief only (the original evaluates on one host).
+
+  inference = race_eval.Inference(race_task.build_model(
+      xlnet_config, create_run_config(is_training=False, is_finetune=True, flags=o), **model_args))
+  info = _prepare(o, o.eval_split, tokenize_fn, log_fn)
+  if o.do_eval:
+    checkpoints = _model_dir_checkpoints(o)
+    if not o.eval_all_ckpt:
+      checkpoints = checkpoints[-1:]
+    if not checkpoints and o.init_checkpoint:
+      log_fn(f"No checkpoint in --model_dir {o.model_dir}: evaluating --init_checkpoint {o.init_checkpoint} (as the "
+             "original's Estimator).")
+      checkpoints = [(0, o.init_checkpoint)]
+    results["eval"], results["best"] = race_eval.evaluate_checkpoints(
+        inference, checkpoints, info.path, o.max_seq_length, o.eval_batch_size, log_fn=log_fn)
+  if o.do_predict:
+    ckpt = _predict_checkpoint(o)
+    examples = race_data.get_examples(o.data_dir, o.eval_split, o.high_only, o.middle_only)
+    level = "high." if o.high_only else "middle." if o.middle_only else ""
+    output_file = os.path.join(o.predict_dir, f"{level}{o.eval_split}.predictions.json")
+    results["predict"] = race_eval.predict(inference, ckpt, info.path, o.max_seq_length, o.eval_batch_size,
+                                           examples, o.data_dir, output_file)
+    log_fn(f"Predictions of {ckpt}: {output_file} ({results['predict']['num_questions']} questions, accuracy "
+           f"{results['predict']['accuracy']:.4f}).")
+  return results
+
+
+def body(o):
+  validate(o)
+  run(o, training.start(o), log_fn=lambda line: print(line, flush=True))
+
+
+if __name__ == "__main__":
+  flags.run_script(define_flags, flags.cli_main("run_race.py", body))

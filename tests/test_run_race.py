@@ -1,0 +1,199 @@
+"""run_race.py end to end: train/eval/predict on the RACE-format IMDB set, the goldens' checkpoint evaluated as the
+original's Estimator evaluates it, one-line errors for bad input, the original's flags, and (slow) learning."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from absl import flags as absl_flags
+
+import flags
+import run_race
+from xlnet_tf import training
+from xlnet_tf.tasks.race import corpus
+
+PY = sys.executable
+GOLDEN = "tests/testdata/race"
+SPM = "tests/testdata/data/spm/spiece.model"  # 1000 pieces, trained on IMDB text
+TINY = dict(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=24, ff_activation="gelu", untie_r=True, n_token=1000)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+  """A small RACE-format IMDB set (short articles) and a tiny xlnet_config.json."""
+  root = tmp_path_factory.mktemp("race")
+  corpus.write_race_corpus(str(root / "race"), num_train=6, num_dev=4, num_test=2, max_article_words=60,
+                           middle_max_words=40)
+  (root / "xlnet_config.json").write_text(json.dumps(TINY))
+  return {"data": str(root / "race"), "config": str(root / "xlnet_config.json"), "root": root}
+
+
+def race_cmd(files, *extra, data_dir=None):
+  return [PY, "run_race.py", f"--data_dir={data_dir or files['data']}", f"--spiece_model_file={SPM}",
+          f"--model_config_path={files['config']}", "--max_seq_length=96", "--max_qa_length=32", *extra]
+
+
+def eval_lines(stdout, title="Eval"):
+  """[{key: value}] of every `title | k v | ...` line."""
+  results = []
+  for line in stdout.splitlines():
+    if line.startswith(title + " |"):
+      fields = [f.strip() for f in line.split("|")[1:] if f.strip()]
+      results.append(dict(f.split(" ", 1) for f in fields))
+  return results
+
+
+def test_train_eval_predict(files, tmp_path):
+  out = tmp_path
+  cmd = race_cmd(files, "--do_train=True", "--do_eval=True", "--do_predict=True", "--eval_all_ckpt=True",
+                 f"--output_dir={out / 'records'}", f"--model_dir={out / 'model'}", f"--predict_dir={out / 'pred'}",
+                 "--train_batch_size=2", "--learning_rate=1e-3", "--train_steps=4", "--save_steps=2",
+                 "--eval_batch_size=5", "--seed=1")
+  proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  stdout = proc.stdout
+  assert "global batch 2 questions (2 per replica x 1 replica(s)), 8 sequences" in stdout
+  assert "[4] | gnorm" in stdout
+  model_dir = out / "model"
+  assert sorted(p.name for p in model_dir.glob("*.index")) == ["ckpt-2.index", "ckpt-4.index"]
+  assert json.loads((model_dir / "xlnet_config.json").read_text()) == TINY
+  assert json.loads((model_dir / "run_flags.json").read_text())["fix_option_aliasing"] is False
+  assert sorted(p.name for p in (out / "records").iterdir()) == [
+      "spiece.model.len-96.dev.tf_record", "spiece.model.len-96.train.tf_record"]
+  num_dev = int(re.search(r"Num of dev samples: (\d+) \(\+(\d+) padding\)", stdout).group(1))
+  assert num_dev >= 8
+
+  # The original's Eval line, per checkpoint (--eval_all_ckpt), then the best.
+  results = eval_lines(stdout)
+  assert [list(r) for r in results] == [["eval_accuracy", "eval_loss", "loss", "global_step"]] * 2
+  assert [r["global_step"] for r in results] == ["2", "4"]
+  for r in results:
+    assert 0 <= float(r["eval_accuracy"]) <= 1 and np.isfinite(float(r["eval_loss"])) and np.isfinite(float(r["loss"]))
+  assert len(eval_lines(stdout, "Best")) == 1
+
+  # Predictions of the last checkpoint: one entry per real dev question, in the reader's order.
+  assert f"Predictions of {model_dir / 'ckpt-4'}" in stdout
+  entries = json.loads((out / "pred" / "dev.predictions.json").read_text())
+  assert len(entries) == num_dev
+  for e in entries:
+    assert set(e) == {"file", "question_index", "level", "prediction", "probabilities", "logits", "answer", "correct"}
+    assert e["file"].startswith(f"dev/{e['level']}/") and e["prediction"] in "ABCD" and e["answer"] in "ABCD"
+    probs = np.array(e["probabilities"])
+    assert probs.shape == (4,) and abs(probs.sum() - 1) < 1e-5 and "ABCD"[int(np.argmax(e["logits"]))] == e["prediction"]
+    assert e["correct"] == (e["prediction"] == e["answer"])
+  assert np.mean([e["correct"] for e in entries]) == pytest.approx(float(results[1]["eval_accuracy"]), abs=1e-6)
+  assert not list((out / "pred").glob("*tmp*"))
+
+
+def test_eval_of_the_original_checkpoint_equals_the_goldens(tmp_path):
+  """The goldens' run: --do_eval with --init_checkpoint and an empty model_dir (the original Estimator then
+  evaluates the initial, i.e. init_checkpoint's, weights)."""
+  meta = json.loads(open(os.path.join(GOLDEN, "meta.json")).read())["head"]
+  options = flags.defaults(
+      run_race.define_flags, do_eval=True, data_dir=os.path.join(GOLDEN, "data"),
+      spiece_model_file=os.path.join(GOLDEN, "spm", "spiece.model"),
+      model_config_path=os.path.join(GOLDEN, "ckpt", "xlnet_config.json"),
+      init_checkpoint=os.path.join(GOLDEN, "ckpt", "xlnet_model.ckpt"), output_dir=str(tmp_path / "records"),
+      model_dir=str(tmp_path / "model"), max_seq_length=64, max_qa_length=16, eval_batch_size=5, dropout=0.0,
+      dropatt=0.0)
+  lines = []
+  result = run_race.run(options, training.make_strategy("one_device"), log_fn=lines.append)
+  (got,) = result["eval"]
+  assert got["eval_accuracy"] == meta["eval_accuracy"] == 0.125
+  assert got["eval_loss"] == pytest.approx(meta["eval_loss"], abs=1e-5)
+  assert got["loss"] == pytest.approx(meta["estimator_loss"], abs=1e-5)
+  assert got["global_step"] == 0
+  assert any(line.startswith("Eval | eval_accuracy 0.125 | eval_loss 1.3881") for line in lines)
+
+
+def _bad_data(files, tmp_path):
+  """RACE trees with one defect each (copies of the good dev split plus the defect)."""
+  def tree(name, text=None):
+    root = tmp_path / name
+    for split in ("train", "dev"):
+      for level in ("middle", "high"):
+        (root / split / level).mkdir(parents=True)
+    good = json.dumps({"article": "A short article. It has two sentences.", "questions": ["Which one?"],
+                       "options": [["a", "b", "c", "d"]], "answers": ["B"]})
+    (root / "train" / "middle" / "1.txt").write_text(good)
+    (root / "dev" / "middle" / "1.txt").write_text(good)
+    if text is not None:
+      (root / "train" / "high" / "bad.txt").write_text(text)
+    return str(root)
+
+  missing = tree("missing")
+  os.rmdir(os.path.join(missing, "train", "high"))
+  return {
+      "missing": missing,
+      "not_json": tree("not_json", "article: not json"),
+      "letter": tree("letter", json.dumps({"article": "x", "questions": ["q"], "options": [["a", "b", "c", "d"]],
+                                           "answers": ["E"]})),
+      "options": tree("options", json.dumps({"article": "x", "questions": ["q"], "options": [["a", "b", "c"]],
+                                             "answers": ["A"]})),
+  }
+
+
+BAD_INPUT = [  # (extra flags, data key or None, expected message, run as a subprocess)
+    ([], "missing", "train/high does not exist", True),
+    ([], "not_json", "bad.txt is not a RACE article file: not JSON", True),
+    (["--max_qa_length=93"], None, "--max_qa_length must be an integer in [1, max_seq_length - 3)", True),
+    ([], "letter", "answer 0 is 'E', not one of the letters A, B, C, D", False),
+    ([], "options", "question 0 needs a list of 4 option strings", False),
+    (["--high_only=True", "--middle_only=True"], None, "--high_only and --middle_only exclude each other", False),
+]
+
+
+def test_bad_input_gives_one_line_errors(files, tmp_path):
+  """Three cases through the CLI (exit status, one line, no traceback), the others through run() in-process: the
+  same exception `flags.cli_main` prints as that one line."""
+  dirs = _bad_data(files, tmp_path)
+  procs = []
+  for i, (extra, data, message, as_subprocess) in enumerate(BAD_INPUT):
+    args = race_cmd(files, "--do_train=True", f"--output_dir={tmp_path / f'rec{i}'}",
+                    f"--model_dir={tmp_path / f'model{i}'}", *extra, data_dir=dirs[data] if data else None)
+    if as_subprocess:
+      procs.append((subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), message))
+      continue
+    fv = absl_flags.FlagValues()
+    run_race.define_flags(flag_values=fv)
+    fv(args[1:])  # the same command line, parsed in-process
+    with pytest.raises((ValueError, FileNotFoundError), match=re.escape(message)):
+      run_race.run(flags.values(fv), training.make_strategy("one_device"), log_fn=lambda line: None)
+  for proc, message in procs:
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0, message
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("run_race.py: error:") and message in last, err[-2000:]
+    assert "Traceback" not in err
+
+
+ORIGINAL_RACE_FLAGS = {  # the original run_race.py's 47 flags and defaults
+    "model_config_path": None, "dropout": 0.1, "dropatt": 0.1, "clamp_len": -1, "summary_type": "last",
+    "use_summ_proj": True, "use_bfloat16": False, "init": "normal", "init_std": 0.02, "init_range": 0.1,
+    "overwrite_data": False, "init_checkpoint": None, "output_dir": "", "spiece_model_file": "", "model_dir": None,
+    "data_dir": "", "use_tpu": False, "num_hosts": 1, "num_core_per_host": 8, "tpu_job_name": None, "tpu": None,
+    "tpu_zone": None, "gcp_project": None, "master": None, "iterations": 1000, "do_train": False,
+    "train_steps": 12000, "warmup_steps": 0, "learning_rate": 2e-5, "lr_layer_decay_rate": 1.0, "min_lr_ratio": 0.0,
+    "clip": 1.0, "max_save": 0, "save_steps": None, "train_batch_size": 8, "weight_decay": 0.0,
+    "adam_epsilon": 1e-6, "decay_method": "poly", "do_eval": False, "eval_split": "dev", "eval_batch_size": 32,
+    "max_seq_length": 512, "max_qa_length": 128, "shuffle_buffer": 2048, "uncased": False, "high_only": False,
+    "middle_only": False,
+}
+
+
+def test_flags_keep_the_original_names_and_defaults():
+  fv = absl_flags.FlagValues()
+  run_race.define_flags(flag_values=fv)
+  assert len(ORIGINAL_RACE_FLAGS) == 47
+  # model_dir: the original's "" is None here (both mean unset).
+  assert {name: fv[name].default for name in ORIGINAL_RACE_FLAGS} == ORIGINAL_RACE_FLAGS
+  new = set(vars(flags.defaults(run_race.define_flags))) - set(ORIGINAL_RACE_FLAGS)
+  assert new == {"strategy", "jit_compile", "seed", "deterministic", "fix_option_aliasing", "eval_all_ckpt",
+                 "do_predict", "predict_dir", "predict_ckpt"}
+  assert fv["fix_option_aliasing"].default is False
+  with pytest.raises(ValueError, match="No such flag: max_qa_len"):
+    flags.defaults(run_race.define_flags, max_qa_len=3)

@@ -1,0 +1,176 @@
+"""Eval and predict of a fine-tuned RACE model, as the original `run_race.py` evaluates (and a predict mode it lacks).
+
+Eval runs each checkpoint over the eval records (padded with fake questions to a multiple of the batch size) and
+reports what the original's Estimator reports, logged as its `Eval | key value | ...` line:
+
+    eval_accuracy  argmax(logits) == label, weighted by is_real_example   (tf.metrics.accuracy)
+    eval_loss      per-question loss, weighted by is_real_example           (tf.metrics.mean)
+    loss           the mean of the batches' total_loss (padding included)   (the Estimator's `loss`)
+    global_step    the checkpoint's step
+
+Predict writes, per real question of the split, the chosen option and the softmax probabilities of the four.
+"""
+
+import math
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from xlnet_tf import checkpoint
+from xlnet_tf import fileio
+from xlnet_tf.tasks.race import data
+from xlnet_tf.tasks.race import records
+from xlnet_tf.tasks.race.task import HEAD_NAME, forward
+
+
+def load_for_inference(model, ckpt_path):
+  """Loads `ckpt_path` into `model` and checks that the summary and the RACE head came from it (eval and predict
+  need a fine-tuned head, not a fresh one)."""
+  report = checkpoint.load_weights(model, ckpt_path)
+  missing = [n for n in report["kept_initial"] if n.startswith((f"{HEAD_NAME}/", "model/sequnece_summary/"))]
+  if missing:
+    raise ValueError(f"Checkpoint {ckpt_path} has no fine-tuned RACE head (it lacks {', '.join(missing)}). "
+                     "Evaluate a checkpoint written by run_race.py or fine-tuned by the original run_race.py.")
+  return report
+
+
+class Inference:
+  """A model for eval and predict: loads checkpoints and runs batches through one traced forward pass.
+
+  Args:
+    model: an XLNetModel from `task.build_model` built for inference (is_training=False).
+  """
+
+  def __init__(self, model):
+    self.model = model
+    self._step = tf.function(lambda features: forward(model, features, training=False), autograph=False)
+
+  def load(self, ckpt_path):
+    """Loads a fine-tuned checkpoint (see `load_for_inference`)."""
+    return load_for_inference(self.model, ckpt_path)
+
+  def run(self, dataset):
+    """Runs the model over a dataset of feature batches (`records.race_dataset`).
+
+    Returns:
+      dict of numpy arrays over all questions: logits float32 [N, 4], loss float32 [N], label_ids int32 [N],
+      is_real_example int32 [N], batch_loss float32 [number of batches] (each batch's mean loss).
+    """
+    out = {"logits": [], "loss": [], "label_ids": [], "is_real_example": [], "batch_loss": []}
+    for features in dataset:
+      logits, loss = self._step(features)
+      out["logits"].append(logits.numpy())
+      out["loss"].append(loss.numpy())
+      out["label_ids"].append(features["label_ids"].numpy())
+      out["is_real_example"].append(features["is_real_example"].numpy())
+      out["batch_loss"].append(np.mean(loss.numpy(), keepdims=True))
+    return {k: np.concatenate(v) if v else np.zeros([0]) for k, v in out.items()}
+
+
+def eval_metrics(logits, loss, label_ids, is_real_example, batch_loss):
+  """The original's eval numbers (see the module docstring) from `Inference.run`'s arrays.
+
+  Returns:
+    dict: eval_accuracy, eval_loss, loss (floats; NaN when there is no real question).
+  """
+  weights = np.asarray(is_real_example, np.float64)
+  total = weights.sum()
+  correct = (np.argmax(logits, axis=-1) == np.asarray(label_ids)).astype(np.float64)
+  return {
+      "eval_accuracy": float(np.sum(correct * weights) / total) if total else math.nan,
+      "eval_loss": float(np.sum(np.asarray(loss, np.float64) * weights) / total) if total else math.nan,
+      "loss": float(np.mean(batch_loss)) if len(batch_loss) else math.nan,
+  }
+
+
+def format_result(title, result, keys=("eval_accuracy", "eval_loss", "loss", "global_step")):
+  """`{title} | key value | ...`, the original's log line."""
+  return f"{title} | " + "".join(f"{key} {result[key]} | " for key in keys)
+
+
+def eval_dataset(eval_file, max_seq_length, eval_batch_size):
+  """The eval records in order, in batches of eval_batch_size (the original's input_fn drops a remainder)."""
+  return records.race_dataset(eval_file, max_seq_length, eval_batch_size, is_training=False, drop_remainder=True)
+
+
+def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval_batch_size, log_fn=print):
+  """Evaluates each checkpoint on the eval records, as the original's eval mode (for every checkpoint).
+
+  Args:
+    inference: an `Inference`.
+    checkpoints: [(step, path)], e.g. `checkpoint.list_checkpoints(model_dir)` (or its last entry).
+    eval_file: the eval record file, padded to a multiple of eval_batch_size (`records.prepare_records`).
+    max_seq_length, eval_batch_size: ints, as written.
+    log_fn: where the `Eval | ...` lines go (and `Best | ...` when several checkpoints were evaluated).
+
+  Returns:
+    (results, best): per-checkpoint dicts (eval_accuracy, eval_loss, loss, global_step, path), and the one with
+    the highest eval_accuracy.
+  """
+  if not checkpoints:
+    raise FileNotFoundError("No checkpoint to evaluate (no *.index file in --model_dir, no --init_checkpoint). "
+                            "Train first (--do_train=True) or point --model_dir at the fine-tuning output.")
+  dataset = eval_dataset(eval_file, max_seq_length, eval_batch_size)
+  results = []
+  for step, path in checkpoints:
+    inference.load(path)
+    out = inference.run(dataset)
+    result = eval_metrics(out["logits"], out["loss"], out["label_ids"], out["is_real_example"], out["batch_loss"])
+    result.update(global_step=step, path=path)
+    results.append(result)
+    log_fn("=" * 80)
+    log_fn(f"Evaluated {path}: {len(out['loss'])} questions ({int(np.sum(out['is_real_example']))} real)")
+    log_fn(format_result("Eval", result))
+    log_fn("=" * 80)
+  rank = lambda r: -math.inf if math.isnan(r["eval_accuracy"]) else r["eval_accuracy"]
+  best = sorted(results, key=rank, reverse=True)[0]
+  if len(results) > 1:
+    log_fn(format_result("Best", best, keys=("eval_accuracy", "eval_loss", "loss", "global_step", "path")))
+  return results, best
+
+
+def _relative(path, data_dir):
+  """`path` below `data_dir` (`dev/middle/1.txt`), else as given."""
+  root = data_dir.rstrip("/") + "/"
+  return path[len(root):] if path.startswith(root) else path
+
+
+def predict(inference, ckpt_path, eval_file, max_seq_length, eval_batch_size, examples, data_dir, output_file):
+  """Writes the predictions of `ckpt_path` for the real questions of `eval_file`, atomically, as a JSON list.
+
+  Each entry: `file` (below data_dir), `question_index`, `level`, `prediction` (the chosen letter A-D),
+  `probabilities` (softmax over the 4 options), `logits`, `answer` (the file's letter) and `correct`.
+
+  Args:
+    inference: an `Inference`.
+    ckpt_path: the checkpoint to run.
+    eval_file, max_seq_length, eval_batch_size: the padded eval records (as `evaluate_checkpoints`).
+    examples: the split's `data.InputExample`s, in the records' order (`data.get_examples`).
+    data_dir: str, the RACE root (file names are written relative to it).
+    output_file: str, the JSON file.
+
+  Returns:
+    dict: path (output_file), accuracy (over the real questions), num_questions.
+  """
+  inference.load(ckpt_path)
+  out = inference.run(eval_dataset(eval_file, max_seq_length, eval_batch_size))
+  real = out["is_real_example"] != 0
+  logits, labels = out["logits"][real], out["label_ids"][real]
+  if len(logits) != len(examples):
+    raise ValueError(f"{eval_file} holds {len(logits)} real questions but the split has {len(examples)}: the cached "
+                     "record is stale. Pass --overwrite_data=True.")
+  if len(examples) and not np.array_equal(labels, [ex.label for ex in examples]):
+    raise ValueError(f"The answers in {eval_file} do not match the split's files: the cached record is stale. Pass "
+                     "--overwrite_data=True.")
+  probabilities = tf.nn.softmax(logits.astype(np.float64), axis=-1).numpy()
+  choices = np.argmax(logits, axis=-1)
+  entries = [{
+      "file": _relative(ex.file, data_dir), "question_index": ex.question_index, "level": ex.level,
+      "prediction": data.ANSWER_LETTERS[choice], "probabilities": [round(float(p), 6) for p in probs],
+      "logits": [float(v) for v in row], "answer": data.ANSWER_LETTERS[ex.label], "correct": bool(choice == ex.label),
+  } for ex, choice, probs, row in zip(examples, choices, probabilities, logits)]
+  fileio.write_json(output_file, entries, indent=1)
+  accuracy = float(np.mean(choices == labels)) if len(labels) else math.nan
+  logging.info("Predicted %d questions with %s (accuracy %.4f).", len(entries), ckpt_path, accuracy)
+  return {"path": output_file, "accuracy": accuracy, "num_questions": len(entries)}

@@ -83,8 +83,8 @@ def defaults(define_flags, **overrides):
 
 def cli_main(prog, body):
   """The absl `main` of a CLI: rejects stray arguments, logs at INFO, runs `body(values())`, and ends a bad flag,
-  file or value (ValueError, FileNotFoundError, FloatingPointError) with one line `{prog}: error: ...`, exit 1; a
-  run stopped by a signal (an exception with `exit_code`) with one line and that code (128 + the signal)."""
+  file or value, or a failed write (ValueError, OSError, FloatingPointError) with one line `{prog}: error: ...`,
+  exit 1; a run stopped by a signal (an exception with `exit_code`) with one line and that code (128 + signal)."""
   def main(argv):
     if len(argv) > 1:
       raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
@@ -92,7 +92,7 @@ def cli_main(prog, body):
     try:
       body(values())
       return
-    except (ValueError, FileNotFoundError, FloatingPointError) as e:
+    except (ValueError, OSError, FloatingPointError) as e:
       line, code = f"{prog}: error: " + " ".join(str(e).split()), 1
     except Exception as e:  # pylint: disable=broad-except
       if not hasattr(e, "exit_code"):  # e.g. training.Interrupted: stopped by a signal after saving
@@ -174,9 +174,18 @@ def define_optimizer_flags(learning_rate, train_steps, min_lr_ratio, adam_epsilo
   flags.DEFINE_integer("train_steps", train_steps, "Total number of training steps.", **fv)
   flags.DEFINE_float("lr_layer_decay_rate", lr_layer_decay_rate, "Top layer: lr; layer below: lr * rate; ...",
                      **fv)
+  flags.DEFINE_enum("clip_mode", "auto", ["auto", "indexed_slices", "dense", "per_core"],
+                    "How the gradient norm is taken and clipped (new; docs/training_step.md). auto: as the original "
+                    "on this path: per_core with --strategy=tpu (each core clips its own gradient, as "
+                    "CrossShardOptimizer), else indexed_slices (the word-embedding gradient counted as its "
+                    "un-merged rows, as TF 1.13 on GPU). dense: the norm of the merged, summed gradient.", **fv)
+  flags.DEFINE_enum("loss_weighting", "replica_mean", ["replica_mean", "global_mean"],
+                    "replica_mean: the loss is the mean of the replicas' (towers', cores') mean losses, as the "
+                    "original. global_mean: one mean over the global batch (pretraining targets weighted equally "
+                    "whichever replica holds them) (new).", **fv)
 
 
-def define_hardware_flags(num_core_per_host=8, iterations=1000, max_save=0, flag_values=flags.FLAGS):
+def define_hardware_flags(num_core_per_host=None, iterations=1000, max_save=0, flag_values=flags.FLAGS):
   """[T] device, distribution and checkpointing flags, plus the new --strategy, --jit_compile, --seed and
   --deterministic."""
   fv = dict(flag_values=flag_values)
@@ -187,8 +196,9 @@ def define_hardware_flags(num_core_per_host=8, iterations=1000, max_save=0, flag
   flags.DEFINE_string("master", None, "Kept for compatibility with the original; unused (use TF_CONFIG).", **fv)
   flags.DEFINE_integer("num_hosts", 1, "Number of hosts (workers); per-host batch = train_batch_size / num_hosts.",
                        **fv)
-  flags.DEFINE_integer("num_core_per_host", num_core_per_host, "Cores (GPUs) per host. With --strategy=mirrored, "
-                       "at most this many local devices are used.", **fv)
+  flags.DEFINE_integer("num_core_per_host", num_core_per_host, "Replicas per host, as the original: above 1, one "
+                       "per GPU (the original's MirroredStrategy(num_gpus=...)); a count the machine lacks is an "
+                       "error. Unset: one device (or every TPU core with --strategy=tpu).", **fv)
   flags.DEFINE_integer("iterations", iterations, "Steps per host call (and the logging interval).", **fv)
   flags.DEFINE_integer("save_steps", None, "Save a checkpoint every this many steps (unset: at the end only).",
                        **fv)
@@ -198,8 +208,9 @@ def define_hardware_flags(num_core_per_host=8, iterations=1000, max_save=0, flag
   flags.DEFINE_string("init_checkpoint", None, "Initialise the weights from this checkpoint: an original (TF1) "
                       "XLNet checkpoint such as xlnet_cased_L-24_H-1024_A-16/xlnet_model.ckpt, or one of ours.",
                       **fv)
-  flags.DEFINE_enum("strategy", "one_device", ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
-                    "tf.distribute strategy (new).", **fv)
+  flags.DEFINE_enum("strategy", "auto", ["auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
+                    "tf.distribute strategy (new). auto: mirrored when --num_core_per_host > 1, else one device.",
+                    **fv)
   flags.DEFINE_bool("jit_compile", False, "XLA-compile the forward and backward pass (new).", **fv)
   flags.DEFINE_integer("seed", None, "Seed for initialisation, dropout and the permutation sampling (new).", **fv)
   flags.DEFINE_bool("deterministic", False, "Deterministic ops (tf.config.experimental.enable_op_determinism), so "
@@ -210,6 +221,9 @@ def define_pretrain_flags(flag_values=flags.FLAGS):
   """The flags of the original `train.py`/`train_gpu.py` not in the shared groups, plus --mems_reset and
   --model_config_path."""
   fv = dict(flag_values=flag_values)
+  flags.DEFINE_bool("init_optimizer_state", True, "With --init_checkpoint: also continue its optimizer slots and "
+                    "global_step where it holds them, as the original's init_from_checkpoint(global_vars=True); "
+                    "False: weights only (fresh moments, warm-up from step 0).", **fv)
   flags.DEFINE_integer("num_passes", 1, "Number of passed used for training (every matching record_info file is "
                        "read, as the original's filter never skips one).", **fv)
   flags.DEFINE_string("record_info_dir", None, "Path to local directory containing `record_info-lm.json` "

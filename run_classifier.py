@@ -5,15 +5,16 @@
       --spiece_model_file=${LARGE_DIR}/spiece.model --model_config_path=${LARGE_DIR}/xlnet_config.json \\
       --init_checkpoint=${LARGE_DIR}/xlnet_model.ckpt --max_seq_length=128 --train_batch_size=8 --num_hosts=1 \\
       --num_core_per_host=4 --learning_rate=5e-5 --train_steps=1200 --warmup_steps=120 --save_steps=600 \\
-      --is_regression=True [--strategy=mirrored]
+      --is_regression=True
   python run_classifier.py --do_train=False --do_eval=True --eval_all_ckpt=True --task_name=sts-b ... \\
       --eval_batch_size=8 --num_core_per_host=1 --is_regression=True
 
 Every flag of the original keeps its name and default. Semantics:
 - `--train_batch_size` is per replica (per GPU), as the original's GPU path; with --strategy=tpu (--use_tpu) it is
   the global batch, as the original's TPU path. The global batch is train_batch_size x replicas otherwise.
-- Devices come from --strategy (new; default one_device: the first GPU, else the CPU). --num_core_per_host only
-  caps the devices of --strategy=mirrored, so its default of 8 is harmless on a 1-GPU or CPU machine.
+- --num_core_per_host is the number of replicas (GPUs) per host, as the original's MirroredStrategy(num_gpus=...):
+  the command above runs 4 replicas, global batch 32. A machine with fewer GPUs gets a one-line error. Unset (our
+  default, where the original's 8 silently asked for 8 GPUs): one device, the first GPU or the CPU.
 - --init_checkpoint takes a released checkpoint (the new head keeps its initialisation), a checkpoint fine-tuned
   by the original code (head included), or a run_pretrain.py / run_classifier.py output (prefix or directory).
   A model_dir that already holds a checkpoint resumes from it instead (as the original's Estimator).
@@ -46,7 +47,7 @@ def define_flags(flag_values=absl_flags.FLAGS):
   """This script's flags: the original `run_classifier.py` ones with their defaults, and the new ones."""
   flags.define_run_config_flags(dropout=0.1, dropatt=0.1, flag_values=flag_values)
   flags.define_optimizer_flags(learning_rate=1e-5, train_steps=1000, min_lr_ratio=0.0, flag_values=flag_values)
-  flags.define_hardware_flags(num_core_per_host=8, iterations=1000, max_save=0, flag_values=flag_values)
+  flags.define_hardware_flags(iterations=1000, max_save=0, flag_values=flag_values)
   flags.define_classifier_flags(flag_values=flag_values)
 
 
@@ -146,22 +147,15 @@ def _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, scope,
   else:
     global_batch, per_replica = o.train_batch_size * num_replicas, o.train_batch_size
   iterations = min(o.iterations, o.save_steps) if o.save_steps else o.iterations
-  optimizer_args = dict(learning_rate=o.learning_rate, train_steps=o.train_steps, warmup_steps=o.warmup_steps,
-                        decay_method=o.decay_method, min_lr_ratio=o.min_lr_ratio, weight_decay=o.weight_decay,
-                        adam_epsilon=o.adam_epsilon)
   run_config = create_run_config(is_training=True, is_finetune=True, flags=o)
   trainer = training.Trainer(
       strategy, lambda: classifier_task.build_model(xlnet_config, run_config, **model_args),
-      classifier_task.ClassifierTask(scope), o.model_dir, optimizer_args, clip=o.clip,
-      lr_layer_decay_rate=o.lr_layer_decay_rate, global_batch_size=global_batch, iterations=iterations,
+      classifier_task.ClassifierTask(scope), o.model_dir, **training.trainer_args(o),
+      global_batch_size=global_batch, iterations=iterations,
       save_steps=o.save_steps, max_save=o.max_save, jit_compile=o.jit_compile, tokens_per_example=o.max_seq_length)
   if training.is_chief(strategy):
     training.write_run_files(o.model_dir, xlnet_config, vars(o))
-  if o.init_checkpoint and not tf.train.latest_checkpoint(o.model_dir):
-    report = trainer.load_weights(o.init_checkpoint)
-    log_fn(f"Initialised {len(report['loaded'])} variables from {o.init_checkpoint}; kept their initial values: "
-           f"{report['kept_initial'] or 'none'}.")
-  start = trainer.restore_or_init()
+  start = trainer.restore_or_init(o.init_checkpoint, log_fn=log_fn)  # weights only when fine-tuning
   log_fn(f"Training {scope} from step {start} to {o.train_steps}: global batch {global_batch} "
          f"({per_replica} per replica x {num_replicas} replica(s)).")
   return trainer.train(

@@ -27,7 +27,7 @@ def define_flags(flag_values=absl_flags.FLAGS):
   """This script's flags: the original `train.py`/`train_gpu.py` ones with their defaults, and the new ones."""
   flags.define_run_config_flags(dropout=0.0, dropatt=0.0, flag_values=flag_values)
   flags.define_optimizer_flags(learning_rate=1e-4, train_steps=100000, min_lr_ratio=0.001, flag_values=flag_values)
-  flags.define_hardware_flags(num_core_per_host=8, iterations=1000, max_save=100000, flag_values=flag_values)
+  flags.define_hardware_flags(iterations=1000, max_save=100000, flag_values=flag_values)
   flags.define_pretrain_flags(flag_values=flag_values)
 
 
@@ -98,15 +98,12 @@ def _run(o, strategy, log_fn):
          f"{data['bsz_per_host']} rows.")
   if training.is_chief(strategy):
     training.write_run_files(o.model_dir, xlnet_config, vars(o))
-  optimizer_args = dict(learning_rate=o.learning_rate, train_steps=o.train_steps, warmup_steps=o.warmup_steps,
-                        decay_method=o.decay_method, min_lr_ratio=o.min_lr_ratio, weight_decay=o.weight_decay,
-                        adam_epsilon=o.adam_epsilon)
   trainer = training.Trainer(
       strategy, lambda: XLNetModel(xlnet_config, run_config), pretrain_task.PretrainTask(), o.model_dir,
-      optimizer_args, clip=o.clip, lr_layer_decay_rate=o.lr_layer_decay_rate, global_batch_size=o.train_batch_size,
+      **training.trainer_args(o), global_batch_size=o.train_batch_size,
       mem_len=run_config.mem_len, mems_reset=o.mems_reset, iterations=o.iterations, save_steps=o.save_steps,
       max_save=o.max_save, jit_compile=o.jit_compile, tokens_per_example=o.seq_len)
-  start = trainer.restore_or_init(o.init_checkpoint)
+  start = trainer.restore_or_init(o.init_checkpoint, o.init_optimizer_state, log_fn)
   log_fn(f"Training from step {start} to {o.train_steps} on {strategy.num_replicas_in_sync} replica(s).")
 
   result = trainer.train(lambda input_context, start_step: input_fn(input_context, start_step=start_step),

@@ -51,7 +51,7 @@ def define_flags(flag_values=absl_flags.FLAGS):
   flags.define_run_config_flags(dropout=0.1, dropatt=0.1, flag_values=flag_values)
   flags.define_optimizer_flags(learning_rate=3e-5, train_steps=8000, min_lr_ratio=0.0, adam_epsilon=1e-6,
                                lr_layer_decay_rate=0.75, flag_values=flag_values)
-  flags.define_hardware_flags(num_core_per_host=8, iterations=1000, max_save=5, flag_values=flag_values)
+  flags.define_hardware_flags(iterations=1000, max_save=5, flag_values=flag_values)
   flags.define_squad_flags(flag_values=flag_values)
 
 
@@ -210,22 +210,15 @@ def run(o, strategy, log_fn=print):
     else:
       global_batch, per_replica = o.train_batch_size * num_replicas, o.train_batch_size
     iterations = min(o.iterations, o.save_steps) if o.save_steps else o.iterations
-    optimizer_args = dict(learning_rate=o.learning_rate, train_steps=o.train_steps, warmup_steps=o.warmup_steps,
-                          decay_method=o.decay_method, min_lr_ratio=o.min_lr_ratio, weight_decay=o.weight_decay,
-                          adam_epsilon=o.adam_epsilon)
     run_config = create_run_config(is_training=True, is_finetune=True, flags=o)
     trainer = training.Trainer(
         strategy, lambda: squad_task.build_model(xlnet_config, run_config), squad_task.SquadTask(), o.model_dir,
-        optimizer_args, clip=o.clip, lr_layer_decay_rate=o.lr_layer_decay_rate, global_batch_size=global_batch,
+        **training.trainer_args(o), global_batch_size=global_batch,
         iterations=iterations, save_steps=o.save_steps, max_save=o.max_save, jit_compile=o.jit_compile,
         tokens_per_example=o.max_seq_length)
     if training.is_chief(strategy):
       training.write_run_files(o.model_dir, xlnet_config, vars(o))
-    if o.init_checkpoint and not tf.train.latest_checkpoint(o.model_dir):
-      report = trainer.load_weights(o.init_checkpoint)
-      log_fn(f"Initialised {len(report['loaded'])} variables from {o.init_checkpoint}; kept their initial values: "
-             f"{report['kept_initial'] or 'none'}.")
-    start = trainer.restore_or_init()
+    start = trainer.restore_or_init(o.init_checkpoint, log_fn=log_fn)  # weights only when fine-tuning
     log_fn(f"Training the SQuAD head from step {start} to {o.train_steps}: global batch {global_batch} "
            f"({per_replica} per replica x {num_replicas} replica(s)).")
     results["train"] = trainer.train(

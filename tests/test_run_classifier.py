@@ -3,8 +3,11 @@ original (TF1) fine-tuned checkpoints, our own checkpoints as --init_checkpoint,
 
 import csv
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -126,6 +129,8 @@ def cli_runs(files, tmp_path_factory):
           "--learning_rate=5e-5", "--train_steps=4", "--warmup_steps=2", "--save_steps=2", "--is_regression=True",
           "--eval_batch_size=8", task="sts-b"),
   }
+  # --num_core_per_host=4 means 4 replicas (the original's MirroredStrategy(num_gpus=4)): 4 logical CPUs here.
+  cmds["stsb"] = [PY, "tests/helpers/logical_cpus.py", "4", *cmds["stsb"][1:]]
   procs = {name: subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
            for name, cmd in cmds.items()}
   runs = {}
@@ -225,6 +230,7 @@ def test_pretraining_checkpoints_initialise_a_classifier(tmp_path):
 def test_stsb_regression_with_the_readme_flags(files, cli_runs):
   """The README's STS-B command (paths changed; steps cut to fit a test), then eval, predict and the SavedModel."""
   stdout, out = cli_run(cli_runs, "stsb")
+  assert "global batch 32 (8 per replica x 4 replica(s))" in stdout  # --train_batch_size is per GPU, as the original
   results = eval_lines(stdout)
   assert len(results) == 1 and results[0]["step"] == "4"
   assert set(results[0]) >= {"eval_pearsonr", "eval_spearmanr", "eval_loss"}
@@ -306,7 +312,7 @@ ORIGINAL_CLASSIFIER_FLAGS = {  # the original run_classifier.py's 54 flags and d
     "model_config_path": None, "dropout": 0.1, "dropatt": 0.1, "clamp_len": -1, "summary_type": "last",
     "use_summ_proj": True, "use_bfloat16": False, "init": "normal", "init_std": 0.02, "init_range": 0.1,
     "overwrite_data": False, "init_checkpoint": None, "output_dir": "", "spiece_model_file": "", "model_dir": None,
-    "data_dir": "", "use_tpu": False, "num_hosts": 1, "num_core_per_host": 8, "tpu_job_name": None, "tpu": None,
+    "data_dir": "", "use_tpu": False, "num_hosts": 1, "num_core_per_host": None, "tpu_job_name": None, "tpu": None,
     "tpu_zone": None, "gcp_project": None, "master": None, "iterations": 1000, "do_train": False,
     "train_steps": 1000, "warmup_steps": 0, "learning_rate": 1e-5, "lr_layer_decay_rate": 1.0, "min_lr_ratio": 0.0,
     "clip": 1.0, "max_save": 0, "save_steps": None, "train_batch_size": 8, "weight_decay": 0.0,
@@ -321,7 +327,8 @@ def test_flags_keep_the_original_names_and_defaults():
   fv = absl_flags.FlagValues()
   run_classifier.define_flags(flag_values=fv)
   assert len(ORIGINAL_CLASSIFIER_FLAGS) == 54
-  # model_dir: the original's "" is None here (both mean unset).
+  # model_dir: the original's "" is None here (both mean unset). num_core_per_host: the original's 8 asked for 8
+  # GPUs; unset here means one device (docs/training_step.md).
   assert {name: fv[name].default for name in ORIGINAL_CLASSIFIER_FLAGS} == ORIGINAL_CLASSIFIER_FLAGS
   # run() reads the script's flags as a namespace: every flag, nothing else; defaults() rejects unknown names.
   fv(["run_classifier.py"])
@@ -344,12 +351,57 @@ def test_checkpoint_listing_is_robust_to_names_without_a_step(tmp_path):
   assert classifier_task.head_scope("imdb", "mine") == "classification_mine"
 
 
+def test_num_core_per_host_the_machine_lacks_is_one_line(files, tmp_path):
+  """The README's STS-B command asks for 4 GPUs; without them it says so in one line (never a silent 1 replica)."""
+  cmd = classifier_cmd(files, "--do_train=True", f"--output_dir={tmp_path / 'rec'}", f"--model_dir={tmp_path / 'm'}",
+                       "--train_batch_size=8", "--num_core_per_host=4", "--train_steps=2", "--is_regression=True",
+                       task="sts-b")
+  proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
+  assert proc.returncode == 1, proc.stderr[-2000:]
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1 and "--num_core_per_host=4 asks for 4 replicas" in lines[0] and "0 GPU(s)" in lines[0]
+  assert not (tmp_path / "m").exists() or not any((tmp_path / "m").glob("ckpt-*"))
+
+
+def test_kill_9_then_resume_on_two_replicas_is_bit_identical(files, tmp_path):
+  """Fine-tuning on 2 replicas (--num_core_per_host=2, 2 logical CPUs), killed after its step-4 checkpoint and
+  rerun: the resumed run skips the global batches already seen (2 per step) and ends bit-identical to an
+  uninterrupted run."""
+  def cmd(name):
+    return [PY, "tests/helpers/logical_cpus.py", "2", *classifier_cmd(
+        files, "--do_train=True", f"--output_dir={tmp_path / name / 'records'}", f"--model_dir={tmp_path / name}",
+        "--train_batch_size=2", "--num_core_per_host=2", "--train_steps=12", "--save_steps=4", "--iterations=1",
+        "--learning_rate=1e-3", "--warmup_steps=1", "--seed=2", "--deterministic=True")[1:]]
+  full = subprocess.run(cmd("full"), capture_output=True, text=True, timeout=300)
+  assert full.returncode == 0, full.stderr[-3000:]
+  killed = tmp_path / "killed"
+  proc = subprocess.Popen(cmd("killed"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+  deadline = time.time() + 240
+  while not tf.train.latest_checkpoint(str(killed)) and proc.poll() is None and time.time() < deadline:
+    time.sleep(0.02)
+  os.killpg(proc.pid, signal.SIGKILL)
+  proc.wait()
+  latest = tf.train.latest_checkpoint(str(killed))
+  assert latest is not None and not latest.endswith("ckpt-12"), "the kill came too late to test a resume"
+  resumed = subprocess.run(cmd("killed"), capture_output=True, text=True, timeout=300)
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert f"from step {latest.rsplit('-', 1)[1]} to 12" in resumed.stdout
+  values = {}
+  for name in ("full", "killed"):
+    reader = tf.train.load_checkpoint(str(tmp_path / name / "ckpt-12"))
+    values[name] = {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map() if "save_counter" not in n
+                    and n != "_CHECKPOINTABLE_OBJECT_GRAPH"}
+  assert values["full"].keys() == values["killed"].keys()
+  for key, value in values["full"].items():
+    np.testing.assert_array_equal(values["killed"][key], value, err_msg=key)
+
+
 def test_mirrored_fine_tuning_equals_one_device(files, tmp_path):
   """2 replicas (2 logical CPUs) x 2 rows train the same weights as one device x 4 rows (seeded, no dropout)."""
   common = ["--do_train=True", "--train_steps=4", "--save_steps=4", "--iterations=2", "--learning_rate=1e-3",
             "--warmup_steps=1", "--dropout=0", "--dropatt=0", "--seed=2", "--deterministic=True"]
   runs = {"one": ([], ["--train_batch_size=4"]),
-          "mirrored": (["tests/helpers/logical_cpus.py", "2"], ["--train_batch_size=2", "--strategy=mirrored"])}
+          "mirrored": (["tests/helpers/logical_cpus.py", "2"], ["--train_batch_size=2", "--num_core_per_host=2"])}
   procs = {}
   for name, (wrapper, extra) in runs.items():
     cmd = classifier_cmd(files, f"--output_dir={tmp_path / name / 'records'}",

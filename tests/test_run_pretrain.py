@@ -4,6 +4,7 @@ import glob
 import json
 import os
 import platform
+import resource
 import shutil
 import signal
 import socket
@@ -59,6 +60,23 @@ def checkpoint_values(path):
           if "save_counter" not in n and n != "_CHECKPOINTABLE_OBJECT_GRAPH"}
 
 
+def kill_9_and_resume(cmd, model_dir, kill_after, final_step):
+  """Runs `cmd`, kill -9s it once `model_dir` holds checkpoint `kill_after`, reruns it to the end; returns the
+  step it resumed from and the second run's stdout."""
+  proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+  deadline = time.time() + 120
+  latest_step = lambda: int((tf.train.latest_checkpoint(str(model_dir)) or "-0").rsplit("-", 1)[1])
+  while latest_step() < kill_after and proc.poll() is None and time.time() < deadline:
+    time.sleep(0.02)
+  os.killpg(proc.pid, signal.SIGKILL)
+  proc.wait()
+  latest = tf.train.latest_checkpoint(str(model_dir))
+  assert latest is not None and not latest.endswith(f"ckpt-{final_step}"), "the kill came too late to test a resume"
+  resumed = subprocess.run(cmd, capture_output=True, text=True)
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  return int(latest.rsplit("-", 1)[1]), resumed.stdout
+
+
 def test_kill_9_then_resume_is_bit_identical(record_dirs, tmp_path):
   records = record_dirs["bi"]
   steps = "--train_steps=40"
@@ -69,24 +87,30 @@ def test_kill_9_then_resume_is_bit_identical(record_dirs, tmp_path):
     assert json.load(f)["n_token"] == 1000  # the vocabulary of the SentencePiece model, from corpus_info.json
 
   killed_dir = tmp_path / "killed"
-  proc = subprocess.Popen(pretrain_cmd(records, killed_dir, steps), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          start_new_session=True)
-  deadline = time.time() + 120
-  while not (killed_dir / "ckpt-10.index").exists() and proc.poll() is None and time.time() < deadline:
-    time.sleep(0.02)
-  os.killpg(proc.pid, signal.SIGKILL)
-  proc.wait()
-  latest = tf.train.latest_checkpoint(str(killed_dir))
-  assert latest is not None and not latest.endswith("ckpt-40"), "the kill came too late to test a resume"
-  resumed_step = int(latest.rsplit("-", 1)[1])
-
-  resumed = subprocess.run(pretrain_cmd(records, killed_dir, steps), capture_output=True, text=True)
-  assert resumed.returncode == 0, resumed.stderr[-3000:]
-  assert f"Training from step {resumed_step} to 40" in resumed.stdout
+  resumed_step, stdout = kill_9_and_resume(pretrain_cmd(records, killed_dir, steps), killed_dir, 10, 40)
+  assert f"Training from step {resumed_step} to 40" in stdout
   a = checkpoint_values(str(tmp_path / "full" / "ckpt-40"))
   b = checkpoint_values(str(killed_dir / "ckpt-40"))
   assert a.keys() == b.keys()
   assert any("mems" in n for n in a) and any("seed_generator" in n or "rng" in n for n in a)
+  for name in a:
+    np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+def test_kill_9_then_resume_on_two_replicas_is_bit_identical(record_dirs, tmp_path):
+  """--num_core_per_host=2 (2 logical CPUs): the resumed run continues at the right global batch, each replica
+  with its own mems rows, and ends bit-identical to an uninterrupted 2-replica run."""
+  two = [PY, "tests/helpers/logical_cpus.py", "2"]
+  cmd = lambda model_dir: two + pretrain_cmd(record_dirs["uni"], model_dir, "--train_steps=30",
+                                             "--num_core_per_host=2", "--bi_data=False")[1:]
+  full = subprocess.run(cmd(tmp_path / "full"), capture_output=True, text=True)
+  assert full.returncode == 0, full.stderr[-3000:]
+  assert "on 2 replica(s)" in full.stdout
+  resumed_step, stdout = kill_9_and_resume(cmd(tmp_path / "killed"), tmp_path / "killed", 10, 30)
+  assert f"Training from step {resumed_step} to 30 on 2 replica(s)" in stdout
+  a = checkpoint_values(str(tmp_path / "full" / "ckpt-30"))
+  b = checkpoint_values(str(tmp_path / "killed" / "ckpt-30"))
+  assert a.keys() == b.keys() and any("mems" in n for n in a)
   for name in a:
     np.testing.assert_array_equal(a[name], b[name], err_msg=name)
 
@@ -122,6 +146,44 @@ def test_sigterm_saves_the_current_step_and_resume_is_bit_identical(record_dirs,
   assert f"Training from step {stopped_step} to 30" in resumed.stdout
   a = checkpoint_values(str(tmp_path / "full" / "ckpt-30"))
   b = checkpoint_values(str(stopped_dir / "ckpt-30"))
+  assert a.keys() == b.keys()
+  for name in a:
+    np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+def test_a_full_disk_while_saving_keeps_the_last_checkpoint(record_dirs, tmp_path):
+  """A checkpoint that cannot be written (here a file-size limit below its size: the write fails as on a full
+  disk) ends the run with one line naming it; the previous checkpoint stays the latest, and a rerun resumes from it
+  and ends bit-identical to an uninterrupted run."""
+  records, run_dir = record_dirs["bi"], tmp_path / "run"
+  proc = subprocess.Popen(pretrain_cmd(records, run_dir, "--train_steps=10"), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, start_new_session=True)
+  deadline = time.time() + 120
+  while not tf.train.latest_checkpoint(str(run_dir)) and proc.poll() is None and time.time() < deadline:
+    time.sleep(0.02)
+  os.killpg(proc.pid, signal.SIGKILL)  # a run with checkpoint 5 and 10 still to write
+  proc.wait()
+  assert tf.train.latest_checkpoint(str(run_dir)).endswith("ckpt-5"), "the kill came too late"
+  limit = max(f.stat().st_size for f in run_dir.glob("ckpt-5.data-*")) // 2
+
+  def small_disk():
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails with EFBIG, as ENOSPC would
+
+  failed = subprocess.run(pretrain_cmd(records, run_dir, "--train_steps=10"), capture_output=True, text=True,
+                          preexec_fn=small_disk)
+  assert failed.returncode == 1, failed.stderr[-3000:]
+  last = failed.stderr.strip().splitlines()[-1]
+  assert last.startswith(f"run_pretrain.py: error: Could not write checkpoint {run_dir}/ckpt-10 ("), last
+  assert f"latest complete checkpoint is still {run_dir}/ckpt-5" in last and "Traceback" not in failed.stderr
+  assert tf.train.latest_checkpoint(str(run_dir)).endswith("ckpt-5") and not (run_dir / "ckpt-10.index").exists()
+
+  resumed = subprocess.run(pretrain_cmd(records, run_dir, "--train_steps=10"), capture_output=True, text=True)
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert "Training from step 5 to 10" in resumed.stdout
+  full = subprocess.run(pretrain_cmd(records, tmp_path / "full", "--train_steps=10"), capture_output=True, text=True)
+  assert full.returncode == 0, full.stderr[-3000:]
+  a, b = checkpoint_values(str(tmp_path / "full" / "ckpt-10")), checkpoint_values(str(run_dir / "ckpt-10"))
   assert a.keys() == b.keys()
   for name in a:
     np.testing.assert_array_equal(a[name], b[name], err_msg=name)
@@ -243,7 +305,7 @@ def test_bad_flags_give_one_line_errors(record_dirs, tmp_path):
 
 ORIGINAL_TRAIN_FLAGS = {  # train.py's 51 flags and defaults (train_gpu.py: a subset; see the README for use_tpu)
     "master": None, "tpu": None, "gcp_project": None, "tpu_zone": None, "use_tpu": False, "num_hosts": 1,
-    "num_core_per_host": 8, "track_mean": False, "num_passes": 1, "record_info_dir": None, "model_dir": None,
+    "num_core_per_host": None, "track_mean": False, "num_passes": 1, "record_info_dir": None, "model_dir": None,
     "init_checkpoint": None, "learning_rate": 1e-4, "clip": 1.0, "min_lr_ratio": 0.001, "warmup_steps": 0,
     "adam_epsilon": 1e-8, "decay_method": "poly", "weight_decay": 0.0, "train_batch_size": 16,
     "train_steps": 100000, "iterations": 1000, "save_steps": None, "max_save": 100000, "seq_len": 0,

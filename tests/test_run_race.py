@@ -175,7 +175,7 @@ ORIGINAL_RACE_FLAGS = {  # the original run_race.py's 47 flags and defaults
     "model_config_path": None, "dropout": 0.1, "dropatt": 0.1, "clamp_len": -1, "summary_type": "last",
     "use_summ_proj": True, "use_bfloat16": False, "init": "normal", "init_std": 0.02, "init_range": 0.1,
     "overwrite_data": False, "init_checkpoint": None, "output_dir": "", "spiece_model_file": "", "model_dir": None,
-    "data_dir": "", "use_tpu": False, "num_hosts": 1, "num_core_per_host": 8, "tpu_job_name": None, "tpu": None,
+    "data_dir": "", "use_tpu": False, "num_hosts": 1, "num_core_per_host": None, "tpu_job_name": None, "tpu": None,
     "tpu_zone": None, "gcp_project": None, "master": None, "iterations": 1000, "do_train": False,
     "train_steps": 12000, "warmup_steps": 0, "learning_rate": 2e-5, "lr_layer_decay_rate": 1.0, "min_lr_ratio": 0.0,
     "clip": 1.0, "max_save": 0, "save_steps": None, "train_batch_size": 8, "weight_decay": 0.0,
@@ -189,10 +189,12 @@ def test_flags_keep_the_original_names_and_defaults():
   fv = absl_flags.FlagValues()
   run_race.define_flags(flag_values=fv)
   assert len(ORIGINAL_RACE_FLAGS) == 47
-  # model_dir: the original's "" is None here (both mean unset).
+  # model_dir: the original's "" is None here (both mean unset). num_core_per_host: the original's 8 asked for 8
+  # GPUs; unset here means one device (docs/training_step.md).
   assert {name: fv[name].default for name in ORIGINAL_RACE_FLAGS} == ORIGINAL_RACE_FLAGS
   new = set(vars(flags.defaults(run_race.define_flags))) - set(ORIGINAL_RACE_FLAGS)
-  assert new == {"strategy", "jit_compile", "seed", "deterministic", "fix_option_aliasing", "eval_all_ckpt",
+  assert new == {"strategy", "jit_compile", "seed", "deterministic", "clip_mode", "loss_weighting",
+                 "fix_option_aliasing", "eval_all_ckpt",
                  "do_predict", "predict_dir", "predict_ckpt"}
   assert fv["fix_option_aliasing"].default is False
   with pytest.raises(ValueError, match="No such flag: max_qa_len"):

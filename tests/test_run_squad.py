@@ -190,7 +190,7 @@ ORIGINAL_SQUAD_FLAGS = {  # the original run_squad.py's 55 flags and defaults
     "init_range": 0.1, "overwrite_data": False, "init_checkpoint": None, "init_global_vars": False,
     "output_dir": "", "predict_dir": "", "spiece_model_file": "", "model_dir": None, "train_file": "",
     "predict_file": "", "max_seq_length": 512, "max_query_length": 64, "doc_stride": 128, "max_answer_length": 64,
-    "uncased": False, "use_tpu": False, "num_hosts": 1, "num_core_per_host": 8, "tpu_job_name": None, "tpu": None,
+    "uncased": False, "use_tpu": False, "num_hosts": 1, "num_core_per_host": None, "tpu_job_name": None, "tpu": None,
     "tpu_zone": None, "gcp_project": None, "master": None, "iterations": 1000, "do_train": True,
     "train_batch_size": 48, "train_steps": 8000, "warmup_steps": 0, "save_steps": None, "max_save": 5,
     "shuffle_buffer": 2048, "learning_rate": 3e-5, "min_lr_ratio": 0.0, "clip": 1.0, "weight_decay": 0.0,
@@ -203,8 +203,10 @@ def test_flags_keep_the_original_names_and_defaults():
   fv = absl_flags.FlagValues()
   run_squad.define_flags(flag_values=fv)
   assert len(ORIGINAL_SQUAD_FLAGS) == 55
-  # model_dir: the original's "" is None here (both mean unset).
+  # model_dir: the original's "" is None here (both mean unset). num_core_per_host: the original's 8 asked for 8
+  # GPUs; unset here means one device (docs/training_step.md).
   assert {name: fv[name].default for name in ORIGINAL_SQUAD_FLAGS} == ORIGINAL_SQUAD_FLAGS
   new = set(vars(flags.defaults(run_squad.define_flags))) - set(ORIGINAL_SQUAD_FLAGS)
-  assert new == {"strategy", "jit_compile", "seed", "deterministic", "predict_ckpt", "predict_all_ckpt",
+  assert new == {"strategy", "jit_compile", "seed", "deterministic", "clip_mode", "loss_weighting", "predict_ckpt",
+                 "predict_all_ckpt",
                  "allow_last_token", "allow_empty_prediction", "null_threshold"}

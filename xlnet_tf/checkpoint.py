@@ -163,7 +163,7 @@ def checkpoint_arrays(ckpt_path):
   return {name: np.asarray(reader.get_tensor(name)) for name in reader.get_variable_to_shape_map()}
 
 
-_OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
+OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"  # present in object-based (TF2) checkpoints only
 
 
 def named_weight_keys(reader):
@@ -173,7 +173,7 @@ def named_weight_keys(reader):
     reader: a `tf.train.load_checkpoint` reader of an object-based (TF2) checkpoint.
   """
   graph = trackable_object_graph_pb2.TrackableObjectGraph()
-  graph.ParseFromString(reader.get_tensor(_OBJECT_GRAPH))
+  graph.ParseFromString(reader.get_tensor(OBJECT_GRAPH_KEY))
   ref = next((c for c in graph.nodes[0].children if c.local_name == "weights"), None)
   if ref is None:
     return {}
@@ -202,7 +202,7 @@ def load_weights(model, ckpt_path):
   """
   path = resolve_checkpoint_path(ckpt_path)
   reader = tf.train.load_checkpoint(path)
-  if not reader.has_tensor(_OBJECT_GRAPH):
+  if not reader.has_tensor(OBJECT_GRAPH_KEY):
     report = load_original_checkpoint(model, path)
     logging.info("Initialised %d variables from original checkpoint %s.", len(report["loaded"]), path)
     return report

@@ -36,6 +36,9 @@ options = flags.defaults(
     d_head=8, d_inner=24, ff_activation="gelu", untie_r=True, n_token=1000, dropout=0.0, dropatt=0.0, mem_len=12,
     train_batch_size=8, seq_len=32, reuse_len=16, bi_data=False, perm_size=8, mask_alpha=6, mask_beta=1,
     uncased=False, num_predict=6, seed=5, learning_rate=3e-3, train_steps=6, warmup_steps=2, clip=0.5,
-    lr_layer_decay_rate=0.8, iterations=3, save_steps=6, max_save=2)
+    lr_layer_decay_rate=0.8, iterations=3, save_steps=6, max_save=2,
+    # One mean over the global batch and a dense norm: N replicas then equal one device. (The original's
+    # defaults, replica_mean and indexed_slices, equal its own towers, which tests/test_train_step.py checks.)
+    loss_weighting="global_mean", clip_mode="dense")
 result = run_pretrain.run(options, strategy)
 print("FINAL", result)

@@ -22,7 +22,11 @@ _PACKAGE = "xlnet_tf"
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
 class WordEmbedding(keras.layers.Layer):
-  """`word_embedding/lookup_table` [V, H]; int ids [I, B] -> float [I, B, H]."""
+  """`word_embedding/lookup_table` [V, H]; int ids [I, B] -> float [I, B, H].
+
+  `last_lookup` holds (ids, gathered rows) of the latest call, so that a training step can take the gradient of
+  each gathered row (the original GPU path's IndexedSlices rows, see `optimization.apply_gradients`).
+  """
 
   def __init__(self, n_token, d_model, embeddings_initializer="glorot_uniform", **kwargs):
     super().__init__(**kwargs)
@@ -35,7 +39,10 @@ class WordEmbedding(keras.layers.Layer):
                                         initializer=self.embeddings_initializer)
 
   def call(self, ids):
-    return tf.cast(tf.gather(self.lookup_table, tf.cast(ids, tf.int32)), self.compute_dtype)
+    ids = tf.cast(ids, tf.int32)
+    rows = tf.gather(self.lookup_table, ids)
+    self.last_lookup = (ids, rows)
+    return tf.cast(rows, self.compute_dtype)
 
   def get_config(self):
     config = super().get_config()

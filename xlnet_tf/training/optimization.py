@@ -284,7 +284,10 @@ def layer_decay_multipliers(variables, lr_layer_decay_rate, n_layer=None):
                                                                                   n_layer))}
 
 
-def clip_and_scale_gradients(grads, variables, clip, lr_layer_decay_rate=1.0, n_layer=None):
+CLIP_MODES = ("indexed_slices", "dense", "per_core")
+
+
+def clip_and_scale_gradients(grads, variables, clip, lr_layer_decay_rate=1.0, n_layer=None, use_norm=None):
   """Clips by global norm, then multiplies each transformer layer's clipped gradient by its layer-decay factor.
 
   Args:
@@ -293,9 +296,10 @@ def clip_and_scale_gradients(grads, variables, clip, lr_layer_decay_rate=1.0, n_
     variables: the variables, in the order of `grads`.
     clip: the global-norm bound (--clip), > 0.
     lr_layer_decay_rate, n_layer: as `layer_decay_multipliers`.
+    use_norm: float32 [] norm to clip by instead of the global norm of `grads` (see `apply_gradients`).
 
   Returns:
-    (clipped and scaled grads, gnorm: float32 [] global norm of `grads` BEFORE clipping).
+    (clipped and scaled grads, gnorm: float32 [] global norm of `grads` BEFORE clipping, or `use_norm`).
   """
   grads = list(grads)
   variables = list(variables)
@@ -305,7 +309,7 @@ def clip_and_scale_gradients(grads, variables, clip, lr_layer_decay_rate=1.0, n_
   if not clip > 0:
     raise ValueError(f"clip must be > 0: it bounds the global gradient norm (--clip). Received: {clip}.")
   multipliers = _layer_multiplier_list(variables, lr_layer_decay_rate, n_layer)
-  clipped, gnorm = tf.clip_by_global_norm(grads, clip)
+  clipped, gnorm = tf.clip_by_global_norm(grads, clip, use_norm=use_norm)
   scaled = []
   for grad, multiplier in zip(clipped, multipliers):
     if grad is None or multiplier == 1.0:
@@ -317,44 +321,123 @@ def clip_and_scale_gradients(grads, variables, clip, lr_layer_decay_rate=1.0, n_
   return scaled, gnorm
 
 
-def apply_gradients(optimizer, grads, variables, clip, lr_layer_decay_rate=1.0, n_layer=None):
+def embedding_rows_square_norm(table_grad, rows_grad, ids):
+  """The squared norm the original's GPU path gives the word-embedding gradient (one replica's share).
+
+  There the gradient of `lookup_table` is an IndexedSlices that `clip_by_global_norm` never merges: one row per
+  gathered position (repeated tokens counted separately), and, with the tied LM softmax, the softmax's dense part
+  `G` as further rows (TF 1.13 joins the two without summing). So its squared norm is
+  `||G||^2 + sum_p ||e_p||^2`, where `e_p` is the gradient of the row gathered at position p and `G` is the rest.
+
+  Args:
+    table_grad: float [V, D], the (dense) gradient of the table: G + the e_p summed by id.
+    rows_grad: float [..., D], the gradient of each gathered row.
+    ids: int [...], the ids that were gathered, shaped like rows_grad without D.
+
+  Returns:
+    float32 [].
+  """
+  table_grad = tf.convert_to_tensor(table_grad)
+  rows = tf.reshape(tf.cast(rows_grad, table_grad.dtype), [-1, tf.shape(table_grad)[-1]])
+  merged = tf.math.unsorted_segment_sum(rows, tf.reshape(tf.cast(ids, tf.int32), [-1]), tf.shape(table_grad)[0])
+  dense_part = table_grad - merged
+  return tf.cast(tf.reduce_sum(tf.square(dense_part)) + tf.reduce_sum(tf.square(rows)), tf.float32)
+
+
+def _sum_over_replicas(context, values):
+  """All-reduces the non-None entries of `values` (SUM) when there is more than one replica."""
+  if context.num_replicas_in_sync == 1:
+    return list(values)
+  values = list(values)
+  present = [i for i, v in enumerate(values) if v is not None]
+  summed = context.all_reduce(tf.distribute.ReduceOp.SUM, [values[i] for i in present])
+  for i, value in zip(present, summed):
+    values[i] = value
+  return values
+
+
+def apply_gradients(optimizer, grads, variables, clip, lr_layer_decay_rate=1.0, n_layer=None, clip_mode="dense",
+                    embedding_rows=None):
   """One optimizer step of the original, the same on one device and inside `strategy.run`.
 
-  The gradients are summed across replicas exactly once (here, not again inside Keras), clipped by the global
-  norm of that sum, layer-scaled, then applied. For the sum to be the gradient of the global-batch loss, each
-  replica's loss must be its share of it (e.g. `tf.nn.compute_average_loss(per_example, global_batch_size=...)`);
-  the original likewise averaged tower/core gradients of per-core mean losses.
+  The gradients are summed across replicas exactly once (here, not again inside Keras), clipped, layer-scaled,
+  then applied. For the sum to be the gradient of the global-batch loss, each replica's loss must be its share of
+  it (the original: each tower's/core's mean loss divided by the number of towers/cores). How the global norm is
+  taken and where the clip applies follows the original's path (`clip_mode`):
+    "indexed_slices": the original on GPU/CPU (`train_gpu.py`, GPU `run_classifier.py`): towers are averaged,
+      then clipped by a global norm in which the word-embedding gradient counts as its un-merged IndexedSlices
+      rows (`embedding_rows_square_norm`; each replica's rows separately). Needs `embedding_rows`.
+    "dense": the same, with every gradient merged to dense first (the original's `use_tpu` embedding math on the
+      GPU optimizer; what most ports do).
+    "per_core": the original on TPU (`CrossShardOptimizer`): each replica clips its OWN gradient by its own norm,
+      then the clipped gradients are summed; the reported gnorm is the mean of the replicas' norms (the TPU host
+      call's `reduce_mean`). On one replica it equals "dense".
 
   Args:
     optimizer: from `create_optimizer`; under a strategy, created and built in `strategy.scope()`.
     grads: list of float Tensor / tf.IndexedSlices, one per variable and shaped like it: this replica's gradient.
-      None = no gradient for that variable. IndexedSlices are made dense (the original's Adam updates every row).
+      None = no gradient for that variable. IndexedSlices are made dense (the original's Adam updates every row,
+      which equals the dense update).
     variables: the trainable variables, in the order of `grads`.
     clip, lr_layer_decay_rate, n_layer: as `clip_and_scale_gradients`.
+    clip_mode: one of CLIP_MODES (--clip_mode).
+    embedding_rows: with "indexed_slices": (index of the word-embedding table in `variables`, this replica's
+      gradient of the gathered rows [..., D], the gathered ids [...]), as `embedding_rows_square_norm` takes them.
 
   Returns:
-    (gnorm: float32 [] pre-clip global norm of the summed gradient, learning_rate: float32 [] lr of this step).
+    (gnorm: float32 [] pre-clip global norm, learning_rate: float32 [] lr of this step).
   """
   if not isinstance(optimizer, _SummedGradientsMixin):
     raise TypeError(f"apply_gradients needs an optimizer from xlnet_tf.training.optimization.create_optimizer. "
                     f"Received: {type(optimizer).__name__}.")
+  if clip_mode not in CLIP_MODES:
+    raise ValueError(f"--clip_mode must be one of {CLIP_MODES}. Received: {clip_mode!r}.")
+  if clip_mode == "indexed_slices" and embedding_rows is None:
+    raise ValueError("clip_mode='indexed_slices' needs embedding_rows (the gradient of the gathered embedding rows).")
   context = tf.distribute.get_replica_context()
   if context is None:
     raise RuntimeError("apply_gradients must run in a replica context: call it inside strategy.run(...).")
+  if context.num_replicas_in_sync > 1 and not optimizer.built:
+    raise RuntimeError("Under a distribution strategy the optimizer must be built before the first step: call "
+                       "optimizer.build(model.trainable_variables) inside strategy.scope().")
   grads = [None if g is None else tf.convert_to_tensor(g) for g in grads]
-  if context.num_replicas_in_sync > 1:
-    if not optimizer.built:
-      raise RuntimeError("Under a distribution strategy the optimizer must be built before the first step: call "
-                         "optimizer.build(model.trainable_variables) inside strategy.scope().")
-    present = [i for i, g in enumerate(grads) if g is not None]
-    summed = context.all_reduce(tf.distribute.ReduceOp.SUM, [grads[i] for i in present])
-    for i, grad in zip(present, summed):
-      grads[i] = grad
   learning_rate = optimizer.learning_rate  # lr(iterations) before this step's increment: the lr the update uses.
-  clipped, gnorm = clip_and_scale_gradients(grads, variables, clip, lr_layer_decay_rate, n_layer)
+  if clip_mode == "per_core":
+    clipped, gnorm = clip_and_scale_gradients(grads, variables, clip, lr_layer_decay_rate, n_layer)
+    clipped = _sum_over_replicas(context, clipped)
+    gnorm = _sum_over_replicas(context, [gnorm])[0] / context.num_replicas_in_sync
+  else:
+    use_norm = None
+    if clip_mode == "indexed_slices":
+      index, rows_grad, ids = embedding_rows
+      table_square = embedding_rows_square_norm(grads[index], rows_grad, ids)
+      *grads, table_square = _sum_over_replicas(context, grads + [table_square])
+      squares = [table_square] + [tf.reduce_sum(tf.square(tf.cast(g, tf.float32)))
+                                  for i, g in enumerate(grads) if g is not None and i != index]
+      use_norm = tf.sqrt(tf.add_n(squares))
+    else:
+      grads = _sum_over_replicas(context, grads)
+    clipped, gnorm = clip_and_scale_gradients(grads, variables, clip, lr_layer_decay_rate, n_layer, use_norm)
   _CALLER_SUMMED.active = True
   try:
     optimizer.apply_gradients(zip(clipped, variables))
   finally:
     _CALLER_SUMMED.active = False
   return gnorm, learning_rate
+
+
+def original_slot_map(optimizer, variables_by_name):
+  """{original TF1 name: optimizer slot variable} for `variables_by_name` ({TF1 name: variable}, e.g.
+  `checkpoint.original_variable_map(model)`): `{name}/Adam` (m) and `{name}/Adam_1` (v) as TF1 `AdamOptimizer`
+  names them, or `{name}/adam_m` and `{name}/adam_v` for the original AdamWeightDecayOptimizer. The optimizer
+  must be built."""
+  if isinstance(optimizer, AdamWeightDecay):
+    suffixes, slots = ("adam_m", "adam_v"), (optimizer._adam_m, optimizer._adam_v)  # pylint: disable=protected-access
+  else:
+    suffixes, slots = ("Adam", "Adam_1"), (optimizer._momentums, optimizer._velocities)  # pylint: disable=protected-access
+  table = {}
+  for name, variable in variables_by_name.items():
+    index = optimizer._get_variable_index(variable)  # pylint: disable=protected-access
+    for suffix, slot in zip(suffixes, slots):
+      table[f"{name}/{suffix}"] = slot[index]
+  return table

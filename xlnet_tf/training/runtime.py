@@ -13,25 +13,45 @@ from xlnet_tf import fileio
 
 
 
-STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
 
-def make_strategy(name, num_core_per_host=1, tpu=None, tpu_zone=None, gcp_project=None):
-  """Builds the `tf.distribute` strategy named by --strategy.
+def _local_devices():
+  """The local devices a mirrored strategy can use: the GPUs, else the logical CPUs when the CPU was split into
+  several (tests), else none."""
+  gpus = tf.config.list_logical_devices("GPU")
+  if gpus:
+    return [d.name for d in gpus]
+  cpus = tf.config.list_logical_devices("CPU")
+  return [d.name for d in cpus] if len(cpus) > 1 else []
 
-  one_device: the first GPU if any, else the CPU. mirrored: all local GPUs (or the first `num_core_per_host`
-  logical devices, e.g. logical CPUs in tests). multi_worker_mirrored: from TF_CONFIG. tpu: TPUStrategy through
-  a TPUClusterResolver(tpu, zone, project).
+
+def make_strategy(name, num_core_per_host=None, tpu=None, tpu_zone=None, gcp_project=None):
+  """Builds the `tf.distribute` strategy named by --strategy, with the original's meaning of --num_core_per_host.
+
+  auto (the default): as the original's GPU path, `num_core_per_host` > 1 mirrors over that many local GPUs
+  (the original's `MirroredStrategy(num_gpus=num_core_per_host)`), else one device (the first GPU, else the CPU).
+  one_device: the first GPU if any, else the CPU. mirrored: `num_core_per_host` local GPUs (all of them when it is
+  unset). multi_worker_mirrored: from TF_CONFIG. tpu: TPUStrategy through a TPUClusterResolver(tpu, zone,
+  project); its replicas are the TPU's cores. A count the machine cannot honour is a ValueError (one line).
   """
+  if name == "auto":
+    name = "mirrored" if num_core_per_host and num_core_per_host > 1 else "one_device"
   if name == "one_device":
+    if num_core_per_host and num_core_per_host > 1:
+      raise ValueError(f"--strategy=one_device runs one replica, but --num_core_per_host={num_core_per_host} asks "
+                       "for more. Drop one of the two flags.")
     gpus = tf.config.list_logical_devices("GPU")
     return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
   if name == "mirrored":
-    gpus = tf.config.list_logical_devices("GPU")
-    devices = [d.name for d in (gpus or tf.config.list_logical_devices("CPU"))]
-    if num_core_per_host and num_core_per_host < len(devices):
-      devices = devices[:num_core_per_host]
-    return tf.distribute.MirroredStrategy(devices)
+    devices = _local_devices()
+    wanted = num_core_per_host or len(devices)
+    if wanted > len(devices) or not devices:
+      raise ValueError(f"--num_core_per_host={wanted} asks for {wanted} replicas (one per GPU, as the original's "
+                       f"MirroredStrategy), but this machine has {len(devices)} GPU(s). Pass "
+                       f"--num_core_per_host={max(len(devices), 1)} and scale --train_batch_size to keep the "
+                       "global batch.")
+    return tf.distribute.MirroredStrategy(devices[:wanted])
   if name == "multi_worker_mirrored":
     if "TF_CONFIG" not in os.environ:
       raise ValueError("--strategy=multi_worker_mirrored needs the TF_CONFIG environment variable (cluster and "
@@ -123,7 +143,20 @@ def start(options):
     tf.config.experimental.enable_op_determinism()
   if options.seed is not None:
     keras.utils.set_random_seed(options.seed)
-  strategy = make_strategy("tpu" if options.use_tpu else options.strategy, options.num_core_per_host,
+  num_core_per_host = None if options.use_tpu or options.strategy == "tpu" else options.num_core_per_host
+  strategy = make_strategy("tpu" if options.use_tpu else options.strategy, num_core_per_host,
                            options.tpu, options.tpu_zone, options.gcp_project)
   warn_if_emulated_bfloat16(options.use_bfloat16, strategy)
   return strategy
+
+
+def trainer_args(options):
+  """The `Trainer` arguments every training CLI takes from the [O] optimizer flags (`optimizer_args`, clip,
+  lr_layer_decay_rate, clip_mode, loss_weighting)."""
+  o = options
+  return dict(optimizer_args=dict(learning_rate=o.learning_rate, train_steps=o.train_steps,
+                                  warmup_steps=o.warmup_steps, decay_method=o.decay_method,
+                                  min_lr_ratio=o.min_lr_ratio, weight_decay=o.weight_decay,
+                                  adam_epsilon=o.adam_epsilon),
+              clip=o.clip, lr_layer_decay_rate=o.lr_layer_decay_rate,
+              clip_mode=None if o.clip_mode == "auto" else o.clip_mode, loss_weighting=o.loss_weighting)

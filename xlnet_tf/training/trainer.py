@@ -1,10 +1,13 @@
 """The one training loop of xlnet-tf, for pretraining and fine-tuning, on any `tf.distribute` strategy.
 
-A task plugs in its loss: `task(model, features, mems, training) -> (loss_sum, weight_sum, new_mems)`, where the
-loss of the global batch is `sum(loss_sum) / sum(weight_sum)` over replicas (e.g. a token-weighted LM loss, or a
-mean over examples). Each step then: computes the per-replica gradient of `loss_sum`, divides by the global
-weight, and lets `optimization.apply_gradients` sum over replicas once, clip, layer-scale and apply. This makes
-one step on N replicas equal one step on one device with the same global batch.
+A task plugs in its loss: `task(model, features, mems, training) -> (loss_sum, weight_sum, new_mems)` (e.g. a
+token-weighted LM loss, or a sum over examples). The loss of the global batch is, with
+`loss_weighting="replica_mean"` (the original: towers' or cores' mean losses, averaged), the mean over replicas of
+`loss_sum / weight_sum`; with `"global_mean"`, `sum(loss_sum) / sum(weight_sum)` over replicas, so that one step on
+N replicas equals one step on one device with the same global batch even when replicas hold different numbers of
+targets (equal weights give equal losses). Each step computes the per-replica gradient of its share of the loss
+and lets `optimization.apply_gradients` sum over replicas once, clip (as the original's path does: `clip_mode`),
+layer-scale and apply.
 
 Memory (`mems`) is per-replica state: `n_layer` non-trainable `ON_READ` variables `[mem_len, bsz_per_replica,
 d_model]` (each replica keeps its own rows), updated every step with the model's stop-gradient `new_mems`. For
@@ -38,6 +41,14 @@ from xlnet_tf.training import preemption
 MEMS_RESET = ("never", "every_loop")
 
 
+LOSS_WEIGHTINGS = ("replica_mean", "global_mean")
+
+
+def default_clip_mode(strategy):
+  """The original's clipping on this strategy: per core on TPU (CrossShardOptimizer), else IndexedSlices rows."""
+  return "per_core" if isinstance(strategy, tf.distribute.TPUStrategy) else "indexed_slices"
+
+
 class Trainer:
   """Trains `model_fn()` with `task` on a strategy; see the module docstring.
 
@@ -50,6 +61,8 @@ class Trainer:
     optimizer_args: dict for `optimization.create_optimizer` (learning_rate, train_steps, warmup_steps,
       decay_method, min_lr_ratio, weight_decay, adam_epsilon).
     clip, lr_layer_decay_rate: as `optimization.apply_gradients`.
+    clip_mode: as `optimization.apply_gradients`; None = the original's for the strategy (`default_clip_mode`).
+    loss_weighting: "replica_mean" (the original) or "global_mean", see the module docstring.
     global_batch_size: int, rows per step over all replicas.
     mem_len: int or None, per-layer memory length (None or 0: no memory).
     mems_reset: "never" or "every_loop".
@@ -61,7 +74,8 @@ class Trainer:
 
   def __init__(self, strategy, model_fn, task, model_dir, optimizer_args, clip=1.0, lr_layer_decay_rate=1.0,
                global_batch_size=None, mem_len=None, mems_reset="never", iterations=1000, save_steps=None,
-               max_save=None, jit_compile=False, tokens_per_example=1):
+               max_save=None, jit_compile=False, tokens_per_example=1, clip_mode=None,
+               loss_weighting="replica_mean"):
     if mems_reset not in MEMS_RESET:
       raise ValueError(f"--mems_reset must be one of {MEMS_RESET}. Received: {mems_reset!r}.")
     if iterations <= 0:
@@ -70,6 +84,12 @@ class Trainer:
     if global_batch_size % num_replicas:
       raise ValueError(f"The global batch size must split evenly over the {num_replicas} replicas. Received: "
                        f"{global_batch_size}. Use a multiple of {num_replicas}.")
+    if loss_weighting not in LOSS_WEIGHTINGS:
+      raise ValueError(f"--loss_weighting must be one of {LOSS_WEIGHTINGS}. Received: {loss_weighting!r}.")
+    self.clip_mode = clip_mode or default_clip_mode(strategy)
+    if self.clip_mode not in optimization.CLIP_MODES:
+      raise ValueError(f"--clip_mode must be one of {optimization.CLIP_MODES}. Received: {clip_mode!r}.")
+    self.loss_weighting = loss_weighting
     self.strategy = strategy
     self.task = task
     self.model_dir = model_dir
@@ -124,21 +144,52 @@ class Trainer:
     return int(self.optimizer.iterations.numpy())
 
   # -- initialisation ------------------------------------------------------------------------------------------
-  def restore_or_init(self, init_checkpoint=None):
+  def restore_or_init(self, init_checkpoint=None, init_optimizer_state=False, log_fn=None):
     """Resumes from the latest checkpoint in model_dir; else loads `init_checkpoint` (an original TF1
-    checkpoint or one of ours, weights only); else keeps the fresh initialisation. Returns the step."""
+    checkpoint or one of ours): its weights, and with `init_optimizer_state` also the optimizer's slots and step
+    where it has them (the original's `init_from_checkpoint(global_vars=True)`); else keeps the fresh
+    initialisation. Says what it did through `log_fn`. Returns the step."""
+    log_fn = log_fn or logging.info
     latest = tf.train.latest_checkpoint(self.model_dir)
     if latest:
       self.checkpoint.restore(latest).assert_existing_objects_matched()
       self._scatter_mems()
-      logging.info("Resumed from %s at step %d.", latest, self.step)
+      log_fn(f"Resumed from {latest} at step {self.step}.")
     elif init_checkpoint:
-      self.load_weights(init_checkpoint)
+      report = self.load_weights(init_checkpoint)
+      log_fn(f"Initialised {len(report['loaded'])} variables from {init_checkpoint}; kept their initial values: "
+             f"{report['kept_initial'] or 'none'}.")
+      if init_optimizer_state:
+        log_fn(self.load_optimizer_state(init_checkpoint))
     return self.step
 
   def load_weights(self, ckpt_path):
     """Weights from an original TF1 checkpoint or from a checkpoint of ours, by name; see `load_weights`."""
     return checkpoint_lib.load_weights(self.model, ckpt_path)
+
+  def load_optimizer_state(self, ckpt_path):
+    """The optimizer's slots (m, v) and step from `ckpt_path`, where it holds them; returns a line saying what.
+
+    An original TF1 checkpoint is read by name (`{var}/Adam`, `{var}/Adam_1` or `{var}/adam_m`, `{var}/adam_v`,
+    `global_step`; TF1's beta powers follow from the step); one of ours through its `optimizer` object.
+    """
+    path = checkpoint_lib.resolve_checkpoint_path(ckpt_path)
+    reader = tf.train.load_checkpoint(path)
+    if reader.has_tensor(checkpoint_lib.OBJECT_GRAPH_KEY):
+      tf.train.Checkpoint(optimizer=self.optimizer).read(path).expect_partial()
+      return f"Continued the optimizer state (slots, step {self.step}) of {path}."
+    slots = optimization.original_slot_map(self.optimizer, checkpoint_lib.original_variable_map(self.model))
+    found = [name for name in slots if reader.has_tensor(name)]
+    for name in found:
+      slots[name].assign(reader.get_tensor(name))
+    if reader.has_tensor("global_step"):
+      self.optimizer.iterations.assign(int(reader.get_tensor("global_step")))
+    if not found:
+      return (f"Optimizer slots: none in {path} (a released or weights-only checkpoint), so fresh moments; "
+              f"step {self.step}.")
+    missing = len(slots) - len(found)
+    return (f"Continued the optimizer state of {path}: {len(found)} slots"
+            f"{f' ({missing} absent kept at zero)' if missing else ''}, step {self.step}.")
 
   # -- mems state ----------------------------------------------------------------------------------------------
   def _gather_mems(self):
@@ -168,31 +219,55 @@ class Trainer:
     tf.function(lambda: self.strategy.run(fn))()
 
   # -- the step --------------------------------------------------------------------------------------------------
+  def _forward_backward(self, features, mems):
+    """This replica's loss and gradients (no cross-replica communication, so it can be XLA-compiled).
+
+    Returns:
+      (loss_sum, weight_sum, grads: one per trainable variable, rows: None, or with clip_mode "indexed_slices"
+      (gradient of each gathered word-embedding row, the gathered ids), new_mems).
+    """
+    embedding = self.model.transformer.word_embedding
+    with tf.GradientTape() as tape:
+      loss_sum, weight_sum, new_mems = self.task(self.model, features, mems, training=True)
+    targets = list(self.model.trainable_variables)
+    if self.clip_mode == "indexed_slices":
+      ids, rows = embedding.last_lookup
+      targets.append(rows)
+    grads = tape.gradient(loss_sum, targets)
+    rows = (grads.pop(), ids) if self.clip_mode == "indexed_slices" else None
+    return loss_sum, weight_sum, grads, rows, new_mems
+
+  def _loss_weight(self, weight_sum):
+    """What divides this replica's loss_sum so that the replicas' shares sum to the global-batch loss."""
+    context = tf.distribute.get_replica_context()
+    weight = tf.stop_gradient(tf.cast(weight_sum, tf.float32))
+    if self.loss_weighting == "global_mean":
+      weight = context.all_reduce(tf.distribute.ReduceOp.SUM, weight)
+    else:
+      weight = weight * context.num_replicas_in_sync
+    return tf.maximum(weight, 1e-12)
+
   def _build_loop(self):
-    model, task, strategy = self.model, self.task, self.strategy
-    variables = model.trainable_variables
-
-    def forward_backward(features, mems):
-      with tf.GradientTape() as tape:
-        loss_sum, weight_sum, new_mems = task(model, features, mems, training=True)
-      grads = tape.gradient(loss_sum, variables)
-      return loss_sum, weight_sum, grads, new_mems
-
+    strategy = self.strategy
+    variables = self.model.trainable_variables
+    table_index = [v is self.model.transformer.word_embedding.lookup_table for v in variables].index(True)
+    forward_backward = self._forward_backward
     if self.jit_compile:
       forward_backward = tf.function(forward_backward, jit_compile=True)
 
     def replica_step(features):
       mems = [v.read_value() for v in self.mem_vars] if self.mem_vars else None
-      loss_sum, weight_sum, grads, new_mems = forward_backward(features, mems)
-      context = tf.distribute.get_replica_context()
-      total_weight = context.all_reduce(tf.distribute.ReduceOp.SUM, tf.stop_gradient(weight_sum))
-      total_weight = tf.maximum(total_weight, 1e-12)
-      grads = [None if g is None else g / tf.cast(total_weight, g.dtype) for g in grads]
+      loss_sum, weight_sum, grads, rows, new_mems = forward_backward(features, mems)
+      weight = self._loss_weight(weight_sum)
+      grads = [None if g is None else tf.convert_to_tensor(g) / tf.cast(weight, g.dtype) for g in grads]
+      if rows is not None:
+        rows = (table_index, rows[0] / tf.cast(weight, rows[0].dtype), rows[1])
       gnorm, lr = optimization.apply_gradients(self.optimizer, grads, variables, self.clip,
-                                               self.lr_layer_decay_rate, self.n_layer)
+                                               self.lr_layer_decay_rate, self.n_layer, self.clip_mode, rows)
+      loss = loss_sum / tf.cast(weight, loss_sum.dtype)
       for v, m in zip(self.mem_vars, new_mems or []):
         v.assign(tf.cast(m, v.dtype))
-      return loss_sum / total_weight, gnorm, tf.cast(lr, tf.float32)
+      return loss, gnorm, tf.cast(lr, tf.float32)
 
     def reset_mems():
       for v in self.mem_vars:
@@ -320,9 +395,21 @@ class Trainer:
                                  f"again to resume from step {step}.", signum)
 
   def save(self):
-    """Writes a checkpoint of the current step (weights, optimizer, mems, RNG state); returns its path."""
+    """Writes a checkpoint of the current step (weights, optimizer, mems, RNG state); returns its path.
+
+    Raises:
+      OSError: the checkpoint could not be written (e.g. the disk is full). TensorFlow writes the index and the
+        `checkpoint` state file last, so the latest checkpoint stays the previous complete one; the message says
+        which, and the run can resume from it once there is space.
+    """
     self._gather_mems()
-    path = self.manager.save(checkpoint_number=self.step)
+    try:
+      path = self.manager.save(checkpoint_number=self.step)
+    except (tf.errors.OpError, OSError) as e:
+      reason = " ".join(str(getattr(e, "message", e)).split())[:200]
+      raise OSError(f"Could not write checkpoint {self._save_dir}/ckpt-{self.step} ({reason}). The latest complete "
+                    f"checkpoint is still {self.manager.latest_checkpoint or 'none'}: free space (or fix the "
+                    "directory), then rerun the same command to resume from it.") from None
     if not self.chief:
       shutil.rmtree(self._save_dir, ignore_errors=True)
       return None

@@ -79,6 +79,12 @@ def validate(o, num_replicas=1, strategy="one_device"):
     squad_data.check_options(o.max_seq_length, o.max_query_length, o.doc_stride)
   except ValueError as e:
     raise flags.FlagError(str(e)) from None
+  window = o.max_seq_length - o.max_query_length - 3
+  if o.doc_stride >= window:  # the original accepts it and silently loses the answers across window boundaries
+    raise flags.FlagError(
+        f"--doc_stride={o.doc_stride} is not below the paragraph window ({window} tokens: --max_seq_length "
+        f"{o.max_seq_length} - --max_query_length {o.max_query_length} - 3), so windows would not overlap and an "
+        f"answer across a window boundary would be in none. Pass --doc_stride below {window}.")
   if o.do_prepro:
     _require_file(o.train_file, "train_file", "the SQuAD training JSON to preprocess")
     if not 0 <= o.proc_id < o.num_proc:

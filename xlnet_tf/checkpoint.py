@@ -122,8 +122,9 @@ def assign_by_name(model, reader, keys, source):
   mismatched = [f"{n}: checkpoint {shapes[n]} vs model {list(v.shape)}"
                 for n, v in table.items() if n in shapes and shapes[n] != list(v.shape)]
   if mismatched:
+    more = f"; and {len(mismatched) - 3} more" if len(mismatched) > 3 else ""
     raise ValueError(f"Shape mismatch loading {source} (the config does not fit the checkpoint; use the "
-                     f"xlnet_config.json that came with it): " + "; ".join(mismatched))
+                     f"xlnet_config.json that came with it): " + "; ".join(mismatched[:3]) + more)
 
   loaded, kept = [], []
   for name, var in table.items():

@@ -157,7 +157,10 @@ def directory_lock(directory, name="run", what="--model_dir"):
   if not directory or is_remote(directory):
     yield
     return
-  makedirs(directory)
+  try:
+    makedirs(directory)
+  except OSError as e:
+    raise ValueError(f"Cannot create {what} {directory}: {e.strerror or e}. Pass a writable directory.") from None
   path = os.path.join(directory, f".{name}.lock")
   me = f"{os.getpid()} {socket.gethostname()}"
   for _ in range(2):

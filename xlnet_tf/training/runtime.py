@@ -10,6 +10,7 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import fileio
+from xlnet_tf.config import XLNetConfig
 
 
 
@@ -120,8 +121,21 @@ def is_chief(strategy):
 
 
 def write_run_files(model_dir, xlnet_config, flags_dict):
-  """`xlnet_config.json` and `run_flags.json` in model_dir (what the original's `config.json` held, and more)."""
-  xlnet_config.to_json(os.path.join(model_dir, "xlnet_config.json"))
+  """`xlnet_config.json` and `run_flags.json` in model_dir (what the original's `config.json` held, and more).
+
+  Raises:
+    ValueError: model_dir already holds checkpoints of a model with another config (they could not be resumed).
+  """
+  config_path = os.path.join(model_dir, "xlnet_config.json")
+  if fileio.exists(config_path) and tf.train.latest_checkpoint(model_dir):
+    old = XLNetConfig(json_path=config_path).to_dict()
+    new = xlnet_config.to_dict()
+    diff = [f"{k} {old.get(k)} there, {new.get(k)} here" for k in sorted(set(old) | set(new))
+            if old.get(k) != new.get(k)]
+    if diff:
+      raise ValueError(f"--model_dir {model_dir} holds checkpoints of another model ({config_path}: "
+                       f"{'; '.join(diff)}). Resume with that config, or pass another --model_dir.")
+  xlnet_config.to_json(config_path)
   fileio.write_json(os.path.join(model_dir, "run_flags.json"), flags_dict, indent=2, sort_keys=True, default=str)
 
 

@@ -152,7 +152,13 @@ class Trainer:
     log_fn = log_fn or logging.info
     latest = tf.train.latest_checkpoint(self.model_dir)
     if latest:
-      self.checkpoint.restore(latest).assert_existing_objects_matched()
+      try:
+        self.checkpoint.restore(latest).assert_existing_objects_matched()
+      except (tf.errors.OpError, ValueError, AssertionError) as e:
+        reason = " ".join(str(getattr(e, "message", e)).split())[:200]
+        raise ValueError(f"Cannot resume from {latest} ({reason}). If it is half-written or damaged, delete its "
+                         f"files ({latest}.*) to resume from the checkpoint before it; if it belongs to another "
+                         "model, pass another --model_dir.") from None
       self._scatter_mems()
       log_fn(f"Resumed from {latest} at step {self.step}.")
     elif init_checkpoint:

@@ -408,6 +408,9 @@ def create_data(*, input_glob, sp_path, save_dir, bsz_per_host=32, num_core_per_
       continue
     shards.append((input_data, sent_ids))
   _LOG.info("[Task %d] Total number line: %d", task, total_line_cnt)
+  if task_file_paths and not shards:
+    raise DataError(f"The input files of task {task} hold no text: {', '.join(task_file_paths[:3])}"
+                    f"{' ...' if len(task_file_paths) > 3 else ''}. Add text or fix --input_glob.")
 
   tfrecord_dir = os.path.join(save_dir, "tfrecords")
   try:

@@ -101,6 +101,9 @@ def load_squad_data(input_file):
     except json.JSONDecodeError as e:
       raise ValueError(f"SQuAD file {input_file} is not valid JSON (line {e.lineno} column {e.colno}: {e.msg}). "
                        "Pass a SQuAD v1.1/v2.0 JSON file.") from None
+    except UnicodeDecodeError as e:
+      raise ValueError(f"SQuAD file {input_file} is not UTF-8 (byte {e.object[e.start]:#x} at offset {e.start}). "
+                       "Pass a SQuAD v1.1/v2.0 JSON file (UTF-8).") from None
   if not isinstance(doc, dict) or not isinstance(doc.get("data"), list):
     _fail(input_file, "top level", "expected an object with a 'data' list (SQuAD v1.1/v2.0 layout).")
   for a, article in enumerate(doc["data"]):

@@ -1,0 +1,174 @@
+"""The bad-input sweep: every command-line tool, fed bad files, flags and directories, ends with exit code 1, no
+traceback, and a last line `{tool}: error: ...` naming the flag, file or value and what to do; nothing
+half-written is left behind (no temporary file, no new checkpoint). docs/reliability.md has the table.
+
+All cases run as subprocesses started together by one fixture (three at a time); each case is one test."""
+
+import concurrent.futures
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
+from xlnet_tf import checkpoint
+from xlnet_tf import fileio
+from xlnet_tf.data import corpora
+from xlnet_tf.tasks.squad import corpus as squad_corpus
+from xlnet_tf.tasks.race import corpus as race_corpus
+
+PY = sys.executable
+SPM = "tests/testdata/data/spm/spiece.model"
+CORPUS = "tests/testdata/data/corpus"
+TINY = dict(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=24, n_token=1000, untie_r=True, ff_activation="gelu")
+RECORD_FLAGS = ["--bsz_per_host=8", "--seq_len=32", "--reuse_len=16", "--num_predict=6", "--uncased=False"]
+PRETRAIN = ["--train_batch_size=8", "--seq_len=32", "--reuse_len=16", "--perm_size=8", "--num_predict=6",
+            "--mem_len=12", "--n_layer=2", "--d_model=16", "--n_head=2", "--d_head=8", "--d_inner=24", "--untie_r=True",
+            "--ff_activation=gelu", "--train_steps=4", "--iterations=2", "--save_steps=2", "--seed=1"]
+
+# (case id, tool, flags with {w} for the workspace, words the last line must contain)
+CASES = [
+    # data_utils.py
+    ("du-no-input", "data_utils.py", ["--input_glob={w}/none/*.txt"], "matches no file"),
+    ("du-not-utf8", "data_utils.py", ["--input_glob={w}/latin1/*.txt"], "{w}/latin1/x.txt:2: not UTF-8"),
+    ("du-empty-input", "data_utils.py", ["--input_glob={w}/empty/*.txt"], "hold no text: {w}/empty/e.txt"),
+    ("du-missing-spm", "data_utils.py", ["--sp_path={w}/missing.model"], "{w}/missing.model does not exist"),
+    ("du-reuse-len", "data_utils.py", ["--reuse_len=10"], "--reuse_len must be --seq_len/2"),
+    ("du-num-predict", "data_utils.py", ["--num_predict=33"], "--num_predict must be in [1, 32]"),
+    ("du-odd-batch-bi-data", "data_utils.py", ["--bsz_per_host=3"], "--bi_data needs --bsz_per_host divisible"),
+    ("du-save-dir-is-a-file", "data_utils.py", ["--save_dir={w}/latin1/x.txt"],
+     "Cannot create --save_dir {w}/latin1/x.txt"),
+    # run_pretrain.py
+    ("pt-no-records-flag", "run_pretrain.py", ["--record_info_dir="], "--record_info_dir is required"),
+    ("pt-records-differ", "run_pretrain.py", ["--num_predict=5"], "fnp-6"),
+    ("pt-perm-size", "run_pretrain.py", ["--perm_size=6"], "--perm_size must divide"),
+    ("pt-odd-batch-bi-data", "run_pretrain.py", ["--train_batch_size=3"], "bi_data needs an even"),
+    ("pt-reuse-len", "run_pretrain.py", ["--reuse_len=40"], "--reuse_len must be in"),
+    ("pt-nan-loss", "run_pretrain.py", ["--learning_rate=1e30", "--clip=1e30", "--train_steps=20"],
+     "is not finite at step"),
+    ("pt-corrupt-record", "run_pretrain.py", ["--record_info_dir={w}/corrupt/tfrecords"],
+     "is unreadable at record"),
+    ("pt-record-info-lists-a-missing-file", "run_pretrain.py", ["--record_info_dir={w}/missing_file/tfrecords"],
+     "does not exist"),
+    ("pt-init-config-mismatch", "run_pretrain.py", ["--init_checkpoint={w}/other/xlnet_model.ckpt"],
+     "Shape mismatch loading {w}/other/xlnet_model.ckpt"),
+    ("pt-init-missing", "run_pretrain.py", ["--init_checkpoint={w}/nowhere/xlnet_model.ckpt"], "nowhere"),
+    ("pt-half-written-checkpoint", "run_pretrain.py", ["--model_dir={w}/half"], "Cannot resume from {w}/half/ckpt-2"),
+    ("pt-model-dir-of-another-config", "run_pretrain.py", ["--model_dir={w}/bigger", "--train_steps=6"],
+     "holds checkpoints of another model"),
+    ("pt-gpus-it-lacks", "run_pretrain.py", ["--num_core_per_host=4"], "--num_core_per_host=4 asks for 4"),
+    # run_classifier.py
+    ("cls-unknown-task", "run_classifier.py", ["--task_name=nosuchtask"], "Unknown --task_name 'nosuchtask'"),
+    ("cls-empty-data-dir", "run_classifier.py", ["--data_dir={w}/empty"], "needs the directory"),
+    ("cls-seq-too-short", "run_classifier.py", ["--max_seq_length=2"], "--max_seq_length must be at least 3"),
+    ("cls-missing-spm", "run_classifier.py", ["--spiece_model_file={w}/missing.model"], "does not exist"),
+    ("cls-warmup", "run_classifier.py", ["--train_steps=4", "--warmup_steps=4"], "--warmup_steps must be"),
+    ("cls-config-mismatch", "run_classifier.py", ["--init_checkpoint={w}/other/xlnet_model.ckpt"],
+     "Shape mismatch loading"),
+    ("cls-corrupt-cached-records", "run_classifier.py", ["--output_dir={w}/cls_corrupt"], "is unreadable at record"),
+    # run_squad.py
+    ("squad-not-json", "run_squad.py", ["--train_file={w}/latin1/x.txt"], "{w}/latin1/x.txt is not UTF-8"),
+    ("squad-doc-stride", "run_squad.py", ["--doc_stride=45"], "--doc_stride=45 is not below the paragraph window"),
+    # run_race.py
+    ("race-missing-split", "run_race.py", ["--data_dir={w}/empty"], "{w}/empty"),
+    ("race-qa-length", "run_race.py", ["--max_qa_length=61"], "--max_qa_length"),
+]
+
+
+def base_flags(tool, w, case_dir):
+  if tool == "data_utils.py":
+    return [f"--input_glob={CORPUS}/*.txt", f"--sp_path={SPM}", f"--save_dir={case_dir}/out", "--use_tpu=False",
+            "--bi_data=True", *RECORD_FLAGS]
+  if tool == "run_pretrain.py":
+    return [f"--record_info_dir={w}/records/tfrecords", f"--model_dir={case_dir}/model", *PRETRAIN]
+  if tool == "run_classifier.py":
+    return ["--do_train=True", "--task_name=imdb", f"--data_dir={w}/imdb", f"--spiece_model_file={SPM}",
+            f"--model_config_path={w}/tiny.json", "--max_seq_length=32", f"--output_dir={case_dir}/records",
+            f"--model_dir={case_dir}/model", "--train_batch_size=2", "--train_steps=2", "--iterations=1"]
+  if tool == "run_squad.py":
+    return ["--do_train=True", f"--train_file={w}/squad/train-v2.0.json", f"--spiece_model_file={SPM}",
+            f"--model_config_path={w}/tiny.json", "--max_seq_length=64", "--max_query_length=16",
+            "--doc_stride=32", f"--output_dir={case_dir}/records", f"--model_dir={case_dir}/model",
+            "--train_batch_size=2", "--train_steps=2", "--iterations=1"]
+  return ["--do_train=True", f"--data_dir={w}/race", f"--spiece_model_file={SPM}",
+          f"--model_config_path={w}/tiny.json", "--max_seq_length=64", "--max_qa_length=32",
+          f"--output_dir={case_dir}/records", f"--model_dir={case_dir}/model", "--train_batch_size=2",
+          "--train_steps=2", "--iterations=1"]
+
+
+def _export(config, path):
+  run_config = RunConfig(is_training=False, use_tpu=False, use_bfloat16=False, dropout=0.0, dropatt=0.0)
+  checkpoint.export_original_checkpoint(XLNetModel(XLNetConfig(**config), run_config), path)
+
+
+def _run(cmd):
+  proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                        env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2"))
+  return proc.returncode, proc.stderr
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+  """Builds the bad inputs in a workspace, runs every case; {case id: (returncode, stderr, workspace, case dir)}."""
+  w = tmp_path_factory.mktemp("bad")
+  for name in ("none", "latin1", "empty"):
+    (w / name).mkdir()
+  (w / "latin1" / "x.txt").write_bytes("ok\nna\xefve\n".encode("latin-1"))
+  (w / "empty" / "e.txt").write_text("")
+  (w / "tiny.json").write_text(json.dumps(TINY))
+  (w / "other").mkdir()
+  _export(dict(TINY, d_model=24, d_head=12), str(w / "other" / "xlnet_model.ckpt"))
+  corpora.write_aclimdb(str(w / "imdb"), num_train=8, num_dev=4, seed=1)
+  squad_corpus.write_squad_corpus(str(w / "squad"), num_train=4, num_dev=2, seed=0)
+  race_corpus.write_race_corpus(str(w / "race"), num_train=2, num_dev=2, num_test=2, max_article_words=40,
+                                middle_max_words=30)
+  # Good records, then a copy with one file truncated mid-record and a copy whose record_info names a lost file.
+  code, err = _run([PY, "data_utils.py", f"--input_glob={CORPUS}/*.txt", f"--sp_path={SPM}",
+                    f"--save_dir={w}/records", "--use_tpu=False", "--bi_data=True", *RECORD_FLAGS])
+  assert code == 0, err[-2000:]
+  for name in ("corrupt", "missing_file"):
+    shutil.copytree(w / "records", w / name)
+  record = sorted((w / "corrupt" / "tfrecords").glob("*.tfrecords"))[0]
+  record.write_bytes(record.read_bytes()[:100])  # the first record is cut short
+  sorted((w / "missing_file" / "tfrecords").glob("*.tfrecords"))[0].unlink()
+  # Model directories: one whose latest checkpoint lost its data file, one trained with a bigger model.
+  for name, extra in (("half", []), ("bigger", ["--d_inner=32"])):
+    code, err = _run([PY, "run_pretrain.py", f"--record_info_dir={w}/records/tfrecords", f"--model_dir={w}/{name}",
+                      *PRETRAIN, "--train_steps=2", *extra])
+    assert code == 0, err[-2000:]
+  for data in (w / "half").glob("ckpt-2.data-*"):
+    data.unlink()
+  # Cached classifier records whose training file is cut short.
+  code, err = _run([PY, "run_classifier.py", *base_flags("run_classifier.py", w, w / "cls_ok"), "--train_steps=1"])
+  assert code == 0, err[-2000:]
+  shutil.copytree(w / "cls_ok" / "records", w / "cls_corrupt")
+  cached = sorted(p for p in (w / "cls_corrupt").iterdir() if p.name.endswith(".tf_record") and "train" in p.name)
+  cached[0].write_bytes(cached[0].read_bytes()[:200])
+
+  def run_case(case):
+    case_id, tool, extra, _ = case
+    case_dir = w / "cases" / case_id
+    cmd = [PY, tool, *base_flags(tool, w, case_dir), *[e.format(w=w) for e in extra]]
+    return case_id, (*_run(cmd), w, case_dir)
+
+  with concurrent.futures.ThreadPoolExecutor(3) as pool:
+    return dict(pool.map(run_case, CASES))
+
+
+@pytest.mark.parametrize("case_id,tool,extra,words", CASES, ids=[c[0] for c in CASES])
+def test_bad_input(results, case_id, tool, extra, words):
+  code, stderr, w, case_dir = results[case_id]
+  assert code == 1, stderr[-3000:]
+  assert "Traceback" not in stderr, stderr[-3000:]
+  last = stderr.strip().splitlines()[-1]
+  assert last.startswith(f"{tool}: error: ") and words.format(w=w) in last, last
+  left = [os.path.join(d, f) for d, dirs, files in os.walk(w) for f in files + dirs if fileio.is_temp_name(f)]
+  assert not left, left
+  assert not list(case_dir.glob("model/ckpt-*")), "a failed run wrote a checkpoint"
+
+
+def test_the_sweep_is_wide():
+  assert len(CASES) >= 25 and len({c[1] for c in CASES}) == 5

@@ -212,6 +212,9 @@ def define_hardware_flags(num_core_per_host=None, iterations=1000, max_save=0, f
                     "tf.distribute strategy (new). auto: mirrored when --num_core_per_host > 1, else one device.",
                     **fv)
   flags.DEFINE_bool("jit_compile", False, "XLA-compile the forward and backward pass (new).", **fv)
+  flags.DEFINE_bool("skip_bad_records", False, "Train on the readable part of damaged record files instead of "
+                    "stopping: each is read up to its first unreadable record, and the log names every damaged file "
+                    "and where (new; reads every record once at start).", **fv)
   flags.DEFINE_integer("seed", None, "Seed for initialisation, dropout and the permutation sampling (new).", **fv)
   flags.DEFINE_bool("deterministic", False, "Deterministic ops (tf.config.experimental.enable_op_determinism), so "
                     "that a resumed run ends bit-identical to an uninterrupted one; needs --seed (new).", **fv)

@@ -229,7 +229,7 @@ def run(o, strategy, log_fn=print):
            f"({per_replica} per replica x {num_replicas} replica(s)).")
     results["train"] = trainer.train(
         squad_task.squad_dataset_fn(train_files, o.max_seq_length, per_replica, o.shuffle_buffer, o.seed),
-        log_fn=log_fn)
+        log_fn=log_fn, data_files=train_files)
 
   if o.do_predict and training.is_chief(strategy):  # Prediction runs on the chief only.
     inference = squad_predict.Inference(squad_task.build_model(

@@ -172,3 +172,26 @@ def test_bad_input(results, case_id, tool, extra, words):
 
 def test_the_sweep_is_wide():
   assert len(CASES) >= 25 and len({c[1] for c in CASES}) == 5
+
+
+def test_skip_bad_records_reads_each_damaged_file_up_to_its_first_bad_record(tmp_path, monkeypatch):
+  """The reader every tool uses (`records.record_dataset`), after `skip_unreadable_records` (--skip_bad_records):
+  a file cut short is read up to its first bad record, the intact file whole, and the log names the damage."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.data import records  # pylint: disable=import-outside-toplevel
+  monkeypatch.setattr(records, "_READ_LIMITS", {})
+  paths = [str(tmp_path / f"{name}.tfrecord") for name in ("cut", "whole")]
+  for path in paths:
+    with tf.io.TFRecordWriter(path) as writer:
+      for i in range(10):
+        writer.write(f"{os.path.basename(path)}-{i}".encode())
+  data = open(paths[0], "rb").read()
+  open(paths[0], "wb").write(data[:len(data) // 2 + 20])  # records 0-4 whole, record 5 cut in its data
+  with pytest.raises(tf.errors.DataLossError):
+    list(records.record_dataset(paths))
+  lines = []
+  assert records.skip_unreadable_records(paths, lines.append) == 1
+  assert lines[0].startswith(f"--skip_bad_records: {paths[0]} is unreadable from record 5 on")
+  assert lines[-1] == "--skip_bad_records: skipping the unreadable end of 1 of 2 record files."
+  got = [r.decode() for r in records.record_dataset(paths).as_numpy_iterator()]
+  assert got == [f"cut.tfrecord-{i}" for i in range(5)] + [f"whole.tfrecord-{i}" for i in range(10)]

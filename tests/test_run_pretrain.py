@@ -206,6 +206,15 @@ def test_a_corrupt_record_file_names_itself(record_dirs, tmp_path):
   assert "Rewrite the file" in last and "Traceback" not in result.stderr
   latest = tf.train.latest_checkpoint(str(tmp_path / "model"))
   assert latest and f"the latest checkpoint is {latest}." in last  # the last good one stays the latest
+  bad_record = int(last.split(" is unreadable at record ")[1].split(" ")[0])
+
+  # --skip_bad_records: the same run trains on the readable part and says what it skipped.
+  skipped = subprocess.run(pretrain_cmd(str(records / "tfrecords"), tmp_path / "skip", "--train_steps=20",
+                                        "--bi_data=False", "--skip_bad_records"), capture_output=True, text=True)
+  assert skipped.returncode == 0, skipped.stderr[-2000:]
+  assert (f"--skip_bad_records: {path} is unreadable from record {bad_record} on" in skipped.stdout
+          and "skipping the unreadable end of 1 of 1 record files" in skipped.stdout), skipped.stdout[-2000:]
+  assert tf.train.latest_checkpoint(str(tmp_path / "skip")).endswith("ckpt-20")
 
 
 def test_a_second_run_in_the_same_model_dir_refuses_to_start(record_dirs, tmp_path):

@@ -334,7 +334,7 @@ def fine_tuning_dataset(input_file, name_to_features, batch_size, is_training, d
       out[name] = tf.reshape(t, [-1, *shapes[name]]) if name in shapes else t
     return out
 
-  d = tf.data.TFRecordDataset(files)
+  d = record_dataset(files)
   if input_context is not None:
     d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
   if is_training:
@@ -360,6 +360,43 @@ def resumable_dataset_fn(make_dataset, seed):
       d = d.skip(start_step * per_step)
     return d
   return dataset_fn
+
+
+# --skip_bad_records: {record file: how many records of it are read} for the files found damaged (see
+# `skip_unreadable_records`); every reader of records goes through `record_dataset`, which honours it.
+_READ_LIMITS = {}
+
+
+def record_dataset(files):
+  """`tf.data.TFRecordDataset(files)`; a file found damaged by `skip_unreadable_records` is read only up to its
+  first unreadable record."""
+  files = [files] if isinstance(files, str) else list(files)
+  if not any(f in _READ_LIMITS for f in files):
+    return tf.data.TFRecordDataset(files)
+  limits = [_READ_LIMITS.get(f, -1) for f in files]
+  return tf.data.Dataset.from_tensor_slices((files, tf.constant(limits, tf.int64))).flat_map(
+      lambda path, limit: tf.data.TFRecordDataset(path).take(limit))
+
+
+def has_read_limits():
+  return bool(_READ_LIMITS)
+
+
+def skip_unreadable_records(files, log_fn):
+  """--skip_bad_records: reads every record of `files` once; a file with an unreadable record is from then on read
+  only up to it (TFRecord files cannot be resynchronised after a bad record). Logs one line per damaged file and a
+  total. Returns the number of damaged files."""
+  damaged = 0
+  for path in files:
+    found = find_corrupt_record([path])
+    if found:
+      damaged += 1
+      _READ_LIMITS[path] = found[1]
+      log_fn(f"--skip_bad_records: {path} is unreadable from record {found[1]} on ({found[2][:120]}); reading its "
+             f"first {found[1]} records only.")
+  if damaged:
+    log_fn(f"--skip_bad_records: skipping the unreadable end of {damaged} of {len(files)} record files.")
+  return damaged
 
 
 def find_corrupt_record(files):

@@ -63,6 +63,8 @@ class Trainer:
     clip, lr_layer_decay_rate: as `optimization.apply_gradients`.
     clip_mode: as `optimization.apply_gradients`; None = the original's for the strategy (`default_clip_mode`).
     loss_weighting: "replica_mean" (the original) or "global_mean", see the module docstring.
+    skip_bad_records: read damaged record files (`train`'s data_files) only up to their first unreadable record,
+      instead of stopping at it (`records.skip_unreadable_records`).
     global_batch_size: int, rows per step over all replicas.
     mem_len: int or None, per-layer memory length (None or 0: no memory).
     mems_reset: "never" or "every_loop".
@@ -75,7 +77,7 @@ class Trainer:
   def __init__(self, strategy, model_fn, task, model_dir, optimizer_args, clip=1.0, lr_layer_decay_rate=1.0,
                global_batch_size=None, mem_len=None, mems_reset="never", iterations=1000, save_steps=None,
                max_save=None, jit_compile=False, tokens_per_example=1, clip_mode=None,
-               loss_weighting="replica_mean"):
+               loss_weighting="replica_mean", skip_bad_records=False):
     if mems_reset not in MEMS_RESET:
       raise ValueError(f"--mems_reset must be one of {MEMS_RESET}. Received: {mems_reset!r}.")
     if iterations <= 0:
@@ -90,6 +92,7 @@ class Trainer:
     if self.clip_mode not in optimization.CLIP_MODES:
       raise ValueError(f"--clip_mode must be one of {optimization.CLIP_MODES}. Received: {clip_mode!r}.")
     self.loss_weighting = loss_weighting
+    self.skip_bad_records = skip_bad_records
     self.strategy = strategy
     self.task = task
     self.model_dir = model_dir
@@ -329,6 +332,8 @@ class Trainer:
     if start >= train_steps:
       log_fn(f"Nothing to do: step {start} >= train_steps {train_steps}.")
       return {"step": start}
+    if self.skip_bad_records and data_files:
+      records.skip_unreadable_records(data_files, log_fn)
     dist = self.strategy.distribute_datasets_from_function(lambda ctx: dataset_fn(ctx, start))
     iterator = iter(dist)
     if self._loop_fn is None:

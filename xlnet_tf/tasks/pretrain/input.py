@@ -56,7 +56,7 @@ import random
 import numpy as np
 import tensorflow as tf
 
-from xlnet_tf.data.records import find_record_info, read_corpus_info
+from xlnet_tf.data.records import find_record_info, has_read_limits, read_corpus_info, record_dataset
 from xlnet_tf.data.tokenization import CLS_ID, SEP_ID
 
 
@@ -213,11 +213,11 @@ def parse_record(serialized, seq_len, reuse_len, perm_size, num_predict=None, us
 
 def _record_stream(file_names, file_num_batch, bsz_per_host, first_pos, cache):
   """Raw records repeated forever, starting at stream position `first_pos` (records, counted across epochs)."""
-  full = tf.data.TFRecordDataset(file_names)
+  full = record_dataset(file_names)
   if cache:
     full = full.cache()  # raw serialized records in memory, as the original
   counts = None
-  if file_num_batch is not None and all(n is not None for n in file_num_batch):
+  if file_num_batch is not None and all(n is not None for n in file_num_batch) and not has_read_limits():
     counts = [n * bsz_per_host for n in file_num_batch]
   if first_pos == 0:
     return full.repeat()
@@ -228,7 +228,7 @@ def _record_stream(file_names, file_num_batch, bsz_per_host, first_pos, cache):
   while offset >= counts[file_idx]:
     offset -= counts[file_idx]
     file_idx += 1
-  head = tf.data.TFRecordDataset(file_names[file_idx:]).skip(offset)  # the rest of the current epoch
+  head = record_dataset(file_names[file_idx:]).skip(offset)  # the rest of the current epoch
   return head.concatenate(full.repeat())
 
 

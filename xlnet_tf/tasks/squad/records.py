@@ -154,10 +154,10 @@ def squad_dataset(input_files, seq_length, is_training, batch_size, drop_remaind
 
   if is_training:
     d = tf.data.Dataset.from_tensor_slices(files).shuffle(len(files), seed=seed).repeat()
-    d = d.interleave(tf.data.TFRecordDataset, cycle_length=min(num_threads, len(files)),
+    d = d.interleave(records.record_dataset, cycle_length=min(num_threads, len(files)),
                      num_parallel_calls=tf.data.AUTOTUNE, deterministic=seed is not None)
   else:
-    d = tf.data.TFRecordDataset(files)
+    d = records.record_dataset(files)
   if input_context is not None:
     d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
   if is_training:

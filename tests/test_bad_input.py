@@ -195,3 +195,24 @@ def test_skip_bad_records_reads_each_damaged_file_up_to_its_first_bad_record(tmp
   assert lines[-1] == "--skip_bad_records: skipping the unreadable end of 1 of 2 record files."
   got = [r.decode() for r in records.record_dataset(paths).as_numpy_iterator()]
   assert got == [f"cut.tfrecord-{i}" for i in range(5)] + [f"whole.tfrecord-{i}" for i in range(10)]
+
+
+def test_a_full_disk_while_writing_records_names_the_file_and_leaves_nothing(tmp_path):
+  """data_utils.py under a file-size limit (its record file cannot be written whole, as on a full disk): one line
+  naming the file, exit 1, and no record file, complete-looking or temporary, left behind."""
+  import resource  # pylint: disable=import-outside-toplevel
+  import signal  # pylint: disable=import-outside-toplevel
+
+  def small_disk():
+    resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write then fails with EFBIG, as ENOSPC would
+
+  proc = subprocess.run([PY, "data_utils.py", f"--input_glob={CORPUS}/*.txt", f"--sp_path={SPM}",
+                         f"--save_dir={tmp_path}/out", "--use_tpu=False", "--bi_data=True", *RECORD_FLAGS],
+                        capture_output=True, text=True, timeout=300, preexec_fn=small_disk)
+  assert proc.returncode == 1, proc.stderr[-2000:]
+  last = proc.stderr.strip().splitlines()[-1]
+  assert last.startswith(f"data_utils.py: error: Could not write {tmp_path}/out/tfrecords/train-0-0.") and \
+      "File too large" in last, last
+  assert "Traceback" not in proc.stderr
+  assert not list((tmp_path / "out" / "tfrecords").glob("*.tfrecords*"))

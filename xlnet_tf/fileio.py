@@ -99,7 +99,8 @@ def atomic_path(path, last_suffix=None):
   The body may write one file, one directory (e.g. a SavedModel: an existing directory at `path` is replaced), or
   several files sharing the temporary name as a prefix (e.g. a checkpoint's `.index` and `.data-*`, or
   SentencePiece's `.model` and `.vocab`): each `tmp + suffix` becomes `path + suffix`, the one ending with
-  `last_suffix` last, so that it marks the whole as complete. On any error everything written is removed.
+  `last_suffix` last, so that it marks the whole as complete. On any error everything written is removed; a
+  write error (e.g. a full disk) becomes an OSError whose one-line message names `path`.
   """
   path = str(path).rstrip("/")
   makedirs(os.path.dirname(path))
@@ -114,9 +115,14 @@ def atomic_path(path, last_suffix=None):
     written.sort(key=lambda p: last_suffix is not None and p.endswith(last_suffix))
     for p in written:
       rename(p, path + p[len(tmp):])
-  except BaseException:
+  except BaseException as e:
     for p in [tmp] + glob(glob_lib.escape(tmp) + "*"):
       remove(p)
+    op_error = type(e).__module__.startswith("tensorflow") and hasattr(e, "error_code")  # tf.errors.OpError
+    if (isinstance(e, OSError) or op_error) and not isinstance(e, FileNotFoundError):
+      reason = getattr(e, "strerror", None) or " ".join(str(getattr(e, "message", e)).split())[:200]
+      raise OSError(f"Could not write {path} ({reason}); nothing was left under that name. Free space (or fix "
+                    "the directory's permissions) and rerun.") from None
     raise
 
 

@@ -363,6 +363,7 @@ def test_num_core_per_host_the_machine_lacks_is_one_line(files, tmp_path):
   assert not (tmp_path / "m").exists() or not any((tmp_path / "m").glob("ckpt-*"))
 
 
+@pytest.mark.slow
 def test_kill_9_then_resume_on_two_replicas_is_bit_identical(files, tmp_path):
   """Fine-tuning on 2 replicas (--num_core_per_host=2, 2 logical CPUs), killed after its step-4 checkpoint and
   rerun: the resumed run skips the global batches already seen (2 per step) and ends bit-identical to an

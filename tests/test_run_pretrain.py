@@ -97,6 +97,7 @@ def test_kill_9_then_resume_is_bit_identical(record_dirs, tmp_path):
     np.testing.assert_array_equal(a[name], b[name], err_msg=name)
 
 
+@pytest.mark.slow
 def test_kill_9_then_resume_on_two_replicas_is_bit_identical(record_dirs, tmp_path):
   """--num_core_per_host=2 (2 logical CPUs): the resumed run continues at the right global batch, each replica
   with its own mems rows, and ends bit-identical to an uninterrupted 2-replica run."""

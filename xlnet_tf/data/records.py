@@ -370,6 +370,12 @@ _READ_LIMITS = {}
 def record_dataset(files):
   """`tf.data.TFRecordDataset(files)`; a file found damaged by `skip_unreadable_records` is read only up to its
   first unreadable record."""
+  if isinstance(files, tf.Tensor):  # one path inside a tf.data function (e.g. `interleave`)
+    if not _READ_LIMITS:
+      return tf.data.TFRecordDataset(files)
+    table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+        list(_READ_LIMITS), tf.constant(list(_READ_LIMITS.values()), tf.int64)), default_value=-1)
+    return tf.data.TFRecordDataset(files).take(table.lookup(files))
   files = [files] if isinstance(files, str) else list(files)
   if not any(f in _READ_LIMITS for f in files):
     return tf.data.TFRecordDataset(files)

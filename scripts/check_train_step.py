@@ -15,17 +15,16 @@ import os
 import sys
 
 import tensorflow as tf
+from absl import app
+from absl import flags
+from absl import logging
 
 # Two-tower goldens run as two replicas: split the CPU before TensorFlow starts.
 tf.config.set_logical_device_configuration(tf.config.list_physical_devices("CPU")[0],
                                            [tf.config.LogicalDeviceConfiguration()] * 2)
 
-from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import flags  # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import logging  # pylint: disable=g-import-not-at-top,wrong-import-position
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from xlnet_tf.training import step_parity  # pylint: disable=g-import-not-at-top,wrong-import-position
+from xlnet_tf.training import step_parity  # noqa: E402  pylint: disable=g-import-not-at-top,wrong-import-position
 
 flags.DEFINE_string("golden_dir", None, "Directory of the training-step goldens (layout of "
                     "/work/shared/goldens/train_step).")

@@ -59,6 +59,36 @@ class FlagError(ValueError):
   """A flag value the run cannot use; `cli_main` prints it as one line."""
 
 
+def require_file(path, flag, what):
+  """FlagError unless --{flag} names an existing file or directory (`what`: what the user should pass)."""
+  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top  (flags.py stays light to import)
+  if not path:
+    raise FlagError(f"--{flag} is required: {what}.")
+  if not fileio.exists(path):
+    raise FlagError(f"--{flag}={path} does not exist. Pass {what}.")
+
+
+def require_positive(o, *names):
+  """FlagError unless every named flag of the options `o` is at least 1."""
+  for name in names:
+    if getattr(o, name) < 1:
+      raise FlagError(f"--{name} must be a positive integer. Received: {getattr(o, name)}.")
+
+
+def check_training_flags(o, num_replicas=1, strategy="one_device"):
+  """The --do_train checks the fine-tuning CLIs share: positive --train_steps and --save_steps, warm-up ending
+  before training does, and on TPU a --train_batch_size (global there) that splits over the cores."""
+  require_positive(o, "train_steps")
+  if not 0 <= o.warmup_steps < o.train_steps:
+    raise FlagError(f"--warmup_steps must be at least 0 and below --train_steps (warm-up must end before training "
+                    f"does). Received: --warmup_steps={o.warmup_steps}, --train_steps={o.train_steps}.")
+  if o.save_steps is not None and o.save_steps < 1:
+    raise FlagError(f"--save_steps must be positive (or unset). Received: {o.save_steps}.")
+  if strategy == "tpu" and o.train_batch_size % num_replicas:
+    raise FlagError(f"On TPU --train_batch_size is the global batch and must be divisible by the {num_replicas} "
+                    f"cores. Received: {o.train_batch_size}.")
+
+
 def values(flag_values=flags.FLAGS):
   """The script's own flags (every flag defined by this module) as a plain namespace: what its `run` takes."""
   return types.SimpleNamespace(**{f.name: f.value for f in flag_values.get_flags_for_module(__name__)})

@@ -51,19 +51,12 @@ def define_flags(flag_values=absl_flags.FLAGS):
   flags.define_race_flags(flag_values=flag_values)
 
 
-def _require_file(path, flag, what):
-  if not path:
-    raise flags.FlagError(f"--{flag} is required: {what}.")
-  if not tf.io.gfile.exists(path):
-    raise flags.FlagError(f"--{flag}={path} does not exist. Pass {what}.")
-
-
 def validate(o, num_replicas=1, strategy="one_device"):
   """One-line errors for flag values the run cannot use (before anything heavy starts)."""
   if not (o.do_train or o.do_eval or o.do_predict):
     raise flags.FlagError("At least one of --do_train, --do_eval or --do_predict must be True.")
-  _require_file(o.model_config_path, "model_config_path", "the xlnet_config.json of the model")
-  _require_file(o.spiece_model_file, "spiece_model_file", "the SentencePiece model (spiece.model) of the model")
+  flags.require_file(o.model_config_path, "model_config_path", "the xlnet_config.json of the model")
+  flags.require_file(o.spiece_model_file, "spiece_model_file", "the SentencePiece model (spiece.model) of the model")
   if not o.model_dir:
     raise flags.FlagError("--model_dir is required: where the fine-tuned checkpoints go (and are read by eval).")
   if not o.data_dir or not fileio.isdir(o.data_dir):
@@ -80,19 +73,9 @@ def validate(o, num_replicas=1, strategy="one_device"):
     race_data.check_lengths(o.max_seq_length, o.max_qa_length)
   except ValueError as e:
     raise flags.FlagError(str(e)) from None
-  for name in ("train_batch_size", "eval_batch_size", "shuffle_buffer", "iterations"):
-    if getattr(o, name) < 1:
-      raise flags.FlagError(f"--{name} must be a positive integer. Received: {getattr(o, name)}.")
-  if o.do_train and o.train_steps < 1:
-    raise flags.FlagError(f"--train_steps must be positive with --do_train. Received: {o.train_steps}.")
-  if o.do_train and not 0 <= o.warmup_steps < o.train_steps:
-    raise flags.FlagError(f"--warmup_steps must be at least 0 and below --train_steps (warm-up must end before "
-                          f"training does). Received: --warmup_steps={o.warmup_steps}, --train_steps={o.train_steps}.")
-  if o.save_steps is not None and o.save_steps < 1:
-    raise flags.FlagError(f"--save_steps must be positive (or unset). Received: {o.save_steps}.")
-  if strategy == "tpu" and o.train_batch_size % num_replicas:
-    raise flags.FlagError(f"On TPU --train_batch_size is the global batch and must be divisible by the "
-                          f"{num_replicas} cores. Received: {o.train_batch_size}.")
+  flags.require_positive(o, "train_batch_size", "eval_batch_size", "shuffle_buffer", "iterations")
+  if o.do_train:
+    flags.check_training_flags(o, num_replicas, strategy)
 
 
 def _model_files(o):

@@ -55,24 +55,11 @@ def define_flags(flag_values=absl_flags.FLAGS):
   flags.define_squad_flags(flag_values=flag_values)
 
 
-def _require_file(path, flag, what):
-  if not path:
-    raise flags.FlagError(f"--{flag} is required: {what}.")
-  if not fileio.exists(path):
-    raise flags.FlagError(f"--{flag}={path} does not exist. Pass {what}.")
-
-
-def _positive(o, *names):
-  for name in names:
-    if getattr(o, name) < 1:
-      raise flags.FlagError(f"--{name} must be a positive integer. Received: {getattr(o, name)}.")
-
-
 def validate(o, num_replicas=1, strategy="one_device"):
   """One-line errors for flag values the run cannot use (before anything heavy starts)."""
   if not (o.do_prepro or o.do_train or o.do_predict):
     raise flags.FlagError("At least one of --do_prepro, --do_train and --do_predict must be True.")
-  _require_file(o.spiece_model_file, "spiece_model_file", "the SentencePiece model (spiece.model) of the model")
+  flags.require_file(o.spiece_model_file, "spiece_model_file", "the SentencePiece model (spiece.model) of the model")
   if not o.output_dir:
     raise flags.FlagError("--output_dir is required: where the tfrecords (and the cached evaluation features) go.")
   try:
@@ -86,30 +73,23 @@ def validate(o, num_replicas=1, strategy="one_device"):
         f"{o.max_seq_length} - --max_query_length {o.max_query_length} - 3), so windows would not overlap and an "
         f"answer across a window boundary would be in none. Pass --doc_stride below {window}.")
   if o.do_prepro:
-    _require_file(o.train_file, "train_file", "the SQuAD training JSON to preprocess")
+    flags.require_file(o.train_file, "train_file", "the SQuAD training JSON to preprocess")
     if not 0 <= o.proc_id < o.num_proc:
       raise flags.FlagError(f"--proc_id must be in [0, --num_proc). Received: --proc_id={o.proc_id}, "
                             f"--num_proc={o.num_proc}.")
     return
-  _require_file(o.model_config_path, "model_config_path", "the xlnet_config.json of the model")
+  flags.require_file(o.model_config_path, "model_config_path", "the xlnet_config.json of the model")
   if o.do_train:
     if not o.model_dir:
       raise flags.FlagError("--model_dir is required with --do_train: where the fine-tuned checkpoints go.")
-    _positive(o, "train_batch_size", "shuffle_buffer", "iterations", "train_steps")
-    if not 0 <= o.warmup_steps < o.train_steps:
-      raise flags.FlagError(f"--warmup_steps must be at least 0 and below --train_steps. Received: "
-                            f"--warmup_steps={o.warmup_steps}, --train_steps={o.train_steps}.")
-    if o.save_steps is not None and o.save_steps < 1:
-      raise flags.FlagError(f"--save_steps must be positive (or unset). Received: {o.save_steps}.")
-    if strategy == "tpu" and o.train_batch_size % num_replicas:
-      raise flags.FlagError(f"On TPU --train_batch_size is the global batch and must be divisible by the "
-                            f"{num_replicas} cores. Received: {o.train_batch_size}.")
+    flags.require_positive(o, "train_batch_size", "shuffle_buffer", "iterations")
+    flags.check_training_flags(o, num_replicas, strategy)
   if o.do_predict:
-    _require_file(o.predict_file, "predict_file", "the SQuAD JSON to predict")
+    flags.require_file(o.predict_file, "predict_file", "the SQuAD JSON to predict")
     if not o.predict_dir:
       raise flags.FlagError("--predict_dir is required with --do_predict: where predictions.json, "
                             "nbest_predictions.json and null_odds.json go.")
-    _positive(o, "predict_batch_size", "n_best_size", "max_answer_length", "start_n_top", "end_n_top")
+    flags.require_positive(o, "predict_batch_size", "n_best_size", "max_answer_length", "start_n_top", "end_n_top")
     for name in ("start_n_top", "end_n_top"):
       if getattr(o, name) > o.max_seq_length:
         raise flags.FlagError(f"--{name} must be at most --max_seq_length ({o.max_seq_length}). Received: "
@@ -133,7 +113,7 @@ def _train_records(o, sp_model, log_fn):
   if not o.train_file:
     raise flags.FlagError(f"No training records match {pattern}. Run with --do_prepro=True --train_file=... first, "
                           "with the same --output_dir, --spiece_model_file, --max_seq_length and --max_query_length.")
-  _require_file(o.train_file, "train_file", "the SQuAD training JSON")
+  flags.require_file(o.train_file, "train_file", "the SQuAD training JSON")
   log_fn(f"No training records match {pattern}: preprocessing --train_file first (as --do_prepro).")
   _prepro(o, sp_model, log_fn, num_proc=1, proc_id=0)
   return pattern

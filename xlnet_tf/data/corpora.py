@@ -107,6 +107,36 @@ def split_sentences(text):
   return [" ".join(s.split()) for s in sentences if s.strip()]
 
 
+_WORD = re.compile(r"\b[A-Za-z]{4,}\b")
+_FUNCTION_WORDS = frozenset(
+    "that this with have from they were what when there their which would about been some them than then these "
+    "those into very more also only just much such even because could should will your does being here where "
+    "while after before other over most doesn isn wasn didn aren weren haven hasn hadn couldn wouldn shouldn".split())
+
+
+def content_words(sentence):
+  """The `re.Match`es of the words of `sentence` a cloze question may ask for: lower-case, 4+ letters, not a common
+  function word. (The SQuAD and RACE sets built from IMDB reviews use them.)"""
+  return [m for m in _WORD.finditer(sentence) if m.group().islower() and m.group() not in _FUNCTION_WORDS]
+
+
+def num_words(text):
+  """The number of whitespace-separated words of text."""
+  return len(text.split())
+
+
+def blankable_spans(sentence):
+  """The (start, end) character spans of the content words that occur once in `sentence`; none for a sentence of
+  fewer than 6 words or one that holds `_` already (the blank)."""
+  if "_" in sentence or num_words(sentence) < 6:
+    return []
+  words = content_words(sentence)
+  counts = {}
+  for m in words:
+    counts[m.group()] = counts.get(m.group(), 0) + 1
+  return [m.span() for m in words if counts[m.group()] == 1]
+
+
 def write_pretraining_corpus(out_dir, num_docs, num_files, start=0):
   """Writes IMDB train-split reviews in the original pretraining input format.
 

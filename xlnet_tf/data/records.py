@@ -341,7 +341,21 @@ def fine_tuning_dataset(input_file, name_to_features, batch_size, is_training, d
     d = d.shuffle(buffer_size=shuffle_buffer, seed=seed)
     d = d.repeat()
   d = d.batch(batch_size, drop_remainder=drop_remainder)
-  return d.map(decode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+  return decoded_batches(d, decode)
+
+
+def decoded_batches(batches, decode):
+  """`batches.map(decode)` in parallel and prefetched, without tf.data's autotuning thread.
+
+  That thread sleeps up to 60 s between its optimization rounds, and destroying an iterator sometimes waited for it
+  to wake: a fine-tuning run sat idle for up to a minute after its last step (seen with py-spy in
+  UnboundedThreadPool). The map then runs on as many threads as there are cores, and prefetch keeps its own
+  buffer tuning; a decoding map of a fine-tuning batch is not where the time goes.
+  """
+  options = tf.data.Options()
+  options.autotune.enabled = False
+  d = batches.map(decode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+  return d.with_options(options)
 
 
 def resumable_dataset_fn(make_dataset, seed):

@@ -27,7 +27,6 @@ drawn from `np.random.RandomState([seed, split index])`: the same arguments give
 import json
 import numbers
 import os
-import re
 
 import numpy as np
 
@@ -37,13 +36,6 @@ from xlnet_tf.tasks.race import data
 
 MARKER = "race_imdb.json"
 CONTINUATION_QUESTION = "Which sentence comes next in the review?"
-
-_WORD = re.compile(r"\b[A-Za-z]{4,}\b")
-_FUNCTION_WORDS = frozenset(
-    "that this with have from they were what when there their which would about been some them than then these "
-    "those into very more also only just much such even because could should will your does being here where "
-    "while after before other over most doesn isn wasn didn aren weren haven hasn hadn couldn wouldn shouldn".split())
-
 
 class _Pool:
   """The reviews of one split, their sentences split on demand (cached)."""
@@ -65,32 +57,16 @@ class _Pool:
         return other
 
 
-def _num_words(text):
-  return len(text.split())
-
-
 def _article(sentences, max_article_words):
   """(number of leading sentences in the article, its words), or None if fewer than 2 fit with one left over."""
   total, k = 0, 0
-  while k < len(sentences) - 1 and total + _num_words(sentences[k]) <= max_article_words:
-    total += _num_words(sentences[k])
+  while k < len(sentences) - 1 and total + corpora.num_words(sentences[k]) <= max_article_words:
+    total += corpora.num_words(sentences[k])
     k += 1
   nxt = sentences[k] if k < len(sentences) else ""
-  if k < 2 or not 3 <= _num_words(nxt) <= 60:
+  if k < 2 or not 3 <= corpora.num_words(nxt) <= 60:
     return None
   return k, total
-
-
-def _blank_candidates(sentence):
-  """The (start, end) spans of words of `sentence` that can be blanked (see the module docstring)."""
-  if "_" in sentence or _num_words(sentence) < 6:
-    return []
-  matches = list(_WORD.finditer(sentence))
-  counts = {}
-  for m in matches:
-    counts[m.group()] = counts.get(m.group(), 0) + 1
-  return [m.span() for m in matches
-          if m.group().islower() and m.group() not in _FUNCTION_WORDS and counts[m.group()] == 1]
 
 
 def _draw(rng, pool, row, pick, exclude, tries=1000):
@@ -115,12 +91,12 @@ def _place(rng, answer, distractors):
 
 
 def _continuation(rng, pool, row, answer):
-  lo, hi = max(3, _num_words(answer) // 2), 2 * _num_words(answer) + 3
+  lo, hi = max(3, corpora.num_words(answer) // 2), 2 * corpora.num_words(answer) + 3
 
   def pick(rng, other):
     sentences = pool.sentences(other)
     s = sentences[rng.randint(len(sentences))]
-    return s if lo <= _num_words(s) <= hi else None
+    return s if lo <= corpora.num_words(s) <= hi else None
 
   options, letter = _place(rng, answer, _draw(rng, pool, row, pick, {answer}))
   return CONTINUATION_QUESTION, options, letter
@@ -132,8 +108,7 @@ def _blank(rng, pool, row, sentence, spans):
 
   def pick(rng, other):
     sentences = pool.sentences(other)
-    words = [w for w in _WORD.findall(sentences[rng.randint(len(sentences))])
-             if w.islower() and w not in _FUNCTION_WORDS]
+    words = [m.group() for m in corpora.content_words(sentences[rng.randint(len(sentences))])]
     return words[rng.randint(len(words))] if words else None
 
   options, letter = _place(rng, answer, _draw(rng, pool, row, pick, {answer}))
@@ -144,7 +119,7 @@ def _build_article(rng, pool, row, k, num_blanks):
   """One RACE JSON object (without `id`) for review `row` whose article is its first k sentences."""
   sentences = pool.sentences(row)
   items = [_continuation(rng, pool, row, sentences[k])]
-  blankable = [(sentences[i], _blank_candidates(sentences[i])) for i in range(k)]
+  blankable = [(sentences[i], corpora.blankable_spans(sentences[i])) for i in range(k)]
   blankable = [(sentence, spans) for sentence, spans in blankable if spans]
   if blankable and num_blanks:
     chosen = rng.choice(len(blankable), size=min(num_blanks, len(blankable)), replace=False)

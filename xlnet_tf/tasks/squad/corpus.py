@@ -40,29 +40,8 @@ from xlnet_tf.data import corpora
 MARKER = "squad_imdb.json"
 SPLITS = ("train", "dev")
 
-_WORD = re.compile(r"\b[A-Za-z]{4,}\b")
 _NEXT_WORD = re.compile(r" ([A-Za-z]+)\b")
 _TOKEN = re.compile(r"\S+")
-_FUNCTION_WORDS = frozenset(
-    "that this with have from they were what when there their which would about been some them than then these "
-    "those into very more also only just much such even because could should will your does being here where "
-    "while after before other over most doesn isn wasn didn aren weren haven hasn hadn couldn wouldn shouldn".split())
-
-
-def _num_words(text):
-  return len(text.split())
-
-
-def _spans(sentence):
-  """The (start, end) character spans of `sentence` that can be an answer (see the module docstring)."""
-  if "_" in sentence or _num_words(sentence) < 6:
-    return []
-  matches = list(_WORD.finditer(sentence))
-  counts = {}
-  for m in matches:
-    counts[m.group()] = counts.get(m.group(), 0) + 1
-  return [m.span() for m in matches
-          if m.group().islower() and m.group() not in _FUNCTION_WORDS and counts[m.group()] == 1]
 
 
 def _cloze(rng, sentence, spans, question_words):
@@ -85,8 +64,8 @@ def _cloze(rng, sentence, spans, question_words):
 def _context(sentences, max_context_words):
   """The number of leading sentences that fit in max_context_words (None if fewer than 2)."""
   total, k = 0, 0
-  while k < len(sentences) and total + _num_words(sentences[k]) <= max_context_words:
-    total += _num_words(sentences[k])
+  while k < len(sentences) and total + corpora.num_words(sentences[k]) <= max_context_words:
+    total += corpora.num_words(sentences[k])
     k += 1
   return k if k >= 2 else None
 
@@ -96,7 +75,7 @@ def _paragraph(rng, reviews, rows, row, k, num_questions, unanswerable_share, qu
   sentences = corpora.split_sentences(reviews[row][0])[:k]
   context = " ".join(sentences)
   offsets = np.cumsum([0] + [len(s) + 1 for s in sentences])
-  askable = [i for i, s in enumerate(sentences) if _spans(s)]
+  askable = [i for i, s in enumerate(sentences) if corpora.blankable_spans(s)]
   if not askable:
     return None
   order = [askable[i] for i in rng.permutation(len(askable))]
@@ -106,17 +85,17 @@ def _paragraph(rng, reviews, rows, row, k, num_questions, unanswerable_share, qu
     if rng.rand() < unanswerable_share:
       while True:  # a sentence of another review with an answer span
         other = int(rows[rng.randint(len(rows))])
-        candidates = [s for s in corpora.split_sentences(reviews[other][0])[:k + 2] if _spans(s)] if other != row \
-            else []
+        candidates = [s for s in corpora.split_sentences(reviews[other][0])[:k + 2]
+                      if corpora.blankable_spans(s)] if other != row else []
         if candidates:
           sentence = candidates[rng.randint(len(candidates))]
           break
-      question, text, _ = _cloze(rng, sentence, _spans(sentence), question_words)
+      question, text, _ = _cloze(rng, sentence, corpora.blankable_spans(sentence), question_words)
       qas.append({"id": qid, "question": question, "answers": [], "is_impossible": True,
                   "plausible_answers": [{"text": text}]})
     else:
       i = order[q % len(order)]
-      question, text, start = _cloze(rng, sentences[i], _spans(sentences[i]), question_words)
+      question, text, start = _cloze(rng, sentences[i], corpora.blankable_spans(sentences[i]), question_words)
       answer_start = int(offsets[i]) + start
       assert context[answer_start:answer_start + len(text)] == text
       qas.append({"id": qid, "question": question, "answers": [{"text": text, "answer_start": answer_start}],

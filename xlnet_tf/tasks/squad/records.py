@@ -163,7 +163,7 @@ def squad_dataset(input_files, seq_length, is_training, batch_size, drop_remaind
   if is_training:
     d = d.shuffle(shuffle_buffer, seed=seed)
   d = d.batch(batch_size, drop_remainder=drop_remainder)
-  return d.map(decode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+  return records.decoded_batches(d, decode)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import checkpoint
+from xlnet_tf.training.inference import run_batches
 from xlnet_tf.tasks.classifier import features as classifier_data
 from xlnet_tf.tasks.classifier import metrics
 from xlnet_tf.tasks.classifier.task import forward
@@ -54,14 +55,9 @@ class Inference:
       dict of numpy arrays over all examples: logits [N, n_class] or [N], loss [N], label_ids [N],
       is_real_example [N].
     """
-    out = {"logits": [], "loss": [], "label_ids": [], "is_real_example": []}
-    for features in dataset:
-      logits, loss = self._step(features)
-      out["logits"].append(logits.numpy())
-      out["loss"].append(loss.numpy())
-      out["label_ids"].append(features["label_ids"].numpy())
-      out["is_real_example"].append(features["is_real_example"].numpy())
-    return {k: np.concatenate(v) if v else np.zeros([0]) for k, v in out.items()}
+    out = run_batches(lambda features: dict(zip(("logits", "loss"), self._step(features))), dataset,
+                      ("label_ids", "is_real_example"))
+    return {k: out.get(k, np.zeros([0])) for k in ("logits", "loss", "label_ids", "is_real_example")}
 
 
 def _format_result(title, result):

@@ -19,6 +19,7 @@ from absl import logging
 
 from xlnet_tf import checkpoint
 from xlnet_tf import fileio
+from xlnet_tf.training.inference import run_batches
 from xlnet_tf.tasks.race import data
 from xlnet_tf.tasks.race import records
 from xlnet_tf.tasks.race.task import HEAD_NAME, forward
@@ -57,15 +58,12 @@ class Inference:
       dict of numpy arrays over all questions: logits float32 [N, 4], loss float32 [N], label_ids int32 [N],
       is_real_example int32 [N], batch_loss float32 [number of batches] (each batch's mean loss).
     """
-    out = {"logits": [], "loss": [], "label_ids": [], "is_real_example": [], "batch_loss": []}
-    for features in dataset:
+    def step(features):
       logits, loss = self._step(features)
-      out["logits"].append(logits.numpy())
-      out["loss"].append(loss.numpy())
-      out["label_ids"].append(features["label_ids"].numpy())
-      out["is_real_example"].append(features["is_real_example"].numpy())
-      out["batch_loss"].append(np.mean(loss.numpy(), keepdims=True))
-    return {k: np.concatenate(v) if v else np.zeros([0]) for k, v in out.items()}
+      return {"logits": logits, "loss": loss, "batch_loss": np.mean(loss.numpy(), keepdims=True)}
+
+    out = run_batches(step, dataset, ("label_ids", "is_real_example"))
+    return {k: out.get(k, np.zeros([0])) for k in ("logits", "loss", "label_ids", "is_real_example", "batch_loss")}
 
 
 def eval_metrics(logits, loss, label_ids, is_real_example, batch_loss):

@@ -12,11 +12,11 @@ import dataclasses
 import math
 import os
 
-import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import checkpoint
+from xlnet_tf.training.inference import run_batches
 from xlnet_tf.tasks.squad import postprocess
 from xlnet_tf.tasks.squad import records
 from xlnet_tf.tasks.squad import task
@@ -84,15 +84,10 @@ class Inference:
       float32 [F, K], start_top_index int32 [F, K], end_top_log_probs float32 [F, K * K2], end_top_index int32
       [F, K * K2] (start-major), cls_logits float32 [F].
     """
-    out = {k: [] for k in postprocess.RESULT_KEYS}
-    for features in dataset:
-      result = self._step(features)
-      out["unique_ids"].append(features["unique_ids"].numpy())
-      for k, v in result.items():
-        out[k].append(v.numpy())
-    if not out["unique_ids"]:
+    out = run_batches(self._step, dataset, ("unique_ids",))
+    if not len(out["unique_ids"]):
       raise ValueError("The evaluation record holds no feature: the predicted file has no question.")
-    return {k: np.concatenate(v) for k, v in out.items()}
+    return out
 
 
 def predict_checkpoint(inference, ckpt_path, eval_set, predict_dir, predict_batch_size, n_best_size,

@@ -115,8 +115,7 @@ def _last_checkpoint(o):
   return checkpoints[-1][1]
 
 
-def _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, scope, model_args, num_replicas, on_tpu,
-           log_fn):
+def _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, scope, model_args, num_replicas, log_fn):
   """Fine-tunes (the --do_train part of `run`); returns the last training loop's loss, lr and step."""
   train_examples = processor.get_train_examples(o.data_dir)
   if not train_examples:
@@ -125,20 +124,9 @@ def _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, scope,
   rng.shuffle(train_examples)
   log_fn(f"Num of train samples: {len(train_examples)}")
   train_file = _write_records(train_examples, label_list, o, tokenize_fn, "train", log_fn, o.num_passes)
-  if on_tpu:  # --train_batch_size is global on TPU, per replica elsewhere (the original's GPU semantics).
-    global_batch, per_replica = o.train_batch_size, o.train_batch_size // num_replicas
-  else:
-    global_batch, per_replica = o.train_batch_size * num_replicas, o.train_batch_size
-  iterations = min(o.iterations, o.save_steps) if o.save_steps else o.iterations
-  run_config = create_run_config(is_training=True, is_finetune=True, flags=o)
-  trainer = training.Trainer(
-      strategy, lambda: classifier_task.build_model(xlnet_config, run_config, **model_args),
-      classifier_task.ClassifierTask(scope), o.model_dir, **training.trainer_args(o),
-      global_batch_size=global_batch, iterations=iterations,
-      save_steps=o.save_steps, max_save=o.max_save, jit_compile=o.jit_compile, tokens_per_example=o.max_seq_length)
-  if training.is_chief(strategy):
-    training.write_run_files(o.model_dir, xlnet_config, vars(o))
-  start = trainer.restore_or_init(o.init_checkpoint, log_fn=log_fn)  # weights only when fine-tuning
+  trainer, start, global_batch, per_replica = training.fine_tuning_trainer(
+      o, strategy, lambda run_config: classifier_task.build_model(xlnet_config, run_config, **model_args),
+      classifier_task.ClassifierTask(scope), xlnet_config, o.max_seq_length, log_fn)
   log_fn(f"Training {scope} from step {start} to {o.train_steps}: global batch {global_batch} "
          f"({per_replica} per replica x {num_replicas} replica(s)).")
   return trainer.train(
@@ -178,7 +166,7 @@ def run(o, strategy, log_fn=print):
   if o.do_train:
     with fileio.directory_lock(o.model_dir if training.is_chief(strategy) else None):
       results["train"] = _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, scope, model_args,
-                                num_replicas, on_tpu, log_fn)
+                                num_replicas, log_fn)
 
   if not training.is_chief(strategy):
     return results  # Eval, predict and export run on the chief only (the original evaluates on one host).

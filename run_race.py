@@ -127,23 +127,11 @@ def _predict_checkpoint(o):
 
 def train(o, strategy, xlnet_config, tokenize_fn, model_args, log_fn):
   """Fine-tunes on the training split as the original; returns the last training loop's loss, lr, step."""
-  on_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
   num_replicas = strategy.num_replicas_in_sync
   info = _prepare(o, "train", tokenize_fn, log_fn)
-  if on_tpu:  # --train_batch_size is global on TPU, per replica elsewhere (the original's GPU semantics).
-    global_batch, per_replica = o.train_batch_size, o.train_batch_size // num_replicas
-  else:
-    global_batch, per_replica = o.train_batch_size * num_replicas, o.train_batch_size
-  iterations = min(o.iterations, o.save_steps) if o.save_steps else o.iterations
-  run_config = create_run_config(is_training=True, is_finetune=True, flags=o)
-  trainer = training.Trainer(
-      strategy, lambda: race_task.build_model(xlnet_config, run_config, **model_args), race_task.RaceTask(),
-      o.model_dir, **training.trainer_args(o),
-      global_batch_size=global_batch, iterations=iterations, save_steps=o.save_steps, max_save=o.max_save,
-      jit_compile=o.jit_compile, tokens_per_example=race_data.NUM_CHOICES * o.max_seq_length)
-  if training.is_chief(strategy):
-    training.write_run_files(o.model_dir, xlnet_config, vars(o))
-  start = trainer.restore_or_init(o.init_checkpoint, log_fn=log_fn)  # weights only when fine-tuning
+  trainer, start, global_batch, per_replica = training.fine_tuning_trainer(
+      o, strategy, lambda run_config: race_task.build_model(xlnet_config, run_config, **model_args),
+      race_task.RaceTask(), xlnet_config, race_data.NUM_CHOICES * o.max_seq_length, log_fn)
   log_fn(f"Training RACE from step {start} to {o.train_steps}: global batch {global_batch} questions "
          f"({per_replica} per replica x {num_replicas} replica(s)), {race_data.NUM_CHOICES * global_batch} "
          "sequences.")

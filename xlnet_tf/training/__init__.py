@@ -4,7 +4,7 @@ from xlnet_tf.training.runtime import (STRATEGIES, cpu_has_native_bfloat16, is_c
                                        make_strategy, start, trainer_args, warn_if_emulated_bfloat16,
                                        write_run_files)
 from xlnet_tf.training.preemption import Interrupted
-from xlnet_tf.training.trainer import MEMS_RESET, Trainer, numpy_mems
+from xlnet_tf.training.trainer import MEMS_RESET, Trainer, fine_tuning_trainer, numpy_mems
 
-__all__ = ["STRATEGIES", "MEMS_RESET", "Interrupted", "Trainer", "cpu_has_native_bfloat16", "is_chief",
+__all__ = ["STRATEGIES", "MEMS_RESET", "Interrupted", "Trainer", "fine_tuning_trainer", "cpu_has_native_bfloat16", "is_chief",
            "keep_freed_memory", "start", "make_strategy", "numpy_mems", "trainer_args", "warn_if_emulated_bfloat16", "write_run_files"]

@@ -32,8 +32,9 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import checkpoint as checkpoint_lib
+from xlnet_tf.config import create_run_config
 from xlnet_tf.data import records
-from xlnet_tf.training.runtime import is_chief
+from xlnet_tf.training.runtime import is_chief, trainer_args, write_run_files
 from xlnet_tf.training import optimization
 from xlnet_tf.training import preemption
 
@@ -426,6 +427,40 @@ class Trainer:
       return None
     logging.info("Saved checkpoint %s", path)
     return path
+
+
+def fine_tuning_trainer(options, strategy, build_model, task, xlnet_config, tokens_per_example, log_fn=print):
+  """The `Trainer` of a fine-tuning CLI (run_classifier.py, run_race.py, run_squad.py), from its flags.
+
+  `--train_batch_size` is global on TPU and per replica elsewhere (the original's GPU semantics). Writes the run
+  files on the chief, then resumes from `--model_dir`'s latest checkpoint or loads `--init_checkpoint` (weights).
+
+  Args:
+    options: the script's flag values.
+    build_model: run_config -> the task's XLNetModel.
+    task: the task's loss (e.g. a `ClassifierTask`).
+    xlnet_config: the model's `XLNetConfig`.
+    tokens_per_example: int, for the tokens/s of the log line.
+
+  Returns:
+    (trainer, the step it starts from, the global batch size, the per-replica batch size).
+  """
+  o = options
+  num_replicas = strategy.num_replicas_in_sync
+  if isinstance(strategy, tf.distribute.TPUStrategy):
+    global_batch, per_replica = o.train_batch_size, o.train_batch_size // num_replicas
+  else:
+    global_batch, per_replica = o.train_batch_size * num_replicas, o.train_batch_size
+  run_config = create_run_config(is_training=True, is_finetune=True, flags=o)
+  trainer = Trainer(strategy, lambda: build_model(run_config), task, o.model_dir, **trainer_args(o),
+                    global_batch_size=global_batch,
+                    iterations=min(o.iterations, o.save_steps) if o.save_steps else o.iterations,
+                    save_steps=o.save_steps, max_save=o.max_save, jit_compile=o.jit_compile,
+                    tokens_per_example=tokens_per_example)
+  if is_chief(strategy):
+    write_run_files(o.model_dir, xlnet_config, vars(o))
+  start = trainer.restore_or_init(o.init_checkpoint, log_fn=log_fn)  # weights only when fine-tuning
+  return trainer, start, global_batch, per_replica
 
 
 def _format_seconds(seconds):

@@ -6,5 +6,6 @@ from xlnet_tf.training.runtime import (STRATEGIES, cpu_has_native_bfloat16, is_c
 from xlnet_tf.training.preemption import Interrupted
 from xlnet_tf.training.trainer import MEMS_RESET, Trainer, fine_tuning_trainer, numpy_mems
 
-__all__ = ["STRATEGIES", "MEMS_RESET", "Interrupted", "Trainer", "fine_tuning_trainer", "cpu_has_native_bfloat16", "is_chief",
-           "keep_freed_memory", "start", "make_strategy", "numpy_mems", "trainer_args", "warn_if_emulated_bfloat16", "write_run_files"]
+__all__ = ["STRATEGIES", "MEMS_RESET", "Interrupted", "Trainer", "fine_tuning_trainer", "cpu_has_native_bfloat16",
+           "is_chief", "keep_freed_memory", "start", "make_strategy", "numpy_mems", "trainer_args",
+           "warn_if_emulated_bfloat16", "write_run_files"]

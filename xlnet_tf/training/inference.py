@@ -13,8 +13,8 @@ def run_batches(step, dataset, feature_keys=()):
     feature_keys: features to pass through beside the outputs (e.g. the labels).
 
   Returns:
-    dict name -> numpy array over all examples, the step's outputs and the passed-through features; each of shape
-    [0] when the dataset is empty.
+    dict name -> numpy array over all examples, the step's outputs and the passed-through features; an empty dict
+    when the dataset is empty.
   """
   out = {}
   for features in dataset:
@@ -22,6 +22,4 @@ def run_batches(step, dataset, feature_keys=()):
     batch.update((k, features[k]) for k in feature_keys)
     for k, v in batch.items():
       out.setdefault(k, []).append(np.asarray(v))
-  if not out:
-    return {k: np.zeros([0]) for k in feature_keys}
   return {k: np.concatenate(v) for k, v in out.items()}

@@ -60,7 +60,8 @@ class Inference:
     """
     def step(features):
       logits, loss = self._step(features)
-      return {"logits": logits, "loss": loss, "batch_loss": np.mean(loss.numpy(), keepdims=True)}
+      loss = loss.numpy()
+      return {"logits": logits, "loss": loss, "batch_loss": np.mean(loss, keepdims=True)}
 
     out = run_batches(step, dataset, ("label_ids", "is_real_example"))
     return {k: out.get(k, np.zeros([0])) for k in ("logits", "loss", "label_ids", "is_real_example", "batch_loss")}

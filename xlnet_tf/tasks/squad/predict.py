@@ -85,7 +85,7 @@ class Inference:
       [F, K * K2] (start-major), cls_logits float32 [F].
     """
     out = run_batches(self._step, dataset, ("unique_ids",))
-    if not len(out["unique_ids"]):
+    if not out:
       raise ValueError("The evaluation record holds no feature: the predicted file has no question.")
     return out
 

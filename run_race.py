@@ -153,7 +153,8 @@ def run(o, strategy, log_fn=print):
   model_args = dict(summary_type=o.summary_type, use_summ_proj=o.use_summ_proj)
   results = {}
   if o.do_train:
-    results["train"] = train(o, strategy, xlnet_config, tokenize_fn, model_args, log_fn)
+    with fileio.directory_lock(o.model_dir if training.is_chief(strategy) else None):
+      results["train"] = train(o, strategy, xlnet_config, tokenize_fn, model_args, log_fn)
   if not training.is_chief(strategy) or not (o.do_eval or o.do_predict):
     return results  # Eval and predict run on the chief only (the original evaluates on one host).
 

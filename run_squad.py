@@ -191,14 +191,15 @@ def run(o, strategy, log_fn=print):
 
   if o.do_train:
     train_files = _train_records(o, sp_model, log_fn)
-    trainer, start, global_batch, per_replica = training.fine_tuning_trainer(
-        o, strategy, lambda run_config: squad_task.build_model(xlnet_config, run_config), squad_task.SquadTask(),
-        xlnet_config, o.max_seq_length, log_fn)
-    log_fn(f"Training the SQuAD head from step {start} to {o.train_steps}: global batch {global_batch} "
-           f"({per_replica} per replica x {num_replicas} replica(s)).")
-    results["train"] = trainer.train(
-        squad_task.squad_dataset_fn(train_files, o.max_seq_length, per_replica, o.shuffle_buffer, o.seed),
-        log_fn=log_fn, data_files=train_files)
+    with fileio.directory_lock(o.model_dir if training.is_chief(strategy) else None):
+      trainer, start, global_batch, per_replica = training.fine_tuning_trainer(
+          o, strategy, lambda run_config: squad_task.build_model(xlnet_config, run_config), squad_task.SquadTask(),
+          xlnet_config, o.max_seq_length, log_fn)
+      log_fn(f"Training the SQuAD head from step {start} to {o.train_steps}: global batch {global_batch} "
+             f"({per_replica} per replica x {num_replicas} replica(s)).")
+      results["train"] = trainer.train(
+          squad_task.squad_dataset_fn(train_files, o.max_seq_length, per_replica, o.shuffle_buffer, o.seed),
+          log_fn=log_fn, data_files=train_files)
 
   if o.do_predict and training.is_chief(strategy):  # Prediction runs on the chief only.
     inference = squad_predict.Inference(squad_task.build_model(

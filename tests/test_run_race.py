@@ -13,6 +13,7 @@ from absl import flags as absl_flags
 
 import flags
 import run_race
+from xlnet_tf import fileio
 from xlnet_tf import training
 from xlnet_tf.tasks.race import corpus
 
@@ -169,6 +170,20 @@ def test_bad_input_gives_one_line_errors(files, tmp_path):
     last = err.strip().splitlines()[-1]
     assert last.startswith("run_race.py: error:") and message in last, err[-2000:]
     assert "Traceback" not in err
+
+
+def test_a_second_training_run_in_the_same_model_dir_refuses_to_start(files, tmp_path):
+  """While a run trains in --model_dir (here: this process holds its lock), another training run there stops with
+  one line before it restores or writes anything, as run_pretrain.py and run_classifier.py do."""
+  fv = absl_flags.FlagValues()
+  run_race.define_flags(flag_values=fv)
+  model_dir = tmp_path / "model"
+  fv(race_cmd(files, "--do_train=True", "--train_steps=2", "--iterations=1", f"--output_dir={tmp_path / 'rec'}",
+              f"--model_dir={model_dir}")[1:])
+  with fileio.directory_lock(str(model_dir)):
+    with pytest.raises(ValueError, match=f"--model_dir {model_dir} is in use by process {os.getpid()}"):
+      run_race.run(flags.values(fv), training.make_strategy("one_device"), log_fn=lambda line: None)
+  assert os.listdir(model_dir) == []
 
 
 ORIGINAL_RACE_FLAGS = {  # the original run_race.py's 47 flags and defaults

@@ -12,6 +12,7 @@ from absl import flags as absl_flags
 
 import flags
 import run_squad
+from xlnet_tf import fileio
 from xlnet_tf import training
 from xlnet_tf.tasks.squad import records
 
@@ -182,6 +183,17 @@ def test_bad_flags_are_refused_before_anything_is_written(tiny_config, tmp_path,
   with pytest.raises(error, match=message):
     run_squad.run(o, training.make_strategy("one_device"))
   _nothing_written(tmp_path, 0)
+
+
+def test_a_second_training_run_in_the_same_model_dir_refuses_to_start(tiny_config, tmp_path):
+  """While a run trains in --model_dir (here: this process holds its lock), another training run there stops with
+  one line before it restores or writes anything, as run_pretrain.py and run_classifier.py do."""
+  o = flags.defaults(run_squad.define_flags, **_bad_input_args(tiny_config, tmp_path, 0), train_file=TRAIN,
+                     train_steps=2, iterations=1)
+  with fileio.directory_lock(o.model_dir):
+    with pytest.raises(ValueError, match=f"--model_dir {o.model_dir} is in use by process {os.getpid()}"):
+      run_squad.run(o, training.make_strategy("one_device"))
+  assert os.listdir(o.model_dir) == []
 
 
 ORIGINAL_SQUAD_FLAGS = {  # the original run_squad.py's 55 flags and defaults

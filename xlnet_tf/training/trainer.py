@@ -160,9 +160,11 @@ class Trainer:
         self.checkpoint.restore(latest).assert_existing_objects_matched()
       except (tf.errors.OpError, ValueError, AssertionError) as e:
         reason = " ".join(str(getattr(e, "message", e)).split())[:200]
-        raise ValueError(f"Cannot resume from {latest} ({reason}). If it is half-written or damaged, delete its "
-                         f"files ({latest}.*) to resume from the checkpoint before it; if it belongs to another "
-                         "model, pass another --model_dir.") from None
+        raise ValueError(f"Cannot resume from {latest} ({reason}). If this run's flags build another model than "
+                         "the run that wrote it (see run_flags.json there; e.g. --dropout or --dropatt 0 there, "
+                         "not here, which adds dropout state), rerun with its flags; if it is half-written or "
+                         f"damaged, delete its files ({latest}.*) to resume from the checkpoint before it; if it "
+                         "belongs to another model, pass another --model_dir.") from None
       self._scatter_mems()
       log_fn(f"Resumed from {latest} at step {self.step}.")
     elif init_checkpoint:

@@ -2,9 +2,9 @@
 traceback, and a last line `{tool}: error: ...` naming the flag, file or value and what to do; nothing
 half-written is left behind (no temporary file, no new checkpoint). docs/reliability.md has the table.
 
-All cases run as subprocesses started together by one fixture (three at a time); each case is one test."""
+All cases run as command lines started together by one fixture (three at a time, forked after one TensorFlow
+import: tests/helpers/cli_forks.py); each case is one test."""
 
-import concurrent.futures
 import json
 import os
 import shutil
@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+from helpers import cli_forks
 from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
 from xlnet_tf import checkpoint
 from xlnet_tf import fileio
@@ -104,16 +105,11 @@ def _export(config, path):
   checkpoint.export_original_checkpoint(XLNetModel(XLNetConfig(**config), run_config), path)
 
 
-def _run(cmd):
-  proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                        env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2"))
-  return proc.returncode, proc.stderr
-
-
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
   """Builds the bad inputs in a workspace, runs every case; {case id: (returncode, stderr, workspace, case dir)}."""
   w = tmp_path_factory.mktemp("bad")
+  logs = tmp_path_factory.mktemp("bad_logs")
   for name in ("none", "latin1", "empty"):
     (w / name).mkdir()
   (w / "latin1" / "x.txt").write_bytes("ok\nna\xefve\n".encode("latin-1"))
@@ -126,36 +122,31 @@ def results(tmp_path_factory):
   race_corpus.write_race_corpus(str(w / "race"), num_train=2, num_dev=2, num_test=2, max_article_words=40,
                                 middle_max_words=30)
   # Good records, then a copy with one file truncated mid-record and a copy whose record_info names a lost file.
-  code, err = _run([PY, "data_utils.py", f"--input_glob={CORPUS}/*.txt", f"--sp_path={SPM}",
-                    f"--save_dir={w}/records", "--use_tpu=False", "--bi_data=True", *RECORD_FLAGS])
+  (code, err), = cli_forks.run([["data_utils.py", f"--input_glob={CORPUS}/*.txt", f"--sp_path={SPM}",
+                            f"--save_dir={w}/records", "--use_tpu=False", "--bi_data=True", *RECORD_FLAGS]], logs)
   assert code == 0, err[-2000:]
   for name in ("corrupt", "missing_file"):
     shutil.copytree(w / "records", w / name)
   record = sorted((w / "corrupt" / "tfrecords").glob("*.tfrecords"))[0]
   record.write_bytes(record.read_bytes()[:100])  # the first record is cut short
   sorted((w / "missing_file" / "tfrecords").glob("*.tfrecords"))[0].unlink()
-  # Model directories: one whose latest checkpoint lost its data file, one trained with a bigger model.
-  for name, extra in (("half", []), ("bigger", ["--d_inner=32"])):
-    code, err = _run([PY, "run_pretrain.py", f"--record_info_dir={w}/records/tfrecords", f"--model_dir={w}/{name}",
-                      *PRETRAIN, "--train_steps=2", *extra])
+  # Model directories: one whose latest checkpoint lost its data file, one trained with a bigger model; cached
+  # classifier records whose training file is cut short.
+  setup = [["run_pretrain.py", f"--record_info_dir={w}/records/tfrecords", f"--model_dir={w}/{name}", *PRETRAIN,
+            "--train_steps=2", *extra] for name, extra in (("half", []), ("bigger", ["--d_inner=32"]))]
+  setup.append(["run_classifier.py", *base_flags("run_classifier.py", w, w / "cls_ok"), "--train_steps=1"])
+  for code, err in cli_forks.run(setup, logs):
     assert code == 0, err[-2000:]
   for data in (w / "half").glob("ckpt-2.data-*"):
     data.unlink()
-  # Cached classifier records whose training file is cut short.
-  code, err = _run([PY, "run_classifier.py", *base_flags("run_classifier.py", w, w / "cls_ok"), "--train_steps=1"])
-  assert code == 0, err[-2000:]
   shutil.copytree(w / "cls_ok" / "records", w / "cls_corrupt")
   cached = sorted(p for p in (w / "cls_corrupt").iterdir() if p.name.endswith(".tf_record") and "train" in p.name)
   cached[0].write_bytes(cached[0].read_bytes()[:200])
 
-  def run_case(case):
-    case_id, tool, extra, _ = case
-    case_dir = w / "cases" / case_id
-    cmd = [PY, tool, *base_flags(tool, w, case_dir), *[e.format(w=w) for e in extra]]
-    return case_id, (*_run(cmd), w, case_dir)
-
-  with concurrent.futures.ThreadPoolExecutor(3) as pool:
-    return dict(pool.map(run_case, CASES))
+  case_dirs = [w / "cases" / case_id for case_id, *_ in CASES]
+  runs = cli_forks.run([[tool, *base_flags(tool, w, case_dir), *[e.format(w=w) for e in extra]]
+                   for (_, tool, extra, _), case_dir in zip(CASES, case_dirs)], logs)
+  return {case[0]: (*run, w, case_dir) for case, run, case_dir in zip(CASES, runs, case_dirs)}
 
 
 @pytest.mark.parametrize("case_id,tool,extra,words", CASES, ids=[c[0] for c in CASES])

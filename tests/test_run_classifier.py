@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 from absl import flags as absl_flags
 
+from helpers import cli_forks
 import flags
 import run_classifier
 from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
@@ -295,14 +296,12 @@ BAD_INPUT = [  # (extra flags, task, data dir key or None, expected message)
 
 def test_bad_input_gives_one_line_errors(files, tmp_path):
   dirs = _bad_input_dirs(files, tmp_path)
-  procs = []
-  for i, (extra, task, data, message) in enumerate(BAD_INPUT):
-    cmd = classifier_cmd(files, f"--output_dir={tmp_path / f'rec{i}'}", f"--model_dir={tmp_path / f'model{i}'}",
-                         *extra, task=task, data_dir=dirs[data] if data else files["imdb"])
-    procs.append((subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), message))
-  for proc, message in procs:
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode != 0, message
+  cmds = [classifier_cmd(files, f"--output_dir={tmp_path / f'rec{i}'}", f"--model_dir={tmp_path / f'model{i}'}",
+                         *extra, task=task, data_dir=dirs[data] if data else files["imdb"])[1:]
+          for i, (extra, task, data, _) in enumerate(BAD_INPUT)]
+  (tmp_path / "logs").mkdir()
+  for (code, err), (*_, message) in zip(cli_forks.run(cmds, tmp_path / "logs"), BAD_INPUT):
+    assert code == 1, message
     last = err.strip().splitlines()[-1]
     assert last.startswith("run_classifier.py: error:") and message in last, err[-2000:]
     assert "Traceback" not in err

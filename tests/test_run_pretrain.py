@@ -77,24 +77,37 @@ def kill_9_and_resume(cmd, model_dir, kill_after, final_step):
   return int(latest.rsplit("-", 1)[1]), resumed.stdout
 
 
-def test_kill_9_then_resume_is_bit_identical(record_dirs, tmp_path):
-  records = record_dirs["bi"]
-  steps = "--train_steps=40"
-  full = subprocess.run(pretrain_cmd(records, tmp_path / "full", steps), capture_output=True, text=True)
+@pytest.fixture(scope="module")
+def uninterrupted(record_dirs, tmp_path_factory):
+  """One uninterrupted 20-step run (bi_data records, the flags of pretrain_cmd): (its ckpt-20, its stdout), the
+  reference of the kill -9, SIGTERM and full-disk tests, whose interrupted runs use the same flags (checkpoints
+  every 5 steps or not at all: where a run saves does not change its numbers)."""
+  model_dir = tmp_path_factory.mktemp("uninterrupted")
+  full = subprocess.run(pretrain_cmd(record_dirs["bi"], model_dir, "--train_steps=20"), capture_output=True, text=True)
   assert full.returncode == 0, full.stderr[-3000:]
-  assert "[40] | gnorm" in full.stdout and "pplx" in full.stdout and "tokens/s" in full.stdout
-  with open(tmp_path / "full" / "xlnet_config.json") as f:
+  return str(model_dir / "ckpt-20"), full.stdout
+
+
+def assert_same_checkpoint(a_path, b_path):
+  a, b = checkpoint_values(a_path), checkpoint_values(b_path)
+  assert a.keys() == b.keys() and any("mems" in n for n in a)
+  for name in a:
+    np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+  return a
+
+
+def test_kill_9_then_resume_is_bit_identical(record_dirs, uninterrupted, tmp_path):
+  full_ckpt, full_stdout = uninterrupted
+  assert "[20] | gnorm" in full_stdout and "pplx" in full_stdout and "tokens/s" in full_stdout
+  with open(os.path.join(os.path.dirname(full_ckpt), "xlnet_config.json")) as f:
     assert json.load(f)["n_token"] == 1000  # the vocabulary of the SentencePiece model, from corpus_info.json
 
   killed_dir = tmp_path / "killed"
-  resumed_step, stdout = kill_9_and_resume(pretrain_cmd(records, killed_dir, steps), killed_dir, 10, 40)
-  assert f"Training from step {resumed_step} to 40" in stdout
-  a = checkpoint_values(str(tmp_path / "full" / "ckpt-40"))
-  b = checkpoint_values(str(killed_dir / "ckpt-40"))
-  assert a.keys() == b.keys()
-  assert any("mems" in n for n in a) and any("seed_generator" in n or "rng" in n for n in a)
-  for name in a:
-    np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+  resumed_step, stdout = kill_9_and_resume(pretrain_cmd(record_dirs["bi"], killed_dir, "--train_steps=20"),
+                                           killed_dir, 5, 20)
+  assert f"Training from step {resumed_step} to 20" in stdout
+  a = assert_same_checkpoint(full_ckpt, str(killed_dir / "ckpt-20"))
+  assert any("seed_generator" in n or "rng" in n for n in a)
 
 
 @pytest.mark.slow
@@ -109,20 +122,12 @@ def test_kill_9_then_resume_on_two_replicas_is_bit_identical(record_dirs, tmp_pa
   assert "on 2 replica(s)" in full.stdout
   resumed_step, stdout = kill_9_and_resume(cmd(tmp_path / "killed"), tmp_path / "killed", 10, 30)
   assert f"Training from step {resumed_step} to 30 on 2 replica(s)" in stdout
-  a = checkpoint_values(str(tmp_path / "full" / "ckpt-30"))
-  b = checkpoint_values(str(tmp_path / "killed" / "ckpt-30"))
-  assert a.keys() == b.keys() and any("mems" in n for n in a)
-  for name in a:
-    np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+  assert_same_checkpoint(str(tmp_path / "full" / "ckpt-30"), str(tmp_path / "killed" / "ckpt-30"))
 
 
-def test_sigterm_saves_the_current_step_and_resume_is_bit_identical(record_dirs, tmp_path):
-  # --save_steps=1000: only the stop itself writes a checkpoint before the end. The uninterrupted run is the one of
-  # test_kill_9_then_resume_is_bit_identical's flags with 30 steps.
-  records, steps = record_dirs["bi"], ["--train_steps=30", "--save_steps=1000"]
-  full = subprocess.run(pretrain_cmd(records, tmp_path / "full", *steps), capture_output=True, text=True)
-  assert full.returncode == 0, full.stderr[-3000:]
-
+def test_sigterm_saves_the_current_step_and_resume_is_bit_identical(record_dirs, uninterrupted, tmp_path):
+  # --save_steps=1000: only the stop itself writes a checkpoint before the end.
+  records, steps = record_dirs["bi"], ["--train_steps=20", "--save_steps=1000"]
   stopped_dir = tmp_path / "stopped"
   proc = subprocess.Popen(pretrain_cmd(records, stopped_dir, *steps), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, start_new_session=True)
@@ -138,27 +143,23 @@ def test_sigterm_saves_the_current_step_and_resume_is_bit_identical(record_dirs,
   stop_line = err.strip().splitlines()[-1]
   assert stop_line.startswith("run_pretrain.py: stopped by SIGTERM at step "), err[-3000:]
   stopped_step = int(stop_line.split(" at step ")[1].split(";")[0])
-  assert 8 <= stopped_step < 30
+  assert 8 <= stopped_step < 20
   assert tf.train.latest_checkpoint(str(stopped_dir)).endswith(f"ckpt-{stopped_step}")  # not the last save_steps
   assert "Traceback" not in err
 
   resumed = subprocess.run(pretrain_cmd(records, stopped_dir, *steps), capture_output=True, text=True)
   assert resumed.returncode == 0, resumed.stderr[-3000:]
-  assert f"Training from step {stopped_step} to 30" in resumed.stdout
-  a = checkpoint_values(str(tmp_path / "full" / "ckpt-30"))
-  b = checkpoint_values(str(stopped_dir / "ckpt-30"))
-  assert a.keys() == b.keys()
-  for name in a:
-    np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+  assert f"Training from step {stopped_step} to 20" in resumed.stdout
+  assert_same_checkpoint(uninterrupted[0], str(stopped_dir / "ckpt-20"))
 
 
-def test_a_full_disk_while_saving_keeps_the_last_checkpoint(record_dirs, tmp_path):
+def test_a_full_disk_while_saving_keeps_the_last_checkpoint(record_dirs, uninterrupted, tmp_path):
   """A checkpoint that cannot be written (here a file-size limit below its size: the write fails as on a full
   disk) ends the run with one line naming it; the previous checkpoint stays the latest, and a rerun resumes from it
   and ends bit-identical to an uninterrupted run."""
   records, run_dir = record_dirs["bi"], tmp_path / "run"
-  proc = subprocess.Popen(pretrain_cmd(records, run_dir, "--train_steps=10"), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, start_new_session=True)
+  cmd = pretrain_cmd(records, run_dir, "--train_steps=20")
+  proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
   deadline = time.time() + 120
   while not tf.train.latest_checkpoint(str(run_dir)) and proc.poll() is None and time.time() < deadline:
     time.sleep(0.02)
@@ -171,23 +172,17 @@ def test_a_full_disk_while_saving_keeps_the_last_checkpoint(record_dirs, tmp_pat
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails with EFBIG, as ENOSPC would
 
-  failed = subprocess.run(pretrain_cmd(records, run_dir, "--train_steps=10"), capture_output=True, text=True,
-                          preexec_fn=small_disk)
+  failed = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=small_disk)
   assert failed.returncode == 1, failed.stderr[-3000:]
   last = failed.stderr.strip().splitlines()[-1]
   assert last.startswith(f"run_pretrain.py: error: Could not write checkpoint {run_dir}/ckpt-10 ("), last
   assert f"latest complete checkpoint is still {run_dir}/ckpt-5" in last and "Traceback" not in failed.stderr
   assert tf.train.latest_checkpoint(str(run_dir)).endswith("ckpt-5") and not (run_dir / "ckpt-10.index").exists()
 
-  resumed = subprocess.run(pretrain_cmd(records, run_dir, "--train_steps=10"), capture_output=True, text=True)
+  resumed = subprocess.run(cmd, capture_output=True, text=True)
   assert resumed.returncode == 0, resumed.stderr[-3000:]
-  assert "Training from step 5 to 10" in resumed.stdout
-  full = subprocess.run(pretrain_cmd(records, tmp_path / "full", "--train_steps=10"), capture_output=True, text=True)
-  assert full.returncode == 0, full.stderr[-3000:]
-  a, b = checkpoint_values(str(tmp_path / "full" / "ckpt-10")), checkpoint_values(str(run_dir / "ckpt-10"))
-  assert a.keys() == b.keys()
-  for name in a:
-    np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+  assert "Training from step 5 to 20" in resumed.stdout
+  assert_same_checkpoint(uninterrupted[0], str(run_dir / "ckpt-20"))
 
 
 def test_a_corrupt_record_file_names_itself(record_dirs, tmp_path):

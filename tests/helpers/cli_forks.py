@@ -1,11 +1,12 @@
 """Runs many command lines of the CLIs with one TensorFlow import: `run([[tool.py, flag, ...], ...], log_dir)` from a
 test, which starts `python tests/helpers/cli_forks.py JOBS_JSON PARALLEL`.
 
-JOBS_JSON holds [{"argv": [tool.py, flag, ...], "stderr": path}, ...], the tools in one directory. This process imports every tool named there
-(as a module, which imports TensorFlow and the package but runs nothing), then forks one child per job, at most
-PARALLEL at a time. A child runs the tool as `python tool.py flags...` would (`runpy` with `__name__ ==
-"__main__"`), its stderr (Python's and the C++ runtime's) into the job's file, its stdout discarded; an uncaught
-exception prints its traceback and exits 1, as the interpreter does. Prints {"returncodes": [...]} as JSON.
+JOBS_JSON holds [{"argv": [tool.py, flag, ...], "stderr": path}, ...], the tools in one directory. This process
+imports every tool named there (as a module, which imports TensorFlow and the package but runs nothing), then forks
+one child per job, at most PARALLEL at a time. A child runs the tool as `python tool.py flags...` would (`runpy`
+with `__name__ == "__main__"`), its stderr (Python's and the C++ runtime's) into the job's file, its stdout
+discarded; an uncaught exception prints its traceback and exits 1, as the interpreter does. Prints
+{"returncodes": [...]} as JSON.
 
 Only the import is shared: no TensorFlow runtime exists in this process when it forks (it never runs an op), so
 each child starts its own, as a fresh process would. The bad-input sweeps use this to start ~40 command lines
@@ -26,7 +27,8 @@ def run(argvs, log_dir, parallel=3):
   CUDA_VISIBLE_DEVICES="" and TF_CPP_MIN_LOG_LEVEL=2; [(returncode, stderr), ...] in order. Logs go to a new
   directory under log_dir."""
   batch = tempfile.mkdtemp(dir=log_dir)
-  jobs = [{"argv": [str(a) for a in argv], "stderr": os.path.join(batch, f"{i}.stderr")} for i, argv in enumerate(argvs)]
+  jobs = [{"argv": [str(a) for a in argv], "stderr": os.path.join(batch, f"{i}.stderr")}
+          for i, argv in enumerate(argvs)]
   with open(os.path.join(batch, "jobs.json"), "w", encoding="utf-8") as f:
     json.dump(jobs, f)
   proc = subprocess.run([sys.executable, __file__, os.path.join(batch, "jobs.json"), str(parallel)],

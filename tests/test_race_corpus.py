@@ -109,21 +109,23 @@ def test_bad_arguments(tmp_path):
 
 @pytest.mark.slow
 def test_fine_tuning_on_the_set_beats_chance(tmp_path):
-  """The recipe of docs/race.md ("Learning on real text") with the test SentencePiece model: the small model
-  fine-tuned on the SQuAD IMDB set (tests/helpers/learning.py, 3000 steps), then on this set with the original's RACE
-  head and loss for 1000 steps, beats chance (0.25) on dev clearly (about 30 minutes on one CPU core)."""
-  _, _, _, config, squad_model = learning.train_squad(tmp_path)
-  corpus.write_race_corpus(str(tmp_path / "race"), num_train=4000, num_dev=200, num_test=100, max_article_words=40,
-                           middle_max_words=30)
+  """The recipe of docs/race.md ("Learning on real text"): an 8000-piece SentencePiece model trained as the demo's,
+  the small model fine-tuned on the SQuAD IMDB set (tests/helpers/learning.py, 3000 steps), then on this set with
+  the original's RACE head and loss for 2000 steps: dev accuracy far above chance (0.25). About 35 minutes on one
+  CPU core."""
+  spm = learning.demo_sentencepiece(tmp_path)
+  _, _, _, config, squad_model = learning.train_squad(tmp_path, spm, max_seq_length=80, max_query_length=16)
+  corpus.write_race_corpus(str(tmp_path / "race"), num_train=4000, num_dev=200, num_test=100, max_article_words=50,
+                           middle_max_words=35)
   o = flags.defaults(
       run_race.define_flags, do_train=True, do_eval=True, data_dir=str(tmp_path / "race"), model_config_path=config,
-      spiece_model_file=learning.SPM, init_checkpoint=squad_model, output_dir=str(tmp_path / "race_out"),
-      model_dir=str(tmp_path / "race_model"), max_seq_length=128, max_qa_length=48, train_batch_size=8,
-      eval_batch_size=32, train_steps=1000, warmup_steps=100, iterations=100, learning_rate=3e-4,
+      spiece_model_file=spm, init_checkpoint=squad_model, output_dir=str(tmp_path / "race_out"),
+      model_dir=str(tmp_path / "race_model"), max_seq_length=112, max_qa_length=40, train_batch_size=8,
+      eval_batch_size=32, train_steps=2000, warmup_steps=200, iterations=100, learning_rate=3e-4,
       lr_layer_decay_rate=1.0, dropout=0.0, dropatt=0.0, seed=0)
   lines = []
   results = run_race.run(o, training.make_strategy("one_device"), log_fn=lines.append)
   losses = learning.logged_losses(lines)
-  assert losses[-1] < 1.1, losses  # chance is ln 4 = 1.386
+  assert losses[-1] < 0.8, losses  # chance is ln 4 = 1.386
   (result,) = results["eval"]
-  assert result["eval_accuracy"] > 0.45, result
+  assert result["eval_accuracy"] > 0.55, result

@@ -1,6 +1,6 @@
-"""The learning-on-real-text recipe of docs/squad.md with the test SentencePiece model, shared by the slow tests of
-the SQuAD set (tests/test_squad_corpus.py) and of the RACE set (tests/test_race_corpus.py, which starts RACE from
-the SQuAD-trained weights)."""
+"""The learning-on-real-text recipes of docs/squad.md and docs/race.md, shared by the slow tests of the SQuAD set
+(tests/test_squad_corpus.py) and of the RACE set (tests/test_race_corpus.py, which starts RACE from the
+SQuAD-trained weights)."""
 
 import json
 import re
@@ -8,11 +8,12 @@ import re
 import flags
 import run_squad
 from xlnet_tf import training
+from xlnet_tf.data import corpora
+from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.squad import corpus
 
 SPM = "tests/testdata/data/spm/spiece.model"  # 1000 pieces, trained on IMDB text
-SMALL_CONFIG = dict(n_layer=3, d_model=96, n_head=4, d_head=24, d_inner=384, ff_activation="gelu", untie_r=True,
-                    n_token=1000)
+SMALL_CONFIG = dict(n_layer=3, d_model=96, n_head=4, d_head=24, d_inner=384, ff_activation="gelu", untie_r=True)
 
 
 def logged_losses(lines):
@@ -20,21 +21,31 @@ def logged_losses(lines):
   return [float(re.search(r"\| loss ([\d.]+)", line).group(1)) for line in lines if line.startswith("[")]
 
 
-def train_squad(root, train_steps=3000):
-  """Writes the SQuAD IMDB set and the small config under `root`, fine-tunes from random weights and predicts on dev.
+def demo_sentencepiece(root):
+  """An 8000-piece SentencePiece model trained as the demo trains its own (scripts/demo.py: 8000 IMDB reviews,
+  the original README's settings); its path."""
+  corpora.write_pretraining_corpus(str(root / "spm_corpus"), 8000, num_files=4)
+  return tokenization.train_sentencepiece(str(root / "spm_corpus" / "*.txt"), str(root / "spm" / "spiece"), 8000,
+                                          quiet=True)
+
+
+def train_squad(root, spm=SPM, max_seq_length=96, max_query_length=20, train_steps=3000):
+  """Writes the SQuAD IMDB set and the small config (n_token: the pieces of `spm`) under `root`, fine-tunes from
+  random weights and predicts on dev.
 
   Returns (run_squad results, the set's counts, the training log lines, the config path, the model_dir)."""
   counts = corpus.write_squad_corpus(str(root / "squad"), num_train=11000, num_dev=300, seed=0, max_context_words=40,
                                      questions_per_context=4)
   config = root / "xlnet_config.json"
-  config.write_text(json.dumps(SMALL_CONFIG))
+  n_token = tokenization.load_sentencepiece(spm).GetPieceSize()
+  config.write_text(json.dumps(dict(SMALL_CONFIG, n_token=n_token)))
   o = flags.defaults(
-      run_squad.define_flags, do_train=True, do_predict=True, model_config_path=str(config), spiece_model_file=SPM,
+      run_squad.define_flags, do_train=True, do_predict=True, model_config_path=str(config), spiece_model_file=spm,
       train_file=str(root / "squad" / "train-v2.0.json"), predict_file=str(root / "squad" / "dev-v2.0.json"),
       output_dir=str(root / "squad_out"), model_dir=str(root / "squad_model"), predict_dir=str(root / "squad_pred"),
-      max_seq_length=96, max_query_length=20, doc_stride=32, train_batch_size=32, train_steps=train_steps,
-      warmup_steps=train_steps // 10, iterations=100, learning_rate=1e-3, lr_layer_decay_rate=1.0, dropout=0.0,
-      dropatt=0.0, seed=0)
+      max_seq_length=max_seq_length, max_query_length=max_query_length, doc_stride=32, train_batch_size=32,
+      train_steps=train_steps, warmup_steps=train_steps // 10, iterations=100, learning_rate=1e-3,
+      lr_layer_decay_rate=1.0, dropout=0.0, dropatt=0.0, seed=0)
   lines = []
   results = run_squad.run(o, training.make_strategy("one_device"), log_fn=lines.append)
   return results, counts, lines, str(config), o.model_dir

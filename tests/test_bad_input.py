@@ -123,7 +123,8 @@ def results(tmp_path_factory):
                                 middle_max_words=30)
   # Good records, then a copy with one file truncated mid-record and a copy whose record_info names a lost file.
   (code, err), = cli_forks.run([["data_utils.py", f"--input_glob={CORPUS}/*.txt", f"--sp_path={SPM}",
-                            f"--save_dir={w}/records", "--use_tpu=False", "--bi_data=True", *RECORD_FLAGS]], logs)
+                                 f"--save_dir={w}/records", "--use_tpu=False", "--bi_data=True", *RECORD_FLAGS]],
+                               logs)
   assert code == 0, err[-2000:]
   for name in ("corrupt", "missing_file"):
     shutil.copytree(w / "records", w / name)
@@ -145,7 +146,7 @@ def results(tmp_path_factory):
 
   case_dirs = [w / "cases" / case_id for case_id, *_ in CASES]
   runs = cli_forks.run([[tool, *base_flags(tool, w, case_dir), *[e.format(w=w) for e in extra]]
-                   for (_, tool, extra, _), case_dir in zip(CASES, case_dirs)], logs)
+                        for (_, tool, extra, _), case_dir in zip(CASES, case_dirs)], logs)
   return {case[0]: (*run, w, case_dir) for case, run, case_dir in zip(CASES, runs, case_dirs)}
 
 

@@ -1,0 +1,104 @@
+"""Where the time of xlnet-tf's step goes, op by op: a TF profiler trace of the side-by-side runner's step
+(`bench/run_project.py`: the Trainer's real pretraining step, or the fine-tuning forward), summed per op type and
+per part of the step.
+
+  .venv/bin/python bench/profile_step.py --workload pretrain_step --size small       # 2 threads, 3 traced steps
+  .venv/bin/python bench/profile_step.py --workload finetune_fwd --size small --logdir /tmp/trace
+
+Flags: the harness's (`--workload`, `--size`, `--threads`, `--inter-threads`, `--warmup`, `--steps` = traced
+steps), plus `--logdir` (keep the trace there, for TensorBoard's profile plugin), `--top` (rows per table).
+PERF_HARNESS_DIR: the harness (default ../shared/perf; its `common.py` builds the inputs).
+
+Op time is the sum of the executor's op events (`tf_Compute` threads of the host plane); with 2 intra-op threads
+one op's event covers its work on both, so the total is close to the step's wall time. Parts: the optimizer
+(`xl_net_adam/`), the tied LM head and its loss (`lm_loss`, the cross-entropy), clipping and the embedding rows'
+norm, and the rest split into forward and backward (`gradient_tape/`), matmuls apart.
+"""
+
+import argparse
+import collections
+import glob
+import os
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+os.environ.setdefault("PERF_HARNESS_DIR", os.path.join(HERE, "..", "..", "shared", "perf"))
+sys.path.insert(0, HERE)
+import run_project  # pylint: disable=wrong-import-position  # noqa: E402
+from run_project import common  # pylint: disable=wrong-import-position  # noqa: E402
+
+MATMULS = ("MatMul", "BatchMatMulV2", "_FusedMatMul")
+CONTAINERS = ("Process", "Generator", "RunWithBorrowedArgs", "DoCompute", "Root", "Prefetch", "Record",
+              "StartRegion", "StopRegion")
+
+
+def part(op_name, op_type):
+  """The part of the step an op belongs to (see the module docstring)."""
+  if "adam" in op_name:
+    return "optimizer (Adam)"
+  if "lm_loss" in op_name or "SoftmaxCrossEntropy" in op_type:
+    return "LM head and loss"
+  if "global_norm" in op_name or "clip" in op_name or op_type == "UnsortedSegmentSum":
+    return "clipping, embedding rows"
+  side = "backward" if "gradient_tape" in op_name else "forward"
+  return f"{side} matmuls" if op_type in MATMULS else f"{side} other"
+
+
+def op_events(logdir):
+  """(op name, op type, seconds) of every executor op event in the trace under logdir."""
+  from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=import-outside-toplevel
+  (path,) = glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb"))
+  space = xplane_pb2.XSpace()
+  with open(path, "rb") as f:
+    space.ParseFromString(f.read())
+  (plane,) = [p for p in space.planes if p.name == "/host:CPU"]
+  for line in plane.lines:
+    if not line.name.startswith("tf_Compute"):
+      continue
+    for event in line.events:
+      name = plane.event_metadata[event.metadata_id].name
+      op_name, _, op_type = name.rpartition(":")
+      if op_name and op_type not in CONTAINERS:
+        yield op_name, op_type, event.duration_ps * 1e-12
+
+
+def main():
+  pre_p = argparse.ArgumentParser(add_help=False)
+  pre_p.add_argument("--logdir", default=None)
+  pre_p.add_argument("--top", type=int, default=15)
+  own, rest = pre_p.parse_known_args()
+  cfg = common.parse_args("project", rest)
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  step, _, _ = run_project.build_step(cfg, project_dir=os.path.dirname(HERE))
+  for _ in range(cfg["warmup_steps"]):
+    step()
+  traced = cfg["timed_steps"] if "--steps" in " ".join(rest) else 3
+  logdir = own.logdir or tempfile.mkdtemp(prefix="xlnet-profile-")
+  tf.profiler.experimental.start(logdir)
+  for _ in range(traced):
+    step()
+  tf.profiler.experimental.stop()
+
+  by_part, by_type, count = collections.Counter(), collections.Counter(), collections.Counter()
+  for op_name, op_type, seconds in op_events(logdir):
+    by_part[part(op_name, op_type)] += seconds / traced
+    by_type[op_type] += seconds / traced
+    count[op_type] += 1
+  total = sum(by_part.values())
+  model_gflop = common.flops(cfg)[0] / 1e9
+  matmul_s = sum(by_type[t] for t in MATMULS)
+  print(f"{cfg['workload']} {cfg['size']}, {cfg['threads']} threads: {total:.3f} s of op time per step "
+        f"({traced} traced steps); matmuls {matmul_s:.3f} s = {100 * matmul_s / total:.0f} %, "
+        f"{model_gflop / matmul_s:.0f} GFLOP/s over the model's {model_gflop:.1f} GFLOP")
+  print(f"\n{'part of the step':<28} {'ms/step':>9} {'share':>7}")
+  for name, seconds in by_part.most_common():
+    print(f"{name:<28} {1e3 * seconds:9.1f} {100 * seconds / total:6.1f}%")
+  print(f"\n{'op type':<28} {'ms/step':>9} {'share':>7} {'ops/step':>9}")
+  for name, seconds in by_type.most_common(own.top):
+    print(f"{name:<28} {1e3 * seconds:9.1f} {100 * seconds / total:6.1f}% {count[name] // traced:9d}")
+  print(f"\ntrace: {logdir}")
+
+
+if __name__ == "__main__":
+  main()

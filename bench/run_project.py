@@ -10,7 +10,8 @@ from that runner (which times `XLNetModel` with a head and an optimizer of its o
   norm 1.0 over the gathered embedding rows), the mems as the trainer's per-replica variables, updated in the
   step. One timed step = one call of the trainer's `tf.function` loop with `num_steps=1`, fed by a `tf.data`
   dataset that repeats the workload's batch (already in memory, batch-major as the records reader gives it).
-  `keep_freed_memory()` is called first, as every CLI does.
+  `keep_freed_memory()` is called first, as every CLI does, and again after the iterator is built, as
+  `Trainer.train` does (building it resets glibc's mmap threshold; `keep_freed_memory_after_input`).
 - finetune_fwd is the same model call as the harness's runner (content stream, eval mode, no head).
 
 Inputs are the harness's (`common.make_pretrain_batch` / `make_finetune_batch`), so every runner computes on the
@@ -74,6 +75,7 @@ def build_step(cfg, jit_compile=False, mixed_bf16=False, project_dir=None):
         jit_compile=jit_compile, tokens_per_example=cfg["seq_len"])
     dataset = tf.data.Dataset.from_tensors(features).repeat()
     iterator = iter(strategy.distribute_datasets_from_function(lambda _: dataset))
+    training.keep_freed_memory_after_input()  # as Trainer.train: the iterator reset glibc's mmap threshold
     loop = trainer._build_loop()  # pylint: disable=protected-access  # the loop Trainer.train runs
     one = tf.constant(1)
 

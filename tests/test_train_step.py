@@ -189,3 +189,18 @@ def test_init_checkpoint_continues_the_original_optimizer_state(golden, tmp_path
   state = step_parity._final_state(fresh)  # pylint: disable=protected-access
   np.testing.assert_array_equal(state["model/lm_loss/bias"], finals["model/lm_loss/bias"])
   assert not np.any(state["model/lm_loss/bias/" + ("adam_m" if "adamwd" in golden else "Adam")])
+
+
+def test_train_makes_the_malloc_settings_again_after_building_its_iterator(monkeypatch, tmp_path):
+  """Building the input iterator resets glibc's mmap threshold (TF's GeneratorDataset kernel; see
+  test_run_pretrain); Trainer.train calls keep_freed_memory_after_input() once the iterator exists."""
+  from xlnet_tf.training import step_parity, trainer as trainer_module  # pylint: disable=import-outside-toplevel
+  g, meta = step_parity.load(os.path.join(GOLDEN_DIR, "pretrain_adam_gpu.npz"))
+  trainer = step_parity.build_trainer(GOLDEN_DIR, meta, 1, str(tmp_path / "run"), "indexed_slices")
+  calls = []
+  real_iter = iter
+  monkeypatch.setattr(trainer_module, "iter", lambda x: calls.append("iterator") or real_iter(x), raising=False)
+  monkeypatch.setattr(trainer_module, "keep_freed_memory_after_input", lambda: calls.append("malloc settings"))
+  dataset_fn = step_parity._dataset_fn(step_parity._pretrain_batches(g))  # pylint: disable=protected-access
+  trainer.train(dataset_fn, train_steps=1, log_fn=lambda line: None)
+  assert calls == ["iterator", "malloc settings"]

@@ -101,7 +101,27 @@ def keep_freed_memory():
   except (OSError, AttributeError):
     return False
   settings = ((_M_MMAP_THRESHOLD, 32 << 20), (_M_TRIM_THRESHOLD, 1 << 30), (_M_TOP_PAD, 64 << 20))
-  return all([mallopt(param, value) == 1 for param, value in settings])  # every setting, even if one fails
+  kept = all([mallopt(param, value) == 1 for param, value in settings])  # every setting, even if one fails
+  _kept_freed_memory[0] = _kept_freed_memory[0] or kept
+  return kept
+
+
+_kept_freed_memory = [False]  # whether keep_freed_memory() made its settings in this process
+
+
+def keep_freed_memory_after_input():
+  """Makes keep_freed_memory()'s settings again, if this process made them; call it after creating an input iterator.
+
+  TensorFlow's GeneratorDataset kernel, which every `tf.distribute` input iterator builds (even one device's),
+  sets glibc's mmap threshold to a fixed 128 KiB when it is constructed (`tensorflow::data::
+  ApplyPython311MemoryPatch`, TF 2.21). That undoes keep_freed_memory(): every tensor over 128 KiB is a fresh
+  mmap again, faulted in and zeroed on each step (the small pretraining step measured 1.2 s before, 1.8-3.0 s after
+  on 2 cores; docs/performance.md).
+
+  Returns:
+    True if the settings were made again; False if keep_freed_memory() had not made them.
+  """
+  return keep_freed_memory() if _kept_freed_memory[0] else False
 
 
 def warn_if_emulated_bfloat16(use_bfloat16, strategy):

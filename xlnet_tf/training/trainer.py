@@ -34,7 +34,7 @@ from absl import logging
 from xlnet_tf import checkpoint as checkpoint_lib
 from xlnet_tf.config import create_run_config
 from xlnet_tf.data import records
-from xlnet_tf.training.runtime import is_chief, trainer_args, write_run_files
+from xlnet_tf.training.runtime import is_chief, keep_freed_memory_after_input, trainer_args, write_run_files
 from xlnet_tf.training import optimization
 from xlnet_tf.training import preemption
 
@@ -339,6 +339,7 @@ class Trainer:
       records.skip_unreadable_records(data_files, log_fn)
     dist = self.strategy.distribute_datasets_from_function(lambda ctx: dataset_fn(ctx, start))
     iterator = iter(dist)
+    keep_freed_memory_after_input()  # building the iterator reset glibc's mmap threshold
     if self._loop_fn is None:
       self._loop_fn = self._build_loop()
     with self._stop:

@@ -10,9 +10,10 @@ steps), plus `--logdir` (keep the trace there, for TensorBoard's profile plugin)
 PERF_HARNESS_DIR: the harness (default ../shared/perf; its `common.py` builds the inputs).
 
 Op time is the sum of the executor's op events (`tf_Compute` threads of the host plane); with 2 intra-op threads
-one op's event covers its work on both, so the total is close to the step's wall time. Parts: the optimizer
-(`xl_net_adam/`), the tied LM head and its loss (`lm_loss`, the cross-entropy), clipping and the embedding rows'
-norm, and the rest split into forward and backward (`gradient_tape/`), matmuls apart.
+one op's event covers its work on both, but ops that run at the same time on the inter-op threads each count, so
+the total can exceed the step's wall time (2.6 s of op time in a 1.45 s small pretraining step); read the shares.
+Parts: the optimizer (`xl_net_adam/`), the tied LM head and its loss (`lm_loss`, the cross-entropy), clipping and the
+embedding rows' norm, and the rest split into forward and backward (`gradient_tape/`), matmuls apart.
 """
 
 import argparse

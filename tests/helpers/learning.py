@@ -29,9 +29,10 @@ def demo_sentencepiece(root):
                                           quiet=True)
 
 
-def train_squad(root, spm=SPM, max_seq_length=96, max_query_length=20, train_steps=3000):
+def train_squad(root, spm=SPM, max_seq_length=96, max_query_length=20, train_steps=3000, warmup_steps=None,
+                min_lr_ratio=0.0):
   """Writes the SQuAD IMDB set and the small config (n_token: the pieces of `spm`) under `root`, fine-tunes from
-  random weights and predicts on dev.
+  random weights and predicts on dev. warmup_steps: train_steps // 10 unless given.
 
   Returns (run_squad results, the set's counts, the training log lines, the config path, the model_dir)."""
   counts = corpus.write_squad_corpus(str(root / "squad"), num_train=11000, num_dev=300, seed=0, max_context_words=40,
@@ -44,7 +45,8 @@ def train_squad(root, spm=SPM, max_seq_length=96, max_query_length=20, train_ste
       train_file=str(root / "squad" / "train-v2.0.json"), predict_file=str(root / "squad" / "dev-v2.0.json"),
       output_dir=str(root / "squad_out"), model_dir=str(root / "squad_model"), predict_dir=str(root / "squad_pred"),
       max_seq_length=max_seq_length, max_query_length=max_query_length, doc_stride=32, train_batch_size=32,
-      train_steps=train_steps, warmup_steps=train_steps // 10, iterations=100, learning_rate=1e-3,
+      train_steps=train_steps, warmup_steps=train_steps // 10 if warmup_steps is None else warmup_steps,
+      min_lr_ratio=min_lr_ratio, iterations=100, learning_rate=1e-3,
       lr_layer_decay_rate=1.0, dropout=0.0, dropatt=0.0, seed=0)
   lines = []
   results = run_squad.run(o, training.make_strategy("one_device"), log_fn=lines.append)

@@ -35,6 +35,9 @@ def train_squad(root, spm=SPM, max_seq_length=96, max_query_length=20, train_ste
   random weights and predicts on dev. warmup_steps: train_steps // 10 unless given.
 
   Returns (run_squad results, the set's counts, the training log lines, the config path, the model_dir)."""
+  # As the CLIs' main() do (run() does not): glibc keeps freed buffers, so the steps do not fault their tensors in
+  # again; in this process that made the SQuAD steps 2.4x faster (4.6 against 2.0 steps/s on 2 cores).
+  training.keep_freed_memory()
   counts = corpus.write_squad_corpus(str(root / "squad"), num_train=11000, num_dev=300, seed=0, max_context_words=40,
                                      questions_per_context=4)
   config = root / "xlnet_config.json"

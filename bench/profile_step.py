@@ -46,6 +46,16 @@ def part(op_name, op_type):
   return f"{side} matmuls" if op_type in MATMULS else f"{side} other"
 
 
+def _plain_type(op_type):
+  """The op type without oneDNN's rewrite prefix: on CPUs with AVX-512 the graph runs `_MklMatMul`,
+  `_MklNativeFusedMatMul`, ... where an AVX2 CPU runs `MatMul`, `_FusedMatMul`."""
+  for prefix in ("_MklNative", "_Mkl"):
+    if op_type.startswith(prefix):
+      plain = op_type[len(prefix):]
+      return "_" + plain if plain.startswith("Fused") else plain
+  return op_type
+
+
 def op_events(logdir):
   """(op name, op type, seconds) of every executor op event in the trace under logdir."""
   from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=import-outside-toplevel
@@ -60,6 +70,7 @@ def op_events(logdir):
     for event in line.events:
       name = plane.event_metadata[event.metadata_id].name
       op_name, _, op_type = name.rpartition(":")
+      op_type = _plain_type(op_type)
       if op_name and op_type not in CONTAINERS:
         yield op_name, op_type, event.duration_ps * 1e-12
 

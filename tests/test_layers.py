@@ -119,6 +119,16 @@ def test_gelu_is_the_tanh_approximation():
   x = np.linspace(-3, 3, 13).astype(np.float32)
   expected = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
   np.testing.assert_allclose(ops.gelu(x).numpy(), expected, atol=1e-6)
+  np.testing.assert_allclose(ops.gelu_inference(x).numpy(), expected, atol=1e-6)
+
+
+def test_ffn_without_training_uses_the_fusable_gelu_with_the_same_numbers():
+  ffn = layers.PositionwiseFFN(16, 64, dropout=0.0, ff_activation="gelu", kernel_initializer="normal")
+  x = tf.constant(np.random.RandomState(0).randn(5, 3, 16).astype(np.float32))
+  ffn(x)
+  assert ffn.inference_activation is ops.gelu_inference and ffn.activation is ops.gelu
+  trained, inferred = tf.function(ffn)(x, training=True).numpy(), tf.function(ffn)(x, training=False).numpy()
+  np.testing.assert_allclose(inferred, trained, atol=2e-6)
 
 
 def _grads(fn, *args):

@@ -94,6 +94,7 @@ class PositionwiseFFN(keras.layers.Layer):
     self.ff_activation = ff_activation
     self.kernel_initializer = keras.initializers.get(kernel_initializer)
     self.activation = get_activation(ff_activation)
+    self.inference_activation = get_activation(ff_activation, training=False)
     policy = self.dtype_policy
     self.layer_1 = keras.layers.Dense(d_inner, activation=self.activation,
                                       kernel_initializer=self.kernel_initializer, name="layer_1", dtype=policy)
@@ -114,7 +115,8 @@ class PositionwiseFFN(keras.layers.Layer):
 
   def ffn_rows(self, rows, training=False):
     """The network on rows: float [K, H] -> float [K, H], with 2-D matmuls."""
-    output = self.activation(dense_rows(rows, self.layer_1.kernel, self.layer_1.bias))
+    activation = self.activation if training else self.inference_activation
+    output = activation(dense_rows(rows, self.layer_1.kernel, self.layer_1.bias))
     output = self.drop_1(output, training=training)
     output = self.drop_2(dense_rows(output, self.layer_2.kernel, self.layer_2.bias), training=training)
     return layer_norm_rows(self.layer_norm, output + rows)

@@ -44,11 +44,22 @@ def gelu(x):
   return x * cdf, grad
 
 
-def get_activation(ff_activation):
+def gelu_inference(x):
+  """`gelu` (the same function, equal up to float32 rounding) written as TF's own `tf.nn.gelu(approximate=True)`.
+
+  Grappler fuses that pattern with a preceding MatMul+BiasAdd into one oneDNN kernel (float32 on CPU), which made
+  the fine-tuning forward's first FFN layer 1.5x faster; it cannot fuse `gelu`, whose custom gradient wraps it. Its
+  autodiff gradient is slower than `gelu`'s, so use it where no gradient is taken.
+  """
+  return tf.nn.gelu(x, approximate=True)
+
+
+def get_activation(ff_activation, training=True):
+  """The activation `ff_activation` names; with training=False, the form that is fastest without a gradient."""
   if ff_activation == "relu":
     return tf.nn.relu
   if ff_activation == "gelu":
-    return gelu
+    return gelu if training else gelu_inference
   raise ValueError(f"ff_activation must be 'relu' or 'gelu'. Received: {ff_activation!r}.")
 
 

@@ -112,10 +112,10 @@ def test_fine_tuning_on_the_set_beats_chance(tmp_path):
   """The recipe of docs/race.md ("Learning on real text"): an 8000-piece SentencePiece model trained as the demo's,
   the small model fine-tuned on the SQuAD IMDB set (tests/helpers/learning.py) until it finds the blank, then on this
   set with the original's RACE head and loss for 2000 steps: dev accuracy far above chance (0.25). About 5.5 minutes
-  on 2 cores of an AVX-512 CPU (2026-11-25). The SQuAD run is the first 3000 steps of docs/squad.md's 10000-step schedule (warm-up 1000; with
-  min_lr_ratio 7/9 the linear decay over steps 1000-3000 is that schedule's, up to float32 rounding): RACE did not
-  learn from the last checkpoints of schedules decayed to 0. It has not passed yet: whether RACE learns from such a
-  backbone varies from run to run of the same recipe (docs/race.md)."""
+  on 2 cores of an AVX-512 CPU (2026-11-25). The SQuAD run is the first 3000 steps of docs/squad.md's 10000-step
+  schedule (warm-up 1000; with min_lr_ratio 7/9 the linear decay over steps 1000-3000 is that schedule's, up to
+  float32 rounding): RACE did not learn from the last checkpoints of schedules decayed to 0. It has not passed yet:
+  whether RACE learns from such a backbone varies from run to run of the same recipe (docs/race.md)."""
   spm = learning.demo_sentencepiece(tmp_path)
   squad, _, _, config, squad_model = learning.train_squad(tmp_path, spm, max_seq_length=80, max_query_length=16,
                                                           train_steps=3000, warmup_steps=1000, min_lr_ratio=7 / 9)

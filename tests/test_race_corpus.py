@@ -15,7 +15,7 @@ from xlnet_tf.tasks.race import corpus
 from xlnet_tf.tasks.race import data
 
 SIZES = dict(num_train=6, num_dev=3, num_test=2)
-# The slow test's recipe (docs/race.md, "Learning on real text").
+# The slow test's recipe (docs/race.md, "The pretrained backbone").
 PRETRAIN_STEPS, RACE_STEPS, MIN_ACCURACY = 10000, 6000, 0.33
 
 
@@ -115,8 +115,8 @@ def test_fine_tuning_on_the_set_beats_chance(tmp_path):
   the small model pretrained with run_pretrain.py on the demo's records (the first PRETRAIN_STEPS steps of a
   20000-step schedule), then fine-tuned on a 6000-article set with the original's RACE head and loss: dev accuracy
   far above chance (0.25; 587 dev questions, so one standard error at chance is 0.018, and MIN_ACCURACY is 4.5 of
-  them above it). Passed 2026-11-25 with 0.438 in 20 minutes on 2 cores of an AVX-512 CPU; runs of the same recipe
-  with other seeds gave 0.378-0.426."""
+  them above it). Passed twice 2026-11-25 (0.438, 0.424; 20 and 19 minutes on 2 cores of an AVX-512 CPU); runs of
+  the same recipe with other seeds gave 0.378-0.426."""
   spm = learning.demo_sentencepiece(tmp_path)
   config, backbone, pretrain_lines = learning.pretrain_small(tmp_path, spm, train_steps=PRETRAIN_STEPS,
                                                              schedule_steps=20000)

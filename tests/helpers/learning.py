@@ -39,7 +39,7 @@ def write_small_config(root, spm):
   return str(config)
 
 
-def pretrain_small(root, spm, train_steps, schedule_steps, seed=1):
+def pretrain_small(root, spm, train_steps, schedule_steps):
   """The small model pretrained with run_pretrain.py on the demo's records (data_utils.py on the text that
   `demo_sentencepiece(root)` wrote, the demo's data settings), float32, learning rate 5e-4 warmed up over 500 steps
   and decayed linearly as a `schedule_steps` schedule would, stopped after `train_steps` (min_lr_ratio makes the
@@ -58,7 +58,7 @@ def pretrain_small(root, spm, train_steps, schedule_steps, seed=1):
       model_dir=str(root / "pretrain"), model_config_path=config, train_batch_size=16, perm_size=64, mem_len=64,
       learning_rate=5e-4, warmup_steps=warmup, train_steps=train_steps,
       min_lr_ratio=(schedule_steps - train_steps) / (schedule_steps - warmup), iterations=200,
-      save_steps=train_steps, max_save=1, seed=seed, **data)
+      save_steps=train_steps, max_save=1, seed=1, **data)
   lines = []
   run_pretrain.run(o, training.make_strategy("one_device"), log_fn=lines.append)
   return config, f"{o.model_dir}/ckpt-{train_steps}", lines

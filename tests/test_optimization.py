@@ -148,16 +148,29 @@ def test_adam_matches_tf1_adam_formula():
     np.testing.assert_allclose(var.numpy(), want, rtol=1e-5, atol=1e-7)
   assert int(optimizer.iterations) == 3
 
-  # Second oracle: the TF1 AdamOptimizer itself (tf.compat.v1), fed the same clipped gradients and lrs.
+  # Second oracle: the TF1 AdamOptimizer itself (tf.compat.v1), fed the same clipped gradients and float32 lrs. Its
+  # beta powers are a running float32 product; ours are pow(beta, t), which can differ in the last bit (1 - beta2^t
+  # then amplifies it to ~1e-5 of an update). Given our beta powers, TF1's update must be bit-identical to ours
+  # (both are the ResourceApplyAdam kernel); the beta powers themselves agree to float32 rounding.
   tf1_vars = [tf.Variable(p.astype(np.float32)) for p in PARAMS]
   lr_var = tf.Variable(0.0)
   tf1 = tf.compat.v1.train.AdamOptimizer(lambda: lr_var, epsilon=eps)
-  for grads, lr in zip(GRADS, LRS):
+  products = [b1, b2]
+  for t, (grads, lr) in enumerate(zip(GRADS, lrs), 1):
     lr_var.assign(lr)
     clipped, _ = tf.clip_by_global_norm([tf.constant(g, tf.float32) for g in grads], CLIP)
+    ours = [tf.pow(tf.constant(b, tf.float32), float(t)) for b in (b1, b2)]
+    if t > 1:
+      for accumulator, power in zip(tf1._get_beta_accumulators(), ours):  # pylint: disable=protected-access
+        accumulator.assign(power)
+    np.testing.assert_allclose([p.numpy() for p in ours], products, rtol=2e-7)
+    products = [np.float32(p * b) for p, b in zip(products, (b1, b2))]
     tf1.apply_gradients(zip(clipped, tf1_vars))
   for var, tf1_var in zip(variables, tf1_vars):
-    np.testing.assert_allclose(var.numpy(), tf1_var.numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(var.numpy(), tf1_var.numpy())
+    index = optimizer._get_variable_index(var)  # pylint: disable=protected-access
+    np.testing.assert_array_equal(optimizer._momentums[index].numpy(), tf1.get_slot(tf1_var, "m").numpy())  # pylint: disable=protected-access
+    np.testing.assert_array_equal(optimizer._velocities[index].numpy(), tf1.get_slot(tf1_var, "v").numpy())  # pylint: disable=protected-access
 
 
 def test_adam_weight_decay_matches_original_formula():

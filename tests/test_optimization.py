@@ -168,9 +168,9 @@ def test_adam_matches_tf1_adam_formula():
     tf1.apply_gradients(zip(clipped, tf1_vars))
   for var, tf1_var in zip(variables, tf1_vars):
     np.testing.assert_array_equal(var.numpy(), tf1_var.numpy())
-    index = optimizer._get_variable_index(var)  # pylint: disable=protected-access
-    np.testing.assert_array_equal(optimizer._momentums[index].numpy(), tf1.get_slot(tf1_var, "m").numpy())  # pylint: disable=protected-access
-    np.testing.assert_array_equal(optimizer._velocities[index].numpy(), tf1.get_slot(tf1_var, "v").numpy())  # pylint: disable=protected-access
+    slots = optimization.original_slot_map(optimizer, {"w": var})
+    np.testing.assert_array_equal(slots["w/Adam"].numpy(), tf1.get_slot(tf1_var, "m").numpy())
+    np.testing.assert_array_equal(slots["w/Adam_1"].numpy(), tf1.get_slot(tf1_var, "v").numpy())
 
 
 def test_adam_weight_decay_matches_original_formula():

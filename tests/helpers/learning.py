@@ -82,8 +82,8 @@ def train_squad(root, spm=SPM, max_seq_length=96, max_query_length=20, train_ste
       min_lr_ratio=min_lr_ratio, iterations=100, learning_rate=1e-3,
       lr_layer_decay_rate=1.0, dropout=0.0, dropatt=0.0, seed=0, strategy="one_device")
   lines = []
-  # What the CLI's main() does before run(): seeds the initialisation with --seed (unseeded, one run in three ended
-  # above the test's bounds), and glibc keeps freed buffers, so the steps do not fault their tensors in again (in
-  # this process that made the SQuAD steps 2.4x faster: 4.6 against 2.0 steps/s on 2 cores).
+  # What the CLI's main() does before run(): seeds the initialisation with --seed (unseeded, two of three runs here
+  # fell short of the test's former bounds), and glibc keeps freed buffers, so the steps do not fault their tensors
+  # in again (in this process that made the SQuAD steps 2.4x faster: 4.6 against 2.0 steps/s on 2 cores).
   results = run_squad.run(o, training.start(o), log_fn=lines.append)
   return results, counts, lines, config, o.model_dir

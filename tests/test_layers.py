@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
 from xlnet_tf.modeling import attention
+from xlnet_tf.modeling import heads
 from xlnet_tf.modeling import layers
 from xlnet_tf.modeling import ops
 from xlnet_tf.modeling.heads import LogitHead, SequenceSummary
@@ -140,11 +141,55 @@ def _grads(fn, *args):
   return out.numpy(), [g.numpy() for g in tape.gradient(loss, args)]
 
 
+def test_ffn_training_fuses_gelu_and_dropout_with_the_same_numbers():
+  rng = np.random.RandomState(0)
+  ffn = layers.PositionwiseFFN(8, 16, dropout=0.3, ff_activation="gelu")
+  x = tf.constant(rng.randn(6, 8).astype(np.float32))
+  ffn(x[:, None])
+  seeds = [d.seed_generator.state.numpy() for d in (ffn.drop_1, ffn.drop_2)]
+
+  def unfused(rows):
+    hidden = ffn.drop_1(ops.gelu(attention.dense_rows(rows, ffn.layer_1.kernel, ffn.layer_1.bias)), training=True)
+    out = ffn.drop_2(attention.dense_rows(hidden, ffn.layer_2.kernel, ffn.layer_2.bias), training=True)
+    return attention.layer_norm_rows(ffn.layer_norm, out + rows)
+
+  results = []
+  for fn in (lambda rows: ffn.ffn_rows(rows, training=True), unfused):
+    for d, seed in zip((ffn.drop_1, ffn.drop_2), seeds):
+      d.seed_generator.state.assign(seed)
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      out = fn(x)
+      loss = tf.reduce_sum(out * tf.cos(tf.range(6.0)[:, None] * tf.range(8.0)))
+    results.append([out] + tape.gradient(loss, [x, ffn.layer_1.kernel, ffn.layer_1.bias]))
+  assert not np.allclose(results[0][0], ffn.ffn_rows(x, training=False), atol=1e-3)  # it dropped something
+  for got, want in zip(*results):
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
 def test_gelu_gradient_equals_autodiff_of_the_formula():
   x = np.linspace(-4, 4, 41).astype(np.float32)
   plain = lambda t: 0.5 * t * (1 + tf.tanh(np.sqrt(2 / np.pi) * (t + 0.044715 * t ** 3)))
   (_, (want,)), (_, (got,)) = _grads(plain, x), _grads(ops.gelu, x)
   np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_lm_loss_equals_tf_sparse_cross_entropy_with_gradients(dtype):
+  rng = np.random.RandomState(0)
+  logits = tf.constant((8 * rng.randn(5, 3, 700)).astype(np.float32), dtype)
+  target = tf.constant(rng.randint(0, 700, size=(5, 3)), tf.int64)
+  weights = tf.constant(rng.rand(5, 3).astype(np.float32))
+  want_fn = lambda t: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.cast(target, tf.int32),
+                                                                     logits=tf.cast(t, tf.float32))
+  with tf.GradientTape(persistent=True) as tape:
+    tape.watch(logits)
+    want, got = (weights * f(logits) for f in (want_fn, lambda t: heads.lm_loss(t, target)))
+  assert got.shape == (5, 3) and got.dtype == tf.float32
+  np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
+  d_want, d_got = tape.gradient(want, logits), tape.gradient(got, logits)
+  assert d_got.dtype == logits.dtype
+  np.testing.assert_allclose(tf.cast(d_got, tf.float32), tf.cast(d_want, tf.float32), atol=1e-6)
 
 
 def test_layer_norm_rows_equals_keras_layer_norm_with_gradients():

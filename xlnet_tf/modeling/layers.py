@@ -12,7 +12,7 @@ import keras
 import tensorflow as tf
 
 from xlnet_tf.modeling.attention import _LAYER_NORM_EPS, _masked_softmax, attention_context, dense_rows, layer_norm_rows, project_heads, project_out, rel_attn_core, split_streams
-from xlnet_tf.modeling.ops import get_activation
+from xlnet_tf.modeling import ops
 
 
 _PACKAGE = "xlnet_tf"
@@ -47,15 +47,20 @@ class Dropout(keras.layers.Dropout):
 
   def _keep_mask(self, inputs):
     """bool, shaped like inputs: True = keep."""
+    uniforms, threshold = self.keep_uniforms(inputs)
+    return uniforms >= threshold
+
+  def keep_uniforms(self, inputs):
+    """The next mask for inputs as (uniforms shaped like inputs, threshold): keep where uniforms >= threshold."""
     seed = tf.cast(tf.math.floormod(self.seed_generator.next(), 2 ** 31 - 1), tf.int32)
     shape = tf.shape(inputs)
     last = inputs.shape[-1]
     if last is not None and last % 2 == 0:
       bits = tf.random.stateless_uniform(tf.concat([shape[:-1], [last // 2]], 0), seed, minval=None, maxval=None,
                                          dtype=tf.uint32, alg="philox")
-      bits = tf.reshape(tf.bitcast(bits, tf.uint16), shape)
-      return bits >= tf.constant(min(round(self.rate * 65536), 65535), tf.uint16)
-    return tf.random.stateless_uniform(shape, seed, alg="philox") >= self.rate
+      return (tf.reshape(tf.bitcast(bits, tf.uint16), shape),
+              tf.constant(min(round(self.rate * 65536), 65535), tf.uint16))
+    return tf.random.stateless_uniform(shape, seed, alg="philox"), tf.constant(self.rate, tf.float32)
 
 
 def _head_projection(name, d_model, n_head, d_head, initializer, dtype):
@@ -93,8 +98,8 @@ class PositionwiseFFN(keras.layers.Layer):
     self.dropout = dropout
     self.ff_activation = ff_activation
     self.kernel_initializer = keras.initializers.get(kernel_initializer)
-    self.activation = get_activation(ff_activation)
-    self.inference_activation = get_activation(ff_activation, training=False)
+    self.activation = ops.get_activation(ff_activation)
+    self.inference_activation = ops.get_activation(ff_activation, training=False)
     policy = self.dtype_policy
     self.layer_1 = keras.layers.Dense(d_inner, activation=self.activation,
                                       kernel_initializer=self.kernel_initializer, name="layer_1", dtype=policy)
@@ -115,9 +120,13 @@ class PositionwiseFFN(keras.layers.Layer):
 
   def ffn_rows(self, rows, training=False):
     """The network on rows: float [K, H] -> float [K, H], with 2-D matmuls."""
-    activation = self.activation if training else self.inference_activation
-    output = activation(dense_rows(rows, self.layer_1.kernel, self.layer_1.bias))
-    output = self.drop_1(output, training=training)
+    output = dense_rows(rows, self.layer_1.kernel, self.layer_1.bias)
+    if training and self.activation is ops.gelu and self.drop_1.rate > 0:
+      uniforms, threshold = self.drop_1.keep_uniforms(output)
+      output = ops.gelu_dropout(output, uniforms, threshold, 1.0 / (1.0 - self.drop_1.rate))
+    else:
+      activation = self.activation if training else self.inference_activation
+      output = self.drop_1(activation(output), training=training)
     output = self.drop_2(dense_rows(output, self.layer_2.kernel, self.layer_2.bias), training=training)
     return layer_norm_rows(self.layer_norm, output + rows)
 

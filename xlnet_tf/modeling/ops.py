@@ -26,18 +26,26 @@ _GELU_2C = 2.0 * math.sqrt(2.0 / math.pi)
 _GELU_A = 0.044715
 
 
+def _keep(x, keep):
+  """x where the dropout keeps (keep = (uniforms, threshold, scale): uniforms >= threshold), scaled; 0 elsewhere."""
+  if keep is None:
+    return x
+  uniforms, threshold, scale = keep
+  return tf.where(uniforms >= threshold, x * tf.cast(scale, x.dtype), tf.zeros([], x.dtype))
+
+
 @tf.function(jit_compile=True)
-def _gelu_forward(x):
+def _gelu_forward(x, keep=None):
   x_sq = x * x
-  return x * tf.sigmoid(x * (_GELU_2C + (_GELU_2C * _GELU_A) * x_sq))
+  return _keep(x * tf.sigmoid(x * (_GELU_2C + (_GELU_2C * _GELU_A) * x_sq)), keep)
 
 
 @tf.function(jit_compile=True)
-def _gelu_backward(x, upstream):
+def _gelu_backward(x, upstream, keep=None):
   x_sq = x * x
   cdf = tf.sigmoid(x * (_GELU_2C + (_GELU_2C * _GELU_A) * x_sq))
   slope = (_GELU_2C + (3.0 * _GELU_2C * _GELU_A) * x_sq) * x
-  return upstream * (cdf + cdf * (1.0 - cdf) * slope)
+  return _keep(upstream, keep) * (cdf + cdf * (1.0 - cdf) * slope)
 
 
 @tf.custom_gradient
@@ -55,6 +63,21 @@ def gelu(x):
     return _gelu_backward(x, upstream)
 
   return _gelu_forward(x), grad
+
+
+def gelu_dropout(x, uniforms, threshold, scale):
+  """Dropout of gelu(x) in the same two passes as `gelu`: where(uniforms >= threshold, gelu(x) * scale, 0).
+
+  The same numbers as `gelu` followed by `layers.Dropout` with these uniforms (its `keep_uniforms`), without
+  the dropout's own passes over the activation (three forward, two backward).
+  """
+
+  @tf.custom_gradient
+  def fused(x):
+    keep = (uniforms, threshold, scale)
+    return _gelu_forward(x, keep), lambda upstream: _gelu_backward(x, upstream, keep)
+
+  return fused(x)
 
 
 def gelu_inference(x):

@@ -128,8 +128,8 @@ def test_fine_tuning_on_the_set_beats_chance(tmp_path):
       spiece_model_file=spm, init_checkpoint=backbone, output_dir=str(tmp_path / "race_out"),
       model_dir=str(tmp_path / "race_model"), max_seq_length=112, max_qa_length=40, train_batch_size=8,
       eval_batch_size=32, train_steps=RACE_STEPS, warmup_steps=RACE_STEPS // 10, iterations=100,
-      learning_rate=3e-4, lr_layer_decay_rate=1.0, dropout=0.0, dropatt=0.0, seed=1)
+      learning_rate=3e-4, lr_layer_decay_rate=1.0, dropout=0.0, dropatt=0.0, seed=1, strategy="one_device")
   lines = []
-  results = run_race.run(o, training.make_strategy("one_device"), log_fn=lines.append)
+  results = run_race.run(o, training.start(o), log_fn=lines.append)  # as the CLI: seeded initialisation
   (result,) = results["eval"]
   assert result["eval_accuracy"] > MIN_ACCURACY, result

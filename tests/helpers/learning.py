@@ -46,7 +46,6 @@ def pretrain_small(root, spm, train_steps, schedule_steps):
   shorter schedule's slope the longer one's, up to float32 rounding).
 
   Returns (the config path, the last checkpoint, the training log lines)."""
-  training.keep_freed_memory()  # as the CLIs do before run()
   data = dict(seq_len=128, reuse_len=64, num_predict=21, bi_data=True, uncased=False, mask_alpha=6, mask_beta=1)
   data_utils.create_data(flags.defaults(
       data_utils.define_flags, use_tpu=False, bsz_per_host=16, num_core_per_host=1,
@@ -58,9 +57,9 @@ def pretrain_small(root, spm, train_steps, schedule_steps):
       model_dir=str(root / "pretrain"), model_config_path=config, train_batch_size=16, perm_size=64, mem_len=64,
       learning_rate=5e-4, warmup_steps=warmup, train_steps=train_steps,
       min_lr_ratio=(schedule_steps - train_steps) / (schedule_steps - warmup), iterations=200,
-      save_steps=train_steps, max_save=1, seed=1, **data)
+      save_steps=train_steps, max_save=1, seed=1, strategy="one_device", **data)
   lines = []
-  run_pretrain.run(o, training.make_strategy("one_device"), log_fn=lines.append)
+  run_pretrain.run(o, training.start(o), log_fn=lines.append)  # as the CLI: seeded initialisation, kept memory
   return config, f"{o.model_dir}/ckpt-{train_steps}", lines
 
 

@@ -13,7 +13,9 @@ Op time is the sum of the executor's op events (`tf_Compute` threads of the host
 one op's event covers its work on both, but ops that run at the same time on the inter-op threads each count, so
 the total can exceed the step's wall time (2.6 s of op time in a 1.45 s small pretraining step); read the shares.
 Parts: the optimizer (`xl_net_adam/`), the tied LM head and its loss (`lm_loss`, the cross-entropy), clipping and the
-embedding rows' norm, and the rest split into forward and backward (`gradient_tape/`), matmuls apart.
+embedding rows' norm, the nested XLA-compiled functions (GELU, LayerNorm, cross-entropy: their runs carry no op
+name, so forward and backward are one part), and the rest split into forward and backward (`gradient_tape/`),
+matmuls apart.
 """
 
 import argparse
@@ -31,11 +33,14 @@ from run_project import common  # pylint: disable=wrong-import-position  # noqa:
 
 MATMULS = ("MatMul", "BatchMatMulV2", "_FusedMatMul")
 CONTAINERS = ("Process", "Generator", "RunWithBorrowedArgs", "DoCompute", "Root", "Prefetch", "Record",
-              "StartRegion", "StopRegion")
+              "StartRegion", "StopRegion", "Start")
+XLA_FUNCTIONS = "XLA functions (GELU, LayerNorm, cross-entropy)"
 
 
 def part(op_name, op_type):
   """The part of the step an op belongs to (see the module docstring)."""
+  if op_type == XLA_FUNCTIONS:
+    return XLA_FUNCTIONS
   if "adam" in op_name:
     return "optimizer (Adam)"
   if "lm_loss" in op_name or "SoftmaxCrossEntropy" in op_type:
@@ -69,6 +74,11 @@ def op_events(logdir):
       continue
     for event in line.events:
       name = plane.event_metadata[event.metadata_id].name
+      if name == "CpuExecutable::ExecuteAsyncOnStream":
+        # A nested jit_compile function's run (the XLA-compiled element-wise functions): its events carry no op
+        # name; the executor's `ExecutorState::ProcessAsync::Start` event around it is skipped as a container.
+        yield "xla", XLA_FUNCTIONS, event.duration_ps * 1e-12
+        continue
       op_name, _, op_type = name.rpartition(":")
       op_type = _plain_type(op_type)
       if op_name and op_type not in CONTAINERS:

@@ -31,8 +31,7 @@ class Dropout(keras.layers.Dropout):
   def call(self, inputs, training=False):
     if not training or self.rate <= 0 or self.noise_shape is not None:
       return super().call(inputs, training=training)
-    scale = tf.cast(1.0 / (1.0 - self.rate), inputs.dtype)
-    return tf.where(self._keep_mask(inputs), inputs * scale, tf.zeros([], inputs.dtype))
+    return ops.apply_keep(inputs, self.keep(inputs))
 
   def drop_unscaled(self, inputs, training=False):
     """Dropout without the 1 / (1 - rate) rescaling, for a caller that rescales a smaller tensor downstream.
@@ -43,15 +42,13 @@ class Dropout(keras.layers.Dropout):
     """
     if not training or self.rate <= 0:
       return inputs, None
-    return tf.where(self._keep_mask(inputs), inputs, tf.zeros([], inputs.dtype)), 1.0 / (1.0 - self.rate)
+    uniforms, threshold, scale = self.keep(inputs)
+    return tf.where(uniforms >= threshold, inputs, tf.zeros([], inputs.dtype)), scale
 
-  def _keep_mask(self, inputs):
-    """bool, shaped like inputs: True = keep."""
-    uniforms, threshold = self.keep_uniforms(inputs)
-    return uniforms >= threshold
-
-  def keep_uniforms(self, inputs):
-    """The next mask for inputs as (uniforms shaped like inputs, threshold): keep where uniforms >= threshold."""
+  def keep(self, inputs):
+    """The next mask for inputs as (uniforms shaped like inputs, threshold, scale) for `ops.apply_keep`: keep
+    where uniforms >= threshold, scale = 1 / (1 - rate)."""
+    scale = 1.0 / (1.0 - self.rate)
     seed = tf.cast(tf.math.floormod(self.seed_generator.next(), 2 ** 31 - 1), tf.int32)
     shape = tf.shape(inputs)
     last = inputs.shape[-1]
@@ -59,8 +56,8 @@ class Dropout(keras.layers.Dropout):
       bits = tf.random.stateless_uniform(tf.concat([shape[:-1], [last // 2]], 0), seed, minval=None, maxval=None,
                                          dtype=tf.uint32, alg="philox")
       return (tf.reshape(tf.bitcast(bits, tf.uint16), shape),
-              tf.constant(min(round(self.rate * 65536), 65535), tf.uint16))
-    return tf.random.stateless_uniform(shape, seed, alg="philox"), tf.constant(self.rate, tf.float32)
+              tf.constant(min(round(self.rate * 65536), 65535), tf.uint16), scale)
+    return tf.random.stateless_uniform(shape, seed, alg="philox"), tf.constant(self.rate, tf.float32), scale
 
 
 def _head_projection(name, d_model, n_head, d_head, initializer, dtype):
@@ -122,8 +119,7 @@ class PositionwiseFFN(keras.layers.Layer):
     """The network on rows: float [K, H] -> float [K, H], with 2-D matmuls."""
     output = dense_rows(rows, self.layer_1.kernel, self.layer_1.bias)
     if training and self.activation is ops.gelu and self.drop_1.rate > 0:
-      uniforms, threshold = self.drop_1.keep_uniforms(output)
-      output = ops.gelu_dropout(output, uniforms, threshold, 1.0 / (1.0 - self.drop_1.rate))
+      output = ops.gelu_dropout(output, self.drop_1.keep(output))
     else:
       activation = self.activation if training else self.inference_activation
       output = self.drop_1(activation(output), training=training)

@@ -26,8 +26,9 @@ _GELU_2C = 2.0 * math.sqrt(2.0 / math.pi)
 _GELU_A = 0.044715
 
 
-def _keep(x, keep):
-  """x where the dropout keeps (keep = (uniforms, threshold, scale): uniforms >= threshold), scaled; 0 elsewhere."""
+def apply_keep(x, keep):
+  """A dropout mask applied: x * scale where uniforms >= threshold, 0 elsewhere; keep = (uniforms, threshold,
+  scale) as `layers.Dropout.keep` draws it, or None (x unchanged)."""
   if keep is None:
     return x
   uniforms, threshold, scale = keep
@@ -37,7 +38,7 @@ def _keep(x, keep):
 @tf.function(jit_compile=True)
 def _gelu_forward(x, keep=None):
   x_sq = x * x
-  return _keep(x * tf.sigmoid(x * (_GELU_2C + (_GELU_2C * _GELU_A) * x_sq)), keep)
+  return apply_keep(x * tf.sigmoid(x * (_GELU_2C + (_GELU_2C * _GELU_A) * x_sq)), keep)
 
 
 @tf.function(jit_compile=True)
@@ -45,7 +46,7 @@ def _gelu_backward(x, upstream, keep=None):
   x_sq = x * x
   cdf = tf.sigmoid(x * (_GELU_2C + (_GELU_2C * _GELU_A) * x_sq))
   slope = (_GELU_2C + (3.0 * _GELU_2C * _GELU_A) * x_sq) * x
-  return _keep(upstream, keep) * (cdf + cdf * (1.0 - cdf) * slope)
+  return apply_keep(upstream, keep) * (cdf + cdf * (1.0 - cdf) * slope)
 
 
 @tf.custom_gradient
@@ -65,16 +66,15 @@ def gelu(x):
   return _gelu_forward(x), grad
 
 
-def gelu_dropout(x, uniforms, threshold, scale):
-  """Dropout of gelu(x) in the same two passes as `gelu`: where(uniforms >= threshold, gelu(x) * scale, 0).
+def gelu_dropout(x, keep):
+  """Dropout of gelu(x) in the same two passes as `gelu`: apply_keep(gelu(x), keep).
 
-  The same numbers as `gelu` followed by `layers.Dropout` with these uniforms (its `keep_uniforms`), without
-  the dropout's own passes over the activation (three forward, two backward).
+  The same numbers as `gelu` followed by `layers.Dropout` with this mask (keep: its `keep(x)`), without the
+  dropout's own passes over the activation (three forward, two backward).
   """
 
   @tf.custom_gradient
   def fused(x):
-    keep = (uniforms, threshold, scale)
     return _gelu_forward(x, keep), lambda upstream: _gelu_backward(x, upstream, keep)
 
   return fused(x)

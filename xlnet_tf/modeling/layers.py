@@ -183,7 +183,7 @@ class RelMultiheadAttn(_Attention):
   PROJECTIONS = ("q", "k", "v", "r")
 
   def attend_rows(self, h, r, context, r_w_bias, r_r_bias, r_s_bias=None, seg_embed=None, mems=None, g=None,
-                  training=False):
+                  training=False, h_out=True):
     """Both streams (or the content stream alone) up to the post-attention LayerNorm, on rows.
 
     Args:
@@ -195,20 +195,27 @@ class RelMultiheadAttn(_Attention):
       seg_embed: float [2, N, D] or None, this layer's segment embedding.
       mems: float [M, B, H] or None, this layer's memory.
       g: float [P or I, B, H] or None, the query stream.
+      h_out: False = only g's rows are wanted (needs g): h still gives the keys and values, but its own queries,
+        attention and rows are not computed. The last layer of two-stream pretraining, whose content output
+        nothing reads (the original's graph never runs it either).
 
     Returns:
-      float [(I + P) * B, H]: LayerNorm(h + o(attention)) rows of h (time-major, row i*B + b), then those of g.
+      float [(I + P) * B, H]: LayerNorm(h + o(attention)) rows of h (time-major, row i*B + b), then those of g;
+      g's rows alone when h_out is False.
     """
     dtype = h.dtype
     # h is read twice (projections, residual; see the module docstring on bit-exact training): without mems q, k
     # and v come from one matmul, with mems q comes from the h rows of [mems; h].
-    if mems is None:
+    if mems is None and not h_out:
+      k_head_h, v_head_h = project_heads(h, [self.k.kernel, self.v.kernel])
+    elif mems is None:
       q_head_h, k_head_h, v_head_h = project_heads(h, [self.q.kernel, self.k.kernel, self.v.kernel])
     else:
       mlen = tf.shape(mems)[0]
       cat = tf.concat([tf.cast(mems, dtype), h], 0)
       k_head_h, v_head_h = project_heads(cat, [self.k.kernel, self.v.kernel])
-      (q_head_h,) = project_heads(tf.slice(cat, [mlen, 0, 0], [-1, -1, -1]), [self.q.kernel])
+      if h_out:
+        (q_head_h,) = project_heads(tf.slice(cat, [mlen, 0, 0], [-1, -1, -1]), [self.q.kernel])
     (k_head_r,) = project_heads(tf.cast(r, dtype), [self.r.kernel])
     r_w_bias, r_r_bias = tf.cast(r_w_bias, dtype), tf.cast(r_r_bias, dtype)
     r_s_bias = None if r_s_bias is None else tf.cast(r_s_bias, dtype)
@@ -217,14 +224,13 @@ class RelMultiheadAttn(_Attention):
       return rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, r_s_bias, seg_embed, bias, seg,
                            self.scale, self.attn_dropout, training, target_pos, tf.shape(h)[0])
 
-    attn_vec = core(q_head_h, context.bias_h, context.seg_h)
-    residual = h
+    attn_vec, residual = (core(q_head_h, context.bias_h, context.seg_h), h) if h_out else (None, None)
     if g is not None:
       attn_vec_g = core(project_heads(g, [self.q.kernel])[0], context.bias_g, context.seg_g, context.target_pos)
       if context.target_valid is not None:
         attn_vec_g *= context.target_valid[None, :, :, None]
-      attn_vec = tf.concat([attn_vec, attn_vec_g], 2)
-      residual = tf.concat([h, g], 0)
+      attn_vec = attn_vec_g if attn_vec is None else tf.concat([attn_vec, attn_vec_g], 2)
+      residual = g if residual is None else tf.concat([h, g], 0)
     attn_out = self.out_dropout(project_out(attn_vec, self.o.kernel), training=training)
     return layer_norm_rows(self.layer_norm, attn_out + tf.reshape(residual, [-1, self.d_model]))
 

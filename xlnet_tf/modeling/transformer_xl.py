@@ -84,16 +84,17 @@ class XLNetLayer(keras.layers.Layer):
     return self.forward(h, r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed, mems, g, training)
 
   def forward(self, h, r, context, r_w_bias, r_r_bias, r_s_bias=None, seg_embed=None, mems=None, g=None,
-              training=False):
+              training=False, h_out=True):
     """The layer on a prebuilt `attention.AttentionContext` (see `TwoStreamRelAttention.attend_rows` for the args).
 
     Both streams go through the output projection and the feed-forward network as one matrix of rows.
 
     Returns:
-      (h [I, B, H], g [P or I, B, H] or None).
+      (h [I, B, H], g [P or I, B, H] or None); h is None when h_out is False.
     """
-    rows = self.rel_attn.attend_rows(h, r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed, mems, g, training)
-    return attention.split_streams(self.ff.ffn_rows(rows, training), h, g)
+    rows = self.ff.ffn_rows(self.rel_attn.attend_rows(h, r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed, mems,
+                                                      g, training, h_out), training)
+    return attention.split_streams(rows, h, g) if h_out else (None, tf.reshape(rows, tf.shape(g)))
 
   def get_config(self):
     config = super().get_config()
@@ -222,7 +223,9 @@ class TransformerXL(keras.layers.Layer):
           r_w_bias=r_w_bias[i], r_r_bias=r_r_bias[i],
           r_s_bias=None if seg_mat is None else r_s_bias[i],
           seg_embed=None if seg_mat is None else seg_embed[i],
-          mems=None if mems is None else mems[i], g=output_g, training=training)
+          mems=None if mems is None else mems[i], g=output_g, training=training,
+          # The last layer's content stream feeds nothing when the query stream is the output: not computed.
+          h_out=inp_q is None or i < self.n_layer - 1)
     output = self.drop(output_g if inp_q is not None else output_h, training=training)
     return output, (new_mems if self.mem_len else None)
 

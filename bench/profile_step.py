@@ -13,8 +13,8 @@ Op time is the sum of the executor's op events (`tf_Compute` threads of the host
 one op's event covers its work on both, but ops that run at the same time on the inter-op threads each count, so
 the total can exceed the step's wall time (2.6 s of op time in a 1.45 s small pretraining step); read the shares.
 Parts: the optimizer (`xl_net_adam/`), the tied LM head and its loss (`lm_loss`, the cross-entropy), clipping and the
-embedding rows' norm, the nested XLA-compiled functions (GELU, LayerNorm, cross-entropy: their runs carry no op
-name, so forward and backward are one part), and the rest split into forward and backward (`gradient_tape/`),
+embedding rows' norm, the nested XLA-compiled functions (GELU, LayerNorm, cross-entropy, dropout bits: their runs
+carry no op name, so forward and backward are one part), and the rest split into forward and backward (`gradient_tape/`),
 matmuls apart.
 """
 
@@ -34,7 +34,7 @@ from run_project import common  # pylint: disable=wrong-import-position  # noqa:
 MATMULS = ("MatMul", "BatchMatMulV2", "_FusedMatMul")
 CONTAINERS = ("Process", "Generator", "RunWithBorrowedArgs", "DoCompute", "Root", "Prefetch", "Record",
               "StartRegion", "StopRegion", "Start")
-XLA_FUNCTIONS = "XLA functions (GELU, LayerNorm, cross-entropy)"
+XLA_FUNCTIONS = "XLA functions (GELU, LayerNorm, cross-entropy, dropout bits)"
 
 
 def part(op_name, op_type):

@@ -248,6 +248,16 @@ def test_dropout_drops_at_its_rate_and_rescales():
     assert not np.array_equal(out == 0, unscaled.numpy() == 0)  # the seed generator advances
 
 
+def test_xla_philox_equals_tf_kernel():
+  # Dropout draws its bits in an XLA function: it must give the numbers of TF's stateless Philox kernel.
+  seed = tf.constant([7, 123456789])
+  for shape in ([3, 5, 64], [1001]):
+    shape = tf.constant(shape)
+    np.testing.assert_array_equal(
+        ops.philox_words(shape, seed),
+        tf.random.stateless_uniform(shape, seed, minval=None, maxval=None, dtype=tf.uint32, alg="philox"))
+
+
 @pytest.mark.parametrize("seg", [False, True])
 def test_query_stream_on_target_rows_equals_the_originals_scatter_gather(seg):
   """With target_mapping, the query stream attends from the P target rows only. The original scatters the P query

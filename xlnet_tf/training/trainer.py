@@ -234,6 +234,10 @@ class Trainer:
   def _forward_backward(self, features, mems):
     """This replica's loss and gradients (no cross-replica communication, so it can be XLA-compiled).
 
+    The gradients are those of this replica's share of the loss (`loss_sum` / `_loss_weight`), as the original
+    differentiates its mean loss, except with loss_weighting "global_mean", whose weight needs the other replicas:
+    there they are those of `loss_sum`, and `replica_step` divides them (one more pass over every gradient).
+
     Returns:
       (loss_sum, weight_sum, grads: one per trainable variable, rows: None, or with clip_mode "indexed_slices"
       (gradient of each gathered word-embedding row, the gathered ids), new_mems).
@@ -241,13 +245,24 @@ class Trainer:
     embedding = self.model.transformer.word_embedding
     with tf.GradientTape() as tape:
       loss_sum, weight_sum, new_mems = self.task(self.model, features, mems, training=True)
+      objective = loss_sum
+      if self.loss_weighting != "global_mean":
+        objective = loss_sum / tf.cast(self._loss_weight(weight_sum), loss_sum.dtype)
     targets = list(self.model.trainable_variables)
     if self.clip_mode == "indexed_slices":
       ids, rows = embedding.last_lookup
       targets.append(rows)
-    grads = tape.gradient(loss_sum, targets)
+    grads = tape.gradient(objective, targets)
     rows = (grads.pop(), ids) if self.clip_mode == "indexed_slices" else None
     return loss_sum, weight_sum, grads, rows, new_mems
+
+  def _share_gradients(self, grads, rows, weight):
+    """grads and rows of `_forward_backward` -> the gradients of this replica's share of the loss (weight: from
+    `_loss_weight`)."""
+    if self.loss_weighting != "global_mean":
+      return grads, rows
+    grads = [None if g is None else tf.convert_to_tensor(g) / tf.cast(weight, g.dtype) for g in grads]
+    return grads, None if rows is None else (rows[0] / tf.cast(weight, rows[0].dtype), rows[1])
 
   def _loss_weight(self, weight_sum):
     """What divides this replica's loss_sum so that the replicas' shares sum to the global-batch loss."""
@@ -271,9 +286,9 @@ class Trainer:
       mems = [v.read_value() for v in self.mem_vars] if self.mem_vars else None
       loss_sum, weight_sum, grads, rows, new_mems = forward_backward(features, mems)
       weight = self._loss_weight(weight_sum)
-      grads = [None if g is None else tf.convert_to_tensor(g) / tf.cast(weight, g.dtype) for g in grads]
+      grads, rows = self._share_gradients(grads, rows, weight)
       if rows is not None:
-        rows = (table_index, rows[0] / tf.cast(weight, rows[0].dtype), rows[1])
+        rows = (table_index, *rows)
       gnorm, lr = optimization.apply_gradients(self.optimizer, grads, variables, self.clip,
                                                self.lr_layer_decay_rate, self.n_layer, self.clip_mode, rows)
       loss = loss_sum / tf.cast(weight, loss_sum.dtype)

@@ -228,6 +228,33 @@ def test_rel_shift_rows_equals_rel_shift_then_gather_with_gradients():
   np.testing.assert_allclose(got_grad, want_grad, atol=1e-6)
 
 
+@pytest.mark.parametrize("columns", [1, 2, 4])
+def test_banded_position_scores_equal_the_full_product_shifted(columns):
+  rng = np.random.RandomState(0)
+  n_head, bsz, qlen, klen, d_head = 2, 4, 12, 17, 5
+  q_r = tf.constant(rng.randn(n_head, bsz, qlen, d_head).astype(np.float32))
+  k_r = tf.constant(rng.randn(n_head, columns, klen + qlen, d_head).astype(np.float32))
+  full = tf.reshape(tf.matmul(tf.reshape(q_r, [n_head, columns, -1, d_head]), k_r, transpose_b=True),
+                    [n_head, bsz, qlen, -1])
+  expected = attention.rel_shift_keys_last(full, klen)
+  for rows in (3, 4, 6):
+    np.testing.assert_allclose(attention.banded_position_scores(q_r, k_r, klen, rows), expected, rtol=1e-6,
+                               atol=1e-6)
+  assert attention.banded_position_scores(q_r, k_r, klen, rows=5) is None  # 12 rows are not blocks of 5
+  assert attention.banded_position_scores(q_r, k_r, klen + 1, rows=4) is None  # R != klen + I (uni attention)
+
+
+def test_inference_takes_the_banded_position_scores_with_the_same_output():
+  # In inference (training=False) a content stream of 128 queries computes its position scores in blocks of 64;
+  # without dropout, training=True computes the same function with the full product.
+  model = make_model()
+  x = random_inputs(qlen=128)
+  args = (x["input_ids"], x["seg_ids"], x["input_mask"])
+  graph = tf.function(lambda: model(*args)).get_concrete_function().graph
+  assert any(op.type == "GatherV2" and op.inputs[0].shape.rank == 4 for op in graph.get_operations())
+  np.testing.assert_allclose(model(*args)[0], model(*args, training=True)[0], atol=1e-5)
+
+
 def test_rel_shift_keys_last_equals_rel_shift():
   x = np.random.RandomState(0).randn(6, 11, 2, 3).astype(np.float32)  # [I, R, B, N], the original layout
   want = ops.rel_shift(tf.constant(x), klen=9).numpy()

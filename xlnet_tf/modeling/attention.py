@@ -122,6 +122,34 @@ def rel_shift_keys_last(x, klen):
   return tf.slice(x, tf.concat([zeros, [0, 0]], 0), tf.concat([lead, [qlen, klen]], 0))
 
 
+def banded_position_scores(q_r, k_head_r, klen, rows=64):
+  """`rel_shift_keys_last(q_r . k_head_r^T, klen)` from the band of positions each block of query rows reads.
+
+  Query row i reads positions I - i + j (j < klen) of the R = klen + I: a block of `rows` queries reads a window of
+  klen + rows of them, so the product is (klen + rows) / (klen + I) of the full one. Forward-only use: the window
+  gather's gradient makes it slower than the full product in training.
+
+  Args:
+    q_r: float [N, B, I, D], the position queries; k_head_r: float [N, C, R, D] (C divides B, as `rel_attn_core`).
+    klen: python int.
+    rows: queries per block.
+
+  Returns:
+    float [N, B, I, klen], or None when the static shapes do not fit (R != klen + I, or I not a multiple of `rows`
+    above it).
+  """
+  n_head, bsz, qlen, d_head = q_r.shape
+  columns, rlen = k_head_r.shape[1], k_head_r.shape[2]
+  if None in (bsz, qlen, columns, rlen) or rlen != klen + qlen or qlen % rows or qlen <= rows:
+    return None
+  blocks = qlen // rows
+  starts = qlen - rows * (1 + tf.range(blocks))  # block t's rows [t*rows, (t+1)*rows) read [start, start + klen + rows)
+  windows = tf.gather(k_head_r, starts[:, None] + tf.range(klen + rows)[None], axis=2)  # [N, C, T, W, D]
+  q_r = tf.reshape(q_r, [n_head, columns, bsz // columns, blocks, rows, d_head])
+  bd = tf.matmul(q_r, windows[:, :, None], transpose_b=True)  # [N, C, B / C, T, rows, W]
+  return tf.reshape(rel_shift_keys_last(bd, klen), [n_head, bsz, qlen, klen])
+
+
 def _rel_shift_rows(x, shift, klen):
   """`rel_shift` for rows at arbitrary query positions: x [N, B, P, R] -> [N, B, P, klen].
 
@@ -243,12 +271,13 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, r_s_
   biases = [r_w_bias, r_r_bias] + ([r_s_bias] if seg is not None else [])
   q_w, q_r, *q_s = tf.unstack((q_head[None] + tf.stack(biases)[:, :, None, None]) * scale, len(biases))
   ac = tf.matmul(q_w, k_head_h, transpose_b=True)
-  q_r = tf.reshape(q_r, [n_head, columns, -1, d_head])
-  bd = tf.reshape(tf.matmul(q_r, k_head_r, transpose_b=True), [n_head, bsz, q_len, -1])  # [N, B, Q, R]
-  if target_pos is None:
-    bd = rel_shift_keys_last(bd, klen)
-  else:
-    bd = _rel_shift_rows(bd, qlen - target_pos, klen)
+  bd = None
+  if target_pos is None and (training is None or training is False) and k_head_h.shape[2] is not None:
+    bd = banded_position_scores(q_r, k_head_r, k_head_h.shape[2])
+  if bd is None:
+    q_r = tf.reshape(q_r, [n_head, columns, -1, d_head])
+    bd = tf.reshape(tf.matmul(q_r, k_head_r, transpose_b=True), [n_head, bsz, q_len, -1])  # [N, B, Q, R]
+    bd = rel_shift_keys_last(bd, klen) if target_pos is None else _rel_shift_rows(bd, qlen - target_pos, klen)
   score = ac + bd
   if seg is not None:
     q_s = tf.reshape(q_s[0], [n_head, -1, d_head])

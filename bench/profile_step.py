@@ -14,8 +14,8 @@ one op's event covers its work on both, but ops that run at the same time on the
 the total can exceed the step's wall time (2.6 s of op time in a 1.45 s small pretraining step); read the shares.
 Parts: the optimizer (`xl_net_adam/`), the tied LM head and its loss (`lm_loss`, the cross-entropy), clipping and the
 embedding rows' norm, the nested XLA-compiled functions (GELU, LayerNorm, cross-entropy, dropout bits: their runs
-carry no op name, so forward and backward are one part), and the rest split into forward and backward (`gradient_tape/`),
-matmuls apart.
+carry no op name, so forward and backward are one part), and the rest split into forward and backward
+(`gradient_tape/`), matmuls apart.
 """
 
 import argparse

@@ -148,6 +148,15 @@ def test_original_training_steps_replay_within_tolerance():
   assert proc.stdout.strip().endswith("PASS")
 
 
+def test_global_mean_weighting_on_one_replica_replays_the_original():
+  """--loss_weighting=global_mean divides the gradients of the loss sum after the backward (the default divides the
+  loss before it): on one replica both are the original's mean loss, so a one-tower golden must pass either way."""
+  from xlnet_tf.training import step_parity  # pylint: disable=import-outside-toplevel
+  g, meta, ours = step_parity.replay(os.path.join(GOLDEN_DIR, "pretrain_adam_gpu.npz"), loss_weighting="global_mean")
+  failed = {name: worst for name, (worst, _, ok) in step_parity.compare(g, meta, ours).items() if not ok}
+  assert not failed, failed
+
+
 def test_check_train_step_fails_on_a_tampered_golden(tmp_path):
   """The comparison can fail: a golden whose recorded gnorm is off by 1 % is reported FAIL (exit 1)."""
   for name in ("ckpt",):

@@ -143,7 +143,7 @@ def banded_position_scores(q_r, k_head_r, klen, rows=64):
   if None in (bsz, qlen, columns, rlen) or rlen != klen + qlen or qlen % rows or qlen <= rows:
     return None
   blocks = qlen // rows
-  starts = qlen - rows * (1 + tf.range(blocks))  # block t's rows [t*rows, (t+1)*rows) read [start, start + klen + rows)
+  starts = qlen - rows * (1 + tf.range(blocks))  # block t, rows [t*rows, (t+1)*rows), reads [start, start + W)
   windows = tf.gather(k_head_r, starts[:, None] + tf.range(klen + rows)[None], axis=2)  # [N, C, T, W, D]
   q_r = tf.reshape(q_r, [n_head, columns, bsz // columns, blocks, rows, d_head])
   bd = tf.matmul(q_r, windows[:, :, None], transpose_b=True)  # [N, C, B / C, T, rows, W]

@@ -93,7 +93,7 @@ def _dataset_fn(batches):
   return dataset_fn
 
 
-def build_trainer(golden_dir, meta, towers, model_dir, clip_mode):
+def build_trainer(golden_dir, meta, towers, model_dir, clip_mode, loss_weighting="replica_mean"):
   """A Trainer set up as the original run of `meta` (flags, checkpoint), weights loaded by TF1 name."""
   f = _flags(meta)
   config = XLNetConfig(json_path=os.path.join(golden_dir, "ckpt", "xlnet_config.json"))
@@ -120,7 +120,7 @@ def build_trainer(golden_dir, meta, towers, model_dir, clip_mode):
                         adam_epsilon=f["adam_epsilon"])
   trainer = Trainer(_strategy(towers), model_fn, task, model_dir, optimizer_args, clip=f["clip"],
                     lr_layer_decay_rate=lr_layer_decay_rate, global_batch_size=f["train_batch_size"],
-                    mem_len=run_config.mem_len, iterations=1, clip_mode=clip_mode)
+                    mem_len=run_config.mem_len, iterations=1, clip_mode=clip_mode, loss_weighting=loss_weighting)
   report = trainer.load_weights(os.path.join(golden_dir, "ckpt", "xlnet_model.ckpt"))
   if report["kept_initial"]:
     raise ValueError(f"The golden checkpoint lacks {report['kept_initial']}.")
@@ -136,7 +136,8 @@ def _first_gradients(trainer, batch):
   def replica(features):
     mems = [tf.zeros_like(v) for v in trainer.mem_vars] if trainer.mem_vars else None
     _, weight_sum, grads, _, _ = trainer._forward_backward(features, mems)  # pylint: disable=protected-access
-    grads, _ = trainer._share_gradients(grads, None, trainer._loss_weight(weight_sum))  # pylint: disable=protected-access
+    weight = trainer._loss_weight(weight_sum)  # pylint: disable=protected-access
+    grads, _ = trainer._share_gradients(grads, None, weight)  # pylint: disable=protected-access
     return [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g) for v, g in zip(variables, grads)]
 
   per_replica = trainer.strategy.run(tf.function(replica), args=(next(iter(data)),))
@@ -158,8 +159,9 @@ def _final_state(trainer):
   return out
 
 
-def replay(path, golden_dir=None):
-  """Runs the golden's steps through a Trainer. Returns (golden arrays, meta, ours: dict of the same keys)."""
+def replay(path, golden_dir=None, loss_weighting="replica_mean"):
+  """Runs the golden's steps through a Trainer (--loss_weighting: the original's by default). Returns (golden
+  arrays, meta, ours: dict of the same keys)."""
   golden_dir = golden_dir or os.path.dirname(path)
   g, meta = load(path)
   clip_mode = "dense" if meta["use_tpu_embedding_and_loss_path"] else "indexed_slices"
@@ -167,7 +169,7 @@ def replay(path, golden_dir=None):
   towers = len(batches[0])
   ours = {"loss": [], "learning_rate": [], "gnorm": [], "global_step": [], "new_mems": []}
   with tempfile.TemporaryDirectory(prefix="xlnet-step-parity-") as model_dir:
-    trainer = build_trainer(golden_dir, meta, towers, model_dir, clip_mode)
+    trainer = build_trainer(golden_dir, meta, towers, model_dir, clip_mode, loss_weighting)
     ours["grad0"] = _first_gradients(trainer, batches[0])
     dataset_fn = _dataset_fn(batches)
     for k in range(len(batches)):

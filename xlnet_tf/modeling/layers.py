@@ -45,7 +45,7 @@ class Dropout(keras.layers.Dropout):
     if not training or self.rate <= 0:
       return inputs, None
     uniforms, threshold, scale = self.keep(inputs)
-    return tf.where(uniforms >= threshold, inputs, tf.zeros([], inputs.dtype)), scale
+    return ops.apply_keep(inputs, (uniforms, threshold, None)), scale
 
   def keep(self, inputs):
     """The next mask for inputs as (uniforms shaped like inputs, threshold, scale) for `ops.apply_keep`: keep

@@ -35,11 +35,12 @@ def philox_words(shape, seed):
 
 def apply_keep(x, keep):
   """A dropout mask applied: x * scale where uniforms >= threshold, 0 elsewhere; keep = (uniforms, threshold,
-  scale) as `layers.Dropout.keep` draws it, or None (x unchanged)."""
+  scale) as `layers.Dropout.keep` draws it (scale None: x unscaled), or None (x unchanged)."""
   if keep is None:
     return x
   uniforms, threshold, scale = keep
-  return tf.where(uniforms >= threshold, x * tf.cast(scale, x.dtype), tf.zeros([], x.dtype))
+  kept = x if scale is None else x * tf.cast(scale, x.dtype)
+  return tf.where(uniforms >= threshold, kept, tf.zeros([], x.dtype))
 
 
 @tf.function(jit_compile=True)

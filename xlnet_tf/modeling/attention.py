@@ -247,6 +247,34 @@ def attention_context(attn_mask_h=None, attn_mask_g=None, seg_mat=None, target_m
   return AttentionContext(bias_h, bias_g, seg_h, seg_g, target_pos, target_valid)
 
 
+@tf.function(jit_compile=True)
+def _biased_queries_forward(q_head, biases, scale):
+  return tf.unstack((q_head[None] + biases[:, :, None, None]) * scale, biases.shape[0])
+
+
+@tf.function(jit_compile=True)
+def _biased_queries_backward(upstreams, scale):
+  total = upstreams[0]
+  for upstream in upstreams[1:]:
+    total += upstream
+  return total * scale, tf.stack([tf.reduce_sum(upstream, [1, 2]) for upstream in upstreams]) * scale
+
+
+def _biased_queries(q_head, biases, scale):
+  """[(q_head + biases[k]) * scale for each k]: q_head float [N, B, Q, D], biases [K, N, D].
+
+  One XLA-compiled pass forward and one backward (q_head read once, so its gradient is one sum in a fixed order),
+  where TF's broadcast add, multiply and unstack took a pack and two reductions more in the gradient.
+  """
+
+  @tf.custom_gradient
+  def biased(q_head, biases):
+    return _biased_queries_forward(q_head, biases, scale), lambda *upstreams: _biased_queries_backward(
+        list(upstreams), scale)
+
+  return biased(q_head, biases)
+
+
 def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, r_s_bias, seg_embed, bias, seg, scale,
                   attn_dropout, training, target_pos=None, qlen=None):
   """Scores (content + position + segment) -> masked softmax over keys -> attention vectors, head-major.
@@ -276,7 +304,7 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, r_s_
   columns = tf.shape(k_head_r)[1]
   # All biased queries from one add: q_head is read once (see the module docstring on bit-exact training).
   biases = [r_w_bias, r_r_bias] + ([r_s_bias] if seg is not None else [])
-  q_w, q_r, *q_s = tf.unstack((q_head[None] + tf.stack(biases)[:, :, None, None]) * scale, len(biases))
+  q_w, q_r, *q_s = _biased_queries(q_head, tf.stack(biases), scale)
   ac = tf.matmul(q_w, k_head_h, transpose_b=True)
   bd = None
   if target_pos is None and (training is None or training is False) and k_head_h.shape[2] is not None:

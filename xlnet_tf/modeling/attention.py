@@ -10,7 +10,7 @@ see `xlnet_tf.modeling.ops`. Bit-exact training: every tensor that has a gradien
 
 import tensorflow as tf
 
-from xlnet_tf.modeling.ops import mask_value
+from xlnet_tf.modeling import ops
 
 
 _LAYER_NORM_EPS = 1e-12
@@ -19,7 +19,7 @@ _LAYER_NORM_EPS = 1e-12
 def _masked_softmax(score, mask):
   """Softmax over keys (axis 1) of score [I, J, B, N]; mask [I, J, B, 1 or N] (1 = blocked) or None."""
   if mask is not None:
-    score = tf.where(tf.cast(mask, tf.bool), tf.cast(mask_value(score.dtype), score.dtype), score)
+    score = tf.where(tf.cast(mask, tf.bool), tf.cast(ops.mask_value(score.dtype), score.dtype), score)
   return tf.nn.softmax(score, axis=1)
 
 
@@ -232,7 +232,7 @@ def attention_context(attn_mask_h=None, attn_mask_g=None, seg_mat=None, target_m
     if mask is None:
       return None
     mask = tf.transpose(tf.cast(mask[..., 0], dtype), [2, 0, 1])
-    return (mask * tf.cast(mask_value(dtype), dtype))[None]
+    return (mask * tf.cast(ops.mask_value(dtype), dtype))[None]
 
   bias_h, bias_g = bias(attn_mask_h), bias(attn_mask_g)
   seg_h = None if seg_mat is None else tf.transpose(tf.cast(seg_mat[..., 1], dtype), [2, 0, 1])[None]
@@ -275,13 +275,62 @@ def _biased_queries(q_head, biases, scale):
   return biased(q_head, biases)
 
 
+@tf.function(jit_compile=True)
+def _score_sum_forward(ac, bd, seg, diff, bias):
+  score = ac + bd
+  if seg is not None:
+    score += seg * diff
+  return score if bias is None else score + bias
+
+
+def _score_sum(ac, bd, seg, diff, bias):
+  """ac + bd + seg * diff + bias (seg and diff, or bias, may be None) as one XLA-compiled pass over the scores,
+  where TF's adds and multiply took three; the gradient of diff [N, B, Q, 1] is the upstream's sum over the keys
+  where seg is 1, and ac and bd get the upstream itself."""
+  if seg is None:
+
+    @tf.custom_gradient
+    def summed(ac, bd):
+      return _score_sum_forward(ac, bd, None, None, bias), lambda upstream: (upstream, upstream)
+
+    return summed(ac, bd)
+
+  @tf.custom_gradient
+  def summed_with_segments(ac, bd, diff):
+    def grad(upstream):
+      return upstream, upstream, tf.reduce_sum(upstream * seg, -1, keepdims=True)
+
+    return _score_sum_forward(ac, bd, seg, diff, bias), grad
+
+  return summed_with_segments(ac, bd, diff)
+
+
+def _dropped_softmax(score, keep):
+  """Softmax over the keys (last axis) with the dropout mask `keep` applied unscaled (`ops.apply_keep`; None: no
+  dropout). Its gradient takes t = upstream * output (zero where dropped) and returns t - sum(t) * softmax: four
+  passes over the scores, where TF's select and softmax gradient took five."""
+
+  @tf.custom_gradient
+  def dropped(score):
+    prob = tf.nn.softmax(score, axis=-1)
+    out = ops.apply_keep(prob, keep)
+
+    def grad(upstream):
+      t = upstream * out
+      return t - tf.reduce_sum(t, -1, keepdims=True) * prob
+
+    return out, grad
+
+  return dropped(score)
+
+
 def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, r_s_bias, seg_embed, bias, seg, scale,
                   attn_dropout, training, target_pos=None, qlen=None):
   """Scores (content + position + segment) -> masked softmax over keys -> attention vectors, head-major.
 
   score[n, b, i, j] = scale * ((q + r_w_bias).k_j + (q + r_r_bias).k_r[rel(i, j)] + (q + r_s_bias).seg_embed[s])
   + mask, with s = 1 if i and j are in different segments; the scale is folded into the (small) query terms.
-  `attn_dropout` must be a `Dropout` of this module (it has `drop_unscaled`).
+  `attn_dropout` must be a `Dropout` of this module (it has `unscaled_keep`).
 
   Args:
     q_head: float [N, B, Q, D], queries (Q = I, or P with target_pos).
@@ -313,7 +362,7 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, r_s_
     q_r = tf.reshape(q_r, [n_head, columns, -1, d_head])
     bd = tf.reshape(tf.matmul(q_r, k_head_r, transpose_b=True), [n_head, bsz, q_len, -1])  # [N, B, Q, R]
     bd = rel_shift_keys_last(bd, klen) if target_pos is None else _rel_shift_rows(bd, qlen - target_pos, klen)
-  score = ac + bd
+  diff = None
   if seg is not None:
     q_s = tf.reshape(q_s[0], [n_head, -1, d_head])
     ef = tf.matmul(q_s, tf.transpose(tf.cast(seg_embed, q_s.dtype), [1, 2, 0]))  # [N, B*Q, 2]
@@ -321,10 +370,9 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, r_s_
     ef_same, ef_diff = tf.split(ef, 2, axis=-1)
     # ef_same + seg * (ef_diff - ef_same): ef_same is the same for every key of a query row, and softmax over the
     # keys ignores such a constant, so only the difference is added (one pass less over the scores).
-    score += seg * (ef_diff - ef_same)
-  if bias is not None:
-    score += bias
-  attn_prob, keep_scale = attn_dropout.drop_unscaled(tf.nn.softmax(score, axis=-1), training=training)
+    diff = ef_diff - ef_same
+  keep, keep_scale = attn_dropout.unscaled_keep(ac, training=training)
+  attn_prob = _dropped_softmax(_score_sum(ac, bd, seg, diff, bias), keep)
   attn_vec = tf.matmul(attn_prob, v_head_h)
   # The dropout's 1 / (1 - rate) is applied to the [.., Q, D] result rather than the [.., Q, J] probabilities.
   return attn_vec if keep_scale is None else attn_vec * tf.cast(keep_scale, attn_vec.dtype)

@@ -35,17 +35,18 @@ class Dropout(keras.layers.Dropout):
       return super().call(inputs, training=training)
     return ops.apply_keep(inputs, self.keep(inputs))
 
-  def drop_unscaled(self, inputs, training=False):
-    """Dropout without the 1 / (1 - rate) rescaling, for a caller that rescales a smaller tensor downstream.
+  def unscaled_keep(self, inputs, training=False):
+    """The next mask for inputs without the 1 / (1 - rate) rescaling, for a caller that rescales a smaller tensor
+    downstream.
 
     Returns:
-      (inputs with the dropped entries zeroed, scale): scale is the python float 1 / (1 - rate), or None when
-      nothing is dropped (not training, or rate 0).
+      (keep: (uniforms, threshold, None) for `ops.apply_keep`, or None when nothing is dropped (not training, or
+      rate 0); scale: the python float 1 / (1 - rate), or None when nothing is dropped).
     """
     if not training or self.rate <= 0:
-      return inputs, None
+      return None, None
     uniforms, threshold, scale = self.keep(inputs)
-    return ops.apply_keep(inputs, (uniforms, threshold, None)), scale
+    return (uniforms, threshold, None), scale
 
   def keep(self, inputs):
     """The next mask for inputs as (uniforms shaped like inputs, threshold, scale) for `ops.apply_keep`: keep

@@ -208,7 +208,13 @@ def test_layer_norm_rows_equals_keras_layer_norm_with_gradients():
     np.testing.assert_allclose(g, w, atol=1e-5)
 
 
-def test_rel_shift_rows_equals_rel_shift_then_gather_with_gradients():
+def _shifted_by_score_sum(bd, offset, klen):
+  """attention._score_sum with only its shift at work: ac = 0, no segments, no mask."""
+  ac = tf.zeros(tf.concat([tf.shape(bd)[:-1], [klen]], 0), bd.dtype)
+  return attention._score_sum(ac, bd, None, None, None, tf.constant(offset, tf.int32))
+
+
+def test_score_sum_shifts_the_query_rows_like_rel_shift_then_gather_with_gradients():
   rng = np.random.RandomState(0)
   n_head, bsz, qlen, klen, n_pred = 2, 3, 5, 8, 3
   rlen = klen + qlen  # bi attention
@@ -223,9 +229,27 @@ def test_rel_shift_rows_equals_rel_shift_then_gather_with_gradients():
     return tf.stack(out, 2)
 
   want, (want_grad,) = _grads(reference, x)
-  got, (got_grad,) = _grads(lambda t: attention._rel_shift_rows(t, qlen - tf.constant(rows, tf.int32), klen), x)
+  got, (got_grad,) = _grads(lambda t: _shifted_by_score_sum(t, qlen - rows, klen), x)
   np.testing.assert_allclose(got, want, atol=0)
   np.testing.assert_allclose(got_grad, want_grad, atol=1e-6)
+
+
+@pytest.mark.parametrize("attn_type", ["bi", "uni"])
+def test_score_sum_shifts_the_content_stream_like_rel_shift_with_gradients(attn_type):
+  rng = np.random.RandomState(0)
+  n_head, bsz, qlen, klen = 2, 3, 5, 8
+  rlen = klen + qlen if attn_type == "bi" else klen + 1
+  x = rng.randn(n_head, bsz, qlen, rlen).astype(np.float32)
+  offset = (qlen - np.arange(qlen))[None]
+  got, (got_grad,) = _grads(lambda t: _shifted_by_score_sum(t, offset, klen), x)
+  want, (want_grad,) = _grads(lambda t: attention.rel_shift_keys_last(t, klen), x)
+  # With uni attention the keys past the query's own position read beyond R (the causal mask blocks them): the
+  # score sum clamps those reads, rel_shift reads the next row; only the keys a query may attend must agree.
+  readable = np.arange(klen)[None, :] + offset[0][:, None] <= rlen - 1  # [I, J]
+  np.testing.assert_allclose(got[..., readable], want[..., readable], atol=0)
+  if attn_type == "bi":
+    assert readable.all()
+    np.testing.assert_allclose(got_grad, want_grad, atol=1e-6)
 
 
 @pytest.mark.parametrize("columns", [1, 2, 4])

@@ -151,38 +151,12 @@ def banded_position_scores(q_r, k_head_r, klen, rows=64):
 
 
 @tf.function(jit_compile=True)
-def _shift_rows_forward(x, shift, klen):
-  """out[n, b, p, j] = x[n, b, p, min(j + shift[b, p], R - 1)], one XLA gather of single entries."""
-  index = tf.minimum(tf.range(klen)[None, None, :] + shift[:, :, None], tf.shape(x)[-1] - 1)  # [B, P, J]
-  return tf.gather(x, tf.broadcast_to(index, tf.concat([tf.shape(x)[:1], tf.shape(index)], 0)), batch_dims=3)
-
-
-@tf.function(jit_compile=True)
-def _shift_rows_backward(upstream, shift, rlen):
-  """d x[n, b, p, r] = upstream[n, b, p, r - shift[b, p]] where 0 <= r - shift < klen, else 0 (from a padded copy;
-  each kept entry has one source, so no scatter-add)."""
+def _shift_backward(upstream, offset, rlen):
+  """The gradient of the shift in `_score_sum_forward`: d bd[n, b, i, r] = upstream[n, b, i, r - offset[b, i]] where
+  0 <= r - offset < klen, else 0, gathered from a padded copy (each kept entry has one source: no scatter-add)."""
   padded = tf.pad(upstream, [[0, 0], [0, 0], [0, 0], [rlen, rlen]])
-  back = tf.range(rlen)[None, None, :] - shift[:, :, None] + rlen  # [B, P, R], in [0, klen + 2R)
-  return tf.gather(padded, tf.broadcast_to(back, tf.concat([tf.shape(upstream)[:1], tf.shape(back)], 0)),
-                   batch_dims=3)
-
-
-def _rel_shift_rows(x, shift, klen):
-  """`rel_shift` for rows at arbitrary query positions: x [N, B, P, R] -> [N, B, P, klen].
-
-  out[n, b, p, j] = x[n, b, p, j + shift[b, p]] with shift = I - (the row's query position), the index `rel_shift`
-  reads for that query. With uni attention (R = klen + 1) the index runs past R - 1 only where the causal mask
-  blocks; it is clamped there, and the gradient ignores those entries (their upstream is 0). Forward and gradient
-  are each one XLA-compiled gather (a quarter of the time of TF's transposes, pad and gathers on the pretraining
-  step's query stream).
-  """
-  rlen = tf.shape(x)[-1]
-
-  @tf.custom_gradient
-  def shift_rows(x):
-    return _shift_rows_forward(x, shift, klen), lambda upstream: _shift_rows_backward(upstream, shift, rlen)
-
-  return shift_rows(x)
+  back = tf.range(rlen)[None, None, :] - offset[:, :, None] + rlen  # [B or 1, Q, R], in [0, klen + 2R)
+  return tf.gather(padded, tf.broadcast_to(back, tf.concat([tf.shape(upstream)[:-1], [rlen]], 0)), batch_dims=3)
 
 
 class AttentionContext:
@@ -276,31 +250,47 @@ def _biased_queries(q_head, biases, scale):
 
 
 @tf.function(jit_compile=True)
-def _score_sum_forward(ac, bd, seg, diff, bias):
+def _score_sum_forward(ac, bd, offset, seg, diff, bias):
+  if offset is not None:  # the relative shift: bd[..., i, j] = bd_unshifted[..., i, min(j + offset[b, i], R - 1)]
+    index = tf.range(tf.shape(ac)[-1])[None, None, :] + offset[:, :, None]
+    index = tf.minimum(index, tf.shape(bd)[-1] - 1)
+    bd = tf.gather(bd, tf.broadcast_to(index, tf.shape(ac)), batch_dims=3)
   score = ac + bd
   if seg is not None:
     score += seg * diff
   return score if bias is None else score + bias
 
 
-def _score_sum(ac, bd, seg, diff, bias):
-  """ac + bd + seg * diff + bias (seg and diff, or bias, may be None) as one XLA-compiled pass over the scores,
-  where TF's adds and multiply took three; the gradient of diff [N, B, Q, 1] is the upstream's sum over the keys
-  where seg is 1, and ac and bd get the upstream itself."""
+def _score_sum(ac, bd, seg, diff, bias, offset=None):
+  """ac + rel_shift(bd) + seg * diff + bias as one XLA-compiled pass over the scores (the shift a gather inside it),
+  where TF's slices, adds and multiply took five.
+
+  ac: float [N, B, Q, J]. bd: float [N, B, Q, R], shifted here: score[..., i, j] reads bd[..., i, j + offset[b, i]]
+  (offset int32 [B or 1, Q]: I - i for the content stream, I - the target position for the query stream's rows;
+  indices past R - 1, which only the causal mask's blocked keys read with uni attention, are clamped, and their
+  gradient is ignored: it is 0); or with offset None, bd already [N, B, Q, J]. seg and diff (float [1, B, Q, J],
+  [N, B, Q, 1]) or bias [1, B, Q, J] may be None. The gradient of diff is the upstream's sum over the keys where seg
+  is 1; ac gets the upstream itself, bd the upstream shifted back.
+  """
+  rlen = tf.shape(bd)[-1]
+
+  def bd_grad(upstream):
+    return upstream if offset is None else _shift_backward(upstream, offset, rlen)
+
   if seg is None:
 
     @tf.custom_gradient
     def summed(ac, bd):
-      return _score_sum_forward(ac, bd, None, None, bias), lambda upstream: (upstream, upstream)
+      return _score_sum_forward(ac, bd, offset, None, None, bias), lambda upstream: (upstream, bd_grad(upstream))
 
     return summed(ac, bd)
 
   @tf.custom_gradient
   def summed_with_segments(ac, bd, diff):
     def grad(upstream):
-      return upstream, upstream, tf.reduce_sum(upstream * seg, -1, keepdims=True)
+      return upstream, bd_grad(upstream), tf.reduce_sum(upstream * seg, -1, keepdims=True)
 
-    return _score_sum_forward(ac, bd, seg, diff, bias), grad
+    return _score_sum_forward(ac, bd, offset, seg, diff, bias), grad
 
   return summed_with_segments(ac, bd, diff)
 
@@ -349,19 +339,19 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, r_s_
     float [N, B, Q, D].
   """
   n_head, d_head = q_head.shape[0], q_head.shape[-1]
-  bsz, q_len, klen = tf.shape(q_head)[1], tf.shape(q_head)[2], tf.shape(k_head_h)[2]
+  bsz, q_len = tf.shape(q_head)[1], tf.shape(q_head)[2]
   columns = tf.shape(k_head_r)[1]
   # All biased queries from one add: q_head is read once (see the module docstring on bit-exact training).
   biases = [r_w_bias, r_r_bias] + ([r_s_bias] if seg is not None else [])
   q_w, q_r, *q_s = _biased_queries(q_head, tf.stack(biases), scale)
   ac = tf.matmul(q_w, k_head_h, transpose_b=True)
-  bd = None
+  bd, offset = None, None
   if target_pos is None and (training is None or training is False) and k_head_h.shape[2] is not None:
     bd = banded_position_scores(q_r, k_head_r, k_head_h.shape[2])
-  if bd is None:
+  if bd is None:  # the full product [N, B, Q, R], shifted in _score_sum
     q_r = tf.reshape(q_r, [n_head, columns, -1, d_head])
-    bd = tf.reshape(tf.matmul(q_r, k_head_r, transpose_b=True), [n_head, bsz, q_len, -1])  # [N, B, Q, R]
-    bd = rel_shift_keys_last(bd, klen) if target_pos is None else _rel_shift_rows(bd, qlen - target_pos, klen)
+    bd = tf.reshape(tf.matmul(q_r, k_head_r, transpose_b=True), [n_head, bsz, q_len, -1])
+    offset = q_len - tf.range(q_len)[None] if target_pos is None else qlen - target_pos
   diff = None
   if seg is not None:
     q_s = tf.reshape(q_s[0], [n_head, -1, d_head])
@@ -372,7 +362,7 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, r_s_
     # keys ignores such a constant, so only the difference is added (one pass less over the scores).
     diff = ef_diff - ef_same
   keep, keep_scale = attn_dropout.unscaled_keep(ac, training=training)
-  attn_prob = _dropped_softmax(_score_sum(ac, bd, seg, diff, bias), keep)
+  attn_prob = _dropped_softmax(_score_sum(ac, bd, seg, diff, bias, offset), keep)
   attn_vec = tf.matmul(attn_prob, v_head_h)
   # The dropout's 1 / (1 - rate) is applied to the [.., Q, D] result rather than the [.., Q, J] probabilities.
   return attn_vec if keep_scale is None else attn_vec * tf.cast(keep_scale, attn_vec.dtype)

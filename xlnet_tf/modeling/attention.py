@@ -274,25 +274,15 @@ def _score_sum(ac, bd, seg, diff, bias, offset=None):
   """
   rlen = tf.shape(bd)[-1]
 
-  def bd_grad(upstream):
-    return upstream if offset is None else _shift_backward(upstream, offset, rlen)
-
-  if seg is None:
-
-    @tf.custom_gradient
-    def summed(ac, bd):
-      return _score_sum_forward(ac, bd, offset, None, None, bias), lambda upstream: (upstream, bd_grad(upstream))
-
-    return summed(ac, bd)
-
   @tf.custom_gradient
-  def summed_with_segments(ac, bd, diff):
+  def summed(ac, bd, *maybe_diff):  # diff is an input (with a gradient) only with segments
     def grad(upstream):
-      return upstream, bd_grad(upstream), tf.reduce_sum(upstream * seg, -1, keepdims=True)
+      grads = (upstream, upstream if offset is None else _shift_backward(upstream, offset, rlen))
+      return grads if seg is None else grads + (tf.reduce_sum(upstream * seg, -1, keepdims=True),)
 
-    return _score_sum_forward(ac, bd, offset, seg, diff, bias), grad
+    return _score_sum_forward(ac, bd, offset, seg, maybe_diff[0] if maybe_diff else None, bias), grad
 
-  return summed_with_segments(ac, bd, diff)
+  return summed(ac, bd, *([] if seg is None else [diff]))
 
 
 def _dropped_softmax(score, keep):

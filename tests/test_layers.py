@@ -208,6 +208,28 @@ def test_layer_norm_rows_equals_keras_layer_norm_with_gradients():
     np.testing.assert_allclose(g, w, atol=1e-5)
 
 
+def test_layer_norm_rows_after_dropout_and_residual_equals_keras_with_gradients():
+  """layer_norm_rows(norm, x, residual, keep) is norm(dropout(x) + residual), with the gradients of x, the
+  residual, gamma and beta; the dropout's mask and scale as `layers.Dropout` applies them."""
+  rng = np.random.RandomState(1)
+  norm = keras.layers.LayerNormalization(epsilon=1e-12)
+  norm.build((None, 8))
+  norm.gamma.assign(rng.randn(8)), norm.beta.assign(rng.randn(8))
+  drop = layers.Dropout(0.3, seed=3)
+  x, residual = (tf.constant((3 * rng.randn(6, 8) + 1).astype(np.float32)) for _ in range(2))
+  keep = drop.keep(x)
+  assert 0 < int(tf.reduce_sum(tf.cast(keep[0] < keep[1], tf.int32))) < 48  # some dropped, some kept
+  weights = tf.constant(rng.randn(6, 8).astype(np.float32))
+  with tf.GradientTape(persistent=True) as tape:
+    tape.watch([x, residual])
+    want = tf.reduce_sum(weights * norm(ops.apply_keep(x, keep) + residual))
+    got = tf.reduce_sum(weights * attention.layer_norm_rows(norm, x, residual, keep))
+  np.testing.assert_allclose(got, want, rtol=1e-5)
+  targets = [x, residual, norm.gamma, norm.beta]
+  for w, g in zip(tape.gradient(want, targets), tape.gradient(got, targets)):
+    np.testing.assert_allclose(g, w, atol=1e-5)
+
+
 def _shifted_by_score_sum(bd, offset, klen):
   """attention._score_sum with only its shift at work: ac = 0, no segments, no mask."""
   ac = tf.zeros(tf.concat([tf.shape(bd)[:-1], [klen]], 0), bd.dtype)

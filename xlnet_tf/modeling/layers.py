@@ -43,10 +43,15 @@ class Dropout(keras.layers.Dropout):
       (keep: (uniforms, threshold, None) for `ops.apply_keep`, or None when nothing is dropped (not training, or
       rate 0); scale: the python float 1 / (1 - rate), or None when nothing is dropped).
     """
-    if not training or self.rate <= 0:
+    keep = self.maybe_keep(inputs, training)
+    if keep is None:
       return None, None
-    uniforms, threshold, scale = self.keep(inputs)
+    uniforms, threshold, scale = keep
     return (uniforms, threshold, None), scale
+
+  def maybe_keep(self, inputs, training=False):
+    """`keep(inputs)`, or None when nothing is dropped (not training, or rate 0)."""
+    return self.keep(inputs) if training and self.rate > 0 else None
 
   def keep(self, inputs):
     """The next mask for inputs as (uniforms shaped like inputs, threshold, scale) for `ops.apply_keep`: keep
@@ -125,8 +130,8 @@ class PositionwiseFFN(keras.layers.Layer):
     else:
       activation = self.activation if training else self.inference_activation
       output = self.drop_1(activation(output), training=training)
-    output = self.drop_2(dense_rows(output, self.layer_2.kernel, self.layer_2.bias), training=training)
-    return layer_norm_rows(self.layer_norm, output + rows)
+    output = dense_rows(output, self.layer_2.kernel, self.layer_2.bias)
+    return layer_norm_rows(self.layer_norm, output, rows, self.drop_2.maybe_keep(output, training))
 
   def get_config(self):
     config = super().get_config()
@@ -233,8 +238,9 @@ class RelMultiheadAttn(_Attention):
         attn_vec_g *= context.target_valid[None, :, :, None]
       attn_vec = attn_vec_g if attn_vec is None else tf.concat([attn_vec, attn_vec_g], 2)
       residual = g if residual is None else tf.concat([h, g], 0)
-    attn_out = self.out_dropout(project_out(attn_vec, self.o.kernel), training=training)
-    return layer_norm_rows(self.layer_norm, attn_out + tf.reshape(residual, [-1, self.d_model]))
+    attn_out = project_out(attn_vec, self.o.kernel)
+    return layer_norm_rows(self.layer_norm, attn_out, tf.reshape(residual, [-1, self.d_model]),
+                           self.out_dropout.maybe_keep(attn_out, training))
 
   def call(self, h, r, seg_mat=None, r_w_bias=None, r_r_bias=None, r_s_bias=None, seg_embed=None, attn_mask=None,
            mems=None, training=False):

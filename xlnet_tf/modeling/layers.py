@@ -31,9 +31,10 @@ class Dropout(keras.layers.Dropout):
   """
 
   def call(self, inputs, training=False):
-    if not training or self.rate <= 0 or self.noise_shape is not None:
+    keep = self.maybe_keep(inputs, training) if self.noise_shape is None else None
+    if keep is None:
       return super().call(inputs, training=training)
-    return ops.apply_keep(inputs, self.keep(inputs))
+    return ops.apply_keep(inputs, keep)
 
   def unscaled_keep(self, inputs, training=False):
     """The next mask for inputs without the 1 / (1 - rate) rescaling, for a caller that rescales a smaller tensor
@@ -125,8 +126,9 @@ class PositionwiseFFN(keras.layers.Layer):
   def ffn_rows(self, rows, training=False):
     """The network on rows: float [K, H] -> float [K, H], with 2-D matmuls."""
     output = dense_rows(rows, self.layer_1.kernel, self.layer_1.bias)
-    if training and self.activation is ops.gelu and self.drop_1.rate > 0:
-      output = ops.gelu_dropout(output, self.drop_1.keep(output))
+    keep = self.drop_1.maybe_keep(output, training) if self.activation is ops.gelu else None
+    if keep is not None:
+      output = ops.gelu_dropout(output, keep)
     else:
       activation = self.activation if training else self.inference_activation
       output = self.drop_1(activation(output), training=training)

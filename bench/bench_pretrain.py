@@ -200,6 +200,7 @@ def main(_):
   import tensorflow as tf
   from xlnet_tf import training
   kept = FLAGS.keep_freed_memory and training.keep_freed_memory()
+  wide = training.prefer_wide_xla_vectors()  # as run_pretrain.py, before anything is compiled
   if FLAGS.intra_op:
     tf.config.threading.set_intra_op_parallelism_threads(FLAGS.intra_op)
   if FLAGS.inter_op:
@@ -207,8 +208,8 @@ def main(_):
   nominal = {"fp32": FLAGS.peak_fp32, "bf16": FLAGS.peak_bf16}
   here = {k: measure_peak("float32" if k == "fp32" else "bfloat16") for k in nominal} if FLAGS.measure_peak else {}
   print(f"tensorflow {tf.__version__}, {os.cpu_count()} CPUs, intra_op {FLAGS.intra_op or 'default'}, "
-        f"inter_op {FLAGS.inter_op or 'default'}, keep_freed_memory {kept}; bi_data={FLAGS.bi_data}, "
-        f"dropout={FLAGS.dropout}, dropatt={FLAGS.dropatt}")
+        f"inter_op {FLAGS.inter_op or 'default'}, keep_freed_memory {kept}, 512-bit XLA vectors {wide}; "
+        f"bi_data={FLAGS.bi_data}, dropout={FLAGS.dropout}, dropatt={FLAGS.dropatt}")
   print(f"peak GFLOP/s: nominal {nominal['fp32']:.0f} fp32 / {nominal['bf16']:.0f} bf16"
         + (f"; measured here (2048^3 matmul) {here['fp32']:.0f} fp32 / {here['bf16']:.0f} bf16" if here else ""))
   header = (f"{'config':6} {'mode':9} {'s/step med':>10} {'min':>7} {'tokens/s':>9} {'GFLOP/step':>10} "

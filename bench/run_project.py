@@ -13,6 +13,8 @@ from that runner (which times `XLNetModel` with a head and an optimizer of its o
   `keep_freed_memory()` is called first, as every CLI does, and again after the iterator is built, as
   `Trainer.train` does (building it resets glibc's mmap threshold; `keep_freed_memory_after_input`).
 - finetune_fwd is the same model call as the harness's runner (content stream, eval mode, no head).
+- Both first make the start-up settings of `training.start` that apply to one process: `keep_freed_memory()`
+  and `prefer_wide_xla_vectors()` (512-bit vectors in XLA's CPU code on CPUs with AVX-512 and native bfloat16).
 
 Inputs are the harness's (`common.make_pretrain_batch` / `make_finetune_batch`), so every runner computes on the
 same numbers. Flags: the harness's, plus `--jit_compile` and `--mixed_bf16` as the harness's own runner.
@@ -52,6 +54,7 @@ def build_step(cfg, jit_compile=False, mixed_bf16=False, project_dir=None):
   tf.config.threading.set_intra_op_parallelism_threads(cfg["threads"])
   tf.config.threading.set_inter_op_parallelism_threads(cfg["inter_threads"])
   training.keep_freed_memory()
+  training.prefer_wide_xla_vectors()  # as every CLI (runtime.start), before anything is compiled
   tf.keras.utils.set_random_seed(cfg["seed"])
   xlnet_config = xlnet_tf.XLNetConfig(
       n_layer=cfg["n_layer"], d_model=cfg["d_model"], n_head=cfg["n_head"], d_head=cfg["d_head"],

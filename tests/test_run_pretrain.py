@@ -317,6 +317,48 @@ def test_bfloat16_on_a_cpu_that_emulates_it_is_warned_about(native, monkeypatch,
   assert len(warnings) == (0 if native else 1), warnings
 
 
+@pytest.mark.parametrize("cpu, xla_flags, expected", [
+    ({"avx512f", "avx512_bf16"}, None, "--xla_cpu_prefer_vector_width=512"),
+    ({"avx512f", "amx_bf16"}, "--xla_dump_to=/d", "--xla_dump_to=/d --xla_cpu_prefer_vector_width=512"),
+    ({"avx512f", "avx512_bf16"}, "--xla_cpu_prefer_vector_width=256", "--xla_cpu_prefer_vector_width=256"),
+    ({"avx512f"}, None, None),  # AVX-512 without bfloat16 (Skylake-X): 512-bit code lowers its clock
+    ({"avx2"}, "--xla_dump_to=/d", "--xla_dump_to=/d"),
+])
+def test_xla_gets_512_bit_vectors_only_on_cpus_that_pay_nothing_for_them(cpu, xla_flags, expected, monkeypatch):
+  monkeypatch.setattr(runtime, "_cpu_flags", lambda: cpu)
+  if xla_flags is None:
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+  else:
+    monkeypatch.setenv("XLA_FLAGS", xla_flags)
+  assert runtime.prefer_wide_xla_vectors() == (expected != xla_flags)
+  assert os.environ.get("XLA_FLAGS") == expected
+
+
+WIDE_VECTORS = """
+import glob, os, sys
+import tensorflow as tf
+from xlnet_tf import training
+tf.reduce_sum(tf.ones([4])).numpy()  # TensorFlow has run ops; XLA has compiled nothing yet
+print(training.prefer_wide_xla_vectors())
+tf.function(lambda x: tf.tanh(x) * 2.0 + 1.0, jit_compile=True)(tf.ones([4096])).numpy()
+ir = "".join(open(p).read() for p in glob.glob(os.path.join(sys.argv[1], "*.ll")))
+print(ir.count("<16 x float>"), ir.count("<8 x float>"))
+"""
+
+
+CPU_FLAGS = runtime._cpu_flags()  # pylint: disable=protected-access
+
+
+@pytest.mark.skipif(not ("avx512f" in CPU_FLAGS and runtime.cpu_has_native_bfloat16()),
+                    reason="prefer_wide_xla_vectors changes nothing on a CPU without AVX-512 and native bfloat16")
+def test_the_vector_width_set_after_importing_tensorflow_reaches_xla(tmp_path):
+  env = dict(os.environ, XLA_FLAGS=f"--xla_dump_to={tmp_path}")
+  out = subprocess.run([PY, "-c", WIDE_VECTORS, str(tmp_path)], capture_output=True, text=True, env=env, check=True)
+  applied, wide, narrow = out.stdout.split()
+  assert applied == "True"
+  assert int(wide) > int(narrow), out.stdout  # XLA's default (256) writes <8 x float> vectors, and no <16 x float>
+
+
 PAGE_FAULTS = """
 import ctypes, resource, sys
 from xlnet_tf import training

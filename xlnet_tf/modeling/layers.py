@@ -11,7 +11,9 @@ Variable paths end like the original checkpoint names (`layer_0/rel_attn/q/kerne
 import keras
 import tensorflow as tf
 
-from xlnet_tf.modeling.attention import _LAYER_NORM_EPS, _masked_softmax, attention_context, dense_rows, layer_norm_rows, project_heads, project_out, rel_attn_core, split_streams
+from xlnet_tf.modeling.attention import (_LAYER_NORM_EPS, _masked_softmax, attention_context, dense_rows,
+                                         layer_norm_rows, project_heads, project_out, rel_attn_core, segment_term,
+                                         split_streams)
 from xlnet_tf.modeling import ops
 
 
@@ -227,10 +229,12 @@ class RelMultiheadAttn(_Attention):
         (q_head_h,) = project_heads(tf.slice(cat, [mlen, 0, 0], [-1, -1, -1]), [self.q.kernel])
     (k_head_r,) = project_heads(tf.cast(r, dtype), [self.r.kernel])
     r_w_bias, r_r_bias = tf.cast(r_w_bias, dtype), tf.cast(r_r_bias, dtype)
-    r_s_bias = None if r_s_bias is None else tf.cast(r_s_bias, dtype)
+    seg_term = None
+    if context.seg_h is not None or context.seg_g is not None:
+      seg_term = segment_term(tf.cast(r_s_bias, dtype), seg_embed, self.scale)
 
     def core(q_head, bias, seg, target_pos=None):
-      return rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, r_s_bias, seg_embed, bias, seg,
+      return rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, seg_term, bias, seg,
                            self.scale, self.attn_dropout, training, target_pos, tf.shape(h)[0])
 
     attn_vec, residual = (core(q_head_h, context.bias_h, context.seg_h), h) if h_out else (None, None)

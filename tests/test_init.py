@@ -74,7 +74,9 @@ def test_each_variable_follows_the_originals_rule(init):
       assert abs(w.mean()) < 4 * std / np.sqrt(w.size), (path, w.mean())
       # The sample std of n normals has relative sd ~ 1/sqrt(2n): allow 5 of them (and 5% for the big ones).
       assert abs(w.std() / std - 1) < max(0.05, 5 / np.sqrt(2 * w.size)), (path, w.std())
-      assert w.size < 1000 or np.abs(w).max() > 3 * std, (path, "not a plain (untruncated) normal")
+      # A truncated normal (TF's, Keras's) stops at 2 std. Beyond 2.5 std: P = 0.0124 per entry, so a plain normal
+      # of 1000 entries has none with P = 4e-6 (at 3 std, P = 0.0027 per entry: 0.2 % of 2304-entry kernels failed).
+      assert w.size < 1000 or np.abs(w).max() > 2.5 * std, (path, "not a plain (untruncated) normal")
     else:
       assert np.abs(w).max() <= 0.1, path
       assert abs(w.std() / (0.1 / np.sqrt(3)) - 1) < max(0.05, 5 / np.sqrt(1.8 * w.size)), (path, w.std())

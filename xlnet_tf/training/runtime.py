@@ -75,9 +75,12 @@ def _cpu_flags():
     return set()
 
 
+_NATIVE_BFLOAT16 = {"avx512_bf16", "amx_bf16"}  # /proc/cpuinfo flags of CPUs that compute bfloat16 natively
+
+
 def cpu_has_native_bfloat16():
   """Whether this CPU computes bfloat16 natively (AVX512_BF16 or AMX). Elsewhere TensorFlow emulates it."""
-  return bool(_cpu_flags() & {"avx512_bf16", "amx_bf16"})
+  return bool(_cpu_flags() & _NATIVE_BFLOAT16)
 
 
 _VECTOR_WIDTH_FLAG = "--xla_cpu_prefer_vector_width"
@@ -100,7 +103,7 @@ def prefer_wide_xla_vectors():
   """
   flags = os.environ.get("XLA_FLAGS", "")
   cpu = _cpu_flags()
-  if _VECTOR_WIDTH_FLAG in flags or "avx512f" not in cpu or not cpu & {"avx512_bf16", "amx_bf16"}:
+  if _VECTOR_WIDTH_FLAG in flags or "avx512f" not in cpu or not cpu & _NATIVE_BFLOAT16:
     return False
   os.environ["XLA_FLAGS"] = f"{flags} {_VECTOR_WIDTH_FLAG}=512".strip()
   return True
@@ -194,9 +197,9 @@ def start(options):
   """What every training CLI does before it builds a model; returns the `tf.distribute` strategy.
 
   Keeps freed memory in glibc's heap, lets XLA use 512-bit vectors where that pays (`prefer_wide_xla_vectors`),
-  enables op determinism (`--deterministic`, which needs `--seed`), seeds
-  Keras/TF/numpy/python (`--seed`: initialisation and dropout), builds the strategy (`--use_tpu` means
-  `--strategy=tpu`, as the original's switch) and warns when bfloat16 would be emulated.
+  enables op determinism (`--deterministic`, which needs `--seed`), seeds Keras/TF/numpy/python (`--seed`:
+  initialisation and dropout), builds the strategy (`--use_tpu` means `--strategy=tpu`, as the original's switch)
+  and warns when bfloat16 would be emulated.
 
   Args:
     options: a namespace with the hardware and run-config flags (deterministic, seed, strategy, use_tpu,

@@ -418,15 +418,15 @@ def test_streams_share_weights_and_variable_names_match_original():
 
 def test_last_layer_runs_the_query_stream_alone():
   # The content stream's output of the last layer feeds nothing in two-stream mode (the original's graph never runs
-  # it): its attention products are not built. Each stream's attention is 3 batched matmuls (content and position
-  # scores, values; the segment term is a sum over the queries' last axis).
+  # it): its attention products are not built. Each stream's attention is 4 batched matmuls (content and position
+  # scores, values, and the segment term's [N, B*Q, D] x [N, D, 1] product on the content queries).
   model = make_model()
   x = random_inputs()
   kw = dict(perm_mask=x["perm_mask"], target_mapping=x["target_mapping"], inp_q=x["inp_q"])
   graph = tf.function(lambda: model(x["input_ids"], x["seg_ids"], x["input_mask"], mems=x["mems"], **kw)
                       ).get_concrete_function().graph
   attention_products = sum(op.type == "BatchMatMulV2" for op in graph.get_operations())
-  assert attention_products == 3 * (2 * CONFIG.n_layer - 1)
+  assert attention_products == 4 * (2 * CONFIG.n_layer - 1)
 
 
 def test_get_config_round_trip():

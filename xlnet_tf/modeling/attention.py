@@ -314,28 +314,30 @@ def _dropped_softmax(score, keep):
   return dropped(score)
 
 
-def segment_term(r_s_bias, seg_embed, scale):
+def segment_term(r_s_bias, r_w_bias, seg_embed, scale):
   """The weights of the segment term's difference, once per layer (both streams share them).
 
   The segment term of the score is ef_same + seg * (ef_diff - ef_same), ef_s = scale * (q + r_s_bias).seg_embed[s].
   ef_same is the same for every key of a query row and softmax over the keys ignores such a constant, so only the
-  difference is added: scale * (q + r_s_bias).(seg_embed[1] - seg_embed[0]) = q.weight + shift, a sum over the
-  queries' last axis read where they lie (no biased copy of the queries, no [N, B*Q, D] x [D, 2] matmul).
+  difference is added: with raw = seg_embed[1] - seg_embed[0] and q_w = scale * (q + r_w_bias), the content
+  queries `rel_attn_core` computes anyway, scale * (q + r_s_bias).raw = q_w.raw + scale * (r_s_bias - r_w_bias).raw:
+  one [N, B*Q, D] x [N, D, 1] product on q_w (no third biased copy of the queries, no [N, B*Q, D] x [D, 2] matmul,
+  and under XLA no copy of the unbiased queries for a sum over their last axis).
 
   Args:
-    r_s_bias: float [N, D]. seg_embed: float [2, N, D]. scale: python float.
+    r_s_bias, r_w_bias: float [N, D]. seg_embed: float [2, N, D]. scale: python float.
 
   Returns:
-    (weight float [N, 1, 1, D], shift float [N, 1, 1, 1]); diff = sum(q_head * weight, -1) + shift.
+    (weight float [N, D, 1], shift float [N, 1, 1, 1]); diff = q_w [N, B*Q, D] x weight + shift.
   """
   # Each tensor here has at most two consumers (see the module docstring of `layers` on bit-exact training).
   same, different = tf.unstack(tf.cast(seg_embed, r_s_bias.dtype))  # one op: its gradient is one stack
   raw = different - same
-  return (raw * scale)[:, None, None], (tf.reduce_sum(r_s_bias * raw, -1) * scale)[:, None, None, None]
+  return raw[:, :, None], (tf.reduce_sum((r_s_bias - r_w_bias) * raw, -1) * scale)[:, None, None, None]
 
 
-def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, seg_term, bias, seg, scale,
-                  attn_dropout, training, target_pos=None, qlen=None):
+def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, biases, seg_term, bias, seg, scale, attn_dropout, training,
+                  target_pos=None, qlen=None):
   """Scores (content + position + segment) -> masked softmax over keys -> attention vectors, head-major.
 
   score[n, b, i, j] = scale * ((q + r_w_bias).k_j + (q + r_r_bias).k_r[rel(i, j)] + (q + r_s_bias).seg_embed[s])
@@ -348,7 +350,7 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, seg_
     k_head_h, v_head_h: float [N, B, J, D], keys and values of [mems; h].
     k_head_r: float [N, C, R, D], the projected positional embedding; C divides B and batch column b uses
       column b // (B / C) (C = B: one per column; C = 2 with bi_data: forward, backward; C = 1: shared).
-    r_w_bias, r_r_bias: float [N, D].
+    biases: float [2, N, D], r_w_bias and r_r_bias stacked.
     seg_term: `segment_term`'s (weight, shift), or None when seg is None.
     bias: float [1, B, Q, J] additive mask or None. seg: float [1, B, Q, J] (1 = different segment) or None.
     scale: python float, 1 / sqrt(D).
@@ -363,7 +365,7 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, seg_
   bsz, q_len = tf.shape(q_head)[1], tf.shape(q_head)[2]
   columns = tf.shape(k_head_r)[1]
   # Both biased queries from one add: q_head is read once (see the module docstring on bit-exact training).
-  q_w, q_r = _biased_queries(q_head, tf.stack([r_w_bias, r_r_bias]), scale)
+  q_w, q_r = _biased_queries(q_head, biases, scale)
   ac = tf.matmul(q_w, k_head_h, transpose_b=True)
   bd, offset = None, None
   if target_pos is None and (training is None or training is False) and k_head_h.shape[2] is not None:
@@ -375,7 +377,7 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, seg_
   diff = None
   if seg is not None:
     weight, shift = seg_term
-    diff = tf.reduce_sum(q_head * weight, -1, keepdims=True) + shift
+    diff = tf.reshape(tf.matmul(tf.reshape(q_w, [n_head, -1, d_head]), weight), [n_head, bsz, q_len, 1]) + shift
   keep, keep_scale = attn_dropout.unscaled_keep(ac, training=training)
   attn_prob = _dropped_softmax(_score_sum(ac, bd, seg, diff, bias, offset), keep)
   attn_vec = tf.matmul(attn_prob, v_head_h)

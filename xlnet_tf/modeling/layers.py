@@ -228,14 +228,15 @@ class RelMultiheadAttn(_Attention):
       if h_out:
         (q_head_h,) = project_heads(tf.slice(cat, [mlen, 0, 0], [-1, -1, -1]), [self.q.kernel])
     (k_head_r,) = project_heads(tf.cast(r, dtype), [self.r.kernel])
-    r_w_bias, r_r_bias = tf.cast(r_w_bias, dtype), tf.cast(r_r_bias, dtype)
+    r_w_bias = tf.cast(r_w_bias, dtype)
+    biases = tf.stack([r_w_bias, tf.cast(r_r_bias, dtype)])  # once: r_w_bias has at most two consumers
     seg_term = None
     if context.seg_h is not None or context.seg_g is not None:
-      seg_term = segment_term(tf.cast(r_s_bias, dtype), seg_embed, self.scale)
+      seg_term = segment_term(tf.cast(r_s_bias, dtype), r_w_bias, seg_embed, self.scale)
 
     def core(q_head, bias, seg, target_pos=None):
-      return rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, r_w_bias, r_r_bias, seg_term, bias, seg,
-                           self.scale, self.attn_dropout, training, target_pos, tf.shape(h)[0])
+      return rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, biases, seg_term, bias, seg, self.scale,
+                           self.attn_dropout, training, target_pos, tf.shape(h)[0])
 
     attn_vec, residual = (core(q_head_h, context.bias_h, context.seg_h), h) if h_out else (None, None)
     if g is not None:

@@ -66,19 +66,30 @@ def test_causal_masks_by_hand():
 def test_data_masks_by_hand():
   input_mask = np.array([[0], [0], [1]], np.float32)  # the third token is padding
   perm_mask = np.array([[0, 1, 0], [0, 0, 0], [1, 0, 0]], np.float32)[:, :, None]
-  attn_mask, non_tgt_mask = ops.build_attn_masks(3, 1, 1, "bi", False, input_mask, perm_mask)
-  np.testing.assert_array_equal(attn_mask[:, :, 0, 0].numpy(), [[0, 0, 1, 1], [0, 0, 0, 1], [0, 1, 0, 1]])
+  attn_mask, non_tgt_mask = ops.build_attn_masks(3, 1, "bi", False, ops.batch_major(input_mask),
+                                                 ops.batch_major(perm_mask))
+  np.testing.assert_array_equal(attn_mask[0].numpy(), [[0, 0, 1, 1], [0, 0, 0, 1], [0, 1, 0, 1]])
   # The content stream always sees itself (the padding token included); memory is always visible.
-  np.testing.assert_array_equal(non_tgt_mask[:, :, 0, 0].numpy(), [[0, 0, 1, 1], [0, 0, 0, 1], [0, 1, 0, 0]])
-  assert ops.build_attn_masks(3, 1, 1, "bi") == (None, None)
-  uni, _ = ops.build_attn_masks(3, 1, 1, "uni", False, input_mask)
-  np.testing.assert_array_equal(uni[:, :, 0, 0].numpy(), [[0, 0, 1, 1], [0, 0, 0, 1], [0, 0, 0, 1]])
+  np.testing.assert_array_equal(non_tgt_mask[0].numpy(), [[0, 0, 1, 1], [0, 0, 0, 1], [0, 1, 0, 0]])
+  assert ops.build_attn_masks(3, 1, "bi") == (None, None)
+  uni, _ = ops.build_attn_masks(3, 1, "uni", False, ops.batch_major(input_mask))
+  np.testing.assert_array_equal(uni[0].numpy(), [[0, 0, 1, 1], [0, 0, 0, 1], [0, 0, 0, 1]])
+
+
+def test_batch_major_is_an_exact_transpose():
+  x = np.random.default_rng(0).integers(-5, 5, size=(7, 3, 4)).astype(np.float32)
+  np.testing.assert_array_equal(ops.batch_major(x).numpy(), np.transpose(x, [2, 0, 1]))
+  ids = np.array([[0, 3], [1, 2], [4, 4]], np.int32)
+  np.testing.assert_array_equal(ops.batch_major(ids).numpy(), ids.T.astype(np.float32))
 
 
 def test_segment_matrix_by_hand():
   seg_mat = ops.segment_matrix(np.array([[0], [1], [1]], np.int32), mlen=1).numpy()
   np.testing.assert_array_equal(seg_mat[:, :, 0, 1], [[0, 0, 1, 1], [1, 1, 0, 0], [1, 1, 0, 0]])
   np.testing.assert_array_equal(seg_mat[..., 0] + seg_mat[..., 1], np.ones((3, 4, 1)))
+  different = ops.different_segments(np.array([[0, 1, 1], [2, 2, 0]], np.int32), mlen=1).numpy()
+  np.testing.assert_array_equal(different[0], seg_mat[:, :, 0, 1])
+  np.testing.assert_array_equal(different[1], [[1, 0, 0, 1], [1, 0, 0, 1], [0, 1, 1, 0]])
 
 
 def test_relative_positional_encoding_bi_data_and_clamp():

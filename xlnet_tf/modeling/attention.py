@@ -172,7 +172,7 @@ def _shift_backward(upstream, offset, rlen):
 class AttentionContext:
   """What every layer's attention needs besides its weights and inputs, in the head-major layout.
 
-  Build it with `attention_context`, once per forward; all layers share it.
+  Build it with `batch_major_context` (or `attention_context`), once per forward; all layers share it.
 
   Attributes:
     bias_h: float [1, B, I, J] or None. The content stream's additive mask: `mask_value` = query i may NOT attend
@@ -198,12 +198,26 @@ class AttentionContext:
 
 
 def attention_context(attn_mask_h=None, attn_mask_g=None, seg_mat=None, target_mapping=None, dtype=tf.float32):
-  """Converts the original time-major masks to an `AttentionContext`.
+  """Converts the original time-major masks (the layers' own calls) to an `AttentionContext`.
 
   Args:
     attn_mask_h: float [I, J, B, 1] or None, the content stream's mask (`non_tgt_mask`). 1 = blocked.
     attn_mask_g: float [I, J, B, 1] or None, the query stream's mask (`attn_mask`). 1 = blocked.
-    seg_mat: float [I, J, B, 2] or None, the one-hot segment matrix of `segment_matrix` (index 1 = different).
+    seg_mat: float [I, J, B, 2] or None, the original's one-hot segment matrix (index 1 = different).
+    target_mapping, dtype: as `batch_major_context`.
+  """
+  batch_first = lambda x: None if x is None else tf.transpose(x[..., -1], [2, 0, 1])  # masks' [..., 0], seg_mat's 1
+  return batch_major_context(batch_first(attn_mask_h), batch_first(attn_mask_g), batch_first(seg_mat),
+                             target_mapping, dtype)
+
+
+def batch_major_context(mask_h=None, mask_g=None, seg=None, target_mapping=None, dtype=tf.float32):
+  """An `AttentionContext` from batch-major masks (`ops.build_attn_masks`, `ops.different_segments`).
+
+  Args:
+    mask_h: float [B or 1, I, J] or None, the content stream's mask (`non_tgt_mask`). 1 = blocked.
+    mask_g: float [B or 1, I or 1, J] or None, the query stream's mask (`attn_mask`). 1 = blocked.
+    seg: float [B, I, J] or None. 1 = different segment.
     target_mapping: float [P, I, B] or None. Each row p must be one-hot (slot p targets that position) or all zero
       (a padding slot), with distinct positions, as the data pipeline builds it: the query stream then attends
       from the P target positions only. (The original scatters the P query vectors to all I positions, attends
@@ -213,13 +227,10 @@ def attention_context(attn_mask_h=None, attn_mask_g=None, seg_mat=None, target_m
   """
 
   def bias(mask):
-    if mask is None:
-      return None
-    mask = tf.transpose(tf.cast(mask[..., 0], dtype), [2, 0, 1])
-    return (mask * tf.cast(ops.mask_value(dtype), dtype))[None]
+    return None if mask is None else (tf.cast(mask, dtype) * tf.cast(ops.mask_value(dtype), dtype))[None]
 
-  bias_h, bias_g = bias(attn_mask_h), bias(attn_mask_g)
-  seg_h = None if seg_mat is None else tf.transpose(tf.cast(seg_mat[..., 1], dtype), [2, 0, 1])[None]
+  bias_h, bias_g = bias(mask_h), bias(mask_g)
+  seg_h = None if seg is None else tf.cast(seg, dtype)[None]
   seg_g = seg_h
   target_pos = target_valid = None
   if target_mapping is not None:

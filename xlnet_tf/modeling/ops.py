@@ -1,7 +1,9 @@
 """XLNet's stateless math, as the original `modeling.py`: activation, initializer, relative positions,
 attention masks, segment matrix, memory caching.
 
-All tensors are time-major, as in the original. Dimension key used in shapes and einsum strings:
+All tensors are time-major, as in the original, except the model's attention masks and segment matrix
+(`build_attn_masks`, `different_segments`), which are batch-major [B, I, J] for the head-major attention.
+Dimension key used in shapes and einsum strings:
   I qlen (queries), M mlen (memory), J klen = mlen + qlen (keys), R klen + qlen (relative positions),
   B bsz, N n_head, D d_head, H d_model, F d_inner, V n_token, P num_predict (m in einsum strings), S = 2 segments.
 
@@ -206,49 +208,81 @@ def causal_attn_mask(qlen, mlen, same_length=False, dtype=tf.float32):
   return ret
 
 
-def build_attn_masks(qlen, mlen, bsz, attn_type="bi", same_length=False, input_mask=None, perm_mask=None,
+def batch_major(x):
+  """x float or int [..., B] -> float32 [B, ...]: the batch axis moved first, in a buffer of its own.
+
+  A transpose is free under XLA: it becomes index arithmetic in every op that reads its result, and reading a
+  time-major [L, B] input along L is then a strided gather (16 scalar loads per 16-lane vector in the two passes
+  over each layer's scores, which read the padding mask and segment id of every key). A product with the
+  identity makes XLA write the batch-major copy once. Exact for finite inputs (ids, masks): each entry is one
+  term 1 * x plus terms 0 * x.
+  """
+  x = tf.cast(x, tf.float32)
+  shape = tf.shape(x)
+  flat = tf.reshape(x, [-1, shape[-1]])
+  out = tf.matmul(tf.eye(shape[-1]), flat, transpose_b=True)
+  return tf.reshape(out, tf.concat([shape[-1:], shape[:-1]], 0))
+
+
+def build_attn_masks(qlen, mlen, attn_type="bi", same_length=False, input_mask=None, perm_mask=None,
                      dtype=tf.float32):
-  """The query-stream and content-stream attention masks of `transformer_xl`.
+  """The query-stream and content-stream attention masks of `transformer_xl`, batch-major.
 
   Args:
-    qlen, mlen, bsz: int or scalar int tensors.
+    qlen, mlen: int or scalar int tensors.
     attn_type: "bi" (no causal mask) or "uni".
     same_length: bool, only with "uni".
-    input_mask: float [I, B] or None. 1 = padding token (no query may attend it).
-    perm_mask: float [I, I, B] or None. 1 = query i may not attend token j.
+    input_mask: float [B, I] or None (batch-major, e.g. `batch_major` of the model's [I, B] input). 1 = padding
+      token (no query may attend it).
+    perm_mask: float [B, I, I] or None (batch-major). 1 = query i may not attend token j.
 
   Returns:
-    (attn_mask, non_tgt_mask): float [I, J, B, 1] each, or (None, None) when nothing is masked. `attn_mask`
-    (query stream) blocks memory never, and blocks whatever `input_mask`, `perm_mask` and the causal mask
-    block. `non_tgt_mask` (content stream) is the same but lets every token see itself.
+    (attn_mask, non_tgt_mask): float [B or 1, I or 1, J] and [B or 1, I, J], or (None, None) when nothing is
+    masked. `attn_mask` (query stream) blocks memory never, and blocks whatever `input_mask`, `perm_mask` and the
+    causal mask block. `non_tgt_mask` (content stream) is the same but lets every token see itself.
   """
   attn_mask = None
   if attn_type == "uni":
-    attn_mask = causal_attn_mask(qlen, mlen, same_length, dtype)[:, :, None, None]
+    attn_mask = causal_attn_mask(qlen, mlen, same_length, dtype)[None]
   elif attn_type != "bi":
     raise ValueError(f"attn_type must be 'bi' or 'uni'. Received: {attn_type!r}.")
 
   data_mask = None
   if input_mask is not None:
-    data_mask = tf.cast(input_mask, dtype)[None]
+    data_mask = tf.cast(input_mask, dtype)[:, None]
   if perm_mask is not None:
     perm_mask = tf.cast(perm_mask, dtype)
     data_mask = perm_mask if data_mask is None else data_mask + perm_mask
   if data_mask is not None:
-    mems_mask = tf.zeros([tf.shape(data_mask)[0], mlen, bsz], dtype=dtype)
-    data_mask = tf.concat([mems_mask, data_mask], 1)
-    attn_mask = data_mask[:, :, :, None] if attn_mask is None else attn_mask + data_mask[:, :, :, None]
+    shape = tf.shape(data_mask)
+    data_mask = tf.concat([tf.zeros([shape[0], shape[1], mlen], dtype=dtype), data_mask], 2)
+    attn_mask = data_mask if attn_mask is None else attn_mask + data_mask
 
   if attn_mask is None:
     return None, None
   attn_mask = tf.cast(attn_mask > 0, dtype)
   non_tgt_mask = tf.concat([tf.zeros([qlen, mlen], dtype=dtype), -tf.eye(qlen, dtype=dtype)], axis=-1)
-  non_tgt_mask = tf.cast((attn_mask + non_tgt_mask[:, :, None, None]) > 0, dtype)
+  non_tgt_mask = tf.cast((attn_mask + non_tgt_mask[None]) > 0, dtype)
   return attn_mask, non_tgt_mask
 
 
+def different_segments(seg_id, mlen, dtype=tf.float32):
+  """The "different segment" matrix, batch-major.
+
+  Args:
+    seg_id: float or int [B, I] (batch-major, e.g. `batch_major` of the model's [I, B] input). Memory positions
+      count as segment 0.
+
+  Returns:
+    float [B, I, J]: 1 = query i and key j are in different segments, 0 = same segment.
+  """
+  seg_id = tf.cast(seg_id, tf.float32)
+  cat_ids = tf.concat([tf.zeros([tf.shape(seg_id)[0], mlen]), seg_id], 1)
+  return tf.cast(tf.not_equal(seg_id[:, :, None], cat_ids[:, None, :]), dtype)
+
+
 def segment_matrix(seg_id, mlen, dtype=tf.float32):
-  """One-hot "different segment" matrix.
+  """The original's one-hot segment matrix (the `seg_mat` argument of the layers' own calls).
 
   Args:
     seg_id: int [I, B]. Memory positions count as segment 0.
@@ -256,10 +290,8 @@ def segment_matrix(seg_id, mlen, dtype=tf.float32):
   Returns:
     float [I, J, B, 2]: index 0 = same segment, index 1 = different segment.
   """
-  seg_id = tf.cast(seg_id, tf.int32)
-  cat_ids = tf.concat([tf.zeros([mlen, tf.shape(seg_id)[1]], dtype=tf.int32), seg_id], 0)
-  diff = tf.cast(tf.not_equal(seg_id[:, None], cat_ids[None, :]), tf.int32)
-  return tf.one_hot(diff, 2, dtype=dtype)
+  different = different_segments(tf.transpose(seg_id), mlen, tf.int32)
+  return tf.one_hot(tf.transpose(different, [1, 2, 0]), 2, dtype=dtype)
 
 
 def cache_mem(curr_out, prev_mem, mem_len, reuse_len=None):

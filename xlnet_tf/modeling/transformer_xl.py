@@ -176,8 +176,10 @@ class TransformerXL(keras.layers.Layer):
       raise ValueError(f"bi_data needs an even batch size (first half forward, second half backward). "
                        f"Received: bsz={inp_k.shape[1]}.")
 
-    attn_mask, non_tgt_mask = ops.build_attn_masks(qlen, mlen, bsz, self.attn_type, self.same_length,
-                                                      input_mask, perm_mask, dtype)
+    # The padding mask, permutation mask and segment ids batch-major, each in a buffer of its own (`ops.batch_major`).
+    attn_mask, non_tgt_mask = ops.build_attn_masks(
+        qlen, mlen, self.attn_type, self.same_length, None if input_mask is None else ops.batch_major(input_mask),
+        None if perm_mask is None else ops.batch_major(perm_mask), dtype)
     word_emb_k = self.word_embedding(inp_k)
     output_h = self.drop(word_emb_k, training=training)
     output_g = None
@@ -192,9 +194,9 @@ class TransformerXL(keras.layers.Layer):
         word_emb_q = inp_q_ext * mask_emb + (1 - inp_q_ext) * word_emb_k
       output_g = self.drop(word_emb_q, training=training)
 
-    seg_mat = None if seg_id is None else ops.segment_matrix(seg_id, mlen, dtype)
-    context = attention.attention_context(non_tgt_mask, attn_mask if inp_q is not None else None, seg_mat,
-                                       target_mapping if inp_q is not None else None, dtype)
+    seg = None if seg_id is None else ops.different_segments(ops.batch_major(seg_id), mlen, dtype)
+    context = attention.batch_major_context(non_tgt_mask, attn_mask if inp_q is not None else None, seg,
+                                            target_mapping if inp_q is not None else None, dtype)
     # The original tiles the positional embedding over the batch before its dropout, so each batch column has its
     # own mask and its own projection. Without dropout the columns are equal: keep one (two with bi_data).
     per_column = self.dropout > 0 and training is not None and training is not False
@@ -221,8 +223,8 @@ class TransformerXL(keras.layers.Layer):
       output_h, output_g = layer.forward(
           output_h, pos_emb, context,
           r_w_bias=r_w_bias[i], r_r_bias=r_r_bias[i],
-          r_s_bias=None if seg_mat is None else r_s_bias[i],
-          seg_embed=None if seg_mat is None else seg_embed[i],
+          r_s_bias=None if seg is None else r_s_bias[i],
+          seg_embed=None if seg is None else seg_embed[i],
           mems=None if mems is None else mems[i], g=output_g, training=training,
           # The last layer's content stream feeds nothing when the query stream is the output: not computed.
           h_out=inp_q is None or i < self.n_layer - 1)

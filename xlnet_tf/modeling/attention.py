@@ -113,6 +113,29 @@ def project_heads(x, kernels):
   return tf.unstack(y, num=len(kernels))
 
 
+def project_positions(r, kernels):
+  """The relative positional embedding projected by each kernel, positions last, with one matmul.
+
+  Positions last, the position scores are a plain [.., Q, D] x [.., D, R] product, and the windows of
+  `banded_position_scores` are slices along the last axis (contiguous copies; with positions second to last, XLA's
+  copy of a window read them 256 floats apart).
+
+  Args:
+    r: float [R, C, H], the relative positional embedding (C = B, 2 or 1, see `rel_attn_core`).
+    kernels: list of float [H, N, D], e.g. every layer's r/kernel.
+
+  Returns:
+    list of float [N, C, D, R], one per kernel.
+  """
+  rlen, columns = tf.shape(r)[0], tf.shape(r)[1]
+  d_model, n_head, d_head = kernels[0].shape
+  weight = tf.concat([tf.reshape(tf.cast(k, r.dtype), [d_model, n_head * d_head]) for k in kernels], 1)
+  rows = tf.reshape(tf.transpose(r, [1, 0, 2]), [-1, d_model])  # [C * R, H]: column c's positions in turn
+  y = tf.matmul(weight, rows, transpose_a=True, transpose_b=True)  # [K * N * D, C * R]
+  y = tf.reshape(y, [len(kernels), n_head, d_head, columns, rlen])
+  return tf.unstack(tf.transpose(y, [0, 1, 3, 2, 4]), num=len(kernels))
+
+
 def project_out(attn_vec, kernel):
   """The output projection: attn_vec float [N, B, L, D], kernel [H, N, D] -> float [L * B, H] (row l*B + b)."""
   d_model, n_head, d_head = kernel.shape
@@ -140,7 +163,7 @@ def banded_position_scores(q_r, k_head_r, klen, rows=64):
   gather's gradient makes it slower than the full product in training.
 
   Args:
-    q_r: float [N, B, I, D], the position queries; k_head_r: float [N, C, R, D] (C divides B, as `rel_attn_core`).
+    q_r: float [N, B, I, D], the position queries; k_head_r: float [N, C, D, R] (C divides B, as `rel_attn_core`).
     klen: python int.
     rows: queries per block.
 
@@ -149,14 +172,14 @@ def banded_position_scores(q_r, k_head_r, klen, rows=64):
     above it).
   """
   n_head, bsz, qlen, d_head = q_r.shape
-  columns, rlen = k_head_r.shape[1], k_head_r.shape[2]
+  columns, rlen = k_head_r.shape[1], k_head_r.shape[3]
   if None in (bsz, qlen, columns, rlen) or rlen != klen + qlen or qlen % rows or qlen <= rows:
     return None
   blocks = qlen // rows
-  starts = qlen - rows * (1 + tf.range(blocks))  # block t, rows [t*rows, (t+1)*rows), reads [start, start + W)
-  windows = tf.gather(k_head_r, starts[:, None] + tf.range(klen + rows)[None], axis=2)  # [N, C, T, W, D]
+  # Block t, rows [t*rows, (t+1)*rows), reads positions [start, start + W), start = I - rows * (t + 1).
+  windows = tf.stack([k_head_r[..., qlen - rows * (1 + t):][..., :klen + rows] for t in range(blocks)], 2)
   q_r = tf.reshape(q_r, [n_head, columns, bsz // columns, blocks, rows, d_head])
-  bd = tf.matmul(q_r, windows[:, :, None], transpose_b=True)  # [N, C, B / C, T, rows, W]
+  bd = tf.matmul(q_r, windows[:, :, None])  # [N, C, B / C, T, rows, W]
   return tf.reshape(rel_shift_keys_last(bd, klen), [n_head, bsz, qlen, klen])
 
 
@@ -359,8 +382,9 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, biases, seg_term, bias, 
   Args:
     q_head: float [N, B, Q, D], queries (Q = I, or P with target_pos).
     k_head_h, v_head_h: float [N, B, J, D], keys and values of [mems; h].
-    k_head_r: float [N, C, R, D], the projected positional embedding; C divides B and batch column b uses
-      column b // (B / C) (C = B: one per column; C = 2 with bi_data: forward, backward; C = 1: shared).
+    k_head_r: float [N, C, D, R], the projected positional embedding, positions last (`project_positions`); C
+      divides B and batch column b uses column b // (B / C) (C = B: one per column; C = 2 with bi_data: forward,
+      backward; C = 1: shared).
     biases: float [2, N, D], r_w_bias and r_r_bias stacked.
     seg_term: `segment_term`'s (weight, shift), or None when seg is None.
     bias: float [1, B, Q, J] additive mask or None. seg: float [1, B, Q, J] (1 = different segment) or None.
@@ -383,7 +407,7 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, biases, seg_term, bias, 
     bd = banded_position_scores(q_r, k_head_r, k_head_h.shape[2])
   if bd is None:  # the full product [N, B, Q, R], shifted in _score_sum
     q_r = tf.reshape(q_r, [n_head, columns, -1, d_head])
-    bd = tf.reshape(tf.matmul(q_r, k_head_r, transpose_b=True), [n_head, bsz, q_len, -1])
+    bd = tf.reshape(tf.matmul(q_r, k_head_r), [n_head, bsz, q_len, -1])
     offset = q_len - tf.range(q_len)[None] if target_pos is None else qlen - target_pos
   diff = None
   if seg is not None:

@@ -12,8 +12,8 @@ import keras
 import tensorflow as tf
 
 from xlnet_tf.modeling.attention import (_LAYER_NORM_EPS, _masked_softmax, attention_context, dense_rows,
-                                         layer_norm_rows, project_heads, project_out, rel_attn_core, segment_term,
-                                         split_streams)
+                                         layer_norm_rows, project_heads, project_out, project_positions, rel_attn_core,
+                                         segment_term, split_streams)
 from xlnet_tf.modeling import ops
 
 
@@ -193,14 +193,22 @@ class RelMultiheadAttn(_Attention):
 
   PROJECTIONS = ("q", "k", "v", "r")
 
-  def attend_rows(self, h, r, context, r_w_bias, r_r_bias, r_s_bias=None, seg_embed=None, mems=None, g=None,
+  def project_positions(self, r, dtype):
+    """This layer's projection of the relative positional embedding: r float [R, C, H] -> float [N, C, D, R].
+
+    `TransformerXL` projects for all its layers with one matmul instead (`project_positions` with every layer's
+    kernel).
+    """
+    return project_positions(tf.cast(r, dtype), [self.r.kernel])[0]
+
+  def attend_rows(self, h, k_head_r, context, r_w_bias, r_r_bias, r_s_bias=None, seg_embed=None, mems=None, g=None,
                   training=False, h_out=True):
     """Both streams (or the content stream alone) up to the post-attention LayerNorm, on rows.
 
     Args:
       h: float [I, B, H], the content stream.
-      r: float [R, C, H], the relative positional embedding; C = B, 2 (bi_data, no dropout) or 1 (see
-        `rel_attn_core`).
+      k_head_r: float [N, C, D, R], the projected relative positional embedding (`project_positions`); C = B, 2
+        (bi_data, no dropout) or 1 (see `rel_attn_core`).
       context: `AttentionContext` (masks, segments, target positions).
       r_w_bias, r_r_bias, r_s_bias: float [N, D], this layer's biases (r_s_bias None without segments).
       seg_embed: float [2, N, D] or None, this layer's segment embedding.
@@ -227,7 +235,6 @@ class RelMultiheadAttn(_Attention):
       k_head_h, v_head_h = project_heads(cat, [self.k.kernel, self.v.kernel])
       if h_out:
         (q_head_h,) = project_heads(tf.slice(cat, [mlen, 0, 0], [-1, -1, -1]), [self.q.kernel])
-    (k_head_r,) = project_heads(tf.cast(r, dtype), [self.r.kernel])
     r_w_bias = tf.cast(r_w_bias, dtype)
     biases = tf.stack([r_w_bias, tf.cast(r_r_bias, dtype)])  # once: r_w_bias has at most two consumers
     seg_term = None
@@ -266,8 +273,8 @@ class RelMultiheadAttn(_Attention):
       float [I, B, H].
     """
     context = attention_context(attn_mask, None, seg_mat, None, h.dtype)
-    return split_streams(self.attend_rows(h, r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed, mems,
-                                          training=training), h)[0]
+    return split_streams(self.attend_rows(h, self.project_positions(r, h.dtype), context, r_w_bias, r_r_bias,
+                                          r_s_bias, seg_embed, mems, training=training), h)[0]
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
 class TwoStreamRelAttention(RelMultiheadAttn):
@@ -291,7 +298,8 @@ class TwoStreamRelAttention(RelMultiheadAttn):
     context = attention_context(attn_mask, attn_mask_g if g is not None else None, seg_mat,
                                 target_mapping if g is not None else None, h.dtype)
     output_h, output_g = split_streams(
-        self.attend_rows(h, r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed, mems, g, training), h, g)
+        self.attend_rows(h, self.project_positions(r, h.dtype), context, r_w_bias, r_r_bias, r_s_bias, seg_embed,
+                         mems, g, training), h, g)
     return output_h if g is None else (output_h, output_g)
 
 

@@ -81,19 +81,21 @@ class XLNetLayer(keras.layers.Layer):
     """Returns (h [I, B, H], g [P or I, B, H] or None); see `TwoStreamRelAttention.call`."""
     context = attention.attention_context(attn_mask_h, attn_mask_g if g is not None else None, seg_mat,
                                        target_mapping if g is not None else None, h.dtype)
-    return self.forward(h, r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed, mems, g, training)
+    return self.forward(h, self.rel_attn.project_positions(r, h.dtype), context, r_w_bias, r_r_bias, r_s_bias,
+                        seg_embed, mems, g, training)
 
-  def forward(self, h, r, context, r_w_bias, r_r_bias, r_s_bias=None, seg_embed=None, mems=None, g=None,
+  def forward(self, h, k_head_r, context, r_w_bias, r_r_bias, r_s_bias=None, seg_embed=None, mems=None, g=None,
               training=False, h_out=True):
-    """The layer on a prebuilt `attention.AttentionContext` (see `TwoStreamRelAttention.attend_rows` for the args).
+    """The layer on a prebuilt `attention.AttentionContext` and projected positional embedding (see
+    `TwoStreamRelAttention.attend_rows` for the args).
 
     Both streams go through the output projection and the feed-forward network as one matrix of rows.
 
     Returns:
       (h [I, B, H], g [P or I, B, H] or None); h is None when h_out is False.
     """
-    rows = self.ff.ffn_rows(self.rel_attn.attend_rows(h, r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed, mems,
-                                                      g, training, h_out), training)
+    rows = self.ff.ffn_rows(self.rel_attn.attend_rows(h, k_head_r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed,
+                                                      mems, g, training, h_out), training)
     return attention.split_streams(rows, h, g) if h_out else (None, tf.reshape(rows, tf.shape(g)))
 
   def get_config(self):
@@ -204,6 +206,9 @@ class TransformerXL(keras.layers.Layer):
                                                   self.bi_data, bsz=bsz if per_column else None, dtype=dtype)
     if per_column:
       pos_emb = self.drop(pos_emb, training=training)
+    # Every layer's projection of it from one matmul: four [R, H] x [H, N * D] products of the small model ran at
+    # 40 % of the matmul peak, beside the first layer's products.
+    k_heads_r = attention.project_positions(pos_emb, [layer.rel_attn.r.kernel for layer in self.layer_stack])
 
     # Per-layer slices by one unstack each (its gradient is one stack, not n_layer strided-slice gradients). A tied
     # bias is broadcast to every layer first: its gradient is then one sum, not an AddN of n_layer terms (see
@@ -221,7 +226,7 @@ class TransformerXL(keras.layers.Layer):
       new_mems.append(ops.cache_mem(output_h, None if mems is None else mems[i], self.mem_len,
                                        self.reuse_len))
       output_h, output_g = layer.forward(
-          output_h, pos_emb, context,
+          output_h, k_heads_r[i], context,
           r_w_bias=r_w_bias[i], r_r_bias=r_r_bias[i],
           r_s_bias=None if seg is None else r_s_bias[i],
           seg_embed=None if seg is None else seg_embed[i],

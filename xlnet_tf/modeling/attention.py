@@ -356,7 +356,7 @@ def segment_term(r_s_bias, r_w_bias, seg_embed, scale):
   difference is added: with raw = seg_embed[1] - seg_embed[0] and q_w = scale * (q + r_w_bias), the content
   queries `rel_attn_core` computes anyway, scale * (q + r_s_bias).raw = q_w.raw + scale * (r_s_bias - r_w_bias).raw:
   one [N, B*Q, D] x [N, D, 1] product on q_w (no third biased copy of the queries, no [N, B*Q, D] x [D, 2] matmul,
-  and under XLA no copy of the unbiased queries for a sum over their last axis).
+  and under XLA no product pass and two-stage reduction over a copy of the unbiased queries).
 
   Args:
     r_s_bias, r_w_bias: float [N, D]. seg_embed: float [2, N, D]. scale: python float.

@@ -94,11 +94,17 @@ def dense_rows(rows, kernel, bias, transpose_kernel=False):
   return tf.reshape(tf.reshape(out, [-1, 1, width]) + bias, [-1, width])
 
 
+def _kernel_matrix(kernels, dtype):
+  """Kernels float [H, N, D] side by side as one matrix [H, K * N * D] in dtype (one matmul projects them all)."""
+  d_model, n_head, d_head = kernels[0].shape
+  return tf.concat([tf.reshape(tf.cast(k, dtype), [d_model, n_head * d_head]) for k in kernels], 1)
+
+
 def project_heads(x, kernels):
   """Head projections of x with one 2-D matmul.
 
   Args:
-    x: float [L, B, H] (time-major; B may be 1 or 2 for the positional embedding).
+    x: float [L, B, H] (time-major).
     kernels: list of float [H, N, D], e.g. [k/kernel, v/kernel].
 
   Returns:
@@ -106,7 +112,7 @@ def project_heads(x, kernels):
   """
   length, bsz = tf.shape(x)[0], tf.shape(x)[1]
   d_model, n_head, d_head = kernels[0].shape
-  weight = tf.concat([tf.reshape(tf.cast(k, x.dtype), [d_model, n_head * d_head]) for k in kernels], 1)
+  weight = _kernel_matrix(kernels, x.dtype)
   y = tf.matmul(tf.reshape(x, [-1, d_model]), weight)
   y = tf.reshape(y, [length, bsz, len(kernels), n_head, d_head])
   y = tf.transpose(y, [2, 3, 1, 0, 4])
@@ -129,7 +135,7 @@ def project_positions(r, kernels):
   """
   rlen, columns = tf.shape(r)[0], tf.shape(r)[1]
   d_model, n_head, d_head = kernels[0].shape
-  weight = tf.concat([tf.reshape(tf.cast(k, r.dtype), [d_model, n_head * d_head]) for k in kernels], 1)
+  weight = _kernel_matrix(kernels, r.dtype)
   rows = tf.reshape(tf.transpose(r, [1, 0, 2]), [-1, d_model])  # [C * R, H]: column c's positions in turn
   y = tf.matmul(weight, rows, transpose_a=True, transpose_b=True)  # [K * N * D, C * R]
   y = tf.reshape(y, [len(kernels), n_head, d_head, columns, rlen])
@@ -138,9 +144,9 @@ def project_positions(r, kernels):
 
 def project_out(attn_vec, kernel):
   """The output projection: attn_vec float [N, B, L, D], kernel [H, N, D] -> float [L * B, H] (row l*B + b)."""
-  d_model, n_head, d_head = kernel.shape
+  _, n_head, d_head = kernel.shape
   x = tf.reshape(tf.transpose(attn_vec, [2, 1, 0, 3]), [-1, n_head * d_head])
-  return tf.matmul(x, tf.reshape(tf.cast(kernel, x.dtype), [d_model, n_head * d_head]), transpose_b=True)
+  return tf.matmul(x, _kernel_matrix([kernel], x.dtype), transpose_b=True)
 
 
 def rel_shift_keys_last(x, klen):

@@ -12,6 +12,8 @@ PERF_HARNESS_DIR: the harness (default ../shared/perf; its `common.py` builds th
 Op time is the sum of the executor's op events (`tf_Compute` threads of the host plane); with 2 intra-op threads
 one op's event covers its work on both, but ops that run at the same time on the inter-op threads each count, so
 the total can exceed the step's wall time (2.6 s of op time in a 1.45 s small pretraining step); read the shares.
+The "wall ms" columns split the wall time instead (`wall_shares`): an op that runs alone gets all of that time, two
+ops that run at once half each, so they add up to the step's wall time less the time no op ran.
 Parts: the optimizer (`xl_net_adam/`), the tied LM head and its loss (`lm_loss`, the cross-entropy), clipping and the
 embedding rows' norm, the nested XLA-compiled functions (GELU, LayerNorm, cross-entropy, dropout bits: their runs
 carry no op name, so forward and backward are one part), and the rest split into forward and backward
@@ -62,7 +64,7 @@ def _plain_type(op_type):
 
 
 def op_events(logdir):
-  """(op name, op type, seconds) of every executor op event in the trace under logdir."""
+  """(op name, op type, start, end) of every executor op event in the trace under logdir; times in picoseconds."""
   from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=import-outside-toplevel
   (path,) = glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb"))
   space = xplane_pb2.XSpace()
@@ -77,12 +79,42 @@ def op_events(logdir):
       if name == "CpuExecutable::ExecuteAsyncOnStream":
         # A nested jit_compile function's run (the XLA-compiled element-wise functions): its events carry no op
         # name; the executor's `ExecutorState::ProcessAsync::Start` event around it is skipped as a container.
-        yield "xla", XLA_FUNCTIONS, event.duration_ps * 1e-12
+        yield "xla", XLA_FUNCTIONS, *_span(line, event)
         continue
       op_name, _, op_type = name.rpartition(":")
       op_type = _plain_type(op_type)
       if op_name and op_type not in CONTAINERS:
-        yield op_name, op_type, event.duration_ps * 1e-12
+        yield op_name, op_type, *_span(line, event)
+
+
+def _span(line, event):
+  start = line.timestamp_ns * 1000 + event.offset_ps
+  return start, start + event.duration_ps
+
+
+def wall_shares(spans):
+  """Each op's share of the wall time, from its (start, end): the time it ran alone, plus an equal part of the time
+  it ran beside others (two ops at once on the two inter-op threads get half each). The shares add up to the time
+  in which some op ran, unlike op time, which counts such time twice.
+
+  Returns:
+    (list of shares, parallel to spans; the time in which no op ran), in the units of spans.
+  """
+  edges = sorted([(start, 1, i) for i, (start, _) in enumerate(spans)]
+                 + [(end, 0, i) for i, (_, end) in enumerate(spans)])  # at one time, ends before starts
+  shares, idle, running, last = [0.0] * len(spans), 0, set(), edges[0][0]
+  for time, starts, i in edges:
+    if running:
+      for j in running:
+        shares[j] += (time - last) / len(running)
+    else:
+      idle += time - last
+    last = time
+    if starts:
+      running.add(i)
+    else:
+      running.discard(i)
+  return shares, idle
 
 
 def main():
@@ -102,23 +134,32 @@ def main():
     step()
   tf.profiler.experimental.stop()
 
+  events = list(op_events(logdir))
+  shares, idle = wall_shares([(start, end) for _, _, start, end in events])
   by_part, by_type, count = collections.Counter(), collections.Counter(), collections.Counter()
-  for op_name, op_type, seconds in op_events(logdir):
-    by_part[part(op_name, op_type)] += seconds / traced
-    by_type[op_type] += seconds / traced
+  wall_part, wall_type = collections.Counter(), collections.Counter()
+  for (op_name, op_type, start, end), share in zip(events, shares):
+    by_part[part(op_name, op_type)] += (end - start) * 1e-12 / traced
+    by_type[op_type] += (end - start) * 1e-12 / traced
+    wall_part[part(op_name, op_type)] += share * 1e-12 / traced
+    wall_type[op_type] += share * 1e-12 / traced
     count[op_type] += 1
   total = sum(by_part.values())
+  wall = sum(wall_part.values())
   model_gflop = common.flops(cfg)[0] / 1e9
   matmul_s = sum(by_type[t] for t in MATMULS)
   print(f"{cfg['workload']} {cfg['size']}, {cfg['threads']} threads: {total:.3f} s of op time per step "
         f"({traced} traced steps); matmuls {matmul_s:.3f} s = {100 * matmul_s / total:.0f} %, "
         f"{model_gflop / matmul_s:.0f} GFLOP/s over the model's {model_gflop:.1f} GFLOP")
-  print(f"\n{'part of the step':<28} {'ms/step':>9} {'share':>7}")
+  print(f"wall time: {wall:.3f} s per step with some op running, {idle * 1e-12 / traced:.3f} s with none (between "
+        f"the first op and the last); wall ms = each op's share of it (time beside other ops split between them)")
+  print(f"\n{'part of the step':<28} {'ms/step':>9} {'share':>7} {'wall ms':>9}")
   for name, seconds in by_part.most_common():
-    print(f"{name:<28} {1e3 * seconds:9.1f} {100 * seconds / total:6.1f}%")
-  print(f"\n{'op type':<28} {'ms/step':>9} {'share':>7} {'ops/step':>9}")
+    print(f"{name:<28} {1e3 * seconds:9.1f} {100 * seconds / total:6.1f}% {1e3 * wall_part[name]:9.1f}")
+  print(f"\n{'op type':<28} {'ms/step':>9} {'share':>7} {'wall ms':>9} {'ops/step':>9}")
   for name, seconds in by_type.most_common(own.top):
-    print(f"{name:<28} {1e3 * seconds:9.1f} {100 * seconds / total:6.1f}% {count[name] // traced:9d}")
+    print(f"{name:<28} {1e3 * seconds:9.1f} {100 * seconds / total:6.1f}% {1e3 * wall_type[name]:9.1f} "
+          f"{count[name] // traced:9d}")
   print(f"\ntrace: {logdir}")
 
 

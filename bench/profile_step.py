@@ -17,14 +17,13 @@ ops that run at once half each, so they add up to the step's wall time less the 
 Parts: the optimizer (`xl_net_adam/`), the tied LM head and its loss (`lm_loss`, the cross-entropy), clipping and the
 embedding rows' norm, the nested XLA-compiled functions (GELU, LayerNorm, cross-entropy, dropout bits: their runs
 carry no op name, so forward and backward are one part), and the rest split into forward and backward
-(`gradient_tape/`, and the Trainer's `backward/` scope), matmuls apart.
+(`gradient_tape/`), matmuls apart.
 """
 
 import argparse
 import collections
 import glob
 import os
-import re
 import sys
 import tempfile
 
@@ -50,9 +49,7 @@ def part(op_name, op_type):
     return "LM head and loss"
   if "global_norm" in op_name or "clip" in op_name or op_type == "UnsortedSegmentSum":
     return "clipping, embedding rows"
-  # The tape names its own gradient ops gradient_tape/...; custom gradients and its sums run in the Trainer's
-  # `backward` scope.
-  side = "backward" if "gradient_tape" in op_name or re.search("(^|/)backward/", op_name) else "forward"
+  side = "backward" if "gradient_tape" in op_name else "forward"
   return f"{side} matmuls" if op_type in MATMULS else f"{side} other"
 
 

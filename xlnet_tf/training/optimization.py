@@ -427,13 +427,11 @@ def apply_gradients(optimizer, grads, variables, clip, lr_layer_decay_rate=1.0, 
     use_norm = None
     if clip_mode == "indexed_slices":
       index, rows_grad, ids = embedding_rows
-      with tf.name_scope("global_norm"):  # named as clip_by_global_norm's own ops (bench/profile_step.py)
-        table_square = embedding_rows_square_norm(grads[index], rows_grad, ids)
+      table_square = embedding_rows_square_norm(grads[index], rows_grad, ids)
       *grads, table_square = _sum_over_replicas(context, grads + [table_square])
-      with tf.name_scope("global_norm"):
-        squares = [table_square] + [tf.reduce_sum(tf.square(tf.cast(g, tf.float32)))
-                                    for i, g in enumerate(grads) if g is not None and i != index]
-        use_norm = tf.sqrt(tf.add_n(squares))
+      squares = [table_square] + [tf.reduce_sum(tf.square(tf.cast(g, tf.float32)))
+                                  for i, g in enumerate(grads) if g is not None and i != index]
+      use_norm = tf.sqrt(tf.add_n(squares))
     else:
       grads = _sum_over_replicas(context, grads)
     clipped, gnorm = clip_and_scale_gradients(grads, variables, clip, lr_layer_decay_rate, n_layer, use_norm)

@@ -252,8 +252,7 @@ class Trainer:
     if self.clip_mode == "indexed_slices":
       ids, rows = embedding.last_lookup
       targets.append(rows)
-    with tf.name_scope("backward"):  # custom gradients and the tape's sums are named here (bench/profile_step.py)
-      grads = tape.gradient(objective, targets)
+    grads = tape.gradient(objective, targets)
     rows = (grads.pop(), ids) if self.clip_mode == "indexed_slices" else None
     return loss_sum, weight_sum, grads, rows, new_mems
 

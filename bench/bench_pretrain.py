@@ -180,11 +180,14 @@ def run_mode(name, c, mode, bi_data, dropout, dropatt, steps, repeats, warmup, s
   def train_step(x, mems):
     return tf.distribute.get_strategy().run(replica_step, args=(x, mems))
 
+  # A GPU runs the kernels after the call has returned: each step waits for them, so that it is timed until done.
+  wait_for_device = tf.test.experimental.sync_devices if tf.config.list_logical_devices("GPU") else lambda: None
   times = []
   for k in range(warmup + steps * repeats):
     start = time.perf_counter()
     loss, gnorm, mems = train_step(x, mems)
     loss = float(loss)
+    wait_for_device()
     if k >= warmup:
       times.append(time.perf_counter() - start)
     if k == 0 and not (loss == loss and loss < 1e4):

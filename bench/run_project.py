@@ -55,6 +55,8 @@ def build_step(cfg, jit_compile=False, mixed_bf16=False, project_dir=None):
   tf.config.threading.set_inter_op_parallelism_threads(cfg["inter_threads"])
   training.keep_freed_memory()
   training.prefer_wide_xla_vectors()  # as every CLI (runtime.start), before anything is compiled
+  # A GPU runs the kernels after the call has returned: a step waits for them, so that it is timed until it is done.
+  wait_for_device = tf.test.experimental.sync_devices if tf.config.list_logical_devices("GPU") else lambda: None
   tf.keras.utils.set_random_seed(cfg["seed"])
   xlnet_config = xlnet_tf.XLNetConfig(
       n_layer=cfg["n_layer"], d_model=cfg["d_model"], n_head=cfg["n_head"], d_head=cfg["d_head"],
@@ -86,6 +88,7 @@ def build_step(cfg, jit_compile=False, mixed_bf16=False, project_dir=None):
       loss, _, _, done = loop(iterator, one)
       assert int(done) == 1
       losses.append(float(loss))
+      wait_for_device()
 
     return step, trainer.model, losses
 
@@ -99,7 +102,8 @@ def build_step(cfg, jit_compile=False, mixed_bf16=False, project_dir=None):
     return output
 
   def step():
-    forward(ids, seg, mask).shape  # pylint: disable=expression-not-assigned  # returns when the step is done
+    forward(ids, seg, mask).shape  # pylint: disable=expression-not-assigned  # on a CPU: returns when it is done
+    wait_for_device()
 
   return step, model, losses
 

@@ -19,8 +19,9 @@ True as the original default; both flags can be changed):
 Modes: fp32, fp32_jit (the whole step in `tf.function(jit_compile=True)`), bf16 (Keras "mixed_bfloat16": bfloat16
 compute, float32 variables and loss), bf16_jit.
 
-Timing: every step is timed alone (until its loss is on the host); after --warmup steps (tracing/compilation) run
---repeats x --steps steps; the table shows the median and the min. The VM is shared and noisy: compare minima.
+Timing: every step is timed alone (until its loss is on the host and a GPU has finished); after --warmup steps
+(tracing/compilation) run --repeats x --steps steps; the table shows the median and the min. The VM is shared and
+noisy: compare minima.
 
 FLOPs are counted analytically, as matmul FLOPs (2 per multiply-add) of the forward pass times 3 (backward ~ 2x
 forward). Per layer, with I = seq_len, M = mem_len, J = M + I keys, R = J + I relative positions (bi attention),

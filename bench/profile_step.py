@@ -139,9 +139,10 @@ def main():
   by_part, by_type, count = collections.Counter(), collections.Counter(), collections.Counter()
   wall_part, wall_type = collections.Counter(), collections.Counter()
   for (op_name, op_type, start, end), share in zip(events, shares):
-    by_part[part(op_name, op_type)] += (end - start) * 1e-12 / traced
+    step_part = part(op_name, op_type)
+    by_part[step_part] += (end - start) * 1e-12 / traced
     by_type[op_type] += (end - start) * 1e-12 / traced
-    wall_part[part(op_name, op_type)] += share * 1e-12 / traced
+    wall_part[step_part] += share * 1e-12 / traced
     wall_type[op_type] += share * 1e-12 / traced
     count[op_type] += 1
   total = sum(by_part.values())

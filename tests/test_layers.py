@@ -294,8 +294,11 @@ def test_banded_position_scores_equal_the_full_product_shifted(columns):
   full = tf.reshape(tf.matmul(tf.reshape(q_r, [n_head, columns, -1, d_head]), k_r), [n_head, bsz, qlen, -1])
   expected = attention.rel_shift_keys_last(full, klen)
   for rows in (3, 4, 6):
-    np.testing.assert_allclose(attention.banded_position_scores(q_r, k_r, klen, rows), expected, rtol=1e-6,
-                               atol=1e-6)
+    band, offset = attention.banded_position_scores(q_r, k_r, klen, rows)  # TF: the windows, for the gather
+    assert band.shape == (n_head, bsz, qlen, klen + rows)
+    np.testing.assert_allclose(_shifted_by_score_sum(band, offset, klen), expected, rtol=1e-6, atol=1e-6)
+    compiled = tf.function(lambda: attention.banded_position_scores(q_r, k_r, klen, rows)[0], jit_compile=True)
+    np.testing.assert_allclose(compiled(), expected, rtol=1e-6, atol=1e-6)  # XLA: shifted here (offset None)
   assert attention.banded_position_scores(q_r, k_r, klen, rows=5) is None  # 12 rows are not blocks of 5
   assert attention.banded_position_scores(q_r, k_r, klen + 1, rows=4) is None  # R != klen + I (uni attention)
 
@@ -306,9 +309,14 @@ def test_inference_takes_the_banded_position_scores_with_the_same_output():
   model = make_model()
   x = random_inputs(qlen=128)
   args = (x["input_ids"], x["seg_ids"], x["input_mask"])
-  graph = tf.function(lambda: model(*args)).get_concrete_function().graph
+  # Also with the batch size unknown when traced, as evaluation without drop_remainder traces it.
+  unknown_batch = [tf.TensorSpec([128, None], a.dtype) for a in args]
+  forward = tf.function(lambda *a: model(*a)[0], input_signature=unknown_batch)
+  graph = forward.get_concrete_function().graph
   assert any(op.type == "Pack" and op.inputs[0].shape.rank == 4 for op in graph.get_operations())  # the windows
-  np.testing.assert_allclose(model(*args)[0], model(*args, training=True)[0], atol=1e-5)
+  want = model(*args, training=True)[0]
+  np.testing.assert_allclose(forward(*args), want, atol=1e-5)
+  np.testing.assert_allclose(tf.function(lambda: model(*args)[0], jit_compile=True)(), want, atol=1e-5)
 
 
 def test_rel_shift_keys_last_equals_rel_shift():

@@ -125,6 +125,13 @@ def get_initializer(init="normal", init_range=0.1, init_std=0.02):
   raise ValueError(f"init must be 'normal' or 'uniform'. Received: {init!r}.")
 
 
+def in_xla_context():
+  """Whether the ops being built now will be compiled by XLA as a whole: inside a `tf.function(jit_compile=True)`
+  (also nested in it) or a TPU replica; False eagerly and in a plain `tf.function`."""
+  from tensorflow.python.ops import control_flow_util  # pylint: disable=import-outside-toplevel  # TF's own check
+  return control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
+
+
 def mask_value(dtype):
   """The large negative score of a blocked position; -1e30 as the original, but finite in float16."""
   return -6e4 if tf.as_dtype(dtype) == tf.float16 else -1e30

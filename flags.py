@@ -241,7 +241,8 @@ def define_hardware_flags(num_core_per_host=None, iterations=1000, max_save=0, f
   flags.DEFINE_enum("strategy", "auto", ["auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
                     "tf.distribute strategy (new). auto: mirrored when --num_core_per_host > 1, else one device.",
                     **fv)
-  flags.DEFINE_bool("jit_compile", False, "XLA-compile the forward and backward pass (new).", **fv)
+  flags.DEFINE_bool("jit_compile", False, "XLA-compile the forward and backward pass, and the forward pass of "
+                    "evaluation and prediction (new).", **fv)
   flags.DEFINE_bool("skip_bad_records", False, "Train on the readable part of damaged record files instead of "
                     "stopping: each is read up to its first unreadable record, and the log names every damaged file "
                     "and where (new; reads every record once at start).", **fv)

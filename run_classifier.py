@@ -172,7 +172,8 @@ def run(o, strategy, log_fn=print):
     return results  # Eval, predict and export run on the chief only (the original evaluates on one host).
   if o.do_eval or o.do_predict or o.export_dir:
     inference = classifier_eval.Inference(classifier_task.build_model(
-        xlnet_config, create_run_config(is_training=False, is_finetune=True, flags=o), **model_args), scope)
+        xlnet_config, create_run_config(is_training=False, is_finetune=True, flags=o), **model_args), scope,
+        o.jit_compile)
   if o.do_eval or o.do_predict:
     eval_examples = processor.get_eval_examples(o.data_dir, o.eval_split)
     log_fn(f"Num of eval samples: {len(eval_examples)}")

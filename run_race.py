@@ -159,7 +159,7 @@ def run(o, strategy, log_fn=print):
     return results  # Eval and predict run on the chief only (the original evaluates on one host).
 
   inference = race_eval.Inference(race_task.build_model(
-      xlnet_config, create_run_config(is_training=False, is_finetune=True, flags=o), **model_args))
+      xlnet_config, create_run_config(is_training=False, is_finetune=True, flags=o), **model_args), o.jit_compile)
   info = _prepare(o, o.eval_split, tokenize_fn, log_fn)
   if o.do_eval:
     checkpoints = _model_dir_checkpoints(o)

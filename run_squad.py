@@ -203,7 +203,8 @@ def run(o, strategy, log_fn=print):
 
   if o.do_predict and training.is_chief(strategy):  # Prediction runs on the chief only.
     inference = squad_predict.Inference(squad_task.build_model(
-        xlnet_config, create_run_config(is_training=False, is_finetune=True, flags=o)), o.start_n_top, o.end_n_top)
+        xlnet_config, create_run_config(is_training=False, is_finetune=True, flags=o)), o.start_n_top, o.end_n_top,
+        o.jit_compile)
     results["predict"], results["best"] = squad_predict.predict_checkpoints(
         inference, predict_ckpts or _predict_checkpoints(o), eval_set, o.predict_dir, o.predict_batch_size,
         o.target_eval_key, log_fn=log_fn, n_best_size=o.n_best_size, max_answer_length=o.max_answer_length,

@@ -7,14 +7,18 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from absl import flags as absl_flags
 
 import flags
 import run_squad
+from xlnet_tf import XLNetConfig, create_run_config
 from xlnet_tf import fileio
 from xlnet_tf import training
+from xlnet_tf.tasks.squad import predict as squad_predict
 from xlnet_tf.tasks.squad import records
+from xlnet_tf.tasks.squad import task as squad_task
 
 PY = sys.executable
 TESTDATA = "tests/testdata/squad"
@@ -75,8 +79,9 @@ def test_prepro_train_predict(tiny_config, tmp_path):
   result = [line for line in proc.stdout.splitlines() if line.startswith("Result | ")]
   assert len(result) == 1 and "best_f1 " in result[0] and "path " + str(tmp_path / "model" / "ckpt-4") in result[0]
   _check_prediction_files(tmp_path / "pred")
-  # Every checkpoint of model_dir (here in this process): one directory each, the best by --target_eval_key.
-  o = flags.defaults(run_squad.define_flags, do_train=False, do_predict=True, predict_all_ckpt=True,
+  # Every checkpoint of model_dir (here in this process): one directory each, the best by --target_eval_key; with
+  # --jit_compile=True, XLA compiles the forward and the beam.
+  o = flags.defaults(run_squad.define_flags, do_train=False, do_predict=True, predict_all_ckpt=True, jit_compile=True,
                      model_config_path=tiny_config, spiece_model_file=SPM, predict_file=DEV,
                      output_dir=str(tmp_path / "out"), model_dir=str(tmp_path / "model"),
                      predict_dir=str(tmp_path / "all"), max_seq_length=64, max_query_length=16, doc_stride=24)
@@ -86,6 +91,19 @@ def test_prepro_train_predict(tiny_config, tmp_path):
   assert out["best"] in out["predict"] and lines[-1].startswith("Best result | ")
   for name in ("ckpt-2", "ckpt-4"):
     _check_prediction_files(tmp_path / "all" / name)
+  # The head's outputs with and without XLA: the same values (the beam's log-probs sorted, so near-ties that
+  # float32 rounding resolves differently leave them equal; the predicted texts of this tiny model can differ).
+  outputs = []
+  for jit_compile in (False, True):
+    inference = squad_predict.Inference(squad_task.build_model(
+        XLNetConfig(json_path=tiny_config), create_run_config(is_training=False, is_finetune=True, flags=o)),
+        jit_compile=jit_compile)
+    inference.load(str(tmp_path / "model" / "ckpt-4"))
+    outputs.append(inference.run(records.squad_dataset(
+        str(tmp_path / "out" / records.eval_record_name(SPM, 64, 16)), 64, is_training=False, batch_size=8,
+        drop_remainder=False)))
+  for key in ("start_top_log_probs", "end_top_log_probs", "cls_logits"):
+    np.testing.assert_allclose(outputs[1][key], outputs[0][key], rtol=1e-5, atol=1e-5)
   assert sorted(os.listdir(tmp_path / "out")) == sorted([records.train_record_name(SPM, i, 64, 16) for i in range(2)]
                                                         + [records.eval_features_name(SPM, 64, 16),
                                                            records.eval_record_name(SPM, 64, 16)])

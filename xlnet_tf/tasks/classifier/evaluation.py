@@ -36,13 +36,15 @@ class Inference:
   Args:
     model: an XLNetModel built for inference (is_training=False) with the head `scope`.
     scope: the head scope.
+    jit_compile: XLA-compile the forward pass (`--jit_compile`).
   """
 
-  def __init__(self, model, scope):
+  def __init__(self, model, scope, jit_compile=False):
     self.model = model
     self.scope = scope
     self.is_regression = scope.startswith("regression_")
-    self._step = tf.function(lambda features: forward(model, features, scope, training=False), autograph=False)
+    self._step = tf.function(lambda features: forward(model, features, scope, training=False), autograph=False,
+                             jit_compile=jit_compile or None)
 
   def load(self, ckpt_path):
     """Loads a fine-tuned checkpoint (see `load_for_inference`)."""

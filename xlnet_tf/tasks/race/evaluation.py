@@ -41,11 +41,13 @@ class Inference:
 
   Args:
     model: an XLNetModel from `task.build_model` built for inference (is_training=False).
+    jit_compile: XLA-compile the forward pass (`--jit_compile`).
   """
 
-  def __init__(self, model):
+  def __init__(self, model, jit_compile=False):
     self.model = model
-    self._step = tf.function(lambda features: forward(model, features, training=False), autograph=False)
+    self._step = tf.function(lambda features: forward(model, features, training=False), autograph=False,
+                             jit_compile=jit_compile or None)
 
   def load(self, ckpt_path):
     """Loads a fine-tuned checkpoint (see `load_for_inference`)."""

@@ -59,9 +59,10 @@ class Inference:
   Args:
     model: an XLNetModel with the QA head, built for inference (`task.build_model`, is_training=False).
     start_n_top, end_n_top: the beam (the original's flags).
+    jit_compile: XLA-compile the forward pass and the beam (`--jit_compile`).
   """
 
-  def __init__(self, model, start_n_top=5, end_n_top=5):
+  def __init__(self, model, start_n_top=5, end_n_top=5, jit_compile=False):
     self.model = model
     self.start_n_top = start_n_top
     self.end_n_top = end_n_top
@@ -70,7 +71,7 @@ class Inference:
       out = task.qa_outputs(model, features, training=False, start_n_top=start_n_top, end_n_top=end_n_top)
       return {k: out[k] for k in postprocess.RESULT_KEYS if k in out}
 
-    self._step = tf.function(step, autograph=False, reduce_retracing=True)
+    self._step = tf.function(step, autograph=False, reduce_retracing=True, jit_compile=jit_compile or None)
 
   def load(self, ckpt_path):
     """Loads a fine-tuned checkpoint (see `load_for_inference`)."""

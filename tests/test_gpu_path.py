@@ -1,0 +1,119 @@
+"""The GPU path, checked on any machine: every op of the training loop (pretraining and each fine-tuning task, in
+float32, bfloat16 and with --jit_compile) and of each task's inference forward has a GPU kernel for its dtypes, or
+one of XLA's GPU compiler inside XLA-compiled functions (tests/helpers/gpu_kernels.py). An op without one would
+run on the host in a GPU run: a round trip between host and device inside the loop."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from helpers.gpu_kernels import ops_without_gpu_kernel
+from xlnet_tf import training
+from xlnet_tf.config import RunConfig, XLNetConfig
+from xlnet_tf.modeling.transformer_xl import XLNetModel
+from xlnet_tf.tasks.classifier import evaluation as classifier_eval
+from xlnet_tf.tasks.classifier import task as classifier_task
+from xlnet_tf.tasks.pretrain.task import PretrainTask
+from xlnet_tf.tasks.race import evaluation as race_eval
+from xlnet_tf.tasks.race import task as race_task
+from xlnet_tf.tasks.squad import predict as squad_predict
+from xlnet_tf.tasks.squad import task as squad_task
+
+CONFIG = XLNetConfig(n_layer=2, d_model=8, n_head=2, d_head=6, d_inner=11, ff_activation="gelu", untie_r=True,
+                     n_token=32)
+BSZ, SEQ, NUM_PREDICT, MEM_LEN = 4, 7, 3, 5
+SCOPE = "classification_imdb"
+
+
+def _features(kind, rng):
+  """A batch of the task's features, with the dtypes and shapes its reader yields."""
+  def ids(*shape):
+    return rng.integers(0, CONFIG.n_token, shape).astype(np.int32)
+
+  def mask(*shape):
+    return (rng.random(shape) < 0.3).astype(np.float32)
+
+  if kind == "pretrain":
+    return {"input_k": ids(BSZ, SEQ), "seg_id": rng.integers(0, 2, [BSZ, SEQ]).astype(np.int32),
+            "input_q": mask(BSZ, SEQ), "perm_mask": mask(BSZ, SEQ, SEQ),
+            "target_mapping": np.eye(NUM_PREDICT, SEQ, dtype=np.float32)[None].repeat(BSZ, 0),
+            "target": ids(BSZ, NUM_PREDICT), "target_mask": np.ones([BSZ, NUM_PREDICT], np.float32)}
+  shape = [BSZ, 4, SEQ] if kind == "race" else [BSZ, SEQ]
+  features = {"input_ids": ids(*shape), "segment_ids": rng.integers(0, 2, shape).astype(np.int32),
+              "input_mask": mask(*shape)}
+  if kind == "squad":
+    return dict(features, p_mask=mask(BSZ, SEQ), cls_index=np.full([BSZ], SEQ - 1, np.int32),
+                start_positions=ids(BSZ) % SEQ, end_positions=ids(BSZ) % SEQ,
+                is_impossible=mask(BSZ))
+  return dict(features, label_ids=ids(BSZ) % (4 if kind == "race" else 2))
+
+
+def _model_fn(kind, run_config):
+  if kind == "pretrain":
+    return lambda: XLNetModel(CONFIG, run_config)
+  if kind == "classifier":
+    return lambda: classifier_task.build_model(CONFIG, run_config, SCOPE, n_class=2)
+  return lambda: {"squad": squad_task, "race": race_task}[kind].build_model(CONFIG, run_config)
+
+
+def _run_config(is_training, use_bfloat16, kind):
+  mems = dict(mem_len=MEM_LEN, reuse_len=4) if kind == "pretrain" else {}
+  return RunConfig(is_training=is_training, use_tpu=False, use_bfloat16=use_bfloat16, dropout=0.1, dropatt=0.1,
+                   **mems)
+
+
+@pytest.fixture
+def precision_policy():
+  """Sets the Keras policy a CLI sets for --use_bfloat16 (training.start); restores float32 afterwards."""
+  yield lambda use_bfloat16: tf.keras.mixed_precision.set_global_policy(
+      "mixed_bfloat16" if use_bfloat16 else "float32")
+  tf.keras.mixed_precision.set_global_policy("float32")
+
+
+@pytest.mark.parametrize("kind, use_bfloat16, jit_compile", [
+    ("pretrain", False, False), ("pretrain", True, False), ("pretrain", False, True), ("pretrain", True, True),
+    ("classifier", False, False), ("squad", False, False), ("squad", True, False), ("race", False, True)])
+def test_every_op_of_the_training_loop_runs_on_a_gpu(tmp_path, precision_policy, kind, use_bfloat16, jit_compile):
+  precision_policy(use_bfloat16)
+  task = {"pretrain": PretrainTask, "classifier": lambda: classifier_task.ClassifierTask(SCOPE),
+          "squad": squad_task.SquadTask, "race": race_task.RaceTask}[kind]()
+  strategy = training.make_strategy("one_device")
+  trainer = training.Trainer(
+      strategy, _model_fn(kind, _run_config(True, use_bfloat16, kind)), task, str(tmp_path),
+      dict(learning_rate=1e-4, train_steps=10), global_batch_size=BSZ,
+      mem_len=MEM_LEN if kind == "pretrain" else None, jit_compile=jit_compile)
+  features = {k: tf.constant(v) for k, v in _features(kind, np.random.default_rng(0)).items()}
+  dataset = tf.data.Dataset.from_tensors(features).repeat()
+  iterator = iter(strategy.distribute_datasets_from_function(lambda _: dataset))
+  loop = trainer._build_loop()  # pylint: disable=protected-access  # the loop Trainer.train runs
+  missing, checked = ops_without_gpu_kernel(loop.get_concrete_function(iterator, tf.constant(1)))
+  assert missing == []
+  # The check reached into the loop's step: the attention's products, XLA-compiled with --jit_compile; Adam's update.
+  assert ("BatchMatMulV2", jit_compile) in checked and ("ResourceApplyAdam", False) in checked
+
+
+@pytest.mark.parametrize("kind, use_bfloat16, jit_compile", [
+    ("classifier", False, False), ("classifier", True, True), ("squad", False, False), ("squad", True, True),
+    ("race", False, False), ("race", False, True)])
+def test_every_op_of_the_inference_forward_runs_on_a_gpu(precision_policy, kind, use_bfloat16, jit_compile):
+  precision_policy(use_bfloat16)
+  model = _model_fn(kind, _run_config(False, use_bfloat16, kind))()
+  inference = {"classifier": lambda: classifier_eval.Inference(model, SCOPE, jit_compile=jit_compile),
+               "squad": lambda: squad_predict.Inference(model, jit_compile=jit_compile),
+               "race": lambda: race_eval.Inference(model, jit_compile=jit_compile)}[kind]()
+  features = {k: tf.constant(v) for k, v in _features(kind, np.random.default_rng(1)).items()}
+  step = inference._step  # pylint: disable=protected-access  # the function evaluation and prediction call
+  missing, checked = ops_without_gpu_kernel(step.get_concrete_function(features))
+  assert missing == []
+  assert ("BatchMatMulV2", jit_compile) in checked
+
+
+def test_an_op_without_a_gpu_kernel_is_found():
+  """The check itself: host-only ops (string formatting, a Python function) are reported, also inside a nested
+  XLA-compiled function (where XLA has no kernel for them either)."""
+  inner = tf.function(lambda x: tf.strings.to_number(tf.strings.as_string(x)), jit_compile=True)
+  outer = tf.function(lambda x: inner(x) + tf.numpy_function(lambda a: a, [x], tf.float32) + tf.nn.softmax(x))
+  found, checked = ops_without_gpu_kernel(outer.get_concrete_function(tf.ones([2])))
+  assert ("Softmax", False) in checked
+  assert [f.split(" ")[0] for f in found] == ["AsString", "PyFunc", "StringToNumber"]
+  assert "(XLA)" in found[0] and "(XLA)" not in found[1]

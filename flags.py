@@ -216,8 +216,8 @@ def define_optimizer_flags(learning_rate, train_steps, min_lr_ratio, adam_epsilo
 
 
 def define_hardware_flags(num_core_per_host=None, iterations=1000, max_save=0, flag_values=flags.FLAGS):
-  """[T] device, distribution and checkpointing flags, plus the new --strategy, --jit_compile, --seed and
-  --deterministic."""
+  """[T] device, distribution and checkpointing flags, plus the new --strategy, --jit_compile, --use_tf32, --seed
+  and --deterministic."""
   fv = dict(flag_values=flag_values)
   flags.DEFINE_bool("use_tpu", False, "Use TPUs (the same as --strategy=tpu).", **fv)
   flags.DEFINE_string("tpu", None, "The Cloud TPU name or grpc://ip:port URL (--strategy=tpu).", **fv)
@@ -243,6 +243,10 @@ def define_hardware_flags(num_core_per_host=None, iterations=1000, max_save=0, f
                     **fv)
   flags.DEFINE_bool("jit_compile", False, "XLA-compile the forward and backward pass, and the forward pass of "
                     "evaluation and prediction (new).", **fv)
+  flags.DEFINE_bool("use_tf32", False, "On NVIDIA GPUs from Ampere on, let float32 matmuls use TensorFloat-32 "
+                    "(TensorFlow's default): faster, but products with 10-bit mantissas, so the numbers differ from "
+                    "float32 and from the original's. False: strict float32. TPUs keep XLA's default precision "
+                    "either way, as the original (new).", **fv)
   flags.DEFINE_bool("skip_bad_records", False, "Train on the readable part of damaged record files instead of "
                     "stopping: each is read up to its first unreadable record, and the log names every damaged file "
                     "and where (new; reads every record once at start).", **fv)

@@ -13,11 +13,13 @@ from that runner (which times `XLNetModel` with a head and an optimizer of its o
   `keep_freed_memory()` is called first, as every CLI does, and again after the iterator is built, as
   `Trainer.train` does (building it resets glibc's mmap threshold; `keep_freed_memory_after_input`).
 - finetune_fwd is the same model call as the harness's runner (content stream, eval mode, no head).
-- Both first make the start-up settings of `training.start` that apply to one process: `keep_freed_memory()`
-  and `prefer_wide_xla_vectors()` (512-bit vectors in XLA's CPU code on CPUs with AVX-512 and native bfloat16).
+- Both first make the start-up settings of `training.start` that apply to one process: `keep_freed_memory()`,
+  `prefer_wide_xla_vectors()` (512-bit vectors in XLA's CPU code on CPUs with AVX-512 and native bfloat16) and
+  `set_float32_matmul_precision()` (strict float32 on GPUs unless `--use_tf32`).
 
 Inputs are the harness's (`common.make_pretrain_batch` / `make_finetune_batch`), so every runner computes on the
-same numbers. Flags: the harness's, plus `--jit_compile` and `--mixed_bf16` as the harness's own runner.
+same numbers. Flags: the harness's, plus `--jit_compile` and `--mixed_bf16` as the harness's own runner, and
+`--use_tf32` as the CLIs'.
 """
 
 import argparse
@@ -37,7 +39,7 @@ PRETRAIN_FEATURES = {"inp_k": "input_k", "seg_id": "seg_id", "inp_q": "input_q",
                      "target_mapping": "target_mapping", "target": "target", "target_mask": "target_mask"}
 
 
-def build_step(cfg, jit_compile=False, mixed_bf16=False, project_dir=None):
+def build_step(cfg, jit_compile=False, mixed_bf16=False, project_dir=None, use_tf32=False):
   """The workload's step on xlnet-tf (see the module docstring).
 
   Returns:
@@ -55,6 +57,7 @@ def build_step(cfg, jit_compile=False, mixed_bf16=False, project_dir=None):
   tf.config.threading.set_inter_op_parallelism_threads(cfg["inter_threads"])
   training.keep_freed_memory()
   training.prefer_wide_xla_vectors()  # as every CLI (runtime.start), before anything is compiled
+  training.set_float32_matmul_precision(use_tf32, tf.distribute.get_strategy())  # as every CLI: --use_tf32
   # A GPU runs the kernels after the call has returned: a step waits for them, so that it is timed until it is done.
   wait_for_device = tf.test.experimental.sync_devices if tf.config.list_logical_devices("GPU") else lambda: None
   tf.keras.utils.set_random_seed(cfg["seed"])
@@ -113,11 +116,13 @@ def main():
   pre_p.add_argument("--project-dir", default=os.environ.get("PERF_PROJECT_DIR", os.getcwd()))
   pre_p.add_argument("--jit_compile", action="store_true")
   pre_p.add_argument("--mixed_bf16", action="store_true")
+  pre_p.add_argument("--use_tf32", action="store_true")
   own, rest = pre_p.parse_known_args()
-  impl = IMPL + ("+xla" if own.jit_compile else "") + ("+bf16" if own.mixed_bf16 else "")
+  impl = IMPL + ("+xla" if own.jit_compile else "") + ("+bf16" if own.mixed_bf16 else "") + (
+      "+tf32" if own.use_tf32 else "")
   cfg = common.parse_args(impl, rest)
   try:
-    step, model, losses = build_step(cfg, own.jit_compile, own.mixed_bf16, own.project_dir)
+    step, model, losses = build_step(cfg, own.jit_compile, own.mixed_bf16, own.project_dir, own.use_tf32)
   except ImportError as e:
     common.unavailable(impl, cfg, f"xlnet_tf is not importable from {own.project_dir}: {e!r}")
   import tensorflow as tf  # pylint: disable=import-outside-toplevel

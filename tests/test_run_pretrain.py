@@ -4,6 +4,7 @@ import glob
 import json
 import os
 import platform
+import re
 import resource
 import shutil
 import signal
@@ -315,6 +316,45 @@ def test_bfloat16_on_a_cpu_that_emulates_it_is_warned_about(native, monkeypatch,
   training.warn_if_emulated_bfloat16(False, strategy)
   warnings = [r.getMessage() for r in caplog.records if "--use_bfloat16" in r.getMessage()]
   assert len(warnings) == (0 if native else 1), warnings
+
+
+@pytest.fixture
+def tf32_default():
+  """TensorFlow's TF32 setting as it was (on: TF's default), restored after the test."""
+  before = tf.config.experimental.tensor_float_32_execution_enabled()
+  yield before
+  tf.config.experimental.enable_tensor_float_32_execution(before)
+
+
+def _xla_dot_precisions():
+  """The operand precision of each dot in the HLO of an XLA-compiled matmul and einsum (empty: XLA's default)."""
+  fn = tf.function(lambda a, q: (tf.matmul(a, a), tf.einsum("bij,bkj->bik", q, q)), jit_compile=True,
+                   autograph=False)
+  hlo = fn.experimental_get_compiler_ir(tf.ones([3, 3]), tf.ones([2, 3, 4]))(stage="hlo")
+  return [re.findall(r"operand_precision=\{[a-z,]*\}", line) for line in hlo.splitlines() if " dot(" in line]
+
+
+@pytest.mark.parametrize("use_tf32", [False, True])
+def test_float32_matmuls_are_strict_unless_tf32_is_asked_for(tf32_default, use_tf32):
+  import flags
+  import run_pretrain
+  assert tf32_default  # TensorFlow 2's default, which the original (TF 1.13) did not have
+  training.start(flags.defaults(run_pretrain.define_flags, use_tf32=use_tf32))
+  assert tf.config.experimental.tensor_float_32_execution_enabled() == use_tf32
+  # XLA (--jit_compile) follows: every float32 dot at HIGHEST precision, or XLA's default with TF32.
+  expected = [] if use_tf32 else ["operand_precision={highest,highest}"]
+  assert _xla_dot_precisions() == [expected, expected]
+
+
+def test_a_tpu_keeps_xlas_default_matmul_precision(tf32_default):
+  class Tpu(tf.distribute.TPUStrategy):
+    def __init__(self):  # pylint: disable=super-init-not-called  # only its type is looked at
+      pass
+
+  training.set_float32_matmul_precision(False, Tpu())
+  assert tf.config.experimental.tensor_float_32_execution_enabled() == tf32_default
+  training.set_float32_matmul_precision(False, training.make_strategy("one_device"))
+  assert not tf.config.experimental.tensor_float_32_execution_enabled()
 
 
 @pytest.mark.parametrize("cpu, xla_flags, expected", [

@@ -193,17 +193,31 @@ def write_run_files(model_dir, xlnet_config, flags_dict):
   fileio.write_json(os.path.join(model_dir, "run_flags.json"), flags_dict, indent=2, sort_keys=True, default=str)
 
 
+def set_float32_matmul_precision(use_tf32, strategy):
+  """Strict float32 matmuls on GPUs, unless use_tf32 (`--use_tf32`); a TPU strategy is left as it is.
+
+  TensorFlow 2 lets float32 matmuls and convolutions on NVIDIA GPUs from Ampere on use TensorFloat-32 by default
+  (products with 10-bit mantissas, relative errors near 1e-3); the original ran on TF 1.13, which predates it. Turning
+  it off also makes XLA compile every float32 dot at HIGHEST precision. On a TPU that would be several bfloat16
+  passes per product where the original used XLA's default, so TPUs keep the default. CPUs compute float32 either
+  way (the same bits).
+  """
+  if not isinstance(strategy, tf.distribute.TPUStrategy):
+    tf.config.experimental.enable_tensor_float_32_execution(use_tf32)
+
+
 def start(options):
   """What every training CLI does before it builds a model; returns the `tf.distribute` strategy.
 
   Keeps freed memory in glibc's heap, lets XLA use 512-bit vectors where that pays (`prefer_wide_xla_vectors`),
   enables op determinism (`--deterministic`, which needs `--seed`), seeds Keras/TF/numpy/python (`--seed`:
-  initialisation and dropout), builds the strategy (`--use_tpu` means `--strategy=tpu`, as the original's switch)
-  and warns when bfloat16 would be emulated.
+  initialisation and dropout), builds the strategy (`--use_tpu` means `--strategy=tpu`, as the original's switch),
+  makes float32 matmuls strict on GPUs unless `--use_tf32` (`set_float32_matmul_precision`) and warns when bfloat16
+  would be emulated.
 
   Args:
     options: a namespace with the hardware and run-config flags (deterministic, seed, strategy, use_tpu,
-      num_core_per_host, tpu, tpu_zone, gcp_project, use_bfloat16).
+      num_core_per_host, tpu, tpu_zone, gcp_project, use_tf32, use_bfloat16).
   """
   keep_freed_memory()
   prefer_wide_xla_vectors()
@@ -216,6 +230,7 @@ def start(options):
   num_core_per_host = None if options.use_tpu or options.strategy == "tpu" else options.num_core_per_host
   strategy = make_strategy("tpu" if options.use_tpu else options.strategy, num_core_per_host,
                            options.tpu, options.tpu_zone, options.gcp_project)
+  set_float32_matmul_precision(options.use_tf32, strategy)
   warn_if_emulated_bfloat16(options.use_bfloat16, strategy)
   return strategy
 

@@ -303,9 +303,13 @@ class Trainer:
     multi_worker = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
 
     def stop_requested():
-      """Whether a signal asked to stop (on any worker: every worker must stop at the same step)."""
-      flag = tf.cast(self._stop.flag.read_value(), tf.float32)
+      """Whether a signal asked to stop (on any worker: every worker must stop at the same step). On one worker
+      the flag (a host variable) is compared as int32, which TensorFlow computes on the host even on a GPU; a
+      float compare could be placed on the GPU's stream, behind the previous step, and each step would wait for
+      it (the loop needs the result on the host)."""
+      flag = self._stop.flag.read_value()
       if multi_worker:
+        flag = tf.cast(flag, tf.float32)
         flag = strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.identity(flag)), axis=None)
       return flag > 0
 

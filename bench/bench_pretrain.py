@@ -61,6 +61,8 @@ flags.DEFINE_integer("intra_op", 0, "tf.config intra-op threads; 0 = TF default 
 flags.DEFINE_integer("inter_op", 0, "tf.config inter-op threads; 0 = TF default.")
 flags.DEFINE_bool("keep_freed_memory", True, "training.keep_freed_memory(), as run_pretrain.py does (glibc malloc "
                   "keeps freed buffers); false: glibc's defaults.")
+flags.DEFINE_bool("use_tf32", False, "As run_pretrain.py: let float32 matmuls on NVIDIA GPUs use TensorFloat-32 "
+                  "(default: strict float32).")
 flags.DEFINE_float("peak_fp32", 380.0, "Nominal peak GFLOP/s for float32 matmuls (stack_notes.md, 2 cores).")
 flags.DEFINE_float("peak_bf16", 690.0, "Nominal peak GFLOP/s for bfloat16 matmuls (stack_notes.md, 2 cores).")
 flags.DEFINE_bool("measure_peak", True, "Also time a 2048^3 matmul (fp32, bf16) here and report % of that peak.")
@@ -205,6 +207,7 @@ def main(_):
   from xlnet_tf import training
   kept = FLAGS.keep_freed_memory and training.keep_freed_memory()
   wide = training.prefer_wide_xla_vectors()  # as run_pretrain.py, before anything is compiled
+  training.set_float32_matmul_precision(FLAGS.use_tf32, tf.distribute.get_strategy())  # as run_pretrain.py
   if FLAGS.intra_op:
     tf.config.threading.set_intra_op_parallelism_threads(FLAGS.intra_op)
   if FLAGS.inter_op:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers.gpu_kernels import ops_without_gpu_kernel
+from helpers.gpu_kernels import check_gpu_kernels
 from xlnet_tf import training
 from xlnet_tf.config import RunConfig, XLNetConfig
 from xlnet_tf.modeling.transformer_xl import XLNetModel
@@ -90,7 +90,7 @@ def test_every_op_of_the_training_loop_runs_on_a_gpu(tmp_path, precision_policy,
   dataset = tf.data.Dataset.from_tensors(features).repeat()
   iterator = iter(strategy.distribute_datasets_from_function(lambda _: dataset))
   loop = trainer._build_loop()  # pylint: disable=protected-access  # the loop Trainer.train runs
-  missing, checked = ops_without_gpu_kernel(loop.get_concrete_function(iterator, tf.constant(1)))
+  missing, checked = check_gpu_kernels(loop.get_concrete_function(iterator, tf.constant(1)))
   assert missing == []
   # The check reached into the loop's step: the attention's products, XLA-compiled with --jit_compile; Adam's update.
   assert ("BatchMatMulV2", jit_compile) in checked and ("ResourceApplyAdam", False) in checked
@@ -107,7 +107,7 @@ def test_every_op_of_the_inference_forward_runs_on_a_gpu(precision_policy, kind,
                "race": lambda: race_eval.Inference(model, jit_compile=jit_compile)}[kind]()
   features = {k: tf.constant(v) for k, v in _features(kind, np.random.default_rng(1)).items()}
   step = inference._step  # pylint: disable=protected-access  # the function evaluation and prediction call
-  missing, checked = ops_without_gpu_kernel(step.get_concrete_function(features))
+  missing, checked = check_gpu_kernels(step.get_concrete_function(features))
   assert missing == []
   assert ("BatchMatMulV2", jit_compile) in checked
 
@@ -117,7 +117,7 @@ def test_an_op_without_a_gpu_kernel_is_found():
   XLA-compiled function (where XLA has no kernel for them either)."""
   inner = tf.function(lambda x: tf.strings.to_number(tf.strings.as_string(x)), jit_compile=True)
   outer = tf.function(lambda x: inner(x) + tf.numpy_function(lambda a: a, [x], tf.float32) + tf.nn.softmax(x))
-  found, checked = ops_without_gpu_kernel(outer.get_concrete_function(tf.ones([2])))
+  found, checked = check_gpu_kernels(outer.get_concrete_function(tf.ones([2])))
   assert ("Softmax", False) in checked
   assert [f.split(" ")[0] for f in found] == ["AsString", "PyFunc", "StringToNumber"]
   assert "(XLA)" in found[0] and "(XLA)" not in found[1]

@@ -46,8 +46,8 @@ def _must_compile(attrs):
   return attr is not None and attr.b
 
 
-def ops_without_gpu_kernel(concrete_function):
-  """The ops of concrete_function (every nested function included) that have no GPU kernel for their dtypes.
+def check_gpu_kernels(concrete_function):
+  """Looks up a GPU kernel for every op of concrete_function (every nested function included) and its dtypes.
 
   Returns:
     (missing, checked): missing, a sorted list of "op_type {type attributes} in function" strings, empty when

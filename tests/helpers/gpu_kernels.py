@@ -5,6 +5,8 @@ its dtypes would be placed on the host in a GPU run: a copy to the host and back
 an XLA-compiled function (`jit_compile=True`) needs a kernel of XLA's GPU compiler instead (`XLA_GPU_JIT`).
 """
 
+import functools
+
 import tensorflow as tf
 from tensorflow.python.framework import kernels
 
@@ -41,6 +43,12 @@ def _called_functions(node):
   return names
 
 
+@functools.cache
+def _register_xla_kernels():
+  """XLA registers its kernels (`XLA_GPU_JIT` among them) when it first compiles: once per process."""
+  tf.function(lambda x: x + 1, jit_compile=True)(tf.constant(1.0))
+
+
 def _must_compile(attrs):
   attr = attrs.get("_XlaMustCompile")
   return attr is not None and attr.b
@@ -53,7 +61,7 @@ def check_gpu_kernels(concrete_function):
     (missing, checked): missing, a sorted list of "op_type {type attributes} in function" strings, empty when
     every op can run on a GPU; checked, the set of (op_type, in_xla) of every op looked at.
   """
-  tf.function(lambda x: x + 1, jit_compile=True)(tf.constant(1.0))  # XLA registers its kernels when first used
+  _register_xla_kernels()
   graph_def = concrete_function.graph.as_graph_def()
   library = {f.signature.name: f for f in graph_def.library.function}
   missing, seen, checked = set(), set(), set()

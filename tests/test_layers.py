@@ -439,12 +439,49 @@ def test_last_layer_runs_the_query_stream_alone():
   # it): its attention products are not built. Each stream's attention is 4 batched matmuls (content and position
   # scores, values, and the segment term's [N, B*Q, D] x [N, D, 1] product on the content queries).
   model = make_model()
+  model.transformer.inference_chains = 1  # the batch in one chain (see the next test)
   x = random_inputs()
   kw = dict(perm_mask=x["perm_mask"], target_mapping=x["target_mapping"], inp_q=x["inp_q"])
   graph = tf.function(lambda: model(x["input_ids"], x["seg_ids"], x["input_mask"], mems=x["mems"], **kw)
                       ).get_concrete_function().graph
-  attention_products = sum(op.type == "BatchMatMulV2" for op in graph.get_operations())
-  assert attention_products == 4 * (2 * CONFIG.n_layer - 1)
+  assert _attention_products(graph) == 4 * (2 * CONFIG.n_layer - 1)
+
+
+def _attention_products(graph):
+  return sum(op.type == "BatchMatMulV2" for op in graph.get_operations())
+
+
+@pytest.mark.parametrize("two_stream", [False, True])
+def test_inference_chains_split_the_batch_with_the_same_outputs(two_stream):
+  # On a CPU, inference runs the batch as independent chains of layers (5 examples in 3 chains: 2, 2, 1), with
+  # every batched input split: the outputs and new mems are those of one chain.
+  model = make_model()
+  x = random_inputs(bsz=5)
+  args = (x["input_ids"], x["seg_ids"], x["input_mask"])
+  kw = dict(mems=x["mems"])
+  if two_stream:
+    kw.update(perm_mask=x["perm_mask"], target_mapping=x["target_mapping"], inp_q=x["inp_q"])
+  results, products = {}, {}
+  for chains in (1, 3):
+    model.transformer.inference_chains = chains
+    forward = tf.function(lambda: model(*args, **kw))
+    products[chains] = _attention_products(forward.get_concrete_function().graph)
+    results[chains] = forward()
+  content = 4 * CONFIG.n_layer  # 4 per stream and layer; two-stream: no content stream in the last layer
+  per_chain = 2 * content - 4 if two_stream else content
+  assert products == {1: per_chain, 3: 3 * per_chain}
+  (out_1, mems_1), (out_3, mems_3) = results[1], results[3]
+  np.testing.assert_allclose(out_3, out_1, rtol=1e-6, atol=1e-6)
+  for m_3, m_1 in zip(mems_3, mems_1, strict=True):
+    np.testing.assert_allclose(m_3, m_1, rtol=1e-6, atol=1e-6)
+  # One chain in training, under XLA, and for a batch smaller than the chains or unknown when traced.
+  model.transformer.inference_chains = 3
+  training = tf.function(lambda: model(*args, training=True, **kw))
+  xla = tf.function(lambda: model(*args, **kw), jit_compile=True)
+  unknown = tf.function(lambda *a: model(*a)[0], input_signature=[tf.TensorSpec([QLEN, None], a.dtype) for a in args])
+  small = tf.function(lambda: model(*(a[:, :2] for a in args))[0])
+  assert [_attention_products(f.get_concrete_function().graph) for f in (training, xla, unknown, small)] == [
+      per_chain, per_chain, content, content]
 
 
 def test_get_config_round_trip():

@@ -147,6 +147,7 @@ class TransformerXL(keras.layers.Layer):
     self.layer_stack = [XLNetLayer(d_model, n_head, d_head, d_inner, ff_activation, dropout, dropatt,
                                    self.initializer, name=f"layer_{i}", dtype=policy) for i in range(n_layer)]
     self.drop = layers.Dropout(dropout, name="dropout", dtype=policy)
+    self.inference_chains = 2  # see `_chains`; 1 runs inference as one chain
 
   def build(self, input_shape=None):
     # Creation order follows the original: r_w_bias, r_r_bias, word_embedding, mask_emb, r_s_bias, seg_embed.
@@ -165,18 +166,67 @@ class TransformerXL(keras.layers.Layer):
            training=False):
     """Runs the network; see `XLNetModel.call` for the arguments.
 
+    Inference on a CPU runs the batch as `inference_chains` independent chains of layers (see `_chains`).
+
     Returns:
       (output, new_mems): output float [P or I, B, H] (query stream when inp_q is given, else content stream);
       new_mems a list of n_layer float [min(mem_len, M + reuse_len or I), B, H], or None without mem_len.
     """
+    if self.bi_data and inp_k.shape[1] is not None and inp_k.shape[1] % 2:
+      raise ValueError(f"bi_data needs an even batch size (first half forward, second half backward). "
+                       f"Received: bsz={inp_k.shape[1]}.")
+    inputs = (inp_k, seg_id, input_mask, mems, perm_mask, target_mapping, inp_q)
+    chains = self._chains(inp_k, training)
+    if chains == 1:
+      return self._network(*inputs, training=training)
+    qlen = tf.shape(inp_k)[0]
+    klen = qlen + (tf.shape(mems[0])[0] if mems is not None else 0)
+    k_heads_r = self._projected_positions(qlen, klen, None, training=False)  # one column: shared by every chain
+    parts = [_split_batch(x, chains) for x in inputs]
+    results = [self._network(*part, training=training, k_heads_r=k_heads_r) for part in zip(*parts)]
+    output = tf.concat([out for out, _ in results], 1)
+    return output, (None if not self.mem_len else [tf.concat(m, 1) for m in zip(*(m for _, m in results))])
+
+  def _chains(self, inp_k, training):
+    """How many chains of layers the batch runs as: `inference_chains` for inference by TensorFlow's executor on a
+    machine without GPU or TPU (a static batch of at least that size, no `bi_data`), else 1.
+
+    The examples of a batch are independent in inference, so each chain's ops wait only for their own chain: on a
+    CPU the executor runs one chain's smaller and memory-bound ops beside the other's matmuls, where one chain
+    leaves a core idle between them (docs/performance.md, "Inference as independent chains"). The outputs are the
+    examples' own, as with one chain. XLA schedules one chain itself (two measured no faster), and an accelerator
+    would only get smaller kernels.
+    """
+    if (training is not False and training is not None) or self.bi_data or self.inference_chains < 2:
+      return 1
+    bsz = inp_k.shape[1]
+    if bsz is None or bsz < self.inference_chains or ops.in_xla_context():
+      return 1
+    if tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU"):
+      return 1
+    return self.inference_chains
+
+  def _projected_positions(self, qlen, klen, bsz, training):
+    """Every layer's projection of the relative positional embedding: n_layer float [C, N, D, R]."""
+    # The original tiles the positional embedding over the batch before its dropout, so each batch column has its
+    # own mask and its own projection. Without dropout the columns are equal: keep one (two with bi_data).
+    per_column = self.dropout > 0 and training is not None and training is not False
+    pos_emb = ops.relative_positional_encoding(qlen, klen, self.d_model, self.clamp_len, self.attn_type,
+                                                  self.bi_data, bsz=bsz if per_column else None,
+                                                  dtype=self.compute_dtype)
+    if per_column:
+      pos_emb = self.drop(pos_emb, training=training)
+    # Every layer's projection of it from one matmul: four [R, H] x [H, N * D] products of the small model ran at
+    # 40 % of the matmul peak, beside the first layer's products.
+    return attention.project_positions(pos_emb, [layer.rel_attn.r.kernel for layer in self.layer_stack])
+
+  def _network(self, inp_k, seg_id, input_mask, mems, perm_mask, target_mapping, inp_q, training, k_heads_r=None):
+    """`call` on one chain; k_heads_r: `_projected_positions` (None: made here, after the embeddings' dropout)."""
     dtype = self.compute_dtype
     qlen = tf.shape(inp_k)[0]
     bsz = tf.shape(inp_k)[1]
     mlen = tf.shape(mems[0])[0] if mems is not None else 0
     klen = mlen + qlen
-    if self.bi_data and inp_k.shape[1] is not None and inp_k.shape[1] % 2:
-      raise ValueError(f"bi_data needs an even batch size (first half forward, second half backward). "
-                       f"Received: bsz={inp_k.shape[1]}.")
 
     # The padding mask, permutation mask and segment ids batch-major, each in a buffer of its own (`ops.batch_major`).
     attn_mask, non_tgt_mask = ops.build_attn_masks(
@@ -199,16 +249,8 @@ class TransformerXL(keras.layers.Layer):
     seg = None if seg_id is None else ops.different_segments(ops.batch_major(seg_id), mlen, dtype)
     context = attention.batch_major_context(non_tgt_mask, attn_mask if inp_q is not None else None, seg,
                                             target_mapping if inp_q is not None else None, dtype)
-    # The original tiles the positional embedding over the batch before its dropout, so each batch column has its
-    # own mask and its own projection. Without dropout the columns are equal: keep one (two with bi_data).
-    per_column = self.dropout > 0 and training is not None and training is not False
-    pos_emb = ops.relative_positional_encoding(qlen, klen, self.d_model, self.clamp_len, self.attn_type,
-                                                  self.bi_data, bsz=bsz if per_column else None, dtype=dtype)
-    if per_column:
-      pos_emb = self.drop(pos_emb, training=training)
-    # Every layer's projection of it from one matmul: four [R, H] x [H, N * D] products of the small model ran at
-    # 40 % of the matmul peak, beside the first layer's products.
-    k_heads_r = attention.project_positions(pos_emb, [layer.rel_attn.r.kernel for layer in self.layer_stack])
+    if k_heads_r is None:
+      k_heads_r = self._projected_positions(qlen, klen, bsz, training)
 
     # Per-layer slices by one unstack each (its gradient is one stack, not n_layer strided-slice gradients). A tied
     # bias is broadcast to every layer first: its gradient is then one sum, not an AddN of n_layer terms (see
@@ -243,6 +285,21 @@ class TransformerXL(keras.layers.Layer):
         "dropatt", "attn_type", "bi_data", "clamp_len", "same_length", "mem_len", "reuse_len", "init",
         "init_range", "init_std")})
     return config
+
+
+def _split_batch(x, chains):
+  """x split into `chains` parts along the batch axis (mems: a list of float [M, B, H]; else the batch axis is the
+  last, as in [I, B] and [I, J, B]); the first parts one example longer when they do not divide the batch."""
+  if x is None:
+    return [None] * chains
+  if isinstance(x, (list, tuple)):
+    return [list(part) for part in zip(*(_split_batch_axis(m, chains, 1) for m in x))]
+  return _split_batch_axis(x, chains, -1)
+
+
+def _split_batch_axis(x, chains, axis):
+  bsz = x.shape[axis]
+  return tf.split(x, [bsz // chains + (i < bsz % chains) for i in range(chains)], axis)
 
 
 class _MaskEmbedding(keras.layers.Layer):

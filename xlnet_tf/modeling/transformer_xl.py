@@ -182,7 +182,9 @@ class TransformerXL(keras.layers.Layer):
     qlen = tf.shape(inp_k)[0]
     klen = qlen + (tf.shape(mems[0])[0] if mems is not None else 0)
     k_heads_r = self._projected_positions(qlen, klen, None, training=False)  # one column: shared by every chain
-    parts = [_split_batch(x, chains) for x in inputs]
+    bsz = inp_k.shape[1]
+    sizes = [bsz // chains + int(i < bsz % chains) for i in range(chains)]  # the first ones longer by one if need be
+    parts = [_split_batch(x, sizes) for x in inputs]
     results = [self._network(*part, training=training, k_heads_r=k_heads_r) for part in zip(*parts)]
     output = tf.concat([out for out, _ in results], 1)
     return output, (None if not self.mem_len else [tf.concat(m, 1) for m in zip(*(m for _, m in results))])
@@ -287,19 +289,14 @@ class TransformerXL(keras.layers.Layer):
     return config
 
 
-def _split_batch(x, chains):
-  """x split into `chains` parts along the batch axis (mems: a list of float [M, B, H]; else the batch axis is the
-  last, as in [I, B] and [I, J, B]); the first parts one example longer when they do not divide the batch."""
+def _split_batch(x, sizes):
+  """x split along the batch axis into parts of the given sizes: mems (a list of float [M, B, H]) each on axis 1,
+  others on the last axis, as in [I, B] and [I, J, B]; None: a None per part."""
   if x is None:
-    return [None] * chains
+    return [None] * len(sizes)
   if isinstance(x, (list, tuple)):
-    return [list(part) for part in zip(*(_split_batch_axis(m, chains, 1) for m in x))]
-  return _split_batch_axis(x, chains, -1)
-
-
-def _split_batch_axis(x, chains, axis):
-  bsz = x.shape[axis]
-  return tf.split(x, [bsz // chains + (i < bsz % chains) for i in range(chains)], axis)
+    return [list(part) for part in zip(*(tf.split(m, sizes, 1) for m in x))]
+  return tf.split(x, sizes, -1)
 
 
 class _MaskEmbedding(keras.layers.Layer):

@@ -452,9 +452,11 @@ def _attention_products(graph):
 
 
 @pytest.mark.parametrize("two_stream", [False, True])
-def test_inference_chains_split_the_batch_with_the_same_outputs(two_stream):
-  # On a CPU, inference runs the batch as independent chains of layers (5 examples in 3 chains: 2, 2, 1), with
-  # every batched input split: the outputs and new mems are those of one chain.
+def test_inference_chains_split_the_batch_with_the_same_outputs(two_stream, monkeypatch):
+  # On a CPU with 2 or more inter-op threads, inference runs the batch as independent chains of layers (5 examples
+  # in 3 chains: 2, 2, 1), with every batched input split: the outputs and new mems are those of one chain.
+  inter_op = 2
+  monkeypatch.setattr(tf.config.threading, "get_inter_op_parallelism_threads", lambda: inter_op)
   model = make_model()
   x = random_inputs(bsz=5)
   args = (x["input_ids"], x["seg_ids"], x["input_mask"])
@@ -474,7 +476,8 @@ def test_inference_chains_split_the_batch_with_the_same_outputs(two_stream):
   np.testing.assert_allclose(out_3, out_1, rtol=1e-6, atol=1e-6)
   for m_3, m_1 in zip(mems_3, mems_1, strict=True):
     np.testing.assert_allclose(m_3, m_1, rtol=1e-6, atol=1e-6)
-  # One chain in training, under XLA, and for a batch smaller than the chains or unknown when traced.
+  # One chain in training, under XLA, for a batch smaller than the chains or unknown when traced, and with one
+  # inter-op thread.
   model.transformer.inference_chains = 3
   training = tf.function(lambda: model(*args, training=True, **kw))
   xla = tf.function(lambda: model(*args, **kw), jit_compile=True)
@@ -482,6 +485,8 @@ def test_inference_chains_split_the_batch_with_the_same_outputs(two_stream):
   small = tf.function(lambda: model(*(a[:, :2] for a in args))[0])
   assert [_attention_products(f.get_concrete_function().graph) for f in (training, xla, unknown, small)] == [
       per_chain, per_chain, content, content]
+  inter_op = 1
+  assert _attention_products(tf.function(lambda: model(*args, **kw)).get_concrete_function().graph) == per_chain
 
 
 def test_get_config_round_trip():

@@ -6,6 +6,7 @@ layer_{i}/rel_attn/..., layer_{i}/ff/...}`, `model/lm_loss/bias`, and the option
 `model/sequnece_summary/...`, `model/classification_{scope}/logit/...`, `model/regression_{scope}/logit/...`.
 """
 
+import os
 
 import keras
 import tensorflow as tf
@@ -191,13 +192,14 @@ class TransformerXL(keras.layers.Layer):
 
   def _chains(self, inp_k, training):
     """How many chains of layers the batch runs as: `inference_chains` for inference by TensorFlow's executor on a
-    machine without GPU or TPU (a static batch of at least that size, no `bi_data`), else 1.
+    machine without GPU or TPU, with 2 or more inter-op threads (a static batch of at least that size, no
+    `bi_data`), else 1.
 
     The examples of a batch are independent in inference, so each chain's ops wait only for their own chain: on a
     CPU the executor runs one chain's smaller and memory-bound ops beside the other's matmuls, where one chain
     leaves a core idle between them (docs/performance.md, "Inference as independent chains"). The outputs are the
-    examples' own, as with one chain. XLA schedules one chain itself (two measured no faster), and an accelerator
-    would only get smaller kernels.
+    examples' own, as with one chain. XLA schedules one chain itself (two measured no faster), one inter-op thread
+    would run the chains one after the other (measured slower), and an accelerator would only get smaller kernels.
     """
     if (training is not False and training is not None) or self.bi_data or self.inference_chains < 2:
       return 1
@@ -206,7 +208,10 @@ class TransformerXL(keras.layers.Layer):
       return 1
     if tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU"):
       return 1
-    return self.inference_chains
+    # 0: TensorFlow's default, a thread per core this process may run on.
+    inter_op = tf.config.threading.get_inter_op_parallelism_threads() or (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    return self.inference_chains if inter_op >= 2 else 1
 
   def _projected_positions(self, qlen, klen, bsz, training):
     """Every layer's projection of the relative positional embedding: n_layer float [C, N, D, R]."""

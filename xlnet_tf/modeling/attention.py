@@ -110,13 +110,57 @@ def project_heads(x, kernels):
   Returns:
     list of float [N, B, L, D], one per kernel (head-major).
   """
-  length, bsz = tf.shape(x)[0], tf.shape(x)[1]
-  d_model, n_head, d_head = kernels[0].shape
   weight = _kernel_matrix(kernels, x.dtype)
-  y = tf.matmul(tf.reshape(x, [-1, d_model]), weight)
-  y = tf.reshape(y, [length, bsz, len(kernels), n_head, d_head])
-  y = tf.transpose(y, [2, 3, 1, 0, 4])
-  return tf.unstack(y, num=len(kernels))
+  return _head_major(tf.matmul(tf.reshape(x, [-1, kernels[0].shape[0]]), weight), tf.shape(x)[0], kernels)
+
+
+def _head_major(y, length, kernels):
+  """Projected rows float [L * B, K * N * D] (time-major) -> list of K float [N, B, L, D]."""
+  _, n_head, d_head = kernels[0].shape
+  y = tf.reshape(y, [length, -1, len(kernels), n_head, d_head])
+  return tf.unstack(tf.transpose(y, [2, 3, 1, 0, 4]), num=len(kernels))
+
+
+def project_heads_with_mems(mems, h, kernels, q_kernel=None):
+  """Head projections of [mems; h] by `kernels` (one 2-D matmul) and, with q_kernel, of h alone by it.
+
+  The memory is a constant to the gradient, as in the original (whose `_cache_mem` stops it): the gradient of the
+  input is computed for h's rows only, where TF's matmul gradient would also multiply out the M * B rows of the
+  memory and discard them (43 % of that product at the base pretraining shape). The kernels' gradient is the one
+  product over all rows that TF computes.
+
+  Args:
+    mems: float [M, B, H], this layer's memory.
+    h: float [I, B, H] (time-major).
+    kernels: list of float [H, N, D], e.g. [k/kernel, v/kernel].
+    q_kernel: float [H, N, D] or None.
+
+  Returns:
+    list of float [N, B, M + I, D], one per kernel, then float [N, B, I, D] with q_kernel.
+  """
+  dtype, d_model = h.dtype, kernels[0].shape[0]
+  mem_rows = tf.reshape(tf.cast(tf.stop_gradient(mems), dtype), [-1, d_model])
+  weights = [_kernel_matrix(kernels, dtype)] + ([] if q_kernel is None else [_kernel_matrix([q_kernel], dtype)])
+
+  @tf.custom_gradient
+  def project(h_rows, *weights):
+    cat = tf.concat([mem_rows, h_rows], 0)
+    outputs = [tf.matmul(cat, weights[0])] + [tf.matmul(h_rows, w) for w in weights[1:]]
+
+    def grad(*upstreams):
+      d_h = tf.matmul(upstreams[0][tf.shape(mem_rows)[0]:], weights[0], transpose_b=True)
+      d_weights = [tf.matmul(cat, upstreams[0], transpose_a=True)]
+      if q_kernel is not None:
+        d_h += tf.matmul(upstreams[1], weights[1], transpose_b=True)
+        d_weights.append(tf.matmul(h_rows, upstreams[1], transpose_a=True))
+      return (d_h, *d_weights)
+
+    return outputs, grad
+
+  outputs = project(tf.reshape(h, [-1, d_model]), *weights)
+  mlen, length = tf.shape(mems)[0], tf.shape(h)[0]
+  heads = _head_major(outputs[0], mlen + length, kernels)
+  return heads + ([] if q_kernel is None else _head_major(outputs[1], length, [q_kernel]))
 
 
 def project_positions(r, kernels):

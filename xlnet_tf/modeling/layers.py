@@ -12,8 +12,8 @@ import keras
 import tensorflow as tf
 
 from xlnet_tf.modeling.attention import (_LAYER_NORM_EPS, _masked_softmax, attention_context, dense_rows,
-                                         layer_norm_rows, project_heads, project_out, project_positions, rel_attn_core,
-                                         segment_term, split_streams)
+                                         layer_norm_rows, project_heads, project_heads_with_mems, project_out,
+                                         project_positions, rel_attn_core, segment_term, split_streams)
 from xlnet_tf.modeling import ops
 
 
@@ -224,17 +224,15 @@ class RelMultiheadAttn(_Attention):
     """
     dtype = h.dtype
     # h is read twice (projections, residual; see the module docstring on bit-exact training): without mems q, k
-    # and v come from one matmul, with mems q comes from the h rows of [mems; h].
+    # and v come from one matmul, with mems from one custom-gradient projection of [mems; h] and h.
     if mems is None and not h_out:
       k_head_h, v_head_h = project_heads(h, [self.k.kernel, self.v.kernel])
     elif mems is None:
       q_head_h, k_head_h, v_head_h = project_heads(h, [self.q.kernel, self.k.kernel, self.v.kernel])
     else:
-      mlen = tf.shape(mems)[0]
-      cat = tf.concat([tf.cast(mems, dtype), h], 0)
-      k_head_h, v_head_h = project_heads(cat, [self.k.kernel, self.v.kernel])
-      if h_out:
-        (q_head_h,) = project_heads(tf.slice(cat, [mlen, 0, 0], [-1, -1, -1]), [self.q.kernel])
+      k_head_h, v_head_h, *q_head_h = project_heads_with_mems(mems, h, [self.k.kernel, self.v.kernel],
+                                                              self.q.kernel if h_out else None)
+      q_head_h = q_head_h[0] if q_head_h else None
     r_w_bias = tf.cast(r_w_bias, dtype)
     biases = tf.stack([r_w_bias, tf.cast(r_r_bias, dtype)])  # once: r_w_bias has at most two consumers
     seg_term = None

@@ -358,13 +358,7 @@ def embedding_rows_square_norm(table_grad, rows_grad, ids):
   rows = tf.reshape(tf.cast(rows_grad, table_grad.dtype), [-1, tf.shape(table_grad)[-1]])
   merged = tf.math.unsorted_segment_sum(rows, tf.reshape(tf.cast(ids, tf.int32), [-1]), tf.shape(table_grad)[0])
   dense_part = table_grad - merged
-  return tf.cast(_square_norm(dense_part) + _square_norm(rows), tf.float32)
-
-
-def _square_norm(x):
-  """sum(x ** 2) as TF1's `global_norm` takes it, from `l2_loss`: one pass, where `reduce_sum(square(x))` writes the
-  squares and reads them again (half the time on this stack; the same sums in the tests)."""
-  return 2.0 * tf.nn.l2_loss(x)
+  return tf.cast(tf.reduce_sum(tf.square(dense_part)) + tf.reduce_sum(tf.square(rows)), tf.float32)
 
 
 def _sum_over_replicas(context, values):
@@ -435,7 +429,7 @@ def apply_gradients(optimizer, grads, variables, clip, lr_layer_decay_rate=1.0, 
       index, rows_grad, ids = embedding_rows
       table_square = embedding_rows_square_norm(grads[index], rows_grad, ids)
       *grads, table_square = _sum_over_replicas(context, grads + [table_square])
-      squares = [table_square] + [_square_norm(tf.cast(g, tf.float32))
+      squares = [table_square] + [tf.reduce_sum(tf.square(tf.cast(g, tf.float32)))
                                   for i, g in enumerate(grads) if g is not None and i != index]
       use_norm = tf.sqrt(tf.add_n(squares))
     else:

@@ -219,6 +219,32 @@ def test_layer_norm_rows_equals_keras_layer_norm_with_gradients():
     np.testing.assert_allclose(g, w, atol=1e-5)
 
 
+@pytest.mark.parametrize("with_q", [True, False])
+def test_projection_with_mems_equals_autodiff_of_the_concatenation(with_q):
+  """The custom gradient skips the memory's rows; the outputs and the gradients of h and the kernels are TF's."""
+  rng = np.random.RandomState(0)
+  mems = tf.constant(rng.randn(MLEN, BSZ, 8).astype(np.float32))
+  h = tf.Variable(rng.randn(QLEN, BSZ, 8).astype(np.float32))
+  kernels = [tf.Variable(rng.randn(8, 2, 6).astype(np.float32)) for _ in range(3)]
+  q_kernel = kernels[2] if with_q else None
+
+  def by_concatenation():
+    cat = tf.concat([mems, h], 0)
+    return attention.project_heads(cat, kernels[:2]) + (attention.project_heads(h, [q_kernel]) if with_q else [])
+
+  with tf.GradientTape(persistent=True) as tape:
+    want, got = by_concatenation(), attention.project_heads_with_mems(mems, h, kernels[:2], q_kernel)
+    weights = [tf.constant(rng.randn(*w.shape).astype(np.float32)) for w in want]
+    loss_want, loss_got = (tf.add_n([tf.reduce_sum(w * o) for w, o in zip(weights, outs)]) for outs in (want, got))
+  shapes = [(2, BSZ, MLEN + QLEN, 6)] * 2 + [(2, BSZ, QLEN, 6)] * with_q
+  assert [o.shape for o in got] == [o.shape for o in want] == shapes
+  for w, g in zip(want, got):
+    np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+  variables = [h] + kernels[:2 + with_q]
+  for w, g in zip(tape.gradient(loss_want, variables), tape.gradient(loss_got, variables)):
+    np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
 def test_layer_norm_rows_after_dropout_and_residual_equals_keras_with_gradients():
   """layer_norm_rows(norm, x, residual, keep) is norm(dropout(x) + residual), with the gradients of x, the
   residual, gamma and beta; the dropout's mask and scale as `layers.Dropout` applies them."""

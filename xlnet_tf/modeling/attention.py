@@ -140,10 +140,10 @@ def project_heads_with_mems(mems, h, kernels, q_kernel=None):
   """
   dtype, d_model = h.dtype, kernels[0].shape[0]
   mem_rows = tf.reshape(tf.cast(tf.stop_gradient(mems), dtype), [-1, d_model])
-  weights = [_kernel_matrix(kernels, dtype)] + ([] if q_kernel is None else [_kernel_matrix([q_kernel], dtype)])
+  matrices = [_kernel_matrix(kernels, dtype)] + ([] if q_kernel is None else [_kernel_matrix([q_kernel], dtype)])
 
   @tf.custom_gradient
-  def project(h_rows, *weights):
+  def project(h_rows, *weights):  # weights: the matrices, as inputs of the custom gradient
     cat = tf.concat([mem_rows, h_rows], 0)
     outputs = [tf.matmul(cat, weights[0])] + [tf.matmul(h_rows, w) for w in weights[1:]]
 
@@ -157,7 +157,7 @@ def project_heads_with_mems(mems, h, kernels, q_kernel=None):
 
     return outputs, grad
 
-  outputs = project(tf.reshape(h, [-1, d_model]), *weights)
+  outputs = project(tf.reshape(h, [-1, d_model]), *matrices)
   mlen, length = tf.shape(mems)[0], tf.shape(h)[0]
   heads = _head_major(outputs[0], mlen + length, kernels)
   return heads + ([] if q_kernel is None else _head_major(outputs[1], length, [q_kernel]))

@@ -463,7 +463,7 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, biases, seg_term, bias, 
   q_w, q_r = _biased_queries(q_head, biases, scale)
   ac = tf.matmul(q_w, k_head_h, transpose_b=True)
   band = None
-  if target_pos is None and (training is None or training is False) and k_head_h.shape[2] is not None:
+  if target_pos is None and not ops.is_training(training) and k_head_h.shape[2] is not None:
     band = banded_position_scores(q_r, k_head_r, k_head_h.shape[2])
   if band is not None:
     bd, offset = band

@@ -132,6 +132,12 @@ def in_xla_context():
   return control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
 
 
+def is_training(training):
+  """Whether a layer's `training` argument asks for training: anything but None and False (a tensor counts, as
+  Keras may pass one when tracing)."""
+  return training is not None and training is not False
+
+
 def mask_value(dtype):
   """The large negative score of a blocked position; -1e30 as the original, but finite in float16."""
   return -6e4 if tf.as_dtype(dtype) == tf.float16 else -1e30

@@ -201,7 +201,7 @@ class TransformerXL(keras.layers.Layer):
     examples' own, as with one chain. XLA schedules one chain itself (two measured no faster), one inter-op thread
     would run the chains one after the other (measured slower), and an accelerator would only get smaller kernels.
     """
-    if (training is not False and training is not None) or self.bi_data or self.inference_chains < 2:
+    if ops.is_training(training) or self.bi_data or self.inference_chains < 2:
       return 1
     bsz = inp_k.shape[1]
     if bsz is None or bsz < self.inference_chains or ops.in_xla_context():
@@ -217,7 +217,7 @@ class TransformerXL(keras.layers.Layer):
     """Every layer's projection of the relative positional embedding: n_layer float [C, N, D, R]."""
     # The original tiles the positional embedding over the batch before its dropout, so each batch column has its
     # own mask and its own projection. Without dropout the columns are equal: keep one (two with bi_data).
-    per_column = self.dropout > 0 and training is not None and training is not False
+    per_column = self.dropout > 0 and ops.is_training(training)
     pos_emb = ops.relative_positional_encoding(qlen, klen, self.d_model, self.clamp_len, self.attn_type,
                                                   self.bi_data, bsz=bsz if per_column else None,
                                                   dtype=self.compute_dtype)

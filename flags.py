@@ -419,7 +419,7 @@ def define_squad_flags(flag_values=flags.FLAGS):
 
 def define_race_flags(flag_values=flags.FLAGS):
   """The flags of the original `run_race.py` not in the shared groups (names and defaults unchanged), plus
-  --fix_option_aliasing, --eval_all_ckpt and the predict mode (new)."""
+  --fix_option_aliasing, --sorted_file_order, --eval_all_ckpt and the predict mode (new)."""
   fv = dict(flag_values=flag_values)
   # Model.
   flags.DEFINE_string("model_config_path", None, "Model config path (xlnet_config.json).", **fv)
@@ -428,8 +428,8 @@ def define_race_flags(flag_values=flags.FLAGS):
   flags.DEFINE_bool("use_summ_proj", True, "Whether to use projection for summarizing sequences.", **fv)
   # I/O paths.
   flags.DEFINE_bool("overwrite_data", False, "If False, will use cached data if available. The cached tfrecord "
-                    "names include neither max_qa_length, uncased nor fix_option_aliasing: set this when one of "
-                    "them changes.", **fv)
+                    "names include neither max_qa_length, uncased, fix_option_aliasing nor sorted_file_order: set "
+                    "this when one of them changes.", **fv)
   flags.DEFINE_string("output_dir", "", "Output dir for TF records.", **fv)
   flags.DEFINE_string("spiece_model_file", "", "Sentence Piece model path.", **fv)
   flags.DEFINE_string("data_dir", "", "Directory for input data: {train,dev,test}/{middle,high}/ (RACE's layout).",
@@ -461,6 +461,9 @@ def define_race_flags(flag_values=flags.FLAGS):
   flags.DEFINE_bool("uncased", False, "Use uncased.", **fv)
   flags.DEFINE_bool("high_only", False, "Read only the high-school level (training and evaluation).", **fv)
   flags.DEFINE_bool("middle_only", False, "Read only the middle-school level (training and evaluation).", **fv)
+  flags.DEFINE_bool("sorted_file_order", False, "Read the files of a level sorted by name. False: in the order "
+                    "the directory lists them (tf.io.gfile.listdir, the original's; it varies between file systems, "
+                    "and so do the example and prediction order). See docs/race.md (new).", **fv)
   flags.DEFINE_bool("fix_option_aliasing", False, "False: the original's features, where an option that fits "
                     "grows the article seen by the next options (how the released results were made). True: "
                     "every option sees the article alone. See docs/race.md (new).", **fv)

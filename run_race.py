@@ -97,14 +97,15 @@ def _prepare(o, split, tokenize_fn, log_fn):
   info = race_records.prepare_records(
       o.data_dir, split, tokenize_fn, o.spiece_model_file, o.output_dir, o.max_seq_length, o.max_qa_length,
       eval_batch_size=o.eval_batch_size, high_only=o.high_only, middle_only=o.middle_only,
-      fix_option_aliasing=o.fix_option_aliasing, overwrite_data=o.overwrite_data, shuffle_seed=o.seed)
+      fix_option_aliasing=o.fix_option_aliasing, overwrite_data=o.overwrite_data, shuffle_seed=o.seed,
+      sorted_file_order=o.sorted_file_order)
   if info.num_real is not None:
     log_fn(f"Num of {split} samples: {info.num_real}" + (f" (+{info.num_padding} padding)" if info.num_padding else ""))
   if info.written:
     log_fn(f"Wrote {info.num_records} examples to {info.path}.")
   else:
-    log_fn(f"WARNING: reusing the cached {info.path}. Its name includes neither max_qa_length, uncased nor "
-           "fix_option_aliasing: pass --overwrite_data=True if any of them changed.")
+    log_fn(f"WARNING: reusing the cached {info.path}. Its name includes neither max_qa_length, uncased, "
+           "fix_option_aliasing nor sorted_file_order: pass --overwrite_data=True if any of them changed.")
   return info
 
 
@@ -173,7 +174,8 @@ def run(o, strategy, log_fn=print):
         inference, checkpoints, info.path, o.max_seq_length, o.eval_batch_size, log_fn=log_fn)
   if o.do_predict:
     ckpt = _predict_checkpoint(o)
-    examples = race_data.get_examples(o.data_dir, o.eval_split, o.high_only, o.middle_only)
+    examples = race_data.get_examples(o.data_dir, o.eval_split, o.high_only, o.middle_only,
+                                       o.sorted_file_order)
     level = "high." if o.high_only else "middle." if o.middle_only else ""
     output_file = os.path.join(o.predict_dir, f"{level}{o.eval_split}.predictions.json")
     results["predict"] = race_eval.predict(inference, ckpt, info.path, o.max_seq_length, o.eval_batch_size,

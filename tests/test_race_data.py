@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.race import data
@@ -27,9 +28,16 @@ def _golden(tag, split):
     return npz, json.load(f)
 
 
+def _examples(split):
+  """The split's examples in the order the original read its files (meta.json `file_order`, the same in each
+  setting): the directory's order on the goldens' machine, which another file system may list differently."""
+  order = META["settings"][0][split]["file_order"]
+  return [ex for rel in order for ex in data.read_race_file(os.path.join(DATA, rel), rel.split("/")[1])]
+
+
 def _convert(sp_model, tag, split, fix):
   s = SETTINGS[tag]
-  examples = data.get_examples(DATA, split)
+  examples = _examples(split)
   return data.convert_examples(examples, tokenization.make_tokenize_fn(sp_model, s["uncased"]), s["max_seq_length"],
                                s["max_qa_length"], fix_option_aliasing=fix)
 
@@ -42,11 +50,12 @@ def test_join_qa():
 
 @pytest.mark.parametrize("tag,split", CASES)
 def test_examples_match_the_original(tag, split):
-  examples = data.get_examples(DATA, split)
+  examples = _examples(split)
   _, info = _golden(tag, split)
   assert len(examples) == len(info) == SETTINGS[tag][split]["examples"]
-  files = list(dict.fromkeys(os.path.relpath(ex.file, DATA) for ex in examples))
-  assert files == SETTINGS[tag][split]["file_order"]
+  files = lambda exs: list(dict.fromkeys(os.path.relpath(ex.file, DATA) for ex in exs))
+  assert files(data.get_examples(DATA, split, sorted_file_order=True)) == SETTINGS[tag][split]["file_order"]
+  assert sorted(files(data.get_examples(DATA, split))) == sorted(SETTINGS[tag][split]["file_order"])
   for ex, want in zip(examples, info):
     assert (os.path.relpath(ex.file, DATA), ex.question_index, ex.level, ex.label) == (
         want["file"], want["question_index"], want["level"], want["label"])
@@ -76,7 +85,7 @@ def test_fixed_features_equal_the_unaliased_goldens(sp_model, tag, split):
 def test_aliasing_stats_match_the_goldens(sp_model, tag, split):
   s = SETTINGS[tag]
   _, info = _golden(tag, split)
-  stats = data.aliasing_stats(data.get_examples(DATA, split), tokenization.make_tokenize_fn(sp_model, s["uncased"]),
+  stats = data.aliasing_stats(_examples(split), tokenization.make_tokenize_fn(sp_model, s["uncased"]),
                               s["max_seq_length"], s["max_qa_length"])
   differ = [[opt["differs_from_unaliased"] for opt in ex["options"]] for ex in info]
   assert stats["items"] == len(info) and stats["sequences"] == 4 * len(info)
@@ -164,12 +173,27 @@ def test_levels_order_and_filters(tmp_path):
   root = str(tmp_path)
   for rel in ("dev/high/2.txt", "dev/high/10.txt", "dev/middle/b.txt", "dev/middle/a.txt"):
     _write(root, rel, _article())
-  order = [os.path.relpath(ex.file, root) for ex in data.get_examples(root, "dev")]
+  order = [os.path.relpath(ex.file, root) for ex in data.get_examples(root, "dev", sorted_file_order=True)]
   assert order == ["dev/middle/a.txt", "dev/middle/b.txt", "dev/high/10.txt", "dev/high/2.txt"]
   assert [ex.level for ex in data.get_examples(root, "dev", high_only=True)] == ["high", "high"]
   assert [ex.level for ex in data.get_examples(root, "dev", middle_only=True)] == ["middle", "middle"]
   ex = data.get_examples(root, "dev")[0]
   assert (ex.qa_list, ex.label) == (["q a ?", "q b ?", "q c ?", "q d ?"], 1)
+
+
+def test_file_order_is_the_directory_listing_unless_sorted(tmp_path):
+  # The original reads tf.gfile.ListDirectory's order (the file system's); --sorted_file_order sorts by name.
+  root = str(tmp_path)
+  for rel in ("dev/middle/9.txt", "dev/middle/11.txt", "dev/middle/.hidden.txt", "dev/high/2.txt"):
+    _write(root, rel, _article())
+  listed = tf.io.gfile.listdir(os.path.join(root, "dev", "middle"))
+  assert sorted(listed) == [".hidden.txt", "11.txt", "9.txt"]  # hidden names are listed, and read, as the original
+  want_middle = [os.path.join("dev/middle", name) for name in listed]
+  order = [os.path.relpath(ex.file, root) for ex in data.get_examples(root, "dev")]
+  assert order == want_middle + ["dev/high/2.txt"]
+  order = [os.path.relpath(ex.file, root) for ex in data.get_examples(root, "dev", sorted_file_order=True)]
+  assert order == ["dev/middle/.hidden.txt", "dev/middle/11.txt", "dev/middle/9.txt", "dev/high/2.txt"]
+  assert data.level_files(root, "dev", "middle") == [os.path.join(root, rel) for rel in want_middle]
 
 
 @pytest.mark.parametrize("content,message", [

@@ -32,7 +32,9 @@ def test_record_file_names():
 
 
 def test_eval_records_equal_the_goldens_head_inputs(tmp_path, tokenize_fn):
-  info = records.prepare_records(DATA, "dev", tokenize_fn, SPM, str(tmp_path), 64, 16, eval_batch_size=5)
+  # The goldens' file order (meta.json `file_order`, the original's directory order) is the sorted one.
+  info = records.prepare_records(DATA, "dev", tokenize_fn, SPM, str(tmp_path), 64, 16, eval_batch_size=5,
+                                 sorted_file_order=True)
   assert (info.num_real, info.num_padding, info.num_records, info.written) == (8, 2, 10, True)
   assert os.listdir(tmp_path) == ["spiece.model.len-64.dev.tf_record"]
   batches = list(records.race_dataset(info.path, 64, 5, is_training=False).as_numpy_iterator())

@@ -100,7 +100,7 @@ def test_eval_of_the_original_checkpoint_equals_the_goldens(tmp_path):
       model_config_path=os.path.join(GOLDEN, "ckpt", "xlnet_config.json"),
       init_checkpoint=os.path.join(GOLDEN, "ckpt", "xlnet_model.ckpt"), output_dir=str(tmp_path / "records"),
       model_dir=str(tmp_path / "model"), max_seq_length=64, max_qa_length=16, eval_batch_size=5, dropout=0.0,
-      dropatt=0.0)
+      dropatt=0.0, sorted_file_order=True)  # the goldens' file order (meta.json file_order) is the sorted one
   lines = []
   result = run_race.run(options, training.make_strategy("one_device"), log_fn=lines.append)
   (got,) = result["eval"]

@@ -37,6 +37,12 @@ def isdir(path):
   return _gfile().isdir(path) if is_remote(path) else os.path.isdir(path)
 
 
+def listdir(path):
+  """The names in directory `path`, in `tf.io.gfile.listdir`'s order: the file system's, unsorted (the original's
+  `tf.gfile.ListDirectory`). Every name but `.` and `..`, hidden ones included; remote subdirectories end in `/`."""
+  return _gfile().listdir(path)
+
+
 def glob(pattern):
   """Sorted paths matching `pattern`; local ones include hidden files, as `tf.io.gfile.glob` (the original's)."""
   if is_remote(pattern):

@@ -2,9 +2,10 @@
 
 Layout: `{data_dir}/{train,dev,test}/{middle,high}/*`, one JSON object per article with `article` (str),
 `questions` (list of str), `options` (list of 4-lists of str) and `answers` (list of letters "A".."D"). Levels are
-read middle first, then high (`high_only`/`middle_only` keep one); the files of a level in sorted name order (the
-original took `tf.gfile.ListDirectory`'s order, which is the file system's; sorting makes it stable); the questions
-of a file in file order. One question is one `InputExample` with four question/option strings (`join_qa`).
+read middle first, then high (`high_only`/`middle_only` keep one); the files of a level in the order
+`tf.io.gfile.listdir` gives, as the original's `tf.gfile.ListDirectory` (the file system's order, which varies
+between file systems), or sorted by name with `sorted_file_order=True` (reproducible); the questions of a file in
+file order. One question is one `InputExample` with four question/option strings (`join_qa`).
 
 Features of one example, L = max_seq_length, for each of the 4 options in order, concatenated to [4 * L]:
 
@@ -139,8 +140,12 @@ def read_race_file(path, level):
   return examples
 
 
-def level_files(data_dir, split, level):
-  """The files of `{data_dir}/{split}/{level}` in sorted name order (names starting with "." are skipped locally).
+def level_files(data_dir, split, level, sorted_file_order=False):
+  """The files of `{data_dir}/{split}/{level}`, every name `tf.io.gfile.listdir` gives (hidden ones included: the
+  original reads them too).
+
+  Args:
+    sorted_file_order: False: listdir's order, the file system's (the original's). True: sorted by name.
 
   Raises:
     FileNotFoundError: the directory does not exist.
@@ -151,7 +156,8 @@ def level_files(data_dir, split, level):
     raise FileNotFoundError(f"RACE directory {cur_dir} does not exist. --data_dir must hold {split}/middle and "
                             f"{split}/high (RACE's layout); check --data_dir, the split, or pass --high_only / "
                             f"--middle_only to read one level.")
-  paths = fileio.glob(os.path.join(cur_dir, "*"))
+  names = fileio.listdir(cur_dir)
+  paths = [os.path.join(cur_dir, name) for name in (sorted(names) if sorted_file_order else names)]
   for p in paths:
     if fileio.isdir(p):
       raise ValueError(f"RACE level directory {cur_dir} must hold only article files; {p} is a directory. "
@@ -159,14 +165,16 @@ def level_files(data_dir, split, level):
   return paths
 
 
-def get_examples(data_dir, split, high_only=False, middle_only=False):
-  """Reads a RACE split as the original `get_examples`: middle then high, files sorted, questions in file order.
+def get_examples(data_dir, split, high_only=False, middle_only=False, sorted_file_order=False):
+  """Reads a RACE split as the original `get_examples`: middle then high, files in listdir's order (or sorted),
+  questions in file order.
 
   Args:
     data_dir: str, the RACE root (holding train/, dev/, test/).
     split: "train", "dev" or "test".
     high_only: read only the high-school level.
     middle_only: read only the middle-school level.
+    sorted_file_order: read a level's files sorted by name instead of in the directory's order (`level_files`).
 
   Returns:
     List of `InputExample`.
@@ -183,7 +191,7 @@ def get_examples(data_dir, split, high_only=False, middle_only=False):
   levels = [lv for lv in LEVELS if not (lv == "middle" and high_only) and not (lv == "high" and middle_only)]
   examples = []
   for level in levels:
-    for path in level_files(data_dir, split, level):
+    for path in level_files(data_dir, split, level, sorted_file_order):
       examples.extend(read_race_file(path, level))
   return examples
 

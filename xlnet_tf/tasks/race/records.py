@@ -12,7 +12,8 @@ The reader casts int64 to int32 and reshapes the flat [4L] to [4, L] (the first 
 `get_race_loss`, which then lays the batch out time-major as [L, 4B], column b*4 + c).
 
 The cached name holds only the SentencePiece file's basename, L and the split (as the original): it ignores
-max_qa_length, uncased and fix_option_aliasing, so pass `overwrite_data=True` when one of them changes.
+max_qa_length, uncased, fix_option_aliasing and sorted_file_order, so pass `overwrite_data=True` when one of them
+changes.
 """
 
 import dataclasses
@@ -113,7 +114,7 @@ class RecordsInfo:
 
 def prepare_records(data_dir, split, tokenize_fn, spiece_model_file, output_dir, max_seq_length, max_qa_length,
                     eval_batch_size=None, high_only=False, middle_only=False, fix_option_aliasing=False,
-                    overwrite_data=False, shuffle_seed=None):
+                    overwrite_data=False, shuffle_seed=None, sorted_file_order=False):
   """The original `run_race.main`'s data steps for one split: read, shuffle or pad, convert, write (cached).
 
   train: if the cached file is missing (or overwrite_data), read the examples, shuffle them
@@ -130,6 +131,7 @@ def prepare_records(data_dir, split, tokenize_fn, spiece_model_file, output_dir,
     max_seq_length, max_qa_length, fix_option_aliasing: as `data.convert_single_example`.
     eval_batch_size: int, required for dev/test.
     high_only, middle_only, overwrite_data, shuffle_seed: as above.
+    sorted_file_order: read the files sorted by name, not in the directory's order (`data.level_files`).
 
   Returns:
     `RecordsInfo`. Eval steps = info.num_records // eval_batch_size.
@@ -141,14 +143,14 @@ def prepare_records(data_dir, split, tokenize_fn, spiece_model_file, output_dir,
     if fileio.exists(path) and not overwrite_data:
       logging.info("Keeping the existing tfrecord %s (set --overwrite_data to rebuild it).", path)
       return RecordsInfo(path=path, num_real=None, num_padding=0, written=False)
-    examples = data.get_examples(data_dir, split, high_only, middle_only)
+    examples = data.get_examples(data_dir, split, high_only, middle_only, sorted_file_order)
     random.Random(shuffle_seed).shuffle(examples)
     num_real = len(examples)
   else:
     if eval_batch_size is None:
       raise ValueError(f"Preparing the {split} records needs eval_batch_size (the set is padded to a multiple of "
                        f"it). Pass --eval_batch_size.")
-    real_examples = data.get_examples(data_dir, split, high_only, middle_only)
+    real_examples = data.get_examples(data_dir, split, high_only, middle_only, sorted_file_order)
     num_real = len(real_examples)
     examples = data.pad_examples(real_examples, eval_batch_size)
   if not examples:

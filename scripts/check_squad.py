@@ -1,22 +1,32 @@
-"""Compares this port's SQuAD path with reference outputs of the ORIGINAL code, part by part.
+"""Compares this port's SQuAD path with reference outputs of the ORIGINAL code; the last line is PASS or FAIL.
 
-  python scripts/check_squad.py --golden_dir /work/shared/goldens/squad [--parts features,predictions]
+  python scripts/check_squad.py --golden_dir ../shared/goldens/squad [--parts features,predictions]
 
-The golden directory has the layout its README.md describes (data/, spm/, features/, head/, predictions/,
-crafted/, meta.json). Each part prints its largest differences and PASS/FAIL:
-- tokens:      encode_pieces of every paragraph = pieces_{cased,uncased}.json; query ids = query_ids_untruncated;
+The golden directory has the layout its README.md describes (data/, spm/, features/, ckpt/, head/, predictions/,
+crafted/, meta.json). Every setting comes from meta.json: the feature settings (max_seq_length, max_query_length,
+doc_stride, uncased), the head's setting, and the flags (n_best_size, max_answer_length, start_n_top, end_n_top,
+predict_batch_size, dropout, the paths of the SentencePiece model, config and checkpoint). Parts:
+- tokens:      encode_pieces of every paragraph = pieces_{cased,uncased}.json; query ids = query_ids_untruncated.
 - features:    every setting x train/eval: every field of every feature identical (matched by unique_id), the
-               examples the original drops produce no feature;
-- predictions: write_predictions on head/predict.npz: the three JSON files byte-identical, the returned
-               evaluation = eval_run_squad.json, the official evaluation = eval_squad_utils.json;
-- crafted:     the same on crafted/raw_results.npz;
-- head:        ckpt/ loaded by name into the model with the QA head (every variable of each side used), then
-               head/train_batch.npz (TRAIN graph: the backbone output, start/end log-probs, cls_logits, the loss
-               terms) and head/predict.npz (PREDICT graph: the beam's top-k log-probs and indices, cls_logits, the
-               full log-probs) from their inputs. Tolerance: |diff| <= 1e-5 x max(1, max |golden|) (float32
-               rounding of different kernels, as tests/test_parity.py), over the positions p_mask leaves; the
-               masked positions (about -1e30) must be masked on both sides; top-k indices must be identical.
-A part is a function `check_<name>(golden_dir) -> list of (label, max difference, ok)`, listed in PARTS.
+               examples the original drops produce no feature.
+- predictions: write_predictions on head/predict.npz's outputs: the three JSON files byte-identical, the returned
+               evaluation = eval_run_squad.json, the official evaluation = eval_squad_utils.json.
+- crafted:     the same on crafted/raw_results.npz.
+- head:        ckpt/ loaded by name into the model with the QA head (every variable of each side used);
+               head/train_batch.npz: its inputs = our training features at `feature_rows`, then the TRAIN graph on
+               them (backbone output, start/end log-probs, cls_logits, the loss terms); head/predict.npz's full
+               start/end log-probs (when the golden holds them) from its inputs.
+- predict:     the real prediction path: our evaluation features of the head's setting written by
+               `records.prepare_eval_features` (the TFRecord and the features file), read back
+               (`records.squad_dataset`, `records.load_eval_features`; inputs = head/predict.npz's, exact), run by
+               `predict.Inference` with ckpt/ (top-k indices identical, log-probs and cls_logits within
+               tolerance) and written by `predict.predict_checkpoint`: predictions.json texts identical,
+               nbest_predictions.json texts identical and numbers within tolerance, null_odds.json within
+               tolerance, the evaluation within tolerance of eval_run_squad.json.
+Tolerance for float32 model outputs: |diff| <= 1e-5 x max(1, max |golden|) (golden_check.REL_TOL; float32
+rounding of different kernels, as tests/test_parity.py), over the positions p_mask leaves; the masked positions
+(about -1e30) must be masked on both sides. Everything else is exact. On a run of every part, each key of each
+golden npz must have been compared (scripts/golden_check.py).
 """
 
 import argparse
@@ -34,202 +44,258 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import tensorflow as tf  # pylint: disable=wrong-import-position
 
+from scripts import golden_check  # pylint: disable=wrong-import-position
+from scripts.golden_check import Part, Row, compare, max_diff  # pylint: disable=wrong-import-position
 from xlnet_tf import RunConfig, XLNetConfig  # pylint: disable=wrong-import-position
 from xlnet_tf import checkpoint  # pylint: disable=wrong-import-position
 from xlnet_tf.data import tokenization  # pylint: disable=wrong-import-position
 from xlnet_tf.tasks.squad import data  # pylint: disable=wrong-import-position
 from xlnet_tf.tasks.squad import evaluate  # pylint: disable=wrong-import-position
 from xlnet_tf.tasks.squad import postprocess  # pylint: disable=wrong-import-position
+from xlnet_tf.tasks.squad import predict  # pylint: disable=wrong-import-position
 from xlnet_tf.tasks.squad import records  # pylint: disable=wrong-import-position
 from xlnet_tf.tasks.squad import task  # pylint: disable=wrong-import-position
 
 OUTPUTS = ("predictions.json", "nbest_predictions.json", "null_odds.json")
+EVALS = ("eval_run_squad.json", "eval_squad_utils.json")
+MODES = ("train", "eval")
+INPUTS = ("input_ids", "segment_ids", "input_mask", "p_mask", "cls_index")
+_MASKED = -1e29  # log-probs below this are the original's masked positions (about -1e30)
+_NO_FEATURE_LOG_PROB = 1e5  # |n-best log-probs| this large are the original's -1e6 for an example without a feature
 
 
-def _load_json(path):
-  with open(path, encoding="utf-8") as f:
-    return json.load(f)
+# ---------------------------------------------------------------------------------------------------------------
+# meta.json
 
 
-def _settings(golden_dir):
-  return _load_json(os.path.join(golden_dir, "meta.json"))["settings"]
+def _flags(meta):
+  return meta["flags"]
 
 
-def _sp_model(golden_dir):
-  return tokenization.load_sentencepiece(os.path.join(golden_dir, "spm", "spiece.model"))
+def _head_setting(meta):
+  return next(s for s in meta["settings"] if s["tag"] == meta["head"]["setting"])
 
 
-def _data_file(golden_dir, mode):
-  return os.path.join(golden_dir, "data", f"{'train' if mode == 'train' else 'dev'}-v2.0.json")
+def _data_file(mode):
+  return f"data/{'train' if mode == 'train' else 'dev'}-v2.0.json"
 
 
-def _num_diff(a, b):
-  """Largest |a - b| of two equal-shape arrays (inf when the shapes differ)."""
-  a, b = np.asarray(a), np.asarray(b)
-  if a.shape != b.shape:
-    return float("inf")
-  if a.size == 0:
-    return 0.0
-  return float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64))))
+def _model_files(meta):
+  return [_flags(meta)["model_config_path"]] + golden_check.checkpoint_files(_flags(meta)["init_checkpoint"])
 
 
-def _nbest_diff(got, want):
-  """Largest difference of probability/start_log_prob/end_log_prob over the n-best lists (inf if texts differ)."""
-  keys = ("probability", "start_log_prob", "end_log_prob")
-  worst = 0.0
-  for qid, entries in want.items():
-    mine = got.get(qid, [])
-    if [e["text"] for e in mine] != [e["text"] for e in entries]:
-      return float("inf")
-    worst = max(worst, _num_diff([[e[k] for k in keys] for e in mine], [[e[k] for k in keys] for e in entries]))
-  return worst
+def _sp_model(golden):
+  return tokenization.load_sentencepiece(golden.path(golden.meta["spm"]))
 
 
-def check_tokens(golden_dir):
-  sp_model = _sp_model(golden_dir)
+def _postprocess_options(meta):
+  """write_predictions' settings, from meta.json's flags."""
+  f = _flags(meta)
+  return dict(n_best_size=f["n_best_size"], max_answer_length=f["max_answer_length"], start_n_top=f["start_n_top"],
+              end_n_top=f["end_n_top"])
+
+
+def _features(golden, setting, mode):
+  """(examples, features, stats) of our converter on the golden's data file with one setting."""
+  examples = data.read_squad_examples(golden.path(_data_file(mode)), is_training=mode == "train")
+  features, stats = data.build_features(examples, _sp_model(golden), setting["max_seq_length"],
+                                        setting["doc_stride"], setting["max_query_length"], mode == "train",
+                                        setting["uncased"])
+  return examples, features, stats
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# tokens, features
+
+
+def files_tokens(meta):
+  return ([meta["spm"]] + [f"features/pieces_{c}.json" for c in ("cased", "uncased")] +
+          [f"features/{s['tag']}_{mode}_examples.json" for s in meta["settings"] for mode in MODES])
+
+
+def check_tokens(golden):
+  sp_model = _sp_model(golden)
   rows = []
   for casing in ("cased", "uncased"):
-    want = _load_json(os.path.join(golden_dir, "features", f"pieces_{casing}.json"))
+    want = golden.json(f"features/pieces_{casing}.json")
     bad = sum(tokenization.encode_pieces(sp_model, tokenization.preprocess_text(p["context"],
                                                                               lower=casing == "uncased"))
               != p["pieces"] for p in want)
-    rows.append((f"pieces {casing}: paragraphs differing", bad, bad == 0))
-  for setting in _settings(golden_dir):
-    for mode in ("train", "eval"):
-      examples = _load_json(os.path.join(golden_dir, "features", f"{setting['tag']}_{mode}_examples.json"))
+    rows.append(Row(f"pieces {casing}: paragraphs differing (of {len(want)})", bad, bad == 0 and len(want) > 0))
+  for setting in golden.meta["settings"]:
+    for mode in MODES:
+      examples = golden.json(f"features/{setting['tag']}_{mode}_examples.json")
       bad = sum(tokenization.encode_ids(sp_model, tokenization.preprocess_text(
           e["question_text"], lower=setting["uncased"])) != e["query_ids_untruncated"] for e in examples)
-      rows.append((f"query ids {setting['tag']} {mode}: questions differing", bad, bad == 0))
+      rows.append(Row(f"query ids {setting['tag']} {mode}: questions differing (of {len(examples)})", bad,
+                      bad == 0 and len(examples) > 0))
   return rows
 
 
-def check_features(golden_dir):
-  sp_model = _sp_model(golden_dir)
+def files_features(meta):
+  return ([meta["spm"]] + [_data_file(mode) for mode in MODES] +
+          [f"features/{s['tag']}_{mode}{ext}" for s in meta["settings"] for mode in MODES
+           for ext in (".npz", "_examples.json")])
+
+
+def check_features(golden):
   rows = []
-  for setting in _settings(golden_dir):
+  for setting in golden.meta["settings"]:
     tag, length = setting["tag"], setting["max_seq_length"]
-    for mode in ("train", "eval"):
-      examples = data.read_squad_examples(_data_file(golden_dir, mode), is_training=mode == "train")
-      features, stats = data.build_features(examples, sp_model, length, setting["doc_stride"],
-                                            setting["max_query_length"], mode == "train", setting["uncased"])
+    for mode in MODES:
+      _, features, stats = _features(golden, setting, mode)
       got = records.features_to_arrays(features, length)
-      golden_examples = _load_json(os.path.join(golden_dir, "features", f"{tag}_{mode}_examples.json"))
+      golden_examples = golden.json(f"features/{tag}_{mode}_examples.json")
       want_dropped = [e["qas_id"] for e in golden_examples if e["dropped_mismatch"]]
-      rows.append((f"{tag} {mode}: dropped {stats.dropped_mismatch} (golden {want_dropped})", 0,
-                   stats.dropped_mismatch == want_dropped))
-      with np.load(os.path.join(golden_dir, "features", f"{tag}_{mode}.npz")) as golden:
-        want = {k: golden[k] for k in golden.files}
-      rows.append((f"{tag} {mode}: features {len(features)} (golden {len(want['unique_id'])})", 0,
-                   len(features) == len(want["unique_id"])))
+      rows.append(Row(f"{tag} {mode}: dropped {stats.dropped_mismatch} (golden {want_dropped})", 0,
+                      stats.dropped_mismatch == want_dropped))
+      npz = golden.npz(f"features/{tag}_{mode}.npz")
+      want = {k: npz[k] for k in npz.files}
+      rows.append(Row(f"{tag} {mode}: features {len(features)} (golden {len(want['unique_id'])})", 0,
+                      len(features) == len(want["unique_id"])))
       if set(got["unique_id"].tolist()) != set(want["unique_id"].tolist()):
-        rows.append((f"{tag} {mode}: unique_ids differ", float("inf"), False))
+        rows.append(Row(f"{tag} {mode}: unique_ids differ", float("inf"), False))
         continue
       order = np.argsort(got["unique_id"])[np.searchsorted(np.sort(got["unique_id"]), want["unique_id"])]
-      diffs = {k: _num_diff(got[k][order], want[k]) if k in got else float("inf") for k in want}
+      diffs = {k: max_diff(got[k][order], want[k]) if k in got else float("inf") for k in want}
       keys_ok = sorted(got) == sorted(want) and all(got[k].dtype == want[k].dtype for k in want)
       worst = max(diffs.values())
       which = ", ".join(k for k, v in diffs.items() if v > 0) or "none"
-      rows.append((f"{tag} {mode}: max |diff| over {len(want)} fields (fields differing: {which})", worst,
-                   worst == 0.0 and keys_ok))
+      rows.append(Row(f"{tag} {mode}: max |diff| over {len(want)} fields (fields differing: {which})", worst,
+                      worst == 0.0 and keys_ok))
   return rows
 
 
-def _head_eval_features(golden_dir):
-  """The examples and evaluation features of dev-v2.0.json in the setting the head ran (meta.json's head)."""
-  head_setting = _load_json(os.path.join(golden_dir, "meta.json"))["head"]["setting"]
-  setting = next(s for s in _settings(golden_dir) if s["tag"] == head_setting)
-  examples = data.read_squad_examples(_data_file(golden_dir, "eval"), is_training=False)
-  features, _ = data.build_features(examples, _sp_model(golden_dir), setting["max_seq_length"],
-                                    setting["doc_stride"], setting["max_query_length"], False, setting["uncased"])
-  return examples, features
+# ---------------------------------------------------------------------------------------------------------------
+# predictions, crafted: post-processing of the original's head outputs
 
 
-def _check_postprocess(golden_dir, results_path, reference_dir, label):
-  flags = dict(n_best_size=5, max_answer_length=10, start_n_top=5, end_n_top=5)  # meta.json's base_flags.
-  examples, features = _head_eval_features(golden_dir)
-  orig_data = data.load_squad_data(_data_file(golden_dir, "eval"))
-  with np.load(results_path) as r:
-    results = postprocess.raw_results_from_arrays({k: r[k] for k in postprocess.RESULT_KEYS})
+def _eval_inputs(golden):
+  """The examples, evaluation features and `data` list of dev-v2.0.json in the head's setting."""
+  examples, features, _ = _features(golden, _head_setting(golden.meta), "eval")
+  return examples, features, data.load_squad_data(golden.path(_data_file("eval")))
+
+
+def _nbest_rows(label, got, want):
+  """The n-best lists: texts identical, probabilities and log-probs within tolerance."""
+  keys = ("probability", "start_log_prob", "end_log_prob")
+  texts_bad = sum([e["text"] for e in got.get(qid, [])] != [e["text"] for e in entries]
+                  for qid, entries in want.items()) + len(set(got) - set(want))
+  rows = [Row(f"{label} nbest_predictions.json: questions whose n-best texts differ (of {len(want)})", texts_bad,
+              texts_bad == 0)]
+  if not texts_bad:
+    values = lambda d: np.array([[e[k] for k in keys] for qid in want for e in d[qid]], np.float64).reshape([-1, 3])
+    got_values, want_values = values(got), values(want)
+    sentinel = np.abs(want_values) >= _NO_FEATURE_LOG_PROB  # the -1e6 of an example without a feature: exact
+    rows.append(compare(f"{label} nbest_predictions.json: the {int(sentinel.sum())} log-probs of -1e6 (examples "
+                        "without a feature)", got_values[sentinel], want_values[sentinel]))
+    rows.append(golden_check.close(f"{label} nbest_predictions.json: the other probabilities/log-probs",
+                                   got_values[~sentinel], want_values[~sentinel]))
+  return rows
+
+
+def _check_postprocess(golden, results_file, reference_dir, label):
+  examples, features, orig_data = _eval_inputs(golden)
+  npz = golden.npz(results_file)
+  results = postprocess.raw_results_from_arrays({k: npz[k] for k in postprocess.RESULT_KEYS})
   rows = []
   with tempfile.TemporaryDirectory() as tmp:
     paths = [os.path.join(tmp, name) for name in OUTPUTS]
+    opts = _postprocess_options(golden.meta)
     out_eval = postprocess.write_predictions(
-        examples, features, results, flags["n_best_size"], flags["max_answer_length"], *paths, orig_data,
-        start_n_top=flags["start_n_top"], end_n_top=flags["end_n_top"])
+        examples, features, results, opts["n_best_size"], opts["max_answer_length"], *paths, orig_data,
+        start_n_top=opts["start_n_top"], end_n_top=opts["end_n_top"])
     got = {}
     for name, p in zip(OUTPUTS, paths):
       with open(p, "rb") as f:
         got_bytes = f.read()
-      with open(os.path.join(reference_dir, name), "rb") as f:
+      with open(golden.path(f"{reference_dir}/{name}"), "rb") as f:
         want_bytes = f.read()
-      got[name] = json.loads(got_bytes)
-      want = json.loads(want_bytes)
+      got[name], want = json.loads(got_bytes), json.loads(want_bytes)
       if name == "predictions.json":
         diff = sum(got[name].get(k) != v for k, v in want.items()) + len(set(got[name]) - set(want))
         what = "texts differing"
       elif name == "null_odds.json":
-        diff = _num_diff([got[name].get(k, np.inf) for k in want], list(want.values()))
+        diff = max_diff([got[name].get(k, np.inf) for k in want], list(want.values()))
         what = "max |diff|"
       else:
-        diff = _nbest_diff(got[name], want)
+        diff = max(r.max_diff for r in _nbest_rows(label, got[name], want))
         what = "max |diff| of probabilities/log-probs (inf: texts differ)"
-      rows.append((f"{label} {name}: {what}; bytes identical {got_bytes == want_bytes}", diff,
-                   got_bytes == want_bytes))
-  for name, want, value in (
-      ("eval_run_squad.json", _load_json(os.path.join(reference_dir, "eval_run_squad.json")), out_eval),
-      ("eval_squad_utils.json", _load_json(os.path.join(reference_dir, "eval_squad_utils.json")),
-       evaluate.evaluate(orig_data, got["predictions.json"], got["null_odds.json"]))):
-    diff = max(_num_diff(value.get(k, np.inf), v) for k, v in want.items())
-    rows.append((f"{label} {name}: max |diff| over {len(want)} values", diff,
-                 dict(value) == want and list(value) == list(want)))
+      rows.append(Row(f"{label} {name}: {what}; bytes identical {got_bytes == want_bytes}", diff,
+                      got_bytes == want_bytes))
+  for name, value in ((EVALS[0], out_eval),
+                      (EVALS[1], evaluate.evaluate(orig_data, got["predictions.json"], got["null_odds.json"]))):
+    want = golden.json(f"{reference_dir}/{name}")
+    diff = max((max_diff(value.get(k, np.inf), v) for k, v in want.items()), default=float("inf"))
+    rows.append(Row(f"{label} {name}: max |diff| over {len(want)} values", diff,
+                    dict(value) == want and list(value) == list(want)))
   return rows
 
 
-def check_predictions(golden_dir):
-  return _check_postprocess(golden_dir, os.path.join(golden_dir, "head", "predict.npz"),
-                            os.path.join(golden_dir, "predictions"), "predictions")
+def files_predictions(meta):
+  return ([meta["spm"], _data_file("eval"), "head/predict.npz"] +
+          [f"predictions/{name}" for name in OUTPUTS + EVALS])
 
 
-def check_crafted(golden_dir):
-  return _check_postprocess(golden_dir, os.path.join(golden_dir, "crafted", "raw_results.npz"),
-                            os.path.join(golden_dir, "crafted"), "crafted")
+def check_predictions(golden):
+  return _check_postprocess(golden, "head/predict.npz", "predictions", "predictions")
 
 
-HEAD_ATOL = 1e-5  # times max(1, max |golden|): see the module docstring
-_MASKED = -1e29  # log-probs below this are the original's masked positions (about -1e30)
+def files_crafted(meta):
+  return [meta["spm"], _data_file("eval"), "crafted/raw_results.npz"] + [f"crafted/{n}" for n in OUTPUTS + EVALS]
 
 
-def _head_close(got, want):
-  """(max |diff| over the unmasked entries, ok): within HEAD_ATOL x max(1, max |want|) there, masked alike."""
+def check_crafted(golden):
+  return _check_postprocess(golden, "crafted/raw_results.npz", "crafted", "crafted")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# head: the model on the golden inputs
+
+
+def _head_close(label, got, want):
+  """A Row within golden_check.tolerance over the unmasked entries; the masked ones (about -1e30) masked alike."""
   got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
   if got.shape != want.shape:
-    return float("inf"), False
+    return Row(f"{label}: shape {list(got.shape)} vs golden {list(want.shape)}", float("inf"), False)
   real = want > _MASKED
   if not np.array_equal(got > _MASKED, real):
-    return float("inf"), False
-  diff = _num_diff(got[real], want[real])
-  return diff, diff <= HEAD_ATOL * max(1.0, float(np.max(np.abs(want[real]), initial=0.0)))
+    return Row(f"{label}: masked positions differ", float("inf"), False)
+  return golden_check.close(label, got[real], want[real])
 
 
-def _head_model(golden_dir, is_training):
-  """The model with the QA head (dropout 0, as the goldens) and ckpt/ loaded into it by name; and the report."""
-  config = XLNetConfig(json_path=os.path.join(golden_dir, "ckpt", "xlnet_config.json"))
-  run_config = RunConfig(is_training=is_training, use_tpu=False, use_bfloat16=False, dropout=0.0, dropatt=0.0)
+def _head_model(golden, is_training):
+  """The model with the QA head (meta.json's flags) and the golden checkpoint loaded by name; (model, report)."""
+  f = _flags(golden.meta)
+  config = XLNetConfig(json_path=golden.path(f["model_config_path"]))
+  run_config = RunConfig(is_training=is_training, use_tpu=False, use_bfloat16=f["use_bfloat16"], dropout=f["dropout"],
+                         dropatt=f["dropatt"], init=f["init"], init_std=f["init_std"], init_range=f["init_range"],
+                         clamp_len=f["clamp_len"])
   model = task.build_model(config, run_config)
-  return model, checkpoint.load_weights(model, os.path.join(golden_dir, "ckpt", "xlnet_model.ckpt"))
+  return model, checkpoint.load_weights(model, golden.checkpoint(f["init_checkpoint"]))
 
 
-def check_head(golden_dir):
+def files_head(meta):
+  return [meta["spm"], _data_file("train")] + _model_files(meta) + ["head/train_batch.npz", "head/predict.npz"]
+
+
+def check_head(golden):
   rows = []
-  model, report = _head_model(golden_dir, is_training=True)
-  stored = [n for n in checkpoint.checkpoint_arrays(os.path.join(golden_dir, "ckpt", "xlnet_model.ckpt"))
-            if n != "global_step"]
-  rows.append((f"checkpoint: {len(report['loaded'])} of {len(stored)} variables loaded by name; model variables "
-               f"not in it {report['kept_initial']}; checkpoint variables unused {report['unused']}", 0,
-               not report["kept_initial"] and not report["unused"] and sorted(report["loaded"]) == sorted(stored)))
-  with np.load(os.path.join(golden_dir, "head", "train_batch.npz")) as f:
-    want = {k: f[k] for k in f.files}
-  inputs = {k: tf.constant(want[k]) for k in ("input_ids", "segment_ids", "input_mask", "p_mask", "cls_index")}
+  model, report = _head_model(golden, is_training=True)
+  prefix = golden.checkpoint(_flags(golden.meta)["init_checkpoint"])
+  stored = [n for n in checkpoint.checkpoint_arrays(prefix) if n != "global_step"]
+  rows.append(Row(f"checkpoint: {len(report['loaded'])} of {len(stored)} variables loaded by name; model variables "
+                  f"not in it {report['kept_initial']}; checkpoint variables unused {report['unused']}", 0,
+                  not report["kept_initial"] and not report["unused"] and sorted(report["loaded"]) == sorted(stored)))
+  want = golden.npz("head/train_batch.npz")
+  # Its inputs are our training features of the head's setting at feature_rows.
+  _, features, _ = _features(golden, _head_setting(golden.meta), "train")
+  ours = records.features_to_arrays(features, _head_setting(golden.meta)["max_seq_length"])
+  feature_rows = want["feature_rows"]
+  for key in ("unique_id",) + INPUTS + ("start_position", "end_position", "is_impossible"):
+    rows.append(compare(f"train_batch {key} vs our training features at feature_rows",
+                        ours[key][feature_rows] if len(ours[key]) > np.max(feature_rows) else ours[key], want[key]))
+  inputs = {k: tf.constant(want[k]) for k in INPUTS}
   inputs.update(start_positions=tf.constant(want["start_position"]), end_positions=tf.constant(want["end_position"]),
                 is_impossible=tf.constant(want["is_impossible"].astype(np.float32)))
   sequence_output, _ = model(tf.transpose(inputs["input_ids"]), seg_ids=tf.transpose(inputs["segment_ids"]),
@@ -241,72 +307,110 @@ def check_head(golden_dir):
   got["total_loss"] = float(np.mean(task.qa_loss(got, inputs)))
   for key in ("sequence_output", "start_log_probs", "end_log_probs", "cls_logits", "start_loss", "end_loss",
               "cls_loss", "total_loss"):
-    diff, ok = _head_close(got[key], want[key])
-    rows.append((f"train_batch {key} {list(np.shape(want[key]))}: max |diff|", diff, ok))
-  model, _ = _head_model(golden_dir, is_training=False)
-  with np.load(os.path.join(golden_dir, "head", "predict.npz")) as f:
-    want = {k: f[k] for k in f.files}
-  inputs = {k: tf.constant(want[k]) for k in ("input_ids", "segment_ids", "input_mask", "p_mask", "cls_index")}
-  got = {k: v.numpy() for k, v in task.qa_outputs(model, inputs, training=False, start_n_top=5, end_n_top=5).items()}
-  for key in ("start_top_index", "end_top_index"):
-    bad = int(np.sum(got[key] != want[key])) if got[key].shape == want[key].shape else -1
-    rows.append((f"predict {key} {list(want[key].shape)}: entries differing", bad, bad == 0))
-  for key in ("start_top_log_probs", "end_top_log_probs", "cls_logits", "start_log_probs", "end_log_probs"):
-    if key in want:  # the full log-probs are optional (the tests' copy leaves them out)
-      diff, ok = _head_close(got[key], want[key])
-      rows.append((f"predict {key} {list(want[key].shape)}: max |diff|", diff, ok))
-  # End to end: these outputs through write_predictions give the original's answers and null odds.
-  got["unique_ids"] = want["unique_ids"]
-  examples, features = _head_eval_features(golden_dir)
-  texts, _, null_odds = postprocess.compute_predictions(
-      examples, features, postprocess.raw_results_from_arrays(got), 5, 10, start_n_top=5, end_n_top=5)
-  want_texts = _load_json(os.path.join(golden_dir, "predictions", "predictions.json"))
-  bad = sum(texts.get(k) != v for k, v in want_texts.items()) + len(set(texts) - set(want_texts))
-  rows.append(("predict -> write_predictions: predictions.json texts differing", bad, bad == 0))
-  want_null = _load_json(os.path.join(golden_dir, "predictions", "null_odds.json"))
+    rows.append(_head_close(f"train_batch {key} {list(np.shape(want[key]))}", got[key], want[key]))
+  want = golden.npz("head/predict.npz")
+  full = [k for k in ("start_log_probs", "end_log_probs") if k in want]  # the tests' copy leaves them out
+  if full:
+    model, _ = _head_model(golden, is_training=False)
+    opts = _postprocess_options(golden.meta)
+    got = task.qa_outputs(model, {k: tf.constant(want[k]) for k in INPUTS}, training=False,
+                          start_n_top=opts["start_n_top"], end_n_top=opts["end_n_top"])
+    for key in full:
+      rows.append(_head_close(f"predict.npz {key} {list(want[key].shape)} from its inputs", got[key].numpy(),
+                              want[key]))
+  return rows
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# predict: the real prediction path
+
+
+def files_predict(meta):
+  return ([meta["spm"], _data_file("eval")] + _model_files(meta) + ["head/predict.npz"] +
+          [f"predictions/{name}" for name in OUTPUTS + EVALS[:1]])
+
+
+def check_predict(golden):
+  rows = []
+  setting, f, opts = _head_setting(golden.meta), _flags(golden.meta), _postprocess_options(golden.meta)
+  length = setting["max_seq_length"]
+  spm = golden.path(golden.meta["spm"])
+  want = golden.npz("head/predict.npz")
+  model, _ = _head_model(golden, is_training=False)
+  inference = predict.Inference(model, start_n_top=opts["start_n_top"], end_n_top=opts["end_n_top"])
+  with tempfile.TemporaryDirectory() as tmp:
+    examples, _, record, _ = records.prepare_eval_features(
+        golden.path(_data_file("eval")), tokenization.load_sentencepiece(spm), spm, tmp, length,
+        setting["max_query_length"], setting["doc_stride"], setting["uncased"], overwrite_data=True)
+    features = records.load_eval_features(os.path.join(tmp, records.eval_features_name(
+        spm, length, setting["max_query_length"])))
+    orig_data = data.load_squad_data(golden.path(_data_file("eval")))
+    dataset = records.squad_dataset(record, length, is_training=False, batch_size=f["predict_batch_size"],
+                                    drop_remainder=False)
+    batches = list(dataset.as_numpy_iterator())
+    for key, golden_key in [("unique_ids", "unique_id")] + [(k, k) for k in INPUTS]:
+      got = np.concatenate([b[key] for b in batches]) if batches else np.zeros([0])
+      rows.append(compare(f"record read back: {key} vs predict.npz {golden_key}", got, want[golden_key]))
+    rows.append(compare("features file read back: unique_id", [x.unique_id for x in features], want["unique_id"]))
+    inference.load(golden.checkpoint(f["init_checkpoint"]))
+    out = inference.run(dataset)
+    for key in ("unique_ids", "start_top_index", "end_top_index"):
+      rows.append(compare(f"Inference {key}", out[key], want[key]))
+    for key in ("start_top_log_probs", "end_top_log_probs", "cls_logits"):
+      rows.append(_head_close(f"Inference {key}", out[key], want[key]))
+    eval_set = predict.EvalSet(examples, features, record, orig_data, length)
+    out_eval = predict.predict_checkpoint(inference, golden.checkpoint(f["init_checkpoint"]), eval_set, tmp,
+                                          f["predict_batch_size"], opts["n_best_size"], opts["max_answer_length"])
+    got = {}
+    for name in OUTPUTS:
+      with open(os.path.join(tmp, name), encoding="utf-8") as fp:
+        got[name] = json.load(fp)
+  want_texts = golden.json("predictions/predictions.json")
+  bad = sum(got["predictions.json"].get(k) != v for k, v in want_texts.items()) + len(
+      set(got["predictions.json"]) - set(want_texts))
+  rows.append(Row(f"predict_checkpoint predictions.json: texts differing (of {len(want_texts)})", bad, bad == 0))
+  rows += _nbest_rows("predict_checkpoint", got["nbest_predictions.json"],
+                      golden.json("predictions/nbest_predictions.json"))
+  want_null = golden.json("predictions/null_odds.json")
   no_feature = [k for k, v in want_null.items() if v == postprocess.NULL_SCORE_NO_FEATURE]  # examples dropped
+  null_odds = got["null_odds.json"]
+  rows.append(Row(f"predict_checkpoint null_odds.json: {len(no_feature)} examples without a feature: 1000000 on "
+                  "both sides", 0, all(null_odds.get(k) == want_null[k] for k in no_feature) and
+                  sorted(null_odds) == sorted(want_null)))
   scored = [k for k in want_null if k not in no_feature]
-  diff, ok = _head_close([null_odds.get(k, np.inf) for k in scored], [want_null[k] for k in scored])
-  ok = ok and all(null_odds.get(k) == want_null[k] for k in no_feature)
-  rows.append((f"predict -> write_predictions: null_odds.json max |diff| ({len(no_feature)} examples without a "
-               "feature: 1000000 on both sides)", diff, ok))
+  rows.append(golden_check.close("predict_checkpoint null_odds.json", [null_odds.get(k, np.inf) for k in scored],
+                                 [want_null[k] for k in scored]))
+  want_eval = golden.json(f"predictions/{EVALS[0]}")
+  rows.append(Row(f"predict_checkpoint evaluation keys = {EVALS[0]}'s", 0, list(out_eval) == list(want_eval)))
+  rows.append(golden_check.close(f"predict_checkpoint evaluation vs {EVALS[0]}",
+                                 [out_eval.get(k, np.inf) for k in want_eval], list(want_eval.values())))
   return rows
 
 
 PARTS = {
-    "tokens": check_tokens,
-    "features": check_features,
-    "predictions": check_predictions,
-    "crafted": check_crafted,
-    "head": check_head,
+    "tokens": Part(files_tokens, check_tokens),
+    "features": Part(files_features, check_features),
+    "predictions": Part(files_predictions, check_predictions),
+    "crafted": Part(files_crafted, check_crafted),
+    "head": Part(files_head, check_head),
+    "predict": Part(files_predict, check_predict),
 }
 
 
 def main(argv=None):
+  """Runs the checker; returns the exit code (0: PASS, 1: FAIL)."""
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--golden_dir", required=True, help="Directory of the original's SQuAD outputs.")
   parser.add_argument("--parts", default=",".join(PARTS), help=f"Comma-separated subset of {','.join(PARTS)}.")
   parser.add_argument("--verbose", action="store_true", help="Show the library's log (e.g. each dropped example).")
   args = parser.parse_args(argv)
-  logging.set_verbosity(logging.INFO if args.verbose else logging.ERROR)
   parts = [p for p in args.parts.split(",") if p]
-  unknown = [p for p in parts if p not in PARTS]
-  if unknown:
-    parser.error(f"--parts: unknown {unknown}; choose from {list(PARTS)}.")
-  if not os.path.isfile(os.path.join(args.golden_dir, "meta.json")):
-    parser.error(f"--golden_dir {args.golden_dir} has no meta.json; pass a directory laid out as the goldens' "
-                 "README.md describes.")
-  verdicts = {}
-  for part in parts:
-    rows = PARTS[part](args.golden_dir)
-    print(f"== {part}")
-    for label, diff, ok in rows:
-      print(f"  {'ok  ' if ok else 'FAIL'} {label}: {diff:g}")
-    verdicts[part] = all(ok for _, _, ok in rows)
-    print(f"{part}: {'PASS' if verdicts[part] else 'FAIL'}")
-  print("overall:", "PASS" if all(verdicts.values()) else "FAIL", " ".join(f"{p}={'PASS' if v else 'FAIL'}"
-                                                                           for p, v in verdicts.items()))
-  return 0 if all(verdicts.values()) else 1
+  verbosity = logging.get_verbosity()  # restored: a caller's (a test's) log level is its own
+  logging.set_verbosity(logging.INFO if args.verbose else logging.ERROR)
+  try:
+    return 0 if golden_check.run(args.golden_dir, PARTS, parts) else 1
+  finally:
+    logging.set_verbosity(verbosity)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ def test_head_reproduces_the_original_on_its_checkpoint():
   spec = importlib.util.spec_from_file_location("check_squad", "scripts/check_squad.py")
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
-  rows = module.check_head(TESTDATA)
+  rows = module.check_head(module.golden_check.Golden(TESTDATA))
   assert len(rows) >= 15
   assert all(ok for _, _, ok in rows), [r for r in rows if not r[2]]
 

@@ -20,8 +20,10 @@ FILES = (
     + [f"{d}/{f}" for d in ("predictions", "crafted")
        for f in ("predictions.json", "nbest_predictions.json", "null_odds.json", "eval_run_squad.json",
                  "eval_squad_utils.json")]
-    + [f"features/{tag}_{mode}.npz" for tag in ("L64_Q16_S24_cased", "L64_Q16_S24_uncased", "L48_Q8_S40_cased",
-                                                 "L48_Q8_S40_uncased") for mode in ("train", "eval")]
+    + [f"features/{tag}_{mode}{ext}" for tag in ("L64_Q16_S24_cased", "L64_Q16_S24_uncased", "L48_Q8_S40_cased",
+                                                  "L48_Q8_S40_uncased") for mode in ("train", "eval")
+       for ext in (".npz", "_examples.json")]
+    + [f"features/pieces_{casing}.json" for casing in ("cased", "uncased")]
     + [f"ckpt/{f}" for f in ("checkpoint", "xlnet_config.json", "xlnet_model.ckpt.index",
                              "xlnet_model.ckpt.data-00000-of-00001")]
     + ["head/train_batch.npz"])

@@ -1,0 +1,133 @@
+"""scripts/check_race.py and scripts/check_squad.py: PASS on the tests' copies of the goldens, FAIL (last line
+exactly FAIL, exit code 1) on a copy with a prediction, a logit or a setting changed, a file removed, a key added,
+or an empty part list."""
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+GOLDENS = {"race": "tests/testdata/race", "squad": "tests/testdata/squad"}
+
+
+def _load(name):
+  spec = importlib.util.spec_from_file_location(name, f"scripts/{name}.py")
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+@pytest.fixture(scope="module")
+def checkers():
+  return {"race": _load("check_race"), "squad": _load("check_squad")}
+
+
+def _run(checkers, capsys, task, golden_dir, parts=None):
+  """(exit code, printed lines) of the checker's main()."""
+  argv = ["--golden_dir", str(golden_dir)] + ([] if parts is None else ["--parts", parts])
+  code = checkers[task].main(argv)
+  return code, capsys.readouterr().out.splitlines()
+
+
+def _copy(task, tmp_path):
+  dst = tmp_path / task
+  shutil.copytree(GOLDENS[task], dst)
+  return dst
+
+
+def _edit_npz(path, edit):
+  with np.load(path) as f:
+    arrays = {k: f[k] for k in f.files}
+  edit(arrays)
+  np.savez(path, **arrays)
+
+
+def _edit_json(path, edit):
+  with open(path, encoding="utf-8") as f:
+    obj = json.load(f)
+  edit(obj)
+  with open(path, "w", encoding="utf-8") as f:
+    json.dump(obj, f, indent=4)
+
+
+@pytest.mark.parametrize("task", ["race", "squad"])
+def test_untampered_copy_passes(checkers, capsys, tmp_path, task):
+  code, lines = _run(checkers, capsys, task, _copy(task, tmp_path))
+  assert (code, lines[-1]) == (0, "PASS"), "\n".join(l for l in lines if "FAIL" in l)
+  assert not any(l.lstrip().startswith("FAIL") for l in lines)
+
+
+def _add(arrays, key, index, delta):
+  arrays[key] = arrays[key].copy()
+  arrays[key][index] += delta
+
+
+def _bump_letter(obj):
+  first = next(iter(obj))
+  obj[first] = obj[first] + "x"
+
+
+# (task, what, parts, tamper(golden copy), a line that must FAIL)
+TAMPERINGS = [
+    ("race", "a prediction (eval_accuracy) changed", "predict",
+     lambda d: _edit_npz(d / "head/eval.npz", lambda a: a.update(eval_accuracy=np.float32(0.25))), "eval_accuracy"),
+    ("race", "a logit changed", "predict",
+     lambda d: _edit_npz(d / "head/eval.npz", lambda a: _add(a, "logits", (3, 2), 1e-3)), "Inference logits"),
+    ("race", "a file dropped", "features",
+     lambda d: os.remove(d / "features/L48_QA10_uncased_dev.npz"), "L48_QA10_uncased_dev.npz is missing"),
+    ("race", "an article file dropped", "predict",
+     lambda d: os.remove(d / "data/dev/high/204.txt"), "204.txt is missing"),
+    ("race", "a setting changed", "features",
+     lambda d: _edit_json(d / "meta.json", lambda m: m["settings"][1].update(max_qa_length=9)), "input_ids"),
+    ("squad", "a prediction changed", "predictions,predict",
+     lambda d: _edit_json(d / "predictions/predictions.json", _bump_letter), "predictions.json"),
+    ("squad", "a logit changed", "predict",
+     lambda d: _edit_npz(d / "head/predict.npz", lambda a: _add(a, "cls_logits", 7, 1e-3)), "cls_logits"),
+    ("squad", "a file dropped", "predictions",
+     lambda d: os.remove(d / "predictions/null_odds.json"), "null_odds.json is missing"),
+    ("squad", "a setting changed", "crafted",
+     lambda d: _edit_json(d / "meta.json", lambda m: m["flags"].update(n_best_size=4)), "nbest_predictions.json"),
+]
+
+
+@pytest.mark.parametrize("task,what,parts,tamper,failing", TAMPERINGS, ids=[f"{t[0]}: {t[1]}" for t in TAMPERINGS])
+def test_tampered_copy_fails(checkers, capsys, tmp_path, task, what, parts, tamper, failing):
+  del what
+  golden = _copy(task, tmp_path)  # untampered, it passes (test_untampered_copy_passes)
+  tamper(golden)
+  code, lines = _run(checkers, capsys, task, golden, parts)
+  assert (code, lines[-1]) == (1, "FAIL"), "\n".join(lines)
+  assert any(l.lstrip().startswith("FAIL") and failing in l for l in lines), "\n".join(lines)
+
+
+@pytest.mark.parametrize("task", ["race", "squad"])
+@pytest.mark.parametrize("parts", [",", "", "nope"])
+def test_empty_or_unknown_part_list_fails(checkers, capsys, task, parts):
+  code, lines = _run(checkers, capsys, task, GOLDENS[task], parts)
+  assert (code, lines[-1]) == (1, "FAIL")
+
+
+@pytest.mark.parametrize("task", ["race", "squad"])
+def test_missing_meta_fails(checkers, capsys, tmp_path, task):
+  code, lines = _run(checkers, capsys, task, tmp_path, "features")
+  assert (code, lines[-1]) == (1, "FAIL") and "meta.json unreadable" in lines[0]
+
+
+def test_a_golden_key_no_part_compares_fails(checkers, capsys, tmp_path):
+  golden = _copy("race", tmp_path)
+  _edit_npz(golden / "head/eval.npz", lambda a: a.update(start_logits=np.zeros([10], np.float32)))
+  code, lines = _run(checkers, capsys, "race", golden)
+  assert (code, lines[-1]) == (1, "FAIL")
+  assert "FAIL golden head/eval.npz holds keys no part compared: start_logits" in lines
+
+
+@pytest.mark.parametrize("task", ["race", pytest.param("squad", marks=pytest.mark.slow)])
+def test_cli_prints_fail_last_and_exits_nonzero(task):
+  proc = subprocess.run([sys.executable, f"scripts/check_{task}.py", "--golden_dir", GOLDENS[task], "--parts", ","],
+                        capture_output=True, text=True, timeout=300, check=False)
+  assert proc.returncode == 1 and proc.stdout.splitlines()[-1] == "FAIL", proc.stdout + proc.stderr

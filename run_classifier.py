@@ -88,6 +88,14 @@ def processor_options(o):
 
 
 
+def build_model_args(o, label_list):
+  """`classifier_task.build_model`'s arguments (head scope, n_class, summary) from the options and the label list
+  (None for regression)."""
+  return dict(scope=classifier_task.head_scope(o.task_name, o.cls_scope, o.is_regression),
+              n_class=None if label_list is None else len(label_list), summary_type=o.summary_type,
+              use_summ_proj=o.use_summ_proj)
+
+
 def _write_records(examples, label_list, o, tokenize_fn, mode, log_fn, num_passes=1):
   path = os.path.join(o.output_dir, classifier_features.record_file_name(o.spiece_model_file, o.max_seq_length, mode,
                                                                       o.eval_split))
@@ -158,9 +166,8 @@ def run(o, strategy, log_fn=print):
                     "spiece.model the model was trained with.")
   tokenize_fn = tokenization.make_tokenize_fn(sp_model, o.uncased)
   label_list = classifier_data.label_list_for(processor, o.is_regression)
-  scope = classifier_task.head_scope(task_name, o.cls_scope, o.is_regression)
-  n_class = None if label_list is None else len(label_list)
-  model_args = dict(scope=scope, n_class=n_class, summary_type=o.summary_type, use_summ_proj=o.use_summ_proj)
+  model_args = build_model_args(o, label_list)
+  scope = model_args["scope"]
   results = {}
 
   if o.do_train:

@@ -86,23 +86,28 @@ def run(o, strategy, log_fn=print):
     return _run(o, strategy, log_fn)
 
 
-def _run(o, strategy, log_fn):
-  xlnet_config = build_xlnet_config(o)
+def build_trainer(o, strategy, xlnet_config):
+  """The pretraining `Trainer` of the options `o` on `strategy`, not yet initialised (`restore_or_init` next)."""
   run_config = RunConfig(is_training=True, use_tpu=o.use_tpu, use_bfloat16=o.use_bfloat16, dropout=o.dropout,
                          dropatt=o.dropatt, init=o.init, init_range=o.init_range, init_std=o.init_std,
                          mem_len=o.mem_len, reuse_len=o.reuse_len, bi_data=o.bi_data, clamp_len=o.clamp_len,
                          same_length=o.same_length)
+  return training.Trainer(
+      strategy, lambda: XLNetModel(xlnet_config, run_config), pretrain_task.PretrainTask(), o.model_dir,
+      **training.trainer_args(o), global_batch_size=o.train_batch_size,
+      mem_len=run_config.mem_len, mems_reset=o.mems_reset, iterations=o.iterations, save_steps=o.save_steps,
+      max_save=o.max_save, jit_compile=o.jit_compile, tokens_per_example=o.seq_len)
+
+
+def _run(o, strategy, log_fn):
+  xlnet_config = build_xlnet_config(o)
   data = input_args(o)
   input_fn, record_info = pretrain_input.get_input_fn(**data)
   log_fn(f"Found {len(record_info['filenames'])} record files, {record_info['num_batch']} batches of "
          f"{data['bsz_per_host']} rows.")
   if training.is_chief(strategy):
     training.write_run_files(o.model_dir, xlnet_config, vars(o))
-  trainer = training.Trainer(
-      strategy, lambda: XLNetModel(xlnet_config, run_config), pretrain_task.PretrainTask(), o.model_dir,
-      **training.trainer_args(o), global_batch_size=o.train_batch_size,
-      mem_len=run_config.mem_len, mems_reset=o.mems_reset, iterations=o.iterations, save_steps=o.save_steps,
-      max_save=o.max_save, jit_compile=o.jit_compile, tokens_per_example=o.seq_len)
+  trainer = build_trainer(o, strategy, xlnet_config)
   start = trainer.restore_or_init(o.init_checkpoint, o.init_optimizer_state, log_fn)
   log_fn(f"Training from step {start} to {o.train_steps} on {strategy.num_replicas_in_sync} replica(s).")
 

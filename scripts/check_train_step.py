@@ -3,20 +3,21 @@
   python scripts/check_train_step.py --golden_dir /work/shared/goldens/train_step [--files=pretrain_adam_gpu]
 
 `--golden_dir` has the layout of /work/shared/goldens/train_step (README.md there): `ckpt/` (a TF1 checkpoint and
-its `xlnet_config.json`) and `*.npz` files. For each file: per step the loss, learning rate, pre-clip gnorm, global
-step and mems; the first step's gradients; after the last step every variable, Adam slot, beta power and the
-global step. Each line gives the worst difference (relative to the golden array's largest magnitude; absolute for
-final variables) and the tolerance (`xlnet_tf.training.step_parity.TOLERANCES`, measured figures in
-docs/training_step.md).
+its `xlnet_config.json`), `*.npz` files, and the list of files it must hold: a MANIFEST (one name a line), else the
+table under README.md's `## Files`. A listed file that is missing, or an unlisted one, fails the check. Each file is
+replayed with the Trainer its CLI builds from the golden's own flags (scripts/step_parity.py) and every quantity the
+golden holds is compared: per step the loss (tower losses; logits and per-example losses), learning rate, pre-clip
+gnorm, global step and mems; the first step's gradients; after the last step every variable (relative to its own
+update), optimizer slot, beta power and the global step. Tolerances: `step_parity.TOLERANCES`, measured figures in
+docs/training_step.md. The last line is PASS (exit 0) or FAIL (exit 1).
 """
 
-import glob
 import os
 import sys
 
 import tensorflow as tf
 from absl import app
-from absl import flags
+from absl import flags as absl_flags
 from absl import logging
 
 # Two-tower goldens run as two replicas: split the CPU before TensorFlow starts.
@@ -24,37 +25,57 @@ tf.config.set_logical_device_configuration(tf.config.list_physical_devices("CPU"
                                            [tf.config.LogicalDeviceConfiguration()] * 2)
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from xlnet_tf.training import step_parity  # noqa: E402  pylint: disable=g-import-not-at-top,wrong-import-position
+import step_parity  # noqa: E402  pylint: disable=g-import-not-at-top,wrong-import-position
+from xlnet_tf import checkpoint as checkpoint_lib  # noqa: E402  pylint: disable=g-import-not-at-top,wrong-import-position
 
-flags.DEFINE_string("golden_dir", None, "Directory of the training-step goldens (layout of "
-                    "/work/shared/goldens/train_step).")
-flags.DEFINE_list("files", None, "Golden files to check, by name without .npz (default: every *.npz).")
-flags.mark_flag_as_required("golden_dir")
+absl_flags.DEFINE_string("golden_dir", None, "Directory of the training-step goldens (layout of "
+                         "/work/shared/goldens/train_step).")
+absl_flags.DEFINE_list("files", None, "Golden files to replay, by name without .npz (default: every listed file). "
+                       "The folder is checked for missing or unlisted files either way.")
+absl_flags.mark_flag_as_required("golden_dir")
 
 
-def run(golden_dir, names=None):
-  paths = sorted(glob.glob(os.path.join(golden_dir, "*.npz")))
-  if names:
-    wanted = {os.path.join(golden_dir, f"{n}.npz") for n in names}
-    unknown = sorted(wanted - set(paths))
-    if unknown:
-      raise ValueError(f"No such golden file: {', '.join(unknown)} (--files).")
-    paths = [p for p in paths if p in wanted]
-  if not paths:
-    raise ValueError(f"{golden_dir} has no *.npz golden files (--golden_dir).")
+def run(golden_dir, names=None, print_fn=print):
+  """Checks the folder's file list, replays and compares; returns True if everything passed."""
+  expected, source = step_parity.expected_files(golden_dir)
+  present = sorted(f[:-len(".npz")] for f in os.listdir(golden_dir) if f.endswith(".npz"))
   all_ok = True
-  for path in paths:
-    g, meta, ours = step_parity.replay(path, golden_dir)
-    rows = step_parity.compare(g, meta, ours)
+  for name in sorted(set(expected) - set(present)):
+    print_fn(f"{name}.npz: FAIL (listed in {source}, not in {golden_dir})")
+    all_ok = False
+  for name in sorted(set(present) - set(expected)):
+    print_fn(f"{name}.npz: FAIL (in {golden_dir}, not listed in {source}: list it there)")
+    all_ok = False
+  wanted = expected
+  if names:
+    unknown = sorted(set(names) - set(expected))
+    if unknown:
+      raise ValueError(f"--files names golden files {source} does not list: {', '.join(unknown)}.")
+    wanted = sorted(names)
+  initial = checkpoint_lib.checkpoint_arrays(os.path.join(golden_dir, "ckpt", "xlnet_model.ckpt"))
+  replayed = 0
+  for name in wanted:
+    path = os.path.join(golden_dir, f"{name}.npz")
+    if not os.path.isfile(path):
+      continue
+    try:
+      g, meta, ours = step_parity.replay(path, golden_dir)
+      rows = step_parity.compare(g, meta, ours, initial)
+    except Exception as e:  # pylint: disable=broad-except  (a file that cannot be replayed fails; the rest go on)
+      print_fn(f"{name}.npz: FAIL ({type(e).__name__}: {' '.join(str(e).split())[:400]})")
+      all_ok = False
+      continue
+    replayed += 1
     ok = all(r[2] for r in rows.values())
     all_ok &= ok
-    print(f"{os.path.basename(path)}: {'PASS' if ok else 'FAIL'}")
-    for name, (diff, tol, row_ok) in rows.items():
-      print(f"  {'ok  ' if row_ok else 'FAIL'} {name:22s} {diff:9.2e}  (tolerance {tol:.0e})")
-    print(f"  per step: loss {_fmt(ours['loss'])} vs {_fmt(g['loss'])}; gnorm {_fmt(ours['gnorm'])} vs "
-          f"{_fmt(g['gnorm'])}")
-  print("PASS" if all_ok else "FAIL")
-  return all_ok
+    print_fn(f"{name}.npz: {'PASS' if ok else 'FAIL'}")
+    for row, (diff, tol, row_ok, note) in rows.items():
+      figures = "" if diff is None else f"{diff:9.2e}  (tolerance {tol:.0e})"
+      print_fn(f"  {'ok  ' if row_ok else 'FAIL'} {row:22s} {figures}{'  ' if figures and note else ''}{note}")
+    print_fn(f"  per step: loss {_fmt(ours['loss'])} vs {_fmt(g['loss'])}; gnorm {_fmt(ours['gnorm'])} vs "
+             f"{_fmt(g['gnorm'])}")
+  print_fn(f"Replayed {replayed} of {len(wanted)} files ({len(expected)} listed in {source}, {len(present)} present).")
+  return all_ok and replayed == len(wanted)
 
 
 def _fmt(values):
@@ -65,14 +86,12 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
   logging.set_verbosity(logging.WARNING)
-  golden_dir = flags.FLAGS.golden_dir
-  if not os.path.isfile(os.path.join(golden_dir, "ckpt", "xlnet_config.json")):
-    sys.exit(f"check_train_step.py: error: {golden_dir} has no ckpt/xlnet_config.json; pass the training-step "
-             "goldens directory as --golden_dir.")
   try:
-    ok = run(golden_dir, flags.FLAGS.files)
+    ok = run(absl_flags.FLAGS.golden_dir, absl_flags.FLAGS.files)
   except (OSError, ValueError) as e:
-    sys.exit(f"check_train_step.py: error: {str(e).strip().splitlines()[0]}")
+    print(f"check_train_step.py: error: {' '.join(str(e).split())}", flush=True)
+    ok = False
+  print("PASS" if ok else "FAIL", flush=True)
   sys.exit(0 if ok else 1)
 
 

@@ -1,8 +1,11 @@
 """The training step equals the original's: recorded optimizer steps of the ORIGINAL code (tests/testdata/train_step,
 copied from shared/goldens/train_step), and the original's gradient norm and clipping on each path."""
 
+import copy
+import importlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -11,6 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from xlnet_tf import checkpoint as checkpoint_lib
 from xlnet_tf.training import optimization
 
 
@@ -68,6 +72,7 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 import keras
 import numpy as np
+from xlnet_tf import checkpoint as checkpoint_lib
 from xlnet_tf.training import optimization
 
 CLIP = 0.5
@@ -136,39 +141,148 @@ def test_per_core_clipping_on_two_replicas(tmp_path):
   assert not all(np.allclose(a, b, rtol=1e-3) for a, b in zip(result["dense"]["state"], result["expected"]["state"]))
 
 
+def _step_parity():
+  """scripts/step_parity.py (it imports the CLIs: the repository root and scripts/ go on the path)."""
+  for path in (os.getcwd(), os.path.join(os.getcwd(), "scripts")):
+    if path not in sys.path:
+      sys.path.insert(0, path)
+  return importlib.import_module("step_parity")
+
+
 def test_original_training_steps_replay_within_tolerance():
-  """scripts/check_train_step.py over the copied goldens: every file PASSes (per-step loss, lr, gnorm, mems; step-1
-  gradients; final variables, Adam slots, beta powers, global step)."""
+  """scripts/check_train_step.py over the copied goldens: every file of the MANIFEST is replayed and PASSes
+  (per-step loss, tower losses / logits, lr, gnorm, mems; step-1 gradients; final variables, slots, beta powers,
+  global step)."""
   proc = subprocess.run([sys.executable, "scripts/check_train_step.py", f"--golden_dir={GOLDEN_DIR}"],
                         capture_output=True, text=True, timeout=600, env=ENV)
   assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
   files = sorted(f[:-len(".npz")] for f in os.listdir(GOLDEN_DIR) if f.endswith(".npz"))
+  assert len(files) == 8
   for name in files:
     assert f"{name}.npz: PASS" in proc.stdout, proc.stdout
-  assert proc.stdout.strip().endswith("PASS")
+  assert "Replayed 8 of 8 files (8 listed in" in proc.stdout
+  assert proc.stdout.splitlines()[-1] == "PASS"
 
 
-def test_global_mean_weighting_on_one_replica_replays_the_original():
-  """--loss_weighting=global_mean divides the gradients of the loss sum after the backward (the default divides the
-  loss before it): on one replica both are the original's mean loss, so a one-tower golden must pass either way."""
-  from xlnet_tf.training import step_parity  # pylint: disable=import-outside-toplevel
-  g, meta, ours = step_parity.replay(os.path.join(GOLDEN_DIR, "pretrain_adam_gpu.npz"), loss_weighting="global_mean")
-  failed = {name: worst for name, (worst, _, ok) in step_parity.compare(g, meta, ours).items() if not ok}
-  assert not failed, failed
+@pytest.fixture(scope="module")
+def replays():
+  """One replay of a pretraining golden (mems, tower losses, Adam) and of a fine-tuning one (logits, AdamWeightDecay,
+  layer decay), with the checkpoint they start from: the tampering tests judge tampered copies of these."""
+  step_parity = _step_parity()
+  initial = checkpoint_lib.checkpoint_arrays(os.path.join(GOLDEN_DIR, "ckpt", "xlnet_model.ckpt"))
+  out = {}
+  for name in ("pretrain_adam_gpu", "finetune_cls_adamwd_lrlayer075_clip005_gpu"):
+    out[name] = step_parity.replay(os.path.join(GOLDEN_DIR, f"{name}.npz")) + (initial,)
+  return out
 
 
-def test_check_train_step_fails_on_a_tampered_golden(tmp_path):
-  """The comparison can fail: a golden whose recorded gnorm is off by 1 % is reported FAIL (exit 1)."""
-  for name in ("ckpt",):
+def _failed(golden, tamper_golden=None, tamper_ours=None, replays=None):
+  """The rows `compare` fails after tampering with a copy of the golden (and/or of our results)."""
+  g, meta, ours, initial = replays[golden]
+  g = {k: np.array(v) for k, v in g.items()}
+  ours = copy.deepcopy(ours)
+  if tamper_golden:
+    tamper_golden(g)
+  if tamper_ours:
+    tamper_ours(ours)
+  return {name for name, row in _step_parity().compare(g, meta, ours, initial).items() if not row[2]}
+
+
+@pytest.mark.parametrize("golden", ["pretrain_adam_gpu", "finetune_cls_adamwd_lrlayer075_clip005_gpu"])
+def test_untampered_replay_passes(golden, replays):
+  assert not _failed(golden, replays=replays)
+
+
+R_KERNEL = "model/transformer/layer_0/rel_attn/r/kernel"
+
+
+@pytest.mark.parametrize("golden", ["pretrain_adam_gpu", "finetune_cls_adamwd_lrlayer075_clip005_gpu"])
+def test_a_variable_off_by_2_percent_of_its_update_fails(golden, replays):
+  initial = replays[golden][3][R_KERNEL]
+
+  def tamper(g):
+    g[f"final/{R_KERNEL}"] += 0.02 * (g[f"final/{R_KERNEL}"] - initial)
+  assert _failed(golden, tamper, replays=replays) == {"final variables"}
+
+
+def test_weight_decay_left_out_of_one_variable_fails(replays):
+  """r_s_bias without its decay (a wrong exclusion list): 3e-5 at most, 0.3 % of its update."""
+  g, meta, _, initial = replays["finetune_cls_adamwd_lrlayer075_clip005_gpu"]
+  decay = meta["run_classifier_flags"]["weight_decay"] * float(np.sum(g["learning_rate"]))
+  name = "model/transformer/r_s_bias"
+
+  def tamper(g):
+    g[f"final/{name}"] += decay * initial[name]
+  assert _failed("finetune_cls_adamwd_lrlayer075_clip005_gpu", tamper, replays=replays) == {"final variables"}
+
+
+def test_a_slot_entry_off_fails(replays):
+  def tamper(g):
+    slot = g["final/model/transformer/layer_1/ff/layer_1/kernel/Adam_1"]
+    slot[3, 4] += 1e-3 * np.max(np.abs(slot))
+  assert _failed("pretrain_adam_gpu", tamper, replays=replays) == {"final slots"}
+
+
+def test_a_mems_row_off_fails(replays):
+  def tamper(g):
+    mems = g["new_mems"]  # [K, T, N, M, b, D]
+    mems[1, 0, 1, 7, 2] += 1e-4 * np.max(np.abs(mems))
+  assert _failed("pretrain_adam_gpu", tamper, replays=replays) == {"new_mems"}
+
+
+def test_gnorm_off_by_1_percent_fails(replays):
+  def tamper(g):
+    g["gnorm"] *= 1.01
+  assert _failed("finetune_cls_adamwd_lrlayer075_clip005_gpu", tamper, replays=replays) == {"gnorm"}
+
+
+def test_a_missing_key_fails_on_either_side(replays):
+  def drop(*keys):
+    return lambda arrays: [arrays.pop(k) for k in keys]
+  assert _failed("pretrain_adam_gpu", drop("tower_loss"), replays=replays) == {"tower_loss"}
+  assert _failed("pretrain_adam_gpu", drop("new_mems"), replays=replays) == {"new_mems"}
+  assert _failed("finetune_cls_adamwd_lrlayer075_clip005_gpu", drop("logits"), replays=replays) == {"logits"}
+  assert _failed("pretrain_adam_gpu", drop("final/model/transformer/r_s_bias/Adam"),
+                 replays=replays) == {"final: ours only"}
+  assert _failed("pretrain_adam_gpu", drop("final/beta1_power"), replays=replays) == {"final: ours only"}
+  assert _failed("pretrain_adam_gpu", drop("grad0/model/lm_loss/bias"), replays=replays) == {"grad0"}
+  # ours without mems or beta powers (a port that keeps none): FAIL, not skipped
+  assert _failed("pretrain_adam_gpu", tamper_ours=lambda o: o["new_mems"].clear(), replays=replays) == {"new_mems"}
+  assert _failed("pretrain_adam_gpu", tamper_ours=lambda o: o["final"].pop("beta2_power"),
+                 replays=replays) == {"final: golden only"}
+  # a golden key the checker does not know is not silently skipped
+  assert _failed("pretrain_adam_gpu", lambda g: g.update(new_quantity=np.zeros(3)),
+                 replays=replays) == {"unknown key new_quantity"}
+
+
+def test_expected_files_come_from_the_readme_table(tmp_path):
+  shutil.copy(os.path.join(GOLDEN_DIR, "GOLDENS_README.md"), tmp_path / "README.md")
+  names, source = _step_parity().expected_files(str(tmp_path))
+  assert source.endswith("README.md") and len(names) == 15
+  assert {"pretrain_adam_gpu", "pretrain_adam_tpupath", "finetune_reg_gpu",
+          "finetune_cls_adamwd_lrlayer075_clip005_gpu"} <= set(names)
+
+
+def test_check_train_step_fails_when_a_listed_file_is_missing(tmp_path):
+  """A folder holding one of the MANIFEST's files: that one passes, the check FAILs (exit 1) naming the others."""
+  for name in ("ckpt", "MANIFEST", "finetune_reg_gpu.npz"):
     os.symlink(os.path.abspath(os.path.join(GOLDEN_DIR, name)), tmp_path / name)
-  with np.load(os.path.join(GOLDEN_DIR, "finetune_cls_gpu.npz")) as data:
-    arrays = {k: data[k] for k in data.files}
-  arrays["gnorm"] = arrays["gnorm"] * 1.01
-  np.savez(tmp_path / "finetune_cls_gpu.npz", **arrays)
   proc = subprocess.run([sys.executable, "scripts/check_train_step.py", f"--golden_dir={tmp_path}"],
                         capture_output=True, text=True, timeout=300, env=ENV)
   assert proc.returncode == 1, proc.stdout + proc.stderr[-2000:]
-  assert "FAIL gnorm" in proc.stdout and proc.stdout.strip().endswith("FAIL")
+  assert "finetune_reg_gpu.npz: PASS" in proc.stdout
+  assert "pretrain_adam_gpu.npz: FAIL (listed in" in proc.stdout
+  assert "Replayed 1 of 8 files" in proc.stdout and proc.stdout.splitlines()[-1] == "FAIL"
+
+
+def test_global_mean_weighting_on_one_replica_replays_the_original(replays):
+  """--loss_weighting=global_mean divides the gradients of the loss sum after the backward (the default divides the
+  loss before it): on one replica both are the original's mean loss, so a one-tower golden must pass either way."""
+  step_parity = _step_parity()
+  g, meta, ours = step_parity.replay(os.path.join(GOLDEN_DIR, "pretrain_adam_gpu.npz"), loss_weighting="global_mean")
+  rows = step_parity.compare(g, meta, ours, replays["pretrain_adam_gpu"][3])
+  failed = {name: row for name, row in rows.items() if not row[2]}
+  assert not failed, failed
 
 
 @pytest.mark.parametrize("golden", ["pretrain_adam_gpu", "pretrain_adamwd_gpu"])
@@ -176,26 +290,28 @@ def test_init_checkpoint_continues_the_original_optimizer_state(golden, tmp_path
   """--init_checkpoint of an original checkpoint holding Adam slots and global_step (the original's state after 3
   steps, written under its TF1 names) restores weights, slots and step, as init_from_checkpoint(global_vars=True);
   without init_optimizer_state only the weights."""
-  from xlnet_tf.training import step_parity  # pylint: disable=import-outside-toplevel
+  step_parity = _step_parity()
   g, meta = step_parity.load(os.path.join(GOLDEN_DIR, f"{golden}.npz"))
   finals = {k[len("final/"):]: v for k, v in g.items() if k.startswith("final/")}
   names = sorted(n for n in finals if n not in ("beta1_power", "beta2_power"))
-  tf.raw_ops.SaveV2(prefix=str(tmp_path / "original.ckpt"), tensor_names=names, shape_and_slices=[""] * len(names),
+  ckpt = str(tmp_path / "original.ckpt")
+  tf.raw_ops.SaveV2(prefix=ckpt, tensor_names=names, shape_and_slices=[""] * len(names),
                     tensors=[tf.constant(finals[n]) for n in names])
   lines = []
-  trainer = step_parity.build_trainer(GOLDEN_DIR, meta, 1, str(tmp_path / "run"), "indexed_slices")
-  assert trainer.restore_or_init(str(tmp_path / "original.ckpt"), init_optimizer_state=True,
-                                 log_fn=lines.append) == 3
+  trainer, _ = step_parity.build_trainer(GOLDEN_DIR, meta, str(tmp_path / "run"), log_fn=lines.append,
+                                         init_checkpoint=ckpt)
+  assert trainer.step == 3
   assert "Continued the optimizer state" in lines[-1] and "step 3" in lines[-1]
-  ours = step_parity._final_state(trainer)  # pylint: disable=protected-access
+  ours = step_parity.final_state(trainer)
   for name in names:
     np.testing.assert_array_equal(ours[name], finals[name], err_msg=name)
   for name in set(finals) - set(names):  # beta powers: TF1 multiplied them step by step; ours follow from the step
     np.testing.assert_allclose(ours[name], finals[name], rtol=1e-6, err_msg=name)
 
-  fresh = step_parity.build_trainer(GOLDEN_DIR, meta, 1, str(tmp_path / "run2"), "indexed_slices")
-  assert fresh.restore_or_init(str(tmp_path / "original.ckpt"), log_fn=lines.append) == 0
-  state = step_parity._final_state(fresh)  # pylint: disable=protected-access
+  fresh, _ = step_parity.build_trainer(GOLDEN_DIR, meta, str(tmp_path / "run2"), log_fn=lines.append,
+                                       init_checkpoint=ckpt, init_optimizer_state=False)
+  assert fresh.step == 0
+  state = step_parity.final_state(fresh)
   np.testing.assert_array_equal(state["model/lm_loss/bias"], finals["model/lm_loss/bias"])
   assert not np.any(state["model/lm_loss/bias/" + ("adam_m" if "adamwd" in golden else "Adam")])
 
@@ -203,13 +319,14 @@ def test_init_checkpoint_continues_the_original_optimizer_state(golden, tmp_path
 def test_train_makes_the_malloc_settings_again_after_building_its_iterator(monkeypatch, tmp_path):
   """Building the input iterator resets glibc's mmap threshold (TF's GeneratorDataset kernel; see
   test_run_pretrain); Trainer.train calls keep_freed_memory_after_input() once the iterator exists."""
-  from xlnet_tf.training import step_parity, trainer as trainer_module  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.training import trainer as trainer_module  # pylint: disable=import-outside-toplevel
+  step_parity = _step_parity()
   g, meta = step_parity.load(os.path.join(GOLDEN_DIR, "pretrain_adam_gpu.npz"))
-  trainer = step_parity.build_trainer(GOLDEN_DIR, meta, 1, str(tmp_path / "run"), "indexed_slices")
+  trainer, _ = step_parity.build_trainer(GOLDEN_DIR, meta, str(tmp_path / "run"))
   calls = []
   real_iter = iter
   monkeypatch.setattr(trainer_module, "iter", lambda x: calls.append("iterator") or real_iter(x), raising=False)
   monkeypatch.setattr(trainer_module, "keep_freed_memory_after_input", lambda: calls.append("malloc settings"))
-  dataset_fn = step_parity._dataset_fn(step_parity._pretrain_batches(g))  # pylint: disable=protected-access
+  dataset_fn = step_parity.dataset_fn(step_parity.batches(g, meta))
   trainer.train(dataset_fn, train_steps=1, log_fn=lambda line: None)
   assert calls == ["iterator", "malloc settings"]

@@ -164,17 +164,27 @@ class XLNetAdam(_SummedGradientsMixin, keras.optimizers.Adam):
   from float64; TF1 subtracts in float32).
   """
 
+  def beta_powers(self, dtype=tf.float32):
+    """TF1's `beta1_power` and `beta2_power` as they stand now: beta^(t+1) after t steps, the powers the next
+    update feeds `ResourceApplyAdam` (TF1 keeps them as variables; here they follow from `iterations`).
+
+    Returns:
+      (beta1_power, beta2_power): `dtype` [] tensors.
+    """
+    step = tf.cast(self.iterations + 1, dtype)
+    return tf.pow(tf.cast(self.beta_1, dtype), step), tf.pow(tf.cast(self.beta_2, dtype), step)
+
   def update_step(self, gradient, variable, learning_rate):
     if isinstance(gradient, tf.IndexedSlices):  # apply_gradients densifies; a direct Keras call may not
       return super().update_step(gradient, variable, learning_rate)
     dtype = variable.dtype
-    step = tf.cast(self.iterations + 1, dtype)
     index = self._get_variable_index(variable)
     handle = lambda v: (v.value if isinstance(v, keras.Variable) else v).handle
     beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
+    beta1_power, beta2_power = self.beta_powers(dtype)
     return tf.raw_ops.ResourceApplyAdam(
         var=handle(variable), m=handle(self._momentums[index]), v=handle(self._velocities[index]),
-        beta1_power=tf.pow(beta_1, step), beta2_power=tf.pow(beta_2, step), lr=tf.cast(learning_rate, dtype),
+        beta1_power=beta1_power, beta2_power=beta2_power, lr=tf.cast(learning_rate, dtype),
         beta1=beta_1, beta2=beta_2, epsilon=tf.cast(self.epsilon, dtype), grad=tf.cast(gradient, dtype))
 
 
@@ -458,3 +468,15 @@ def original_slot_map(optimizer, variables_by_name):
     for suffix, slot in zip(suffixes, slots):
       table[f"{name}/{suffix}"] = slot[index]
   return table
+
+
+def original_optimizer_state(optimizer, variables_by_name):
+  """{original TF1 name: value} of the optimizer's whole state as TF1 names it: the slots (`original_slot_map`),
+  `global_step` (int64, the optimizer's `iterations`) and, for `XLNetAdam`, TF1 AdamOptimizer's `beta1_power` and
+  `beta2_power` (`XLNetAdam.beta_powers`; the original AdamWeightDecayOptimizer keeps none). Values are tensors or
+  variables; the optimizer must be built."""
+  state = dict(original_slot_map(optimizer, variables_by_name))
+  state["global_step"] = tf.cast(optimizer.iterations, tf.int64)
+  if isinstance(optimizer, XLNetAdam):
+    state["beta1_power"], state["beta2_power"] = optimizer.beta_powers()
+  return state

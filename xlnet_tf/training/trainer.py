@@ -142,6 +142,7 @@ class Trainer:
     self._writer = tf.summary.create_file_writer(model_dir) if self.chief else tf.summary.create_noop_writer()
     self._loop_fn = None
     self._gather_fn = None
+    self._gradients_fn = None
 
   @property
   def step(self):
@@ -273,6 +274,40 @@ class Trainer:
     else:
       weight = weight * context.num_replicas_in_sync
     return tf.maximum(weight, 1e-12)
+
+  def batch_gradients(self, dataset_fn):
+    """What the next step would compute on its batch, without applying it (for checks and tools, e.g.
+    scripts/check_train_step.py): each replica's loss and the gradients it would clip. Nothing changes: not the
+    weights, the optimizer, the step nor the mems.
+
+    Args:
+      dataset_fn: as `train`'s; its batch at the current step is used, with the current mems.
+
+    Returns:
+      (losses: list of float, each replica's own loss `loss_sum / weight_sum`; grads: list of numpy arrays, one
+      per `model.trainable_variables`: the gradient of the global-batch loss (the replicas' shares summed) before
+      clipping, merged to dense, zeros for a variable the loss does not reach).
+    """
+    dist = self.strategy.distribute_datasets_from_function(lambda ctx: dataset_fn(ctx, self.step))
+    if self._gradients_fn is None:
+      variables = self.model.trainable_variables
+      strategy = self.strategy
+
+      def replica(features):
+        mems = [v.read_value() for v in self.mem_vars] if self.mem_vars else None
+        loss_sum, weight_sum, grads, _, _ = self._forward_backward(features, mems)
+        grads, _ = self._share_gradients(grads, None, self._loss_weight(weight_sum))
+        grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g) for v, g in zip(variables, grads)]
+        return loss_sum / tf.maximum(tf.cast(weight_sum, loss_sum.dtype), 1e-12), grads
+
+      @tf.function
+      def gradients(features):
+        loss, grads = strategy.run(replica, args=(features,))
+        return (strategy.experimental_local_results(loss),
+                [strategy.reduce(tf.distribute.ReduceOp.SUM, g, axis=None) for g in grads])
+      self._gradients_fn = gradients
+    losses, grads = self._gradients_fn(next(iter(dist)))
+    return [float(l) for l in losses], [g.numpy() for g in grads]
 
   def _build_loop(self):
     strategy = self.strategy

@@ -1,0 +1,355 @@
+"""Replays the original's recorded training steps through xlnet-tf's Trainer and compares (training-step parity).
+
+A golden file (`*.npz`, the format of `shared/goldens/train_step/README.md`) holds what the ORIGINAL
+`train_gpu.py` / `run_classifier.py` did for K optimizer steps from a TF1 checkpoint: the inputs each step (and
+tower) consumed, the loss (and tower losses, or logits and per-example losses), learning rate and pre-clip `gnorm`
+of every step, the mems, the first step's gradients and, after the last step, every variable, optimizer slot, beta
+power and the global step. `replay` builds the Trainer the way the CLI would (`cli_options`: the golden's own flags
+through run_pretrain.py's / run_classifier.py's flag definitions and Trainer builders), loads the checkpoint by its
+TF1 names as `--init_checkpoint` does, feeds the recorded inputs through `Trainer.train` one step per call and
+collects the same quantities (`Trainer.batch_gradients` for each step's tower losses and the first gradients);
+`compare` judges the differences against `TOLERANCES`. Every setting comes from the golden's `meta_json`.
+
+Path: a `*_tpupath` file (`meta_json["use_tpu_embedding_and_loss_path"]`: dense embedding gradient) is replayed
+with --clip_mode=dense, a `*_gpu` file with the CLI's default (auto: the original's GPU norm). Towers become the
+replicas --num_core_per_host asks for; on a CPU the caller must split the CPU into as many logical devices before
+TensorFlow starts (scripts/check_train_step.py does).
+"""
+
+import json
+import os
+import re
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+import flags
+import run_classifier
+import run_pretrain
+from xlnet_tf import XLNetConfig
+from xlnet_tf import checkpoint as checkpoint_lib
+from xlnet_tf import training
+from xlnet_tf.tasks.classifier import task as classifier_task
+from xlnet_tf.training import optimization
+from xlnet_tf.training.trainer import numpy_mems
+
+
+# Largest allowed difference per quantity, relative to the golden array's largest magnitude (at least 1e-12).
+# Final variables: |ours - golden| <= final x (the variable's largest golden update) + final_abs, per variable, where
+# the update is the golden's final value minus the checkpoint's. Entries whose gradient is in the rounding noise
+# (golden sqrt(v) below noise_v of the variable's largest sqrt(v): their Adam direction m / sqrt(v) is set by
+# rounding) may differ by up to noise_final of the update instead. Measured figures: docs/training_step.md.
+TOLERANCES = {"loss": 5e-6, "tower_loss": 5e-6, "logits": 5e-6, "per_example_loss": 5e-6, "learning_rate": 1e-6,
+              "gnorm": 5e-6, "new_mems": 5e-6, "grad0": 2e-5, "final": 1e-3, "final_abs": 1e-7, "noise_v": 1e-3,
+              "noise_final": 5e-2, "slots": 1e-4, "beta_power": 1e-6, "global_step": 0}
+
+
+# The per-step quantities each kind of golden must hold (README's tables); every one is compared.
+STEP_KEYS = {"pretrain": ("loss", "tower_loss", "learning_rate", "gnorm", "global_step", "new_mems"),
+             "finetune": ("loss", "per_example_loss", "logits", "learning_rate", "gnorm", "global_step")}
+
+
+# Golden keys that are inputs (fed, not compared) or not compared, and why.
+INPUT_KEYS = {"pretrain": ("inp_k", "seg_id", "inp_q", "perm_mask", "target_mapping", "target", "target_mask"),
+              "finetune": ("input_ids", "seg_ids", "input_mask", "label_ids")}
+NOT_COMPARED = {"meta_json": "settings", "gnorm_dense": "the merged-gradient norm, for ports that merge (gnorm is "
+                "compared: the original's IndexedSlices norm, which xlnet-tf reproduces)",
+                "grad0_slices/": "the un-merged embedding rows behind gnorm[0] (gnorm and the merged grad0 are "
+                "compared)"}
+
+
+SLOT_SUFFIXES = ("/Adam", "/Adam_1", "/adam_m", "/adam_v")
+OPTIMIZER_SCALARS = ("global_step", "beta1_power", "beta2_power")
+
+
+def load(path):
+  """The golden arrays of one file, and its meta_json as a dict."""
+  with np.load(path) as data:
+    arrays = {k: data[k] for k in data.files}
+  return arrays, json.loads(str(arrays.pop("meta_json")))
+
+
+def _ckpt_prefix(golden_dir):
+  return os.path.join(golden_dir, "ckpt", "xlnet_model.ckpt")
+
+
+def expected_files(golden_dir):
+  """The golden files the folder must hold, by name without .npz: its MANIFEST (one name a line, # comments) if
+  it has one, else every file named in README.md's table under `## Files` (`a_{gpu,tpupath}.npz` is two).
+
+  Raises:
+    ValueError: neither lists a file.
+  """
+  manifest = os.path.join(golden_dir, "MANIFEST")
+  if os.path.isfile(manifest):
+    with open(manifest) as f:
+      names = [line.split("#")[0].strip() for line in f]
+    names = [n[:-len(".npz")] if n.endswith(".npz") else n for n in names if n]
+    source = manifest
+  else:
+    source = os.path.join(golden_dir, "README.md")
+    text = open(source).read() if os.path.isfile(source) else ""
+    section = text.split("\n## Files", 1)[1].split("\n#", 1)[0] if "\n## Files" in text else ""
+    names = []
+    for line in section.splitlines():
+      if line.startswith("| `"):
+        for token in re.findall(r"`([^`]+)\.npz`", line.split("|")[1]):
+          match = re.fullmatch(r"(.*)\{([^}]*)\}(.*)", token)
+          names += [match.group(1) + alt + match.group(3) for alt in match.group(2).split(",")] if match else [token]
+  if not names:
+    raise ValueError(f"{golden_dir} lists no golden files: it needs a MANIFEST (one file name a line) or a "
+                     "README.md whose `## Files` table names them.")
+  return sorted(set(names)), source
+
+
+def cli_options(meta, golden_dir, model_dir, **overrides):
+  """The flag values the CLI (run_pretrain.py or run_classifier.py) would parse for the golden's run: the
+  original script's flags from meta_json, then the flags the golden's `get_train_op` saw
+  (`get_train_op_overrides`, e.g. the pretraining lr_layer_decay_rate train_gpu.py has no flag for), then
+  --clip_mode=dense for a `tpupath` golden; paths point into golden_dir and model_dir. `overrides`: further flags."""
+  pretrain = meta["mode"] == "pretrain"
+  script = run_pretrain if pretrain else run_classifier
+  values = dict(meta["train_gpu_flags"] if pretrain else meta["run_classifier_flags"])
+  values.update(meta["get_train_op_overrides"])
+  values.update(model_dir=model_dir, init_checkpoint=_ckpt_prefix(golden_dir))
+  if not pretrain:
+    values["model_config_path"] = os.path.join(golden_dir, "ckpt", "xlnet_config.json")
+  if meta["use_tpu_embedding_and_loss_path"]:
+    values["clip_mode"] = "dense"
+  values.update(overrides)
+  return flags.defaults(script.define_flags, **values)
+
+
+_STRATEGIES = {}  # one per setting and process: two MirroredStrategies in one process mix up their collectives
+
+
+def _strategy(o):
+  key = (o.strategy, o.use_tpu, o.num_core_per_host)
+  if key not in _STRATEGIES:
+    _STRATEGIES[key] = training.start(o)
+  return _STRATEGIES[key]
+
+
+def build_trainer(golden_dir, meta, model_dir, log_fn=None, **overrides):
+  """The Trainer the CLI builds for the golden's run (`cli_options`), initialised from `--init_checkpoint` as the
+  CLI does. Returns (trainer, options)."""
+  o = cli_options(meta, golden_dir, model_dir, **overrides)
+  log_fn = log_fn or (lambda line: None)
+  strategy = _strategy(o)
+  if meta["mode"] == "pretrain":
+    run_pretrain.validate(o, strategy.num_replicas_in_sync)
+    trainer = run_pretrain.build_trainer(o, strategy, run_pretrain.build_xlnet_config(o))
+    trainer.restore_or_init(o.init_checkpoint, o.init_optimizer_state, log_fn)
+  else:
+    model_args = run_classifier.build_model_args(o, meta.get("label_list"))
+    xlnet_config = XLNetConfig(json_path=o.model_config_path)
+    trainer, _, _, _ = training.fine_tuning_trainer(
+        o, strategy, lambda run_config: classifier_task.build_model(xlnet_config, run_config, **model_args),
+        classifier_task.ClassifierTask(model_args["scope"]), xlnet_config, o.max_seq_length, log_fn)
+  return trainer, o
+
+
+def batches(g, meta):
+  """[K][T] dicts of batch-major features, as the CLI's input pipeline yields them (T = 1 when fine-tuning)."""
+  if meta["mode"] != "pretrain":
+    return [[{"input_ids": g["input_ids"][k].T, "segment_ids": g["seg_ids"][k].T, "input_mask": g["input_mask"][k].T,
+              "label_ids": g["label_ids"][k]}] for k in range(g["input_ids"].shape[0])]
+  k_steps, towers = g["inp_k"].shape[:2]
+  return [[{"input_k": g["inp_k"][k, t].T, "seg_id": g["seg_id"][k, t].T, "input_q": g["inp_q"][k, t].T,
+            "perm_mask": np.transpose(g["perm_mask"][k, t], [2, 0, 1]),
+            "target_mapping": np.transpose(g["target_mapping"][k, t], [2, 0, 1]),
+            "target": g["target"][k, t].T, "target_mask": g["target_mask"][k, t].T} for t in range(towers)]
+          for k in range(k_steps)]
+
+
+def dataset_fn(step_batches):
+  """`dataset_fn(input_context, start_step)`: step k's per-replica batches, replica by replica, from start_step."""
+  flat = [replica for step in step_batches for replica in step]
+  towers = len(step_batches[0])
+
+  def fn(input_context, start_step):
+    del input_context  # one input pipeline: it yields replica 0's batch, then replica 1's, ...
+    rows = flat[start_step * towers:]
+    return tf.data.Dataset.from_tensor_slices({k: np.stack([r[k] for r in rows]) for k in rows[0]})
+  return fn
+
+
+def final_state(trainer):
+  """Every variable and the optimizer's whole state (slots, beta powers, global step), by the original's TF1 names,
+  as numpy."""
+  variables = checkpoint_lib.original_variable_map(trainer.model)
+  state = {name: v.numpy() for name, v in variables.items()}
+  state.update({name: np.asarray(v.numpy()) for name, v in
+                optimization.original_optimizer_state(trainer.optimizer, variables).items()})
+  return state
+
+
+def replay(path, golden_dir=None, **overrides):
+  """Runs the golden's steps through the CLI's Trainer (`overrides`: further flags, e.g. loss_weighting).
+
+  Returns:
+    (golden arrays, meta, ours: {per-step key: list over steps, "grad0": {TF1 name: array}, "final": {TF1 name:
+    array}, "initial": {TF1 name: array} our weights before the first step}).
+  """
+  golden_dir = golden_dir or os.path.dirname(path)
+  g, meta = load(path)
+  step_batches = batches(g, meta)
+  towers = len(step_batches[0])
+  data = dataset_fn(step_batches)
+  ours = {key: [] for key in STEP_KEYS[meta["mode"]]}
+  with tempfile.TemporaryDirectory(prefix="xlnet-step-parity-") as model_dir:
+    trainer, o = build_trainer(golden_dir, meta, model_dir, **overrides)
+    if trainer.strategy.num_replicas_in_sync != towers:
+      raise ValueError(f"The golden has {towers} towers; the CLI's options made {trainer.strategy.num_replicas_in_sync}"
+                       " replicas.")
+    variables = checkpoint_lib.original_variable_map(trainer.model)
+    names = {id(v): name for name, v in variables.items()}
+    ours["initial"] = {name: v.numpy() for name, v in variables.items()}
+    scope = None if meta["mode"] == "pretrain" else run_classifier.build_model_args(o, meta.get("label_list"))["scope"]
+    for k, step in enumerate(step_batches):
+      tower_losses, grads = trainer.batch_gradients(data)
+      if k == 0:
+        ours["grad0"] = {names[id(v)]: grad for v, grad in zip(trainer.model.trainable_variables, grads)}
+      if scope is None:
+        ours["tower_loss"].append(tower_losses)
+      else:  # the head's outputs before this step's update
+        logits, per_example_loss = classifier_task.forward(trainer.model, step[0], scope, training=True)
+        ours["logits"].append(logits.numpy())
+        ours["per_example_loss"].append(per_example_loss.numpy())
+      result = trainer.train(data, train_steps=k + 1, log_fn=lambda line: None)
+      ours["loss"].append(result["loss"])
+      ours["learning_rate"].append(result["lr"])
+      ours["gnorm"].append(result["gnorm"])
+      ours["global_step"].append(trainer.step)
+      if trainer.mem_vars and "new_mems" in ours:
+        mems = numpy_mems(trainer)  # [N, M, global_b, D] -> [T, N, M, b, D]
+        ours["new_mems"].append(np.stack(np.split(mems, towers, axis=2)))
+    ours["final"] = final_state(trainer)
+  return g, meta, ours
+
+
+def _rel(ours, golden):
+  ours, golden = np.asarray(ours, np.float64), np.asarray(golden, np.float64)
+  if ours.shape != golden.shape:
+    return float("inf")
+  return float(np.max(np.abs(ours - golden))) / max(float(np.max(np.abs(golden))), 1e-12)
+
+
+def final_variable_diffs(golden_final, ours_final, initial, v_slot=None):
+  """How far one variable's final value is from the golden's, relative to the golden's largest update.
+
+  Args:
+    golden_final, ours_final, initial: arrays of one variable (initial: the checkpoint's value).
+    v_slot: the golden's second-moment slot of the variable, or None.
+
+  Returns:
+    (worst |ours - golden| / max|golden update| over the entries whose gradient is not in the rounding noise,
+    the same over those that are (0 if none), how many of those exceed the first tolerance, whether the former
+    are within tolerance, whether the latter are).
+  """
+  golden = np.asarray(golden_final, np.float64)
+  if np.shape(ours_final) != golden.shape:
+    return float("inf"), 0.0, 0, False, True
+  update = float(np.max(np.abs(golden - initial))) if golden.size else 0.0
+  diff = np.abs(np.asarray(ours_final, np.float64) - golden)
+  noise = np.zeros(diff.shape, bool)
+  if v_slot is not None and np.max(v_slot) > 0:  # v == 0: no gradient ever, nothing to amplify
+    root = np.sqrt(np.asarray(v_slot, np.float64))
+    noise = (root > 0) & (root < TOLERANCES["noise_v"] * np.max(root))
+  strict_ok = bool(np.all(diff[~noise] <= TOLERANCES["final"] * update + TOLERANCES["final_abs"]))
+  noise_ok = bool(np.all(diff[noise] <= TOLERANCES["noise_final"] * update + TOLERANCES["final_abs"]))
+  scale = max(update, 1e-12)
+  strict = float(np.max(diff[~noise])) / scale if (~noise).any() else 0.0
+  loose = float(np.max(diff[noise])) / scale if noise.any() else 0.0
+  over = int(np.sum(diff[noise] > TOLERANCES["final"] * update + TOLERANCES["final_abs"]))
+  return strict, loose, over, strict_ok, noise_ok
+
+
+def compare(g, meta, ours, initial):
+  """Judges a replay: {row name: (worst difference, tolerance, ok, note)} (see TOLERANCES). Every quantity the golden
+  holds is compared; a quantity the golden should hold but lacks, or ours lacks, or a golden key this checker does
+  not know, is a failed row.
+
+  Args:
+    g, meta, ours: from `replay`.
+    initial: {TF1 name: array} the checkpoint the golden starts from (`checkpoint.checkpoint_arrays`).
+  """
+  rows = {}
+
+  def check(name, diff, tol, ok=None, note=""):
+    rows[name] = (diff, tol, diff <= tol if ok is None else ok, note)
+
+  def missing(name, what):
+    rows[name] = (None, None, False, what)
+
+  mode = meta["mode"]
+  known = set(STEP_KEYS[mode]) | set(INPUT_KEYS[mode]) | {"meta_json", "gnorm_dense"}
+  for key in sorted(g):
+    if key not in known and not key.startswith(("grad0/", "grad0_slices/", "final/")):
+      missing(f"unknown key {key}", "the golden holds it; this checker compares nothing of it")
+  for key in STEP_KEYS[mode]:
+    if key not in g:
+      missing(key, "the golden lacks it")
+    elif not ours.get(key):
+      missing(key, "xlnet-tf gave none")
+    else:
+      check(key, _rel(np.asarray(ours[key]), g[key]), TOLERANCES[key])
+
+  # Variables xlnet-tf's model holds but the original's graph for this run does not create (e.g. lm_loss/bias and
+  # mask_emb when fine-tuning): the loss must not reach them and they must not move.
+  original = {v["name"] for v in meta.get("variables", [])}
+  if not original:
+    missing("variables", "meta_json lacks the original graph's variable list")
+  extra = sorted(n for n in ours.get("initial", {}) if n not in original)
+  if original and extra:
+    moved = [n for n in extra if np.any(ours.get("grad0", {}).get(n, 0)) or
+             not np.array_equal(ours["final"].get(n), ours["initial"][n]) or
+             any(np.any(v) for k, v in ours["final"].items() if k.startswith(n + "/"))]
+    rows["extra variables"] = (None, None, not moved, f"{len(extra)} not in the original's graph: "
+                               f"{', '.join(extra)}; " + (f"MOVED or have gradients: {moved}" if moved else
+                                                          "zero gradient, unchanged, zero slots"))
+  extra = set(extra)
+  grads = {k[len("grad0/"):]: v for k, v in g.items() if k.startswith("grad0/")}
+  ours_grads = {n: v for n, v in ours.get("grad0", {}).items() if n not in extra}
+  if not grads:
+    missing("grad0", "the golden lacks the step-1 gradients")
+  elif set(grads) != set(ours_grads):
+    missing("grad0", f"names differ: golden only {sorted(set(grads) - set(ours_grads))[:3]}, xlnet-tf only "
+            f"{sorted(set(ours_grads) - set(grads))[:3]}")
+  else:
+    check("grad0", max(_rel(ours_grads[n], grads[n]) for n in grads), TOLERANCES["grad0"])
+
+  finals = {k[len("final/"):]: v for k, v in g.items() if k.startswith("final/")}
+  ours_final = {n: v for n, v in ours["final"].items() if n not in extra and n.rsplit("/", 1)[0] not in extra}
+  only_golden, only_ours = sorted(set(finals) - set(ours_final)), sorted(set(ours_final) - set(finals))
+  if only_golden:
+    missing("final: golden only", f"xlnet-tf does not hold {len(only_golden)}: {only_golden[:3]}")
+  if only_ours:
+    missing("final: ours only", f"the golden lacks {len(only_ours)}: {only_ours[:3]}")
+  variables = [n for n in finals if n in ours_final and not n.endswith(SLOT_SUFFIXES) and
+               n not in OPTIMIZER_SCALARS]
+  no_initial = [n for n in variables if n not in initial]
+  if no_initial:
+    missing("final: no initial", f"the checkpoint lacks {no_initial[:3]}")
+  variables = [n for n in variables if n in initial]
+  if variables:
+    slot_names = meta.get("slots", {})
+    results = {n: final_variable_diffs(finals[n], ours_final[n], initial[n],
+                                       finals.get(slot_names.get(n, {}).get("v", ""))) for n in variables}
+    worst = max(results, key=lambda n: results[n][0])
+    check("final variables", results[worst][0], TOLERANCES["final"], all(r[3] for r in results.values()),
+          f"of the update; worst {worst}")
+    noisy = [n for n in variables if results[n][2]]
+    check("final noise entries", max(r[1] for r in results.values()), TOLERANCES["noise_final"],
+          all(r[4] for r in results.values()), f"of the update; {sum(results[n][2] for n in noisy)} entries "
+          f"over {TOLERANCES['final']:.0e} (in {len(noisy)} variables)")
+  slots = [n for n in finals if n in ours_final and n.endswith(SLOT_SUFFIXES)]
+  if slots:
+    check("final slots", max(_rel(ours_final[n], finals[n]) for n in slots), TOLERANCES["slots"])
+  for n in ("beta1_power", "beta2_power"):
+    if n in finals and n in ours_final:
+      check(f"final {n}", _rel(ours_final[n], finals[n]), TOLERANCES["beta_power"])
+  if "global_step" in finals and "global_step" in ours_final:
+    check("final global_step", float(ours_final["global_step"] != finals["global_step"]), TOLERANCES["global_step"])
+  return rows

@@ -79,7 +79,8 @@ def run(golden_dir, names=None, print_fn=print):
 
 
 def _fmt(values):
-  return "[" + ", ".join(f"{float(v):.6f}" for v in values) + "]"
+  shown = [f"{float(v):.6f}" for v in values]
+  return "[" + ", ".join(shown if len(shown) <= 6 else shown[:3] + ["..."] + shown[-2:]) + "]"
 
 
 def main(argv):

@@ -330,3 +330,45 @@ def test_train_makes_the_malloc_settings_again_after_building_its_iterator(monke
   dataset_fn = step_parity.dataset_fn(step_parity.batches(g, meta))
   trainer.train(dataset_fn, train_steps=1, log_fn=lambda line: None)
   assert calls == ["iterator", "malloc settings"]
+
+
+TIED_DIR = os.path.join("tests", "testdata", "train_step_tied")
+
+
+def test_original_steps_beyond_the_shared_goldens_replay_within_the_originals_own_drift():
+  """tests/testdata/train_step_tied (written with the ORIGINAL code by tests/testdata/generate_train_step_goldens.py):
+  untie_r false, relu, clamp_len 6, mem_len 24, batch 5; 3 steps of Adam and of AdamWeightDecay (GPU and TPU
+  embedding paths) and 300 steps of each with mems carried, every step's loss and gnorm tracking the original's
+  within twice what the original's own rerun in another summation order moves."""
+  proc = subprocess.run([sys.executable, "scripts/check_train_step.py", f"--golden_dir={TIED_DIR}"],
+                        capture_output=True, text=True, timeout=600, env=ENV)
+  assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
+  for name in ("pretrain_adam_gpu", "pretrain_adamwd_gpu", "pretrain_adamwd_tpupath", "pretrain_adam_long_gpu",
+               "pretrain_adamwd_long_gpu"):
+    assert f"{name}.npz: PASS" in proc.stdout, proc.stdout
+  assert "Replayed 5 of 5 files" in proc.stdout and proc.stdout.splitlines()[-1] == "PASS"
+
+
+def test_the_long_horizon_sees_a_gradient_norm_slightly_off():
+  """The 300-step Adam golden replayed with the merged (dense) embedding norm, 0.1-2 % off the original's on this
+  path: the trajectory leaves the original's by far more than the original's own drift, and the check fails."""
+  step_parity = _step_parity()
+  g, meta, ours = step_parity.replay(os.path.join(TIED_DIR, "pretrain_adam_long_gpu.npz"), clip_mode="dense")
+  initial = checkpoint_lib.checkpoint_arrays(os.path.join(TIED_DIR, "ckpt", "xlnet_model.ckpt"))
+  failed = {name for name, row in step_parity.compare(g, meta, ours, initial).items() if not row[2]}
+  assert {"loss", "gnorm"} <= failed, failed
+
+
+def test_the_originals_own_drift_does_not_hide_a_difference():
+  """A golden's `alt/*` (the original rerun in another summation order) widens a tolerance only by what that rerun
+  moved: a variable off by 2 % of its update still fails, and so do the loss and gnorm moved beyond twice the drift."""
+  step_parity = _step_parity()
+  g, meta = step_parity.load(os.path.join(TIED_DIR, "pretrain_adamwd_gpu.npz"))
+  initial = checkpoint_lib.checkpoint_arrays(os.path.join(TIED_DIR, "ckpt", "xlnet_model.ckpt"))
+  name = "model/transformer/layer_0/ff/layer_1/kernel"
+  update = np.max(np.abs(g[f"final/{name}"] - initial[name]))
+  ours = {"final": {n: g[f"final/{n}"] for n in [k[len("final/"):] for k in g if k.startswith("final/")]}}
+  ours["final"][name] = ours["final"][name] + 0.02 * update
+  rows = step_parity.compare(g, meta, dict(ours, initial=ours["final"]), initial)
+  assert not rows["final variables"][2], rows["final variables"]
+  assert rows["final variables"][3].endswith(name)

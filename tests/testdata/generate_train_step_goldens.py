@@ -10,7 +10,7 @@ and `dropout`) and TF 1.13's aggregation of a dense and an IndexedSlices gradien
 `train_gpu.train()` builds its graph for one tower. The files have the layout of shared/goldens/train_step/README.md,
 so `scripts/check_train_step.py --golden_dir=OUT_DIR` replays them. A long-horizon file (`*_long_*`) holds its inputs
 once per distinct batch (`batch_of_step` says which batch each step ran). Every file also holds, as `alt/*` (loss,
-gnorm, final trainable variables), the same run of the original with oneDNN switched, i.e. another summation order
+gnorm, mems, every final value), the same run of the original with oneDNN switched, i.e. another summation order
 in every matmul: the original's own float32 drift, which a port's differences are judged against.
 
 Written (see `GOLDENS` for the settings):
@@ -219,6 +219,8 @@ def run_steps(tf, function_builder, model_utils, golden, batches, ckpt):
         out["global_step"].append(sess.run(global_step))
         out["new_mems"].append(np.stack(mems_np)[None])
       out["final"] = {v.name[:-2]: sess.run(v) for v in tf.global_variables()}
+    out["variables"] = [{"name": v.name[:-2], "shape": v.shape.as_list(), "dtype": v.dtype.base_dtype.name,
+                         "trainable": v in tvars} for v in tf.global_variables()]
   return out, flags
 
 
@@ -237,24 +239,28 @@ def to_arrays(golden, batches, out, flags, ckpt_rel):
   arrays["target"] = arrays["target"].astype(np.int32)
   for key in ("loss", "learning_rate", "gnorm", "gnorm_dense"):
     arrays[key] = np.asarray(out[key], np.float32)
-  arrays["tower_loss"] = arrays["loss"][:, None]
   arrays["global_step"] = np.asarray(out["global_step"], np.int64)
   if long:
     arrays["batch_of_step"] = np.arange(golden["steps"]) % len(batches)
     arrays["last_new_mems"] = out["new_mems"][-1][None]
   else:
+    arrays["tower_loss"] = arrays["loss"][:, None]
     arrays["new_mems"] = np.stack(out["new_mems"])
     arrays.update({f"grad0/{n}": g for n, g in out["grad0"].items()})
   arrays.update({f"final/{n}": v for n, v in out["final"].items()})
   train_gpu_flags = {k: v for k, v in vars(flags).items() if k not in ("model_dir", "init_checkpoint")}
-  train_gpu_flags.update(model_dir="<local>", init_checkpoint=ckpt_rel, lr_layer_decay_rate=1.0)
+  train_gpu_flags.update(model_dir="<local>", init_checkpoint=ckpt_rel, lr_layer_decay_rate=1.0, num_passes=1,
+                         record_info_dir="<temporary: data_utils.py records of tests/testdata/data/corpus>")
   slots = ("adam_m", "adam_v") if flags.weight_decay > 0 else ("Adam", "Adam_1")
   meta = {"mode": "pretrain", "script": "train_gpu.py", "towers": 1, "bsz_per_core": DATA["bsz"],
           "config": CONFIG, "train_gpu_flags": train_gpu_flags,
           "get_train_op_overrides": {"lr_layer_decay_rate": 1.0, "use_tpu": False},
           "use_tpu_embedding_and_loss_path": bool(golden.get("tpu_path", False)),
           "optimizer": "AdamWeightDecayOptimizer (model_utils)" if flags.weight_decay > 0 else "tf.train.AdamOptimizer",
-          "slot_suffixes": list(slots), "grad_aggregation": "tf1.13", "steps": golden["steps"],
+          "variables": out["variables"],
+          "slots": {v["name"]: {"m": f"{v['name']}/{slots[0]}", "v": f"{v['name']}/{slots[1]}"}
+                    for v in out["variables"] if v["trainable"]},
+          "grad_aggregation": "tf1.13", "steps": golden["steps"],
           "distinct_batches": len(batches), "mems_at_step_1": "zeros",
           "generator": "tests/testdata/generate_train_step_goldens.py", "original_commit": "bbaa3a6"}
   arrays["meta_json"] = np.asarray(json.dumps(meta, sort_keys=True))
@@ -302,9 +308,10 @@ def generate(args):
     golden = GOLDENS[name]
     used = batches[:golden.get("batches", golden["steps"])]
     out, flags = run_steps(tf, function_builder, model_utils, golden, used, ckpt)
-    trainable = [n for n in out["grad0"]]
-    alt = {"loss": np.asarray(out["loss"], np.float32), "gnorm": np.asarray(out["gnorm"], np.float32)}
-    alt.update({f"final/{n}": out["final"][n] for n in trainable})
+    alt = {"loss": np.asarray(out["loss"], np.float32), "gnorm": np.asarray(out["gnorm"], np.float32),
+           "last_new_mems" if "batches" in golden else "new_mems":
+           out["new_mems"][-1][None] if "batches" in golden else np.stack(out["new_mems"])}
+    alt.update({f"final/{n}": v for n, v in out["final"].items()})
     if args.alt:
       np.savez(os.path.join(args.records_dir, f"alt_{name}.npz"), **alt)
       continue

@@ -368,7 +368,7 @@ class Trainer:
     return train_loop
 
   # -- the loop --------------------------------------------------------------------------------------------------
-  def train(self, dataset_fn, train_steps=None, log_fn=print, data_files=None):
+  def train(self, dataset_fn, train_steps=None, log_fn=print, data_files=None, metrics_fn=None):
     """Trains until `train_steps` (default: the optimizer's), from the current step.
 
     Args:
@@ -376,6 +376,7 @@ class Trainer:
         `strategy.distribute_datasets_from_function` expects; `start_step` is where a resumed run continues.
       log_fn: where the per-loop log line goes.
       data_files: the record files behind dataset_fn, to name the corrupt one if reading fails.
+      metrics_fn: called after every loop with the dict that `train` returns for the last one (full precision).
 
     Returns:
       dict with the last loop's loss, gnorm, lr and the final step.
@@ -398,7 +399,7 @@ class Trainer:
       self._loop_fn = self._build_loop()
     with self._stop:
       try:
-        return self._train_loops(iterator, start, train_steps, log_fn)
+        return self._train_loops(iterator, start, train_steps, log_fn, metrics_fn)
       except (tf.errors.DataLossError, tf.errors.InvalidArgumentError, tf.errors.NotFoundError) as e:
         if isinstance(e, tf.errors.InvalidArgumentError) and "Example" not in e.message:
           raise  # not a record that failed to parse
@@ -412,7 +413,7 @@ class Trainer:
     return (f"{where}. Rewrite the file with the tool that wrote it (data_utils.py for pretraining records) or "
             f"remove it, then rerun; nothing was saved, the latest checkpoint is {latest or 'none'}.")
 
-  def _train_loops(self, iterator, start, train_steps, log_fn):
+  def _train_loops(self, iterator, start, train_steps, log_fn, metrics_fn):
     last = {}
     t_start = time.time()
     while self.step < train_steps:
@@ -447,6 +448,8 @@ class Trainer:
         tf.summary.scalar("train/tokens_per_sec", tokens_per_sec)
       self._writer.flush()
       last = dict(loss=loss, gnorm=gnorm, lr=lr, step=step)
+      if metrics_fn:
+        metrics_fn(last)
       if (self.save_steps and step % self.save_steps == 0) or step >= train_steps:
         self.save()
       if done < num_steps or self._stop.signum is not None:

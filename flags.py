@@ -68,6 +68,19 @@ def require_file(path, flag, what):
     raise FlagError(f"--{flag}={path} does not exist. Pass {what}.")
 
 
+def require_output_dirs(o, *names, marker=None):
+  """FlagError unless every named flag of the options `o` that is set names a directory this run may write: never
+  an existing file; with `marker` (the directory is replaced whole) an empty directory or one holding `marker`
+  (`fileio.check_output_dir`)."""
+  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
+  for name in names:
+    if getattr(o, name):
+      try:
+        fileio.check_output_dir(getattr(o, name), f"--{name}", marker)
+      except ValueError as e:
+        raise FlagError(str(e)) from None
+
+
 def require_positive(o, *names):
   """FlagError unless every named flag of the options `o` is at least 1."""
   for name in names:

@@ -68,6 +68,8 @@ def validate(o, num_replicas=1, strategy="one_device"):
       raise flags.FlagError("--output_dir is required: where the cached tfrecords go.")
   if o.do_predict and not o.predict_dir:
     raise flags.FlagError("--do_predict needs --predict_dir: where {task}.tsv and {task}.logits.json go.")
+  flags.require_output_dirs(o, "model_dir", "output_dir", "predict_dir")
+  flags.require_output_dirs(o, "export_dir", marker=serving.SAVED_MODEL_MARKER)  # replaced whole
   try:
     classifier_features.check_max_seq_length(o.max_seq_length, is_pair=False)
   except ValueError as e:

@@ -37,6 +37,7 @@ def validate(o, num_replicas=1):
     raise flags.FlagError("--record_info_dir is required: data_utils.py's <save_dir>/tfrecords directory.")
   if not o.model_dir:
     raise flags.FlagError("--model_dir is required: where checkpoints and logs go (a rerun resumes from it).")
+  flags.require_output_dirs(o, "model_dir")
   if o.seq_len <= 0:
     raise flags.FlagError(f"--seq_len must be > 0 (the data_utils.py value). Received: {o.seq_len}.")
   if o.perm_size is None or o.perm_size <= 0:

@@ -66,6 +66,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
     raise flags.FlagError("--output_dir is required: where the cached tfrecords go.")
   if o.do_predict and not o.predict_dir:
     raise flags.FlagError("--do_predict needs --predict_dir: where the predictions file goes.")
+  flags.require_output_dirs(o, "output_dir", "model_dir", "predict_dir")
   if o.high_only and o.middle_only:
     raise flags.FlagError("--high_only and --middle_only exclude each other (together they select nothing). Pass at "
                           "most one.")

@@ -62,6 +62,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
   flags.require_file(o.spiece_model_file, "spiece_model_file", "the SentencePiece model (spiece.model) of the model")
   if not o.output_dir:
     raise flags.FlagError("--output_dir is required: where the tfrecords (and the cached evaluation features) go.")
+  flags.require_output_dirs(o, "output_dir", "model_dir", "predict_dir")
   try:
     squad_data.check_options(o.max_seq_length, o.max_query_length, o.doc_stride)
   except ValueError as e:

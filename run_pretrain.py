@@ -68,6 +68,22 @@ def build_xlnet_config(o):
   return XLNetConfig(n_token=n_token, **fields)
 
 
+def check_vocabulary(o, xlnet_config, record_files):
+  """One-line errors, before training, for records whose token ids the model's n_token cannot embed: the
+  vocabulary in corpus_info.json, then the ids of the first records (for records without that file)."""
+  n_token = xlnet_config.n_token
+  source = f"the n_token of --model_config_path {o.model_config_path}" if o.model_config_path else "--n_token"
+  vocab_size = (records.read_corpus_info(o.record_info_dir) or {}).get("vocab_size")
+  if vocab_size and vocab_size > n_token:
+    raise flags.FlagError(f"The records of --record_info_dir {o.record_info_dir} were written with a vocabulary of "
+                          f"{vocab_size} ids (vocab_size in its corpus_info.json), more than the model's "
+                          f"n_token={n_token} ({source}). Pass {source} of at least {vocab_size}"
+                          f"{'' if o.model_config_path else ' or leave it unset'}.")
+  records.check_token_ids(record_files, n_token, key="input", fix=(
+      f"Pass {source} of the vocabulary the records were written with (data_utils.py's --sp_path), or records "
+      f"written with a SentencePiece model of at most {n_token} pieces."))
+
+
 def input_args(o):
   """`pretrain_input.get_input_fn` arguments from the options (the data naming flags of data_utils.py)."""
   return dict(record_info_dir=o.record_info_dir, split="train", bsz_per_host=o.train_batch_size // o.num_hosts,
@@ -97,6 +113,7 @@ def _run(o, strategy, log_fn):
   input_fn, record_info = pretrain_input.get_input_fn(**data)
   log_fn(f"Found {len(record_info['filenames'])} record files, {record_info['num_batch']} batches of "
          f"{data['bsz_per_host']} rows.")
+  check_vocabulary(o, xlnet_config, record_info["filenames"])
   if training.is_chief(strategy):
     training.write_run_files(o.model_dir, xlnet_config, vars(o))
   trainer = training.Trainer(

@@ -370,7 +370,8 @@ def define_classifier_flags(flag_values=flags.FLAGS):
   flags.DEFINE_bool("has_header", None, "csv/tsv tasks: the files start with a header row (unset: True).", **fv)
   # Serving (new).
   flags.DEFINE_string("export_dir", None, "Export a SavedModel that classifies raw text (tokenization in the "
-                      "graph) from --predict_ckpt or the last checkpoint in model_dir to this directory.", **fv)
+                      "graph) from --predict_ckpt or the last checkpoint in model_dir to this directory (new, empty "
+                      "or an earlier SavedModel, which is replaced).", **fv)
 
 
 def define_squad_flags(flag_values=flags.FLAGS):

@@ -43,6 +43,7 @@ def create_data(o):
 
 
 def body(o):
+  flags.require_output_dirs(o, "save_dir")
   with fileio.directory_lock(o.save_dir, f"data_utils-{o.split}-{o.task}-{o.pass_id}", "--save_dir"):
     record_info = create_data(o)
   if record_info is not None:

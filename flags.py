@@ -68,6 +68,19 @@ def require_file(path, flag, what):
     raise FlagError(f"--{flag}={path} does not exist. Pass {what}.")
 
 
+def require_output_dirs(o, *names, marker=None):
+  """FlagError unless every named flag of the options `o` that is set names a directory this run may write: never
+  an existing file; with `marker` (the directory is replaced whole) an empty directory or one holding `marker`
+  (`fileio.check_output_dir`)."""
+  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
+  for name in names:
+    if getattr(o, name):
+      try:
+        fileio.check_output_dir(getattr(o, name), f"--{name}", marker)
+      except ValueError as e:
+        raise FlagError(str(e)) from None
+
+
 def require_positive(o, *names):
   """FlagError unless every named flag of the options `o` is at least 1."""
   for name in names:
@@ -357,7 +370,8 @@ def define_classifier_flags(flag_values=flags.FLAGS):
   flags.DEFINE_bool("has_header", None, "csv/tsv tasks: the files start with a header row (unset: True).", **fv)
   # Serving (new).
   flags.DEFINE_string("export_dir", None, "Export a SavedModel that classifies raw text (tokenization in the "
-                      "graph) from --predict_ckpt or the last checkpoint in model_dir to this directory.", **fv)
+                      "graph) from --predict_ckpt or the last checkpoint in model_dir to this directory (new, empty "
+                      "or an earlier SavedModel, which is replaced).", **fv)
 
 
 def define_squad_flags(flag_values=flags.FLAGS):

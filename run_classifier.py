@@ -35,6 +35,7 @@ from xlnet_tf import XLNetConfig, create_run_config
 from xlnet_tf import checkpoint
 from xlnet_tf import fileio
 from xlnet_tf import training
+from xlnet_tf.data import records
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.classifier import data as classifier_data
 from xlnet_tf.tasks.classifier import evaluation as classifier_eval
@@ -68,6 +69,8 @@ def validate(o, num_replicas=1, strategy="one_device"):
       raise flags.FlagError("--output_dir is required: where the cached tfrecords go.")
   if o.do_predict and not o.predict_dir:
     raise flags.FlagError("--do_predict needs --predict_dir: where {task}.tsv and {task}.logits.json go.")
+  flags.require_output_dirs(o, "model_dir", "output_dir", "predict_dir")
+  flags.require_output_dirs(o, "export_dir", marker=serving.SAVED_MODEL_MARKER)  # replaced whole
   try:
     classifier_features.check_max_seq_length(o.max_seq_length, is_pair=False)
   except ValueError as e:
@@ -96,7 +99,8 @@ def build_model_args(o, label_list):
               use_summ_proj=o.use_summ_proj)
 
 
-def _write_records(examples, label_list, o, tokenize_fn, mode, log_fn, num_passes=1):
+def _write_records(examples, label_list, o, tokenize_fn, mode, log_fn, n_token, num_passes=1):
+  """The cached records of `examples` in --output_dir (written unless cached), their ids checked."""
   path = os.path.join(o.output_dir, classifier_features.record_file_name(o.spiece_model_file, o.max_seq_length, mode,
                                                                       o.eval_split))
   written = classifier_features.file_based_convert_examples_to_features(
@@ -107,6 +111,7 @@ def _write_records(examples, label_list, o, tokenize_fn, mode, log_fn, num_passe
            "num_passes: pass --overwrite_data=True if any of them changed.")
   else:
     log_fn(f"Wrote {written} examples to {path}.")
+  records.check_fine_tuning_ids(path, n_token, o.spiece_model_file)
   return path
 
 
@@ -131,7 +136,8 @@ def _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, scope,
   rng = np.random.RandomState(o.seed) if o.seed is not None else np.random
   rng.shuffle(train_examples)
   log_fn(f"Num of train samples: {len(train_examples)}")
-  train_file = _write_records(train_examples, label_list, o, tokenize_fn, "train", log_fn, o.num_passes)
+  train_file = _write_records(train_examples, label_list, o, tokenize_fn, "train", log_fn,
+                              xlnet_config.n_token, o.num_passes)
   trainer, start, global_batch, per_replica = training.fine_tuning_trainer(
       o, strategy, lambda run_config: classifier_task.build_model(xlnet_config, run_config, **model_args),
       classifier_task.ClassifierTask(scope), xlnet_config, o.max_seq_length, log_fn)
@@ -188,14 +194,16 @@ def run(o, strategy, log_fn=print):
       raise flags.FlagError(f"Task {task_name!r} found no {o.eval_split} examples in --data_dir {o.data_dir}.")
   if o.do_eval:
     padded = classifier_features.pad_examples(eval_examples, o.eval_batch_size)
-    eval_file = _write_records(padded, label_list, o, tokenize_fn, "eval", log_fn)
+    eval_file = _write_records(padded, label_list, o, tokenize_fn, "eval", log_fn, xlnet_config.n_token)
     checkpoints = checkpoint.list_checkpoints(o.model_dir)
     if not o.eval_all_ckpt:
       checkpoints = checkpoints[-1:]
     results["eval"], results["best"] = classifier_eval.evaluate_checkpoints(
-        inference, checkpoints, eval_file, o.max_seq_length, o.eval_batch_size, task_name, log_fn=log_fn)
+        inference, checkpoints, eval_file, o.max_seq_length, o.eval_batch_size, task_name, log_fn=log_fn,
+        model_dir=o.model_dir)
   if o.do_predict:
-    predict_file = _write_records(eval_examples, label_list, o, tokenize_fn, "predict", log_fn)
+    predict_file = _write_records(eval_examples, label_list, o, tokenize_fn, "predict", log_fn,
+                                  xlnet_config.n_token)
     ckpt = _last_checkpoint(o)
     results["predict"] = classifier_eval.predict(inference, ckpt, predict_file, o.max_seq_length, o.predict_batch_size,
                                           task_name, label_list, o.predict_dir, o.predict_threshold)

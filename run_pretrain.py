@@ -37,6 +37,7 @@ def validate(o, num_replicas=1):
     raise flags.FlagError("--record_info_dir is required: data_utils.py's <save_dir>/tfrecords directory.")
   if not o.model_dir:
     raise flags.FlagError("--model_dir is required: where checkpoints and logs go (a rerun resumes from it).")
+  flags.require_output_dirs(o, "model_dir")
   if o.seq_len <= 0:
     raise flags.FlagError(f"--seq_len must be > 0 (the data_utils.py value). Received: {o.seq_len}.")
   if o.perm_size is None or o.perm_size <= 0:
@@ -65,6 +66,22 @@ def build_xlnet_config(o):
   n_token = o.n_token or (records.read_corpus_info(o.record_info_dir) or {}).get("vocab_size") or DEFAULT_N_TOKEN
   fields = {k: getattr(o, k) for k in CONFIG_KEYS if k != "n_token"}
   return XLNetConfig(n_token=n_token, **fields)
+
+
+def check_vocabulary(o, xlnet_config, record_files):
+  """One-line errors, before training, for records whose token ids the model's n_token cannot embed: the
+  vocabulary in corpus_info.json, then the ids of the first records (for records without that file)."""
+  n_token = xlnet_config.n_token
+  source = f"the n_token of --model_config_path {o.model_config_path}" if o.model_config_path else "--n_token"
+  vocab_size = (records.read_corpus_info(o.record_info_dir) or {}).get("vocab_size")
+  if vocab_size and vocab_size > n_token:
+    raise flags.FlagError(f"The records of --record_info_dir {o.record_info_dir} were written with a vocabulary of "
+                          f"{vocab_size} ids (vocab_size in its corpus_info.json), more than the model's "
+                          f"n_token={n_token} ({source}). Pass {source} of at least {vocab_size}"
+                          f"{'' if o.model_config_path else ' or leave it unset'}.")
+  records.check_token_ids(record_files, n_token, key="input", fix=(
+      f"Pass {source} of the vocabulary the records were written with (data_utils.py's --sp_path), or records "
+      f"written with a SentencePiece model of at most {n_token} pieces."))
 
 
 def input_args(o):
@@ -105,6 +122,7 @@ def _run(o, strategy, log_fn):
   input_fn, record_info = pretrain_input.get_input_fn(**data)
   log_fn(f"Found {len(record_info['filenames'])} record files, {record_info['num_batch']} batches of "
          f"{data['bsz_per_host']} rows.")
+  check_vocabulary(o, xlnet_config, record_info["filenames"])
   if training.is_chief(strategy):
     training.write_run_files(o.model_dir, xlnet_config, vars(o))
   trainer = build_trainer(o, strategy, xlnet_config)

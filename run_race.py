@@ -35,6 +35,7 @@ from xlnet_tf import XLNetConfig, create_run_config
 from xlnet_tf import checkpoint
 from xlnet_tf import fileio
 from xlnet_tf import training
+from xlnet_tf.data import records
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.race import data as race_data
 from xlnet_tf.tasks.race import evaluation as race_eval
@@ -66,6 +67,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
     raise flags.FlagError("--output_dir is required: where the cached tfrecords go.")
   if o.do_predict and not o.predict_dir:
     raise flags.FlagError("--do_predict needs --predict_dir: where the predictions file goes.")
+  flags.require_output_dirs(o, "output_dir", "model_dir", "predict_dir")
   if o.high_only and o.middle_only:
     raise flags.FlagError("--high_only and --middle_only exclude each other (together they select nothing). Pass at "
                           "most one.")
@@ -92,8 +94,8 @@ def _model_files(o):
   return xlnet_config, tokenization.make_tokenize_fn(sp_model, o.uncased)
 
 
-def _prepare(o, split, tokenize_fn, log_fn):
-  """The split's cached records (`race_records.prepare_records`), logged as the original."""
+def _prepare(o, split, tokenize_fn, n_token, log_fn):
+  """The split's cached records (`race_records.prepare_records`), logged as the original; their ids checked."""
   info = race_records.prepare_records(
       o.data_dir, split, tokenize_fn, o.spiece_model_file, o.output_dir, o.max_seq_length, o.max_qa_length,
       eval_batch_size=o.eval_batch_size, high_only=o.high_only, middle_only=o.middle_only,
@@ -106,6 +108,7 @@ def _prepare(o, split, tokenize_fn, log_fn):
   else:
     log_fn(f"WARNING: reusing the cached {info.path}. Its name includes neither max_qa_length, uncased, "
            "fix_option_aliasing nor sorted_file_order: pass --overwrite_data=True if any of them changed.")
+  records.check_fine_tuning_ids(info.path, n_token, o.spiece_model_file)
   return info
 
 
@@ -129,7 +132,7 @@ def _predict_checkpoint(o):
 def train(o, strategy, xlnet_config, tokenize_fn, model_args, log_fn):
   """Fine-tunes on the training split as the original; returns the last training loop's loss, lr, step."""
   num_replicas = strategy.num_replicas_in_sync
-  info = _prepare(o, "train", tokenize_fn, log_fn)
+  info = _prepare(o, "train", tokenize_fn, xlnet_config.n_token, log_fn)
   trainer, start, global_batch, per_replica = training.fine_tuning_trainer(
       o, strategy, lambda run_config: race_task.build_model(xlnet_config, run_config, **model_args),
       race_task.RaceTask(), xlnet_config, race_data.NUM_CHOICES * o.max_seq_length, log_fn)
@@ -161,7 +164,7 @@ def run(o, strategy, log_fn=print):
 
   inference = race_eval.Inference(race_task.build_model(
       xlnet_config, create_run_config(is_training=False, is_finetune=True, flags=o), **model_args), o.jit_compile)
-  info = _prepare(o, o.eval_split, tokenize_fn, log_fn)
+  info = _prepare(o, o.eval_split, tokenize_fn, xlnet_config.n_token, log_fn)
   if o.do_eval:
     checkpoints = _model_dir_checkpoints(o)
     if not o.eval_all_ckpt:
@@ -171,7 +174,7 @@ def run(o, strategy, log_fn=print):
              "original's Estimator).")
       checkpoints = [(0, o.init_checkpoint)]
     results["eval"], results["best"] = race_eval.evaluate_checkpoints(
-        inference, checkpoints, info.path, o.max_seq_length, o.eval_batch_size, log_fn=log_fn)
+        inference, checkpoints, info.path, o.max_seq_length, o.eval_batch_size, log_fn=log_fn, model_dir=o.model_dir)
   if o.do_predict:
     ckpt = _predict_checkpoint(o)
     examples = race_data.get_examples(o.data_dir, o.eval_split, o.high_only, o.middle_only,

@@ -37,6 +37,7 @@ from xlnet_tf import XLNetConfig, create_run_config
 from xlnet_tf import checkpoint
 from xlnet_tf import fileio
 from xlnet_tf import training
+from xlnet_tf.data import records
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.squad import data as squad_data
 from xlnet_tf.tasks.squad import predict as squad_predict
@@ -62,6 +63,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
   flags.require_file(o.spiece_model_file, "spiece_model_file", "the SentencePiece model (spiece.model) of the model")
   if not o.output_dir:
     raise flags.FlagError("--output_dir is required: where the tfrecords (and the cached evaluation features) go.")
+  flags.require_output_dirs(o, "output_dir", "model_dir", "predict_dir")
   try:
     squad_data.check_options(o.max_seq_length, o.max_query_length, o.doc_stride)
   except ValueError as e:
@@ -186,11 +188,14 @@ def run(o, strategy, log_fn=print):
     if orig_data is None and o.allow_empty_prediction and o.null_threshold is None:
       raise flags.FlagError(f"--allow_empty_prediction needs --null_threshold: --predict_file {o.predict_file} has "
                             "no answers to find the threshold on. Pass the best_f1_thresh of a dev set.")
+    records.check_fine_tuning_ids(record, xlnet_config.n_token, o.spiece_model_file)
     eval_set = squad_predict.EvalSet(examples, features, record, orig_data, o.max_seq_length)
     log_fn(f"Num of eval examples: {len(examples)}, features: {len(features)} ({record}).")
 
   if o.do_train:
     train_files = _train_records(o, sp_model, log_fn)
+    records.check_fine_tuning_ids(fileio.glob(train_files), xlnet_config.n_token, o.spiece_model_file,
+                                  rewrite="delete it and rerun (or rerun --do_prepro=True)")
     with fileio.directory_lock(o.model_dir if training.is_chief(strategy) else None):
       trainer, start, global_batch, per_replica = training.fine_tuning_trainer(
           o, strategy, lambda run_config: squad_task.build_model(xlnet_config, run_config), squad_task.SquadTask(),
@@ -207,9 +212,9 @@ def run(o, strategy, log_fn=print):
         o.jit_compile)
     results["predict"], results["best"] = squad_predict.predict_checkpoints(
         inference, predict_ckpts or _predict_checkpoints(o), eval_set, o.predict_dir, o.predict_batch_size,
-        o.target_eval_key, log_fn=log_fn, n_best_size=o.n_best_size, max_answer_length=o.max_answer_length,
-        allow_last_token=o.allow_last_token, allow_empty_prediction=o.allow_empty_prediction,
-        null_threshold=o.null_threshold)
+        o.target_eval_key, log_fn=log_fn, model_dir=o.model_dir, n_best_size=o.n_best_size,
+        max_answer_length=o.max_answer_length, allow_last_token=o.allow_last_token,
+        allow_empty_prediction=o.allow_empty_prediction, null_threshold=o.null_threshold)
   return results
 
 

@@ -1,6 +1,7 @@
 """The bad-input sweep: every command-line tool, fed bad files, flags and directories, ends with exit code 1, no
 traceback, and a last line `{tool}: error: ...` naming the flag, file or value and what to do; nothing
-half-written is left behind (no temporary file, no new checkpoint). docs/reliability.md has the table.
+half-written is left behind (no temporary file, no new checkpoint), and nothing the user owns is touched (a file
+or directory passed where an output directory goes keeps its bytes). docs/reliability.md has the table.
 
 All cases run as command lines started together by one fixture (three at a time, forked after one TensorFlow
 import: tests/helpers/cli_forks.py); each case is one test."""
@@ -18,12 +19,17 @@ from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
 from xlnet_tf import checkpoint
 from xlnet_tf import fileio
 from xlnet_tf.data import corpora
+from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.squad import corpus as squad_corpus
+from xlnet_tf.tasks.squad import records as squad_records
 from xlnet_tf.tasks.race import corpus as race_corpus
+from xlnet_tf.tasks.race import records as race_records
 
 PY = sys.executable
 SPM = "tests/testdata/data/spm/spiece.model"
 CORPUS = "tests/testdata/data/corpus"
+OWNED = b"the user's own bytes\n"  # in {w}/owned.bin and {w}/owned_dir/notes.txt: must stay as they are
+BIG_ID = 5000  # an id beyond the vocabulary (TINY's n_token and the SentencePiece model's 1000 pieces)
 TINY = dict(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=24, n_token=1000, untie_r=True, ff_activation="gelu")
 RECORD_FLAGS = ["--bsz_per_host=8", "--seq_len=32", "--reuse_len=16", "--num_predict=6", "--uncased=False"]
 PRETRAIN = ["--train_batch_size=8", "--seq_len=32", "--reuse_len=16", "--perm_size=8", "--num_predict=6",
@@ -40,8 +46,8 @@ CASES = [
     ("du-reuse-len", "data_utils.py", ["--reuse_len=10"], "--reuse_len must be --seq_len/2"),
     ("du-num-predict", "data_utils.py", ["--num_predict=33"], "--num_predict must be in [1, 32]"),
     ("du-odd-batch-bi-data", "data_utils.py", ["--bsz_per_host=3"], "--bi_data needs --bsz_per_host divisible"),
-    ("du-save-dir-is-a-file", "data_utils.py", ["--save_dir={w}/latin1/x.txt"],
-     "Cannot create --save_dir {w}/latin1/x.txt"),
+    ("du-save-dir-is-a-file", "data_utils.py", ["--save_dir={w}/owned.bin"],
+     "Cannot use --save_dir {w}/owned.bin as a directory: it is a file, left as it is"),
     # run_pretrain.py
     ("pt-no-records-flag", "run_pretrain.py", ["--record_info_dir="], "--record_info_dir is required"),
     ("pt-records-differ", "run_pretrain.py", ["--num_predict=5"], "fnp-6"),
@@ -61,6 +67,12 @@ CASES = [
     ("pt-model-dir-of-another-config", "run_pretrain.py", ["--model_dir={w}/bigger", "--train_steps=6"],
      "holds checkpoints of another model"),
     ("pt-gpus-it-lacks", "run_pretrain.py", ["--num_core_per_host=4"], "--num_core_per_host=4 asks for 4"),
+    ("pt-model-dir-is-a-file", "run_pretrain.py", ["--model_dir={w}/owned.bin"],
+     "Cannot use --model_dir {w}/owned.bin as a directory: it is a file"),
+    ("pt-n-token-below-corpus-info", "run_pretrain.py", ["--n_token=100"],
+     "a vocabulary of 1000 ids (vocab_size in its corpus_info.json), more than the model's n_token=100 (--n_token)"),
+    ("pt-ids-beyond-n-token", "run_pretrain.py", ["--record_info_dir={w}/no_info/tfrecords", "--n_token=100"],
+     "outside the model's vocabulary [0, n_token=100). Pass --n_token"),
     # run_classifier.py
     ("cls-unknown-task", "run_classifier.py", ["--task_name=nosuchtask"], "Unknown --task_name 'nosuchtask'"),
     ("cls-empty-data-dir", "run_classifier.py", ["--data_dir={w}/empty"], "needs the directory"),
@@ -70,12 +82,59 @@ CASES = [
     ("cls-config-mismatch", "run_classifier.py", ["--init_checkpoint={w}/other/xlnet_model.ckpt"],
      "Shape mismatch loading"),
     ("cls-corrupt-cached-records", "run_classifier.py", ["--output_dir={w}/cls_corrupt"], "is unreadable at record"),
+    ("cls-output-dir-is-a-file", "run_classifier.py", ["--output_dir={w}/owned.bin"],
+     "Cannot use --output_dir {w}/owned.bin as a directory: it is a file"),
+    ("cls-model-dir-is-a-file", "run_classifier.py", ["--model_dir={w}/owned.bin"],
+     "Cannot use --model_dir {w}/owned.bin as a directory: it is a file"),
+    ("cls-predict-dir-is-a-file", "run_classifier.py", ["--do_predict=True", "--predict_dir={w}/owned.bin"],
+     "Cannot use --predict_dir {w}/owned.bin as a directory: it is a file"),
+    ("cls-predict-dir-below-a-file", "run_classifier.py", ["--do_predict=True", "--predict_dir={w}/owned.bin/pred"],
+     "Cannot use --predict_dir {w}/owned.bin/pred as a directory: {w}/owned.bin is a file"),
+    ("cls-export-dir-is-a-file", "run_classifier.py", ["--export_dir={w}/owned.bin"],
+     "Cannot use --export_dir {w}/owned.bin as a directory: it is a file"),
+    ("cls-export-dir-holds-other-files", "run_classifier.py", ["--export_dir={w}/owned_dir"],
+     "Cannot use --export_dir {w}/owned_dir: it is a directory not written by this tool (no saved_model.pb)"),
+    ("cls-spm-beyond-n-token", "run_classifier.py", ["--model_config_path={w}/tiny100.json"],
+     "has 1000 pieces, more than the model's n_token=100"),
+    ("cls-records-beyond-n-token", "run_classifier.py", ["--output_dir={w}/cls_big_ids"],
+     f"holds token id {BIG_ID} (record 1), outside the model's vocabulary [0, n_token=1000)"),
+    ("cls-eval-no-checkpoint", "run_classifier.py",
+     ["--do_train=False", "--do_eval=True", "--eval_all_ckpt=True", "--model_dir={w}/empty_model"],
+     "no *.index file in --model_dir {w}/empty_model"),
     # run_squad.py
     ("squad-not-json", "run_squad.py", ["--train_file={w}/latin1/x.txt"], "{w}/latin1/x.txt is not UTF-8"),
     ("squad-doc-stride", "run_squad.py", ["--doc_stride=45"], "--doc_stride=45 is not below the paragraph window"),
+    ("squad-output-dir-is-a-file", "run_squad.py", ["--output_dir={w}/owned.bin"],
+     "Cannot use --output_dir {w}/owned.bin as a directory: it is a file"),
+    ("squad-model-dir-is-a-file", "run_squad.py", ["--model_dir={w}/owned.bin"],
+     "Cannot use --model_dir {w}/owned.bin as a directory: it is a file"),
+    ("squad-predict-dir-is-a-file", "run_squad.py",
+     ["--do_predict=True", "--predict_file={w}/squad/dev-v2.0.json", "--predict_dir={w}/owned.bin"],
+     "Cannot use --predict_dir {w}/owned.bin as a directory: it is a file"),
+    ("squad-spm-beyond-n-token", "run_squad.py", ["--model_config_path={w}/tiny100.json"],
+     "has 1000 pieces, more than the model's n_token=100"),
+    ("squad-records-beyond-n-token", "run_squad.py", ["--output_dir={w}/squad_big_ids"],
+     f"holds token id {BIG_ID} (record 1), outside the model's vocabulary [0, n_token=1000)"),
+    ("squad-predict-no-checkpoint", "run_squad.py",
+     ["--do_train=False", "--do_predict=True", "--predict_all_ckpt=True", "--model_dir={w}/empty_model",
+      "--predict_file={w}/squad/dev-v2.0.json", "--predict_dir={w}/squad_pred"],
+     "no *.index file in --model_dir {w}/empty_model"),
     # run_race.py
     ("race-missing-split", "run_race.py", ["--data_dir={w}/empty"], "{w}/empty"),
     ("race-qa-length", "run_race.py", ["--max_qa_length=61"], "--max_qa_length"),
+    ("race-output-dir-is-a-file", "run_race.py", ["--output_dir={w}/owned.bin"],
+     "Cannot use --output_dir {w}/owned.bin as a directory: it is a file"),
+    ("race-model-dir-is-a-file", "run_race.py", ["--model_dir={w}/owned.bin"],
+     "Cannot use --model_dir {w}/owned.bin as a directory: it is a file"),
+    ("race-predict-dir-is-a-file", "run_race.py", ["--do_predict=True", "--predict_dir={w}/owned.bin"],
+     "Cannot use --predict_dir {w}/owned.bin as a directory: it is a file"),
+    ("race-spm-beyond-n-token", "run_race.py", ["--model_config_path={w}/tiny100.json"],
+     "has 1000 pieces, more than the model's n_token=100"),
+    ("race-records-beyond-n-token", "run_race.py", ["--output_dir={w}/race_big_ids"],
+     f"holds token id {BIG_ID} (record 1), outside the model's vocabulary [0, n_token=1000)"),
+    ("race-eval-no-checkpoint", "run_race.py",
+     ["--do_train=False", "--do_eval=True", "--eval_all_ckpt=True", "--model_dir={w}/empty_model"],
+     "no *.index file in --model_dir {w}/empty_model"),
 ]
 
 
@@ -100,6 +159,20 @@ def base_flags(tool, w, case_dir):
           "--train_steps=2", "--iterations=1"]
 
 
+def _put_an_id_beyond_the_vocabulary(record_dir, pattern):
+  """Rewrites the record files matching `pattern` in record_dir with BIG_ID as an id of record 1 (as records
+  written with a bigger SentencePiece model would hold)."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  paths = sorted(record_dir.glob(pattern))
+  assert paths, f"no {pattern} in {record_dir}"
+  for path in paths:
+    examples = [tf.train.Example.FromString(r.numpy()) for r in tf.data.TFRecordDataset(str(path))]
+    examples[1].features.feature["input_ids"].int64_list.value[-5] = BIG_ID
+    with tf.io.TFRecordWriter(str(path)) as writer:
+      for example in examples:
+        writer.write(example.SerializeToString())
+
+
 def _export(config, path):
   run_config = RunConfig(is_training=False, use_tpu=False, use_bfloat16=False, dropout=0.0, dropatt=0.0)
   checkpoint.export_original_checkpoint(XLNetModel(XLNetConfig(**config), run_config), path)
@@ -115,6 +188,11 @@ def results(tmp_path_factory):
   (w / "latin1" / "x.txt").write_bytes("ok\nna\xefve\n".encode("latin-1"))
   (w / "empty" / "e.txt").write_text("")
   (w / "tiny.json").write_text(json.dumps(TINY))
+  (w / "tiny100.json").write_text(json.dumps(dict(TINY, n_token=100)))
+  (w / "owned.bin").write_bytes(OWNED)
+  (w / "owned_dir").mkdir()
+  (w / "owned_dir" / "notes.txt").write_bytes(OWNED)
+  (w / "empty_model").mkdir()
   (w / "other").mkdir()
   _export(dict(TINY, d_model=24, d_head=12), str(w / "other" / "xlnet_model.ckpt"))
   corpora.write_aclimdb(str(w / "imdb"), num_train=8, num_dev=4, seed=1)
@@ -131,6 +209,8 @@ def results(tmp_path_factory):
   record = sorted((w / "corrupt" / "tfrecords").glob("*.tfrecords"))[0]
   record.write_bytes(record.read_bytes()[:100])  # the first record is cut short
   sorted((w / "missing_file" / "tfrecords").glob("*.tfrecords"))[0].unlink()
+  shutil.copytree(w / "records", w / "no_info")  # records without corpus_info.json: n_token is not checked there
+  (w / "no_info" / "corpus_info.json").unlink()
   # Model directories: one whose latest checkpoint lost its data file, one trained with a bigger model; cached
   # classifier records whose training file is cut short.
   setup = [["run_pretrain.py", f"--record_info_dir={w}/records/tfrecords", f"--model_dir={w}/{name}", *PRETRAIN,
@@ -143,6 +223,16 @@ def results(tmp_path_factory):
   shutil.copytree(w / "cls_ok" / "records", w / "cls_corrupt")
   cached = sorted(p for p in (w / "cls_corrupt").iterdir() if p.name.endswith(".tf_record") and "train" in p.name)
   cached[0].write_bytes(cached[0].read_bytes()[:200])
+  # Cached fine-tuning records (the names the tools look for) holding an id beyond the vocabulary.
+  shutil.copytree(w / "cls_ok" / "records", w / "cls_big_ids")
+  _put_an_id_beyond_the_vocabulary(w / "cls_big_ids", "*train*.tf_record")
+  sp_model = tokenization.load_sentencepiece(SPM)
+  squad_records.prepare_train_records(str(w / "squad" / "train-v2.0.json"), sp_model, SPM, str(w / "squad_big_ids"),
+                                      64, 16, 32)
+  _put_an_id_beyond_the_vocabulary(w / "squad_big_ids", "*.train.tf_record")
+  race_records.prepare_records(str(w / "race"), "train", tokenization.make_tokenize_fn(sp_model), SPM,
+                               str(w / "race_big_ids"), 64, 32)
+  _put_an_id_beyond_the_vocabulary(w / "race_big_ids", "*train*")
 
   case_dirs = [w / "cases" / case_id for case_id, *_ in CASES]
   runs = cli_forks.run([[tool, *base_flags(tool, w, case_dir), *[e.format(w=w) for e in extra]]
@@ -160,6 +250,8 @@ def test_bad_input(results, case_id, tool, extra, words):
   left = [os.path.join(d, f) for d, dirs, files in os.walk(w) for f in files + dirs if fileio.is_temp_name(f)]
   assert not left, left
   assert not list(case_dir.glob("model/ckpt-*")), "a failed run wrote a checkpoint"
+  assert (w / "owned.bin").read_bytes() == OWNED and (w / "owned_dir" / "notes.txt").read_bytes() == OWNED
+  assert sorted(os.listdir(w / "owned_dir")) == ["notes.txt"] and not os.listdir(w / "empty_model")
 
 
 def test_the_sweep_is_wide():
@@ -208,3 +300,26 @@ def test_a_full_disk_while_writing_records_names_the_file_and_leaves_nothing(tmp
       "File too large" in last, last
   assert "Traceback" not in proc.stderr
   assert not list((tmp_path / "out" / "tfrecords").glob("*.tfrecords*"))
+
+
+def test_check_token_ids_reads_the_first_records_on_the_host(tmp_path):
+  """The id check every tool runs before training (`records.check_token_ids`): it names the file, the record, the
+  worst id and n_token; looks at the first num_records records only; and leaves an unreadable file to the reader."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.data import records  # pylint: disable=import-outside-toplevel
+  paths = [str(tmp_path / f"{name}.tf_record") for name in ("a", "b")]
+  for path, rows in zip(paths, ([[1, 2, 3], [4, 5, 6]], [[7, 8, 9], [10, 31, 40]])):
+    with tf.io.TFRecordWriter(path) as writer:
+      for ids in rows:
+        writer.write(tf.train.Example(features=tf.train.Features(
+            feature={"input_ids": records.int_feature(ids)})).SerializeToString())
+  records.check_token_ids(paths, 41, fix="-")
+  records.check_token_ids(paths, 32, fix="-", num_records=3)  # the bad record is the 4th
+  with pytest.raises(ValueError, match=rf"^{paths[1]} holds token id 40 \(record 1\), outside the model's "
+                                       r"vocabulary \[0, n_token=32\)\. Fix it\.$"):
+    records.check_token_ids(paths, 32, fix="Fix it.")
+  with pytest.raises(ValueError, match="a.tf_record holds token id 6 \\(record 1\\)"):  # the largest
+    records.check_token_ids(paths[0], 1, fix="-")
+  data = open(paths[1], "rb").read()
+  open(paths[1], "wb").write(data[:len(data) - 10])  # the bad record cut short: unreadable, not checked
+  records.check_token_ids(paths, 32, fix="-")

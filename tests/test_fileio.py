@@ -55,12 +55,47 @@ def test_a_prefix_of_several_files_moves_with_the_marker_last(tmp_path, monkeypa
 def test_a_directory_replaces_the_old_one_whole(tmp_path):
   target = tmp_path / "export"
   for name in ("first", "second"):
-    with fileio.atomic_path(str(target)) as tmp:
+    with fileio.atomic_path(str(target), marker="MARK") as tmp:
       os.makedirs(tmp)
-      with open(os.path.join(tmp, name), "w") as f:
-        f.write(name)
-  assert listing(target) == ["second"]
+      for f in (name, "MARK"):
+        with open(os.path.join(tmp, f), "w") as out:
+          out.write(name)
+  assert listing(target) == ["MARK", "second"]
   assert listing(tmp_path) == ["export"]
+
+
+def _write_dir(path, marker=None):
+  with fileio.atomic_path(str(path), marker=marker) as tmp:
+    os.makedirs(tmp)
+    with open(os.path.join(tmp, "MARK"), "w") as f:
+      f.write("new")
+
+
+def test_a_directory_never_replaces_a_file_or_a_directory_it_did_not_write(tmp_path):
+  """What a user owns stays: a file (even one above the target), or a directory without the writer's marker."""
+  mine = tmp_path / "mine.txt"
+  mine.write_bytes(b"the user's bytes")
+  with pytest.raises(ValueError, match=f"Cannot use {mine} as a directory: it is a file, left as it is"):
+    _write_dir(mine, marker="MARK")
+  with pytest.raises(ValueError, match=f"Cannot use --predict_dir {mine}/sub as a directory: {mine} is a file"):
+    fileio.check_output_dir(str(mine / "sub"), "--predict_dir")
+  with pytest.raises(ValueError, match=f"{mine} as a directory: it is a file"):
+    _write_dir(mine / "sub", marker="MARK")
+  with pytest.raises(ValueError, match=f"{mine} as a directory: it is a file"):
+    fileio.atomic_write(str(mine / "a.json"), "{}")
+  assert mine.read_bytes() == b"the user's bytes"
+  theirs = tmp_path / "theirs"
+  theirs.mkdir()
+  (theirs / "notes.txt").write_text("mine")
+  for marker in ("MARK", None):
+    with pytest.raises(ValueError, match=f"Cannot use {theirs}: it is a directory not written by this tool"):
+      _write_dir(theirs, marker=marker)
+  assert listing(theirs) == ["notes.txt"]
+  assert listing(tmp_path) == ["mine.txt", "theirs"]  # nothing temporary left
+  (theirs / "notes.txt").unlink()
+  _write_dir(theirs)  # an empty directory is replaced
+  assert listing(theirs) == ["MARK"]
+  fileio.check_output_dir(str(theirs))  # files go into a directory that holds anything
 
 
 def test_glob_includes_hidden_files_as_gfile_does(tmp_path):

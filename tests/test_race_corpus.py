@@ -99,7 +99,7 @@ def test_bad_arguments(tmp_path):
   foreign = tmp_path / "foreign"
   foreign.mkdir()
   (foreign / "notes.txt").write_text("mine")
-  with pytest.raises(ValueError, match="not empty and was not written by write_race_corpus"):
+  with pytest.raises(ValueError, match="not written by this tool \\(no race_imdb.json\\)"):
     corpus.write_race_corpus(str(foreign), **SIZES)
   assert os.listdir(foreign) == ["notes.txt"]
   with pytest.raises(ValueError, match="num_dev must be an integer >= 2. Received: 1"):

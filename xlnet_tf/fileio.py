@@ -4,7 +4,8 @@ Everything the project writes for a user (records, corpus files, JSON, checkpoin
 predictions, SavedModels, SentencePiece models) goes through `atomic_path`: the writer fills a temporary name that
 is unique to the process and the call, which is renamed onto the final name only when complete, and removed on any
 error. A reader never sees a half-written file under a final name, and two processes writing into one directory
-never share a temporary file.
+never share a temporary file. Nothing a user owns is replaced: a directory never replaces a file, and replaces an
+existing directory only if that is empty or holds the writer's marker file (`check_output_dir`).
 
 TensorFlow is imported only for remote paths, so local data tools start fast.
 """
@@ -98,23 +99,57 @@ def is_temp_name(path):
   return ".tmp-" in os.path.basename(str(path).rstrip("/"))
 
 
-@contextlib.contextmanager
-def atomic_path(path, last_suffix=None):
-  """Yields a temporary name for `path`; on success moves what was written there onto `path`.
+def check_output_dir(path, what=None, marker=None):
+  """Checks that `path` can be an output directory without replacing anything a user owns.
 
-  The body may write one file, one directory (e.g. a SavedModel: an existing directory at `path` is replaced), or
-  several files sharing the temporary name as a prefix (e.g. a checkpoint's `.index` and `.data-*`, or
-  SentencePiece's `.model` and `.vocab`): each `tmp + suffix` becomes `path + suffix`, the one ending with
-  `last_suffix` last, so that it marks the whole as complete. On any error everything written is removed; a
-  write error (e.g. a full disk) becomes an OSError whose one-line message names `path`.
+  Args:
+    path: str, the directory to write (or write into).
+    what: str or None, how the user named it, e.g. "--export_dir".
+    marker: None: files are written into the directory, which may hold anything. A str: the directory is replaced
+      as a whole, so an existing one must be empty or hold `marker`, a file every directory of this writer holds
+      (a SavedModel's `saved_model.pb`; "": none, only an empty directory is replaced).
+
+  Raises:
+    ValueError: `path` (or, locally, a directory above it) is an existing file; or, with `marker`, `path` is a
+      non-empty directory without `marker`. The message names `path`, which is left as it is.
   """
   path = str(path).rstrip("/")
+  name = f"{what} {path}" if what else path
+  above = path
+  while above and not is_remote(above) and not os.path.lexists(above):  # the nearest existing path
+    above = os.path.dirname(above)
+  if above and exists(above) and not isdir(above):
+    which = "it is a file" if above == path else f"{above} is a file"
+    raise ValueError(f"Cannot use {name} as a directory: {which}, left as it is. Pass a directory (new, or one "
+                     "this tool wrote).")
+  if marker is not None and exists(path) and glob(glob_lib.escape(path) + "/*") and not (
+      marker and exists(os.path.join(path, marker))):
+    held = f" (no {marker})" if marker else ""
+    raise ValueError(f"Cannot use {name}: it is a directory not written by this tool{held}, which would be replaced "
+                     "as a whole; it was left as it is. Pass a new or empty directory.")
+
+
+@contextlib.contextmanager
+def atomic_path(path, last_suffix=None, marker=None):
+  """Yields a temporary name for `path`; on success moves what was written there onto `path`.
+
+  The body may write one file, one directory (e.g. a SavedModel: an existing directory at `path` is replaced if it
+  is empty or holds the file `marker`, else ValueError, see `check_output_dir`; a file is never replaced by a
+  directory), or several files sharing the temporary name as a prefix (e.g. a checkpoint's `.index` and
+  `.data-*`, or SentencePiece's `.model` and `.vocab`): each `tmp + suffix` becomes `path + suffix`, the one
+  ending with `last_suffix` last, so that it marks the whole as complete. On any error everything written is
+  removed; a write error (e.g. a full disk) becomes an OSError whose one-line message names `path`. A directory
+  above `path` that is a file is a ValueError naming it.
+  """
+  path = str(path).rstrip("/")
+  check_output_dir(os.path.dirname(path))
   makedirs(os.path.dirname(path))
   tmp = temp_name(path)
   written = []
   try:
     yield tmp
     if exists(tmp) and isdir(tmp):
+      check_output_dir(path, marker=marker or "")
       _replace_dir(tmp, path)
       return
     written = [p for p in glob(glob_lib.escape(tmp) + "*") if not is_temp_name(p[len(tmp):])]

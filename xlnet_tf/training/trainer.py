@@ -409,9 +409,12 @@ class Trainer:
     found = records.find_corrupt_record(data_files) if data_files else None
     where = (f"Record file {found[0]} is unreadable at record {found[1]} ({found[2]})" if found else
              f"A training record is unreadable ({' '.join(error.message.split())[:300]})")
-    latest = self.manager.latest_checkpoint
     return (f"{where}. Rewrite the file with the tool that wrote it (data_utils.py for pretraining records) or "
-            f"remove it, then rerun; nothing was saved, the latest checkpoint is {latest or 'none'}.")
+            f"remove it, then rerun; nothing was saved, the latest checkpoint is {self._latest()}.")
+
+  def _latest(self):
+    """The latest checkpoint, or where there is none (for error lines)."""
+    return self.manager.latest_checkpoint or f"none (no checkpoint in {self.model_dir})"
 
   def _train_loops(self, iterator, start, train_steps, log_fn, metrics_fn):
     last = {}
@@ -429,10 +432,9 @@ class Trainer:
       if done == 0:  # stopped before this loop's first step
         self._stop_now(step, log_fn)
       if not (math.isfinite(loss) and math.isfinite(gnorm)):
-        latest = self.manager.latest_checkpoint
         raise FloatingPointError(
             f"Loss or gradient norm is not finite at step {step} (loss {loss}, gnorm {gnorm}); stopped without "
-            f"saving. The last good checkpoint is {latest or 'none'}. Lower --learning_rate or check the data.")
+            f"saving. The last good checkpoint is {self._latest()}. Lower --learning_rate or check the data.")
       steps_per_sec = done / elapsed
       tokens_per_sec = steps_per_sec * self.global_batch_size * self.tokens_per_example
       eta = (train_steps - step) * (time.time() - t_start) / max(step - start, 1)
@@ -480,7 +482,7 @@ class Trainer:
     except (tf.errors.OpError, OSError) as e:
       reason = " ".join(str(getattr(e, "message", e)).split())[:200]
       raise OSError(f"Could not write checkpoint {self._save_dir}/ckpt-{self.step} ({reason}). The latest complete "
-                    f"checkpoint is still {self.manager.latest_checkpoint or 'none'}: free space (or fix the "
+                    f"checkpoint is still {self._latest()}: free space (or fix the "
                     "directory), then rerun the same command to resume from it.") from None
     if not self.chief:
       shutil.rmtree(self._save_dir, ignore_errors=True)

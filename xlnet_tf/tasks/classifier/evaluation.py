@@ -67,7 +67,7 @@ def _format_result(title, result):
 
 
 def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval_batch_size, task_name,
-                         log_fn=print):
+                         log_fn=print, model_dir=None):
   """Evaluates each checkpoint on the eval records, as the original's eval mode.
 
   Args:
@@ -77,6 +77,7 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
     max_seq_length, eval_batch_size: ints.
     task_name: str, selects the metrics (`metrics.task_metrics`).
     log_fn: where the `Eval result` / `Best result` lines go.
+    model_dir: str, where `checkpoints` were listed (named when there are none).
 
   Returns:
     (results, best): the list of per-checkpoint dicts (eval_* metrics, eval_loss, loss, global_step, step, path),
@@ -84,7 +85,7 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
   """
   is_regression = inference.is_regression
   if not checkpoints:
-    raise FileNotFoundError("No checkpoint to evaluate (no *.index file in --model_dir). Train first "
+    raise FileNotFoundError(f"No checkpoint to evaluate: no *.index file in --model_dir {model_dir}. Train first "
                             "(--do_train=True) or point --model_dir at the fine-tuning output.")
   dataset = classifier_data.classifier_dataset(eval_file, max_seq_length, is_training=False, drop_remainder=False,
                                                batch_size=eval_batch_size, is_regression=is_regression)

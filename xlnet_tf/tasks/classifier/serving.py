@@ -215,18 +215,23 @@ class ClassifierModule(tf.Module):
     return out
 
 
+SAVED_MODEL_MARKER = "saved_model.pb"  # in every SavedModel directory
+
+
 def export_saved_model(model, spiece_model_file, export_dir, scope, label_list, max_seq_length, uncased):
   """Exports `ClassifierModule(...)` as a SavedModel in export_dir (written to a temporary directory, then
-  moved into place; an existing export_dir is replaced).
+  moved into place). An existing export_dir is replaced only if it is empty or a SavedModel (`saved_model.pb`);
+  a file, or a directory holding anything else, is a ValueError and left as it is.
 
   Returns:
     export_dir.
   """
+  fileio.check_output_dir(export_dir, "the SavedModel directory", SAVED_MODEL_MARKER)
   module = ClassifierModule(model, spiece_model_file, scope, label_list, max_seq_length, uncased)
   signatures = {"serving_default": module.classify.get_concrete_function(),
                 "classify_pair": module.classify_pair.get_concrete_function()}
   parent = os.path.dirname(os.path.abspath(export_dir))
   tf.io.gfile.makedirs(parent)
-  with fileio.atomic_path(export_dir) as tmp:
+  with fileio.atomic_path(export_dir, marker=SAVED_MODEL_MARKER) as tmp:
     tf.saved_model.save(module, tmp, signatures=signatures)
   return export_dir

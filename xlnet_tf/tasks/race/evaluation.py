@@ -95,7 +95,8 @@ def eval_dataset(eval_file, max_seq_length, eval_batch_size):
   return records.race_dataset(eval_file, max_seq_length, eval_batch_size, is_training=False, drop_remainder=True)
 
 
-def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval_batch_size, log_fn=print):
+def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval_batch_size, log_fn=print,
+                         model_dir=None):
   """Evaluates each checkpoint on the eval records, as the original's eval mode (for every checkpoint).
 
   Args:
@@ -104,14 +105,16 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
     eval_file: the eval record file, padded to a multiple of eval_batch_size (`records.prepare_records`).
     max_seq_length, eval_batch_size: ints, as written.
     log_fn: where the `Eval | ...` lines go (and `Best | ...` when several checkpoints were evaluated).
+    model_dir: str, where `checkpoints` were listed (named when there are none).
 
   Returns:
     (results, best): per-checkpoint dicts (eval_accuracy, eval_loss, loss, global_step, path), and the one with
     the highest eval_accuracy.
   """
   if not checkpoints:
-    raise FileNotFoundError("No checkpoint to evaluate (no *.index file in --model_dir, no --init_checkpoint). "
-                            "Train first (--do_train=True) or point --model_dir at the fine-tuning output.")
+    raise FileNotFoundError(f"No checkpoint to evaluate: no *.index file in --model_dir {model_dir}, no "
+                            "--init_checkpoint. Train first (--do_train=True) or point --model_dir at the "
+                            "fine-tuning output.")
   dataset = eval_dataset(eval_file, max_seq_length, eval_batch_size)
   results = []
   for step, path in checkpoints:

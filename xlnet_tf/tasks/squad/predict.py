@@ -117,13 +117,14 @@ def format_result(title, result):
 
 
 def predict_checkpoints(inference, checkpoints, eval_set, predict_dir, predict_batch_size, target_eval_key="best_f1",
-                        log_fn=print, **write_options):
+                        log_fn=print, model_dir=None, **write_options):
   """Predicts with each checkpoint: one checkpoint writes to predict_dir, several each to
   predict_dir/<checkpoint name>/. Logs a `Result | ...` line per checkpoint (with its step and path) and, for
   several checkpoints with answers known, `Best result | ...` by target_eval_key.
 
   Args:
     checkpoints: [(step or None, checkpoint prefix)].
+    model_dir: str, where `checkpoints` were listed (named when there are none).
     write_options: n_best_size, max_answer_length, allow_last_token, allow_empty_prediction, null_threshold
       (see `predict_checkpoint`).
 
@@ -132,8 +133,8 @@ def predict_checkpoints(inference, checkpoints, eval_set, predict_dir, predict_b
     (None without answers or with one checkpoint).
   """
   if not checkpoints:
-    raise FileNotFoundError("No checkpoint to predict with. Train first (--do_train=True), or pass --predict_ckpt or "
-                            "--init_checkpoint.")
+    raise FileNotFoundError(f"No checkpoint to predict with: no *.index file in --model_dir {model_dir}. Train "
+                            "first (--do_train=True), or pass --predict_ckpt or --init_checkpoint.")
   results = []
   for step, path in checkpoints:
     out_dir = predict_dir if len(checkpoints) == 1 else os.path.join(predict_dir, os.path.basename(path))

@@ -467,3 +467,21 @@ def define_race_flags(flag_values=flags.FLAGS):
   flags.DEFINE_bool("fix_option_aliasing", False, "False: the original's features, where an option that fits "
                     "grows the article seen by the next options (how the released results were made). True: "
                     "every option sees the article alone. See docs/race.md (new).", **fv)
+
+
+def define_convert_flags(flag_values=flags.FLAGS):
+  """The flags of convert_checkpoint.py (new: the original has no converter)."""
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_string("input", None, "What to convert: a HuggingFace XLNet model directory (config.json with "
+                      "model.safetensors, sharded safetensors, pytorch_model.bin or tf_model.h5), or an original-format "
+                      "checkpoint (prefix, directory, or <dir>/latest; the original's or one of ours).", **fv)
+  flags.DEFINE_string("output_dir", None, "Directory for the converted model (created if absent).", **fv)
+  flags.DEFINE_enum("to", None, ["tf1", "hf"], "Target format. Unset: the other one (hf for a checkpoint, tf1 for "
+                    "an HF directory).", **fv)
+  flags.DEFINE_string("task_name", None, "tf1: the classification head becomes classification_{task_name} "
+                      "(regression_ for one label; unset: the HF config's finetuning_task, else `hf`). hf: picks the "
+                      "classification_{task_name} (or regression_) head when the checkpoint holds several.", **fv)
+  flags.DEFINE_enum("summary_type", "last", ["last", "first", "mean", "attn"], "hf: the summary_type written to "
+                    "config.json (the original's pooling is a flag, not in the checkpoint; HF has no attn).", **fv)
+  flags.DEFINE_string("model_config_path", None, "tf1 -> hf: the checkpoint's xlnet_config.json. Unset: the one "
+                      "beside the checkpoint.", **fv)

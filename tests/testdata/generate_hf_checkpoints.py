@@ -34,12 +34,14 @@ The QA test compares the head's arrays by name (no forward: transformers' QA for
 For every h5 directory the TF model's outputs are checked against the PyTorch model's (`meta_json`).
 
 `export` (project venv) converts the original-code checkpoint `tests/testdata/model/ckpt_untied` (its
-`classification_toy` head, summary `last`) to HF. That checkpoint has d_head 6 != d_model / n_head = 4, which HF's
-XLNetConfig refuses, so the converter's CLI refuses it too; `export` calls the library with
-`allow_d_head_override=True`. `load_exports` then sets `d_head` on the config after construction (as
-generate_hf_goldens.py does), loads the directory with `from_pretrained(..., output_loading_info=True)`, and
-writes `export_untied.npz`: the loading info (missing, unexpected, mismatched keys) and HF's outputs on the
-original's golden inputs (`tests/testdata/model/untied_finetune.npz`), for the tests to compare with the original.
+`classification_toy` head, summary `last`) to HF. Every original-code checkpoint of the project has d_head 6 !=
+d_model / n_head = 4 (on purpose), which HF's XLNetConfig refuses, so the converter's CLI refuses it too; `export`
+calls the library with `allow_d_head_override=True`. It also converts each HF model above to TF1 and back to HF.
+`load_exports` sets `d_head` on the config after construction (as generate_hf_goldens.py does), loads every export
+with `from_pretrained(..., output_loading_info=True)` and writes `export_untied.npz`: HF's outputs of the
+ckpt_untied export on the original's golden inputs (`tests/testdata/model/untied_finetune.npz`: `output` [L, B, H]
+time-major, `cls_logits_toy` [B, 3]), and in `meta_json` the loading info (missing, unexpected, mismatched keys)
+of every export and, for the round trips, the largest difference of any weight from the model transformers wrote.
 """
 
 import argparse
@@ -142,30 +144,47 @@ def models(args):
     print(head, sorted(os.listdir(args.out)))
 
 
+# head: (the directory converted, the same weights as PyTorch wrote them, HF class, summary_type)
+ROUND_TRIPS = {"lm": ("lm_safetensors", "lm_safetensors", "XLNetLMHeadModel", "last"),
+               "cls": ("cls_h5", "cls_safetensors_sharded", "XLNetForSequenceClassification", "mean"),
+               "mc": ("mc_h5", "mc_safetensors", "XLNetForMultipleChoice", "last"),
+               "qa": ("qa_safetensors", "qa_safetensors", "XLNetForQuestionAnswering", "last")}
+
+
 def export(args):
-  """Project venv: the original-code checkpoint ckpt_untied -> an HF directory (d_head override allowed)."""
+  """Project venv: the original-code checkpoint ckpt_untied -> HF (d_head override allowed); and each HF model of
+  `models` -> TF1 -> HF again (the converter's CLI path)."""
   sys.path.insert(0, os.getcwd())
   from xlnet_tf import hf_checkpoint  # pylint: disable=import-outside-toplevel
   hf_checkpoint.convert_to_hf("tests/testdata/model/ckpt_untied/xlnet_model.ckpt",
                               os.path.join(args.work_dir, "untied_hf"), task_name="toy", summary_type="last",
                               allow_d_head_override=True)
+  for head, (source, _, _, summary_type) in ROUND_TRIPS.items():
+    tf1 = hf_checkpoint.convert_to_original(os.path.join(args.out, source), os.path.join(args.work_dir, f"{head}_tf1"))
+    hf_checkpoint.convert_to_hf(tf1, os.path.join(args.work_dir, f"{head}_hf"), summary_type=summary_type)
+
+
+def _load(transformers, model_dir, class_name, d_head=None):
+  """(model, loading info) of `from_pretrained`; `d_head` set on the config after construction when given."""
+  config = None
+  if d_head is not None:
+    with open(os.path.join(model_dir, "config.json")) as f:
+      fields = json.load(f)
+    fields.pop("d_head")
+    config = transformers.XLNetConfig(**fields)
+    config.d_head = d_head  # HF's XLNetConfig forces d_model // n_head; the original checkpoint has 6
+  model, info = getattr(transformers, class_name).from_pretrained(model_dir, config=config, output_loading_info=True)
+  return model.eval(), {k: sorted(map(str, v)) for k, v in info.items()}
 
 
 def load_exports(args):
-  """Oracle venv: loads the export in transformers; writes the loading info and HF's outputs."""
+  """Oracle venv: loads every export in transformers; writes the loading info and HF's outputs."""
   import torch  # pylint: disable=import-outside-toplevel
   import transformers  # pylint: disable=import-outside-toplevel
   torch.set_num_threads(1)
-  model_dir = os.path.join(args.work_dir, "untied_hf")
-  with open(os.path.join(model_dir, "config.json")) as f:
-    fields = json.load(f)
-  d_head = fields.pop("d_head")
-  config = transformers.XLNetConfig(**{k: v for k, v in fields.items() if k not in ("architectures",)})
-  config.architectures = fields["architectures"]
-  config.d_head = d_head  # HF's XLNetConfig forces d_model // n_head; the original checkpoint has 6
-  model, info = transformers.XLNetForSequenceClassification.from_pretrained(
-      model_dir, config=config, output_loading_info=True)
-  model.eval()
+  meta = dict(transformers=transformers.__version__, torch=torch.__version__, round_trips={})
+  model, meta["untied_loading_info"] = _load(transformers, os.path.join(args.work_dir, "untied_hf"),
+                                             "XLNetForSequenceClassification", d_head=6)
   golden = np.load("tests/testdata/model/untied_finetune.npz")
   batch_major = lambda x: torch.from_numpy(np.ascontiguousarray(x.T))
   with torch.no_grad():
@@ -173,9 +192,14 @@ def load_exports(args):
                 token_type_ids=batch_major(golden["seg_ids"]).long(),
                 input_mask=batch_major(golden["input_mask"]).float(), output_hidden_states=True, use_mems=False)
   arrays = dict(output=out.hidden_states[-1].numpy().transpose(1, 0, 2), cls_logits_toy=out.logits.numpy())
-  meta = dict(loading_info={k: sorted(map(str, v)) for k, v in info.items()}, architectures=fields["architectures"],
-              transformers=transformers.__version__, torch=torch.__version__,
-              max_abs_diff={k: float(np.max(np.abs(v - golden[k]))) for k, v in arrays.items()})
+  meta["untied_max_abs_diff"] = {k: float(np.max(np.abs(v - golden[k]))) for k, v in arrays.items()}
+  for head, (_, reference, class_name, _) in ROUND_TRIPS.items():
+    model, info = _load(transformers, os.path.join(args.work_dir, f"{head}_hf"), class_name)
+    original = getattr(transformers, class_name).from_pretrained(os.path.join(args.out, reference)).eval()
+    state = original.state_dict()
+    diffs = {k: float(np.max(np.abs(v.numpy() - state[k].numpy()))) for k, v in model.state_dict().items()}
+    meta["round_trips"][head] = dict(loading_info=info, max_abs_weight_diff=max(diffs.values()),
+                                     same_names=sorted(diffs) == sorted(state))
   print(json.dumps(meta, indent=1))
   np.savez_compressed(os.path.join(args.out, "export_untied.npz"), meta_json=json.dumps(meta, indent=1), **arrays)
 

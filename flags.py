@@ -68,6 +68,16 @@ def require_file(path, flag, what):
     raise FlagError(f"--{flag}={path} does not exist. Pass {what}.")
 
 
+def require_model_config(o):
+  """FlagError unless --model_config_path names a file, or is omitted and --init_checkpoint is a HuggingFace model
+  directory (its config.json then gives the model)."""
+  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
+  if not o.model_config_path and o.init_checkpoint and fileio.exists(os.path.join(o.init_checkpoint, "config.json")):
+    return
+  require_file(o.model_config_path, "model_config_path", "the xlnet_config.json of the model (it may be omitted when "
+               "--init_checkpoint is a HuggingFace model directory with config.json)")
+
+
 def require_positive(o, *names):
   """FlagError unless every named flag of the options `o` is at least 1."""
   for name in names:
@@ -236,8 +246,8 @@ def define_hardware_flags(num_core_per_host=None, iterations=1000, max_save=0, f
   flags.DEFINE_string("model_dir", None, "Where checkpoints, xlnet_config.json, run_flags.json and TensorBoard "
                       "logs go; a run restarted with the same model_dir resumes from its latest checkpoint.", **fv)
   flags.DEFINE_string("init_checkpoint", None, "Initialise the weights from this checkpoint: an original (TF1) "
-                      "XLNet checkpoint such as xlnet_cased_L-24_H-1024_A-16/xlnet_model.ckpt, or one of ours.",
-                      **fv)
+                      "XLNet checkpoint such as xlnet_cased_L-24_H-1024_A-16/xlnet_model.ckpt, one of ours, or a "
+                      "HuggingFace XLNet model directory (converted in memory; docs/checkpoints.md).", **fv)
   flags.DEFINE_enum("strategy", "auto", ["auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
                     "tf.distribute strategy (new). auto: mirrored when --num_core_per_host > 1, else one device.",
                     **fv)

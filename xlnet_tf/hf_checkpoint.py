@@ -362,10 +362,6 @@ def original_to_hf(arrays, xlnet_config, source, summary_type="last", task_name=
       `d_head` is set on the config object after construction; for tests).
   """
   c = xlnet_config
-  if c.d_head * c.n_head != c.d_model and not allow_d_head_override:
-    raise ValueError(f"{source}: d_head={c.d_head} is not d_model / n_head = {c.d_model} / {c.n_head}; HuggingFace's "
-                     "XLNetConfig fixes d_head = d_model // n_head, so transformers cannot load this model. Keep it "
-                     "in the original format (this port loads it).")
   if summary_type not in SUMMARY_TYPES:
     raise ValueError(f"--summary_type {summary_type!r} cannot be exported: HF's XLNet pools with one of "
                      f"{SUMMARY_TYPES} (it has no `attn`).")
@@ -377,6 +373,10 @@ def original_to_hf(arrays, xlnet_config, source, summary_type="last", task_name=
                      f"{f'; and {len(bad) - 3} more' if len(bad) > 3 else ''}. Pass the xlnet_config.json that came "
                      "with it (--model_config_path).")
   architecture, scope = _export_head(arrays, task_name, source)
+  if c.d_head * c.n_head != c.d_model and not allow_d_head_override:
+    raise ValueError(f"{source}: d_head={c.d_head} is not d_model / n_head = {c.d_model} / {c.n_head}; HuggingFace's "
+                     "XLNetConfig fixes d_head = d_model // n_head, so transformers cannot load this model. Keep it "
+                     "in the original format (this port loads it).")
   notes, weights = [], {}
   for hf, (name, transposed) in {**_BACKBONE, **ARCHITECTURES[architecture]}.items():
     name = name.format(scope=scope)

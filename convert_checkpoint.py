@@ -13,6 +13,7 @@ what is not converted: docs/checkpoints.md. Every file is written atomically.
 
 import flags  # first: loads TensorFlow without its C++ start-up noise
 from absl import flags as absl_flags
+from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
 
 
@@ -22,7 +23,8 @@ def define_flags(flag_values=absl_flags.FLAGS):
 
 def run(o, log_fn=print):
   """Converts as the options `o` (this script's flags) say; returns the path written."""
-  flags.require_file(o.input, "input", "a HuggingFace XLNet model directory or an XLNet TF1 checkpoint")
+  if not (o.input and fileio.exists(o.input + ".index")):  # a checkpoint prefix is no file itself
+    flags.require_file(o.input, "input", "a HuggingFace XLNet model directory or an XLNet TF1 checkpoint")
   if not o.output_dir:
     raise flags.FlagError("--output_dir is required: the directory the converted model goes to.")
   source = "hf" if hf_checkpoint.is_hf_directory(o.input) else "tf1"

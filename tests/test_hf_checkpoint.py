@@ -249,7 +249,7 @@ def _corrupt_copies(root):
 def test_bad_inputs_are_one_line(case, words, tmp_path):
   root = _corrupt_copies(tmp_path)
   inputs = {"qa_simple": f"{DATA}/qa_simple_safetensors", "several_heads": f"{MODEL}/ckpt_untied",
-            "d_head": f"{MODEL}/ckpt_untied", "output_is_a_file": f"{DATA}/lm_h5"}
+            "d_head": f"{MODEL}/ckpt_untied/xlnet_model.ckpt", "output_is_a_file": f"{DATA}/lm_h5"}
   extra = {"d_head": dict(task_name="toy")}.get(case, {})
   output_dir = f"{DATA}/lm_outputs.npz" if case == "output_is_a_file" else str(tmp_path / "out")
   with pytest.raises(ValueError, match=words) as error:
@@ -288,3 +288,23 @@ def test_run_classifier_fine_tunes_from_an_hf_directory(tmp_path):
   assert f"from {tmp_path}/hf (HuggingFace XLNetLMHeadModel, model.safetensors)" in proc.stdout
   assert list((tmp_path / "model").glob("ckpt-2.index"))
   assert "nan" not in proc.stdout.lower()
+
+
+def test_one_of_our_checkpoints_exports_too(tmp_path):
+  """A checkpoint in Trainer's layout (the original names under `weights/`) with the xlnet_config.json beside it
+  (as run_*.py write them) exports to HF like an original one; --to the input's own format is refused."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  hf_config, arrays, _ = hf_checkpoint.read_hf_checkpoint(f"{DATA}/lm_h5")
+  model = XLNetModel(hf_config, _run_config())
+  checkpoint.assign_by_name(model, checkpoint.ArrayReader(arrays), {n: n for n in arrays}, "lm_h5")
+  path = tf.train.Checkpoint(weights=checkpoint.original_variable_map(model)).save(str(tmp_path / "model" / "ckpt"))
+  hf_config.to_json(str(tmp_path / "model" / "xlnet_config.json"))
+  convert_checkpoint.run(flags.defaults(convert_checkpoint.define_flags, input=path, output_dir=str(tmp_path / "hf")),
+                         log_fn=lambda line: None)
+  exported, reference = load_file(str(tmp_path / "hf" / "model.safetensors")), _hf_arrays("lm_safetensors")
+  assert sorted(exported) == sorted(reference)
+  for key, array in reference.items():
+    np.testing.assert_array_equal(exported[key], array, err_msg=key)
+  with pytest.raises(flags.FlagError, match="already in the hf format"):
+    convert_checkpoint.run(flags.defaults(convert_checkpoint.define_flags, input=f"{DATA}/lm_h5", to="hf",
+                                          output_dir=str(tmp_path / "x")), log_fn=lambda line: None)

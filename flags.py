@@ -79,6 +79,14 @@ def require_output_dirs(o, *names, marker=None):
         fileio.check_output_dir(getattr(o, name), f"--{name}", marker)
       except ValueError as e:
         raise FlagError(str(e)) from None
+def require_model_config(o):
+  """FlagError unless --model_config_path names a file, or is omitted and --init_checkpoint is a HuggingFace model
+  directory (its config.json then gives the model)."""
+  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
+  if not o.model_config_path and o.init_checkpoint and fileio.exists(os.path.join(o.init_checkpoint, "config.json")):
+    return
+  require_file(o.model_config_path, "model_config_path", "the xlnet_config.json of the model (it may be omitted when "
+               "--init_checkpoint is a HuggingFace model directory with config.json)")
 
 
 def require_positive(o, *names):
@@ -249,8 +257,8 @@ def define_hardware_flags(num_core_per_host=None, iterations=1000, max_save=0, f
   flags.DEFINE_string("model_dir", None, "Where checkpoints, xlnet_config.json, run_flags.json and TensorBoard "
                       "logs go; a run restarted with the same model_dir resumes from its latest checkpoint.", **fv)
   flags.DEFINE_string("init_checkpoint", None, "Initialise the weights from this checkpoint: an original (TF1) "
-                      "XLNet checkpoint such as xlnet_cased_L-24_H-1024_A-16/xlnet_model.ckpt, or one of ours.",
-                      **fv)
+                      "XLNet checkpoint such as xlnet_cased_L-24_H-1024_A-16/xlnet_model.ckpt, one of ours, or a "
+                      "HuggingFace XLNet model directory (converted in memory; docs/checkpoints.md).", **fv)
   flags.DEFINE_enum("strategy", "auto", ["auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
                     "tf.distribute strategy (new). auto: mirrored when --num_core_per_host > 1, else one device.",
                     **fv)
@@ -481,3 +489,21 @@ def define_race_flags(flag_values=flags.FLAGS):
   flags.DEFINE_bool("fix_option_aliasing", False, "False: the original's features, where an option that fits "
                     "grows the article seen by the next options (how the released results were made). True: "
                     "every option sees the article alone. See docs/race.md (new).", **fv)
+
+
+def define_convert_flags(flag_values=flags.FLAGS):
+  """The flags of convert_checkpoint.py (new: the original has no converter)."""
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_string("input", None, "What to convert: a HuggingFace XLNet model directory (config.json with "
+                      "model.safetensors, sharded safetensors, pytorch_model.bin or tf_model.h5), or an original-format "
+                      "checkpoint (prefix, directory, or <dir>/latest; the original's or one of ours).", **fv)
+  flags.DEFINE_string("output_dir", None, "Directory for the converted model (created if absent).", **fv)
+  flags.DEFINE_enum("to", None, ["tf1", "hf"], "Target format. Unset: the other one (hf for a checkpoint, tf1 for "
+                    "an HF directory).", **fv)
+  flags.DEFINE_string("task_name", None, "tf1: the classification head becomes classification_{task_name} "
+                      "(regression_ for one label; unset: the HF config's finetuning_task, else `hf`). hf: picks the "
+                      "classification_{task_name} (or regression_) head when the checkpoint holds several.", **fv)
+  flags.DEFINE_enum("summary_type", "last", ["last", "first", "mean", "attn"], "hf: the summary_type written to "
+                    "config.json (the original's pooling is a flag, not in the checkpoint; HF has no attn).", **fv)
+  flags.DEFINE_string("model_config_path", None, "tf1 -> hf: the checkpoint's xlnet_config.json. Unset: the one "
+                      "beside the checkpoint.", **fv)

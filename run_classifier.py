@@ -31,9 +31,10 @@ import numpy as np
 import tensorflow as tf
 from absl import flags as absl_flags
 
-from xlnet_tf import XLNetConfig, create_run_config
+from xlnet_tf import create_run_config
 from xlnet_tf import checkpoint
 from xlnet_tf import fileio
+from xlnet_tf import hf_checkpoint
 from xlnet_tf import training
 from xlnet_tf.data import records
 from xlnet_tf.data import tokenization
@@ -58,7 +59,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
     raise flags.FlagError("At least one of --do_train, --do_eval, --do_predict (or --export_dir) must be True.")
   if (o.task_name or "").lower() not in classifier_data.TASK_NAMES:
     raise flags.FlagError(f"Unknown --task_name {o.task_name!r}. Known tasks: {', '.join(classifier_data.TASK_NAMES)}.")
-  flags.require_file(o.model_config_path, "model_config_path", "the xlnet_config.json of the model")
+  flags.require_model_config(o)
   flags.require_file(o.spiece_model_file, "spiece_model_file", "the SentencePiece model (spiece.model) of the model")
   if not o.model_dir:
     raise flags.FlagError("--model_dir is required: where the fine-tuned checkpoints go (and are read by eval).")
@@ -161,14 +162,15 @@ def run(o, strategy, log_fn=print):
   validate(o, num_replicas, "tpu" if on_tpu else None)
   task_name = o.task_name.lower()
   processor = classifier_data.get_processor(task_name, **processor_options(o))
-  xlnet_config = XLNetConfig(json_path=o.model_config_path)
+  xlnet_config = hf_checkpoint.model_config(o.model_config_path, o.init_checkpoint)
   try:
     sp_model = tokenization.load_sentencepiece(o.spiece_model_file)
   except ValueError as e:
     raise flags.FlagError(f"--spiece_model_file: {e}") from None
   if sp_model.GetPieceSize() > xlnet_config.n_token:
     raise flags.FlagError(f"The SentencePiece model {o.spiece_model_file} has {sp_model.GetPieceSize()} pieces, more "
-                    f"than the model's n_token={xlnet_config.n_token} ({o.model_config_path}). Pass the "
+                    f"than the model's n_token={xlnet_config.n_token} "
+                    f"({o.model_config_path or o.init_checkpoint}). Pass the "
                     "spiece.model the model was trained with.")
   tokenize_fn = tokenization.make_tokenize_fn(sp_model, o.uncased)
   label_list = classifier_data.label_list_for(processor, o.is_regression)

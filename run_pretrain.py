@@ -14,6 +14,7 @@ import flags  # first: loads TensorFlow without its C++ start-up noise
 from absl import flags as absl_flags
 from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
 from xlnet_tf import fileio
+from xlnet_tf import hf_checkpoint
 from xlnet_tf import training
 from xlnet_tf.config import CONFIG_KEYS
 from xlnet_tf.data import records
@@ -61,8 +62,8 @@ def validate(o, num_replicas=1):
 
 
 def build_xlnet_config(o):
-  if o.model_config_path:
-    return XLNetConfig(json_path=o.model_config_path)
+  if o.model_config_path or hf_checkpoint.is_hf_directory(o.init_checkpoint):
+    return hf_checkpoint.model_config(o.model_config_path, o.init_checkpoint)
   n_token = o.n_token or (records.read_corpus_info(o.record_info_dir) or {}).get("vocab_size") or DEFAULT_N_TOKEN
   fields = {k: getattr(o, k) for k in CONFIG_KEYS if k != "n_token"}
   return XLNetConfig(n_token=n_token, **fields)

@@ -31,9 +31,10 @@ import flags  # first: loads TensorFlow without its C++ start-up noise
 import tensorflow as tf
 from absl import flags as absl_flags
 
-from xlnet_tf import XLNetConfig, create_run_config
+from xlnet_tf import create_run_config
 from xlnet_tf import checkpoint
 from xlnet_tf import fileio
+from xlnet_tf import hf_checkpoint
 from xlnet_tf import training
 from xlnet_tf.data import records
 from xlnet_tf.data import tokenization
@@ -56,7 +57,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
   """One-line errors for flag values the run cannot use (before anything heavy starts)."""
   if not (o.do_train or o.do_eval or o.do_predict):
     raise flags.FlagError("At least one of --do_train, --do_eval or --do_predict must be True.")
-  flags.require_file(o.model_config_path, "model_config_path", "the xlnet_config.json of the model")
+  flags.require_model_config(o)
   flags.require_file(o.spiece_model_file, "spiece_model_file", "the SentencePiece model (spiece.model) of the model")
   if not o.model_dir:
     raise flags.FlagError("--model_dir is required: where the fine-tuned checkpoints go (and are read by eval).")
@@ -82,14 +83,15 @@ def validate(o, num_replicas=1, strategy="one_device"):
 
 def _model_files(o):
   """(XLNetConfig, tokenize_fn) of --model_config_path and --spiece_model_file, checked against each other."""
-  xlnet_config = XLNetConfig(json_path=o.model_config_path)
+  xlnet_config = hf_checkpoint.model_config(o.model_config_path, o.init_checkpoint)
   try:
     sp_model = tokenization.load_sentencepiece(o.spiece_model_file)
   except ValueError as e:
     raise flags.FlagError(f"--spiece_model_file: {e}") from None
   if sp_model.GetPieceSize() > xlnet_config.n_token:
     raise flags.FlagError(f"The SentencePiece model {o.spiece_model_file} has {sp_model.GetPieceSize()} pieces, "
-                          f"more than the model's n_token={xlnet_config.n_token} ({o.model_config_path}). Pass the "
+                          f"more than the model's n_token={xlnet_config.n_token} "
+                          f"({o.model_config_path or o.init_checkpoint}). Pass the "
                           "spiece.model the model was trained with.")
   return xlnet_config, tokenization.make_tokenize_fn(sp_model, o.uncased)
 

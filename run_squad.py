@@ -33,9 +33,10 @@ import flags  # first: loads TensorFlow without its C++ start-up noise
 import tensorflow as tf
 from absl import flags as absl_flags
 
-from xlnet_tf import XLNetConfig, create_run_config
+from xlnet_tf import create_run_config
 from xlnet_tf import checkpoint
 from xlnet_tf import fileio
+from xlnet_tf import hf_checkpoint
 from xlnet_tf import training
 from xlnet_tf.data import records
 from xlnet_tf.data import tokenization
@@ -80,7 +81,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
       raise flags.FlagError(f"--proc_id must be in [0, --num_proc). Received: --proc_id={o.proc_id}, "
                             f"--num_proc={o.num_proc}.")
     return
-  flags.require_file(o.model_config_path, "model_config_path", "the xlnet_config.json of the model")
+  flags.require_model_config(o)
   if o.do_train:
     if not o.model_dir:
       raise flags.FlagError("--model_dir is required with --do_train: where the fine-tuned checkpoints go.")
@@ -171,10 +172,11 @@ def run(o, strategy, log_fn=print):
   if o.do_prepro:
     results["prepro"] = _prepro(o, sp_model, log_fn, o.num_proc, o.proc_id)
     return results
-  xlnet_config = XLNetConfig(json_path=o.model_config_path)
+  xlnet_config = hf_checkpoint.model_config(o.model_config_path, o.init_checkpoint)
   if sp_model.GetPieceSize() > xlnet_config.n_token:
     raise flags.FlagError(f"The SentencePiece model {o.spiece_model_file} has {sp_model.GetPieceSize()} pieces, more "
-                          f"than the model's n_token={xlnet_config.n_token} ({o.model_config_path}). Pass the "
+                          f"than the model's n_token={xlnet_config.n_token} "
+                          f"({o.model_config_path or o.init_checkpoint}). Pass the "
                           "spiece.model the model was trained with.")
   # Resolved first when no training comes first, so that a missing checkpoint fails before anything is written.
   predict_ckpts = _predict_checkpoints(o) if o.do_predict and not o.do_train else None

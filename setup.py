@@ -16,6 +16,8 @@ setup(
         "sentencepiece>=0.2,<0.3",
         "absl-py>=2.0,<3",
         "numpy>=1.26,<3",
+        "safetensors>=0.4,<1",  # HuggingFace model.safetensors (numpy API; no torch)
+        "h5py>=3.10,<4",  # HuggingFace tf_model.h5
     ],
     extras_require={"test": ["pytest>=8,<10"]},
 )

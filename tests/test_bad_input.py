@@ -18,6 +18,7 @@ from helpers import cli_forks
 from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
 from xlnet_tf import checkpoint
 from xlnet_tf import fileio
+from xlnet_tf import hf_checkpoint
 from xlnet_tf.data import corpora
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.squad import corpus as squad_corpus
@@ -135,10 +136,24 @@ CASES = [
     ("race-eval-no-checkpoint", "run_race.py",
      ["--do_train=False", "--do_eval=True", "--eval_all_ckpt=True", "--model_dir={w}/empty_model"],
      "no *.index file in --model_dir {w}/empty_model"),
+    ("cls-hf-config-mismatch", "run_classifier.py", ["--init_checkpoint={w}/hf_bad_config", "--model_config_path="],
+     "config.json does not match the weights"),
+    # convert_checkpoint.py
+    ("cv-cut-safetensors", "convert_checkpoint.py", ["--input={w}/hf_cut"], "is not a readable safetensors file"),
+    ("cv-cut-h5", "convert_checkpoint.py", ["--input={w}/hf_cut_h5"], "is not a readable tf_model.h5"),
+    ("cv-config-mismatch", "convert_checkpoint.py", ["--input={w}/hf_bad_config"],
+     "config.json does not match the weights"),
+    ("cv-unknown-head", "convert_checkpoint.py", ["--input=tests/testdata/hf/qa_simple_safetensors"],
+     "unknown head XLNetForQuestionAnsweringSimple"),
+    ("cv-d-head-hf-cannot-express", "convert_checkpoint.py",
+     ["--input=tests/testdata/model/ckpt_untied", "--task_name=toy"], "d_head=6 is not d_model / n_head"),
+    ("cv-output-dir-is-a-file", "convert_checkpoint.py", ["--output_dir={w}/tiny.json"], "is an existing file"),
 ]
 
 
 def base_flags(tool, w, case_dir):
+  if tool == "convert_checkpoint.py":
+    return [f"--input={w}/hf_ok", f"--output_dir={case_dir}/out"]
   if tool == "data_utils.py":
     return [f"--input_glob={CORPUS}/*.txt", f"--sp_path={SPM}", f"--save_dir={case_dir}/out", "--use_tpu=False",
             "--bi_data=True", *RECORD_FLAGS]
@@ -195,6 +210,17 @@ def results(tmp_path_factory):
   (w / "empty_model").mkdir()
   (w / "other").mkdir()
   _export(dict(TINY, d_model=24, d_head=12), str(w / "other" / "xlnet_model.ckpt"))
+  # HuggingFace directories: a good one (converted from TINY), one whose safetensors file or tf_model.h5 is cut
+  # short, one whose config.json does not fit its weights.
+  _export(TINY, str(w / "tiny_ckpt" / "xlnet_model.ckpt"))
+  XLNetConfig(**TINY).to_json(str(w / "tiny_ckpt" / "xlnet_config.json"))
+  hf_checkpoint.convert_to_hf(str(w / "tiny_ckpt" / "xlnet_model.ckpt"), str(w / "hf_ok"), log_fn=lambda line: None)
+  for name, src in (("hf_cut", w / "hf_ok"), ("hf_bad_config", w / "hf_ok"), ("hf_cut_h5", "tests/testdata/hf/lm_h5")):
+    shutil.copytree(src, w / name)
+  for path, size in ((w / "hf_cut" / "model.safetensors", 3000), (w / "hf_cut_h5" / "tf_model.h5", 20000)):
+    path.write_bytes(path.read_bytes()[:size])
+  hf_config = json.loads((w / "hf_ok" / "config.json").read_text())
+  (w / "hf_bad_config" / "config.json").write_text(json.dumps(dict(hf_config, d_inner=TINY["d_inner"] + 1)))
   corpora.write_aclimdb(str(w / "imdb"), num_train=8, num_dev=4, seed=1)
   squad_corpus.write_squad_corpus(str(w / "squad"), num_train=4, num_dev=2, seed=0)
   race_corpus.write_race_corpus(str(w / "race"), num_train=2, num_dev=2, num_test=2, max_article_words=40,
@@ -255,7 +281,7 @@ def test_bad_input(results, case_id, tool, extra, words):
 
 
 def test_the_sweep_is_wide():
-  assert len(CASES) >= 25 and len({c[1] for c in CASES}) == 5
+  assert len(CASES) >= 25 and len({c[1] for c in CASES}) == 6
 
 
 def test_skip_bad_records_reads_each_damaged_file_up_to_its_first_bad_record(tmp_path, monkeypatch):

@@ -21,6 +21,7 @@ _PUBLIC = {
     "load_original_checkpoint": "xlnet_tf.checkpoint",
     "export_original_checkpoint": "xlnet_tf.checkpoint",
     "load_weights": "xlnet_tf.checkpoint",
+    "load_checkpoint": "xlnet_tf.checkpoint",
     "finetune_heads": "xlnet_tf.modeling.heads",
 }
 __all__ = sorted(_PUBLIC)

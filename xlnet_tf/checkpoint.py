@@ -145,17 +145,38 @@ def assign_by_name(model, reader, keys, source):
 
 def export_original_checkpoint(model, ckpt_path, global_step=0):
   """Writes the model's weights as a TF1 checkpoint with the original names (readable by the original code,
-  HuggingFace's TF-checkpoint loader and `load_original_checkpoint`), plus an int64 `global_step`.
+  HuggingFace's TF-checkpoint loader and `load_original_checkpoint`), plus an int64 `global_step`; see
+  `write_original_checkpoint`."""
+  return write_original_checkpoint(original_variable_map(model), ckpt_path, global_step)
+
+
+def write_original_checkpoint(arrays, ckpt_path, global_step=0):
+  """Writes {original name: array or variable} as a TF1 checkpoint, plus an int64 `global_step`.
 
   The files `{ckpt_path}.index` and `{ckpt_path}.data-00000-of-00001` appear atomically (written under a
   temporary prefix, then renamed; the index last).
   """
-  table = original_variable_map(model)
-  names = sorted(table) + ["global_step"]
-  tensors = [tf.convert_to_tensor(table[n]) for n in names[:-1]] + [tf.constant(global_step, tf.int64)]
+  names = sorted(arrays) + ["global_step"]
+  tensors = [tf.convert_to_tensor(arrays[n]) for n in names[:-1]] + [tf.constant(global_step, tf.int64)]
   with fileio.atomic_path(ckpt_path, last_suffix=".index") as tmp:
     tf.raw_ops.SaveV2(prefix=tmp, tensor_names=names, shape_and_slices=[""] * len(names), tensors=tensors)
   return ckpt_path
+
+
+class ArrayReader:
+  """{name: numpy array} with the methods of a `tf.train.load_checkpoint` reader that `assign_by_name` uses."""
+
+  def __init__(self, arrays):
+    self.arrays = arrays
+
+  def get_variable_to_shape_map(self):
+    return {name: list(np.shape(a)) for name, a in self.arrays.items()}
+
+  def get_tensor(self, name):
+    return np.asarray(self.arrays[name])
+
+  def has_tensor(self, name):
+    return name in self.arrays
 
 
 def checkpoint_arrays(ckpt_path):
@@ -188,7 +209,9 @@ def named_weight_keys(reader):
 
 def load_weights(model, ckpt_path):
   """Initialises `model` (an XLNetModel) by original variable name from an original TF1 checkpoint (released or
-  fine-tuned by the original code) or from a checkpoint written by `Trainer` (pretraining or fine-tuning).
+  fine-tuned by the original code), from a checkpoint written by `Trainer` (pretraining or fine-tuning), or from a
+  HuggingFace XLNet model directory (`config.json` + safetensors, pytorch_model.bin or tf_model.h5; converted in
+  memory by `hf_checkpoint`, its sequence-classification head named after the model's own).
 
   The rules are those of `checkpoint.load_original_checkpoint`: every backbone variable must be present with the
   model's shape; pretraining-only variables and heads the checkpoint lacks keep their initial values and are
@@ -196,23 +219,49 @@ def load_weights(model, ckpt_path):
 
   Args:
     model: an XLNetModel.
-    ckpt_path: a checkpoint prefix, a directory (its latest checkpoint) or `<dir>/latest`.
+    ckpt_path: a checkpoint prefix, a directory (its latest checkpoint, or an HF model) or `<dir>/latest`.
 
   Returns:
-    dict with sorted lists `loaded`, `kept_initial` and `unused` (see `load_original_checkpoint`).
+    dict with sorted lists `loaded`, `kept_initial` and `unused` (see `load_original_checkpoint`), and `source`:
+    what was read.
   """
+  from xlnet_tf import hf_checkpoint  # pylint: disable=import-outside-toplevel  (it imports this module)
+  if hf_checkpoint.is_hf_directory(ckpt_path):
+    scopes = sorted({n.split("/")[1] for n in original_variable_map(model)
+                     if re.match(r"^model/(classification|regression)_", n)})
+    _, arrays, info = hf_checkpoint.read_hf_checkpoint(ckpt_path, cls_scope=scopes[0] if len(scopes) == 1 else None)
+    for line in info["notes"]:
+      logging.info("%s", line)
+    source = f"{ckpt_path} ({info['description']})"
+    report = assign_by_name(model, ArrayReader(arrays), {n: n for n in arrays}, source)
+    return dict(report, source=source)
   path = resolve_checkpoint_path(ckpt_path)
   reader = tf.train.load_checkpoint(path)
   if not reader.has_tensor(OBJECT_GRAPH_KEY):
     report = load_original_checkpoint(model, path)
     logging.info("Initialised %d variables from original checkpoint %s.", len(report["loaded"]), path)
-    return report
+    return dict(report, source=f"{path} (original TF1 checkpoint)")
   keys = named_weight_keys(reader)
   if not keys:
     raise ValueError(f"Checkpoint {path} has no named weights (`weights/...`): it was not written by "
                      "xlnet_tf.training.Trainer (or by an older version of it). Pass an original XLNet checkpoint "
                      "or one written by run_pretrain.py / run_classifier.py.")
-  return assign_by_name(model, reader, keys, path)
+  return dict(assign_by_name(model, reader, keys, path), source=f"{path} (xlnet_tf checkpoint)")
+
+
+load_checkpoint = load_weights  # the name for "any format": original TF1, ours, or a HuggingFace directory
+
+
+def original_arrays(ckpt_path):
+  """{original name: numpy array} of the weights of an original TF1 checkpoint or one written by `Trainer`
+  (optimizer slots and `global_step` left out)."""
+  path = resolve_checkpoint_path(ckpt_path)
+  reader = tf.train.load_checkpoint(path)
+  if reader.has_tensor(OBJECT_GRAPH_KEY):
+    keys = named_weight_keys(reader)
+  else:
+    keys = {name: name for name in reader.get_variable_to_shape_map() if not _IGNORED.search(name)}
+  return {name: np.asarray(reader.get_tensor(key)) for name, key in keys.items()}
 
 
 _STEP_SUFFIX = re.compile(r"-(\d+)$")

@@ -32,6 +32,7 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import checkpoint as checkpoint_lib
+from xlnet_tf import hf_checkpoint
 from xlnet_tf.config import create_run_config
 from xlnet_tf.data import records
 from xlnet_tf.training.runtime import is_chief, keep_freed_memory_after_input, trainer_args, write_run_files
@@ -170,7 +171,8 @@ class Trainer:
       log_fn(f"Resumed from {latest} at step {self.step}.")
     elif init_checkpoint:
       report = self.load_weights(init_checkpoint)
-      log_fn(f"Initialised {len(report['loaded'])} variables from {init_checkpoint}; kept their initial values: "
+      log_fn(f"Initialised {len(report['loaded'])} variables from {report.get('source', init_checkpoint)}; kept their "
+             "initial values: "
              f"{report['kept_initial'] or 'none'}.")
       if init_optimizer_state:
         log_fn(self.load_optimizer_state(init_checkpoint))
@@ -186,6 +188,9 @@ class Trainer:
     An original TF1 checkpoint is read by name (`{var}/Adam`, `{var}/Adam_1` or `{var}/adam_m`, `{var}/adam_v`,
     `global_step`; TF1's beta powers follow from the step); one of ours through its `optimizer` object.
     """
+    if hf_checkpoint.is_hf_directory(ckpt_path):
+      return (f"Optimizer slots: none in HuggingFace directory {ckpt_path} (weights only), so fresh moments; "
+              f"step {self.step}.")
     path = checkpoint_lib.resolve_checkpoint_path(ckpt_path)
     reader = tf.train.load_checkpoint(path)
     if reader.has_tensor(checkpoint_lib.OBJECT_GRAPH_KEY):

@@ -1,0 +1,46 @@
+"""Converts XLNet weights between HuggingFace model directories and the original's TF1 checkpoint format.
+
+  # HF hub model (downloaded with `huggingface-cli download xlnet/xlnet-base-cased --local-dir xlnet-base-cased`)
+  python convert_checkpoint.py --input=xlnet-base-cased --output_dir=xlnet_cased_L-12_H-768_A-12
+  # an original or fine-tuned checkpoint -> a directory transformers' XLNet*.from_pretrained loads
+  python convert_checkpoint.py --input=exp/imdb/model.ckpt-1000 --model_config_path=xlnet_config.json \\
+      --output_dir=imdb-hf --task_name=imdb
+
+To TF1: `xlnet_model.ckpt` (the original's variable names and layouts), `xlnet_config.json`, and `spiece.model`
+when the HF directory has one. To HF: `model.safetensors` and `config.json` (and `spiece.model`). The name map and
+what is not converted: docs/checkpoints.md. Every file is written atomically.
+"""
+
+import flags  # first: loads TensorFlow without its C++ start-up noise
+from absl import flags as absl_flags
+from xlnet_tf import fileio
+from xlnet_tf import hf_checkpoint
+
+
+def define_flags(flag_values=absl_flags.FLAGS):
+  flags.define_convert_flags(flag_values=flag_values)
+
+
+def run(o, log_fn=print):
+  """Converts as the options `o` (this script's flags) say; returns the path written."""
+  if not (o.input and fileio.exists(o.input + ".index")):  # a checkpoint prefix is no file itself
+    flags.require_file(o.input, "input", "a HuggingFace XLNet model directory or an XLNet TF1 checkpoint")
+  if not o.output_dir:
+    raise flags.FlagError("--output_dir is required: the directory the converted model goes to.")
+  source = "hf" if hf_checkpoint.is_hf_directory(o.input) else "tf1"
+  target = o.to or ("tf1" if source == "hf" else "hf")
+  if source == target:
+    raise flags.FlagError(f"--input {o.input} is already in the {target} format (--to={target}). Pass --to="
+                          f"{'hf' if target == 'tf1' else 'tf1'} or another --input.")
+  if target == "tf1":
+    return hf_checkpoint.convert_to_original(o.input, o.output_dir, o.task_name, log_fn=log_fn)
+  return hf_checkpoint.convert_to_hf(o.input, o.output_dir, o.task_name, o.summary_type, o.model_config_path,
+                                     log_fn=log_fn)
+
+
+def body(o):
+  run(o, log_fn=lambda line: print(line, flush=True))
+
+
+if __name__ == "__main__":
+  flags.run_script(define_flags, flags.cli_main("convert_checkpoint.py", body))

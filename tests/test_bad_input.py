@@ -147,7 +147,7 @@ CASES = [
      "unknown head XLNetForQuestionAnsweringSimple"),
     ("cv-d-head-hf-cannot-express", "convert_checkpoint.py",
      ["--input=tests/testdata/model/ckpt_untied", "--task_name=toy"], "d_head=6 is not d_model / n_head"),
-    ("cv-output-dir-is-a-file", "convert_checkpoint.py", ["--output_dir={w}/tiny.json"], "is an existing file"),
+    ("cv-output-dir-is-a-file", "convert_checkpoint.py", ["--output_dir={w}/tiny.json"], "Cannot use --output_dir {w}/tiny.json as a directory: it is a file"),
 ]
 
 

@@ -245,7 +245,7 @@ def _corrupt_copies(root):
     ("cut_safetensors", "is not a readable safetensors file"), ("cut_h5", "is not a readable tf_model.h5"),
     ("bad_config", "config.json does not match the weights"), ("qa_simple", "unknown head XLNetForQuestionAnsweringSimple"),
     ("several_heads", "holds several heads"), ("d_head", "d_head=6 is not d_model / n_head"),
-    ("output_is_a_file", "is an existing file, not a directory")])
+    ("output_is_a_file", "as a directory: it is a file")])
 def test_bad_inputs_are_one_line(case, words, tmp_path):
   root = _corrupt_copies(tmp_path)
   inputs = {"qa_simple": f"{DATA}/qa_simple_safetensors", "several_heads": f"{MODEL}/ckpt_untied",

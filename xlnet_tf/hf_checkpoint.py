@@ -418,8 +418,7 @@ def original_to_hf(arrays, xlnet_config, source, summary_type="last", task_name=
 def _check_output_dir(output_dir):
   if not output_dir:
     raise ValueError("--output_dir is required: the directory the converted model goes to.")
-  if fileio.exists(output_dir) and not fileio.isdir(output_dir):
-    raise ValueError(f"--output_dir {output_dir} is an existing file, not a directory. Pass a directory.")
+  fileio.check_output_dir(output_dir, "--output_dir")
 
 
 def _copy_spiece(src_dir, output_dir):

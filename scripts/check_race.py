@@ -27,7 +27,6 @@ tests/test_parity.py: another operation order than the original's); everything e
 part, each key of each golden npz must have been compared (scripts/golden_check.py).
 """
 
-import argparse
 import os
 import sys
 import tempfile
@@ -35,7 +34,6 @@ import tempfile
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # pylint: disable=wrong-import-position
-from absl import logging  # pylint: disable=wrong-import-position
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -240,17 +238,7 @@ PARTS = {
 
 def main(argv=None):
   """Runs the checker; returns the exit code (0: PASS, 1: FAIL)."""
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--golden_dir", required=True, help="Directory of the original's RACE outputs.")
-  parser.add_argument("--parts", default=",".join(PARTS), help=f"Comma-separated subset of {','.join(PARTS)}.")
-  args = parser.parse_args(argv)
-  parts = [p for p in args.parts.split(",") if p]
-  verbosity = logging.get_verbosity()  # restored: a caller's (a test's) log level is its own
-  logging.set_verbosity(logging.ERROR)
-  try:
-    return 0 if golden_check.run(args.golden_dir, PARTS, parts) else 1
-  finally:
-    logging.set_verbosity(verbosity)
+  return golden_check.main(argv, __doc__.splitlines()[0], "RACE", PARTS)
 
 
 if __name__ == "__main__":

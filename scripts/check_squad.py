@@ -29,7 +29,6 @@ rounding of different kernels, as tests/test_parity.py), over the positions p_ma
 golden npz must have been compared (scripts/golden_check.py).
 """
 
-import argparse
 import json
 import os
 import sys
@@ -38,7 +37,6 @@ import tempfile
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # pylint: disable=wrong-import-position
-from absl import logging  # pylint: disable=wrong-import-position
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -399,18 +397,7 @@ PARTS = {
 
 def main(argv=None):
   """Runs the checker; returns the exit code (0: PASS, 1: FAIL)."""
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--golden_dir", required=True, help="Directory of the original's SQuAD outputs.")
-  parser.add_argument("--parts", default=",".join(PARTS), help=f"Comma-separated subset of {','.join(PARTS)}.")
-  parser.add_argument("--verbose", action="store_true", help="Show the library's log (e.g. each dropped example).")
-  args = parser.parse_args(argv)
-  parts = [p for p in args.parts.split(",") if p]
-  verbosity = logging.get_verbosity()  # restored: a caller's (a test's) log level is its own
-  logging.set_verbosity(logging.INFO if args.verbose else logging.ERROR)
-  try:
-    return 0 if golden_check.run(args.golden_dir, PARTS, parts) else 1
-  finally:
-    logging.set_verbosity(verbosity)
+  return golden_check.main(argv, __doc__.splitlines()[0], "SQuAD", PARTS, verbose_help="Show the library's log (e.g. each dropped example).")
 
 
 if __name__ == "__main__":

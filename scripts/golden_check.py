@@ -13,6 +13,7 @@ when
   - on a run of every part: a key of a golden npz that no part read (the goldens hold a number nothing compared).
 """
 
+import argparse
 import collections
 import json
 import os
@@ -20,6 +21,7 @@ import sys
 import traceback
 
 import numpy as np
+from absl import logging
 
 Row = collections.namedtuple("Row", ["label", "max_diff", "ok"])
 Part = collections.namedtuple("Part", ["files", "check"])
@@ -185,3 +187,20 @@ def run(golden_dir, parts, requested, out=None):
       f"golden files compared; {num_rows - num_failed} of {num_rows} comparisons ok")
   say("PASS" if ok else "FAIL")
   return ok
+
+
+def main(argv, description, what, parts, verbose_help=None):
+  """A checker's command line: --golden_dir, --parts (and --verbose where `verbose_help` says what it shows); the
+  library's log is quiet meanwhile (and the caller's level restored). Returns the exit code (0: PASS, 1: FAIL)."""
+  parser = argparse.ArgumentParser(description=description)
+  parser.add_argument("--golden_dir", required=True, help=f"Directory of the original's {what} outputs.")
+  parser.add_argument("--parts", default=",".join(parts), help=f"Comma-separated subset of {','.join(parts)}.")
+  if verbose_help:
+    parser.add_argument("--verbose", action="store_true", help=verbose_help)
+  args = parser.parse_args(argv)
+  verbosity = logging.get_verbosity()  # restored: a caller's (a test's) log level is its own
+  logging.set_verbosity(logging.INFO if getattr(args, "verbose", False) else logging.ERROR)
+  try:
+    return 0 if run(args.golden_dir, parts, [p for p in args.parts.split(",") if p]) else 1
+  finally:
+    logging.set_verbosity(verbosity)

@@ -116,19 +116,6 @@ def _write_records(examples, label_list, o, tokenize_fn, mode, log_fn, n_token, 
   return path
 
 
-def _last_checkpoint(o):
-  """--predict_ckpt, else model_dir's latest checkpoint (its `checkpoint` state file), else its highest step."""
-  if o.predict_ckpt:
-    return o.predict_ckpt
-  latest = tf.train.latest_checkpoint(o.model_dir) if tf.io.gfile.isdir(o.model_dir) else None
-  if latest:
-    return latest
-  checkpoints = checkpoint.list_checkpoints(o.model_dir)
-  if not checkpoints:
-    raise FileNotFoundError(f"No checkpoint in --model_dir {o.model_dir}. Train first or pass --predict_ckpt.")
-  return checkpoints[-1][1]
-
-
 def _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, scope, model_args, num_replicas, log_fn):
   """Fine-tunes (the --do_train part of `run`); returns the last training loop's loss, lr and step."""
   train_examples = processor.get_train_examples(o.data_dir)
@@ -206,12 +193,12 @@ def run(o, strategy, log_fn=print):
   if o.do_predict:
     predict_file = _write_records(eval_examples, label_list, o, tokenize_fn, "predict", log_fn,
                                   xlnet_config.n_token)
-    ckpt = _last_checkpoint(o)
+    ckpt = checkpoint.choose_checkpoint(o.model_dir, o.predict_ckpt)
     results["predict"] = classifier_eval.predict(inference, ckpt, predict_file, o.max_seq_length, o.predict_batch_size,
                                           task_name, label_list, o.predict_dir, o.predict_threshold)
     log_fn(f"Predictions of {ckpt}: {results['predict'][0]}, {results['predict'][1]}")
   if o.export_dir:
-    ckpt = _last_checkpoint(o)
+    ckpt = checkpoint.choose_checkpoint(o.model_dir, o.predict_ckpt)
     inference.load(ckpt)
     results["export"] = serving.export_saved_model(inference.model, o.spiece_model_file, o.export_dir, scope,
                                                    label_list, o.max_seq_length, o.uncased)

@@ -118,19 +118,6 @@ def _model_dir_checkpoints(o):
   return checkpoint.list_checkpoints(o.model_dir) if fileio.isdir(o.model_dir) else []
 
 
-def _predict_checkpoint(o):
-  """--predict_ckpt, else model_dir's latest checkpoint, else --init_checkpoint."""
-  if o.predict_ckpt:
-    return o.predict_ckpt
-  latest = tf.train.latest_checkpoint(o.model_dir) if fileio.isdir(o.model_dir) else None
-  checkpoints = _model_dir_checkpoints(o)
-  if latest or checkpoints:
-    return latest or checkpoints[-1][1]
-  if o.init_checkpoint:
-    return o.init_checkpoint
-  raise FileNotFoundError(f"No checkpoint in --model_dir {o.model_dir}. Train first or pass --predict_ckpt.")
-
-
 def train(o, strategy, xlnet_config, tokenize_fn, model_args, log_fn):
   """Fine-tunes on the training split as the original; returns the last training loop's loss, lr, step."""
   num_replicas = strategy.num_replicas_in_sync
@@ -178,7 +165,7 @@ def run(o, strategy, log_fn=print):
     results["eval"], results["best"] = race_eval.evaluate_checkpoints(
         inference, checkpoints, info.path, o.max_seq_length, o.eval_batch_size, log_fn=log_fn, model_dir=o.model_dir)
   if o.do_predict:
-    ckpt = _predict_checkpoint(o)
+    ckpt = checkpoint.choose_checkpoint(o.model_dir, o.predict_ckpt, o.init_checkpoint)
     examples = race_data.get_examples(o.data_dir, o.eval_split, o.high_only, o.middle_only,
                                        o.sorted_file_order)
     level = "high." if o.high_only else "middle." if o.middle_only else ""

@@ -136,18 +136,8 @@ def _predict_checkpoints(o):
   """[(step, prefix)] to predict with (see the module docstring)."""
   if o.predict_all_ckpt:
     return checkpoint.list_checkpoints(o.model_dir)
-  if o.predict_ckpt:
-    path = o.predict_ckpt
-  elif o.init_checkpoint and not o.do_train:
-    path = o.init_checkpoint
-  else:
-    latest = tf.train.latest_checkpoint(o.model_dir) if o.model_dir and fileio.isdir(o.model_dir) else None
-    listed = checkpoint.list_checkpoints(o.model_dir) if o.model_dir and fileio.isdir(o.model_dir) else []
-    path = latest or (listed[-1][1] if listed else None)
-    if path is None:
-      raise FileNotFoundError(f"No checkpoint in --model_dir {o.model_dir!r} to predict with. Train first "
-                              "(--do_train=True) or pass --predict_ckpt / --init_checkpoint.")
-  path = checkpoint.resolve_checkpoint_path(path)
+  path = checkpoint.resolve_checkpoint_path(checkpoint.choose_checkpoint(
+      o.model_dir, o.predict_ckpt or (o.init_checkpoint if not o.do_train else None)))
   return [(checkpoint.checkpoint_step(path), path)]
 
 

@@ -296,3 +296,24 @@ def list_checkpoints(model_dir):
     prefix = os.path.join(model_dir, name[:-len(".index")])
     entries.append((checkpoint_step(prefix), prefix))
   return sorted(entries, key=lambda e: (-1 if e[0] is None else e[0], e[1]))
+
+
+def choose_checkpoint(model_dir, explicit=None, fallback=None):
+  """The one checkpoint to predict or export with: `explicit` (--predict_ckpt) if given, else model_dir's latest
+  (its `checkpoint` state file), else its highest step, else `fallback` (e.g. --init_checkpoint where the
+  original's Estimator would start from it).
+
+  Raises:
+    FileNotFoundError: none of these; the message names model_dir.
+  """
+  if explicit:
+    return explicit
+  if model_dir and fileio.isdir(model_dir):
+    latest = tf.train.latest_checkpoint(model_dir)
+    listed = list_checkpoints(model_dir)
+    if latest or listed:
+      return latest or listed[-1][1]
+  if fallback:
+    return fallback
+  raise FileNotFoundError(f"No checkpoint in --model_dir {model_dir}. Train first (--do_train=True) or pass "
+                          "--predict_ckpt.")

@@ -7,9 +7,9 @@ classification and regression logits, and their losses. Variable names follow th
 import keras
 import tensorflow as tf
 
-from xlnet_tf.modeling import attention
 from xlnet_tf.modeling import layers
 from xlnet_tf.modeling import ops
+from xlnet_tf.modeling.rows import dense_rows
 
 
 SUMMARY_TYPES = ("last", "first", "mean", "attn")
@@ -33,8 +33,8 @@ class LMLoss(keras.layers.Layer):
   def call(self, hidden, lookup_table):
     """hidden: float [P, B, H]; lookup_table: float [V, H] -> logits float [P, B, V]."""
     # einsum("ibd,nd->ibn") as one 2-D matmul.
-    logits = attention.dense_rows(tf.reshape(hidden, [-1, tf.shape(hidden)[-1]]), lookup_table, self.bias,
-                               transpose_kernel=True)
+    logits = dense_rows(tf.reshape(hidden, [-1, tf.shape(hidden)[-1]]), lookup_table, self.bias,
+                        transpose_kernel=True)
     return tf.reshape(logits, tf.concat([tf.shape(hidden)[:-1], [self.n_token]], 0))
 
   def get_config(self):

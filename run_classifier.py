@@ -22,6 +22,8 @@ Every flag of the original keeps its name and default. Semantics:
   suffix is evaluated too. Prediction leaves out the eval padding examples.
 - New: --strategy, --jit_compile, --seed, --deterministic, the generic csv/tsv task flags (--text_a_column, ...),
   and --export_dir (a SavedModel that classifies raw text; see xlnet_tf/serving.py).
+- `-v 1` (absl's --verbosity=1) logs the first five examples' features, id by id, as the original did at INFO, and
+  shows TensorFlow's C++ start-up and compilation lines that are filtered otherwise (see flags.filter_stderr).
 """
 
 import os

@@ -52,8 +52,8 @@ def project_heads_with_mems(mems, h, kernels, q_kernel=None):
 
   The memory is a constant to the gradient, as in the original (whose `_cache_mem` stops it): the gradient of the
   input is computed for h's rows only, where TF's matmul gradient would also multiply out the M * B rows of the
-  memory and discard them (43 % of that product at the base pretraining shape). The kernels' gradient is the one
-  product over all rows that TF computes.
+  memory and discard them (M / (M + I) of that product). The kernels' gradient is the one product over all rows
+  that TF computes.
 
   Args:
     mems: float [M, B, H], this layer's memory.
@@ -138,10 +138,10 @@ def banded_position_scores(q_r, k_head_r, klen, rows=64):
   Query row i reads positions I - i + j (j < klen) of the R = klen + I: a block of `rows` queries reads a window of
   W = klen + rows of them, so the product is (klen + rows) / (klen + I) of the full one. Within its block's window
   row i reads entries j + rows - i % rows. Where XLA compiles the whole computation (`ops.in_xla_context`) that
-  shift is `rel_shift_keys_last` here, whose slices XLA fuses into the score sum (its gather would make the small
-  fine-tuning forward 7 % slower); elsewhere TF would copy the band twice for those slices, and `_score_sum`'s
-  gather shifts it instead (about 8 % off the base fine-tuning forward). Forward-only use: the window gather's
-  gradient makes it slower than the full product in training.
+  shift is `rel_shift_keys_last` here, whose slices XLA fuses into the score sum (there its gather is the slower
+  one); elsewhere TF would copy the band twice for those slices, and `_score_sum`'s gather shifts it instead, the
+  faster there. Forward-only use: the window gather's gradient makes it slower than the full product in training.
+  Measurements: docs/performance.md.
 
   Args:
     q_r: float [N, B, I, D], the position queries; k_head_r: float [N, C, D, R] (C divides B, as `rel_attn_core`).

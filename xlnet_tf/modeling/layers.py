@@ -25,8 +25,8 @@ class Dropout(keras.layers.Dropout):
   """`keras.layers.Dropout` (same seed generator and config) with a cheaper, XLA-friendly mask.
 
   The keep mask is drawn with an explicit Philox generator: the default "auto_select" algorithm of TF's stateless
-  random ops compiles under XLA on CPU to a generator ~100x slower than the graph kernel. The words come from
-  `ops.philox_words`, an XLA function with the same numbers as TF's kernel in half its time. When the last dimension
+  random ops compiles under XLA on CPU to a generator far slower than the graph kernel. The words come from
+  `ops.philox_words`, an XLA function with the same numbers as TF's kernel, faster. When the last dimension
   is even, each 32-bit random word gives two 16-bit uniforms (half the generator work), so the drop probability
   is round(rate * 65536) / 65536 (0.100006 for 0.1); otherwise 32-bit uniforms are used (TF's kernel: XLA's
   conversion to float differs).

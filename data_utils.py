@@ -13,7 +13,9 @@ names encode bsz_per_host, seq_len, reuse_len, uncased, bi_data, mask_alpha, mas
 must be given the same values. New flags: `--seed` (reproducible output), `--span_sampling=word` (n-word spans).
 """
 
-import flags  # first: loads TensorFlow without its C++ start-up noise
+import flags  # first: filter_stderr() runs before anything imports TensorFlow
+if __name__ == "__main__":
+  flags.filter_stderr()
 from absl import flags as absl_flags
 from absl import logging
 

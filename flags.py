@@ -6,53 +6,44 @@ receives `values()`, the script's flags as a plain namespace, and turns them int
 takes. Tests and Python callers build the same namespace with `defaults(script.define_flags, **overrides)`.
 Library code in `xlnet_tf/` never reads flags.
 
-Importing this module (the scripts import it first) loads TensorFlow without its C++ start-up noise: see
-`_load_tensorflow_quietly`.
+Importing this module has no side effects. A CLI calls `filter_stderr()` before it imports TensorFlow, so that
+TensorFlow's C++ noise stays off its stderr (`-v 1` shows everything).
 """
 
 import gc
 import os
-import re
 import sys
-import tempfile
 import types
 
 from absl import app
 from absl import flags
 from absl import logging
 
-# Lines TensorFlow's C++ libraries print on every start (twice: two copies of absl's logging), whatever the
-# model does: build flags, oneDNN's notice, and on a machine without an NVIDIA driver the CUDA probe's failure.
-_STARTUP_NOISE = re.compile(
-    r"^(WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
-    r"|To enable the following instructions: "
-    r"|[IW]\d{4} [\d:. ]+\d+ (port|cudart_stub|cpu_feature_guard)\.cc:\d+\] "
-    r"|E\d{4} [\d:. ]+\d+ cuda_platform\.cc:\d+\] failed call to cuInit)")
+from xlnet_tf import stderr_filter
 
 
-def _load_tensorflow_quietly():
-  """Imports TensorFlow and probes the GPUs with file descriptor 2 caught, then replays every caught line except
-  the start-up noise above. Set XLNET_TF_STARTUP_LOG=1 to see everything."""
-  if "tensorflow" in sys.modules or os.environ.get("XLNET_TF_STARTUP_LOG"):
+def filter_stderr(argv=None):
+  """Keeps TensorFlow's C++ lines that say nothing about the run (`xlnet_tf.stderr_filter.NOISE`: start-up, and
+  the first steps' tracing and compilation) off stderr for the rest of the process; `run_script` waits for the
+  last line at the end. A CLI calls it first, before anything imports TensorFlow, when run as a script.
+
+  With `-v 1` (absl's --verbosity=1, which also shows DEBUG logs) on the command line `argv` (default sys.argv), or
+  XLNET_TF_STARTUP_LOG=1 in the environment, nothing is filtered.
+  """
+  if _verbosity(sys.argv if argv is None else argv) >= 1 or os.environ.get("XLNET_TF_STARTUP_LOG"):
     return
-  sys.stderr.flush()
-  saved = os.dup(2)
-  with tempfile.TemporaryFile() as caught:
-    os.dup2(caught.fileno(), 2)
-    try:
-      import tensorflow as tf  # pylint: disable=g-import-not-at-top
-      tf.config.list_physical_devices("GPU")  # the CUDA probe (logical devices stay configurable)
-    finally:
-      sys.stderr.flush()
-      os.dup2(saved, 2)
-      os.close(saved)
-      caught.seek(0)
-      for line in caught.read().decode("utf-8", "replace").splitlines(True):
-        if not _STARTUP_NOISE.match(line):
-          sys.stderr.write(line)
+  stderr_filter.start()
 
 
-_load_tensorflow_quietly()
+def _verbosity(argv):
+  """absl's -v/--verbosity as the command line sets it, read before the flags are parsed (-1 when unset)."""
+  flag_values = flags.FlagValues()
+  flags.DEFINE_integer("verbosity", -1, "Logging verbosity.", short_name="v", flag_values=flag_values)
+  try:
+    flag_values(list(argv), known_only=True)
+  except flags.Error:  # the real parse reports it
+    return -1
+  return flag_values.verbosity
 
 
 class FlagError(ValueError):
@@ -139,7 +130,7 @@ def cli_main(prog, body):
   def main(argv):
     if len(argv) > 1:
       raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
-    logging.set_verbosity(logging.INFO)
+    logging.set_verbosity(max(logging.INFO, logging.get_verbosity()))  # INFO, or DEBUG with -v 1
     try:
       body(values())
       return
@@ -160,7 +151,10 @@ def run_script(define_flags, main):
   define_flags()
   for flag in flags.FLAGS.get_flags_for_module(__name__):  # key flags of the script, which --helpshort lists
     flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
-  app.run(main)
+  try:
+    app.run(main)
+  finally:
+    stderr_filter.stop()  # every line out before the process ends (also where it ends with os._exit)
 
 
 def define_data_utils_flags(flag_values=flags.FLAGS):

@@ -22,11 +22,15 @@ Every flag of the original keeps its name and default. Semantics:
   suffix is evaluated too. Prediction leaves out the eval padding examples.
 - New: --strategy, --jit_compile, --seed, --deterministic, the generic csv/tsv task flags (--text_a_column, ...),
   and --export_dir (a SavedModel that classifies raw text; see xlnet_tf/serving.py).
+- `-v 1` (absl's --verbosity=1) logs the first five examples' features, id by id, as the original did at INFO, and
+  shows TensorFlow's C++ start-up and compilation lines that are filtered otherwise (see flags.filter_stderr).
 """
 
 import os
 
-import flags  # first: loads TensorFlow without its C++ start-up noise
+import flags  # first: filter_stderr() runs before anything imports TensorFlow
+if __name__ == "__main__":
+  flags.filter_stderr()
 import numpy as np
 import tensorflow as tf
 from absl import flags as absl_flags

@@ -10,7 +10,9 @@ False and means `--strategy=tpu`; `train_batch_size` is global). New: --strategy
 --seed, --deterministic, --model_config_path. Restarting the same command resumes from the latest checkpoint.
 """
 
-import flags  # first: loads TensorFlow without its C++ start-up noise
+import flags  # first: filter_stderr() runs before anything imports TensorFlow
+if __name__ == "__main__":
+  flags.filter_stderr()
 from absl import flags as absl_flags
 from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
 from xlnet_tf import fileio

@@ -29,7 +29,9 @@ Every flag of the original keeps its name and default (`--do_train` is True by d
 
 import os
 
-import flags  # first: loads TensorFlow without its C++ start-up noise
+import flags  # first: filter_stderr() runs before anything imports TensorFlow
+if __name__ == "__main__":
+  flags.filter_stderr()
 import tensorflow as tf
 from absl import flags as absl_flags
 

@@ -13,6 +13,7 @@ from xlnet_tf.modeling import ops
 from xlnet_tf.modeling.heads import LogitHead, SequenceSummary
 from xlnet_tf.modeling.transformer_xl import TransformerXL, XLNetLayer
 from xlnet_tf.modeling.heads import finetune_heads
+from xlnet_tf.modeling.rows import dense_rows, layer_norm_rows
 
 # Tiny sizes that all differ: bsz 4, qlen 7, mlen 5, num_predict 3, n_head 2, d_head 6, d_model 8, d_inner 11.
 CONFIG = XLNetConfig(n_layer=2, d_model=8, n_head=2, d_head=6, d_inner=11, ff_activation="gelu", untie_r=True,
@@ -122,7 +123,7 @@ def test_masking_constant_is_finite_in_half_precision():
   for dtype in (tf.float16, tf.bfloat16):
     score = tf.zeros([2, 3, 1, 1], dtype)
     mask = tf.constant([[0, 1, 1], [1, 1, 1]], dtype)[:, :, None, None]
-    prob = attention._masked_softmax(score, mask).numpy().astype(np.float32)
+    prob = attention.masked_softmax(score, mask).numpy().astype(np.float32)
     assert np.isfinite(prob).all()
     np.testing.assert_allclose(prob[0, :, 0, 0], [1, 0, 0])
 
@@ -160,9 +161,9 @@ def test_ffn_training_fuses_gelu_and_dropout_with_the_same_numbers():
   seeds = [d.seed_generator.state.numpy() for d in (ffn.drop_1, ffn.drop_2)]
 
   def unfused(rows):
-    hidden = ffn.drop_1(ops.gelu(attention.dense_rows(rows, ffn.layer_1.kernel, ffn.layer_1.bias)), training=True)
-    out = ffn.drop_2(attention.dense_rows(hidden, ffn.layer_2.kernel, ffn.layer_2.bias), training=True)
-    return attention.layer_norm_rows(ffn.layer_norm, out + rows)
+    hidden = ffn.drop_1(ops.gelu(dense_rows(rows, ffn.layer_1.kernel, ffn.layer_1.bias)), training=True)
+    out = ffn.drop_2(dense_rows(hidden, ffn.layer_2.kernel, ffn.layer_2.bias), training=True)
+    return layer_norm_rows(ffn.layer_norm, out + rows)
 
   results = []
   for fn in (lambda rows: ffn.ffn_rows(rows, training=True), unfused):
@@ -213,7 +214,7 @@ def test_layer_norm_rows_equals_keras_layer_norm_with_gradients():
     x = tf.constant(rows)
     tape.watch(x)
     weights = tf.constant(rng.randn(5, 8).astype(np.float32))
-    want, got = (tf.reduce_sum(weights * f(x)) for f in (norm, lambda t: attention.layer_norm_rows(norm, t)))
+    want, got = (tf.reduce_sum(weights * f(x)) for f in (norm, lambda t: layer_norm_rows(norm, t)))
   np.testing.assert_allclose(got, want, rtol=1e-5)
   for w, g in zip(tape.gradient(want, [x, norm.gamma, norm.beta]), tape.gradient(got, [x, norm.gamma, norm.beta])):
     np.testing.assert_allclose(g, w, atol=1e-5)
@@ -260,7 +261,7 @@ def test_layer_norm_rows_after_dropout_and_residual_equals_keras_with_gradients(
   with tf.GradientTape(persistent=True) as tape:
     tape.watch([x, residual])
     want = tf.reduce_sum(weights * norm(ops.apply_keep(x, keep) + residual))
-    got = tf.reduce_sum(weights * attention.layer_norm_rows(norm, x, residual, keep))
+    got = tf.reduce_sum(weights * layer_norm_rows(norm, x, residual, keep))
   np.testing.assert_allclose(got, want, rtol=1e-5)
   targets = [x, residual, norm.gamma, norm.beta]
   for w, g in zip(tape.gradient(want, targets), tape.gradient(got, targets)):
@@ -409,7 +410,7 @@ def test_query_stream_on_target_rows_equals_the_originals_scatter_gather(seg):
         attn_full = out_full  # LayerNorm(g_full + o(attn)) at every position; gather the targets back
         out = tf.einsum("ibh,mib->mbh", attn_full, mapping)
         # The padding slot: the original's output is LayerNorm(g + 0).
-        pad = attention.layer_norm_rows(layer.layer_norm, g[2:, 1])[:, None]
+        pad = layer_norm_rows(layer.layer_norm, g[2:, 1])[:, None]
         out = tf.concat([out[:, :1], tf.concat([out[:2, 1:], pad], 0)], 1)
       else:
         _, out = layer(h, r, g=g, target_mapping=mapping, **kw)

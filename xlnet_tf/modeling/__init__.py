@@ -1,1 +1,2 @@
-"""The XLNet network: stateless ops, the head-major attention kernels, Keras layers, the Transformer-XL and heads."""
+"""The XLNet network: stateless ops, the head-major attention kernels, the LayerNorm and dense row kernels, Keras
+layers, the Transformer-XL and heads."""

@@ -13,85 +13,11 @@ import tensorflow as tf
 from xlnet_tf.modeling import ops
 
 
-_LAYER_NORM_EPS = 1e-12
-
-
-def _masked_softmax(score, mask):
+def masked_softmax(score, mask):
   """Softmax over keys (axis 1) of score [I, J, B, N]; mask [I, J, B, 1 or N] (1 = blocked) or None."""
   if mask is not None:
     score = tf.where(tf.cast(mask, tf.bool), tf.cast(ops.mask_value(score.dtype), score.dtype), score)
   return tf.nn.softmax(score, axis=1)
-
-
-def _normalized_rows(x):
-  """(x_hat, inv) in float32: x's rows centred and scaled to unit variance, and the scale 1 / std."""
-  x32 = tf.cast(x, tf.float32)
-  centered = x32 - tf.reduce_mean(x32, -1, keepdims=True)
-  inv = tf.math.rsqrt(tf.reduce_mean(centered * centered, -1, keepdims=True) + _LAYER_NORM_EPS)
-  return centered * inv, inv
-
-
-def _summed(x, residual, keep):
-  """apply_keep(x, keep) + residual in x's dtype (residual None: the dropped x alone)."""
-  x = ops.apply_keep(x, keep)
-  return x if residual is None else x + tf.cast(residual, x.dtype)
-
-
-@tf.function(jit_compile=True)
-def _layer_norm_forward(x, gamma, beta, residual=None, keep=None):
-  x_hat, _ = _normalized_rows(_summed(x, residual, keep))
-  return tf.cast(x_hat * gamma + beta, x.dtype)
-
-
-@tf.function(jit_compile=True)
-def _layer_norm_backward(x, gamma, upstream, residual=None, keep=None):
-  x_hat, inv = _normalized_rows(_summed(x, residual, keep))
-  upstream = tf.cast(upstream, tf.float32)
-  scaled = upstream * gamma
-  d_sum = inv * (scaled - tf.reduce_mean(scaled, -1, keepdims=True)
-                 - x_hat * tf.reduce_mean(scaled * x_hat, -1, keepdims=True))
-  d_x = tf.cast(ops.apply_keep(d_sum, keep), x.dtype)
-  d_residual = () if residual is None else (tf.cast(d_sum, residual.dtype),)
-  return (d_x, *d_residual, tf.reduce_sum(upstream * x_hat, 0), tf.reduce_sum(upstream, 0))
-
-
-def layer_norm_rows(layer_norm, rows, residual=None, keep=None):
-  """Applies a `LayerNormalization` layer's gamma/beta to rows float [K, H] (statistics in float32, as Keras), after
-  the dropout mask `keep` (`ops.apply_keep`; None: none) and the residual [K, H] (None: none):
-  layer_norm(dropout(rows) + residual), the original's post-attention and post-FFN step.
-
-  Forward and gradient are each one XLA-compiled pass with a hand-written gradient (the gradient recomputes the
-  sum and its statistics from the inputs): about half the time of the LayerNorm alone as TF ops on [2048, 256],
-  and the dropout and the residual add cost no passes of their own.
-  """
-  gamma, beta = tf.cast(layer_norm.gamma, tf.float32), tf.cast(layer_norm.beta, tf.float32)
-
-  @tf.custom_gradient
-  def normalized(rows, gamma, beta, *maybe_residual):  # the residual is an input only when there is one
-    residual = maybe_residual[0] if maybe_residual else None
-
-    def grad(upstream):
-      d_rows, *d_residual, d_gamma, d_beta = _layer_norm_backward(rows, gamma, upstream, residual, keep)
-      return (d_rows, d_gamma, d_beta, *d_residual)
-
-    return _layer_norm_forward(rows, gamma, beta, residual, keep), grad
-
-  return normalized(rows, gamma, beta, *([] if residual is None else [residual]))
-
-
-def dense_rows(rows, kernel, bias, transpose_kernel=False):
-  """A dense layer on rows: rows float [K, A] times kernel [A, F] (or [F, A] with transpose_kernel) + bias [F].
-
-  In float32 the bias add is a `BiasAdd` that grappler fuses into the matmul. In bfloat16 it is written as a
-  3-D add instead: oneDNN's fused MatMul+BiasAdd kernel does not use the CPU's bf16 matrix units (AMX) and ran
-  ~3x slower than the plain matmul on this stack.
-  """
-  out = tf.matmul(rows, tf.cast(kernel, rows.dtype), transpose_b=transpose_kernel)
-  bias = tf.cast(bias, rows.dtype)
-  if rows.dtype == tf.float32:
-    return tf.nn.bias_add(out, bias)
-  width = tf.shape(out)[-1]
-  return tf.reshape(tf.reshape(out, [-1, 1, width]) + bias, [-1, width])
 
 
 def _kernel_matrix(kernels, dtype):
@@ -126,8 +52,8 @@ def project_heads_with_mems(mems, h, kernels, q_kernel=None):
 
   The memory is a constant to the gradient, as in the original (whose `_cache_mem` stops it): the gradient of the
   input is computed for h's rows only, where TF's matmul gradient would also multiply out the M * B rows of the
-  memory and discard them (43 % of that product at the base pretraining shape). The kernels' gradient is the one
-  product over all rows that TF computes.
+  memory and discard them (M / (M + I) of that product). The kernels' gradient is the one product over all rows
+  that TF computes.
 
   Args:
     mems: float [M, B, H], this layer's memory.
@@ -212,10 +138,10 @@ def banded_position_scores(q_r, k_head_r, klen, rows=64):
   Query row i reads positions I - i + j (j < klen) of the R = klen + I: a block of `rows` queries reads a window of
   W = klen + rows of them, so the product is (klen + rows) / (klen + I) of the full one. Within its block's window
   row i reads entries j + rows - i % rows. Where XLA compiles the whole computation (`ops.in_xla_context`) that
-  shift is `rel_shift_keys_last` here, whose slices XLA fuses into the score sum (its gather would make the small
-  fine-tuning forward 7 % slower); elsewhere TF would copy the band twice for those slices, and `_score_sum`'s
-  gather shifts it instead (about 8 % off the base fine-tuning forward). Forward-only use: the window gather's
-  gradient makes it slower than the full product in training.
+  shift is `rel_shift_keys_last` here, whose slices XLA fuses into the score sum (there its gather is the slower
+  one); elsewhere TF would copy the band twice for those slices, and `_score_sum`'s gather shifts it instead, the
+  faster there. Forward-only use: the window gather's gradient makes it slower than the full product in training.
+  Measurements: docs/performance.md.
 
   Args:
     q_r: float [N, B, I, D], the position queries; k_head_r: float [N, C, D, R] (C divides B, as `rel_attn_core`).

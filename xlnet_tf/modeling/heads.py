@@ -7,9 +7,9 @@ classification and regression logits, and their losses. Variable names follow th
 import keras
 import tensorflow as tf
 
-from xlnet_tf.modeling import attention
 from xlnet_tf.modeling import layers
 from xlnet_tf.modeling import ops
+from xlnet_tf.modeling.rows import dense_rows
 
 
 SUMMARY_TYPES = ("last", "first", "mean", "attn")
@@ -33,8 +33,8 @@ class LMLoss(keras.layers.Layer):
   def call(self, hidden, lookup_table):
     """hidden: float [P, B, H]; lookup_table: float [V, H] -> logits float [P, B, V]."""
     # einsum("ibd,nd->ibn") as one 2-D matmul.
-    logits = attention.dense_rows(tf.reshape(hidden, [-1, tf.shape(hidden)[-1]]), lookup_table, self.bias,
-                               transpose_kernel=True)
+    logits = dense_rows(tf.reshape(hidden, [-1, tf.shape(hidden)[-1]]), lookup_table, self.bias,
+                        transpose_kernel=True)
     return tf.reshape(logits, tf.concat([tf.shape(hidden)[:-1], [self.n_token]], 0))
 
   def get_config(self):
@@ -73,7 +73,7 @@ def lm_loss(logits, target):
 
   The function of `tf.nn.sparse_softmax_cross_entropy_with_logits` (equal up to float32 rounding), as two
   XLA-compiled functions: the forward (two passes over the logits) keeps the softmax's log-denominator, so the
-  gradient is one pass; TF's kernel took 2.3x the time on [344, 32000]. Targets must be below V, as TF's kernel
+  gradient is one pass (faster than TF's kernel: docs/performance.md). Targets must be below V, as TF's kernel
   on GPU also assumes (on CPU it raises): in pretraining they are the input tokens, whose embedding lookup
   rejects an id out of range.
   """

@@ -4,17 +4,17 @@ and `TwoStreamRelAttention` (`rel_attn`), `MultiheadAttn` (`abs_attn`, for the `
 
 Variable paths end like the original checkpoint names (`layer_0/rel_attn/q/kernel`, `layer_0/ff/layer_1/kernel`,
 `LayerNorm/gamma`). Time-major tensors at every call; the attention itself runs on the head-major kernels of
-`xlnet_tf.modeling.attention`.
+`xlnet_tf.modeling.attention`, their LayerNorm and dense tails on the row kernels of `xlnet_tf.modeling.rows`.
 """
 
 
 import keras
 import tensorflow as tf
 
-from xlnet_tf.modeling.attention import (_LAYER_NORM_EPS, _masked_softmax, attention_context, dense_rows,
-                                         layer_norm_rows, project_heads, project_heads_with_mems, project_out,
-                                         project_positions, rel_attn_core, segment_term, split_streams)
+from xlnet_tf.modeling.attention import (attention_context, masked_softmax, project_heads, project_heads_with_mems,
+                                         project_out, project_positions, rel_attn_core, segment_term, split_streams)
 from xlnet_tf.modeling import ops
+from xlnet_tf.modeling.rows import LAYER_NORM_EPS, dense_rows, layer_norm_rows
 
 
 _PACKAGE = "xlnet_tf"
@@ -25,8 +25,8 @@ class Dropout(keras.layers.Dropout):
   """`keras.layers.Dropout` (same seed generator and config) with a cheaper, XLA-friendly mask.
 
   The keep mask is drawn with an explicit Philox generator: the default "auto_select" algorithm of TF's stateless
-  random ops compiles under XLA on CPU to a generator ~100x slower than the graph kernel. The words come from
-  `ops.philox_words`, an XLA function with the same numbers as TF's kernel in half its time. When the last dimension
+  random ops compiles under XLA on CPU to a generator far slower than the graph kernel. The words come from
+  `ops.philox_words`, an XLA function with the same numbers as TF's kernel, faster. When the last dimension
   is even, each 32-bit random word gives two 16-bit uniforms (half the generator work), so the drop probability
   is round(rate * 65536) / 65536 (0.100006 for 0.1); otherwise 32-bit uniforms are used (TF's kernel: XLA's
   conversion to float differs).
@@ -83,7 +83,7 @@ def _output_projection(d_model, initializer, dtype):
 
 
 def _layer_norm(dtype):
-  return keras.layers.LayerNormalization(epsilon=_LAYER_NORM_EPS, name="LayerNorm", dtype=dtype)
+  return keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPS, name="LayerNorm", dtype=dtype)
 
 
 def _serialize_initializer(initializer):
@@ -319,7 +319,7 @@ class MultiheadAttn(_Attention):
     """q: float [I, B, H]; k, v: float [J, B, H]; attn_mask: float [I or 1, J, B, 1] (1 = blocked) or None."""
     q_head, k_head, v_head = self.q(q), self.k(k), self.v(v)
     score = tf.einsum("ibnd,jbnd->ijbn", q_head, k_head) * self.scale
-    attn_prob = self.attn_dropout(_masked_softmax(score, attn_mask), training=training)
+    attn_prob = self.attn_dropout(masked_softmax(score, attn_mask), training=training)
     attn_vec = tf.einsum("ijbn,jbnd->ibnd", attn_prob, v_head)
     attn_out = self.out_dropout(self.o(attn_vec), training=training)
     # The original's residual is `v` (its `h` argument), not `q`.

@@ -31,7 +31,7 @@ _GELU_A = 0.044715
 @tf.function(jit_compile=True)
 def philox_words(shape, seed):
   """`tf.random.stateless_uniform(shape, seed, dtype=tf.uint32, alg="philox")` full-range words, compiled by XLA:
-  the same numbers as TF's kernel, in half its time on CPU (XLA vectorises the generator)."""
+  the same numbers as TF's kernel, faster on CPU (XLA vectorises the generator; docs/performance.md)."""
   return tf.random.stateless_uniform(shape, seed, minval=None, maxval=None, dtype=tf.uint32, alg="philox")
 
 
@@ -67,7 +67,7 @@ def gelu(x):
   (0.5 (1 + tanh(u)) = sigmoid(2u)), with a hand-written gradient
   (s + x s (1 - s) 2 sqrt(2/pi) (1 + 3 * 0.044715 x^2), s = sigmoid(2u)) instead of autodiff through the chain.
   Forward and gradient are each one XLA-compiled element-wise pass (the gradient recomputes s from x), where
-  TF's element-wise ops take five and seven passes over the [K, F] activation: 4x faster on CPU.
+  TF's element-wise ops take five and seven passes over the [K, F] activation (docs/performance.md).
   """
 
   def grad(upstream):
@@ -93,8 +93,8 @@ def gelu_dropout(x, keep):
 def gelu_inference(x):
   """`gelu` (the same function, equal up to float32 rounding) written as TF's own `tf.nn.gelu(approximate=True)`.
 
-  Grappler fuses that pattern with a preceding MatMul+BiasAdd into one oneDNN kernel (float32 on CPU), which made
-  the fine-tuning forward's first FFN layer 1.5x faster; it cannot fuse `gelu`, whose custom gradient wraps it. Its
+  Grappler fuses that pattern with a preceding MatMul+BiasAdd into one oneDNN kernel (float32 on CPU), which makes
+  the fine-tuning forward's first FFN layer faster; it cannot fuse `gelu`, whose custom gradient wraps it. Its
   autodiff gradient is slower than `gelu`'s, so use it where no gradient is taken.
   """
   return tf.nn.gelu(x, approximate=True)

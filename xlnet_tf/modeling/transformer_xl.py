@@ -223,8 +223,8 @@ class TransformerXL(keras.layers.Layer):
                                                   dtype=self.compute_dtype)
     if per_column:
       pos_emb = self.drop(pos_emb, training=training)
-    # Every layer's projection of it from one matmul: four [R, H] x [H, N * D] products of the small model ran at
-    # 40 % of the matmul peak, beside the first layer's products.
+    # Every layer's projection of it from one matmul: per layer, the small [R, H] x [H, N * D] products used the
+    # matmul units poorly (docs/performance.md).
     return attention.project_positions(pos_emb, [layer.rel_attn.r.kernel for layer in self.layer_stack])
 
   def _network(self, inp_k, seg_id, input_mask, mems, perm_mask, target_mapping, inp_q, training, k_heads_r=None):

@@ -93,9 +93,8 @@ def prefer_wide_xla_vectors():
   avoids the clock penalty of 512-bit instructions on older AVX-512 CPUs. CPUs with AVX512_BF16 or AMX (AMD Zen 4
   and later, Intel Cooper Lake and Sapphire Rapids and later) pay little or none, and the XLA-compiled element-wise
   code (GELU, LayerNorm, the score sum, the softmax, the cross-entropy, the dropout bits; all of it under
-  `--jit_compile`) then runs faster: 2-6 % off the small pretraining step and 3 % off the fine-tuning forward with
-  XLA on a 2-core AMD EPYC (docs/performance.md), with the same losses. XLA reads `XLA_FLAGS` once per process, at
-  its first compilation, so call this before anything is compiled.
+  `--jit_compile`) then runs faster, with the same losses (docs/performance.md). XLA reads `XLA_FLAGS` once per
+  process, at its first compilation, so call this before anything is compiled.
 
   Returns:
     True if the flag was appended to `XLA_FLAGS`; False if the CPU does not qualify or `XLA_FLAGS` already sets
@@ -119,8 +118,8 @@ def keep_freed_memory():
   """Makes glibc's malloc keep freed tensor buffers for reuse instead of returning them to the kernel.
 
   TensorFlow frees and reallocates the same large tensors every step. By default glibc serves them with fresh
-  `mmap`s and trims freed heap memory, so the kernel faults and zeroes every page again on each step: on a 2-core
-  AVX2 CPU that was 40% of the pretraining process's CPU time and made the demo's float32 step 1.3x slower. This
+  `mmap`s and trims freed heap memory, so the kernel faults and zeroes every page again on each step: on a small
+  CPU a large share of the pretraining process's CPU time (docs/performance.md). This
   sets `mallopt` as `MALLOC_MMAP_THRESHOLD_=32MiB MALLOC_TRIM_THRESHOLD_=1GiB MALLOC_TOP_PAD_=64MiB` would; the
   process keeps its peak heap instead of shrinking between steps.
 
@@ -149,8 +148,7 @@ def keep_freed_memory_after_input():
   TensorFlow's GeneratorDataset kernel, which every `tf.distribute` input iterator builds (even one device's),
   sets glibc's mmap threshold to a fixed 128 KiB when it is constructed (`tensorflow::data::
   ApplyPython311MemoryPatch`, TF 2.21). That undoes keep_freed_memory(): every tensor over 128 KiB is a fresh
-  mmap again, faulted in and zeroed on each step (the small pretraining step measured 1.2 s before, 1.8-3.0 s after
-  on 2 cores; docs/performance.md).
+  mmap again, faulted in and zeroed on each step (a much slower step; docs/performance.md).
 
   Returns:
     True if the settings were made again; False if keep_freed_memory() had not made them.

@@ -53,7 +53,8 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
   """Converts one `InputExample` (or `PaddingInputExample`) into `InputFeatures`, as the original.
 
   Args:
-    ex_index: int, the example's position; the first 5 are logged.
+    ex_index: int, the example's position; the first 5 are logged at DEBUG level (the CLI shows them with `-v 1`;
+      the original logged them at INFO).
     example: InputExample or PaddingInputExample.
     label_list: list of labels (label_id = index in it), or None for regression (label_id = float(label)).
     max_seq_length: int, the fixed sequence length L.
@@ -103,11 +104,11 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
     label_id = list(label_list).index(example.label)
 
   if ex_index < 5:
-    logging.info("*** Example *** guid: %s", example.guid)
-    logging.info("input_ids: %s", " ".join(map(str, input_ids)))
-    logging.info("input_mask: %s", " ".join(map(str, input_mask)))
-    logging.info("segment_ids: %s", " ".join(map(str, segment_ids)))
-    logging.info("label: %s (id = %s)", example.label, label_id)
+    logging.debug("*** Example *** guid: %s", example.guid)
+    logging.debug("input_ids: %s", " ".join(map(str, input_ids)))
+    logging.debug("input_mask: %s", " ".join(map(str, input_mask)))
+    logging.debug("segment_ids: %s", " ".join(map(str, segment_ids)))
+    logging.debug("label: %s (id = %s)", example.label, label_id)
   return InputFeatures(input_ids=input_ids, input_mask=input_mask, segment_ids=segment_ids, label_id=label_id)
 
 

@@ -22,13 +22,13 @@ import tensorflow as tf
 from xlnet_tf.data import records as records_lib
 from xlnet_tf.modeling import layers
 from xlnet_tf.modeling import ops
+from xlnet_tf.modeling.rows import LAYER_NORM_EPS
 from xlnet_tf.modeling.transformer_xl import XLNetModel
 from xlnet_tf.tasks.squad import records
 
 _PACKAGE = "xlnet_tf"
 HEAD_SCOPES = ("start_logits", "end_logits", "answer_class")
 _MASK_VALUE = 1e30  # masked logits: z (1 - p) - 1e30 p, as the original
-_LAYER_NORM_EPS = 1e-12  # tf.contrib.layers.layer_norm's
 
 
 class _QAHead(keras.layers.Layer):
@@ -77,7 +77,7 @@ class EndLogits(_QAHead):
     kwargs.setdefault("name", "end_logits")
     super().__init__(d_model, kernel_initializer, **kwargs)
     self.dense_0 = self._dense(d_model, "dense_0", activation="tanh")
-    self.layer_norm = keras.layers.LayerNormalization(epsilon=_LAYER_NORM_EPS, name="LayerNorm",
+    self.layer_norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPS, name="LayerNorm",
                                                       dtype=self.dtype_policy)
     self.dense_1 = self._dense(1, "dense_1")
 

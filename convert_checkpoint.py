@@ -11,7 +11,9 @@ when the HF directory has one. To HF: `model.safetensors` and `config.json` (and
 what is not converted: docs/checkpoints.md. Every file is written atomically.
 """
 
-import flags  # first: loads TensorFlow without its C++ start-up noise
+import flags  # first: filter_stderr() runs before anything imports TensorFlow
+if __name__ == "__main__":
+  flags.filter_stderr()
 from absl import flags as absl_flags
 from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint

@@ -59,7 +59,7 @@ def test_the_original_checkpoint_loads_by_name_with_nothing_left_over():
   reader = tf.train.load_checkpoint(CKPT)
   for name, var in table.items():
     np.testing.assert_array_equal(var.numpy(), reader.get_tensor(name), err_msg=name)
-  assert evaluation.load_for_inference(race_model(), CKPT)["kept_initial"] == []
+  assert evaluation.Inference(race_model()).load(CKPT)["kept_initial"] == []
 
 
 def test_logits_and_loss_equal_the_originals(golden):
@@ -116,14 +116,14 @@ def test_a_pretrained_checkpoint_leaves_the_head_to_its_initialisation(tmp_path)
   head = model.heads["logits"].dense
   assert np.all(head.bias.numpy() == 0) and 0.1 < np.std(head.kernel.numpy()) < 0.6  # init_std, bias zeros
   with pytest.raises(ValueError, match="has no fine-tuned RACE head.*logits/dense/bias"):
-    evaluation.load_for_inference(model, path)
+    evaluation.Inference(model).load(path)
   # Our export keeps the original names: the head at the top level, loadable by a fresh model.
   checkpoint.load_weights(model, CKPT)
   exported = checkpoint.export_original_checkpoint(model, str(tmp_path / "race" / "model.ckpt"))
   names = set(checkpoint.checkpoint_arrays(exported))
   assert {"logits/dense/kernel", "logits/dense/bias", "global_step"} <= names
   assert not any(n.startswith("model/logits") for n in names)
-  assert evaluation.load_for_inference(race_model(), exported)["kept_initial"] == []
+  assert evaluation.Inference(race_model()).load(exported)["kept_initial"] == []
 
 
 def test_the_model_round_trips_through_its_keras_config():

@@ -226,7 +226,7 @@ def test_pretraining_checkpoints_initialise_a_classifier(tmp_path):
     for name in report["loaded"]:
       np.testing.assert_array_equal(table[name].numpy(), values[name], err_msg=name)
     with pytest.raises(ValueError, match="has no fine-tuned model/classification_imdb"):
-      classifier_eval.load_for_inference(model, path, "classification_imdb")
+      classifier_eval.Inference(model, "classification_imdb").load(path)
 
 
 def test_stsb_regression_with_the_readme_flags(files, cli_runs):

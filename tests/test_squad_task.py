@@ -78,8 +78,8 @@ def test_prediction_needs_a_checkpoint_with_the_head(tmp_path):
   report = checkpoint.load_weights(model, released)  # a released checkpoint initialises a new head
   assert report["kept_initial"] == sorted(HEAD_VARIABLES)
   with pytest.raises(ValueError, match="has no fine-tuned SQuAD head"):
-    predict.load_for_inference(model, released)
-  predict.load_for_inference(model, CKPT)
+    predict.Inference(model).load(released)
+  predict.Inference(model).load(CKPT)
 
 
 def test_the_beam_batched_equals_each_feature_alone():

@@ -1,6 +1,49 @@
-"""Running a model over evaluation batches: the loop every task's eval and predict share."""
+"""Eval and predict: loading a fine-tuned checkpoint and running a model over evaluation batches, the one runner
+every task's eval and predict share (a task says what its step returns and how to tell a fine-tuned head)."""
 
 import numpy as np
+import tensorflow as tf
+
+from xlnet_tf import checkpoint
+
+
+class Inference:
+  """A model for eval and predict: loads fine-tuned checkpoints and runs batches through one traced step.
+
+  A task subclasses it with `check_head` (eval and predict need a fine-tuned head, not a fresh one) and, where it
+  post-processes the outputs, `run`.
+
+  Args:
+    model: the task's XLNetModel with its head, built for inference (is_training=False).
+    step: features -> dict of tensors with the batch first (the head's outputs); traced once.
+    feature_keys: features passed through beside the outputs (e.g. the labels).
+    jit_compile: XLA-compile the step (`--jit_compile`).
+    reduce_retracing: trace shapes that vary (e.g. a last, smaller batch) once, with an unknown dimension.
+  """
+
+  def __init__(self, model, step, feature_keys=(), jit_compile=False, reduce_retracing=False):
+    self.model = model
+    self.feature_keys = tuple(feature_keys)
+    self._step = tf.function(step, autograph=False, reduce_retracing=reduce_retracing or None,
+                             jit_compile=jit_compile or None)
+
+  def load(self, ckpt_path):
+    """Loads `ckpt_path` into the model (any format `checkpoint.load_weights` reads) and checks its head.
+
+    Returns:
+      `checkpoint.load_weights`'s report.
+    """
+    report = checkpoint.load_weights(self.model, ckpt_path)
+    self.check_head(report, ckpt_path)
+    return report
+
+  def check_head(self, report, ckpt_path):
+    """Raises ValueError (naming ckpt_path and what to pass) if the head did not come from the checkpoint."""
+    del report, ckpt_path
+
+  def run(self, dataset):
+    """The step's outputs and the passed-through features over a dataset of feature batches (`run_batches`)."""
+    return run_batches(self._step, dataset, self.feature_keys)
 
 
 def run_batches(step, dataset, feature_keys=()):

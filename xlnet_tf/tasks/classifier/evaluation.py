@@ -7,31 +7,16 @@ import math
 import re
 
 import numpy as np
-import tensorflow as tf
 from absl import logging
 
-from xlnet_tf import checkpoint
-from xlnet_tf.training.inference import run_batches
+from xlnet_tf.training import inference
 from xlnet_tf.tasks.classifier import features as classifier_data
 from xlnet_tf.tasks.classifier import metrics
 from xlnet_tf.tasks.classifier.task import forward
 
 
-def load_for_inference(model, ckpt_path, scope):
-  """Loads `ckpt_path` into `model` and checks that the head `scope` came from it (eval and predict need a
-  fine-tuned head, not a fresh one)."""
-  report = checkpoint.load_weights(model, ckpt_path)
-  missing = [n for n in report["kept_initial"] if n.startswith(f"model/{scope}/") or "sequnece_summary" in n]
-  if missing:
-    heads = sorted({n.split("/")[1] for n in report["unused"] if re.match(r"model/(classification|regression)_", n)})
-    raise ValueError(f"Checkpoint {ckpt_path} has no fine-tuned {missing[0].rsplit('/', 2)[0]} (it lacks "
-                     f"{missing[0]}); it holds the heads {heads or 'none'}. Evaluate a fine-tuned checkpoint, or "
-                     "set --cls_scope / --task_name to the head it holds.")
-  return report
-
-
-class Inference:
-  """A model for eval and predict: loads checkpoints and runs batches through one traced forward pass.
+class Inference(inference.Inference):
+  """A classifier for eval and predict (`training.inference.Inference`).
 
   Args:
     model: an XLNetModel built for inference (is_training=False) with the head `scope`.
@@ -40,15 +25,19 @@ class Inference:
   """
 
   def __init__(self, model, scope, jit_compile=False):
-    self.model = model
+    super().__init__(model, lambda features: dict(zip(("logits", "loss"), forward(model, features, scope,
+                                                                                    training=False))),
+                     ("label_ids", "is_real_example"), jit_compile)
     self.scope = scope
     self.is_regression = scope.startswith("regression_")
-    self._step = tf.function(lambda features: forward(model, features, scope, training=False), autograph=False,
-                             jit_compile=jit_compile or None)
 
-  def load(self, ckpt_path):
-    """Loads a fine-tuned checkpoint (see `load_for_inference`)."""
-    return load_for_inference(self.model, ckpt_path, self.scope)
+  def check_head(self, report, ckpt_path):
+    missing = [n for n in report["kept_initial"] if n.startswith(f"model/{self.scope}/") or "sequnece_summary" in n]
+    if missing:
+      heads = sorted({n.split("/")[1] for n in report["unused"] if re.match(r"model/(classification|regression)_", n)})
+      raise ValueError(f"Checkpoint {ckpt_path} has no fine-tuned {missing[0].rsplit('/', 2)[0]} (it lacks "
+                       f"{missing[0]}); it holds the heads {heads or 'none'}. Evaluate a fine-tuned checkpoint, or "
+                       "set --cls_scope / --task_name to the head it holds.")
 
   def run(self, dataset):
     """Runs the model over a dataset of feature batches (`classifier_data.classifier_dataset`).
@@ -57,8 +46,7 @@ class Inference:
       dict of numpy arrays over all examples: logits [N, n_class] or [N], loss [N], label_ids [N],
       is_real_example [N].
     """
-    out = run_batches(lambda features: dict(zip(("logits", "loss"), self._step(features))), dataset,
-                      ("label_ids", "is_real_example"))
+    out = super().run(dataset)
     return {k: out.get(k, np.zeros([0])) for k in ("logits", "loss", "label_ids", "is_real_example")}
 
 

@@ -17,27 +17,15 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from xlnet_tf import checkpoint
 from xlnet_tf import fileio
-from xlnet_tf.training.inference import run_batches
+from xlnet_tf.training import inference
 from xlnet_tf.tasks.race import data
 from xlnet_tf.tasks.race import records
 from xlnet_tf.tasks.race.task import HEAD_NAME, forward
 
 
-def load_for_inference(model, ckpt_path):
-  """Loads `ckpt_path` into `model` and checks that the summary and the RACE head came from it (eval and predict
-  need a fine-tuned head, not a fresh one)."""
-  report = checkpoint.load_weights(model, ckpt_path)
-  missing = [n for n in report["kept_initial"] if n.startswith((f"{HEAD_NAME}/", "model/sequnece_summary/"))]
-  if missing:
-    raise ValueError(f"Checkpoint {ckpt_path} has no fine-tuned RACE head (it lacks {', '.join(missing)}). "
-                     "Evaluate a checkpoint written by run_race.py or fine-tuned by the original run_race.py.")
-  return report
-
-
-class Inference:
-  """A model for eval and predict: loads checkpoints and runs batches through one traced forward pass.
+class Inference(inference.Inference):
+  """A RACE model for eval and predict (`training.inference.Inference`).
 
   Args:
     model: an XLNetModel from `task.build_model` built for inference (is_training=False).
@@ -45,13 +33,14 @@ class Inference:
   """
 
   def __init__(self, model, jit_compile=False):
-    self.model = model
-    self._step = tf.function(lambda features: forward(model, features, training=False), autograph=False,
-                             jit_compile=jit_compile or None)
+    super().__init__(model, lambda features: dict(zip(("logits", "loss"), forward(model, features, training=False))),
+                     ("label_ids", "is_real_example"), jit_compile)
 
-  def load(self, ckpt_path):
-    """Loads a fine-tuned checkpoint (see `load_for_inference`)."""
-    return load_for_inference(self.model, ckpt_path)
+  def check_head(self, report, ckpt_path):
+    missing = [n for n in report["kept_initial"] if n.startswith((f"{HEAD_NAME}/", "model/sequnece_summary/"))]
+    if missing:
+      raise ValueError(f"Checkpoint {ckpt_path} has no fine-tuned RACE head (it lacks {', '.join(missing)}). "
+                       "Evaluate a checkpoint written by run_race.py or fine-tuned by the original run_race.py.")
 
   def run(self, dataset):
     """Runs the model over a dataset of feature batches (`records.race_dataset`).
@@ -61,11 +50,11 @@ class Inference:
       is_real_example int32 [N], batch_loss float32 [number of batches] (each batch's mean loss).
     """
     def step(features):
-      logits, loss = self._step(features)
-      loss = loss.numpy()
-      return {"logits": logits, "loss": loss, "batch_loss": np.mean(loss, keepdims=True)}
+      out = self._step(features)
+      loss = out["loss"].numpy()
+      return {"logits": out["logits"], "loss": loss, "batch_loss": np.mean(loss, keepdims=True)}
 
-    out = run_batches(step, dataset, ("label_ids", "is_real_example"))
+    out = inference.run_batches(step, dataset, self.feature_keys)
     return {k: out.get(k, np.zeros([0])) for k in ("logits", "loss", "label_ids", "is_real_example", "batch_loss")}
 
 

@@ -12,11 +12,9 @@ import dataclasses
 import math
 import os
 
-import tensorflow as tf
 from absl import logging
 
-from xlnet_tf import checkpoint
-from xlnet_tf.training.inference import run_batches
+from xlnet_tf.training import inference
 from xlnet_tf.tasks.squad import postprocess
 from xlnet_tf.tasks.squad import records
 from xlnet_tf.tasks.squad import task
@@ -42,19 +40,8 @@ def has_answers(orig_data):
              for article in orig_data for paragraph in article["paragraphs"] for qa in paragraph.get("qas", []))
 
 
-def load_for_inference(model, ckpt_path):
-  """Loads `ckpt_path` into `model` (an XLNetModel with the QA head) and checks that the head came from it:
-  prediction needs a fine-tuned head, not a fresh one."""
-  report = checkpoint.load_weights(model, ckpt_path)
-  missing = [n for n in report["kept_initial"] if n.split("/", 1)[0] in task.HEAD_SCOPES]
-  if missing:
-    raise ValueError(f"Checkpoint {ckpt_path} has no fine-tuned SQuAD head (it lacks {missing[0]}). Predict with a "
-                     "checkpoint fine-tuned on SQuAD (by run_squad.py or the original code).")
-  return report
-
-
-class Inference:
-  """A model for prediction: loads checkpoints and runs the head's beam through one traced forward pass.
+class Inference(inference.Inference):
+  """A SQuAD model for prediction (`training.inference.Inference`): the head's beam through one traced step.
 
   Args:
     model: an XLNetModel with the QA head, built for inference (`task.build_model`, is_training=False).
@@ -63,19 +50,19 @@ class Inference:
   """
 
   def __init__(self, model, start_n_top=5, end_n_top=5, jit_compile=False):
-    self.model = model
-    self.start_n_top = start_n_top
-    self.end_n_top = end_n_top
-
     def step(features):
       out = task.qa_outputs(model, features, training=False, start_n_top=start_n_top, end_n_top=end_n_top)
       return {k: out[k] for k in postprocess.RESULT_KEYS if k in out}
 
-    self._step = tf.function(step, autograph=False, reduce_retracing=True, jit_compile=jit_compile or None)
+    super().__init__(model, step, ("unique_ids",), jit_compile, reduce_retracing=True)
+    self.start_n_top = start_n_top
+    self.end_n_top = end_n_top
 
-  def load(self, ckpt_path):
-    """Loads a fine-tuned checkpoint (see `load_for_inference`)."""
-    return load_for_inference(self.model, ckpt_path)
+  def check_head(self, report, ckpt_path):
+    missing = [n for n in report["kept_initial"] if n.split("/", 1)[0] in task.HEAD_SCOPES]
+    if missing:
+      raise ValueError(f"Checkpoint {ckpt_path} has no fine-tuned SQuAD head (it lacks {missing[0]}). Predict with "
+                       "a checkpoint fine-tuned on SQuAD (by run_squad.py or the original code).")
 
   def run(self, dataset):
     """The head's outputs over a dataset of evaluation batches (`records.squad_dataset`, is_training=False).
@@ -85,7 +72,7 @@ class Inference:
       float32 [F, K], start_top_index int32 [F, K], end_top_log_probs float32 [F, K * K2], end_top_index int32
       [F, K * K2] (start-major), cls_logits float32 [F].
     """
-    out = run_batches(self._step, dataset, ("unique_ids",))
+    out = super().run(dataset)
     if not out:
       raise ValueError("The evaluation record holds no feature: the predicted file has no question.")
     return out

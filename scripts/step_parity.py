@@ -244,7 +244,7 @@ def replay(path, golden_dir=None, **overrides):
       ours["learning_rate"].append(result["lr"])
       ours["gnorm"].append(result["gnorm"])
       ours["global_step"].append(trainer.step)
-      if trainer.mem_vars and "new_mems" in ours:
+      if trainer.mems.variables and "new_mems" in ours:
         mems = numpy_mems(trainer)  # [N, M, global_b, D] -> [T, N, M, b, D]
         ours["new_mems"].append(np.stack(np.split(mems, towers, axis=2)))
     ours["final"] = final_state(trainer)

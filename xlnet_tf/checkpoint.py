@@ -6,8 +6,9 @@ the model (without `model/` for a head the original creates outside that scope, 
 `run_classifier.py`/`train.py` load directly; optimizer slots and `global_step` are ignored.
 
 Every checkpoint concern lives here: the TF1 name table, loading an original checkpoint (`load_original_checkpoint`)
-or one written by `training.Trainer` (`load_weights`, by the original names it stores under `weights/`), exporting to
-the original format, and listing a directory's checkpoints by step.
+or one written by `training.Trainer` (`load_weights`, by the original names it stores under `weights/`), continuing
+either's optimizer state (`load_optimizer_state`), exporting to the original format, and listing a directory's
+checkpoints by step.
 """
 
 import os
@@ -183,6 +184,45 @@ def checkpoint_arrays(ckpt_path):
   """{name: numpy array} of every entry of a checkpoint (for tests and tools)."""
   reader = tf.train.load_checkpoint(resolve_checkpoint_path(ckpt_path))
   return {name: np.asarray(reader.get_tensor(name)) for name in reader.get_variable_to_shape_map()}
+
+
+def load_optimizer_state(optimizer, slots, ckpt_path):
+  """Continues the optimizer state (slots m, v and step) of `ckpt_path` where it holds one; returns a line saying
+  what was loaded.
+
+  An original TF1 checkpoint is read by name (`{var}/Adam`, `{var}/Adam_1` or `{var}/adam_m`, `{var}/adam_v`,
+  `global_step`; TF1's beta powers follow from the step): slots it lacks keep their values (zero in a fresh
+  optimizer). A checkpoint written by `Trainer` is read through its `optimizer` object.
+
+  Args:
+    optimizer: a built Keras optimizer.
+    slots: {original TF1 slot name: slot variable of `optimizer`}, e.g. `optimization.original_slot_map(optimizer,
+      original_variable_map(model))`.
+    ckpt_path: a checkpoint prefix, a directory (its latest checkpoint) or `<dir>/latest`, or a HuggingFace model
+      directory (which holds no optimizer state).
+  """
+  def step():
+    return int(optimizer.iterations.numpy())
+
+  from xlnet_tf import hf_checkpoint  # pylint: disable=import-outside-toplevel  (it imports this module)
+  if hf_checkpoint.is_hf_directory(ckpt_path):
+    return f"Optimizer slots: none in HuggingFace directory {ckpt_path} (weights only), so fresh moments; step {step()}."
+  path = resolve_checkpoint_path(ckpt_path)
+  reader = tf.train.load_checkpoint(path)
+
+  if reader.has_tensor(OBJECT_GRAPH_KEY):
+    tf.train.Checkpoint(optimizer=optimizer).read(path).expect_partial()
+    return f"Continued the optimizer state (slots, step {step()}) of {path}."
+  found = [name for name in slots if reader.has_tensor(name)]
+  for name in found:
+    slots[name].assign(reader.get_tensor(name))
+  if reader.has_tensor("global_step"):
+    optimizer.iterations.assign(int(reader.get_tensor("global_step")))
+  if not found:
+    return f"Optimizer slots: none in {path} (a released or weights-only checkpoint), so fresh moments; step {step()}."
+  missing = len(slots) - len(found)
+  return (f"Continued the optimizer state of {path}: {len(found)} slots"
+          f"{f' ({missing} absent kept at zero)' if missing else ''}, step {step()}.")
 
 
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"  # present in object-based (TF2) checkpoints only

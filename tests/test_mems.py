@@ -1,0 +1,67 @@
+"""training.mems.Mems: per-replica rows, gathered for checkpoints (replica c's rows at [c*b, (c+1)*b)) and scattered
+back; nothing without memory."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+from xlnet_tf.training.mems import Mems
+
+N_LAYER, MEM_LEN, BSZ, D_MODEL = 2, 3, 5, 4  # bsz per replica
+
+# Two replicas on two logical CPUs: logical devices must be set before any TF op runs, so in a subprocess.
+MIRRORED_SCRIPT = f"""
+import json
+import numpy as np
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from xlnet_tf.training.mems import Mems
+
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+with strategy.scope():
+  mems = Mems(strategy, {N_LAYER}, {MEM_LEN}, {BSZ}, {D_MODEL})
+
+def fill():  # replica c, layer i: 10 * c + i + 1 everywhere
+  c = tf.cast(tf.distribute.get_replica_context().replica_id_in_sync_group, tf.float32)
+  mems.assign([tf.fill([{MEM_LEN}, {BSZ}, {D_MODEL}], 10.0 * c + i + 1) for i in range({N_LAYER})])
+
+tf.function(lambda: strategy.run(fill))()
+gathered = mems.numpy()
+tf.function(lambda: strategy.run(mems.reset))()
+zeroed = mems.numpy()
+mems.global_variable.assign(gathered)
+mems.scatter()
+read = strategy.experimental_local_results(tf.function(lambda: strategy.run(lambda: tf.stack(mems.read())))())
+print(json.dumps(dict(gathered=gathered.tolist(), zeroed=zeroed.tolist(), read=[r.numpy().tolist() for r in read])))
+"""
+
+
+def test_replicas_rows_are_gathered_side_by_side_and_scattered_back():
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  out = subprocess.run([sys.executable, "-c", MIRRORED_SCRIPT], cwd=root, capture_output=True, text=True,
+                       check=True, env=dict(os.environ, PYTHONPATH=root, TF_CPP_MIN_LOG_LEVEL="2"))
+  result = json.loads(out.stdout.strip().splitlines()[-1])
+  gathered = np.array(result["gathered"])
+  assert gathered.shape == (N_LAYER, MEM_LEN, 2 * BSZ, D_MODEL)
+  for c in range(2):
+    for i in range(N_LAYER):
+      np.testing.assert_array_equal(gathered[i, :, c * BSZ:(c + 1) * BSZ], 10 * c + i + 1)
+  np.testing.assert_array_equal(result["zeroed"], 0)
+  for c, rows in enumerate(result["read"]):  # each replica reads back its own rows of the checkpointed copy
+    np.testing.assert_array_equal(rows, gathered[:, :, c * BSZ:(c + 1) * BSZ])
+
+
+def test_without_memory_there_is_nothing():
+  strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+  for mem_len in (None, 0):
+    with strategy.scope():
+      mems = Mems(strategy, N_LAYER, mem_len, BSZ, D_MODEL)
+    assert mems.variables == [] and mems.global_variable is None
+    assert mems.read() is None and mems.numpy() is None
+    mems.assign(None)
+    mems.scatter()

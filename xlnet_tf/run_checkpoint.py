@@ -1,0 +1,87 @@
+"""The checkpoints a training run writes in its `model_dir` and resumes from (`ckpt-{step}`, through a
+`tf.train.CheckpointManager`). Loading weights by original name into any model is `checkpoint.py`'s."""
+
+import shutil
+import tempfile
+
+import tensorflow as tf
+from absl import logging
+
+from xlnet_tf import checkpoint as checkpoint_lib
+
+
+class RunCheckpoint:
+  """What a run saves and resumes from: the model, its weights by original name, the optimizer's slots and step,
+  the dropout RNG state and the mems.
+
+  Keras does not track the dropout seed generators' states in tf.train.Checkpoint; they are saved explicitly
+  (`rng`) so a resumed run draws the same dropout masks as an uninterrupted one. `weights` names every trainable
+  variable by its original name: Keras 3 does not track layers held in lists/dicts (the layer stack, the heads) in
+  tf.train.Checkpoint, so `model` alone misses most weights, and `optimizer` holds them only by position;
+  `checkpoint.load_weights` reads them by name into any model.
+
+  Args:
+    model: the run's XLNetModel.
+    optimizer: its built optimizer; its `iterations` is the step.
+    mems_variable: the mems as checkpoints hold them (`Mems.global_variable`), or None without memory.
+    model_dir: str.
+    chief: bool. Every worker takes part in a save; one that is not the chief writes into a temporary directory,
+      then deletes it.
+    max_save: checkpoints kept (0 or None: all).
+  """
+
+  def __init__(self, model, optimizer, mems_variable, model_dir, chief, max_save):
+    items = dict(model=model, optimizer=optimizer, rng=list(model.non_trainable_variables),
+                 weights=checkpoint_lib.original_variable_map(model))
+    if mems_variable is not None:
+      items["mems"] = mems_variable
+    self.checkpoint = tf.train.Checkpoint(**items)
+    self.model_dir = model_dir
+    self.chief = chief
+    self._save_dir = model_dir if chief else tempfile.mkdtemp(prefix="xlnet-worker-ckpt-")
+    self.manager = tf.train.CheckpointManager(self.checkpoint, self._save_dir, max_to_keep=max_save or None,
+                                              step_counter=optimizer.iterations, checkpoint_name="ckpt")
+
+  def latest(self):
+    """The latest checkpoint written, or where there is none (for error lines)."""
+    return self.manager.latest_checkpoint or f"none (no checkpoint in {self.model_dir})"
+
+  def restore_latest(self):
+    """Restores model_dir's latest checkpoint; returns its path, or None if there is none.
+
+    Raises:
+      ValueError: it does not fit this run's objects, or cannot be read; the message says what to do.
+    """
+    latest = tf.train.latest_checkpoint(self.model_dir)
+    if latest:
+      try:
+        self.checkpoint.restore(latest).assert_existing_objects_matched()
+      except (tf.errors.OpError, ValueError, AssertionError) as e:
+        reason = " ".join(str(getattr(e, "message", e)).split())[:200]
+        raise ValueError(f"Cannot resume from {latest} ({reason}). If this run's flags build another model than "
+                         "the run that wrote it (see run_flags.json there; e.g. --dropout or --dropatt 0 there, "
+                         "not here, which adds dropout state), rerun with its flags; if it is half-written or "
+                         f"damaged, delete its files ({latest}.*) to resume from the checkpoint before it; if it "
+                         "belongs to another model, pass another --model_dir.") from None
+    return latest
+
+  def save(self, step):
+    """Writes the checkpoint of `step`; returns its path (None on a worker that is not the chief).
+
+    Raises:
+      OSError: the checkpoint could not be written (e.g. the disk is full). TensorFlow writes the index and the
+        `checkpoint` state file last, so the latest checkpoint stays the previous complete one; the message says
+        which, and the run can resume from it once there is space.
+    """
+    try:
+      path = self.manager.save(checkpoint_number=step)
+    except (tf.errors.OpError, OSError) as e:
+      reason = " ".join(str(getattr(e, "message", e)).split())[:200]
+      raise OSError(f"Could not write checkpoint {self._save_dir}/ckpt-{step} ({reason}). The latest complete "
+                    f"checkpoint is still {self.latest()}: free space (or fix the "
+                    "directory), then rerun the same command to resume from it.") from None
+    if not self.chief:
+      shutil.rmtree(self._save_dir, ignore_errors=True)
+      return None
+    logging.info("Saved checkpoint %s", path)
+    return path

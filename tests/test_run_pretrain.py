@@ -320,9 +320,11 @@ def test_bfloat16_on_a_cpu_that_emulates_it_is_warned_about(native, monkeypatch,
 
 @pytest.fixture
 def tf32_default():
-  """TensorFlow's TF32 setting as it was (on: TF's default), restored after the test."""
+  """TF32 on, TensorFlow 2's default (an earlier test in this process may have started a CLI's run, which turns it
+  off), and the setting as it was restored after the test."""
   before = tf.config.experimental.tensor_float_32_execution_enabled()
-  yield before
+  tf.config.experimental.enable_tensor_float_32_execution(True)
+  yield True
   tf.config.experimental.enable_tensor_float_32_execution(before)
 
 

@@ -16,6 +16,7 @@ if __name__ == "__main__":
   flags.filter_stderr()
 from absl import flags as absl_flags
 from xlnet_tf import fileio
+from xlnet_tf import convert
 from xlnet_tf import hf_checkpoint
 
 
@@ -35,8 +36,8 @@ def run(o, log_fn=print):
     raise flags.FlagError(f"--input {o.input} is already in the {target} format (--to={target}). Pass --to="
                           f"{'hf' if target == 'tf1' else 'tf1'} or another --input.")
   if target == "tf1":
-    return hf_checkpoint.convert_to_original(o.input, o.output_dir, o.task_name, log_fn=log_fn)
-  return hf_checkpoint.convert_to_hf(o.input, o.output_dir, o.task_name, o.summary_type, o.model_config_path,
+    return convert.convert_to_original(o.input, o.output_dir, o.task_name, log_fn=log_fn)
+  return convert.convert_to_hf(o.input, o.output_dir, o.task_name, o.summary_type, o.model_config_path,
                                      log_fn=log_fn)
 
 

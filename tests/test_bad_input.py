@@ -18,7 +18,7 @@ from helpers import cli_forks
 from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
 from xlnet_tf import checkpoint
 from xlnet_tf import fileio
-from xlnet_tf import hf_checkpoint
+from xlnet_tf import convert
 from xlnet_tf.data import corpora
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.squad import corpus as squad_corpus
@@ -214,7 +214,7 @@ def results(tmp_path_factory):
   # short, one whose config.json does not fit its weights.
   _export(TINY, str(w / "tiny_ckpt" / "xlnet_model.ckpt"))
   XLNetConfig(**TINY).to_json(str(w / "tiny_ckpt" / "xlnet_config.json"))
-  hf_checkpoint.convert_to_hf(str(w / "tiny_ckpt" / "xlnet_model.ckpt"), str(w / "hf_ok"), log_fn=lambda line: None)
+  convert.convert_to_hf(str(w / "tiny_ckpt" / "xlnet_model.ckpt"), str(w / "hf_ok"), log_fn=lambda line: None)
   for name, src in (("hf_cut", w / "hf_ok"), ("hf_bad_config", w / "hf_ok"), ("hf_cut_h5", "tests/testdata/hf/lm_h5")):
     shutil.copytree(src, w / name)
   for path, size in ((w / "hf_cut" / "model.safetensors", 3000), (w / "hf_cut_h5" / "tf_model.h5", 20000)):

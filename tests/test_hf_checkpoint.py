@@ -23,6 +23,7 @@ import convert_checkpoint
 import flags
 from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
 from xlnet_tf import checkpoint
+from xlnet_tf import convert
 from xlnet_tf import hf_checkpoint
 from xlnet_tf.modeling.heads import finetune_heads
 from xlnet_tf.tasks.race import task as race_task
@@ -140,7 +141,7 @@ def test_tf1_to_hf_round_trip_is_exact(name, tmp_path):
 
 def _export_untied(tmp_path):
   out = str(tmp_path / "untied_hf")
-  hf_checkpoint.convert_to_hf(f"{MODEL}/ckpt_untied/xlnet_model.ckpt", out, task_name="toy", summary_type="last",
+  convert.convert_to_hf(f"{MODEL}/ckpt_untied/xlnet_model.ckpt", out, task_name="toy", summary_type="last",
                               allow_d_head_override=True, log_fn=lambda line: None)
   return out
 
@@ -211,7 +212,7 @@ def test_tied_biases_are_repeated_per_layer_and_spiece_is_copied(tmp_path):
   shutil.copytree(f"{MODEL}/ckpt_tied", src)
   shutil.copy("tests/testdata/data/spm/spiece.model", src / "spiece.model")
   lines = []
-  hf_checkpoint.convert_to_hf(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf"), summary_type="first",
+  convert.convert_to_hf(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf"), summary_type="first",
                               allow_d_head_override=True, log_fn=lines.append)
   weights = load_file(str(tmp_path / "hf" / "model.safetensors"))
   tied = checkpoint.original_arrays(str(src))["model/transformer/r_w_bias"]
@@ -224,7 +225,7 @@ def test_tied_biases_are_repeated_per_layer_and_spiece_is_copied(tmp_path):
   hf = tmp_path / "hf_with_spm"
   shutil.copytree(f"{DATA}/lm_safetensors", hf)
   shutil.copy("tests/testdata/data/spm/spiece.model", hf / "spiece.model")
-  hf_checkpoint.convert_to_original(str(hf), str(tmp_path / "tf1"), log_fn=lines.append)
+  convert.convert_to_original(str(hf), str(tmp_path / "tf1"), log_fn=lines.append)
   assert (tmp_path / "tf1" / "spiece.model").exists()
 
 
@@ -276,7 +277,7 @@ def test_run_classifier_fine_tunes_from_an_hf_directory(tmp_path):
   ckpt = tmp_path / "tf1" / "xlnet_model.ckpt"
   checkpoint.export_original_checkpoint(XLNetModel(config, rc, heads=finetune_heads(config, rc)), str(ckpt))
   config.to_json(str(tmp_path / "tf1" / "xlnet_config.json"))
-  hf_checkpoint.convert_to_hf(str(ckpt), str(tmp_path / "hf"), log_fn=lambda line: None)
+  convert.convert_to_hf(str(ckpt), str(tmp_path / "hf"), log_fn=lambda line: None)
   corpora.write_aclimdb(str(tmp_path / "imdb"), num_train=8, num_dev=4, seed=1)
   proc = subprocess.run(
       [sys.executable, "run_classifier.py", "--do_train=True", "--task_name=imdb", f"--data_dir={tmp_path}/imdb",

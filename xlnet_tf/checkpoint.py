@@ -20,6 +20,7 @@ from absl import logging
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from xlnet_tf import fileio
+from xlnet_tf import hf_checkpoint
 
 
 
@@ -204,7 +205,6 @@ def load_optimizer_state(optimizer, slots, ckpt_path):
   def step():
     return int(optimizer.iterations.numpy())
 
-  from xlnet_tf import hf_checkpoint  # pylint: disable=import-outside-toplevel  (it imports this module)
   if hf_checkpoint.is_hf_directory(ckpt_path):
     return f"Optimizer slots: none in HuggingFace directory {ckpt_path} (weights only), so fresh moments; step {step()}."
   path = resolve_checkpoint_path(ckpt_path)
@@ -265,7 +265,6 @@ def load_weights(model, ckpt_path):
     dict with sorted lists `loaded`, `kept_initial` and `unused` (see `load_original_checkpoint`), and `source`:
     what was read.
   """
-  from xlnet_tf import hf_checkpoint  # pylint: disable=import-outside-toplevel  (it imports this module)
   if hf_checkpoint.is_hf_directory(ckpt_path):
     scopes = sorted({n.split("/")[1] for n in original_variable_map(model)
                      if re.match(r"^model/(classification|regression)_", n)})

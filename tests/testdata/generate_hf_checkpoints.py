@@ -155,13 +155,13 @@ def export(args):
   """Project venv: the original-code checkpoint ckpt_untied -> HF (d_head override allowed); and each HF model of
   `models` -> TF1 -> HF again (the converter's CLI path)."""
   sys.path.insert(0, os.getcwd())
-  from xlnet_tf import hf_checkpoint  # pylint: disable=import-outside-toplevel
-  hf_checkpoint.convert_to_hf("tests/testdata/model/ckpt_untied/xlnet_model.ckpt",
-                              os.path.join(args.work_dir, "untied_hf"), task_name="toy", summary_type="last",
-                              allow_d_head_override=True)
+  from xlnet_tf import convert  # pylint: disable=import-outside-toplevel
+  convert.convert_to_hf("tests/testdata/model/ckpt_untied/xlnet_model.ckpt",
+                        os.path.join(args.work_dir, "untied_hf"), task_name="toy", summary_type="last",
+                        allow_d_head_override=True)
   for head, (source, _, _, summary_type) in ROUND_TRIPS.items():
-    tf1 = hf_checkpoint.convert_to_original(os.path.join(args.out, source), os.path.join(args.work_dir, f"{head}_tf1"))
-    hf_checkpoint.convert_to_hf(tf1, os.path.join(args.work_dir, f"{head}_hf"), summary_type=summary_type)
+    tf1 = convert.convert_to_original(os.path.join(args.out, source), os.path.join(args.work_dir, f"{head}_tf1"))
+    convert.convert_to_hf(tf1, os.path.join(args.work_dir, f"{head}_hf"), summary_type=summary_type)
 
 
 def _load(transformers, model_dir, class_name, d_head=None):

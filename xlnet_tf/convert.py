@@ -1,0 +1,67 @@
+"""Converting a checkpoint between the original's format (TF1 names; the original's checkpoints and ours) and a
+HuggingFace XLNet model directory, as `convert_checkpoint.py` does: `hf_checkpoint` maps the names and reads and
+writes HF's files, `checkpoint` reads and writes the original format."""
+
+import os
+
+from xlnet_tf import checkpoint
+from xlnet_tf import fileio
+from xlnet_tf import hf_checkpoint
+from xlnet_tf.config import XLNetConfig
+
+
+def _check_output_dir(output_dir):
+  if not output_dir:
+    raise ValueError("--output_dir is required: the directory the converted model goes to.")
+  fileio.check_output_dir(output_dir, "--output_dir")
+
+
+def _copy_spiece(src_dir, output_dir):
+  src = os.path.join(src_dir, "spiece.model")
+  if fileio.exists(src):
+    with fileio.open_file(src, "rb") as f:
+      fileio.atomic_write(os.path.join(output_dir, "spiece.model"), f.read())
+    return True
+  return False
+
+
+def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type="last", model_config_path=None,
+                  allow_d_head_override=False, log_fn=print):
+  """An original-format checkpoint (the original's or ours) -> an HF model directory: `model.safetensors`,
+  `config.json` and `spiece.model` (when beside the checkpoint). Every file is written atomically, the config last.
+
+  Args:
+    model_config_path: its xlnet_config.json; None: the one beside the checkpoint.
+  """
+  from safetensors.numpy import save_file  # pylint: disable=import-outside-toplevel
+  _check_output_dir(output_dir)
+  path = checkpoint.resolve_checkpoint_path(ckpt_path)
+  xlnet_config = XLNetConfig(json_path=model_config_path or os.path.join(os.path.dirname(path), "xlnet_config.json"))
+  config, weights, notes = hf_checkpoint.original_to_hf(checkpoint.original_arrays(path), xlnet_config, path, summary_type,
+                                          task_name, allow_d_head_override)
+  fileio.makedirs(output_dir)
+  with fileio.atomic_path(os.path.join(output_dir, "model.safetensors")) as tmp:
+    save_file(weights, tmp, metadata={"format": "pt"})
+  copied = _copy_spiece(os.path.dirname(path), output_dir)
+  fileio.write_json(os.path.join(output_dir, hf_checkpoint.CONFIG_FILE), config, indent=2, sort_keys=True)
+  for line in notes:
+    log_fn(line)
+  log_fn(f"Wrote {config['architectures'][0]} ({len(weights)} arrays) from {path} to {output_dir}: "
+         f"model.safetensors, config.json{', spiece.model' if copied else ''}.")
+  return output_dir
+
+
+def convert_to_original(directory, output_dir, task_name=None, log_fn=print):
+  """An HF model directory -> `xlnet_model.ckpt` (the original's names and layouts), `xlnet_config.json` and
+  `spiece.model` (when the directory has one) in output_dir, each written atomically."""
+  _check_output_dir(output_dir)
+  xlnet_config, arrays, info = hf_checkpoint.read_hf_checkpoint(directory, task_name)
+  ckpt = os.path.join(output_dir, "xlnet_model.ckpt")
+  checkpoint.write_original_checkpoint(arrays, ckpt)
+  copied = _copy_spiece(directory, output_dir)
+  xlnet_config.to_json(os.path.join(output_dir, "xlnet_config.json"))
+  for line in info["notes"]:
+    log_fn(line)
+  log_fn(f"Wrote {ckpt} ({len(arrays)} variables, {info['description']}), xlnet_config.json"
+         f"{', spiece.model' if copied else ''} from {directory}.")
+  return ckpt

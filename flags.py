@@ -316,48 +316,67 @@ def define_pretrain_flags(flag_values=flags.FLAGS):
   flags.DEFINE_bool("track_mean", False, "Unused, as in the original.", **fv)
 
 
+# The flags every fine-tuning script (run_classifier.py, run_squad.py, run_race.py) has: kind, name, default, help.
+# A script passes its own default and help where the original script's differ (`define_fine_tuning_flags`).
+_FINE_TUNING_FLAGS = (
+    ("string", "model_config_path", None, "Model config path (xlnet_config.json)."),
+    ("bool", "overwrite_data", False, "If False, will use cached data if available."),
+    ("string", "output_dir", "", "Output dir for TF records."),
+    ("string", "spiece_model_file", "", "Sentence Piece model path."),
+    ("string", "tpu_job_name", None, "TPU worker job name (unused, as in the original)."),
+    ("bool", "do_train", False, "Whether to do training."),
+    ("integer", "train_batch_size", 8, "Batch size for training, PER REPLICA (per GPU) as in the original's GPU "
+     "path; with --strategy=tpu (or --use_tpu) it is the global batch."),
+    ("bool", "do_predict", False, "Whether to do prediction."),
+    ("integer", "max_seq_length", 128, "Max sequence length."),
+    ("integer", "shuffle_buffer", 2048, "Buffer size used for shuffle."),
+    ("bool", "uncased", False, "Use uncased."),
+    ("string", "predict_dir", None, "Dir for prediction files."),
+    ("string", "predict_ckpt", None, "Checkpoint for --do_predict. If None, the last one in model_dir."),
+)
+
+
+def define_fine_tuning_flags(flag_values=flags.FLAGS, **overrides):
+  """Defines `_FINE_TUNING_FLAGS`; `overrides`: name -> (default, help) where a script's original differs."""
+  for kind, name, default, help_text in _FINE_TUNING_FLAGS:
+    default, help_text = overrides.get(name, (default, help_text))
+    getattr(flags, f"DEFINE_{kind}")(name, default, help_text, flag_values=flag_values)
+
+
+def _define_summary_flags(fv):
+  flags.DEFINE_enum("summary_type", "last", ["last", "first", "mean", "attn"], "Method used to summarize a "
+                    "sequence into a compact vector.", **fv)
+  flags.DEFINE_bool("use_summ_proj", True, "Whether to use projection for summarizing sequences.", **fv)
+
+
 def define_classifier_flags(flag_values=flags.FLAGS):
   """The flags of the original `run_classifier.py` not in the shared groups (names and defaults unchanged), plus
   the generic csv/tsv task's column flags and --export_dir (new)."""
   fv = dict(flag_values=flag_values)
-  # Model.
-  flags.DEFINE_string("model_config_path", None, "Model config path (xlnet_config.json).", **fv)
-  flags.DEFINE_enum("summary_type", "last", ["last", "first", "mean", "attn"], "Method used to summarize a "
-                    "sequence into a compact vector.", **fv)
-  flags.DEFINE_bool("use_summ_proj", True, "Whether to use projection for summarizing sequences.", **fv)
-  # I/O paths.
-  flags.DEFINE_bool("overwrite_data", False, "If False, will use cached data if available. The cached tfrecord "
-                    "names do not include the task or num_passes: set this when they change.", **fv)
-  flags.DEFINE_string("output_dir", "", "Output dir for TF records.", **fv)
-  flags.DEFINE_string("spiece_model_file", "", "Sentence Piece model path.", **fv)
+  define_fine_tuning_flags(
+      flag_values,
+      overwrite_data=(False, "If False, will use cached data if available. The cached tfrecord names do not include "
+                      "the task or num_passes: set this when they change."),
+      train_batch_size=(8, "Batch size for training, PER REPLICA (per GPU) as in the original's GPU path; with "
+                        "--strategy=tpu (or --use_tpu) it is the global batch. The global batch is train_batch_size "
+                        "x replicas on one_device/mirrored/multi_worker_mirrored."),
+      predict_dir=(None, "Dir for saving prediction files ({task}.tsv, {task}.logits.json)."),
+      predict_ckpt=(None, "Ckpt path for do_predict (and --export_dir). If None, use the last one in model_dir."))
+  _define_summary_flags(fv)
   flags.DEFINE_string("data_dir", "", "Directory for input data.", **fv)
-  flags.DEFINE_string("tpu_job_name", None, "TPU worker job name (unused, as in the original).", **fv)
-  # Training.
-  flags.DEFINE_bool("do_train", False, "Whether to do training.", **fv)
-  flags.DEFINE_integer("train_batch_size", 8, "Batch size for training, PER REPLICA (per GPU) as in the "
-                       "original's GPU path; with --strategy=tpu (or --use_tpu) it is the global batch. The global "
-                       "batch is train_batch_size x replicas on one_device/mirrored/multi_worker_mirrored.", **fv)
   # Evaluation and prediction.
   flags.DEFINE_bool("do_eval", False, "Whether to do eval.", **fv)
-  flags.DEFINE_bool("do_predict", False, "Whether to do prediction.", **fv)
   flags.DEFINE_float("predict_threshold", 0, "Threshold for binary prediction (on logit1 - logit0).", **fv)
   flags.DEFINE_enum("eval_split", "dev", ["dev", "test"], "Could be dev or test.", **fv)
   flags.DEFINE_integer("eval_batch_size", 128, "Batch size for evaluation.", **fv)
   flags.DEFINE_integer("predict_batch_size", 128, "Batch size for prediction.", **fv)
-  flags.DEFINE_string("predict_dir", None, "Dir for saving prediction files ({task}.tsv, {task}.logits.json).",
-                      **fv)
   flags.DEFINE_bool("eval_all_ckpt", False, "Eval all ckpts. If False, only evaluate the last one.", **fv)
-  flags.DEFINE_string("predict_ckpt", None, "Ckpt path for do_predict (and --export_dir). If None, use the last "
-                      "one in model_dir.", **fv)
   # Task.
   flags.DEFINE_string("task_name", None, "Task name: mnli_matched, mnli_mismatched, sts-b, imdb, yelp5, cola, "
                       "sst-2, mrpc, qqp, qnli, rte, wnli, or csv/tsv (a generic data set: see --text_a_column).",
                       **fv)
-  flags.DEFINE_integer("max_seq_length", 128, "Max sequence length.", **fv)
-  flags.DEFINE_integer("shuffle_buffer", 2048, "Buffer size used for shuffle.", **fv)
   flags.DEFINE_integer("num_passes", 1, "Num passes for processing training data (the shuffled training "
                        "examples are written this many times).", **fv)
-  flags.DEFINE_bool("uncased", False, "Use uncased.", **fv)
   flags.DEFINE_string("cls_scope", None, "Classifier layer scope: the head is classification_{cls_scope}, "
                       "default classification_{task_name}.", **fv)
   flags.DEFINE_bool("is_regression", False, "Whether it's a regression task.", **fv)
@@ -380,40 +399,35 @@ def define_squad_flags(flag_values=flags.FLAGS):
   """The flags of the original `run_squad.py` not in the shared groups (names and defaults unchanged), plus the
   corrections of its two oddities and the checkpoint choice for prediction (new)."""
   fv = dict(flag_values=flag_values)
+  define_fine_tuning_flags(
+      flag_values,
+      overwrite_data=(False, "If False, will use cached evaluation data if available. The cache names ignore "
+                      "--doc_stride, --uncased and --predict_file: set this when they change."),
+      output_dir=("", "Output dir for TF records (and the cached evaluation features)."),
+      do_train=(True, "Whether to do training (True by default, as in the original)."),
+      train_batch_size=(48, "Batch size for training, PER REPLICA (per GPU) as in the original's GPU path; with "
+                        "--strategy=tpu (or --use_tpu) it is the global batch."),
+      do_predict=(False, "Whether to do predict (and evaluate when --predict_file has answers)."),
+      max_seq_length=(512, "Max sequence length."),
+      uncased=(False, "Use uncased data."),
+      predict_dir=("", "Dir for predictions: predictions.json, nbest_predictions.json, null_odds.json."),
+      predict_ckpt=(None, "Checkpoint for --do_predict. Unset: --init_checkpoint when --do_train=False (the original "
+                    "ignores it, xlnet#56), else model_dir's latest (new)."))
   # Preprocessing.
   flags.DEFINE_bool("do_prepro", False, "Perform preprocessing only: write the training records of examples "
                     "[proc_id::num_proc] of --train_file to --output_dir.", **fv)
   flags.DEFINE_integer("num_proc", 1, "Number of preprocessing processes.", **fv)
   flags.DEFINE_integer("proc_id", 0, "Process id for preprocessing.", **fv)
-  # Model.
-  flags.DEFINE_string("model_config_path", None, "Model config path (xlnet_config.json).", **fv)
   flags.DEFINE_string("summary_type", "last", "Unused, as in the original (the QA head summarises nothing).", **fv)
-  # I/O paths.
-  flags.DEFINE_bool("overwrite_data", False, "If False, will use cached evaluation data if available. The cache "
-                    "names ignore --doc_stride, --uncased and --predict_file: set this when they change.", **fv)
   flags.DEFINE_bool("init_global_vars", False, "Unused, as in the original.", **fv)
-  flags.DEFINE_string("output_dir", "", "Output dir for TF records (and the cached evaluation features).", **fv)
-  flags.DEFINE_string("predict_dir", "", "Dir for predictions: predictions.json, nbest_predictions.json, "
-                      "null_odds.json.", **fv)
-  flags.DEFINE_string("spiece_model_file", "", "Sentence Piece model path.", **fv)
   flags.DEFINE_string("train_file", "", "Path of train file (SQuAD v2.0 or v1.1 JSON).", **fv)
   flags.DEFINE_string("predict_file", "", "Path of prediction file (SQuAD JSON; evaluated when it has answers).",
                       **fv)
   # Data preprocessing config.
-  flags.DEFINE_integer("max_seq_length", 512, "Max sequence length.", **fv)
   flags.DEFINE_integer("max_query_length", 64, "Max query length.", **fv)
   flags.DEFINE_integer("doc_stride", 128, "Doc stride: the shift between windows of a paragraph.", **fv)
   flags.DEFINE_integer("max_answer_length", 64, "Max answer length (in pieces).", **fv)
-  flags.DEFINE_bool("uncased", False, "Use uncased data.", **fv)
-  flags.DEFINE_string("tpu_job_name", None, "TPU worker job name (unused, as in the original).", **fv)
-  # Training.
-  flags.DEFINE_bool("do_train", True, "Whether to do training (True by default, as in the original).", **fv)
-  flags.DEFINE_integer("train_batch_size", 48, "Batch size for training, PER REPLICA (per GPU) as in the "
-                       "original's GPU path; with --strategy=tpu (or --use_tpu) it is the global batch.", **fv)
-  flags.DEFINE_integer("shuffle_buffer", 2048, "Buffer size used for shuffle.", **fv)
   # Prediction.
-  flags.DEFINE_bool("do_predict", False, "Whether to do predict (and evaluate when --predict_file has answers).",
-                    **fv)
   flags.DEFINE_integer("predict_batch_size", 32, "Batch size for prediction.", **fv)
   flags.DEFINE_integer("n_best_size", 5, "n best size for predictions.", **fv)
   flags.DEFINE_integer("start_n_top", 5, "Beam size for span start.", **fv)
@@ -421,8 +435,6 @@ def define_squad_flags(flag_values=flags.FLAGS):
   flags.DEFINE_string("target_eval_key", "best_f1", "The evaluation key that picks the best checkpoint with "
                       "--predict_all_ckpt (unused in the original).", **fv)
   # New.
-  flags.DEFINE_string("predict_ckpt", None, "Checkpoint for --do_predict. Unset: --init_checkpoint when "
-                      "--do_train=False (the original ignores it, xlnet#56), else model_dir's latest (new).", **fv)
   flags.DEFINE_bool("predict_all_ckpt", False, "Predict with every checkpoint of model_dir, each into "
                     "predict_dir/<checkpoint name>/ (new).", **fv)
   flags.DEFINE_bool("allow_last_token", False, "Let the last paragraph token of a window start or end an answer "
@@ -437,44 +449,32 @@ def define_race_flags(flag_values=flags.FLAGS):
   """The flags of the original `run_race.py` not in the shared groups (names and defaults unchanged), plus
   --fix_option_aliasing, --sorted_file_order, --eval_all_ckpt and the predict mode (new)."""
   fv = dict(flag_values=flag_values)
-  # Model.
-  flags.DEFINE_string("model_config_path", None, "Model config path (xlnet_config.json).", **fv)
-  flags.DEFINE_enum("summary_type", "last", ["last", "first", "mean", "attn"], "Method used to summarize a "
-                    "sequence into a compact vector.", **fv)
-  flags.DEFINE_bool("use_summ_proj", True, "Whether to use projection for summarizing sequences.", **fv)
-  # I/O paths.
-  flags.DEFINE_bool("overwrite_data", False, "If False, will use cached data if available. The cached tfrecord "
-                    "names include neither max_qa_length, uncased, fix_option_aliasing nor sorted_file_order: set "
-                    "this when one of them changes.", **fv)
-  flags.DEFINE_string("output_dir", "", "Output dir for TF records.", **fv)
-  flags.DEFINE_string("spiece_model_file", "", "Sentence Piece model path.", **fv)
+  define_fine_tuning_flags(
+      flag_values,
+      overwrite_data=(False, "If False, will use cached data if available. The cached tfrecord names include neither "
+                      "max_qa_length, uncased, fix_option_aliasing nor sorted_file_order: set this when one of them "
+                      "changes."),
+      train_batch_size=(8, "Batch size for training, in questions (1 question = 4 sequences: the article with each "
+                        "option), PER REPLICA as in the original's GPU path; with --strategy=tpu (or --use_tpu) it is "
+                        "the global batch."),
+      do_predict=(False, "Write the chosen option and the probabilities of every question of --eval_split to "
+                  "--predict_dir (new)."),
+      max_seq_length=(512, "Max length of each of the 4 sequences (article + question/option)."),
+      predict_dir=(None, "Dir for the prediction file [high.|middle.]{eval_split}.predictions.json (new)."),
+      predict_ckpt=(None, "Ckpt path for do_predict. If None, the last one in model_dir, else --init_checkpoint "
+                    "(new)."))
+  _define_summary_flags(fv)
   flags.DEFINE_string("data_dir", "", "Directory for input data: {train,dev,test}/{middle,high}/ (RACE's layout).",
                       **fv)
-  flags.DEFINE_string("tpu_job_name", None, "TPU worker job name (unused, as in the original).", **fv)
-  # Training.
-  flags.DEFINE_bool("do_train", False, "Whether to do training.", **fv)
-  flags.DEFINE_integer("train_batch_size", 8, "Batch size for training, in questions (1 question = 4 sequences: "
-                       "the article with each option), PER REPLICA as in the original's GPU path; with "
-                       "--strategy=tpu (or --use_tpu) it is the global batch.", **fv)
   # Evaluation and prediction.
   flags.DEFINE_bool("do_eval", False, "Whether to do eval.", **fv)
   flags.DEFINE_enum("eval_split", "dev", ["dev", "test"], "Could be dev or test.", **fv)
   flags.DEFINE_integer("eval_batch_size", 32, "Batch size for evaluation (and prediction), in questions.", **fv)
   flags.DEFINE_bool("eval_all_ckpt", False, "Eval all ckpts in model_dir. If False, only the last one (the "
                     "original's); with none there, --init_checkpoint (new).", **fv)
-  flags.DEFINE_bool("do_predict", False, "Write the chosen option and the probabilities of every question of "
-                    "--eval_split to --predict_dir (new).", **fv)
-  flags.DEFINE_string("predict_dir", None, "Dir for the prediction file [high.|middle.]{eval_split}.predictions.json "
-                      "(new).", **fv)
-  flags.DEFINE_string("predict_ckpt", None, "Ckpt path for do_predict. If None, the last one in model_dir, else "
-                      "--init_checkpoint (new).", **fv)
   # Data config.
-  flags.DEFINE_integer("max_seq_length", 512, "Max length of each of the 4 sequences (article + question/option).",
-                       **fv)
   flags.DEFINE_integer("max_qa_length", 128, "Max length for the concatenated question and answer (its last tokens "
                        "are kept).", **fv)
-  flags.DEFINE_integer("shuffle_buffer", 2048, "Buffer size used for shuffle.", **fv)
-  flags.DEFINE_bool("uncased", False, "Use uncased.", **fv)
   flags.DEFINE_bool("high_only", False, "Read only the high-school level (training and evaluation).", **fv)
   flags.DEFINE_bool("middle_only", False, "Read only the middle-school level (training and evaluation).", **fv)
   flags.DEFINE_bool("sorted_file_order", False, "Read the files of a level sorted by name. False: in the order "

@@ -29,13 +29,8 @@ def define_flags(flag_values=absl_flags.FLAGS):
 
 
 def create_data(o):
-  """Validates the options (this script's flags) and runs `pretrain_data.create_data`. Raises `DataError`."""
-  num_core_per_host = o.num_core_per_host if o.use_tpu else 1  # Forced to 1 without TPU, as the original.
-  pretrain_data.validate_options(
-      bsz_per_host=o.bsz_per_host, num_core_per_host=num_core_per_host, seq_len=o.seq_len,
-      reuse_len=o.reuse_len, num_predict=o.num_predict, mask_alpha=o.mask_alpha, mask_beta=o.mask_beta,
-      bi_data=o.bi_data, split=o.split, task=o.task, num_task=o.num_task, pass_id=o.pass_id, seed=o.seed,
-      span_sampling=o.span_sampling)
+  """Runs `pretrain_data.create_data` (which validates the options, this script's flags, once). Raises
+  `DataError`."""
   return pretrain_data.create_data(
       input_glob=o.input_glob, sp_path=o.sp_path, save_dir=o.save_dir, bsz_per_host=o.bsz_per_host,
       num_core_per_host=o.num_core_per_host, seq_len=o.seq_len, reuse_len=o.reuse_len, uncased=o.uncased,

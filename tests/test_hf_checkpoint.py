@@ -207,6 +207,52 @@ def test_transformers_loads_the_export_live(tmp_path):
   np.testing.assert_allclose(logits.numpy(), golden["cls_logits_toy"], atol=ATOL, rtol=0)
 
 
+ORIGINAL_DHEAD4 = f"{DATA}/original_dhead4"  # tests/testdata/generate_original_export.py
+
+
+def test_cli_export_of_an_original_checkpoint_hf_can_express(tmp_path):
+  """An ORIGINAL-code checkpoint with d_head = d_model / n_head (its classification head; no mask_emb, which the
+  original's fine-tuning graph lacks) -> convert_checkpoint.py, no override -> an HF directory that this port loads
+  back to the original's outputs; and transformers, loading that same export (recorded by the generator: no
+  missing, unexpected or mismatched weight), gave the original's outputs too."""
+  out = str(tmp_path / "hf")
+  proc = subprocess.run([sys.executable, "convert_checkpoint.py", f"--input={ORIGINAL_DHEAD4}/ckpt/xlnet_model.ckpt",
+                         f"--output_dir={out}", "--task_name=toy", "--summary_type=last"],
+                        capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONPATH=os.getcwd()))
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert "mask_emb" in proc.stdout + proc.stderr
+  golden = np.load(f"{ORIGINAL_DHEAD4}/outputs.npz")
+  config = XLNetConfig(json_path=f"{ORIGINAL_DHEAD4}/ckpt/xlnet_config.json")
+  rc = _run_config()
+  model = XLNetModel(config, rc, heads=finetune_heads(config, rc, "last", cls_heads={"toy": 3}))
+  report = checkpoint.load_checkpoint(model, out)
+  assert report["unused"] == [] and report["kept_initial"] == ["model/lm_loss/bias"], report
+  output, _ = model(golden["input_ids"], golden["seg_ids"], golden["input_mask"])
+  logits = model.get_head_logits(model.get_pooled_out(output, golden["input_mask"]), "classification_toy")
+  np.testing.assert_allclose(output, golden["hidden"], atol=ATOL, rtol=0)
+  np.testing.assert_allclose(logits, golden["logits"], atol=ATOL, rtol=0)
+  assert not any(json.loads(str(golden["hf_loading_info"])).values())
+  np.testing.assert_allclose(golden["hf_hidden"], golden["hidden"], atol=ATOL, rtol=0)
+  np.testing.assert_allclose(golden["hf_logits"], golden["logits"], atol=ATOL, rtol=0)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is None or not HAS_TORCH,
+                    reason="needs torch and transformers")
+def test_transformers_loads_the_cli_export_of_an_original_checkpoint_live(tmp_path):
+  import torch  # pylint: disable=import-outside-toplevel
+  import transformers  # pylint: disable=import-outside-toplevel
+  out = str(tmp_path / "hf")
+  convert.convert_to_hf(f"{ORIGINAL_DHEAD4}/ckpt/xlnet_model.ckpt", out, task_name="toy", log_fn=lambda line: None)
+  model, info = transformers.XLNetForSequenceClassification.from_pretrained(out, output_loading_info=True)
+  assert not any(info.values()), info
+  golden = np.load(f"{ORIGINAL_DHEAD4}/outputs.npz")
+  with torch.no_grad():
+    logits = model.eval()(input_ids=torch.from_numpy(golden["input_ids"].T.copy()).long(),
+                          token_type_ids=torch.from_numpy(golden["seg_ids"].T.copy()).long(),
+                          attention_mask=torch.from_numpy(1.0 - golden["input_mask"].T)).logits
+  np.testing.assert_allclose(logits.numpy(), golden["logits"], atol=ATOL, rtol=0)
+
+
 def test_tied_biases_are_repeated_per_layer_and_spiece_is_copied(tmp_path):
   src = tmp_path / "ckpt"
   shutil.copytree(f"{MODEL}/ckpt_tied", src)

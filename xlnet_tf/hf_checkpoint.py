@@ -383,6 +383,10 @@ def original_to_hf(arrays, xlnet_config, source, summary_type="last", task_name=
     if name not in arrays and hf == "lm_loss.bias":
       notes.append(f"{source} has no model/lm_loss/bias (a fine-tuned checkpoint): the LM bias is written as zeros.")
       arrays = dict(arrays, **{name: np.zeros([c.n_token], np.float32)})
+    if name not in arrays and hf == "transformer.mask_emb":  # the original's graph makes it for pretraining only
+      notes.append(f"{source} has no model/transformer/mask_emb (the original's fine-tuning graph has none): it is "
+                   "written as zeros; only the query stream of pretraining reads it.")
+      arrays = dict(arrays, **{name: np.zeros([1, 1, c.d_model], np.float32)})
     if name not in arrays:
       if hf.startswith("sequence_summary."):
         continue  # a head fine-tuned with --use_summ_proj=False

@@ -101,6 +101,46 @@ def check_training_flags(o, num_replicas=1, strategy="one_device"):
                     f"cores. Received: {o.train_batch_size}.")
 
 
+# -- from flags to the library's plain configs (xlnet_tf/ never reads flags) --------------------------------------
+def train_config(o, global_batch_size, tokens_per_example, **fields):
+  """The `training.TrainConfig` of a training CLI's options `o`: the optimizer flags (`define_optimizer_flags`)
+  and the hardware flags the loop uses (`define_hardware_flags`); `fields` set the rest (or replace a flag's)."""
+  from xlnet_tf.training import TrainConfig  # pylint: disable=g-import-not-at-top  (flags.py stays light to import)
+  values_ = dict(learning_rate=o.learning_rate, train_steps=o.train_steps, warmup_steps=o.warmup_steps,
+                 decay_method=o.decay_method, min_lr_ratio=o.min_lr_ratio, weight_decay=o.weight_decay,
+                 adam_epsilon=o.adam_epsilon, clip=o.clip, lr_layer_decay_rate=o.lr_layer_decay_rate,
+                 clip_mode=None if o.clip_mode == "auto" else o.clip_mode, loss_weighting=o.loss_weighting,
+                 skip_bad_records=o.skip_bad_records, iterations=o.iterations, save_steps=o.save_steps,
+                 max_save=o.max_save, jit_compile=o.jit_compile)
+  values_.update(fields)
+  return TrainConfig(global_batch_size=global_batch_size, tokens_per_example=tokens_per_example, **values_)
+
+
+def fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per_example, log_fn=print):
+  """The `Trainer` of a fine-tuning CLI (run_classifier.py, run_race.py, run_squad.py) from its options `o`
+  (`training.fine_tuning_trainer`): `--train_batch_size` is global on TPU and per replica elsewhere (the original's
+  GPU semantics); the run files are written on the chief, then it resumes from `--model_dir`'s latest checkpoint
+  or loads `--init_checkpoint` (weights).
+
+  Args:
+    build_model: run_config -> the task's XLNetModel.
+    task: the task's loss (e.g. a `ClassifierTask`).
+    xlnet_config: the model's `XLNetConfig`.
+    tokens_per_example: int, for the tokens/s of the log line.
+
+  Returns:
+    (trainer, the step it starts from, the global batch size, the per-replica batch size).
+  """
+  from xlnet_tf import create_run_config, training  # pylint: disable=g-import-not-at-top
+  global_batch, per_replica = training.fine_tuning_batch_sizes(strategy, o.train_batch_size)
+  run_config = create_run_config(is_training=True, is_finetune=True, flags=o)
+  config = train_config(o, global_batch, tokens_per_example,
+                        iterations=min(o.iterations, o.save_steps) if o.save_steps else o.iterations)
+  trainer, start = training.fine_tuning_trainer(strategy, lambda: build_model(run_config), task, o.model_dir, config,
+                                                xlnet_config, vars(o), o.init_checkpoint, log_fn)
+  return trainer, start, global_batch, per_replica
+
+
 def values(flag_values=flags.FLAGS):
   """The script's own flags (every flag defined by this module) as a plain namespace: what its `run` takes."""
   return types.SimpleNamespace(**{f.name: f.value for f in flag_values.get_flags_for_module(__name__)})

@@ -130,7 +130,7 @@ def _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, scope,
   log_fn(f"Num of train samples: {len(train_examples)}")
   train_file = _write_records(train_examples, label_list, o, tokenize_fn, "train", log_fn,
                               xlnet_config.n_token, o.num_passes)
-  trainer, start, global_batch, per_replica = training.fine_tuning_trainer(
+  trainer, start, global_batch, per_replica = flags.fine_tuning_trainer(
       o, strategy, lambda run_config: classifier_task.build_model(xlnet_config, run_config, **model_args),
       classifier_task.ClassifierTask(scope), xlnet_config, o.max_seq_length, log_fn)
   log_fn(f"Training {scope} from step {start} to {o.train_steps}: global batch {global_batch} "

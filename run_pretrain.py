@@ -114,9 +114,7 @@ def build_trainer(o, strategy, xlnet_config):
                          same_length=o.same_length)
   return training.Trainer(
       strategy, lambda: XLNetModel(xlnet_config, run_config), pretrain_task.PretrainTask(), o.model_dir,
-      **training.trainer_args(o), global_batch_size=o.train_batch_size,
-      mem_len=run_config.mem_len, mems_reset=o.mems_reset, iterations=o.iterations, save_steps=o.save_steps,
-      max_save=o.max_save, jit_compile=o.jit_compile, tokens_per_example=o.seq_len)
+      flags.train_config(o, o.train_batch_size, o.seq_len, mems_reset=o.mems_reset))
 
 
 def _run(o, strategy, log_fn):

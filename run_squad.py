@@ -191,7 +191,7 @@ def run(o, strategy, log_fn=print):
     records.check_fine_tuning_ids(fileio.glob(train_files), xlnet_config.n_token, o.spiece_model_file,
                                   rewrite="delete it and rerun (or rerun --do_prepro=True)")
     with fileio.directory_lock(o.model_dir if training.is_chief(strategy) else None):
-      trainer, start, global_batch, per_replica = training.fine_tuning_trainer(
+      trainer, start, global_batch, per_replica = flags.fine_tuning_trainer(
           o, strategy, lambda run_config: squad_task.build_model(xlnet_config, run_config), squad_task.SquadTask(),
           xlnet_config, o.max_seq_length, log_fn)
       log_fn(f"Training the SQuAD head from step {start} to {o.train_steps}: global batch {global_batch} "

@@ -77,10 +77,9 @@ def build_step(cfg, jit_compile=False, mixed_bf16=False, project_dir=None, use_t
     trainer = training.Trainer(
         strategy, lambda: xlnet_tf.XLNetModel(xlnet_config, run_config), PretrainTask(),
         tempfile.mkdtemp(prefix="xlnet-bench-"),
-        optimizer_args=dict(learning_rate=o["learning_rate"], train_steps=10 ** 9, min_lr_ratio=1.0,
-                            adam_epsilon=o["epsilon"]),
-        clip=o["clip_global_norm"], global_batch_size=cfg["bsz"], mem_len=cfg["mem_len"], iterations=1,
-        jit_compile=jit_compile, tokens_per_example=cfg["seq_len"])
+        training.TrainConfig(learning_rate=o["learning_rate"], train_steps=10 ** 9, min_lr_ratio=1.0,
+                             adam_epsilon=o["epsilon"], clip=o["clip_global_norm"], global_batch_size=cfg["bsz"],
+                             iterations=1, jit_compile=jit_compile, tokens_per_example=cfg["seq_len"]))
     dataset = tf.data.Dataset.from_tensors(features).repeat()
     iterator = iter(strategy.distribute_datasets_from_function(lambda _: dataset))
     training.keep_freed_memory_after_input()  # as Trainer.train: the iterator reset glibc's mmap threshold

@@ -155,7 +155,7 @@ def build_trainer(golden_dir, meta, model_dir, log_fn=None, **overrides):
   else:
     model_args = run_classifier.build_model_args(o, meta.get("label_list"))
     xlnet_config = XLNetConfig(json_path=o.model_config_path)
-    trainer, _, _, _ = training.fine_tuning_trainer(
+    trainer, _, _, _ = flags.fine_tuning_trainer(
         o, strategy, lambda run_config: classifier_task.build_model(xlnet_config, run_config, **model_args),
         classifier_task.ClassifierTask(model_args["scope"]), xlnet_config, o.max_seq_length, log_fn)
   return trainer, o

@@ -84,8 +84,7 @@ def test_every_op_of_the_training_loop_runs_on_a_gpu(tmp_path, precision_policy,
   strategy = training.make_strategy("one_device")
   trainer = training.Trainer(
       strategy, _model_fn(kind, _run_config(True, use_bfloat16, kind)), task, str(tmp_path),
-      dict(learning_rate=1e-4, train_steps=10), global_batch_size=BSZ,
-      mem_len=MEM_LEN if kind == "pretrain" else None, jit_compile=jit_compile)
+      training.TrainConfig(learning_rate=1e-4, train_steps=10, global_batch_size=BSZ, jit_compile=jit_compile))
   features = {k: tf.constant(v) for k, v in _features(kind, np.random.default_rng(0)).items()}
   dataset = tf.data.Dataset.from_tensors(features).repeat()
   iterator = iter(strategy.distribute_datasets_from_function(lambda _: dataset))

@@ -212,7 +212,7 @@ def test_pretraining_checkpoints_initialise_a_classifier(tmp_path):
   checkpoint.export_original_checkpoint(pretrain, str(tmp_path / "released" / "xlnet_model.ckpt"))
   trainer = training.Trainer(
       training.make_strategy("one_device"), lambda: XLNetModel(config, run_config), pretrain_task.PretrainTask(),
-      str(tmp_path / "ours"), dict(learning_rate=1e-4, train_steps=1), global_batch_size=2)
+      str(tmp_path / "ours"), training.TrainConfig(learning_rate=1e-4, train_steps=1, global_batch_size=2))
   trainer.save()
   backbone = {n: v.numpy() for n, v in checkpoint.original_variable_map(pretrain).items()}
   ours = {n: v.numpy() for n, v in checkpoint.original_variable_map(trainer.model).items()}

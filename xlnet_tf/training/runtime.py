@@ -232,15 +232,3 @@ def start(options):
   warn_if_emulated_bfloat16(options.use_bfloat16, strategy)
   return strategy
 
-
-def trainer_args(options):
-  """The `Trainer` arguments every training CLI takes from its flags (`optimizer_args`, clip, lr_layer_decay_rate,
-  clip_mode, loss_weighting, skip_bad_records)."""
-  o = options
-  return dict(optimizer_args=dict(learning_rate=o.learning_rate, train_steps=o.train_steps,
-                                  warmup_steps=o.warmup_steps, decay_method=o.decay_method,
-                                  min_lr_ratio=o.min_lr_ratio, weight_decay=o.weight_decay,
-                                  adam_epsilon=o.adam_epsilon),
-              clip=o.clip, lr_layer_decay_rate=o.lr_layer_decay_rate,
-              clip_mode=None if o.clip_mode == "auto" else o.clip_mode, loss_weighting=o.loss_weighting,
-              skip_bad_records=o.skip_bad_records)

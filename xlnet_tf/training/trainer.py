@@ -27,20 +27,13 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import checkpoint as checkpoint_lib
-from xlnet_tf.config import create_run_config
 from xlnet_tf.data import read_errors, records
 from xlnet_tf.run_checkpoint import RunCheckpoint
 from xlnet_tf.training.mems import Mems
 from xlnet_tf.training.reporting import Progress
-from xlnet_tf.training.runtime import is_chief, keep_freed_memory_after_input, trainer_args, write_run_files
+from xlnet_tf.training.runtime import is_chief, keep_freed_memory_after_input, write_run_files
 from xlnet_tf.training import optimization
 from xlnet_tf.training import preemption
-
-
-MEMS_RESET = ("never", "every_loop")
-
-
-LOSS_WEIGHTINGS = ("replica_mean", "global_mean")
 
 
 def default_clip_mode(strategy):
@@ -53,69 +46,49 @@ class Trainer:
 
   Args:
     strategy: a tf.distribute.Strategy (see `make_strategy`).
-    model_fn: () -> XLNetModel, called inside `strategy.scope()`.
+    model_fn: () -> XLNetModel, called inside `strategy.scope()`; its `run_config.mem_len` is the length of the
+      mems the loop carries (None or 0: no memory).
     task: callable (model, features, mems, training) -> (loss_sum, weight_sum, new_mems); a task with
       `is_language_model = True` gets perplexity and bits per character in the log line.
     model_dir: str, checkpoints and TensorBoard logs.
-    optimizer_args: dict for `optimization.create_optimizer` (learning_rate, train_steps, warmup_steps,
-      decay_method, min_lr_ratio, weight_decay, adam_epsilon).
-    clip, lr_layer_decay_rate: as `optimization.apply_gradients`.
-    clip_mode: as `optimization.apply_gradients`; None = the original's for the strategy (`default_clip_mode`).
-    loss_weighting: "replica_mean" (the original) or "global_mean", see the module docstring.
-    skip_bad_records: read damaged record files (`train`'s data_files) only up to their first unreadable record,
-      instead of stopping at it (`records.skip_unreadable_records`).
-    global_batch_size: int, rows per step over all replicas.
-    mem_len: int or None, per-layer memory length (None or 0: no memory).
-    mems_reset: "never" or "every_loop".
-    iterations: steps per host call (and the logging interval).
-    save_steps: checkpoint every N steps (None: only at the end); max_save: checkpoints kept (0 or None: all).
-    jit_compile: XLA-compile the per-replica forward and backward.
-    tokens_per_example: int, for throughput figures.
+    config: a `TrainConfig` (the optimizer and its schedule, clipping, the loop's settings).
   """
 
-  def __init__(self, strategy, model_fn, task, model_dir, optimizer_args, clip=1.0, lr_layer_decay_rate=1.0,
-               global_batch_size=None, mem_len=None, mems_reset="never", iterations=1000, save_steps=None,
-               max_save=None, jit_compile=False, tokens_per_example=1, clip_mode=None,
-               loss_weighting="replica_mean", skip_bad_records=False):
-    if mems_reset not in MEMS_RESET:
-      raise ValueError(f"--mems_reset must be one of {MEMS_RESET}. Received: {mems_reset!r}.")
-    if iterations <= 0:
-      raise ValueError(f"--iterations must be positive. Received: {iterations}.")
+  def __init__(self, strategy, model_fn, task, model_dir, config):
     num_replicas = strategy.num_replicas_in_sync
+    global_batch_size = config.global_batch_size
     if global_batch_size % num_replicas:
       raise ValueError(f"The global batch size must split evenly over the {num_replicas} replicas. Received: "
                        f"{global_batch_size}. Use a multiple of {num_replicas}.")
-    if loss_weighting not in LOSS_WEIGHTINGS:
-      raise ValueError(f"--loss_weighting must be one of {LOSS_WEIGHTINGS}. Received: {loss_weighting!r}.")
-    self.clip_mode = clip_mode or default_clip_mode(strategy)
-    if self.clip_mode not in optimization.CLIP_MODES:
-      raise ValueError(f"--clip_mode must be one of {optimization.CLIP_MODES}. Received: {clip_mode!r}.")
-    self.loss_weighting = loss_weighting
-    self.skip_bad_records = skip_bad_records
+    self.config = config
+    self.clip_mode = config.clip_mode or default_clip_mode(strategy)
+    self.loss_weighting = config.loss_weighting
+    self.skip_bad_records = config.skip_bad_records
     self.strategy = strategy
     self.task = task
     self.model_dir = model_dir
-    self.clip = clip
-    self.lr_layer_decay_rate = lr_layer_decay_rate
+    self.clip = config.clip
+    self.lr_layer_decay_rate = config.lr_layer_decay_rate
     self.global_batch_size = global_batch_size
     self.bsz_per_replica = global_batch_size // num_replicas
-    self.mems_reset = mems_reset
-    self.iterations = iterations
-    self.save_steps = save_steps
-    self.jit_compile = jit_compile
-    self.train_steps = optimizer_args["train_steps"]
+    self.mems_reset = config.mems_reset
+    self.iterations = config.iterations
+    self.save_steps = config.save_steps
+    self.jit_compile = config.jit_compile
+    self.train_steps = config.train_steps
 
     self._stop = preemption.StopRequest()
     with strategy.scope():
       self.model = model_fn()
       self.n_layer = self.model.xlnet_config.n_layer
-      self.optimizer = optimization.create_optimizer(**optimizer_args)
+      self.optimizer = optimization.create_optimizer(**config.optimizer_args())
       self.optimizer.build(self.model.trainable_variables)  # Keras 3: before the first distributed step
-      self.mems = Mems(strategy, self.n_layer, mem_len, self.bsz_per_replica, self.model.xlnet_config.d_model)
+      self.mems = Mems(strategy, self.n_layer, self.model.run_config.mem_len, self.bsz_per_replica,
+                       self.model.xlnet_config.d_model)
     self.chief = is_chief(strategy)
     self.checkpoints = RunCheckpoint(self.model, self.optimizer, self.mems.global_variable, model_dir, self.chief,
-                                     max_save)
-    self.progress = Progress(model_dir, self.chief, global_batch_size * tokens_per_example,
+                                     config.max_save)
+    self.progress = Progress(model_dir, self.chief, global_batch_size * config.tokens_per_example,
                              language_model=getattr(task, "is_language_model", False))
     self._loop_fn = None
     self._gradients_fn = None
@@ -363,38 +336,31 @@ class Trainer:
     return self.checkpoints.save(self.step)
 
 
-def fine_tuning_trainer(options, strategy, build_model, task, xlnet_config, tokens_per_example, log_fn=print):
-  """The `Trainer` of a fine-tuning CLI (run_classifier.py, run_race.py, run_squad.py), from its flags.
-
-  `--train_batch_size` is global on TPU and per replica elsewhere (the original's GPU semantics). Writes the run
-  files on the chief, then resumes from `--model_dir`'s latest checkpoint or loads `--init_checkpoint` (weights).
-
-  Args:
-    options: the script's flag values.
-    build_model: run_config -> the task's XLNetModel.
-    task: the task's loss (e.g. a `ClassifierTask`).
-    xlnet_config: the model's `XLNetConfig`.
-    tokens_per_example: int, for the tokens/s of the log line.
-
-  Returns:
-    (trainer, the step it starts from, the global batch size, the per-replica batch size).
-  """
-  o = options
+def fine_tuning_batch_sizes(strategy, train_batch_size):
+  """(global, per-replica) batch of a fine-tuning CLI's `--train_batch_size`: global on TPU, per replica elsewhere
+  (the original's GPU semantics)."""
   num_replicas = strategy.num_replicas_in_sync
   if isinstance(strategy, tf.distribute.TPUStrategy):
-    global_batch, per_replica = o.train_batch_size, o.train_batch_size // num_replicas
-  else:
-    global_batch, per_replica = o.train_batch_size * num_replicas, o.train_batch_size
-  run_config = create_run_config(is_training=True, is_finetune=True, flags=o)
-  trainer = Trainer(strategy, lambda: build_model(run_config), task, o.model_dir, **trainer_args(o),
-                    global_batch_size=global_batch,
-                    iterations=min(o.iterations, o.save_steps) if o.save_steps else o.iterations,
-                    save_steps=o.save_steps, max_save=o.max_save, jit_compile=o.jit_compile,
-                    tokens_per_example=tokens_per_example)
+    return train_batch_size, train_batch_size // num_replicas
+  return train_batch_size * num_replicas, train_batch_size
+
+
+def fine_tuning_trainer(strategy, model_fn, task, model_dir, config, xlnet_config, run_flags, init_checkpoint=None,
+                        log_fn=print):
+  """The `Trainer` of a fine-tuning CLI (run_classifier.py, run_race.py, run_squad.py; built from its flags by
+  `flags.fine_tuning_trainer`), ready to train.
+
+  Writes the run files (`xlnet_config`, and `run_flags`: a dict) on the chief, then resumes from `model_dir`'s
+  latest checkpoint or loads `init_checkpoint`'s weights.
+
+  Returns:
+    (trainer, the step it starts from).
+  """
+  trainer = Trainer(strategy, model_fn, task, model_dir, config)
   if is_chief(strategy):
-    write_run_files(o.model_dir, xlnet_config, vars(o))
-  start = trainer.restore_or_init(o.init_checkpoint, log_fn=log_fn)  # weights only when fine-tuning
-  return trainer, start, global_batch, per_replica
+    write_run_files(model_dir, xlnet_config, run_flags)
+  start = trainer.restore_or_init(init_checkpoint, log_fn=log_fn)  # weights only when fine-tuning
+  return trainer, start
 
 
 def numpy_mems(trainer):

@@ -1,0 +1,72 @@
+"""`TrainConfig`: what the training loop (`trainer.Trainer`) needs besides the model and the task, as plain typed
+values, validated once. The CLIs build it from their flags (`flags.train_config`); the error messages name the
+flag a CLI user sets.
+"""
+
+import dataclasses
+from typing import Optional
+
+from xlnet_tf.training import optimization
+
+
+MEMS_RESET = ("never", "every_loop")
+
+
+LOSS_WEIGHTINGS = ("replica_mean", "global_mean")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+  """The optimizer, its schedule, the step and the loop of a training run.
+
+  Args:
+    learning_rate, train_steps, warmup_steps, decay_method, min_lr_ratio, weight_decay, adam_epsilon: as
+      `optimization.create_optimizer` (`optimizer_args`).
+    global_batch_size: int, rows per step over all replicas.
+    clip, lr_layer_decay_rate: as `optimization.apply_gradients`.
+    clip_mode: as `optimization.apply_gradients`; None = the original's for the strategy
+      (`trainer.default_clip_mode`).
+    loss_weighting: "replica_mean" (the original) or "global_mean", see `trainer`'s docstring.
+    mems_reset: "never" or "every_loop" (the mems' length is the model's `run_config.mem_len`).
+    iterations: steps per host call (and the logging interval).
+    save_steps: checkpoint every N steps (None: only at the end); max_save: checkpoints kept (0 or None: all).
+    jit_compile: XLA-compile the per-replica forward and backward.
+    skip_bad_records: read damaged record files (`train`'s data_files) only up to their first unreadable record,
+      instead of stopping at it (`records.skip_unreadable_records`).
+    tokens_per_example: int, for throughput figures.
+  """
+  learning_rate: float
+  train_steps: int
+  global_batch_size: int
+  warmup_steps: int = 0
+  decay_method: str = "poly"
+  min_lr_ratio: float = 0.0
+  weight_decay: float = 0.0
+  adam_epsilon: float = 1e-8
+  clip: float = 1.0
+  clip_mode: Optional[str] = None
+  lr_layer_decay_rate: float = 1.0
+  loss_weighting: str = "replica_mean"
+  mems_reset: str = "never"
+  iterations: int = 1000
+  save_steps: Optional[int] = None
+  max_save: Optional[int] = None
+  jit_compile: bool = False
+  skip_bad_records: bool = False
+  tokens_per_example: int = 1
+
+  def __post_init__(self):
+    if self.mems_reset not in MEMS_RESET:
+      raise ValueError(f"--mems_reset must be one of {MEMS_RESET}. Received: {self.mems_reset!r}.")
+    if self.iterations <= 0:
+      raise ValueError(f"--iterations must be positive. Received: {self.iterations}.")
+    if self.loss_weighting not in LOSS_WEIGHTINGS:
+      raise ValueError(f"--loss_weighting must be one of {LOSS_WEIGHTINGS}. Received: {self.loss_weighting!r}.")
+    if self.clip_mode is not None and self.clip_mode not in optimization.CLIP_MODES:
+      raise ValueError(f"--clip_mode must be one of {optimization.CLIP_MODES}. Received: {self.clip_mode!r}.")
+
+  def optimizer_args(self):
+    """The arguments of `optimization.create_optimizer`."""
+    return dict(learning_rate=self.learning_rate, train_steps=self.train_steps, warmup_steps=self.warmup_steps,
+                decay_method=self.decay_method, min_lr_ratio=self.min_lr_ratio, weight_decay=self.weight_decay,
+                adam_epsilon=self.adam_epsilon)

@@ -102,6 +102,26 @@ def check_training_flags(o, num_replicas=1, strategy="one_device"):
 
 
 # -- from flags to the library's plain configs (xlnet_tf/ never reads flags) --------------------------------------
+def start(o):
+  """`training.start` (the start-up of every training CLI; returns the strategy) with the options `o`'s hardware
+  and run flags; `--use_tpu` means `--strategy=tpu`, as the original's switch."""
+  from xlnet_tf import training  # pylint: disable=g-import-not-at-top  (flags.py stays light to import)
+  return training.start(strategy="tpu" if o.use_tpu else o.strategy, num_core_per_host=o.num_core_per_host,
+                        seed=o.seed, deterministic=o.deterministic, use_tf32=o.use_tf32,
+                        use_bfloat16=o.use_bfloat16, tpu=o.tpu, tpu_zone=o.tpu_zone, gcp_project=o.gcp_project)
+
+
+def create_run_config(o, is_training, is_finetune):
+  """The model's `RunConfig` from the options `o`'s run-config flags (`define_run_config_flags`), as the original
+  `xlnet.create_run_config`: fine-tuning never uses mems, reuse_len, bi_data or same_length (pretraining flags)."""
+  from xlnet_tf.config import RunConfig  # pylint: disable=g-import-not-at-top
+  kwargs = dict(is_training=is_training, use_tpu=o.use_tpu, use_bfloat16=o.use_bfloat16, dropout=o.dropout,
+                dropatt=o.dropatt, init=o.init, init_range=o.init_range, init_std=o.init_std, clamp_len=o.clamp_len)
+  if not is_finetune:
+    kwargs.update(mem_len=o.mem_len, reuse_len=o.reuse_len, bi_data=o.bi_data, same_length=o.same_length)
+  return RunConfig(**kwargs)
+
+
 def train_config(o, global_batch_size, tokens_per_example, **fields):
   """The `training.TrainConfig` of a training CLI's options `o`: the optimizer flags (`define_optimizer_flags`)
   and the hardware flags the loop uses (`define_hardware_flags`); `fields` set the rest (or replace a flag's)."""
@@ -131,9 +151,9 @@ def fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per
   Returns:
     (trainer, the step it starts from, the global batch size, the per-replica batch size).
   """
-  from xlnet_tf import create_run_config, training  # pylint: disable=g-import-not-at-top
+  from xlnet_tf import training  # pylint: disable=g-import-not-at-top
   global_batch, per_replica = training.fine_tuning_batch_sizes(strategy, o.train_batch_size)
-  run_config = create_run_config(is_training=True, is_finetune=True, flags=o)
+  run_config = create_run_config(o, is_training=True, is_finetune=True)
   config = train_config(o, global_batch, tokens_per_example,
                         iterations=min(o.iterations, o.save_steps) if o.save_steps else o.iterations)
   trainer, start = training.fine_tuning_trainer(strategy, lambda: build_model(run_config), task, o.model_dir, config,
@@ -233,7 +253,7 @@ def define_data_utils_flags(flag_values=flags.FLAGS):
 
 
 def define_run_config_flags(dropout, dropatt, flag_values=flags.FLAGS):
-  """[R] run-config flags every training script shares (`xlnet.create_run_config`)."""
+  """[R] run-config flags every training script shares (`create_run_config`)."""
   fv = dict(flag_values=flag_values)
   flags.DEFINE_float("dropout", dropout, "Dropout rate.", **fv)
   flags.DEFINE_float("dropatt", dropatt, "Attention dropout rate.", **fv)

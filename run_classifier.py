@@ -35,7 +35,6 @@ import numpy as np
 import tensorflow as tf
 from absl import flags as absl_flags
 
-from xlnet_tf import create_run_config
 from xlnet_tf import checkpoint
 from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
@@ -178,7 +177,7 @@ def run(o, strategy, log_fn=print):
     return results  # Eval, predict and export run on the chief only (the original evaluates on one host).
   if o.do_eval or o.do_predict or o.export_dir:
     inference = classifier_eval.Inference(classifier_task.build_model(
-        xlnet_config, create_run_config(is_training=False, is_finetune=True, flags=o), **model_args), scope,
+        xlnet_config, flags.create_run_config(o, is_training=False, is_finetune=True), **model_args), scope,
         o.jit_compile)
   if o.do_eval or o.do_predict:
     eval_examples = processor.get_eval_examples(o.data_dir, o.eval_split)
@@ -213,7 +212,7 @@ def run(o, strategy, log_fn=print):
 
 def body(o):
   validate(o)
-  run(o, training.start(o), log_fn=lambda line: print(line, flush=True))
+  run(o, flags.start(o), log_fn=lambda line: print(line, flush=True))
 
 
 if __name__ == "__main__":

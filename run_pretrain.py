@@ -14,7 +14,7 @@ import flags  # first: filter_stderr() runs before anything imports TensorFlow
 if __name__ == "__main__":
   flags.filter_stderr()
 from absl import flags as absl_flags
-from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
+from xlnet_tf import XLNetConfig, XLNetModel
 from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
 from xlnet_tf import training
@@ -108,10 +108,7 @@ def run(o, strategy, log_fn=print):
 
 def build_trainer(o, strategy, xlnet_config):
   """The pretraining `Trainer` of the options `o` on `strategy`, not yet initialised (`restore_or_init` next)."""
-  run_config = RunConfig(is_training=True, use_tpu=o.use_tpu, use_bfloat16=o.use_bfloat16, dropout=o.dropout,
-                         dropatt=o.dropatt, init=o.init, init_range=o.init_range, init_std=o.init_std,
-                         mem_len=o.mem_len, reuse_len=o.reuse_len, bi_data=o.bi_data, clamp_len=o.clamp_len,
-                         same_length=o.same_length)
+  run_config = flags.create_run_config(o, is_training=True, is_finetune=False)
   return training.Trainer(
       strategy, lambda: XLNetModel(xlnet_config, run_config), pretrain_task.PretrainTask(), o.model_dir,
       flags.train_config(o, o.train_batch_size, o.seq_len, mems_reset=o.mems_reset))
@@ -138,7 +135,7 @@ def _run(o, strategy, log_fn):
 
 
 def body(o):
-  run(o, training.start(o), log_fn=lambda line: print(line, flush=True))
+  run(o, flags.start(o), log_fn=lambda line: print(line, flush=True))
 
 
 if __name__ == "__main__":

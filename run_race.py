@@ -33,7 +33,6 @@ if __name__ == "__main__":
 import tensorflow as tf
 from absl import flags as absl_flags
 
-from xlnet_tf import create_run_config
 from xlnet_tf import checkpoint
 from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
@@ -154,7 +153,7 @@ def run(o, strategy, log_fn=print):
     return results  # Eval and predict run on the chief only (the original evaluates on one host).
 
   inference = race_eval.Inference(race_task.build_model(
-      xlnet_config, create_run_config(is_training=False, is_finetune=True, flags=o), **model_args), o.jit_compile)
+      xlnet_config, flags.create_run_config(o, is_training=False, is_finetune=True), **model_args), o.jit_compile)
   info = _prepare(o, o.eval_split, tokenize_fn, xlnet_config.n_token, log_fn)
   if o.do_eval:
     checkpoints = _model_dir_checkpoints(o)
@@ -181,7 +180,7 @@ def run(o, strategy, log_fn=print):
 
 def body(o):
   validate(o)
-  run(o, training.start(o), log_fn=lambda line: print(line, flush=True))
+  run(o, flags.start(o), log_fn=lambda line: print(line, flush=True))
 
 
 if __name__ == "__main__":

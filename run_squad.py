@@ -35,7 +35,6 @@ if __name__ == "__main__":
 import tensorflow as tf
 from absl import flags as absl_flags
 
-from xlnet_tf import create_run_config
 from xlnet_tf import checkpoint
 from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
@@ -202,7 +201,7 @@ def run(o, strategy, log_fn=print):
 
   if o.do_predict and training.is_chief(strategy):  # Prediction runs on the chief only.
     inference = squad_predict.Inference(squad_task.build_model(
-        xlnet_config, create_run_config(is_training=False, is_finetune=True, flags=o)), o.start_n_top, o.end_n_top,
+        xlnet_config, flags.create_run_config(o, is_training=False, is_finetune=True)), o.start_n_top, o.end_n_top,
         o.jit_compile)
     results["predict"], results["best"] = squad_predict.predict_checkpoints(
         inference, predict_ckpts or _predict_checkpoints(o), eval_set, o.predict_dir, o.predict_batch_size,
@@ -214,7 +213,7 @@ def run(o, strategy, log_fn=print):
 
 def body(o):
   validate(o)
-  run(o, training.start(o), log_fn=lambda line: print(line, flush=True))
+  run(o, flags.start(o), log_fn=lambda line: print(line, flush=True))
 
 
 if __name__ == "__main__":

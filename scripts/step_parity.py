@@ -29,7 +29,6 @@ import run_classifier
 import run_pretrain
 from xlnet_tf import XLNetConfig
 from xlnet_tf import checkpoint as checkpoint_lib
-from xlnet_tf import training
 from xlnet_tf.tasks.classifier import task as classifier_task
 from xlnet_tf.training import optimization
 from xlnet_tf.training.trainer import numpy_mems
@@ -138,7 +137,7 @@ _STRATEGIES = {}  # one per setting and process: two MirroredStrategies in one p
 def _strategy(o):
   key = (o.strategy, o.use_tpu, o.num_core_per_host)
   if key not in _STRATEGIES:
-    _STRATEGIES[key] = training.start(o)
+    _STRATEGIES[key] = flags.start(o)
   return _STRATEGIES[key]
 
 

@@ -3,7 +3,8 @@ import types
 
 import pytest
 
-from xlnet_tf import RunConfig, XLNetConfig, create_run_config
+import flags
+from xlnet_tf import RunConfig, XLNetConfig
 
 FIELDS = dict(n_layer=2, d_model=8, n_head=2, d_head=6, d_inner=11, ff_activation="gelu", untie_r=True,
               n_token=32)
@@ -46,11 +47,11 @@ def test_from_flags():
 
 
 def test_create_run_config_finetune_drops_memory_options():
-  flags = types.SimpleNamespace(use_tpu=False, use_bfloat16=False, dropout=0.1, dropatt=0.1, init="normal",
-                                init_range=0.1, init_std=0.02, clamp_len=-1, mem_len=128, reuse_len=64,
-                                bi_data=True, same_length=True)
-  pre = create_run_config(True, False, flags)
-  fine = create_run_config(True, True, flags)
+  o = types.SimpleNamespace(use_tpu=False, use_bfloat16=False, dropout=0.1, dropatt=0.1, init="normal",
+                            init_range=0.1, init_std=0.02, clamp_len=-1, mem_len=128, reuse_len=64, bi_data=True,
+                            same_length=True)
+  pre = flags.create_run_config(o, True, False)
+  fine = flags.create_run_config(o, True, True)
   assert (pre.mem_len, pre.reuse_len, pre.bi_data, pre.same_length) == (128, 64, True, True)
   assert (fine.mem_len, fine.reuse_len, fine.bi_data, fine.same_length) == (None, None, False, False)
   assert fine.dropout == 0.1 and fine.clamp_len == -1

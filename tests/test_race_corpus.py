@@ -9,7 +9,6 @@ import pytest
 import flags
 import run_race
 from helpers import learning
-from xlnet_tf import training
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.race import corpus
 from xlnet_tf.tasks.race import data
@@ -131,6 +130,6 @@ def test_fine_tuning_on_the_set_beats_chance(tmp_path):
       eval_batch_size=32, train_steps=RACE_STEPS, warmup_steps=RACE_STEPS // 10, iterations=100,
       learning_rate=RACE_LR, lr_layer_decay_rate=1.0, dropout=0.0, dropatt=0.0, seed=1, strategy="one_device")
   lines = []
-  results = run_race.run(o, training.start(o), log_fn=lines.append)  # as the CLI: seeded initialisation
+  results = run_race.run(o, flags.start(o), log_fn=lines.append)  # as the CLI: seeded initialisation
   (result,) = results["eval"]
   assert result["eval_accuracy"] > MIN_ACCURACY, result

@@ -341,7 +341,7 @@ def test_float32_matmuls_are_strict_unless_tf32_is_asked_for(tf32_default, use_t
   import flags
   import run_pretrain
   assert tf32_default  # TensorFlow 2's default, which the original (TF 1.13) did not have
-  training.start(flags.defaults(run_pretrain.define_flags, use_tf32=use_tf32))
+  flags.start(flags.defaults(run_pretrain.define_flags, use_tf32=use_tf32))
   assert tf.config.experimental.tensor_float_32_execution_enabled() == use_tf32
   # XLA (--jit_compile) follows: every float32 dot at HIGHEST precision, or XLA's default with TF32.
   expected = [] if use_tf32 else ["operand_precision={highest,highest}"]

@@ -13,7 +13,7 @@ from absl import flags as absl_flags
 
 import flags
 import run_squad
-from xlnet_tf import XLNetConfig, create_run_config
+from xlnet_tf import XLNetConfig
 from xlnet_tf import fileio
 from xlnet_tf import training
 from xlnet_tf.tasks.squad import predict as squad_predict
@@ -96,7 +96,7 @@ def test_prepro_train_predict(tiny_config, tmp_path):
   outputs = []
   for jit_compile in (False, True):
     inference = squad_predict.Inference(squad_task.build_model(
-        XLNetConfig(json_path=tiny_config), create_run_config(is_training=False, is_finetune=True, flags=o)),
+        XLNetConfig(json_path=tiny_config), flags.create_run_config(o, is_training=False, is_finetune=True)),
         jit_compile=jit_compile)
     inference.load(str(tmp_path / "model" / "ckpt-4"))
     outputs.append(inference.run(records.squad_dataset(

@@ -11,7 +11,6 @@ __version__ = "0.1.0"
 _PUBLIC = {
     "XLNetConfig": "xlnet_tf.config",
     "RunConfig": "xlnet_tf.config",
-    "create_run_config": "xlnet_tf.config",
     "PositionwiseFFN": "xlnet_tf.modeling.layers",
     "RelMultiheadAttn": "xlnet_tf.modeling.layers",
     "TwoStreamRelAttention": "xlnet_tf.modeling.layers",

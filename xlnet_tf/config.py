@@ -124,13 +124,3 @@ class RunConfig:
   def __repr__(self):
     return f"RunConfig({', '.join(f'{k}={v!r}' for k, v in self.to_dict().items())})"
 
-
-def create_run_config(is_training, is_finetune, flags):
-  """The original's split: fine-tuning never uses mems, reuse_len, bi_data or same_length."""
-  kwargs = dict(is_training=is_training, use_tpu=flags.use_tpu, use_bfloat16=flags.use_bfloat16,
-                dropout=flags.dropout, dropatt=flags.dropatt, init=flags.init, init_range=flags.init_range,
-                init_std=flags.init_std, clamp_len=flags.clamp_len)
-  if not is_finetune:
-    kwargs.update(mem_len=flags.mem_len, reuse_len=flags.reuse_len, bi_data=flags.bi_data,
-                  same_length=flags.same_length)
-  return RunConfig(**kwargs)

@@ -204,31 +204,28 @@ def set_float32_matmul_precision(use_tf32, strategy):
     tf.config.experimental.enable_tensor_float_32_execution(use_tf32)
 
 
-def start(options):
+def start(*, strategy="auto", num_core_per_host=None, seed=None, deterministic=False, use_tf32=False,
+          use_bfloat16=False, tpu=None, tpu_zone=None, gcp_project=None):
   """What every training CLI does before it builds a model; returns the `tf.distribute` strategy.
 
   Keeps freed memory in glibc's heap, lets XLA use 512-bit vectors where that pays (`prefer_wide_xla_vectors`),
-  enables op determinism (`--deterministic`, which needs `--seed`), seeds Keras/TF/numpy/python (`--seed`:
-  initialisation and dropout), builds the strategy (`--use_tpu` means `--strategy=tpu`, as the original's switch),
-  makes float32 matmuls strict on GPUs unless `--use_tf32` (`set_float32_matmul_precision`) and warns when bfloat16
-  would be emulated.
+  enables op determinism (`deterministic`, which needs `seed`), seeds Keras/TF/numpy/python (`seed`:
+  initialisation and dropout), builds the strategy (`make_strategy`; `num_core_per_host` is ignored on TPU),
+  makes float32 matmuls strict on GPUs unless `use_tf32` (`set_float32_matmul_precision`) and warns when bfloat16
+  (`use_bfloat16`) would be emulated. The CLIs call it with their flags through `flags.start`.
 
   Args:
-    options: a namespace with the hardware and run-config flags (deterministic, seed, strategy, use_tpu,
-      num_core_per_host, tpu, tpu_zone, gcp_project, use_tf32, use_bfloat16).
+    strategy: a name of `STRATEGIES`; num_core_per_host, tpu, tpu_zone, gcp_project: as `make_strategy`.
   """
   keep_freed_memory()
   prefer_wide_xla_vectors()
-  if options.deterministic:
-    if options.seed is None:
+  if deterministic:
+    if seed is None:
       raise ValueError("--deterministic needs --seed (initialisation, dropout and the data order must be seeded).")
     tf.config.experimental.enable_op_determinism()
-  if options.seed is not None:
-    keras.utils.set_random_seed(options.seed)
-  num_core_per_host = None if options.use_tpu or options.strategy == "tpu" else options.num_core_per_host
-  strategy = make_strategy("tpu" if options.use_tpu else options.strategy, num_core_per_host,
-                           options.tpu, options.tpu_zone, options.gcp_project)
-  set_float32_matmul_precision(options.use_tf32, strategy)
-  warn_if_emulated_bfloat16(options.use_bfloat16, strategy)
+  if seed is not None:
+    keras.utils.set_random_seed(seed)
+  strategy = make_strategy(strategy, None if strategy == "tpu" else num_core_per_host, tpu, tpu_zone, gcp_project)
+  set_float32_matmul_precision(use_tf32, strategy)
+  warn_if_emulated_bfloat16(use_bfloat16, strategy)
   return strategy
-

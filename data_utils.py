@@ -20,6 +20,7 @@ from absl import flags as absl_flags
 from absl import logging
 
 from xlnet_tf import fileio
+from xlnet_tf.data.pretrain_spec import PretrainDataSpec
 from xlnet_tf.tasks.pretrain import data as pretrain_data
 
 
@@ -29,14 +30,18 @@ def define_flags(flag_values=absl_flags.FLAGS):
 
 
 def create_data(o):
-  """Runs `pretrain_data.create_data` (which validates the options, this script's flags, once). Raises
-  `DataError`."""
+  """Runs `pretrain_data.create_data` on the `PretrainDataSpec` of this script's flags (both validate them once).
+  Raises `DataError`."""
+  try:
+    spec = PretrainDataSpec(bsz_per_host=o.bsz_per_host, seq_len=o.seq_len, reuse_len=o.reuse_len,
+                            bi_data=o.bi_data, mask_alpha=o.mask_alpha, mask_beta=o.mask_beta, uncased=o.uncased,
+                            num_predict=o.num_predict)
+  except ValueError as e:
+    raise pretrain_data.DataError(str(e)) from None
   return pretrain_data.create_data(
-      input_glob=o.input_glob, sp_path=o.sp_path, save_dir=o.save_dir, bsz_per_host=o.bsz_per_host,
-      num_core_per_host=o.num_core_per_host, seq_len=o.seq_len, reuse_len=o.reuse_len, uncased=o.uncased,
-      bi_data=o.bi_data, mask_alpha=o.mask_alpha, mask_beta=o.mask_beta, use_eod=o.use_eod,
-      from_raw_text=o.from_raw_text, num_predict=o.num_predict, split=o.split, pass_id=o.pass_id,
-      num_task=o.num_task, task=o.task, use_tpu=o.use_tpu, seed=o.seed, span_sampling=o.span_sampling)
+      spec, input_glob=o.input_glob, sp_path=o.sp_path, save_dir=o.save_dir, num_core_per_host=o.num_core_per_host,
+      use_eod=o.use_eod, from_raw_text=o.from_raw_text, split=o.split, pass_id=o.pass_id, num_task=o.num_task,
+      task=o.task, use_tpu=o.use_tpu, seed=o.seed, span_sampling=o.span_sampling)
 
 
 def body(o):

@@ -19,6 +19,7 @@ from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
 from xlnet_tf import training
 from xlnet_tf.config import CONFIG_KEYS
+from xlnet_tf.data import pretrain_spec
 from xlnet_tf.data import records
 from xlnet_tf.tasks.pretrain import input as pretrain_input
 from xlnet_tf.tasks.pretrain import task as pretrain_task
@@ -88,10 +89,12 @@ def check_vocabulary(o, xlnet_config, record_files):
 
 
 def input_args(o):
-  """`pretrain_input.get_input_fn` arguments from the options (the data naming flags of data_utils.py)."""
-  return dict(record_info_dir=o.record_info_dir, split="train", bsz_per_host=o.train_batch_size // o.num_hosts,
-              seq_len=o.seq_len, reuse_len=o.reuse_len, bi_data=o.bi_data, perm_size=o.perm_size,
-              mask_alpha=o.mask_alpha, mask_beta=o.mask_beta, uncased=o.uncased, num_predict=o.num_predict,
+  """`pretrain_input.get_input_fn` arguments from the options (the `PretrainDataSpec` of data_utils.py's naming
+  flags)."""
+  spec = pretrain_spec.PretrainDataSpec(
+      bsz_per_host=o.train_batch_size // o.num_hosts, seq_len=o.seq_len, reuse_len=o.reuse_len, bi_data=o.bi_data,
+      mask_alpha=o.mask_alpha, mask_beta=o.mask_beta, uncased=o.uncased, num_predict=o.num_predict)
+  return dict(record_info_dir=o.record_info_dir, split="train", spec=spec, perm_size=o.perm_size,
               use_bfloat16=o.use_bfloat16, seed=o.seed, global_batch_size=o.train_batch_size)
 
 
@@ -119,7 +122,7 @@ def _run(o, strategy, log_fn):
   data = input_args(o)
   input_fn, record_info = pretrain_input.get_input_fn(**data)
   log_fn(f"Found {len(record_info['filenames'])} record files, {record_info['num_batch']} batches of "
-         f"{data['bsz_per_host']} rows.")
+         f"{data['spec'].bsz_per_host} rows.")
   check_vocabulary(o, xlnet_config, record_info["filenames"])
   if training.is_chief(strategy):
     training.write_run_files(o.model_dir, xlnet_config, vars(o))

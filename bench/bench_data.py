@@ -18,11 +18,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from xlnet_tf.data import corpora
+from xlnet_tf.data.pretrain_spec import PretrainDataSpec
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.pretrain import data as pretrain_data
 
-README_FLAGS = dict(bsz_per_host=32, num_core_per_host=16, seq_len=512, reuse_len=256, num_predict=85,
-                    mask_alpha=6, mask_beta=1, bi_data=True, uncased=False, use_tpu=True)
+README_SPEC = PretrainDataSpec(bsz_per_host=32, seq_len=512, reuse_len=256, num_predict=85, mask_alpha=6, mask_beta=1,
+                               bi_data=True, uncased=False)
+README_FLAGS = dict(num_core_per_host=16, use_tpu=True)
 
 
 def main():
@@ -50,10 +52,10 @@ def main():
     t_read = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    info = pretrain_data.create_data(input_glob=os.path.join(tmp, "corpus", "*.txt"), sp_path=model,
+    info = pretrain_data.create_data(README_SPEC, input_glob=os.path.join(tmp, "corpus", "*.txt"), sp_path=model,
                                      save_dir=os.path.join(tmp, "proc"), seed=args.seed, **README_FLAGS)
     t_total = time.perf_counter() - t0
-    records = info["num_batch"] * README_FLAGS["bsz_per_host"]
+    records = info["num_batch"] * README_SPEC.bsz_per_host
     out_mb = sum(os.path.getsize(p) for p in glob.glob(os.path.join(tmp, "proc", "tfrecords", "*.tfrecords"))) / 1e6
 
   print(f"input: {args.num_docs} IMDB reviews, {megabytes:.1f} MB, {num_tokens} tokens (vocab {sp.GetPieceSize()}, "

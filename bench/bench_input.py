@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from xlnet_tf.data.records import format_filename
+from xlnet_tf.data.pretrain_spec import PretrainDataSpec
 from xlnet_tf.tasks.pretrain.input import get_input_fn
 
 flags.DEFINE_string("record_info_dir", None, "Existing records to read; default: write synthetic ones to a tmp dir.")
@@ -45,9 +45,9 @@ def write_synthetic_records(record_dir, num_steps, bsz_per_host, seq_len, reuse_
                             uncased, mask_alpha, mask_beta, seed=0):
   """Writes one record file and its record_info in the original format; returns the number of records."""
   rng = np.random.default_rng(seed)
-  kw = dict(bsz_per_host=bsz_per_host, seq_len=seq_len, bi_data=bi_data, mask_alpha=mask_alpha,
-            mask_beta=mask_beta, reuse_len=reuse_len, uncased=uncased, fixed_num_predict=num_predict)
-  name = format_filename("train-0-0", suffix="tfrecords", **kw)
+  spec = PretrainDataSpec(bsz_per_host=bsz_per_host, seq_len=seq_len, bi_data=bi_data, mask_alpha=mask_alpha,
+                          mask_beta=mask_beta, reuse_len=reuse_len, uncased=uncased, num_predict=num_predict)
+  name = spec.filename("train-0-0", "tfrecords")
   n_1 = num_predict // 2
   with tf.io.TFRecordWriter(os.path.join(record_dir, name)) as writer:
     for _ in range(num_steps * bsz_per_host):
@@ -63,16 +63,16 @@ def write_synthetic_records(record_dir, num_steps, bsz_per_host, seq_len, reuse_
       feats = {k: tf.train.Feature(int64_list=tf.train.Int64List(value=[int(x) for x in v]))
                for k, v in feats.items()}
       writer.write(tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString())
-  with open(os.path.join(record_dir, format_filename("record_info-train-0-0", suffix="json", **kw)), "w") as f:
+  with open(os.path.join(record_dir, spec.filename("record_info-train-0-0", "json")), "w") as f:
     json.dump({"filenames": [name], "num_batch": num_steps}, f)
   return num_steps * bsz_per_host
 
 
 def time_variant(record_dir, seed, use_bfloat16):
-  input_fn, _ = get_input_fn(record_dir, "train", FLAGS.bsz_per_host, FLAGS.seq_len, FLAGS.reuse_len,
-                             FLAGS.bi_data, FLAGS.perm_size, FLAGS.mask_alpha, FLAGS.mask_beta,
-                             uncased=FLAGS.uncased, num_predict=FLAGS.num_predict, use_bfloat16=use_bfloat16,
-                             seed=seed)
+  spec = PretrainDataSpec(bsz_per_host=FLAGS.bsz_per_host, seq_len=FLAGS.seq_len, reuse_len=FLAGS.reuse_len,
+                          bi_data=FLAGS.bi_data, mask_alpha=FLAGS.mask_alpha, mask_beta=FLAGS.mask_beta,
+                          uncased=FLAGS.uncased, num_predict=FLAGS.num_predict)
+  input_fn, _ = get_input_fn(record_dir, "train", spec, FLAGS.perm_size, use_bfloat16=use_bfloat16, seed=seed)
   it = iter(input_fn())
   for _ in range(FLAGS.warmup):
     next(it)

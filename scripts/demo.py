@@ -297,12 +297,14 @@ class Demo:
            *self.data_flags]
     result = stage.load(cmd[1:])
     if result is None:
+      from xlnet_tf.data.pretrain_spec import PretrainDataSpec
       from xlnet_tf.data.records import record_info_glob
-      infos = glob.glob(os.path.join(record_dir, record_info_glob("train", BSZ, **self.data)))
+      spec = PretrainDataSpec(bsz_per_host=BSZ, **self.data)
+      infos = glob.glob(os.path.join(record_dir, record_info_glob("train", spec)))
       if not infos:
         run_tool(stage, cmd, lambda line: line.split("] ", 1)[-1] if "Processing batch" in line else None,
                  self.commands)
-        infos = glob.glob(os.path.join(record_dir, record_info_glob("train", BSZ, **self.data)))
+        infos = glob.glob(os.path.join(record_dir, record_info_glob("train", spec)))
       with open(infos[0]) as f:
         num_batch = json.load(f)["num_batch"]
       stage.show("unigram entropy of the prediction targets")

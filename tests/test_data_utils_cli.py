@@ -16,6 +16,7 @@ import data_utils  # noqa: E402  pylint: disable=wrong-import-position
 import flags  # noqa: E402  pylint: disable=wrong-import-position
 from xlnet_tf.data import corpora
 from xlnet_tf.data import tokenization as tk
+from xlnet_tf.data.pretrain_spec import PretrainDataSpec
 from xlnet_tf.tasks.pretrain import data as pd
 
 GOLDEN = "tests/testdata/data"
@@ -162,7 +163,9 @@ def test_imdb_end_to_end_uni_data_with_seed(imdb_text, tmp_path):
               reuse_len=24, num_predict=7, bi_data=False, uncased=False, use_tpu=False, seed=11)
   cli_args = [f"--{k}={v}" for k, v in args.items()]
   run_cli(*cli_args, f"--save_dir={tmp_path / 'cli'}")
-  info = pd.create_data(save_dir=str(tmp_path / "lib"), **args)
+  naming = ("bsz_per_host", "seq_len", "reuse_len", "num_predict", "bi_data", "uncased")
+  spec = PretrainDataSpec(mask_alpha=6, mask_beta=1, **{k: args[k] for k in naming})
+  info = pd.create_data(spec, save_dir=str(tmp_path / "lib"), **{k: v for k, v in args.items() if k not in naming})
   name = "bsz-3.seqlen-48.reuse-24.uni.alpha-6.beta-1.fnp-7"
   cli_file = tmp_path / f"cli/tfrecords/train-0-0.{name}.tfrecords"
   assert cli_file.read_bytes() == open(info["filenames"][0], "rb").read()

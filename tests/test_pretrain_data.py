@@ -1,4 +1,5 @@
 import bisect
+import dataclasses
 import glob
 import os
 import random
@@ -9,7 +10,7 @@ import tensorflow as tf
 
 from xlnet_tf.data import records
 from xlnet_tf.data import tokenization as tk
-from xlnet_tf.data.records import format_filename
+from xlnet_tf.data.pretrain_spec import PretrainDataSpec
 from xlnet_tf.tasks.pretrain import data as pretrain_data
 from xlnet_tf.tasks.pretrain import sampling
 
@@ -18,8 +19,16 @@ GOLDEN_RECORDS = os.path.join(GOLDEN_DIR, "train-0-0.bsz-4.seqlen-32.reuse-16.bi
 GOLDEN_CORPUS = "tests/testdata/data/corpus/*.txt"
 GOLDEN_SPM = "tests/testdata/data/spm/spiece.model"
 # The golden flags (tests/testdata/data: --use_tpu=False --bsz_per_host=4 --seq_len=32 --reuse_len=16 ...).
-GOLDEN_KW = dict(bsz_per_host=4, num_core_per_host=1, seq_len=32, reuse_len=16, bi_data=True, num_predict=6,
-                 mask_alpha=6, mask_beta=1, uncased=False)
+GOLDEN_SPEC = PretrainDataSpec(bsz_per_host=4, seq_len=32, reuse_len=16, bi_data=True, num_predict=6, mask_alpha=6,
+                               mask_beta=1, uncased=False)
+SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(PretrainDataSpec))
+
+
+def _create_data(**kw):
+  """`create_data` of GOLDEN_SPEC (num_core_per_host 1) with some values changed, the naming ones in the spec."""
+  spec = dataclasses.replace(GOLDEN_SPEC, **{k: v for k, v in kw.items() if k in SPEC_FIELDS})
+  rest = {"num_core_per_host": 1, **{k: v for k, v in kw.items() if k not in SPEC_FIELDS}}
+  return pretrain_data.create_data(spec, **rest)
 FEATURES = ("input", "is_masked", "target", "seg_id", "label")
 
 
@@ -41,11 +50,11 @@ def golden_sp():
 
 def test_format_filename_matches_original_names():
   names = sorted(os.listdir(GOLDEN_DIR))
-  kw = dict(bsz_per_host=4, seq_len=32, bi_data=True, mask_alpha=6, mask_beta=1, reuse_len=16, uncased=False,
-            fixed_num_predict=6)
-  assert names == [format_filename("record_info-train-0-0", suffix="json", **kw),
-                   format_filename("train-0-0", suffix="tfrecords", **kw)]
-  assert format_filename("train-0-0", 32, 512, True, "tfrecords", 6, 1, 256, True, 85) == (
+  assert names == [GOLDEN_SPEC.filename("record_info-train-0-0", "json"),
+                   GOLDEN_SPEC.filename("train-0-0", "tfrecords")]
+  spec = PretrainDataSpec(bsz_per_host=32, seq_len=512, reuse_len=256, bi_data=True, mask_alpha=6, mask_beta=1,
+                          uncased=True, num_predict=85)
+  assert spec.filename("train-0-0", "tfrecords") == (
       "train-0-0.bsz-32.seqlen-512.reuse-256.uncased.bi.alpha-6.beta-1.fnp-85.tfrecords")
 
 
@@ -57,9 +66,9 @@ def test_records_equal_the_original_exactly(golden_sp, tmp_path):
   np_rng, py_rng = np.random.RandomState(0), random.Random(3)
   data, sent_ids, perm = pretrain_data.combine_shards(shards, np_rng)
   assert perm == np.random.RandomState(0).permutation(3).tolist()
-  path, num_batch = pretrain_data.create_tfrecords(str(tmp_path), "train-0-0", data, sent_ids,
-                                        start_table=tk.start_piece_table(golden_sp), np_rng=np_rng, py_rng=py_rng,
-                                        **GOLDEN_KW)
+  path, num_batch = pretrain_data.create_tfrecords(str(tmp_path), "train-0-0", data, sent_ids, GOLDEN_SPEC,
+                                                   start_table=tk.start_piece_table(golden_sp), np_rng=np_rng,
+                                                   py_rng=py_rng, num_core_per_host=1)
   assert os.path.basename(path) == os.path.basename(GOLDEN_RECORDS)
   assert num_batch == 4437
   ours, gold = read_records(path, 32), read_records(GOLDEN_RECORDS, 32)
@@ -322,10 +331,10 @@ def test_combine_shards_inverts_to_keep_a_boundary():
 
 
 def _small_run(tmp_path, name, **kw):
-  args = dict(GOLDEN_KW, input_glob="tests/testdata/data/corpus/imdb-0.txt", sp_path=GOLDEN_SPM,
+  args = dict(input_glob="tests/testdata/data/corpus/imdb-0.txt", sp_path=GOLDEN_SPM,
               save_dir=str(tmp_path / name), use_tpu=False)
   args.update(kw)
-  info = pretrain_data.create_data(**args)
+  info = _create_data(**args)
   with open(info["filenames"][0], "rb") as f:
     return info, f.read()
 
@@ -354,8 +363,8 @@ def test_failed_run_leaves_no_output(tmp_path):
   (corpus / "a.txt").write_text(open("tests/testdata/data/corpus/imdb-0.txt", encoding="utf-8").read())
   (corpus / "b.txt").write_bytes(b"ok\n\xff\xfe\n")
   with pytest.raises(pretrain_data.DataError, match=r"b.txt:2: not UTF-8"):
-    pretrain_data.create_data(**dict(GOLDEN_KW, input_glob=str(corpus / "*.txt"), sp_path=GOLDEN_SPM,
-                          save_dir=str(tmp_path / "out"), use_tpu=False))
+    _create_data(input_glob=str(corpus / "*.txt"), sp_path=GOLDEN_SPM, save_dir=str(tmp_path / "out"),
+                 use_tpu=False)
   assert not (tmp_path / "out").exists()
 
 
@@ -374,6 +383,7 @@ def test_validate_options_rejects(kw, message):
   args = dict(bsz_per_host=4, num_core_per_host=1, seq_len=32, reuse_len=16, num_predict=6, mask_alpha=6,
               mask_beta=1, bi_data=True)
   args.update(kw)
-  with pytest.raises(pretrain_data.DataError) as e:
-    pretrain_data.validate_options(**args)
+  spec_args = {k: args.pop(k) for k in SPEC_FIELDS if k in args}
+  with pytest.raises(ValueError) as e:  # the spec's own checks (ValueError) or the writer's (DataError)
+    pretrain_data.validate_options(PretrainDataSpec(**spec_args), **args)
   assert message in str(e.value) and "\n" not in str(e.value)

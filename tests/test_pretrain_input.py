@@ -1,5 +1,6 @@
 """Tests of the pretraining input pipeline (`xlnet_tf/pretrain_input.py`), against the original's outputs."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -10,13 +11,23 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from xlnet_tf.data.records import find_record_info, format_filename
+from xlnet_tf.data.pretrain_spec import PretrainDataSpec
+from xlnet_tf.data.records import find_record_info
 from xlnet_tf.tasks.pretrain.input import get_dataset, get_input_fn, local_perm, parse_record, validate_lengths
 
 GOLDEN_DIR = "tests/testdata/data/records/tfrecords"
 GOLDEN_NPZ = "tests/testdata/data/records_original.npz"
-GOLDEN_KW = dict(split="train", bsz_per_host=4, seq_len=32, reuse_len=16, bi_data=True, perm_size=8, mask_alpha=6,
-                 mask_beta=1, uncased=False, num_predict=6)
+SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(PretrainDataSpec))
+
+
+def _spec_args(kw):
+  """Loose keyword values -> `get_input_fn`/`find_record_info` arguments: the naming ones become one spec."""
+  return dict({k: v for k, v in kw.items() if k not in SPEC_FIELDS},
+              spec=PretrainDataSpec(**{k: v for k, v in kw.items() if k in SPEC_FIELDS}))
+
+
+GOLDEN_KW = _spec_args(dict(split="train", bsz_per_host=4, seq_len=32, reuse_len=16, bi_data=True, perm_size=8,
+                            mask_alpha=6, mask_beta=1, uncased=False, num_predict=6))
 SEP, CLS = 4, 3
 EXACT_KEYS = ("input_k", "seg_id", "label", "target", "target_mask", "target_mapping", "input_q")
 
@@ -49,16 +60,16 @@ def _write_records(record_dir, task, num_steps, bsz_per_host=4, seq_len=16, reus
                    bi_data=False, seed=0):
   """Writes one record file + record_info; record (step s, row r) starts with tokens [1000+r, 2000+s, 3000+task]."""
   rng = np.random.default_rng(seed + 100 * task)
-  kw = dict(bsz_per_host=bsz_per_host, seq_len=seq_len, bi_data=bi_data, mask_alpha=6, mask_beta=1,
-            reuse_len=reuse_len, fixed_num_predict=num_predict)
+  spec = PretrainDataSpec(bsz_per_host=bsz_per_host, seq_len=seq_len, bi_data=bi_data, mask_alpha=6, mask_beta=1,
+                          reuse_len=reuse_len, num_predict=num_predict)
   os.makedirs(record_dir, exist_ok=True)
-  name = format_filename(f"train-{task}-0", suffix="tfrecords", **kw)
+  name = spec.filename(f"train-{task}-0", "tfrecords")
   with tf.io.TFRecordWriter(os.path.join(record_dir, name)) as writer:
     for step in range(num_steps):
       for row in range(bsz_per_host):
         writer.write(_random_record(rng, seq_len, reuse_len, num_predict, (1000 + row, 2000 + step, 3000 + task))[0])
   info = {"filenames": [f"/elsewhere/save_dir/tfrecords/{name}"], "num_batch": num_steps}
-  with open(os.path.join(record_dir, format_filename(f"record_info-train-{task}-0", suffix="json", **kw)), "w") as f:
+  with open(os.path.join(record_dir, spec.filename(f"record_info-train-{task}-0", "json")), "w") as f:
     json.dump(info, f)
 
 
@@ -66,7 +77,7 @@ def _small_kw(**over):
   kw = dict(split="train", bsz_per_host=4, seq_len=16, reuse_len=8, bi_data=False, perm_size=4, mask_alpha=6,
             mask_beta=1, uncased=False, num_predict=3)
   kw.update(over)
-  return kw
+  return _spec_args(kw)
 
 
 def _take(ds, n):
@@ -214,7 +225,7 @@ def test_single_device_batch_size_gives_per_core_chunks(tmp_path):
 # Record discovery and bad settings
 # ----------------------------------------------------------------------------------------------------------------
 def test_record_info_mismatch_lists_what_is_there():
-  kw = dict(GOLDEN_KW, uncased=True, num_predict=None)
+  kw = dict(GOLDEN_KW, spec=dataclasses.replace(GOLDEN_KW["spec"], uncased=True, num_predict=None))
   kw.pop("perm_size")
   with pytest.raises(ValueError) as e:
     find_record_info(GOLDEN_DIR, **kw)
@@ -227,7 +238,7 @@ def test_record_info_mismatch_lists_what_is_there():
   assert "bsz_per_host" not in msg.split("Pass the values")[0]  # matching fields are not listed as differences
 
   with pytest.raises(ValueError, match=r"bsz_per_host: files have 4, you asked 8.*--bsz_per_host=4"):
-    find_record_info(GOLDEN_DIR, **dict(kw, uncased=False, num_predict=6, bsz_per_host=8))
+    find_record_info(GOLDEN_DIR, **dict(kw, spec=dataclasses.replace(GOLDEN_KW["spec"], bsz_per_host=8)))
   with pytest.raises(FileNotFoundError, match="--record_info_dir 'no/such/dir' is not a directory"):
     find_record_info("no/such/dir", **kw)
   with pytest.raises(ValueError, match=r"pass --record_info_dir=tests/testdata/data/records/tfrecords"):
@@ -236,7 +247,7 @@ def test_record_info_mismatch_lists_what_is_there():
 
 def test_record_info_listing_a_missing_file(tmp_path):
   _write_records(str(tmp_path), 0, 2)
-  os.remove(tmp_path / format_filename("train-0-0", 4, 16, False, "tfrecords", 6, 1, 8, False, 3))
+  os.remove(tmp_path / _small_kw()["spec"].filename("train-0-0", "tfrecords"))
   kw = _small_kw()
   kw.pop("perm_size")
   with pytest.raises(FileNotFoundError, match="lists '/elsewhere/save_dir/tfrecords/train-0-0.*does not exist"):
@@ -268,7 +279,7 @@ def test_bad_lengths_are_one_line_errors(over, match):
 
 def test_more_targets_than_num_predict_is_a_clear_error():
   info = find_record_info(GOLDEN_DIR, **{k: v for k, v in GOLDEN_KW.items() if k != "perm_size"})
-  ds = get_dataset(info["filenames"], 4, 32, 16, 8, batch_size=4, num_predict=2)
+  ds = get_dataset(info["filenames"], dataclasses.replace(GOLDEN_KW["spec"], num_predict=2), 8, batch_size=4)
   with pytest.raises(tf.errors.InvalidArgumentError, match="more targets than num_predict=2"):
     _take(ds, 1)
 
@@ -305,7 +316,7 @@ def test_same_seed_same_batches_and_start_step_equals_skipping(tmp_path):
         np.testing.assert_array_equal(a[key], b[key], err_msg=f"start_step={start} {key}")
   # Without per-file sizes the resume skips record by record: the same batches.
   info = find_record_info(str(tmp_path), **{k: v for k, v in _small_kw().items() if k != "perm_size"})
-  kw = dict(bsz_per_host=4, seq_len=16, reuse_len=8, perm_size=4, batch_size=4, num_predict=3, seed=11)
+  kw = dict(spec=_small_kw()["spec"], perm_size=4, batch_size=4, seed=11)
   skipped = _take(get_dataset(info["filenames"], start_step=7, **kw), 2)
   np.testing.assert_array_equal(skipped[1]["perm_mask"], full[8]["perm_mask"])
 
@@ -373,10 +384,12 @@ def test_mirrored_strategy_replicas_receive_their_rows(tmp_path):
       import numpy as np, tensorflow as tf
       cpu = tf.config.list_physical_devices("CPU")[0]
       tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+      from xlnet_tf.data.pretrain_spec import PretrainDataSpec
       from xlnet_tf.tasks.pretrain.input import get_input_fn
       strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-      input_fn, _ = get_input_fn({str(tmp_path)!r}, split="train", bsz_per_host=4, seq_len=16, reuse_len=8,
-                                 bi_data=False, perm_size=4, mask_alpha=6, mask_beta=1, num_predict=3, seed=2)
+      spec = PretrainDataSpec(bsz_per_host=4, seq_len=16, reuse_len=8, bi_data=False, mask_alpha=6, mask_beta=1,
+                              num_predict=3)
+      input_fn, _ = get_input_fn({str(tmp_path)!r}, split="train", spec=spec, perm_size=4, seed=2)
       it = iter(strategy.distribute_datasets_from_function(input_fn))
       for step in range(4):
         per_replica = strategy.experimental_local_results(next(it)["input_k"])

@@ -1,5 +1,5 @@
-"""Record files: the original's file-name convention (`format_filename`, and finding `record_info` files by it) and
-a fast, deterministic `tf.train.Example` encoder for int64 features.
+"""Record files: finding pretraining `record_info` files by the original's file names
+(`pretrain_spec.PretrainDataSpec.filename`) and a fast, deterministic `tf.train.Example` encoder for int64 features.
 """
 
 import dataclasses
@@ -13,20 +13,6 @@ import tensorflow as tf
 
 from xlnet_tf import fileio
 
-
-
-def format_filename(prefix, bsz_per_host, seq_len, bi_data, suffix, mask_alpha=5, mask_beta=1, reuse_len=None,
-                    uncased=False, fixed_num_predict=None):
-  """The original's file-name convention for record files and record_info files.
-
-  `{prefix}.bsz-{bsz}.seqlen-{seq_len}.[reuse-{reuse_len}.][uncased.]{bi|uni}.alpha-{a}.beta-{b}.[fnp-{n}.]{suffix}`
-  """
-  reuse_str = f"reuse-{reuse_len}." if reuse_len is not None else ""
-  uncased_str = "uncased." if uncased else ""
-  bi_str = "bi" if bi_data else "uni"
-  fnp_str = f"fnp-{fixed_num_predict}." if fixed_num_predict is not None else ""
-  return (f"{prefix}.bsz-{bsz_per_host}.seqlen-{seq_len}.{reuse_str}{uncased_str}{bi_str}"
-          f".alpha-{mask_alpha}.beta-{mask_beta}.{fnp_str}{suffix}")
 
 
 def _varint(n):
@@ -115,19 +101,17 @@ _NAME_RE = re.compile(
     r"\.beta-(?P<mask_beta>[^.]+)\.(?:fnp-(?P<num_predict>[^.]+)\.)?json$")
 
 
-def record_info_glob(split, bsz_per_host, seq_len, reuse_len, uncased, bi_data, mask_alpha, mask_beta, num_predict):
-  """The original's record_info glob: `record_info-{split}-*.bsz-...[.fnp-N].json`."""
-  return format_filename(prefix=f"record_info-{split}-*", bsz_per_host=bsz_per_host, seq_len=seq_len,
-                         bi_data=bi_data, suffix="json", mask_alpha=mask_alpha, mask_beta=mask_beta,
-                         reuse_len=reuse_len, uncased=uncased, fixed_num_predict=num_predict)
+def record_info_glob(split, spec):
+  """The original's record_info glob of a `PretrainDataSpec`: `record_info-{split}-*.bsz-...[.fnp-N].json`."""
+  return spec.filename(f"record_info-{split}-*", "json")
 
 
-def _name_fields(split, bsz_per_host, seq_len, reuse_len, uncased, bi_data, mask_alpha, mask_beta, num_predict):
-  """The naming fields as the file name spells them (None = field absent)."""
-  return {"split": str(split), "bsz_per_host": str(bsz_per_host), "seq_len": str(seq_len),
-          "reuse_len": None if reuse_len is None else str(reuse_len), "uncased": bool(uncased),
-          "bi_data": bool(bi_data), "mask_alpha": str(mask_alpha), "mask_beta": str(mask_beta),
-          "num_predict": None if num_predict is None else str(num_predict)}
+def _name_fields(split, spec):
+  """The naming fields of `split` and a `PretrainDataSpec` as the file name spells them (None = field absent)."""
+  return {"split": str(split), "bsz_per_host": str(spec.bsz_per_host), "seq_len": str(spec.seq_len),
+          "reuse_len": str(spec.reuse_len), "uncased": bool(spec.uncased), "bi_data": bool(spec.bi_data),
+          "mask_alpha": str(spec.mask_alpha), "mask_beta": str(spec.mask_beta),
+          "num_predict": None if spec.num_predict is None else str(spec.num_predict)}
 
 
 def _show(field, value):
@@ -183,8 +167,7 @@ def _mismatch_message(record_dir, pattern, asked):
   return f"{head} Found {len(found)} record_info file(s): {shown}.{fix}"
 
 
-def find_record_info(record_info_dir, split, bsz_per_host, seq_len, reuse_len, uncased, bi_data, mask_alpha,
-                     mask_beta, num_predict):
+def find_record_info(record_info_dir, split, spec):
   """Finds the record files written by `data_utils.py` with these settings, as the original `get_input_fn`.
 
   Globs `record_info-{split}-*.<fmt>.json` (sorted) in each comma-separated directory; each listed file keeps
@@ -193,8 +176,8 @@ def find_record_info(record_info_dir, split, bsz_per_host, seq_len, reuse_len, u
   Args:
     record_info_dir: str, directory (or comma-separated directories) holding `record_info-*.json` and the
       `.tfrecords` files, i.e. data_utils.py's `<save_dir>/tfrecords`.
-    split, bsz_per_host, seq_len, reuse_len, uncased, bi_data, mask_alpha, mask_beta, num_predict: the
-      data_utils.py flags the records were written with (they are part of the file names).
+    split: str, data_utils.py's --split. spec: `PretrainDataSpec`, the data_utils.py flags the records were written
+      with (they are part of the file names).
 
   Returns:
     dict with `filenames` (list of str, record files in order), `num_batch` (int, total steps of bsz_per_host
@@ -204,10 +187,8 @@ def find_record_info(record_info_dir, split, bsz_per_host, seq_len, reuse_len, u
     FileNotFoundError: a directory or a listed record file does not exist.
     ValueError: no record_info file matches (the message lists what is there and which fields differ).
   """
-  pattern = record_info_glob(split, bsz_per_host, seq_len, reuse_len, uncased, bi_data, mask_alpha, mask_beta,
-                             num_predict)
-  asked = _name_fields(split, bsz_per_host, seq_len, reuse_len, uncased, bi_data, mask_alpha, mask_beta,
-                       num_predict)
+  pattern = record_info_glob(split, spec)
+  asked = _name_fields(split, spec)
   info = {"filenames": [], "num_batch": 0, "file_num_batch": []}
   for record_dir in [d for d in str(record_info_dir).split(",") if d]:
     if not tf.io.gfile.isdir(record_dir):

@@ -28,7 +28,7 @@ import numpy as np
 
 from xlnet_tf import fileio
 from xlnet_tf.data import tokenization
-from xlnet_tf.data.records import format_filename, serialize_examples
+from xlnet_tf.data.records import serialize_examples
 from xlnet_tf.data.tokenization import CLS_ID, EOD_ID, SEP_ID
 from xlnet_tf.tasks.pretrain.sampling import _sample_mask, _split_a_and_b, sentence_starts
 
@@ -46,14 +46,18 @@ class DataError(ValueError):
   """Bad input or options for the pretraining data writer; the message is one line naming the file or flag."""
 
 
-def validate_options(*, bsz_per_host, num_core_per_host, seq_len, reuse_len, num_predict, mask_alpha, mask_beta,
-                     bi_data, split="train", task=0, num_task=1, pass_id=0, seed=None, span_sampling="original"):
+def validate_options(spec, *, num_core_per_host, split="train", task=0, num_task=1, pass_id=0, seed=None,
+                     span_sampling="original"):
   """Raises DataError unless the writer's algorithms can satisfy these options (names are the original flags).
 
-  `num_core_per_host` is the value after `use_tpu=False` forced it to 1.
+  `spec` is the `PretrainDataSpec` (validated itself); `num_core_per_host` is the value after `use_tpu=False`
+  forced it to 1.
   """
   def fail(msg):
     raise DataError(msg)
+
+  bsz_per_host, seq_len, reuse_len = spec.bsz_per_host, spec.seq_len, spec.reuse_len
+  num_predict, bi_data = spec.num_predict, spec.bi_data
 
   if bsz_per_host < 1 or num_core_per_host < 1:
     fail(f"--bsz_per_host and --num_core_per_host must be >= 1. Received: {bsz_per_host}, {num_core_per_host}.")
@@ -76,9 +80,6 @@ def validate_options(*, bsz_per_host, num_core_per_host, seq_len, reuse_len, num
       fail(f"--num_predict must be in [1, {seq_len}] for --seq_len={seq_len}: its halves "
            f"(num_predict - num_predict//2 and num_predict//2) must each fit in seq_len/2={half} tokens. "
            f"Received: --num_predict={num_predict}.")
-  if mask_alpha < 1 or mask_beta < 1 or mask_alpha < mask_beta:
-    fail(f"--mask_alpha and --mask_beta must be >= 1 with mask_alpha >= mask_beta (the context of a 1-token span, "
-         f"mask_alpha//mask_beta, must be >= 1). Received: --mask_alpha={mask_alpha} --mask_beta={mask_beta}.")
   if split not in SPLIT_CHOICES:
     fail(f"--split must be one of {SPLIT_CHOICES}. Received: {split!r}.")
   if num_task < 1 or not 0 <= task < num_task:
@@ -262,8 +263,7 @@ def stream_layout(data, sent_ids, bsz_per_host, num_core_per_host, bi_data):
 
 
 
-def create_tfrecords(save_dir, basename, data, sent_ids, *, start_table, np_rng, py_rng, bsz_per_host,
-                     num_core_per_host, seq_len, reuse_len, bi_data, num_predict, mask_alpha, mask_beta, uncased,
+def create_tfrecords(save_dir, basename, data, sent_ids, spec, *, start_table, np_rng, py_rng, num_core_per_host,
                      span_sampling="original"):
   """Writes one stream as the original `create_tfrecords`: records `[INP, A, SEP, B, SEP, CLS]`, row by row.
 
@@ -275,6 +275,7 @@ def create_tfrecords(save_dir, basename, data, sent_ids, *, start_table, np_rng,
     save_dir: the tfrecords directory.
     basename: `{split}-{task}-{pass_id}`.
     data: int64 [n] token ids; sent_ids: bool [n] sentence ids.
+    spec: `PretrainDataSpec`, the record settings (and the file name).
     start_table: bool [vocab_size], `tokenization.start_piece_table`.
     np_rng: numpy RandomState for `_sample_mask`. py_rng: `random.Random` for `_split_a_and_b`.
     other arguments: the original flags (validated by `validate_options`).
@@ -282,13 +283,12 @@ def create_tfrecords(save_dir, basename, data, sent_ids, *, start_table, np_rng,
   Returns:
     (path of the tfrecord file, number of batches written).
   """
+  bsz_per_host, seq_len, reuse_len = spec.bsz_per_host, spec.seq_len, spec.reuse_len
+  bi_data, num_predict = spec.bi_data, spec.num_predict
   bsz_per_core = bsz_per_host // num_core_per_host
   data, sent_ids = stream_layout(data, sent_ids, bsz_per_host, num_core_per_host, bi_data)
   _LOG.info("Raw data shape %s.", data.shape)
-  file_name = format_filename(prefix=basename, bsz_per_host=bsz_per_host, seq_len=seq_len, bi_data=bi_data,
-                              suffix="tfrecords", mask_alpha=mask_alpha, mask_beta=mask_beta, reuse_len=reuse_len,
-                              uncased=uncased, fixed_num_predict=num_predict)
-  save_path = os.path.join(save_dir, file_name)
+  save_path = os.path.join(save_dir, spec.filename(basename, "tfrecords"))
   assert reuse_len < seq_len - 3 and reuse_len == seq_len // 2, "validate_options first"
 
   starts = [sentence_starts(row) for row in sent_ids]
@@ -299,7 +299,7 @@ def create_tfrecords(save_dir, basename, data, sent_ids, *, start_table, np_rng,
   else:
     num_predict_1 = num_predict // 2
     num_predict_0 = num_predict - num_predict_1
-  mask_kw = dict(mask_alpha=mask_alpha, mask_beta=mask_beta, span_sampling=span_sampling)
+  mask_kw = dict(mask_alpha=spec.mask_alpha, mask_beta=spec.mask_beta, span_sampling=span_sampling)
   seg_tail = [0, 1, 2]
 
   import tensorflow as tf  # pylint: disable=g-import-not-at-top  (only the writer needs it)
@@ -345,10 +345,9 @@ def create_tfrecords(save_dir, basename, data, sent_ids, *, start_table, np_rng,
   return save_path, num_batch
 
 
-def create_data(*, input_glob, sp_path, save_dir, bsz_per_host=32, num_core_per_host=8, seq_len=512, reuse_len=256,
-                uncased=True, bi_data=True, mask_alpha=6, mask_beta=1, use_eod=True, from_raw_text=True,
-                num_predict=85, split="train", pass_id=0, num_task=1, task=0, use_tpu=True, seed=None,
-                span_sampling="original", num_threads=None):
+def create_data(spec, *, input_glob, sp_path, save_dir, num_core_per_host=8, use_eod=True, from_raw_text=True,
+                split="train", pass_id=0, num_task=1, task=0, use_tpu=True, seed=None, span_sampling="original",
+                num_threads=None):
   """Text files -> the original's pretraining records (the `data_utils.py` driver; arguments are its flags).
 
   Writes `save_dir/corpus_info.json` (task 0), `save_dir/tfrecords/{split}-{task}-{pass_id}.<fmt>.tfrecords` and
@@ -357,6 +356,8 @@ def create_data(*, input_glob, sp_path, save_dir, bsz_per_host=32, num_core_per_
   `sorted(glob(input_glob))[k::num_task]`.
 
   Args:
+    spec: `PretrainDataSpec`, the flags that name the records (bsz_per_host, seq_len, reuse_len, bi_data,
+      mask_alpha, mask_beta, uncased, num_predict).
     seed: None for the original's seeding, else an int making the output reproducible.
     span_sampling: "original" (n-token spans) or "word" (n-word spans).
     num_threads: SentencePiece encoding threads (default: all CPUs).
@@ -370,10 +371,8 @@ def create_data(*, input_glob, sp_path, save_dir, bsz_per_host=32, num_core_per_
   """
   if not use_tpu:
     num_core_per_host = 1  # Forced, as the original.
-  validate_options(bsz_per_host=bsz_per_host, num_core_per_host=num_core_per_host, seq_len=seq_len,
-                   reuse_len=reuse_len, num_predict=num_predict, mask_alpha=mask_alpha, mask_beta=mask_beta,
-                   bi_data=bi_data, split=split, task=task, num_task=num_task, pass_id=pass_id, seed=seed,
-                   span_sampling=span_sampling)
+  validate_options(spec, num_core_per_host=num_core_per_host, split=split, task=task, num_task=num_task,
+                   pass_id=pass_id, seed=seed, span_sampling=span_sampling)
   if not save_dir:
     raise DataError("--save_dir is empty. Pass the output directory.")
   try:
@@ -398,7 +397,7 @@ def create_data(*, input_glob, sp_path, save_dir, bsz_per_host=32, num_core_per_
   shards, total_line_cnt = [], 0
   for path in task_file_paths:
     _LOG.info("Processing %s", path)
-    input_data, sent_ids, line_cnt = read_shard(path, encoder, uncased=uncased, use_eod=use_eod,
+    input_data, sent_ids, line_cnt = read_shard(path, encoder, uncased=spec.uncased, use_eod=use_eod,
                                                 from_raw_text=from_raw_text, vocab_size=vocab)
     total_line_cnt += line_cnt
     if line_cnt == 0:
@@ -422,15 +421,15 @@ def create_data(*, input_glob, sp_path, save_dir, bsz_per_host=32, num_core_per_
     corpus_info = {
         # The original writes its hard-coded VOCAB_SIZE=32000 here; we write the model's real size.
         "vocab_size": vocab,
-        "bsz_per_host": bsz_per_host,
+        "bsz_per_host": spec.bsz_per_host,
         "num_core_per_host": num_core_per_host,
-        "seq_len": seq_len,
-        "reuse_len": reuse_len,
-        "uncased": uncased,
-        "bi_data": bi_data,
-        "mask_alpha": mask_alpha,
-        "mask_beta": mask_beta,
-        "num_predict": num_predict,
+        "seq_len": spec.seq_len,
+        "reuse_len": spec.reuse_len,
+        "uncased": spec.uncased,
+        "bi_data": spec.bi_data,
+        "mask_alpha": spec.mask_alpha,
+        "mask_beta": spec.mask_beta,
+        "num_predict": spec.num_predict,
         "use_eod": use_eod,
         "sp_path": sp_path,
         "input_glob": input_glob,
@@ -442,16 +441,12 @@ def create_data(*, input_glob, sp_path, save_dir, bsz_per_host=32, num_core_per_
   _LOG.info("Using perm indices %s for pass %d", perm, pass_id)
   del shards
   save_path, num_batch = create_tfrecords(
-      tfrecord_dir, f"{split}-{task}-{pass_id}", data, sent_ids, start_table=tokenization.start_piece_table(sp),
-      np_rng=np_rng, py_rng=py_rng, bsz_per_host=bsz_per_host, num_core_per_host=num_core_per_host,
-      seq_len=seq_len, reuse_len=reuse_len, bi_data=bi_data, num_predict=num_predict, mask_alpha=mask_alpha,
-      mask_beta=mask_beta, uncased=uncased, span_sampling=span_sampling)
+      tfrecord_dir, f"{split}-{task}-{pass_id}", data, sent_ids, spec, start_table=tokenization.start_piece_table(sp),
+      np_rng=np_rng, py_rng=py_rng, num_core_per_host=num_core_per_host, span_sampling=span_sampling)
   if num_batch == 0:
     _LOG.warning("Wrote 0 batches: task %d has %d tokens, too few for %d rows of %d tokens. Add text or lower "
-                 "--bsz_per_host/--seq_len.", task, data.size, bsz_per_host, seq_len)
+                 "--bsz_per_host/--seq_len.", task, data.size, spec.bsz_per_host, spec.seq_len)
   record_info = {"filenames": [save_path], "num_batch": num_batch}
-  record_name = format_filename(prefix=f"record_info-{split}-{task}-{pass_id}", bsz_per_host=bsz_per_host,
-                                seq_len=seq_len, mask_alpha=mask_alpha, mask_beta=mask_beta, reuse_len=reuse_len,
-                                bi_data=bi_data, suffix="json", uncased=uncased, fixed_num_predict=num_predict)
+  record_name = spec.filename(f"record_info-{split}-{task}-{pass_id}", "json")
   fileio.write_json(os.path.join(tfrecord_dir, record_name), record_info)
   return record_info

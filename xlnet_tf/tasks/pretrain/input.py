@@ -5,9 +5,10 @@ records written by the original `data_utils.py` (or ours) unchanged and gives ex
 
 Typical use::
 
-  input_fn, record_info = get_input_fn(record_info_dir="proc_data/tfrecords", split="train",
-      bsz_per_host=32, seq_len=512, reuse_len=256, bi_data=True, perm_size=256, mask_alpha=6, mask_beta=1,
-      uncased=True, num_predict=85, seed=1, start_step=step)
+  spec = PretrainDataSpec(bsz_per_host=32, seq_len=512, reuse_len=256, bi_data=True, mask_alpha=6, mask_beta=1,
+                          uncased=True, num_predict=85)
+  input_fn, record_info = get_input_fn("proc_data/tfrecords", "train", spec, perm_size=256, seed=1,
+                                       start_step=step)
   dist_ds = strategy.distribute_datasets_from_function(input_fn)   # distributed: input_fn(input_context)
   ds = input_fn()                                                  # one device: [bsz_per_host, ...] per step
 
@@ -232,9 +233,8 @@ def _record_stream(file_names, file_num_batch, bsz_per_host, first_pos, cache):
   return head.concatenate(full.repeat())
 
 
-def get_dataset(file_names, bsz_per_host, seq_len, reuse_len, perm_size, batch_size, num_predict=None,
-                row_begin=0, row_end=None, use_bfloat16=False, seed=None, seed_shard=0, start_step=0,
-                file_num_batch=None, cache=True, shuffle_files=True):
+def get_dataset(file_names, spec, perm_size, batch_size, row_begin=0, row_end=None, use_bfloat16=False, seed=None,
+                seed_shard=0, start_step=0, file_num_batch=None, cache=True, shuffle_files=True):
   """One input pipeline: record files -> parsed batches of `batch_size` rows (the original `get_dataset`).
 
   The files are read as one stream of steps of `bsz_per_host` rows; rows [row_begin, row_end) of every step are
@@ -242,8 +242,8 @@ def get_dataset(file_names, bsz_per_host, seq_len, reuse_len, perm_size, batch_s
 
   Args:
     file_names: list of str, record files (each holds whole steps).
-    bsz_per_host: int, rows per step in the records.
-    seq_len, reuse_len, perm_size, num_predict, use_bfloat16: as `get_input_fn`.
+    spec: `PretrainDataSpec` of the records (its bsz_per_host rows per step, seq_len, reuse_len, num_predict).
+    perm_size, use_bfloat16: as `get_input_fn`.
     batch_size: int, rows per yielded batch; must divide row_end - row_begin.
     row_begin, row_end: int, the rows of each step this pipeline keeps; row_end None = bsz_per_host.
     seed: int or None, see the module docstring; also fixes the file order.
@@ -256,14 +256,15 @@ def get_dataset(file_names, bsz_per_host, seq_len, reuse_len, perm_size, batch_s
   Returns:
     tf.data.Dataset of dicts (module docstring), batch-major, repeated forever.
   """
-  validate_lengths(seq_len, reuse_len, perm_size, num_predict)
-  return _dataset(file_names, bsz_per_host, seq_len, reuse_len, perm_size, batch_size, num_predict, row_begin,
-                  row_end, use_bfloat16, seed, seed_shard, start_step, file_num_batch, cache, shuffle_files)
+  validate_lengths(spec.seq_len, spec.reuse_len, perm_size, spec.num_predict)
+  return _dataset(file_names, spec, perm_size, batch_size, row_begin, row_end, use_bfloat16, seed, seed_shard,
+                  start_step, file_num_batch, cache, shuffle_files)
 
 
-def _dataset(file_names, bsz_per_host, seq_len, reuse_len, perm_size, batch_size, num_predict, row_begin, row_end,
-             use_bfloat16, seed, seed_shard, start_step, file_num_batch, cache, shuffle_files):
+def _dataset(file_names, spec, perm_size, batch_size, row_begin, row_end, use_bfloat16, seed, seed_shard,
+             start_step, file_num_batch, cache, shuffle_files):
   """`get_dataset` on validated lengths."""
+  bsz_per_host, seq_len, reuse_len, num_predict = spec.bsz_per_host, spec.seq_len, spec.reuse_len, spec.num_predict
   row_end = bsz_per_host if row_end is None else row_end
   if not 0 <= row_begin < row_end <= bsz_per_host:
     raise ValueError(f"Rows [{row_begin}, {row_end}) must lie within a step of bsz_per_host={bsz_per_host} rows.")
@@ -313,16 +314,16 @@ def _writer_bsz_per_core(record_dir, bsz_per_host, seq_len):
     return None
 
 
-def get_input_fn(record_info_dir, split, bsz_per_host, seq_len, reuse_len, bi_data, perm_size, mask_alpha,
-                 mask_beta, uncased=False, num_predict=None, global_batch_size=None, use_bfloat16=False, seed=None,
+def get_input_fn(record_info_dir, split, spec, perm_size, global_batch_size=None, use_bfloat16=False, seed=None,
                  start_step=0, cache=True):
   """The original `get_input_fn`: finds the records and returns `(input_fn, record_info)`.
 
   Args:
     record_info_dir: str, data_utils.py's `<save_dir>/tfrecords` (comma-separated directories allowed).
     split: str, "train" usually.
-    bsz_per_host, seq_len, reuse_len, bi_data, mask_alpha, mask_beta, uncased, num_predict: the data_utils.py
-      flags the records were written with. num_predict None: no target_mapping, full-length target/target_mask.
+    spec: `PretrainDataSpec`, the data_utils.py flags the records were written with (bsz_per_host, seq_len,
+      reuse_len, bi_data, mask_alpha, mask_beta, uncased, num_predict). num_predict None: no target_mapping,
+      full-length target/target_mask.
     perm_size: int, block length of the factorisation order; must divide reuse_len and seq_len - reuse_len
       (the original recipe uses perm_size = reuse_len).
     global_batch_size: int or None (= bsz_per_host). bsz_per_host: the pipelines share the files and split the
@@ -338,20 +339,17 @@ def get_input_fn(record_info_dir, split, bsz_per_host, seq_len, reuse_len, bi_da
     `strategy.distribute_datasets_from_function` passes) it yields this pipeline's per-replica batches; without,
     batches of `batch_size` rows (default bsz_per_host) in row order. record_info: dict from `find_record_info`.
   """
-  validate_lengths(seq_len, reuse_len, perm_size, num_predict)
-  if not isinstance(bsz_per_host, (int, np.integer)) or bsz_per_host <= 0:
-    raise ValueError(f"--bsz_per_host must be a positive integer. Received: {bsz_per_host!r}.")
+  bsz_per_host, seq_len, bi_data = spec.bsz_per_host, spec.seq_len, spec.bi_data
+  validate_lengths(seq_len, spec.reuse_len, perm_size, spec.num_predict)
   global_batch_size = bsz_per_host if global_batch_size is None else global_batch_size
-  record_info = find_record_info(record_info_dir, split, bsz_per_host, seq_len, reuse_len, uncased, bi_data,
-                                 mask_alpha, mask_beta, num_predict)
+  record_info = find_record_info(record_info_dir, split, spec)
   writer_bsz_per_core = None
   if bi_data:
     found = {_writer_bsz_per_core(d, bsz_per_host, seq_len) for d in str(record_info_dir).split(",") if d}
     found.discard(None)
     writer_bsz_per_core = found.pop() if len(found) == 1 else None
   file_names, file_num_batch = record_info["filenames"], record_info["file_num_batch"]
-  common = dict(bsz_per_host=bsz_per_host, seq_len=seq_len, reuse_len=reuse_len, perm_size=perm_size,
-                num_predict=num_predict, use_bfloat16=use_bfloat16, seed=seed, cache=cache, seed_shard=0,
+  common = dict(spec=spec, perm_size=perm_size, use_bfloat16=use_bfloat16, seed=seed, cache=cache, seed_shard=0,
                 row_begin=0, row_end=None, shuffle_files=True)
   first_step = start_step
 

@@ -397,7 +397,8 @@ PARTS = {
 
 def main(argv=None):
   """Runs the checker; returns the exit code (0: PASS, 1: FAIL)."""
-  return golden_check.main(argv, __doc__.splitlines()[0], "SQuAD", PARTS, verbose_help="Show the library's log (e.g. each dropped example).")
+  return golden_check.main(argv, __doc__.splitlines()[0], "SQuAD", PARTS,
+                           verbose_help="Show the library's log (e.g. each dropped example).")
 
 
 if __name__ == "__main__":

@@ -206,7 +206,8 @@ def load_optimizer_state(optimizer, slots, ckpt_path):
     return int(optimizer.iterations.numpy())
 
   if hf_checkpoint.is_hf_directory(ckpt_path):
-    return f"Optimizer slots: none in HuggingFace directory {ckpt_path} (weights only), so fresh moments; step {step()}."
+    return (f"Optimizer slots: none in HuggingFace directory {ckpt_path} (weights only), so fresh moments; "
+            f"step {step()}.")
   path = resolve_checkpoint_path(ckpt_path)
   reader = tf.train.load_checkpoint(path)
 
@@ -349,7 +350,8 @@ def choose_checkpoint(model_dir, explicit=None, fallback=None):
     return explicit
   if model_dir and fileio.isdir(model_dir):
     latest = tf.train.latest_checkpoint(model_dir)
-    listed = list_checkpoints(model_dir)
+    # list_checkpoints reads every checkpoint's step: only where the state file names none.
+    listed = [] if latest else list_checkpoints(model_dir)
     if latest or listed:
       return latest or listed[-1][1]
   if fallback:

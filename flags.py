@@ -270,7 +270,8 @@ def define_run_config_flags(dropout, dropatt, flag_values=flags.FLAGS):
                     "and loss).", **fv)
   flags.DEFINE_bool("use_fp16", False, "Compute in float16 (Keras mixed_float16 policy: float32 variables, Adam "
                     "slots and loss) with dynamic loss scaling, for GPUs without bfloat16 (T4, V100); steps whose "
-                    "gradients overflow are skipped (docs/training_step.md#float16). Not with --use_bfloat16.", **fv)
+                    "gradients overflow are skipped (docs/training_step.md#float16---use_fp16). Not with "
+                    "--use_bfloat16.", **fv)
 
 
 def define_optimizer_flags(learning_rate, train_steps, min_lr_ratio, adam_epsilon=1e-8, lr_layer_decay_rate=1.0,

@@ -43,9 +43,10 @@ def pretraining_batches(seed=0):
 BATCHES = pretraining_batches()
 
 
-def dataset_fn(_, start):
-  """The run's batches from step `start` on (as a resumed run reads them)."""
-  return tf.data.Dataset.from_tensor_slices(BATCHES).repeat().skip(start)
+def dataset_fn(ctx, start):
+  """The run's batches from step `start` on (as a resumed run reads them), split into the replicas' rows."""
+  batches = tf.data.Dataset.from_tensor_slices(BATCHES).repeat().skip(start)
+  return batches.unbatch().batch(BSZ // ctx.num_replicas_in_sync, drop_remainder=True)
 
 
 def make_trainer(model_dir, use_fp16, train_steps=8, learning_rate=1e-2, iterations=1, save_steps=None,
@@ -161,3 +162,75 @@ def test_resume_is_bit_identical_scale_included(tmp_path):
   assert sorted(full) == sorted(resumed)
   for key, value in full.items():
     np.testing.assert_array_equal(resumed[key], value, err_msg=key)
+
+
+MIRRORED_SCRIPT = r"""
+import json
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+import test_fp16
+
+trainer = test_fp16.make_trainer("{model_dir}", True, strategy="mirrored")
+scale_objective = trainer.loss_scale.scale_objective
+
+def replica_0_overflows(objective):  # replica 0 scales by 2**100 at step 0: only its gradients overflow
+  replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+  huge = tf.logical_and(tf.equal(replica, 0), tf.equal(trainer.optimizer.iterations, 0))
+  return tf.where(huge, objective * 2.0 ** 100, scale_objective(objective))
+
+trainer.loss_scale.scale_objective = replica_0_overflows
+before = test_fp16.state(trainer)
+lines = []
+trainer.train(test_fp16.dataset_fn, train_steps=1, log_fn=lines.append)
+skipped = test_fp16.state(trainer)
+trainer.train(test_fp16.dataset_fn, train_steps=2, log_fn=lines.append)
+after = test_fp16.state(trainer)
+replicas = [[v.numpy().tolist() for v in trainer.strategy.experimental_local_results(w.value)]
+            for w in trainer.model.trainable_variables[:3]]
+print("RESULT " + json.dumps({{
+    "changed_by_skip": sorted(k for k in before if (before[k] != skipped[k]).any()),
+    "changed_after": sorted(k for k in before if (before[k] != after[k]).any()),
+    "scale": float(after["loss_scale/scale:0"]), "lines": lines, "replicas": replicas}}))
+"""
+
+
+@pytest.mark.slow  # about a minute: a subprocess on two logical CPUs
+def test_one_replica_overflowing_skips_the_step_on_both(tmp_path):
+  """MirroredStrategy over two logical CPUs: when only replica 0's gradients overflow, both replicas skip the step
+  (the decision is taken over all replicas); the following steps apply on both, which stay equal."""
+  script = tmp_path / "mirrored.py"
+  script.write_text(MIRRORED_SCRIPT.format(model_dir=tmp_path / "model"))
+  env = dict(__import__("os").environ, PYTHONPATH=f"{__import__('os').getcwd()}:tests", CUDA_VISIBLE_DEVICES="")
+  proc = subprocess.run([PY, str(script)], capture_output=True, text=True, timeout=300, env=env)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  result = json.loads([l for l in proc.stdout.splitlines() if l.startswith("RESULT ")][-1][len("RESULT "):])
+  assert result["changed_by_skip"] == ["loss_scale/scale:0", "loss_scale/skipped:0", "mems", "step"]
+  assert result["scale"] == 2.0 ** 14 and result["lines"][0].endswith("| skipped 1")
+  assert all(line.endswith("| skipped 1") and "loss nan" not in line for line in result["lines"][1:])
+  assert len([k for k in result["changed_after"] if k.startswith("model/")]) > 20
+  for values in result["replicas"]:
+    np.testing.assert_array_equal(values[0], values[1])
+
+
+def test_run_classifier_trains_evaluates_and_predicts_with_use_fp16(tmp_path):
+  """run_classifier.py end to end with --use_fp16 (two replicas: the test above): the log lines count skipped
+  steps, evaluation and prediction run in float16 and give finite numbers."""
+  corpora.write_aclimdb(str(tmp_path / "aclImdb"), num_train=8, num_dev=6, seed=3)
+  config = tmp_path / "xlnet_config.json"
+  config.write_text(json.dumps(dict(CONFIG, n_token=1000)))
+  cmd = [PY, "run_classifier.py", "--task_name=imdb",
+         f"--data_dir={tmp_path / 'aclImdb'}", f"--spiece_model_file={SPM}", f"--model_config_path={config}",
+         "--max_seq_length=32", "--uncased=False", "--do_train=True", "--do_eval=True", "--do_predict=True",
+         f"--output_dir={tmp_path / 'records'}", f"--model_dir={tmp_path / 'model'}",
+         f"--predict_dir={tmp_path / 'predict'}", "--train_batch_size=4", "--train_steps=4",
+         "--iterations=2", "--eval_batch_size=4", "--predict_batch_size=4", "--learning_rate=1e-3", "--seed=1",
+         "--use_fp16=True"]
+  proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  progress = [l for l in proc.stdout.splitlines() if l.startswith("[")]
+  assert len(progress) == 2 and all(l.endswith("| skipped 0") for l in progress), proc.stdout
+  eval_line = [l for l in proc.stdout.splitlines() if l.startswith("Eval result |")]
+  assert len(eval_line) == 1 and "eval_accuracy" in eval_line[0] and "nan" not in eval_line[0]
+  logits = np.array(json.loads((tmp_path / "predict" / "imdb.logits.json").read_text()))
+  assert logits.shape == (6, 2) and np.isfinite(logits).all()

@@ -19,8 +19,8 @@ A model that computes in float16 (`RunConfig.use_fp16`) trains with dynamic loss
 gradients overflow on any replica (see that module).
 
 A checkpoint (`run_checkpoint.RunCheckpoint`, in `model_dir`) holds the weights, the optimizer slots and step, the
-mems, the dropout RNG state and the loss scale; with a seeded input pipeline that starts at the restored step, a resumed run
-repeats exactly what an uninterrupted run would have done (`--deterministic` adds op determinism).
+mems, the dropout RNG state and the loss scale; with a seeded input pipeline that starts at the restored step, a
+resumed run repeats exactly what an uninterrupted run would have done (`--deterministic` adds op determinism).
 """
 
 import math

@@ -96,9 +96,13 @@ def accumulate(forward_backward, features, mems, num_micro, groups=1):
     arrays = [a.write(i, t) for a, t in zip(arrays, list(rows_i or []) + list(new_mems_i or []))]
     return i + 1, loss_sum + loss_i, weight_sum + weight_i, sums, arrays
 
+  # One micro-batch in flight, which is the memory saving: parallel_iterations=1 runs the iterations one after the
+  # other, and micro-batch 1 may start only once micro-batch 0's gradients are done (the loop is lowered to
+  # dataflow, where its first iteration would otherwise overlap micro-batch 0).
+  with tf.control_dependencies([loss_sum, weight_sum] + sums):
+    first = tf.identity(tf.constant(1))
   _, loss_sum, weight_sum, sums, arrays = tf.while_loop(
-      lambda i, *_: i < num_micro, body, (tf.constant(1), loss_sum, weight_sum, sums, arrays),
-      parallel_iterations=1)  # one micro-batch in flight: that is the memory saving
+      lambda i, *_: i < num_micro, body, (first, loss_sum, weight_sum, sums, arrays), parallel_iterations=1)
   for k, s in zip(present, sums):
     grads[k] = tf.cast(s, grads[k].dtype)
   kept = [a.stack() for a in arrays]

@@ -110,8 +110,9 @@ def cli_runs(files, tmp_path_factory):
   imdb: model_dir first holds `model.ckpt`, a fine-tuned checkpoint in the ORIGINAL's format (head included, no
     step suffix, global_step 1200). The run initialises from it (--init_checkpoint), trains 6 steps (checkpoints
     ckpt-3 and ckpt-6), evaluates every checkpoint in model_dir (3, 6 and the original's 1200) and predicts with
-    the latest (ckpt-6). With --jit_compile=True: XLA compiles the training step and the evaluation and
-    prediction forward (checked against the Python path below).
+    the latest (ckpt-6). With --jit_compile=True: XLA compiles the training step (each of its 2 micro-batches:
+    --gradient_accumulation_steps=2) and the evaluation and prediction forward (checked against the Python path
+    below).
   stsb: the README's STS-B command (paths changed, steps cut), then eval, predict and --export_dir.
   """
   out = {name: tmp_path_factory.mktemp(name) for name in ("imdb", "stsb")}
@@ -123,7 +124,7 @@ def cli_runs(files, tmp_path_factory):
           f"--output_dir={out['imdb'] / 'records'}", f"--model_dir={out['imdb'] / 'model'}",
           f"--init_checkpoint={original}", f"--predict_dir={out['imdb'] / 'predict'}", "--train_batch_size=4",
           "--learning_rate=1e-3", "--train_steps=6", "--save_steps=3", "--iterations=2", "--eval_batch_size=5",
-          "--predict_batch_size=7", "--seed=1", "--jit_compile=True"),
+          "--predict_batch_size=7", "--seed=1", "--jit_compile=True", "--gradient_accumulation_steps=2"),
       "stsb": classifier_cmd(
           files, "--do_train=True", "--do_eval=True", "--do_predict=True", f"--output_dir={out['stsb'] / 'rec'}",
           f"--model_dir={out['stsb'] / 'model'}", f"--predict_dir={out['stsb'] / 'pred'}",
@@ -155,6 +156,7 @@ def test_imdb_train_eval_predict(files, cli_runs):
   assert json.loads((model_dir / "xlnet_config.json").read_text()) == CONFIG
   assert "Num of train samples: 24" in stdout and "[6] | gnorm" in stdout
   assert "global batch 4 (4 per replica x 1 replica(s))" in stdout
+  assert "Gradient accumulation: each update sums 2 micro-batches of 2 rows per replica." in stdout
   assert "kept their initial values: none" in stdout  # the original checkpoint brought the head too
   # The original cached record names.
   assert sorted(p.name for p in (out / "records").iterdir()) == [

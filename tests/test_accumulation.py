@@ -86,7 +86,7 @@ def failed_rows(g, meta, ours, initial):
 @pytest.mark.parametrize("golden,n,flags", [
     ("pretrain_adam_gpu", 2, {}),  # mems (mem_len 20) and bi_data: micro-batches of 1 forward + 1 backward row
     ("finetune_cls_gpu", 4, {}),  # clip_mode indexed_slices (the CLI's default on CPU): micro-batches of 1 row
-    ("finetune_cls_gpu", 4, {"clip_mode": "dense"}),
+    pytest.param("finetune_cls_gpu", 4, {"clip_mode": "dense"}, marks=pytest.mark.slow),  # 2 more replays
 ])
 def test_micro_batches_give_the_whole_batch_update(golden, n, flags, replays):
   g, meta, whole = replays(golden, **flags)

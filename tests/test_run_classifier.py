@@ -400,11 +400,14 @@ def test_kill_9_then_resume_on_two_replicas_is_bit_identical(files, tmp_path):
 
 
 def test_mirrored_fine_tuning_equals_one_device(files, tmp_path):
-  """2 replicas (2 logical CPUs) x 2 rows train the same weights as one device x 4 rows (seeded, no dropout)."""
+  """2 replicas (2 logical CPUs) x 2 rows train the same weights as one device x 4 rows (seeded, no dropout); so do
+  2 replicas x 2 micro-batches of 1 row (--gradient_accumulation_steps=2)."""
   common = ["--do_train=True", "--train_steps=4", "--save_steps=4", "--iterations=2", "--learning_rate=1e-3",
             "--warmup_steps=1", "--dropout=0", "--dropatt=0", "--seed=2", "--deterministic=True"]
   runs = {"one": ([], ["--train_batch_size=4"]),
-          "mirrored": (["tests/helpers/logical_cpus.py", "2"], ["--train_batch_size=2", "--num_core_per_host=2"])}
+          "mirrored": (["tests/helpers/logical_cpus.py", "2"], ["--train_batch_size=2", "--num_core_per_host=2"]),
+          "accumulated": (["tests/helpers/logical_cpus.py", "2"], ["--train_batch_size=2", "--num_core_per_host=2",
+                                                                   "--gradient_accumulation_steps=2"])}
   procs = {}
   for name, (wrapper, extra) in runs.items():
     cmd = classifier_cmd(files, f"--output_dir={tmp_path / name / 'records'}",
@@ -422,6 +425,8 @@ def test_mirrored_fine_tuning_equals_one_device(files, tmp_path):
     reader = tf.train.load_checkpoint(str(tmp_path / name / "model" / "ckpt-4"))
     values[name] = {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()
                     if n.startswith("weights/") or "optimizer" in n}
-  assert values["one"].keys() == values["mirrored"].keys() and len(values["one"]) > 30
-  for key, value in values["one"].items():
-    np.testing.assert_allclose(values["mirrored"][key], value, atol=2e-6, rtol=1e-5, err_msg=key)
+  assert "each update sums 2 micro-batches of 1 row per replica." in stdout["accumulated"]
+  for name in ("mirrored", "accumulated"):
+    assert values["one"].keys() == values[name].keys() and len(values["one"]) > 30
+    for key, value in values["one"].items():
+      np.testing.assert_allclose(values[name][key], value, atol=2e-6, rtol=1e-5, err_msg=f"{name}: {key}")

@@ -19,12 +19,17 @@ blocks and micro-batch i takes the i-th slice of every block.
 import tensorflow as tf
 
 
-def check_split(bsz, num_micro, groups=1):
-  """Raises ValueError unless a replica's batch of `bsz` rows splits into `num_micro` equal micro-batches, each of
-  `groups` equal blocks (`groups` 2 with bi_data: as many forward as backward rows)."""
+def check_steps(num_micro):
+  """Raises ValueError unless `num_micro` (micro-batches per update) is at least 1."""
   if num_micro < 1:
     raise ValueError(f"--gradient_accumulation_steps must be a positive integer (1: no accumulation). Received: "
                      f"{num_micro}.")
+
+
+def check_split(bsz, num_micro, groups=1):
+  """Raises ValueError unless a replica's batch of `bsz` rows splits into `num_micro` equal micro-batches, each of
+  `groups` equal blocks (`groups` 2 with bi_data: as many forward as backward rows)."""
+  check_steps(num_micro)
   if bsz % (num_micro * groups):
     paired = " of paired forward and backward rows (bi_data)" if groups == 2 else ""
     rows = f"{bsz // 2} (half the batch, with bi_data)" if groups == 2 else f"{bsz}"

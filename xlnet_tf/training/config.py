@@ -62,7 +62,7 @@ class TrainConfig:
   def __post_init__(self):
     if self.mems_reset not in MEMS_RESET:
       raise ValueError(f"--mems_reset must be one of {MEMS_RESET}. Received: {self.mems_reset!r}.")
-    accumulation.check_split(self.global_batch_size, self.gradient_accumulation_steps)  # per replica: Trainer
+    accumulation.check_steps(self.gradient_accumulation_steps)  # the split of the per-replica batch: Trainer
     if self.iterations <= 0:
       raise ValueError(f"--iterations must be positive. Received: {self.iterations}.")
     if self.loss_weighting not in LOSS_WEIGHTINGS:

@@ -155,8 +155,9 @@ class Trainer:
     if self.skip_bad_records and data_files:
       records.skip_unreadable_records(data_files, log_fn)
     if self.accumulation_steps > 1:
-      log_fn(f"Gradient accumulation: each update sums {self.accumulation_steps} micro-batches of "
-             f"{self.bsz_per_replica // self.accumulation_steps} rows per replica.")
+      rows = self.bsz_per_replica // self.accumulation_steps
+      log_fn(f"Gradient accumulation: each update sums {self.accumulation_steps} micro-batches of {rows} "
+             f"row{'s' if rows > 1 else ''} per replica.")
     dist = self.strategy.distribute_datasets_from_function(lambda ctx: dataset_fn(ctx, start))
     iterator = iter(dist)
     keep_freed_memory_after_input()  # building the iterator reset glibc's mmap threshold

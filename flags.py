@@ -87,9 +87,21 @@ def require_positive(o, *names):
       raise FlagError(f"--{name} must be a positive integer. Received: {getattr(o, name)}.")
 
 
+def check_accumulation(o, bsz_per_replica, bi_data=False):
+  """FlagError unless --gradient_accumulation_steps is positive and splits the per-replica batch into equal
+  micro-batches (with bi_data, of paired forward and backward rows: `training.accumulation.check_split`)."""
+  from xlnet_tf.training import accumulation  # pylint: disable=g-import-not-at-top
+  require_positive(o, "gradient_accumulation_steps")
+  try:
+    accumulation.check_split(bsz_per_replica, o.gradient_accumulation_steps, 2 if bi_data else 1)
+  except ValueError as e:
+    raise FlagError(str(e)) from None
+
+
 def check_training_flags(o, num_replicas=1, strategy="one_device"):
   """The --do_train checks the fine-tuning CLIs share: positive --train_steps and --save_steps, warm-up ending
-  before training does, and on TPU a --train_batch_size (global there) that splits over the cores."""
+  before training does, on TPU a --train_batch_size (global there) that splits over the cores, and a
+  --gradient_accumulation_steps that splits the per-replica batch."""
   require_positive(o, "train_steps")
   if not 0 <= o.warmup_steps < o.train_steps:
     raise FlagError(f"--warmup_steps must be at least 0 and below --train_steps (warm-up must end before training "
@@ -99,6 +111,7 @@ def check_training_flags(o, num_replicas=1, strategy="one_device"):
   if strategy == "tpu" and o.train_batch_size % num_replicas:
     raise FlagError(f"On TPU --train_batch_size is the global batch and must be divisible by the {num_replicas} "
                     f"cores. Received: {o.train_batch_size}.")
+  check_accumulation(o, o.train_batch_size // num_replicas if strategy == "tpu" else o.train_batch_size)
 
 
 # -- from flags to the library's plain configs (xlnet_tf/ never reads flags) --------------------------------------
@@ -136,7 +149,8 @@ def train_config(o, global_batch_size, tokens_per_example, **fields):
                  adam_epsilon=o.adam_epsilon, clip=o.clip, lr_layer_decay_rate=o.lr_layer_decay_rate,
                  clip_mode=None if o.clip_mode == "auto" else o.clip_mode, loss_weighting=o.loss_weighting,
                  skip_bad_records=o.skip_bad_records, iterations=o.iterations, save_steps=o.save_steps,
-                 max_save=o.max_save, jit_compile=o.jit_compile)
+                 max_save=o.max_save, jit_compile=o.jit_compile,
+                 gradient_accumulation_steps=o.gradient_accumulation_steps)
   values_.update(fields)
   return TrainConfig(global_batch_size=global_batch_size, tokens_per_example=tokens_per_example, **values_)
 
@@ -297,6 +311,10 @@ def define_optimizer_flags(learning_rate, train_steps, min_lr_ratio, adam_epsilo
                     "replica_mean: the loss is the mean of the replicas' (towers', cores') mean losses, as the "
                     "original. global_mean: one mean over the global batch (pretraining targets weighted equally "
                     "whichever replica holds them) (new).", **fv)
+  flags.DEFINE_integer("gradient_accumulation_steps", 1, "Split each replica's batch into this many micro-batches, "
+                       "run one after the other, and make ONE update from their summed gradients: the same update "
+                       "as the whole --train_batch_size (loss normalisation, gradient norm and clip, Adam and "
+                       "learning-rate step) in less memory; --train_steps counts updates (new).", **fv)
 
 
 def define_hardware_flags(num_core_per_host=None, iterations=1000, max_save=0, flag_values=flags.FLAGS):

@@ -62,6 +62,7 @@ def validate(o, num_replicas=1):
     raise flags.FlagError(f"bi_data needs an even per-replica batch size. Received: bsz_per_replica={bsz_per_replica} "
                     f"(--train_batch_size={o.train_batch_size} over {num_replicas} replicas). Use an even "
                     "per-replica batch or --bi_data=False (with records written that way).")
+  flags.check_accumulation(o, bsz_per_replica, o.bi_data)
 
 
 def build_xlnet_config(o):

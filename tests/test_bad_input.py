@@ -57,6 +57,9 @@ CASES = [
     ("pt-reuse-len", "run_pretrain.py", ["--reuse_len=40"], "--reuse_len must be in"),
     ("pt-fp16-and-bf16", "run_pretrain.py", ["--use_fp16=True", "--use_bfloat16=True"],
      "--use_fp16 and --use_bfloat16 are both set"),
+    ("pt-accumulation-splits-bi-data-pairs", "run_pretrain.py", ["--gradient_accumulation_steps=8"],
+     "--gradient_accumulation_steps=8 must split the per-replica batch of 8 rows (--train_batch_size) into equal "
+     "micro-batches of paired forward and backward rows (bi_data). Use a --gradient_accumulation_steps that divides 4"),
     ("pt-nan-loss", "run_pretrain.py", ["--learning_rate=1e30", "--clip=1e30", "--train_steps=20"],
      "is not finite at step"),
     ("pt-corrupt-record", "run_pretrain.py", ["--record_info_dir={w}/corrupt/tfrecords"],
@@ -84,6 +87,11 @@ CASES = [
     ("cls-warmup", "run_classifier.py", ["--train_steps=4", "--warmup_steps=4"], "--warmup_steps must be"),
     ("cls-fp16-and-bf16", "run_classifier.py", ["--use_fp16=True", "--use_bfloat16=True"],
      "--use_fp16 and --use_bfloat16 are both set: pick one precision"),
+    ("cls-accumulation-not-dividing", "run_classifier.py", ["--gradient_accumulation_steps=3"],
+     "--gradient_accumulation_steps=3 must split the per-replica batch of 2 rows (--train_batch_size) into equal "
+     "micro-batches. Use a --gradient_accumulation_steps that divides 2"),
+    ("cls-accumulation-not-positive", "run_classifier.py", ["--gradient_accumulation_steps=0"],
+     "--gradient_accumulation_steps must be a positive integer. Received: 0."),
     ("cls-config-mismatch", "run_classifier.py", ["--init_checkpoint={w}/other/xlnet_model.ckpt"],
      "Shape mismatch loading"),
     ("cls-corrupt-cached-records", "run_classifier.py", ["--output_dir={w}/cls_corrupt"], "is unreadable at record"),

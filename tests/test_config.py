@@ -67,7 +67,8 @@ def test_run_config_rejects_bad_init():
     ("mems_reset", "always", r"--mems_reset must be one of \('never', 'every_loop'\). Received: 'always'."),
     ("iterations", 0, "--iterations must be positive. Received: 0."),
     ("loss_weighting", "sum", r"--loss_weighting must be one of \('replica_mean', 'global_mean'\)."),
-    ("clip_mode", "global", "--clip_mode must be one of .* Received: 'global'.")])
+    ("clip_mode", "global", "--clip_mode must be one of .* Received: 'global'."),
+    ("gradient_accumulation_steps", 0, r"--gradient_accumulation_steps must be a positive integer \(1: no ")])
 def test_train_config_rejects_a_bad_value_naming_the_flag(field, value, message):
   from xlnet_tf.training import TrainConfig  # pylint: disable=g-import-not-at-top
   with pytest.raises(ValueError, match=message):
@@ -76,8 +77,10 @@ def test_train_config_rejects_a_bad_value_naming_the_flag(field, value, message)
 
 def test_train_config_of_a_cli_takes_its_flags():
   import run_pretrain  # pylint: disable=g-import-not-at-top
-  o = flags.defaults(run_pretrain.define_flags, learning_rate=3e-4, clip=0.5, save_steps=7, mems_reset="every_loop")
+  o = flags.defaults(run_pretrain.define_flags, learning_rate=3e-4, clip=0.5, save_steps=7, mems_reset="every_loop",
+                     gradient_accumulation_steps=4)
   config = flags.train_config(o, 16, 512, mems_reset=o.mems_reset)
+  assert config.gradient_accumulation_steps == 4
   assert config.clip_mode is None  # --clip_mode=auto: the strategy's (trainer.default_clip_mode)
   assert (config.learning_rate, config.clip, config.save_steps, config.mems_reset) == (3e-4, 0.5, 7, "every_loop")
   assert (config.global_batch_size, config.tokens_per_example, config.iterations) == (16, 512, o.iterations)

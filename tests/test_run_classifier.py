@@ -110,8 +110,9 @@ def cli_runs(files, tmp_path_factory):
   imdb: model_dir first holds `model.ckpt`, a fine-tuned checkpoint in the ORIGINAL's format (head included, no
     step suffix, global_step 1200). The run initialises from it (--init_checkpoint), trains 6 steps (checkpoints
     ckpt-3 and ckpt-6), evaluates every checkpoint in model_dir (3, 6 and the original's 1200) and predicts with
-    the latest (ckpt-6). With --jit_compile=True: XLA compiles the training step and the evaluation and
-    prediction forward (checked against the Python path below).
+    the latest (ckpt-6). With --jit_compile=True: XLA compiles the training step (each of its 2 micro-batches:
+    --gradient_accumulation_steps=2) and the evaluation and prediction forward (checked against the Python path
+    below).
   stsb: the README's STS-B command (paths changed, steps cut), then eval, predict and --export_dir.
   """
   out = {name: tmp_path_factory.mktemp(name) for name in ("imdb", "stsb")}
@@ -123,7 +124,7 @@ def cli_runs(files, tmp_path_factory):
           f"--output_dir={out['imdb'] / 'records'}", f"--model_dir={out['imdb'] / 'model'}",
           f"--init_checkpoint={original}", f"--predict_dir={out['imdb'] / 'predict'}", "--train_batch_size=4",
           "--learning_rate=1e-3", "--train_steps=6", "--save_steps=3", "--iterations=2", "--eval_batch_size=5",
-          "--predict_batch_size=7", "--seed=1", "--jit_compile=True"),
+          "--predict_batch_size=7", "--seed=1", "--jit_compile=True", "--gradient_accumulation_steps=2"),
       "stsb": classifier_cmd(
           files, "--do_train=True", "--do_eval=True", "--do_predict=True", f"--output_dir={out['stsb'] / 'rec'}",
           f"--model_dir={out['stsb'] / 'model'}", f"--predict_dir={out['stsb'] / 'pred'}",
@@ -155,6 +156,7 @@ def test_imdb_train_eval_predict(files, cli_runs):
   assert json.loads((model_dir / "xlnet_config.json").read_text()) == CONFIG
   assert "Num of train samples: 24" in stdout and "[6] | gnorm" in stdout
   assert "global batch 4 (4 per replica x 1 replica(s))" in stdout
+  assert "Gradient accumulation: each update sums 2 micro-batches of 2 rows per replica." in stdout
   assert "kept their initial values: none" in stdout  # the original checkpoint brought the head too
   # The original cached record names.
   assert sorted(p.name for p in (out / "records").iterdir()) == [
@@ -398,11 +400,14 @@ def test_kill_9_then_resume_on_two_replicas_is_bit_identical(files, tmp_path):
 
 
 def test_mirrored_fine_tuning_equals_one_device(files, tmp_path):
-  """2 replicas (2 logical CPUs) x 2 rows train the same weights as one device x 4 rows (seeded, no dropout)."""
+  """2 replicas (2 logical CPUs) x 2 rows train the same weights as one device x 4 rows (seeded, no dropout); so do
+  2 replicas x 2 micro-batches of 1 row (--gradient_accumulation_steps=2)."""
   common = ["--do_train=True", "--train_steps=4", "--save_steps=4", "--iterations=2", "--learning_rate=1e-3",
             "--warmup_steps=1", "--dropout=0", "--dropatt=0", "--seed=2", "--deterministic=True"]
   runs = {"one": ([], ["--train_batch_size=4"]),
-          "mirrored": (["tests/helpers/logical_cpus.py", "2"], ["--train_batch_size=2", "--num_core_per_host=2"])}
+          "mirrored": (["tests/helpers/logical_cpus.py", "2"], ["--train_batch_size=2", "--num_core_per_host=2"]),
+          "accumulated": (["tests/helpers/logical_cpus.py", "2"], ["--train_batch_size=2", "--num_core_per_host=2",
+                                                                   "--gradient_accumulation_steps=2"])}
   procs = {}
   for name, (wrapper, extra) in runs.items():
     cmd = classifier_cmd(files, f"--output_dir={tmp_path / name / 'records'}",
@@ -420,6 +425,8 @@ def test_mirrored_fine_tuning_equals_one_device(files, tmp_path):
     reader = tf.train.load_checkpoint(str(tmp_path / name / "model" / "ckpt-4"))
     values[name] = {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()
                     if n.startswith("weights/") or "optimizer" in n}
-  assert values["one"].keys() == values["mirrored"].keys() and len(values["one"]) > 30
-  for key, value in values["one"].items():
-    np.testing.assert_allclose(values["mirrored"][key], value, atol=2e-6, rtol=1e-5, err_msg=key)
+  assert "each update sums 2 micro-batches of 1 row per replica." in stdout["accumulated"]
+  for name in ("mirrored", "accumulated"):
+    assert values["one"].keys() == values[name].keys() and len(values["one"]) > 30
+    for key, value in values["one"].items():
+      np.testing.assert_allclose(values[name][key], value, atol=2e-6, rtol=1e-5, err_msg=f"{name}: {key}")

@@ -154,6 +154,34 @@ def test_sigterm_saves_the_current_step_and_resume_is_bit_identical(record_dirs,
   assert_same_checkpoint(uninterrupted[0], str(stopped_dir / "ckpt-20"))
 
 
+@pytest.mark.slow
+def test_kill_9_and_sigterm_with_gradient_accumulation_resume_bit_identical(record_dirs, tmp_path):
+  """--gradient_accumulation_steps=2 (bi_data records: micro-batches of 2 forward + 2 backward rows, each with its
+  mems rows; dropout on): an update is one step, so a kill -9 loses at most the update in progress and SIGTERM
+  saves between updates; both resumed runs end bit-identical to an uninterrupted one."""
+  records, steps = record_dirs["bi"], ["--train_steps=20", "--gradient_accumulation_steps=2"]
+  full = subprocess.run(pretrain_cmd(records, tmp_path / "full", *steps), capture_output=True, text=True)
+  assert full.returncode == 0, full.stderr[-3000:]
+  assert "Gradient accumulation: each update sums 2 micro-batches of 4 rows per replica." in full.stdout
+  assert "[20] | gnorm" in full.stdout
+  killed = tmp_path / "killed"
+  resumed_step, stdout = kill_9_and_resume(pretrain_cmd(records, killed, *steps), killed, 5, 20)
+  assert f"Training from step {resumed_step} to 20" in stdout
+  assert_same_checkpoint(str(tmp_path / "full" / "ckpt-20"), str(killed / "ckpt-20"))
+  stopped = tmp_path / "stopped"
+  cmd = pretrain_cmd(records, stopped, *steps, "--save_steps=1000")
+  proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+  for line in proc.stdout:
+    if line.startswith("[8] | gnorm"):
+      os.killpg(proc.pid, signal.SIGTERM)
+      break
+  _, err = proc.communicate(timeout=120)
+  assert proc.returncode == 128 + signal.SIGTERM and "stopped by SIGTERM at step " in err, err[-3000:]
+  resumed = subprocess.run(cmd, capture_output=True, text=True)
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert_same_checkpoint(str(tmp_path / "full" / "ckpt-20"), str(stopped / "ckpt-20"))
+
+
 def test_a_full_disk_while_saving_keeps_the_last_checkpoint(record_dirs, uninterrupted, tmp_path):
   """A checkpoint that cannot be written (here a file-size limit below its size: the write fails as on a full
   disk) ends the run with one line naming it; the previous checkpoint stays the latest, and a rerun resumes from it

@@ -6,6 +6,7 @@ flag a CLI user sets.
 import dataclasses
 from typing import Optional
 
+from xlnet_tf.training import accumulation
 from xlnet_tf.training import optimization
 
 
@@ -23,6 +24,8 @@ class TrainConfig:
     learning_rate, train_steps, warmup_steps, decay_method, min_lr_ratio, weight_decay, adam_epsilon: as
       `optimization.create_optimizer` (`optimizer_args`).
     global_batch_size: int, rows per step over all replicas.
+    gradient_accumulation_steps: int N, micro-batches per step: each replica's batch is split into N micro-batches
+      whose gradients are summed into ONE update, equal to the whole batch's (`accumulation`); 1: no splitting.
     clip, lr_layer_decay_rate: as `optimization.apply_gradients`.
     clip_mode: as `optimization.apply_gradients`; None = the original's for the strategy
       (`trainer.default_clip_mode`).
@@ -54,10 +57,12 @@ class TrainConfig:
   jit_compile: bool = False
   skip_bad_records: bool = False
   tokens_per_example: int = 1
+  gradient_accumulation_steps: int = 1
 
   def __post_init__(self):
     if self.mems_reset not in MEMS_RESET:
       raise ValueError(f"--mems_reset must be one of {MEMS_RESET}. Received: {self.mems_reset!r}.")
+    accumulation.check_steps(self.gradient_accumulation_steps)  # the split of the per-replica batch: Trainer
     if self.iterations <= 0:
       raise ValueError(f"--iterations must be positive. Received: {self.iterations}.")
     if self.loss_weighting not in LOSS_WEIGHTINGS:

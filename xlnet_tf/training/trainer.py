@@ -9,6 +9,10 @@ targets (equal weights give equal losses). Each step computes the per-replica gr
 and lets `optimization.apply_gradients` sum over replicas once, clip (as the original's path does: `clip_mode`),
 layer-scale and apply.
 
+With `gradient_accumulation_steps` N > 1 each replica's batch is split into N micro-batches, run one after the
+other, whose summed gradients (of `loss_sum`, divided once by the whole batch's weight) make the one update
+(`accumulation`): the same loss, gradient norm, clip, Adam and learning-rate step as the whole batch, less memory.
+
 Memory (`mems`) is per-replica state (`mems.Mems`), updated every step with the model's stop-gradient `new_mems`.
 `mems_reset="every_loop"` zeroes it at the start of every host loop of `iterations` steps (the original TPU
 `train.py`); `"never"` carries it for the whole run (the original `train_gpu.py`). Each loop's figures go to
@@ -33,6 +37,7 @@ from absl import logging
 from xlnet_tf import checkpoint as checkpoint_lib
 from xlnet_tf.data import read_errors, records
 from xlnet_tf.run_checkpoint import RunCheckpoint
+from xlnet_tf.training import accumulation
 from xlnet_tf.training.loss_scale import DynamicLossScale
 from xlnet_tf.training.mems import Mems
 from xlnet_tf.training.reporting import Progress
@@ -81,11 +86,17 @@ class Trainer:
     self.save_steps = config.save_steps
     self.jit_compile = config.jit_compile
     self.train_steps = config.train_steps
+    self.accumulation_steps = config.gradient_accumulation_steps
+    # Whether `_forward_backward` differentiates loss_sum and `_share_gradients` divides the gradients once, by a
+    # weight it cannot know alone: the other replicas' ("global_mean") or the other micro-batches' (accumulation).
+    self._divide_after = self.loss_weighting == "global_mean" or self.accumulation_steps > 1
 
     self._stop = preemption.StopRequest()
     with strategy.scope():
       self.model = model_fn()
       self.n_layer = self.model.xlnet_config.n_layer
+      self._row_groups = 2 if self.model.run_config.bi_data else 1  # [forward | backward] rows stay paired
+      accumulation.check_split(self.bsz_per_replica, self.accumulation_steps, self._row_groups)
       self.optimizer = optimization.create_optimizer(**config.optimizer_args())
       self.optimizer.build(self.model.trainable_variables)  # Keras 3: before the first distributed step
       self.mems = Mems(strategy, self.n_layer, self.model.run_config.mem_len, self.bsz_per_replica,
@@ -159,6 +170,10 @@ class Trainer:
       return {"step": start}
     if self.skip_bad_records and data_files:
       records.skip_unreadable_records(data_files, log_fn)
+    if self.accumulation_steps > 1:
+      rows = self.bsz_per_replica // self.accumulation_steps
+      log_fn(f"Gradient accumulation: each update sums {self.accumulation_steps} micro-batches of {rows} "
+             f"row{'s' if rows > 1 else ''} per replica.")
     dist = self.strategy.distribute_datasets_from_function(lambda ctx: dataset_fn(ctx, start))
     iterator = iter(dist)
     keep_freed_memory_after_input()  # building the iterator reset glibc's mmap threshold
@@ -228,7 +243,8 @@ class Trainer:
     table_index = [v is self.model.transformer.word_embedding.lookup_table for v in variables].index(True)
     forward_backward = self._forward_backward
     if self.jit_compile:
-      forward_backward = tf.function(forward_backward, jit_compile=True)
+      forward_backward = tf.function(forward_backward, jit_compile=True)  # per micro-batch with accumulation
+    forward_backward = self._whole_batch(forward_backward)
 
     def replica_gradients(features):
       """This replica's loss and gradients (shares of the global batch's); the mems move on."""
@@ -297,13 +313,22 @@ class Trainer:
     return train_loop
 
   # -- the step on one replica ---------------------------------------------------------------------------------
+  def _whole_batch(self, forward_backward):
+    """`forward_backward` (`_forward_backward` or its compiled form) over the replica's whole batch: itself, or
+    with gradient accumulation the sums over the micro-batches (`accumulation.accumulate`)."""
+    if self.accumulation_steps == 1:
+      return forward_backward
+    return lambda features, mems: accumulation.accumulate(forward_backward, features, mems, self.accumulation_steps,
+                                                          self._row_groups)
+
   def _forward_backward(self, features, mems):
     """This replica's loss and gradients (no cross-replica communication, so it can be XLA-compiled).
 
     The gradients (with loss scaling: unscaled again, float32) are those of this replica's share of the loss
-    (`loss_sum` / `_loss_weight`), as the original
-    differentiates its mean loss, except with loss_weighting "global_mean", whose weight needs the other replicas:
-    there they are those of `loss_sum`, and `replica_step` divides them (one more pass over every gradient).
+    (`loss_sum` / `_loss_weight`), as the original differentiates its mean loss, except with loss_weighting
+    "global_mean", whose weight needs the other replicas, and with gradient accumulation, whose weight needs the
+    other micro-batches: there they are those of `loss_sum`, and `replica_step` divides them once (one more pass
+    over every gradient).
 
     Returns:
       (loss_sum, weight_sum, grads: one per trainable variable, rows: None, or with clip_mode "indexed_slices"
@@ -313,7 +338,7 @@ class Trainer:
     with tf.GradientTape() as tape:
       loss_sum, weight_sum, new_mems = self.task(self.model, features, mems, training=True)
       objective = loss_sum
-      if self.loss_weighting != "global_mean":
+      if not self._divide_after:
         objective = loss_sum / tf.cast(self._loss_weight(weight_sum), loss_sum.dtype)
       if self.loss_scale is not None:
         objective = self.loss_scale.scale_objective(objective)
@@ -340,7 +365,7 @@ class Trainer:
   def _share_gradients(self, grads, rows, weight):
     """grads and rows of `_forward_backward` -> the gradients of this replica's share of the loss (weight: from
     `_loss_weight`)."""
-    if self.loss_weighting != "global_mean":
+    if not self._divide_after:
       return grads, rows
     grads = [None if g is None else tf.convert_to_tensor(g) / tf.cast(weight, g.dtype) for g in grads]
     return grads, None if rows is None else (rows[0] / tf.cast(weight, rows[0].dtype), rows[1])
@@ -364,8 +389,10 @@ class Trainer:
       variables = self.model.trainable_variables
       strategy = self.strategy
 
+      forward_backward = self._whole_batch(self._forward_backward)
+
       def replica(features):
-        loss_sum, weight_sum, grads, _, _ = self._forward_backward(features, self.mems.read())
+        loss_sum, weight_sum, grads, _, _ = forward_backward(features, self.mems.read())
         grads, _ = self._share_gradients(grads, None, self._loss_weight(weight_sum))
         grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g) for v, g in zip(variables, grads)]
         return loss_sum / tf.maximum(tf.cast(weight_sum, loss_sum.dtype), 1e-12), grads

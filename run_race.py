@@ -37,7 +37,7 @@ from xlnet_tf import checkpoint
 from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
 from xlnet_tf import training
-from xlnet_tf.data import records
+from xlnet_tf.data import token_checks
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.race import data as race_data
 from xlnet_tf.tasks.race import evaluation as race_eval
@@ -111,7 +111,7 @@ def _prepare(o, split, tokenize_fn, n_token, log_fn):
   else:
     log_fn(f"WARNING: reusing the cached {info.path}. Its name includes neither max_qa_length, uncased, "
            "fix_option_aliasing nor sorted_file_order: pass --overwrite_data=True if any of them changed.")
-  records.check_fine_tuning_ids(info.path, n_token, o.spiece_model_file)
+  token_checks.check_fine_tuning_ids(info.path, n_token, o.spiece_model_file)
   return info
 
 

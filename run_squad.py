@@ -39,7 +39,7 @@ from xlnet_tf import checkpoint
 from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
 from xlnet_tf import training
-from xlnet_tf.data import records
+from xlnet_tf.data import token_checks
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.squad import data as squad_data
 from xlnet_tf.tasks.squad import predict as squad_predict
@@ -181,13 +181,13 @@ def run(o, strategy, log_fn=print):
     if orig_data is None and o.allow_empty_prediction and o.null_threshold is None:
       raise flags.FlagError(f"--allow_empty_prediction needs --null_threshold: --predict_file {o.predict_file} has "
                             "no answers to find the threshold on. Pass the best_f1_thresh of a dev set.")
-    records.check_fine_tuning_ids(record, xlnet_config.n_token, o.spiece_model_file)
+    token_checks.check_fine_tuning_ids(record, xlnet_config.n_token, o.spiece_model_file)
     eval_set = squad_predict.EvalSet(examples, features, record, orig_data, o.max_seq_length)
     log_fn(f"Num of eval examples: {len(examples)}, features: {len(features)} ({record}).")
 
   if o.do_train:
     train_files = _train_records(o, sp_model, log_fn)
-    records.check_fine_tuning_ids(fileio.glob(train_files), xlnet_config.n_token, o.spiece_model_file,
+    token_checks.check_fine_tuning_ids(fileio.glob(train_files), xlnet_config.n_token, o.spiece_model_file,
                                   rewrite="delete it and rerun (or rerun --do_prepro=True)")
     with fileio.directory_lock(o.model_dir if training.is_chief(strategy) else None):
       trainer, start, global_batch, per_replica = flags.fine_tuning_trainer(

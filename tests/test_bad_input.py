@@ -329,23 +329,23 @@ def test_a_full_disk_while_writing_records_names_the_file_and_leaves_nothing(tmp
 
 
 def test_check_token_ids_reads_the_first_records_on_the_host(tmp_path):
-  """The id check every tool runs before training (`records.check_token_ids`): it names the file, the record, the
+  """The id check every tool runs before training (`token_checks.check_token_ids`): it names the file, the record, the
   worst id and n_token; looks at the first num_records records only; and leaves an unreadable file to the reader."""
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  from xlnet_tf.data import records  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.data import example_encoder, token_checks  # pylint: disable=import-outside-toplevel
   paths = [str(tmp_path / f"{name}.tf_record") for name in ("a", "b")]
   for path, rows in zip(paths, ([[1, 2, 3], [4, 5, 6]], [[7, 8, 9], [10, 31, 40]])):
     with tf.io.TFRecordWriter(path) as writer:
       for ids in rows:
         writer.write(tf.train.Example(features=tf.train.Features(
-            feature={"input_ids": records.int_feature(ids)})).SerializeToString())
-  records.check_token_ids(paths, 41, fix="-")
-  records.check_token_ids(paths, 32, fix="-", num_records=3)  # the bad record is the 4th
+            feature={"input_ids": example_encoder.int_feature(ids)})).SerializeToString())
+  token_checks.check_token_ids(paths, 41, fix="-")
+  token_checks.check_token_ids(paths, 32, fix="-", num_records=3)  # the bad record is the 4th
   with pytest.raises(ValueError, match=rf"^{paths[1]} holds token id 40 \(record 1\), outside the model's "
                                        r"vocabulary \[0, n_token=32\)\. Fix it\.$"):
-    records.check_token_ids(paths, 32, fix="Fix it.")
+    token_checks.check_token_ids(paths, 32, fix="Fix it.")
   with pytest.raises(ValueError, match="a.tf_record holds token id 6 \\(record 1\\)"):  # the largest
-    records.check_token_ids(paths[0], 1, fix="-")
+    token_checks.check_token_ids(paths[0], 1, fix="-")
   data = open(paths[1], "rb").read()
   open(paths[1], "wb").write(data[:len(data) - 10])  # the bad record cut short: unreadable, not checked
-  records.check_token_ids(paths, 32, fix="-")
+  token_checks.check_token_ids(paths, 32, fix="-")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from xlnet_tf.data import records
+from xlnet_tf.data import example_encoder
 from xlnet_tf.data import tokenization as tk
 from xlnet_tf.data.pretrain_spec import PretrainDataSpec
 from xlnet_tf.tasks.pretrain import data as pretrain_data
@@ -90,10 +90,11 @@ def test_serialize_example_equals_protobuf_deterministic():
       k: tf.train.Feature(int64_list=tf.train.Int64List(value=list(map(int, v)))) for k, v in features.items()}))
             for features in cases]
   expected = [proto.SerializeToString(deterministic=True) for proto in protos]
-  assert records.serialize_examples(cases) == expected
-  assert records.serialize_examples(cases[:1] + cases[3:]) == expected[:1] + expected[3:]  # Without the large values.
+  assert example_encoder.serialize_examples(cases) == expected
+  # Without the large values:
+  assert example_encoder.serialize_examples(cases[:1] + cases[3:]) == expected[:1] + expected[3:]
   for features, proto, exp in zip(cases, protos, expected):
-    assert records.serialize_example(features) == exp
+    assert example_encoder.serialize_example(features) == exp
     assert tf.train.Example.FromString(exp) == proto
 
 

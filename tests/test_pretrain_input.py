@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from xlnet_tf.data.pretrain_spec import PretrainDataSpec
-from xlnet_tf.data.records import find_record_info
+from xlnet_tf.data.record_files import find_record_info
 from xlnet_tf.tasks.pretrain.input import get_dataset, get_input_fn, local_perm, parse_record, validate_lengths
 
 GOLDEN_DIR = "tests/testdata/data/records/tfrecords"

@@ -28,7 +28,7 @@ import numpy as np
 
 from xlnet_tf import fileio
 from xlnet_tf.data import tokenization
-from xlnet_tf.data.records import serialize_examples
+from xlnet_tf.data.example_encoder import serialize_examples
 from xlnet_tf.data.tokenization import CLS_ID, EOD_ID, SEP_ID
 from xlnet_tf.tasks.pretrain.sampling import _sample_mask, _split_a_and_b, sentence_starts
 

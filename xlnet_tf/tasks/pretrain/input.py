@@ -57,7 +57,8 @@ import random
 import numpy as np
 import tensorflow as tf
 
-from xlnet_tf.data.records import find_record_info, has_read_limits, read_corpus_info, record_dataset
+from xlnet_tf.data.record_files import find_record_info, read_corpus_info
+from xlnet_tf.data.records import has_read_limits, record_dataset
 from xlnet_tf.data.tokenization import CLS_ID, SEP_ID
 
 

@@ -24,6 +24,7 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import fileio
+from xlnet_tf.data import example_encoder
 from xlnet_tf.data import records
 from xlnet_tf.tasks.race import data
 
@@ -54,11 +55,11 @@ def record_file_name(spiece_model_file, max_seq_length, split, high_only=False, 
 def serialize_features(feature):
   """One `InputFeatures` -> a serialized `tf.train.Example` with the original's feature names."""
   features = {
-      "input_ids": records.int_feature(feature.input_ids),
-      "input_mask": records.float_feature(feature.input_mask),
-      "segment_ids": records.int_feature(feature.segment_ids),
-      "label_ids": records.int_feature([feature.label_id]),
-      "is_real_example": records.int_feature([int(feature.is_real_example)]),
+      "input_ids": example_encoder.int_feature(feature.input_ids),
+      "input_mask": example_encoder.float_feature(feature.input_mask),
+      "segment_ids": example_encoder.int_feature(feature.segment_ids),
+      "label_ids": example_encoder.int_feature([feature.label_id]),
+      "is_real_example": example_encoder.int_feature([int(feature.is_real_example)]),
   }
   return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
 

@@ -20,6 +20,7 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import fileio
+from xlnet_tf.data import example_encoder
 from xlnet_tf.data import records
 from xlnet_tf.tasks.squad import data
 
@@ -65,17 +66,17 @@ def eval_features_name(spiece_model_file, max_seq_length, max_query_length):
 def serialize_feature(feature, is_training):
   """One InputFeatures as a serialized tf.train.Example with the original's names (see the module docstring)."""
   features = {
-      "unique_ids": records.int_feature([feature.unique_id]),
-      "input_ids": records.int_feature(feature.input_ids),
-      "input_mask": records.float_feature(feature.input_mask),
-      "p_mask": records.float_feature(feature.p_mask),
-      "segment_ids": records.int_feature(feature.segment_ids),
-      "cls_index": records.int_feature([feature.cls_index]),
+      "unique_ids": example_encoder.int_feature([feature.unique_id]),
+      "input_ids": example_encoder.int_feature(feature.input_ids),
+      "input_mask": example_encoder.float_feature(feature.input_mask),
+      "p_mask": example_encoder.float_feature(feature.p_mask),
+      "segment_ids": example_encoder.int_feature(feature.segment_ids),
+      "cls_index": example_encoder.int_feature([feature.cls_index]),
   }
   if is_training:
-    features["start_positions"] = records.int_feature([feature.start_position])
-    features["end_positions"] = records.int_feature([feature.end_position])
-    features["is_impossible"] = records.float_feature([1.0 if feature.is_impossible else 0.0])
+    features["start_positions"] = example_encoder.int_feature([feature.start_position])
+    features["end_positions"] = example_encoder.int_feature([feature.end_position])
+    features["is_impossible"] = example_encoder.float_feature([1.0 if feature.is_impossible else 0.0])
   return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
 
 

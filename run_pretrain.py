@@ -91,12 +91,13 @@ def check_vocabulary(o, xlnet_config, record_files):
 
 def input_args(o):
   """`pretrain_input.get_input_fn` arguments from the options (the `PretrainDataSpec` of data_utils.py's naming
-  flags)."""
+  flags, the `ReaderOptions` of the others)."""
   spec = pretrain_spec.PretrainDataSpec(
       bsz_per_host=o.train_batch_size // o.num_hosts, seq_len=o.seq_len, reuse_len=o.reuse_len, bi_data=o.bi_data,
       mask_alpha=o.mask_alpha, mask_beta=o.mask_beta, uncased=o.uncased, num_predict=o.num_predict)
-  return dict(record_info_dir=o.record_info_dir, split="train", spec=spec, perm_size=o.perm_size,
-              use_bfloat16=o.use_bfloat16, seed=o.seed, global_batch_size=o.train_batch_size)
+  options = pretrain_input.ReaderOptions(perm_size=o.perm_size, use_bfloat16=o.use_bfloat16, seed=o.seed)
+  return dict(record_info_dir=o.record_info_dir, split="train", spec=spec, options=options,
+              global_batch_size=o.train_batch_size)
 
 
 def run(o, strategy, log_fn=print):

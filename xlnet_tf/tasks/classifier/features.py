@@ -13,7 +13,7 @@ from xlnet_tf.data import example_encoder
 from xlnet_tf.data import records
 from xlnet_tf.data.records import InputFeatures, PaddingInputExample
 from xlnet_tf.data.tokenization import CLS_ID, SEP_ID
-from xlnet_tf.tasks.classifier.data import EVAL_SPLITS
+from xlnet_tf.tasks.classifier.examples import EVAL_SPLITS
 
 
 SEG_ID_A = 0

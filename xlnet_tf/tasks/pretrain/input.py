@@ -292,3 +292,5 @@ def get_input_fn(record_info_dir, split, spec, options, global_batch_size=None, 
     raise ValueError(f"global_batch_size must be bsz_per_host={bsz_per_host} (pipelines share the files) or "
                      f"bsz_per_host * num_input_pipelines={bsz_per_host * num_pipes} (one file slice per "
                      f"pipeline). Received: {global_batch_size}. Match --train_batch_size to the records.")
+
+  return input_fn, record_info

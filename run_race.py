@@ -99,11 +99,12 @@ def _model_files(o):
 
 def _prepare(o, split, tokenize_fn, n_token, log_fn):
   """The split's cached records (`race_records.prepare_records`), logged as the original; their ids checked."""
-  info = race_records.prepare_records(
-      o.data_dir, split, tokenize_fn, o.spiece_model_file, o.output_dir, o.max_seq_length, o.max_qa_length,
-      eval_batch_size=o.eval_batch_size, high_only=o.high_only, middle_only=o.middle_only,
-      fix_option_aliasing=o.fix_option_aliasing, overwrite_data=o.overwrite_data, shuffle_seed=o.seed,
-      sorted_file_order=o.sorted_file_order)
+  config = race_records.RecordsConfig(
+      data_dir=o.data_dir, spiece_model_file=o.spiece_model_file, output_dir=o.output_dir,
+      max_seq_length=o.max_seq_length, max_qa_length=o.max_qa_length, eval_batch_size=o.eval_batch_size,
+      high_only=o.high_only, middle_only=o.middle_only, fix_option_aliasing=o.fix_option_aliasing,
+      overwrite_data=o.overwrite_data, shuffle_seed=o.seed, sorted_file_order=o.sorted_file_order)
+  info = race_records.prepare_records(config, split, tokenize_fn)
   if info.num_real is not None:
     log_fn(f"Num of {split} samples: {info.num_real}" + (f" (+{info.num_padding} padding)" if info.num_padding else ""))
   if info.written:

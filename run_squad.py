@@ -42,6 +42,7 @@ from xlnet_tf import training
 from xlnet_tf.data import token_checks
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.squad import data as squad_data
+from xlnet_tf.tasks.squad import examples as squad_examples
 from xlnet_tf.tasks.squad import predict as squad_predict
 from xlnet_tf.tasks.squad import records as squad_records
 from xlnet_tf.tasks.squad import task as squad_task
@@ -123,10 +124,16 @@ def _train_records(o, sp_model, log_fn):
   return pattern
 
 
+def feature_options(o):
+  """The `FeatureOptions` of the options: how examples become features."""
+  return squad_data.FeatureOptions(max_seq_length=o.max_seq_length, doc_stride=o.doc_stride,
+                                   max_query_length=o.max_query_length, uncased=o.uncased)
+
+
 def _prepro(o, sp_model, log_fn, num_proc, proc_id):
-  path, stats = squad_records.prepare_train_records(
-      o.train_file, sp_model, o.spiece_model_file, o.output_dir, o.max_seq_length, o.max_query_length, o.doc_stride,
-      o.uncased, num_proc=num_proc, proc_id=proc_id, shuffle_seed=o.seed)
+  path, stats = squad_records.prepare_train_records(o.train_file, sp_model, o.spiece_model_file, o.output_dir,
+                                                    feature_options(o), num_proc=num_proc, proc_id=proc_id,
+                                                    shuffle_seed=o.seed)
   log_fn(f"Wrote {stats.num_features} training features ({stats.num_pos} with an answer in the window, "
          f"{stats.num_neg} without) of {stats.num_examples} examples to {path}; dropped for an alignment mismatch: "
          f"{len(stats.dropped_mismatch)}.")
@@ -174,9 +181,8 @@ def run(o, strategy, log_fn=print):
   eval_set = None
   if o.do_predict:  # Read and convert --predict_file before training: its errors then cost no training.
     examples, features, record, _ = squad_records.prepare_eval_features(
-        o.predict_file, sp_model, o.spiece_model_file, o.output_dir, o.max_seq_length, o.max_query_length,
-        o.doc_stride, o.uncased, o.overwrite_data)
-    orig_data = squad_data.load_squad_data(o.predict_file)
+        o.predict_file, sp_model, o.spiece_model_file, o.output_dir, feature_options(o), o.overwrite_data)
+    orig_data = squad_examples.load_squad_data(o.predict_file)
     orig_data = orig_data if squad_predict.has_answers(orig_data) else None
     if orig_data is None and o.allow_empty_prediction and o.null_threshold is None:
       raise flags.FlagError(f"--allow_empty_prediction needs --null_threshold: --predict_file {o.predict_file} has "

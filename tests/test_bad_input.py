@@ -22,6 +22,7 @@ from xlnet_tf import convert
 from xlnet_tf.data import corpora
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.squad import corpus as squad_corpus
+from xlnet_tf.tasks.squad import data as squad_data
 from xlnet_tf.tasks.squad import records as squad_records
 from xlnet_tf.tasks.race import corpus as race_corpus
 from xlnet_tf.tasks.race import records as race_records
@@ -254,10 +255,12 @@ def results(tmp_path_factory):
   _put_an_id_beyond_the_vocabulary(w / "cls_big_ids", "*train*.tf_record")
   sp_model = tokenization.load_sentencepiece(SPM)
   squad_records.prepare_train_records(str(w / "squad" / "train-v2.0.json"), sp_model, SPM, str(w / "squad_big_ids"),
-                                      64, 16, 32)
+                                      squad_data.FeatureOptions(max_seq_length=64, doc_stride=32, max_query_length=16))
   _put_an_id_beyond_the_vocabulary(w / "squad_big_ids", "*.train.tf_record")
-  race_records.prepare_records(str(w / "race"), "train", tokenization.make_tokenize_fn(sp_model), SPM,
-                               str(w / "race_big_ids"), 64, 32)
+  race_records.prepare_records(race_records.RecordsConfig(data_dir=str(w / "race"), spiece_model_file=SPM,
+                                                       output_dir=str(w / "race_big_ids"), max_seq_length=64,
+                                                       max_qa_length=32),
+                               "train", tokenization.make_tokenize_fn(sp_model))
   _put_an_id_beyond_the_vocabulary(w / "race_big_ids", "*train*")
 
   case_dirs = [w / "cases" / case_id for case_id, *_ in CASES]

@@ -145,7 +145,8 @@ def test_imdb_end_to_end_bi_data(imdb_text, tmp_path):
   # bi_data layout: core c owns rows 4c..4c+3; rows 4c+2, 4c+3 are rows 4c, 4c+1 reversed in time.
   sp = tk.load_sentencepiece(model)
   encoder = tk.BatchEncoder(sp)
-  num_tokens = sum(len(pretrain_text.read_shard(p, encoder, uncased=True)[0]) for p in sorted(glob.glob(f"{root}/corpus/*")))
+  num_tokens = sum(len(pretrain_text.read_shard(p, encoder, uncased=True)[0])
+                   for p in sorted(glob.glob(f"{root}/corpus/*")))
   row_len = num_tokens // 4  # bsz_per_host/2 forward rows.
   prefixes = inp[:, :, :32].transpose(1, 0, 2).reshape(8, -1)  # Row r's first num_batch*reuse_len tokens.
   covered = prefixes.shape[1]

@@ -10,6 +10,7 @@ import pytest
 
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.squad import data
+from xlnet_tf.tasks.squad import examples as squad_examples
 from xlnet_tf.tasks.squad import evaluate
 from xlnet_tf.tasks.squad import postprocess
 
@@ -22,9 +23,10 @@ def dev():
   """(examples, features, orig_data) of dev-v2.0.json at L64_Q16_S24_cased (what the goldens' head predicted)."""
   sp_model = tokenization.load_sentencepiece(f"{TESTDATA}/spm/spiece.model")
   path = f"{TESTDATA}/data/dev-v2.0.json"
-  examples = data.read_squad_examples(path, is_training=False)
-  features, _ = data.build_features(examples, sp_model, 64, 24, 16, is_training=False)
-  return examples, features, data.load_squad_data(path)
+  examples = squad_examples.read_squad_examples(path, is_training=False)
+  options = data.FeatureOptions(max_seq_length=64, doc_stride=24, max_query_length=16)
+  features, _ = data.build_features(examples, sp_model, options, is_training=False)
+  return examples, features, squad_examples.load_squad_data(path)
 
 
 def _results(npz):
@@ -74,7 +76,7 @@ CONTEXT = "The capital is Paris"
 
 
 def _tiny():
-  example = data.SquadExample("q", "What is the capital?", CONTEXT)
+  example = squad_examples.SquadExample("q", "What is the capital?", CONTEXT)
   feature = data.InputFeatures(
       unique_id=7, example_index=0, source_example=0, doc_span_index=0, tok_start_to_orig_index=[0, 3, 11, 14],
       tok_end_to_orig_index=[2, 10, 13, 19], token_is_max_context=[True] * 4, input_ids=[], input_mask=[],

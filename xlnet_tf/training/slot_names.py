@@ -14,7 +14,8 @@ def original_slot_map(optimizer, variables_by_name):
   if isinstance(optimizer, AdamWeightDecay):
     suffixes, slots = ("adam_m", "adam_v"), (optimizer._adam_m, optimizer._adam_v)  # pylint: disable=protected-access
   else:
-    suffixes, slots = ("Adam", "Adam_1"), (optimizer._momentums, optimizer._velocities)  # pylint: disable=protected-access
+    # pylint: disable-next=protected-access
+    suffixes, slots = ("Adam", "Adam_1"), (optimizer._momentums, optimizer._velocities)
   table = {}
   for name, variable in variables_by_name.items():
     index = optimizer._get_variable_index(variable)  # pylint: disable=protected-access

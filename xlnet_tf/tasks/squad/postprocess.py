@@ -178,7 +178,7 @@ def write_predictions(all_examples, all_features, all_results, n_best_size, max_
     all_examples, all_features, all_results, n_best_size, max_answer_length, start_n_top, end_n_top,
       allow_last_token: as `compute_predictions`.
     output_prediction_file, output_nbest_file, output_null_log_odds_file: str paths (local or gs://).
-    orig_data: the `data` list of the predicted SQuAD file (`data.load_squad_data`), or None (no answers known:
+    orig_data: the `data` list of the predicted SQuAD file (`examples.load_squad_data`), or None (no answers known:
       nothing is evaluated and {} is returned).
     allow_empty_prediction: False = the original (predictions.json is never "" unless nothing is valid). True:
       "" where null_odds > null_threshold.

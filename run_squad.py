@@ -43,6 +43,7 @@ from xlnet_tf.data import token_checks
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.squad import data as squad_data
 from xlnet_tf.tasks.squad import examples as squad_examples
+from xlnet_tf.tasks.squad import postprocess as squad_postprocess
 from xlnet_tf.tasks.squad import predict as squad_predict
 from xlnet_tf.tasks.squad import records as squad_records
 from xlnet_tf.tasks.squad import task as squad_task
@@ -143,7 +144,11 @@ def _prepro(o, sp_model, log_fn, num_proc, proc_id):
 def _predict_checkpoints(o):
   """[(step, prefix)] to predict with (see the module docstring)."""
   if o.predict_all_ckpt:
-    return checkpoint.list_checkpoints(o.model_dir)
+    found = checkpoint.list_checkpoints(o.model_dir)
+    if not found:
+      raise FileNotFoundError(f"No checkpoint to predict with: no *.index file in --model_dir {o.model_dir}. Train "
+                              "first (--do_train=True), or pass --predict_ckpt or --init_checkpoint.")
+    return found
   path = checkpoint.resolve_checkpoint_path(checkpoint.choose_checkpoint(
       o.model_dir, o.predict_ckpt or (o.init_checkpoint if not o.do_train else None)))
   return [(checkpoint.checkpoint_step(path), path)]
@@ -209,11 +214,12 @@ def run(o, strategy, log_fn=print):
     inference = squad_predict.Inference(squad_task.build_model(
         xlnet_config, flags.create_run_config(o, is_training=False, is_finetune=True)), o.start_n_top, o.end_n_top,
         o.jit_compile)
-    results["predict"], results["best"] = squad_predict.predict_checkpoints(
-        inference, predict_ckpts or _predict_checkpoints(o), eval_set, o.predict_dir, o.predict_batch_size,
-        o.target_eval_key, log_fn=log_fn, model_dir=o.model_dir, n_best_size=o.n_best_size,
-        max_answer_length=o.max_answer_length, allow_last_token=o.allow_last_token,
+    options = squad_postprocess.AnswerOptions(
+        n_best_size=o.n_best_size, max_answer_length=o.max_answer_length, allow_last_token=o.allow_last_token,
         allow_empty_prediction=o.allow_empty_prediction, null_threshold=o.null_threshold)
+    results["predict"], results["best"] = squad_predict.predict_checkpoints(
+        inference, predict_ckpts or _predict_checkpoints(o), eval_set, o.predict_dir, o.predict_batch_size, options,
+        o.target_eval_key, log_fn=log_fn)
   return results
 
 

@@ -94,6 +94,11 @@ def _postprocess_options(meta):
               end_n_top=f["end_n_top"])
 
 
+def _answer_options(opts):
+  """The `AnswerOptions` of `_postprocess_options`."""
+  return postprocess.AnswerOptions(n_best_size=opts["n_best_size"], max_answer_length=opts["max_answer_length"])
+
+
 def _feature_options(setting):
   """The `FeatureOptions` of one golden setting."""
   return data.FeatureOptions(max_seq_length=setting["max_seq_length"], doc_stride=setting["doc_stride"],
@@ -206,8 +211,8 @@ def _check_postprocess(golden, results_file, reference_dir, label):
     paths = [os.path.join(tmp, name) for name in OUTPUTS]
     opts = _postprocess_options(golden.meta)
     out_eval = postprocess.write_predictions(
-        examples, features, results, opts["n_best_size"], opts["max_answer_length"], *paths, orig_data,
-        start_n_top=opts["start_n_top"], end_n_top=opts["end_n_top"])
+        examples, features, results, _answer_options(opts), paths, orig_data, start_n_top=opts["start_n_top"],
+        end_n_top=opts["end_n_top"])
     got = {}
     for name, p in zip(OUTPUTS, paths):
       with open(p, "rb") as f:
@@ -363,7 +368,7 @@ def check_predict(golden):
       rows.append(_head_close(f"Inference {key}", out[key], want[key]))
     eval_set = predict.EvalSet(examples, features, record, orig_data, length)
     out_eval = predict.predict_checkpoint(inference, golden.checkpoint(f["init_checkpoint"]), eval_set, tmp,
-                                          f["predict_batch_size"], opts["n_best_size"], opts["max_answer_length"])
+                                          f["predict_batch_size"], _answer_options(opts))
     got = {}
     for name in OUTPUTS:
       with open(os.path.join(tmp, name), encoding="utf-8") as fp:

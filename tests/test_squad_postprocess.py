@@ -34,12 +34,17 @@ def _results(npz):
     return postprocess.raw_results_from_arrays({k: r[k] for k in postprocess.RESULT_KEYS})
 
 
+def _options(**kwargs):
+  """`AnswerOptions` with n_best_size 5, max_answer_length 10 (the goldens')."""
+  return postprocess.AnswerOptions(n_best_size=5, max_answer_length=10, **kwargs)
+
+
 @pytest.mark.parametrize("golden, npz", [("predictions", "predict_results.npz"),
                                          ("crafted", "crafted/raw_results.npz")])
 def test_write_predictions_equals_goldens(dev, tmp_path, golden, npz):
   examples, features, orig_data = dev
   paths = [str(tmp_path / name) for name in OUTPUTS]
-  out_eval = postprocess.write_predictions(examples, features, _results(f"{TESTDATA}/{npz}"), 5, 10, *paths,
+  out_eval = postprocess.write_predictions(examples, features, _results(f"{TESTDATA}/{npz}"), _options(), paths,
                                            orig_data)
   for name in OUTPUTS:  # Byte for byte: same texts, floats, key order and json.dumps(indent=4) layout.
     with open(tmp_path / name, "rb") as got, open(f"{TESTDATA}/{golden}/{name}", "rb") as want:
@@ -91,8 +96,8 @@ def _tiny():
 def _predict(tmp_path, **kwargs):
   examples, features, results, orig_data = _tiny()
   paths = [str(tmp_path / name) for name in OUTPUTS]
-  out_eval = postprocess.write_predictions(examples, features, results, 5, 10, *paths, orig_data, start_n_top=2,
-                                           end_n_top=1, **kwargs)
+  out_eval = postprocess.write_predictions(examples, features, results, _options(**kwargs), paths, orig_data,
+                                           start_n_top=2, end_n_top=1)
   loaded = []
   for name in OUTPUTS:
     with open(tmp_path / name, encoding="utf-8") as f:
@@ -134,9 +139,9 @@ def test_empty_prediction_without_answers_needs_a_threshold(tmp_path):
   examples, features, results, _ = _tiny()
   paths = [str(tmp_path / name) for name in OUTPUTS]
   with pytest.raises(ValueError, match="null_threshold"):
-    postprocess.write_predictions(examples, features, results, 5, 10, *paths, None, start_n_top=2, end_n_top=1,
-                                  allow_empty_prediction=True)
-  assert postprocess.write_predictions(examples, features, results, 5, 10, *paths, None, start_n_top=2,
+    postprocess.write_predictions(examples, features, results, _options(allow_empty_prediction=True), paths, None,
+                                  start_n_top=2, end_n_top=1)
+  assert postprocess.write_predictions(examples, features, results, _options(), paths, None, start_n_top=2,
                                        end_n_top=1) == {}
 
 

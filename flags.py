@@ -104,7 +104,11 @@ def check_training_flags(o, num_replicas=1, strategy="one_device"):
 # -- from flags to the library's plain configs (xlnet_tf/ never reads flags) --------------------------------------
 def start(o):
   """`training.start` (the start-up of every training CLI; returns the strategy) with the options `o`'s hardware
-  and run flags; `--use_tpu` means `--strategy=tpu`, as the original's switch."""
+  and run flags; `--use_tpu` means `--strategy=tpu`, as the original's switch. FlagError for --use_fp16 with
+  --use_bfloat16 (checked here, before any data is read: every training CLI starts with it)."""
+  if o.use_fp16 and o.use_bfloat16:
+    raise FlagError("--use_fp16 and --use_bfloat16 are both set: pick one precision (--use_bfloat16 where the "
+                    "device computes bfloat16: TPU, A100 and newer GPUs; --use_fp16 on GPUs without it: T4, V100).")
   from xlnet_tf import training  # pylint: disable=g-import-not-at-top  (flags.py stays light to import)
   return training.start(strategy="tpu" if o.use_tpu else o.strategy, num_core_per_host=o.num_core_per_host,
                         seed=o.seed, deterministic=o.deterministic, use_tf32=o.use_tf32,
@@ -116,7 +120,8 @@ def create_run_config(o, is_training, is_finetune):
   `xlnet.create_run_config`: fine-tuning never uses mems, reuse_len, bi_data or same_length (pretraining flags)."""
   from xlnet_tf.config import RunConfig  # pylint: disable=g-import-not-at-top
   kwargs = dict(is_training=is_training, use_tpu=o.use_tpu, use_bfloat16=o.use_bfloat16, dropout=o.dropout,
-                dropatt=o.dropatt, init=o.init, init_range=o.init_range, init_std=o.init_std, clamp_len=o.clamp_len)
+                dropatt=o.dropatt, init=o.init, init_range=o.init_range, init_std=o.init_std, clamp_len=o.clamp_len,
+                use_fp16=o.use_fp16)
   if not is_finetune:
     kwargs.update(mem_len=o.mem_len, reuse_len=o.reuse_len, bi_data=o.bi_data, same_length=o.same_length)
   return RunConfig(**kwargs)
@@ -263,6 +268,10 @@ def define_run_config_flags(dropout, dropatt, flag_values=flags.FLAGS):
   flags.DEFINE_integer("clamp_len", -1, "Clamp length (-1: no clamping).", **fv)
   flags.DEFINE_bool("use_bfloat16", False, "Compute in bfloat16 (Keras mixed_bfloat16 policy: float32 variables "
                     "and loss).", **fv)
+  flags.DEFINE_bool("use_fp16", False, "Compute in float16 (Keras mixed_float16 policy: float32 variables, Adam "
+                    "slots and loss) with dynamic loss scaling, for GPUs without bfloat16 (T4, V100); steps whose "
+                    "gradients overflow are skipped (docs/training_step.md#float16---use_fp16). Not with "
+                    "--use_bfloat16.", **fv)
 
 
 def define_optimizer_flags(learning_rate, train_steps, min_lr_ratio, adam_epsilon=1e-8, lr_layer_decay_rate=1.0,

@@ -60,10 +60,10 @@ def _model_fn(kind, run_config):
   return lambda: {"squad": squad_task, "race": race_task}[kind].build_model(CONFIG, run_config)
 
 
-def _run_config(is_training, use_bfloat16, kind):
+def _run_config(is_training, use_bfloat16, kind, use_fp16=False):
   mems = dict(mem_len=MEM_LEN, reuse_len=4) if kind == "pretrain" else {}
   return RunConfig(is_training=is_training, use_tpu=False, use_bfloat16=use_bfloat16, dropout=0.1, dropatt=0.1,
-                   **mems)
+                   use_fp16=use_fp16, **mems)
 
 
 @pytest.fixture
@@ -93,6 +93,24 @@ def test_every_op_of_the_training_loop_runs_on_a_gpu(tmp_path, precision_policy,
   assert missing == []
   # The check reached into the loop's step: the attention's products, XLA-compiled with --jit_compile; Adam's update.
   assert ("BatchMatMulV2", jit_compile) in checked and ("ResourceApplyAdam", False) in checked
+
+
+@pytest.mark.parametrize("kind, jit_compile", [("pretrain", False), ("pretrain", True), ("squad", False)])
+def test_every_op_of_the_float16_training_loop_runs_on_a_gpu(tmp_path, kind, jit_compile):
+  """--use_fp16: the loss-scaled step (the gradients, the replicas' finiteness, the update or the skip in a
+  `tf.cond`, the scale's update) has GPU kernels too."""
+  task = {"pretrain": PretrainTask, "squad": squad_task.SquadTask}[kind]()
+  strategy = training.make_strategy("one_device")
+  trainer = training.Trainer(
+      strategy, _model_fn(kind, _run_config(True, False, kind, use_fp16=True)), task, str(tmp_path),
+      training.TrainConfig(learning_rate=1e-4, train_steps=10, global_batch_size=BSZ, jit_compile=jit_compile))
+  features = {k: tf.constant(v) for k, v in _features(kind, np.random.default_rng(0)).items()}
+  dataset = tf.data.Dataset.from_tensors(features).repeat()
+  iterator = iter(strategy.distribute_datasets_from_function(lambda _: dataset))
+  loop = trainer._build_loop()  # pylint: disable=protected-access  # the loop Trainer.train runs
+  missing, checked = check_gpu_kernels(loop.get_concrete_function(iterator, tf.constant(1)))
+  assert missing == []
+  assert ("ResourceApplyAdam", False) in checked and ("IsFinite", False) in checked
 
 
 @pytest.mark.parametrize("kind, use_bfloat16, jit_compile", [

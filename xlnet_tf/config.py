@@ -86,6 +86,8 @@ class RunConfig:
     is_training: bool, whether dropout is active.
     use_tpu: bool, kept for flag compatibility (the math is the same on every device).
     use_bfloat16: bool, run the backbone in bfloat16 (float32 variables).
+    use_fp16: bool, run it in float16 instead (float32 variables; training needs loss scaling, which the
+      training loop adds: `xlnet_tf.training.loss_scale`). At most one of use_bfloat16 and use_fp16.
     dropout: float, dropout rate everywhere except attention probabilities.
     dropatt: float, dropout rate on attention probabilities.
     init: "normal" (plain normal, stddev init_std) or "uniform" ([-init_range, init_range]).
@@ -98,12 +100,16 @@ class RunConfig:
   """
 
   def __init__(self, is_training, use_tpu, use_bfloat16, dropout, dropatt, init="normal", init_range=0.1,
-               init_std=0.02, mem_len=None, reuse_len=None, bi_data=False, clamp_len=-1, same_length=False):
+               init_std=0.02, mem_len=None, reuse_len=None, bi_data=False, clamp_len=-1, same_length=False,
+               use_fp16=False):
     if init not in INITS:
       raise ValueError(f"`init` must be one of {INITS}. Received: {init!r}.")
     for name, rate in (("dropout", dropout), ("dropatt", dropatt)):
       if not 0.0 <= rate < 1.0:
         raise ValueError(f"`{name}` must be in [0, 1). Received: {rate}.")
+    if use_bfloat16 and use_fp16:
+      raise ValueError("`use_bfloat16` and `use_fp16` are both set; pick one precision (--use_bfloat16 or "
+                       "--use_fp16).")
     self.is_training = is_training
     self.use_tpu = use_tpu
     self.use_bfloat16 = use_bfloat16
@@ -117,6 +123,15 @@ class RunConfig:
     self.bi_data = bi_data
     self.clamp_len = clamp_len
     self.same_length = same_length
+    self.use_fp16 = use_fp16
+
+  @property
+  def dtype_policy(self):
+    """The Keras dtype policy of every layer: "mixed_bfloat16", "mixed_float16" (float32 variables, half-precision
+    compute) or None (float32)."""
+    if self.use_bfloat16:
+      return "mixed_bfloat16"
+    return "mixed_float16" if self.use_fp16 else None
 
   def to_dict(self):
     return dict(vars(self))

@@ -12,7 +12,7 @@ from xlnet_tf import checkpoint as checkpoint_lib
 
 class RunCheckpoint:
   """What a run saves and resumes from: the model, its weights by original name, the optimizer's slots and step,
-  the dropout RNG state and the mems.
+  the dropout RNG state, the mems and (float16) the loss scale.
 
   Keras does not track the dropout seed generators' states in tf.train.Checkpoint; they are saved explicitly
   (`rng`) so a resumed run draws the same dropout masks as an uninterrupted one. `weights` names every trainable
@@ -28,13 +28,17 @@ class RunCheckpoint:
     chief: bool. Every worker takes part in a save; one that is not the chief writes into a temporary directory,
       then deletes it.
     max_save: checkpoints kept (0 or None: all).
+    loss_scale: the float16 run's `loss_scale.DynamicLossScale` (its scale, good steps and skipped steps), or
+      None.
   """
 
-  def __init__(self, model, optimizer, mems_variable, model_dir, chief, max_save):
+  def __init__(self, model, optimizer, mems_variable, model_dir, chief, max_save, loss_scale=None):
     items = dict(model=model, optimizer=optimizer, rng=list(model.non_trainable_variables),
                  weights=checkpoint_lib.original_variable_map(model))
     if mems_variable is not None:
       items["mems"] = mems_variable
+    if loss_scale is not None:
+      items["loss_scale"] = loss_scale
     self.checkpoint = tf.train.Checkpoint(**items)
     self.model_dir = model_dir
     self.chief = chief

@@ -287,7 +287,11 @@ def _score_sum_forward(ac, bd, offset, seg, diff, bias):
   score = ac + bd
   if seg is not None:
     score += seg * diff
-  return score if bias is None else score + bias
+  if bias is None:
+    return score
+  if score.dtype == tf.float16:  # a blocked score plus the mask value can pass float16's -65504: keep it finite
+    return tf.maximum(score + bias, tf.cast(ops.mask_value(tf.float16), tf.float16))
+  return score + bias
 
 
 def _score_sum(ac, bd, seg, diff, bias, offset=None):

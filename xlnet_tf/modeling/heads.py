@@ -221,7 +221,7 @@ def finetune_heads(xlnet_config, run_config, summary_type="last", use_summ_proj=
   if summary_type is not None and summary_type not in SUMMARY_TYPES:
     raise ValueError(f"--summary_type must be one of {SUMMARY_TYPES}. Received: {summary_type!r}.")
   initializer = ops.get_initializer(rc.init, rc.init_range, rc.init_std)
-  dtype = "mixed_bfloat16" if rc.use_bfloat16 else None
+  dtype = rc.dtype_policy
   heads = []
   if summary_type is not None:
     heads.append(SequenceSummary(summary_type, c.d_model, c.n_head, c.d_head, rc.dropout if rc.is_training else 0.0,

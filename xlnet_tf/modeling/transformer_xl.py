@@ -331,8 +331,9 @@ class XLNetModel(keras.Model):
     heads: list of Keras layers (each with a unique name, the TF1 scope below `model/`; `build()` without an
       input shape), or None.
 
-  Mixed precision: with `run_config.use_bfloat16`, the layers compute in bfloat16 with float32 variables
-  (the Keras "mixed_bfloat16" policy); losses are float32.
+  Mixed precision: with `run_config.use_bfloat16` (or `use_fp16`), the layers compute in bfloat16 (float16) with
+  float32 variables (the Keras "mixed_bfloat16" / "mixed_float16" policy, `run_config.dtype_policy`); losses are
+  float32.
   """
 
   def __init__(self, xlnet_config, run_config, attn_type="bi", heads=None, **kwargs):
@@ -341,8 +342,8 @@ class XLNetModel(keras.Model):
       xlnet_config = XLNetConfig(**xlnet_config)
     if isinstance(run_config, dict):
       run_config = RunConfig(**run_config)
-    if run_config.use_bfloat16:
-      kwargs.setdefault("dtype", "mixed_bfloat16")
+    if run_config.dtype_policy:
+      kwargs.setdefault("dtype", run_config.dtype_policy)
     super().__init__(**kwargs)
     self.xlnet_config = xlnet_config
     self.run_config = run_config

@@ -72,14 +72,18 @@ class XLNetAdam(_SummedGradientsMixin, keras.optimizers.Adam):
   from float64; TF1 subtracts in float32).
   """
 
+  skipped_steps = None  # None, or () -> int64 []: steps that updated nothing (float16 overflow, `loss_scale`)
+
   def beta_powers(self, dtype=tf.float32):
-    """TF1's `beta1_power` and `beta2_power` as they stand now: beta^(t+1) after t steps, the powers the next
-    update feeds `ResourceApplyAdam` (TF1 keeps them as variables; here they follow from `iterations`).
+    """TF1's `beta1_power` and `beta2_power` as they stand now: beta^(t+1) after t applied steps, the powers the
+    next update feeds `ResourceApplyAdam` (TF1 keeps them as variables; here they follow from `iterations`, less
+    the `skipped_steps` when that hook is set).
 
     Returns:
       (beta1_power, beta2_power): `dtype` [] tensors.
     """
-    step = tf.cast(self.iterations + 1, dtype)
+    applied = self.iterations if self.skipped_steps is None else self.iterations - self.skipped_steps()
+    step = tf.cast(applied + 1, dtype)
     return tf.pow(tf.cast(self.beta_1, dtype), step), tf.pow(tf.cast(self.beta_2, dtype), step)
 
   def update_step(self, gradient, variable, learning_rate):

@@ -14,9 +14,13 @@ Memory (`mems`) is per-replica state (`mems.Mems`), updated every step with the 
 `train.py`); `"never"` carries it for the whole run (the original `train_gpu.py`). Each loop's figures go to
 `reporting.Progress` (the log line, TensorBoard).
 
+A model that computes in float16 (`RunConfig.use_fp16`) trains with dynamic loss scaling: the Trainer then owns a
+`loss_scale.DynamicLossScale`, scales the objective, unscales the gradients and skips (counts) a step whose
+gradients overflow on any replica (see that module).
+
 A checkpoint (`run_checkpoint.RunCheckpoint`, in `model_dir`) holds the weights, the optimizer slots and step, the
-mems and the dropout RNG state; with a seeded input pipeline that starts at the restored step, a resumed run
-repeats exactly what an uninterrupted run would have done (`--deterministic` adds op determinism).
+mems, the dropout RNG state and the loss scale; with a seeded input pipeline that starts at the restored step, a
+resumed run repeats exactly what an uninterrupted run would have done (`--deterministic` adds op determinism).
 """
 
 import math
@@ -29,6 +33,7 @@ from absl import logging
 from xlnet_tf import checkpoint as checkpoint_lib
 from xlnet_tf.data import read_errors, records
 from xlnet_tf.run_checkpoint import RunCheckpoint
+from xlnet_tf.training.loss_scale import DynamicLossScale
 from xlnet_tf.training.mems import Mems
 from xlnet_tf.training.reporting import Progress
 from xlnet_tf.training.runtime import is_chief, keep_freed_memory_after_input, write_run_files
@@ -85,9 +90,10 @@ class Trainer:
       self.optimizer.build(self.model.trainable_variables)  # Keras 3: before the first distributed step
       self.mems = Mems(strategy, self.n_layer, self.model.run_config.mem_len, self.bsz_per_replica,
                        self.model.xlnet_config.d_model)
+      self.loss_scale = self._make_loss_scale()
     self.chief = is_chief(strategy)
     self.checkpoints = RunCheckpoint(self.model, self.optimizer, self.mems.global_variable, model_dir, self.chief,
-                                     config.max_save)
+                                     config.max_save, self.loss_scale)
     self.progress = Progress(model_dir, self.chief, global_batch_size * config.tokens_per_example,
                              language_model=getattr(task, "is_language_model", False))
     self._loop_fn = None
@@ -96,6 +102,16 @@ class Trainer:
   @property
   def step(self):
     return int(self.optimizer.iterations.numpy())
+
+  def _make_loss_scale(self):
+    """A `DynamicLossScale` when the model computes in float16 (its dtype policy, from `RunConfig.use_fp16`: one
+    source for the precision), else None. Adam's bias correction then counts applied steps only."""
+    if self.model.compute_dtype != "float16":
+      return None
+    loss_scale = DynamicLossScale()
+    if isinstance(self.optimizer, optimization.XLNetAdam):
+      self.optimizer.skipped_steps = lambda: loss_scale.skipped
+    return loss_scale
 
   # -- initialisation ------------------------------------------------------------------------------------------
   def restore_or_init(self, init_checkpoint=None, init_optimizer_state=False, log_fn=None):
@@ -173,12 +189,8 @@ class Trainer:
       step = self.step
       if done == 0:  # stopped before this loop's first step
         self._stop_now(step, log_fn)
-      if not (math.isfinite(loss) and math.isfinite(gnorm)):
-        raise FloatingPointError(
-            f"Loss or gradient norm is not finite at step {step} (loss {loss}, gnorm {gnorm}); stopped without "
-            f"saving. The last good checkpoint is {self.checkpoints.latest()}. Lower --learning_rate or check the "
-            "data.")
-      self.progress.report(step, loss, gnorm, lr, done, elapsed, log_fn)
+      self._check_finite(step, loss, gnorm)
+      self.progress.report(step, loss, gnorm, lr, done, elapsed, log_fn, **self._loss_scale_report())
       last = dict(loss=loss, gnorm=gnorm, lr=lr, step=step)
       if metrics_fn:
         metrics_fn(last)
@@ -188,6 +200,28 @@ class Trainer:
         self._stop_now(step, log_fn)
     return last
 
+  def _check_finite(self, step, loss, gnorm):
+    """FloatingPointError when the run cannot go on: a loop whose loss or gradient norm is not finite; with loss
+    scaling (where an overflowed step is skipped and its loop reports the applied steps only, NaN when none was)
+    a step that overflowed with the scale already at its minimum 1: the gradients themselves are not finite."""
+    if self.loss_scale is None:
+      if math.isfinite(loss) and math.isfinite(gnorm):
+        return
+      what = f"Loss or gradient norm is not finite at step {step} (loss {loss}, gnorm {gnorm})"
+    else:
+      if not int(self.loss_scale.floor_overflows.numpy()):
+        return
+      what = (f"The float16 gradients are not finite even unscaled (loss scale at its minimum 1) by step {step} "
+              f"(loss {loss}, gnorm {gnorm})")
+    raise FloatingPointError(f"{what}; stopped without saving. The last good checkpoint is "
+                             f"{self.checkpoints.latest()}. Lower --learning_rate or check the data.")
+
+  def _loss_scale_report(self):
+    """The progress report's loss-scaling figures: skipped steps of the run and the scale (none without)."""
+    if self.loss_scale is None:
+      return {}
+    return dict(skipped=int(self.loss_scale.skipped.numpy()), loss_scale=float(self.loss_scale.scale.numpy()))
+
   def _build_loop(self):
     strategy = self.strategy
     variables = self.model.trainable_variables
@@ -196,17 +230,38 @@ class Trainer:
     if self.jit_compile:
       forward_backward = tf.function(forward_backward, jit_compile=True)
 
-    def replica_step(features):
+    def replica_gradients(features):
+      """This replica's loss and gradients (shares of the global batch's); the mems move on."""
       loss_sum, weight_sum, grads, rows, new_mems = forward_backward(features, self.mems.read())
       weight = self._loss_weight(weight_sum)
       grads, rows = self._share_gradients(grads, rows, weight)
+      self.mems.assign(new_mems if self.loss_scale is None else self.loss_scale.finite_mems(new_mems))
+      return loss_sum / tf.cast(weight, loss_sum.dtype), grads, rows
+
+    def replica_apply(grads, rows):
       if rows is not None:
         rows = (table_index, *rows)
       gnorm, lr = optimization.apply_gradients(self.optimizer, grads, variables, self.clip,
                                                self.lr_layer_decay_rate, self.n_layer, self.clip_mode, rows)
-      loss = loss_sum / tf.cast(weight, loss_sum.dtype)
-      self.mems.assign(new_mems)
-      return loss, gnorm, tf.cast(lr, tf.float32)
+      return gnorm, tf.cast(lr, tf.float32)
+
+    def replica_step(features):
+      loss, grads, rows = replica_gradients(features)
+      return (loss, *replica_apply(grads, rows))
+
+    def replica_gradients_checked(features):
+      loss, grads, rows = replica_gradients(features)
+      return loss, grads, rows, DynamicLossScale.finite(grads, rows)
+
+    def step(features):
+      """One step from the cross-replica context -> (summed loss, gnorm, lr, applied: bool [])."""
+      if self.loss_scale is not None:  # applied only if no replica's gradients overflowed
+        return self.loss_scale.step(strategy, replica_gradients_checked, replica_apply, self.optimizer.iterations,
+                                    lambda: self.optimizer.learning_rate, features)
+      loss, gnorm, lr = strategy.run(replica_step, args=(features,))
+      return (strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None),
+              strategy.reduce(tf.distribute.ReduceOp.MEAN, gnorm, axis=None),
+              strategy.reduce(tf.distribute.ReduceOp.MEAN, lr, axis=None), tf.constant(True))
 
     multi_worker = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
 
@@ -227,16 +282,17 @@ class Trainer:
         strategy.run(self.mems.reset)
       loss_total = tf.constant(0.0)
       gnorm = lr = tf.constant(0.0)
-      done = tf.constant(0)
+      done = applied = tf.constant(0)
       for _ in tf.range(num_steps):
         if stop_requested():
           break
-        loss, gnorm_r, lr_r = strategy.run(replica_step, args=(next(iterator),))
-        loss_total += strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
-        gnorm = strategy.reduce(tf.distribute.ReduceOp.MEAN, gnorm_r, axis=None)
-        lr = strategy.reduce(tf.distribute.ReduceOp.MEAN, lr_r, axis=None)
+        loss, gnorm_step, lr, step_applied = step(next(iterator))
+        loss_total += tf.where(step_applied, loss, 0.0)  # a skipped step (float16 overflow) is left out
+        gnorm = tf.where(step_applied, gnorm_step, gnorm)
+        applied += tf.cast(step_applied, tf.int32)
         done += 1
-      return loss_total / tf.cast(tf.maximum(done, 1), tf.float32), gnorm, lr, done
+      loss = tf.where(applied > 0, loss_total / tf.cast(tf.maximum(applied, 1), tf.float32), float("nan"))
+      return loss, tf.where(applied > 0, gnorm, float("nan")), lr, done
 
     return train_loop
 
@@ -244,7 +300,8 @@ class Trainer:
   def _forward_backward(self, features, mems):
     """This replica's loss and gradients (no cross-replica communication, so it can be XLA-compiled).
 
-    The gradients are those of this replica's share of the loss (`loss_sum` / `_loss_weight`), as the original
+    The gradients (with loss scaling: unscaled again, float32) are those of this replica's share of the loss
+    (`loss_sum` / `_loss_weight`), as the original
     differentiates its mean loss, except with loss_weighting "global_mean", whose weight needs the other replicas:
     there they are those of `loss_sum`, and `replica_step` divides them (one more pass over every gradient).
 
@@ -258,12 +315,16 @@ class Trainer:
       objective = loss_sum
       if self.loss_weighting != "global_mean":
         objective = loss_sum / tf.cast(self._loss_weight(weight_sum), loss_sum.dtype)
+      if self.loss_scale is not None:
+        objective = self.loss_scale.scale_objective(objective)
     targets = list(self.model.trainable_variables)
     if self.clip_mode == "indexed_slices":
       ids, rows = embedding.last_lookup
       targets.append(rows)
     grads = tape.gradient(objective, targets)
     rows = (grads.pop(), ids) if self.clip_mode == "indexed_slices" else None
+    if self.loss_scale is not None:
+      grads, rows = self.loss_scale.unscale(grads, rows)
     return loss_sum, weight_sum, grads, rows, new_mems
 
   def _loss_weight(self, weight_sum):

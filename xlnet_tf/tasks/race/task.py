@@ -66,7 +66,7 @@ def build_model(xlnet_config, run_config, summary_type="last", use_summ_proj=Tru
   rc = run_config
   model_heads = heads_lib.finetune_heads(xlnet_config, run_config, summary_type, use_summ_proj)
   model_heads.append(ChoiceLogits(xlnet_config.d_model, ops.get_initializer(rc.init, rc.init_range, rc.init_std),
-                                  dtype="mixed_bfloat16" if rc.use_bfloat16 else None))
+                                  dtype=rc.dtype_policy))
   return XLNetModel(xlnet_config, run_config, heads=model_heads)
 
 

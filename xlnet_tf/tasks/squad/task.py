@@ -122,7 +122,7 @@ def qa_heads(xlnet_config, run_config):
   """The three head layers, with the run config's initializer, dropout (when training) and precision."""
   rc = run_config
   initializer = ops.get_initializer(rc.init, rc.init_range, rc.init_std)
-  dtype = "mixed_bfloat16" if rc.use_bfloat16 else None
+  dtype = rc.dtype_policy
   d_model = xlnet_config.d_model
   return [StartLogits(d_model, initializer, dtype=dtype), EndLogits(d_model, initializer, dtype=dtype),
           AnswerClass(d_model, initializer, rc.dropout if rc.is_training else 0.0, dtype=dtype)]

@@ -1,0 +1,251 @@
+"""float16 mixed precision with dynamic loss scaling (`--use_fp16`, `xlnet_tf.training.loss_scale`): a tiny model
+trains as in float32 with float32 variables and slots; an overflowed step is skipped (nothing but the step moves),
+also when only one of two replicas overflows; a resumed run is bit-identical, scale included; run_classifier.py
+trains, evaluates and predicts with --use_fp16 on two replicas."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from xlnet_tf import training
+from xlnet_tf.config import RunConfig, XLNetConfig
+from xlnet_tf.data import corpora
+from xlnet_tf.modeling import attention, ops
+from xlnet_tf.modeling.transformer_xl import XLNetModel
+from xlnet_tf.tasks.pretrain.task import PretrainTask
+
+PY = sys.executable
+SPM = "tests/testdata/data/spm/spiece.model"
+CONFIG = dict(n_layer=2, d_model=8, n_head=2, d_head=6, d_inner=11, ff_activation="gelu", untie_r=True, n_token=32)
+BSZ, SEQ, NUM_PREDICT, MEM_LEN, REUSE_LEN = 4, 7, 3, 5, 4
+NUM_BATCHES = 8  # the data: these batches, repeated (a tiny model can learn them in tens of steps)
+
+
+def pretraining_batches(seed=0):
+  """NUM_BATCHES pretraining batches (the reader's features, batch-major), stacked on a leading axis."""
+  rng = np.random.default_rng(seed)
+  n = NUM_BATCHES
+  mapping = np.zeros([n, BSZ, NUM_PREDICT, SEQ], np.float32)
+  for b in range(n):
+    for r in range(BSZ):
+      mapping[b, r, np.arange(NUM_PREDICT), rng.choice(SEQ, NUM_PREDICT, replace=False)] = 1.0
+  input_k = rng.integers(0, 8, [n, BSZ, SEQ]).astype(np.int32)  # 8 of the 32 ids: a first thing to learn
+  return {"input_k": input_k,
+          "seg_id": (np.arange(SEQ) >= 3).astype(np.int32)[None, None].repeat(n, 0).repeat(BSZ, 1),
+          "input_q": mapping.sum(2), "perm_mask": (rng.random([n, BSZ, SEQ, SEQ]) < 0.3).astype(np.float32),
+          "target_mapping": mapping, "target": np.einsum("nbpi,nbi->nbp", mapping, input_k).astype(np.int32),
+          "target_mask": np.ones([n, BSZ, NUM_PREDICT], np.float32)}
+
+
+BATCHES = pretraining_batches()
+
+
+def dataset_fn(ctx, start):
+  """The run's batches from step `start` on (as a resumed run reads them), split into the replicas' rows."""
+  batches = tf.data.Dataset.from_tensor_slices(BATCHES).repeat().skip(start)
+  return batches.unbatch().batch(BSZ // ctx.num_replicas_in_sync, drop_remainder=True)
+
+
+def make_trainer(model_dir, use_fp16, train_steps=8, learning_rate=1e-2, iterations=1, save_steps=None,
+                 strategy="one_device"):
+  run_config = RunConfig(is_training=True, use_tpu=False, use_bfloat16=False, dropout=0.0, dropatt=0.0,
+                         mem_len=MEM_LEN, reuse_len=REUSE_LEN, use_fp16=use_fp16)
+  tf.keras.utils.set_random_seed(1)
+  return training.Trainer(training.make_strategy(strategy), lambda: XLNetModel(XLNetConfig(**CONFIG), run_config),
+                          PretrainTask(), str(model_dir),
+                          training.TrainConfig(learning_rate=learning_rate, train_steps=train_steps,
+                                               global_batch_size=BSZ, iterations=iterations, save_steps=save_steps))
+
+
+def state(trainer):
+  """Every variable of the run: weights, optimizer (step, slots), mems, loss scale (None without)."""
+  values = {v.path: v.numpy() for v in trainer.model.trainable_variables}
+  slots = [v for v in trainer.optimizer.variables if v is not trainer.optimizer.iterations]
+  values.update({f"opt/{i}/{v.name}": v.numpy() for i, v in enumerate(slots)})
+  values["step"] = trainer.optimizer.iterations.numpy()
+  values["mems"] = training.numpy_mems(trainer)
+  if trainer.loss_scale is not None:
+    values.update({f"loss_scale/{v.name}": v.numpy() for v in trainer.loss_scale.variables})
+  return values
+
+
+def test_use_fp16_and_use_bfloat16_exclude_each_other():
+  with pytest.raises(ValueError, match="--use_bfloat16 or --use_fp16"):
+    RunConfig(is_training=True, use_tpu=False, use_bfloat16=True, dropout=0.0, dropatt=0.0, use_fp16=True)
+
+
+def test_float16_scores_stay_finite_where_every_key_is_blocked():
+  """A blocked float16 score plus the mask value (-6e4) would pass -65504 and become -inf; a row with every key
+  blocked would then give NaN probabilities. It stays at -6e4: a finite (uniform) row, as float32's -1e30 gives."""
+  ac = tf.constant(np.full([1, 1, 2, 3], -1e4), tf.float16)  # [N, B, Q, J], very negative scores
+  blocked = tf.constant([[[[1, 1, 1], [0, 1, 1]]]], tf.float16)  # row 0: every key blocked
+  bias = blocked * ops.mask_value(tf.float16)
+  score = attention._score_sum(ac, tf.zeros_like(ac), None, None, bias)  # pylint: disable=protected-access
+  prob = tf.nn.softmax(score).numpy()
+  assert np.isfinite(prob).all()
+  np.testing.assert_allclose(prob[0, 0], [[1 / 3] * 3, [1, 0, 0]], atol=1e-3)
+
+
+def test_float16_trains_like_float32_with_float32_variables_and_slots(tmp_path):
+  """40 steps on 8 batches: the first step's loss and gradient norm equal float32's to float16 rounding, and the
+  last loop's loss is float32's within 5% of what training took off.
+
+  Tolerances: one step's gradients agree with float32's to ~1e-3 (float16 keeps 11 bits, 5e-4 relative, per op),
+  so the first loss and gnorm within 1%. After that the runs part: Adam divides each element by its own running
+  size, so an element whose gradient is nearly 0 moves by the sign of its float16 rounding. With random targets
+  (nothing to learn) the last losses differed by about 20% of the small drop; with these learnable ones they
+  agree to 1e-4 (2.1670 both, from 3.4747), so 5% of the drop leaves a margin. A step that is not unscaled (gnorm
+  2**15 times larger), computed in float32 (no loss scale), or a loss that stops falling fails one of the
+  checks."""
+  logs = {}
+  results = {}
+  for use_fp16 in (False, True):
+    trainer = make_trainer(tmp_path / str(use_fp16), use_fp16, train_steps=40, iterations=10)
+    lines = logs[use_fp16] = []
+    first = trainer.train(dataset_fn, train_steps=1, log_fn=lines.append)
+    last = trainer.train(dataset_fn, log_fn=lines.append)
+    results[use_fp16] = first, last, trainer
+  (first32, last32, _), (first16, last16, trainer) = results[False], results[True]
+  assert trainer.model.compute_dtype == "float16" and trainer.model.variable_dtype == "float32"
+  assert trainer.loss_scale is not None and results[False][2].loss_scale is None
+  assert {v.dtype for v in trainer.model.trainable_variables} == {"float32"}
+  assert {v.dtype for v in trainer.optimizer.variables if "iteration" not in v.path} == {"float32"}
+  output, _ = trainer.model(tf.constant(BATCHES["input_k"][0].T), seg_ids=tf.constant(BATCHES["seg_id"][0].T))
+  assert output.dtype == tf.float16
+  assert first16["loss"] == pytest.approx(first32["loss"], rel=1e-2)
+  assert first16["gnorm"] == pytest.approx(first32["gnorm"], rel=1e-2)
+  drop = first32["loss"] - last32["loss"]
+  assert drop > 0.5
+  assert abs(last16["loss"] - last32["loss"]) < 0.05 * drop
+  assert all(line.endswith("| skipped 0") for line in logs[True]) and "skipped" not in "".join(logs[False])
+  assert float(trainer.loss_scale.scale.numpy()) == 2.0 ** 15
+
+
+def test_an_overflowed_step_is_skipped_and_counted(tmp_path):
+  """Scaled gradients beyond float16 (scale 2**100): weights and slots stay, the step (data, lr) moves on, the scale
+  halves, the log line counts the skip; Adam's bias correction counts applied steps only. The next step applies."""
+  trainer = make_trainer(tmp_path, True)
+  trainer.loss_scale.scale.assign(2.0 ** 100)
+  before = state(trainer)
+  lines = []
+  trainer.train(dataset_fn, train_steps=1, log_fn=lines.append)
+  after = state(trainer)
+  assert trainer.step == 1 and lines[-1].endswith("| skipped 1") and "loss nan" in lines[-1]
+  assert after["loss_scale/scale:0"] == 2.0 ** 99 and after["loss_scale/skipped:0"] == 1
+  changed = [k for k in before if not np.array_equal(before[k], after[k])]
+  assert sorted(changed) == ["loss_scale/scale:0", "loss_scale/skipped:0", "mems", "step"]
+  np.testing.assert_allclose([float(p) for p in trainer.optimizer.beta_powers()], [0.9, 0.999], rtol=1e-7)
+  trainer.loss_scale.scale.assign(2.0 ** 10)
+  trainer.train(dataset_fn, train_steps=2, log_fn=lines.append)
+  assert lines[-1].endswith("| skipped 1") and "loss nan" not in lines[-1]
+  assert [k for k in state(trainer) if k.startswith("opt/") and np.array_equal(state(trainer)[k], after[k])] == []
+  np.testing.assert_allclose([float(p) for p in trainer.optimizer.beta_powers()], [0.81, 0.999 ** 2], rtol=1e-6)
+  assert trainer.loss_scale.good_steps.numpy() == 1
+
+
+def test_gradients_not_finite_at_the_minimum_scale_stop_the_run(tmp_path):
+  """A weight beyond float16's range makes the loss itself non-finite: halving the scale cannot help, so at the
+  minimum scale 1 the run stops, as a float32 run stops on a non-finite loss."""
+  trainer = make_trainer(tmp_path, True)
+  trainer.model.lm_loss_layer.bias.assign(np.full(trainer.model.lm_loss_layer.bias.shape, 1e5, np.float32))
+  trainer.loss_scale.scale.assign(2.0)
+  with pytest.raises(FloatingPointError, match="not finite even unscaled"):
+    trainer.train(dataset_fn, train_steps=3, log_fn=lambda _: None)
+
+
+def test_resume_is_bit_identical_scale_included(tmp_path):
+  """8 steps in one go equal 4, a checkpoint, a new Trainer restoring it, and 4 more: weights, slots, step, mems and
+  the loss scale (which overflows and grows in these steps: from 2**17, doubling after 2 good steps, it went
+  2**16, 2**17, 2**18, 2**17, 2**18 with 2 skipped steps)."""
+  def run(model_dir, stops):
+    for train_steps in stops:
+      trainer = make_trainer(model_dir, True, save_steps=4)
+      trainer.loss_scale.growth_interval = 2
+      if not trainer.restore_or_init():
+        trainer.loss_scale.scale.assign(2.0 ** 17)
+      trainer.train(dataset_fn, train_steps=train_steps, log_fn=lambda _: None)
+    return state(trainer)
+
+  full = run(tmp_path / "full", [8])
+  resumed = run(tmp_path / "resumed", [4, 8])
+  skipped = full["loss_scale/skipped:0"]
+  assert full["step"] == 8 and 1 <= skipped < 8 and full["loss_scale/scale:0"] > 2.0 ** 17 / 2 ** skipped  # it grew
+  assert sorted(full) == sorted(resumed)
+  for key, value in full.items():
+    np.testing.assert_array_equal(resumed[key], value, err_msg=key)
+
+
+MIRRORED_SCRIPT = r"""
+import json
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+import test_fp16
+
+trainer = test_fp16.make_trainer("{model_dir}", True, strategy="mirrored")
+scale_objective = trainer.loss_scale.scale_objective
+
+def replica_0_overflows(objective):  # replica 0 scales by 2**100 at step 0: only its gradients overflow
+  replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+  huge = tf.logical_and(tf.equal(replica, 0), tf.equal(trainer.optimizer.iterations, 0))
+  return tf.where(huge, objective * 2.0 ** 100, scale_objective(objective))
+
+trainer.loss_scale.scale_objective = replica_0_overflows
+before = test_fp16.state(trainer)
+lines = []
+trainer.train(test_fp16.dataset_fn, train_steps=1, log_fn=lines.append)
+skipped = test_fp16.state(trainer)
+trainer.train(test_fp16.dataset_fn, train_steps=2, log_fn=lines.append)
+after = test_fp16.state(trainer)
+replicas = [[v.numpy().tolist() for v in trainer.strategy.experimental_local_results(w.value)]
+            for w in trainer.model.trainable_variables[:3]]
+print("RESULT " + json.dumps({{
+    "changed_by_skip": sorted(k for k in before if (before[k] != skipped[k]).any()),
+    "changed_after": sorted(k for k in before if (before[k] != after[k]).any()),
+    "scale": float(after["loss_scale/scale:0"]), "lines": lines, "replicas": replicas}}))
+"""
+
+
+@pytest.mark.slow  # about a minute: a subprocess on two logical CPUs
+def test_one_replica_overflowing_skips_the_step_on_both(tmp_path):
+  """MirroredStrategy over two logical CPUs: when only replica 0's gradients overflow, both replicas skip the step
+  (the decision is taken over all replicas); the following steps apply on both, which stay equal."""
+  script = tmp_path / "mirrored.py"
+  script.write_text(MIRRORED_SCRIPT.format(model_dir=tmp_path / "model"))
+  env = dict(__import__("os").environ, PYTHONPATH=f"{__import__('os').getcwd()}:tests", CUDA_VISIBLE_DEVICES="")
+  proc = subprocess.run([PY, str(script)], capture_output=True, text=True, timeout=300, env=env)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  result = json.loads([l for l in proc.stdout.splitlines() if l.startswith("RESULT ")][-1][len("RESULT "):])
+  assert result["changed_by_skip"] == ["loss_scale/scale:0", "loss_scale/skipped:0", "mems", "step"]
+  assert result["scale"] == 2.0 ** 14 and result["lines"][0].endswith("| skipped 1")
+  assert all(line.endswith("| skipped 1") and "loss nan" not in line for line in result["lines"][1:])
+  assert len([k for k in result["changed_after"] if k.startswith("model/")]) > 20
+  for values in result["replicas"]:
+    np.testing.assert_array_equal(values[0], values[1])
+
+
+def test_run_classifier_trains_evaluates_and_predicts_with_use_fp16(tmp_path):
+  """run_classifier.py end to end with --use_fp16 (two replicas: the test above): the log lines count skipped
+  steps, evaluation and prediction run in float16 and give finite numbers."""
+  corpora.write_aclimdb(str(tmp_path / "aclImdb"), num_train=8, num_dev=6, seed=3)
+  config = tmp_path / "xlnet_config.json"
+  config.write_text(json.dumps(dict(CONFIG, n_token=1000)))
+  cmd = [PY, "run_classifier.py", "--task_name=imdb",
+         f"--data_dir={tmp_path / 'aclImdb'}", f"--spiece_model_file={SPM}", f"--model_config_path={config}",
+         "--max_seq_length=32", "--uncased=False", "--do_train=True", "--do_eval=True", "--do_predict=True",
+         f"--output_dir={tmp_path / 'records'}", f"--model_dir={tmp_path / 'model'}",
+         f"--predict_dir={tmp_path / 'predict'}", "--train_batch_size=4", "--train_steps=4",
+         "--iterations=2", "--eval_batch_size=4", "--predict_batch_size=4", "--learning_rate=1e-3", "--seed=1",
+         "--use_fp16=True"]
+  proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  progress = [l for l in proc.stdout.splitlines() if l.startswith("[")]
+  assert len(progress) == 2 and all(l.endswith("| skipped 0") for l in progress), proc.stdout
+  eval_line = [l for l in proc.stdout.splitlines() if l.startswith("Eval result |")]
+  assert len(eval_line) == 1 and "eval_accuracy" in eval_line[0] and "nan" not in eval_line[0]
+  logits = np.array(json.loads((tmp_path / "predict" / "imdb.logits.json").read_text()))
+  assert logits.shape == (6, 2) and np.isfinite(logits).all()

@@ -22,6 +22,7 @@ from absl import logging
 from xlnet_tf import fileio
 from xlnet_tf.data.pretrain_spec import PretrainDataSpec
 from xlnet_tf.tasks.pretrain import data as pretrain_data
+from xlnet_tf.tasks.pretrain.writer_options import DataError, WriterOptions
 
 
 def define_flags(flag_values=absl_flags.FLAGS):
@@ -30,18 +31,18 @@ def define_flags(flag_values=absl_flags.FLAGS):
 
 
 def create_data(o):
-  """Runs `pretrain_data.create_data` on the `PretrainDataSpec` of this script's flags (both validate them once).
-  Raises `DataError`."""
+  """Runs `pretrain_data.create_data` on the `PretrainDataSpec` and `WriterOptions` of this script's flags (both
+  validate them once). Raises `DataError`."""
   try:
     spec = PretrainDataSpec(bsz_per_host=o.bsz_per_host, seq_len=o.seq_len, reuse_len=o.reuse_len,
                             bi_data=o.bi_data, mask_alpha=o.mask_alpha, mask_beta=o.mask_beta, uncased=o.uncased,
                             num_predict=o.num_predict)
   except ValueError as e:
-    raise pretrain_data.DataError(str(e)) from None
-  return pretrain_data.create_data(
-      spec, input_glob=o.input_glob, sp_path=o.sp_path, save_dir=o.save_dir, num_core_per_host=o.num_core_per_host,
-      use_eod=o.use_eod, from_raw_text=o.from_raw_text, split=o.split, pass_id=o.pass_id, num_task=o.num_task,
-      task=o.task, use_tpu=o.use_tpu, seed=o.seed, span_sampling=o.span_sampling)
+    raise DataError(str(e)) from None
+  options = WriterOptions(num_core_per_host=o.num_core_per_host, use_tpu=o.use_tpu, split=o.split, task=o.task,
+                          num_task=o.num_task, pass_id=o.pass_id, seed=o.seed, span_sampling=o.span_sampling,
+                          use_eod=o.use_eod, from_raw_text=o.from_raw_text)
+  return pretrain_data.create_data(spec, options, input_glob=o.input_glob, sp_path=o.sp_path, save_dir=o.save_dir)
 
 
 def body(o):

@@ -39,7 +39,7 @@ from xlnet_tf import checkpoint
 from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
 from xlnet_tf import training
-from xlnet_tf.data import records
+from xlnet_tf.data import token_checks
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.classifier import data as classifier_data
 from xlnet_tf.tasks.classifier import evaluation as classifier_eval
@@ -115,7 +115,7 @@ def _write_records(examples, label_list, o, tokenize_fn, mode, log_fn, n_token, 
            "num_passes: pass --overwrite_data=True if any of them changed.")
   else:
     log_fn(f"Wrote {written} examples to {path}.")
-  records.check_fine_tuning_ids(path, n_token, o.spiece_model_file)
+  token_checks.check_fine_tuning_ids(path, n_token, o.spiece_model_file)
   return path
 
 

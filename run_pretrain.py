@@ -20,7 +20,8 @@ from xlnet_tf import hf_checkpoint
 from xlnet_tf import training
 from xlnet_tf.config import CONFIG_KEYS
 from xlnet_tf.data import pretrain_spec
-from xlnet_tf.data import records
+from xlnet_tf.data.record_files import read_corpus_info
+from xlnet_tf.data.token_checks import check_token_ids
 from xlnet_tf.tasks.pretrain import input as pretrain_input
 from xlnet_tf.tasks.pretrain import task as pretrain_task
 
@@ -68,7 +69,7 @@ def validate(o, num_replicas=1):
 def build_xlnet_config(o):
   if o.model_config_path or hf_checkpoint.is_hf_directory(o.init_checkpoint):
     return hf_checkpoint.model_config(o.model_config_path, o.init_checkpoint)
-  n_token = o.n_token or (records.read_corpus_info(o.record_info_dir) or {}).get("vocab_size") or DEFAULT_N_TOKEN
+  n_token = o.n_token or (read_corpus_info(o.record_info_dir) or {}).get("vocab_size") or DEFAULT_N_TOKEN
   fields = {k: getattr(o, k) for k in CONFIG_KEYS if k != "n_token"}
   return XLNetConfig(n_token=n_token, **fields)
 
@@ -78,25 +79,26 @@ def check_vocabulary(o, xlnet_config, record_files):
   vocabulary in corpus_info.json, then the ids of the first records (for records without that file)."""
   n_token = xlnet_config.n_token
   source = f"the n_token of --model_config_path {o.model_config_path}" if o.model_config_path else "--n_token"
-  vocab_size = (records.read_corpus_info(o.record_info_dir) or {}).get("vocab_size")
+  vocab_size = (read_corpus_info(o.record_info_dir) or {}).get("vocab_size")
   if vocab_size and vocab_size > n_token:
     raise flags.FlagError(f"The records of --record_info_dir {o.record_info_dir} were written with a vocabulary of "
                           f"{vocab_size} ids (vocab_size in its corpus_info.json), more than the model's "
                           f"n_token={n_token} ({source}). Pass {source} of at least {vocab_size}"
                           f"{'' if o.model_config_path else ' or leave it unset'}.")
-  records.check_token_ids(record_files, n_token, key="input", fix=(
+  check_token_ids(record_files, n_token, key="input", fix=(
       f"Pass {source} of the vocabulary the records were written with (data_utils.py's --sp_path), or records "
       f"written with a SentencePiece model of at most {n_token} pieces."))
 
 
 def input_args(o):
   """`pretrain_input.get_input_fn` arguments from the options (the `PretrainDataSpec` of data_utils.py's naming
-  flags)."""
+  flags, the `ReaderOptions` of the others)."""
   spec = pretrain_spec.PretrainDataSpec(
       bsz_per_host=o.train_batch_size // o.num_hosts, seq_len=o.seq_len, reuse_len=o.reuse_len, bi_data=o.bi_data,
       mask_alpha=o.mask_alpha, mask_beta=o.mask_beta, uncased=o.uncased, num_predict=o.num_predict)
-  return dict(record_info_dir=o.record_info_dir, split="train", spec=spec, perm_size=o.perm_size,
-              use_bfloat16=o.use_bfloat16, seed=o.seed, global_batch_size=o.train_batch_size)
+  options = pretrain_input.ReaderOptions(perm_size=o.perm_size, use_bfloat16=o.use_bfloat16, seed=o.seed)
+  return dict(record_info_dir=o.record_info_dir, split="train", spec=spec, options=options,
+              global_batch_size=o.train_batch_size)
 
 
 def run(o, strategy, log_fn=print):

@@ -37,7 +37,7 @@ from xlnet_tf import checkpoint
 from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
 from xlnet_tf import training
-from xlnet_tf.data import records
+from xlnet_tf.data import token_checks
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.race import data as race_data
 from xlnet_tf.tasks.race import evaluation as race_eval
@@ -99,11 +99,12 @@ def _model_files(o):
 
 def _prepare(o, split, tokenize_fn, n_token, log_fn):
   """The split's cached records (`race_records.prepare_records`), logged as the original; their ids checked."""
-  info = race_records.prepare_records(
-      o.data_dir, split, tokenize_fn, o.spiece_model_file, o.output_dir, o.max_seq_length, o.max_qa_length,
-      eval_batch_size=o.eval_batch_size, high_only=o.high_only, middle_only=o.middle_only,
-      fix_option_aliasing=o.fix_option_aliasing, overwrite_data=o.overwrite_data, shuffle_seed=o.seed,
-      sorted_file_order=o.sorted_file_order)
+  config = race_records.RecordsConfig(
+      data_dir=o.data_dir, spiece_model_file=o.spiece_model_file, output_dir=o.output_dir,
+      max_seq_length=o.max_seq_length, max_qa_length=o.max_qa_length, eval_batch_size=o.eval_batch_size,
+      high_only=o.high_only, middle_only=o.middle_only, fix_option_aliasing=o.fix_option_aliasing,
+      overwrite_data=o.overwrite_data, shuffle_seed=o.seed, sorted_file_order=o.sorted_file_order)
+  info = race_records.prepare_records(config, split, tokenize_fn)
   if info.num_real is not None:
     log_fn(f"Num of {split} samples: {info.num_real}" + (f" (+{info.num_padding} padding)" if info.num_padding else ""))
   if info.written:
@@ -111,7 +112,7 @@ def _prepare(o, split, tokenize_fn, n_token, log_fn):
   else:
     log_fn(f"WARNING: reusing the cached {info.path}. Its name includes neither max_qa_length, uncased, "
            "fix_option_aliasing nor sorted_file_order: pass --overwrite_data=True if any of them changed.")
-  records.check_fine_tuning_ids(info.path, n_token, o.spiece_model_file)
+  token_checks.check_fine_tuning_ids(info.path, n_token, o.spiece_model_file)
   return info
 
 

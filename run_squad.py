@@ -39,9 +39,11 @@ from xlnet_tf import checkpoint
 from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
 from xlnet_tf import training
-from xlnet_tf.data import records
+from xlnet_tf.data import token_checks
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.squad import data as squad_data
+from xlnet_tf.tasks.squad import examples as squad_examples
+from xlnet_tf.tasks.squad import postprocess as squad_postprocess
 from xlnet_tf.tasks.squad import predict as squad_predict
 from xlnet_tf.tasks.squad import records as squad_records
 from xlnet_tf.tasks.squad import task as squad_task
@@ -123,10 +125,16 @@ def _train_records(o, sp_model, log_fn):
   return pattern
 
 
+def feature_options(o):
+  """The `FeatureOptions` of the options: how examples become features."""
+  return squad_data.FeatureOptions(max_seq_length=o.max_seq_length, doc_stride=o.doc_stride,
+                                   max_query_length=o.max_query_length, uncased=o.uncased)
+
+
 def _prepro(o, sp_model, log_fn, num_proc, proc_id):
-  path, stats = squad_records.prepare_train_records(
-      o.train_file, sp_model, o.spiece_model_file, o.output_dir, o.max_seq_length, o.max_query_length, o.doc_stride,
-      o.uncased, num_proc=num_proc, proc_id=proc_id, shuffle_seed=o.seed)
+  path, stats = squad_records.prepare_train_records(o.train_file, sp_model, o.spiece_model_file, o.output_dir,
+                                                    feature_options(o), num_proc=num_proc, proc_id=proc_id,
+                                                    shuffle_seed=o.seed)
   log_fn(f"Wrote {stats.num_features} training features ({stats.num_pos} with an answer in the window, "
          f"{stats.num_neg} without) of {stats.num_examples} examples to {path}; dropped for an alignment mismatch: "
          f"{len(stats.dropped_mismatch)}.")
@@ -136,7 +144,11 @@ def _prepro(o, sp_model, log_fn, num_proc, proc_id):
 def _predict_checkpoints(o):
   """[(step, prefix)] to predict with (see the module docstring)."""
   if o.predict_all_ckpt:
-    return checkpoint.list_checkpoints(o.model_dir)
+    found = checkpoint.list_checkpoints(o.model_dir)
+    if not found:
+      raise FileNotFoundError(f"No checkpoint to predict with: no *.index file in --model_dir {o.model_dir}. Train "
+                              "first (--do_train=True), or pass --predict_ckpt or --init_checkpoint.")
+    return found
   path = checkpoint.resolve_checkpoint_path(checkpoint.choose_checkpoint(
       o.model_dir, o.predict_ckpt or (o.init_checkpoint if not o.do_train else None)))
   return [(checkpoint.checkpoint_step(path), path)]
@@ -174,20 +186,19 @@ def run(o, strategy, log_fn=print):
   eval_set = None
   if o.do_predict:  # Read and convert --predict_file before training: its errors then cost no training.
     examples, features, record, _ = squad_records.prepare_eval_features(
-        o.predict_file, sp_model, o.spiece_model_file, o.output_dir, o.max_seq_length, o.max_query_length,
-        o.doc_stride, o.uncased, o.overwrite_data)
-    orig_data = squad_data.load_squad_data(o.predict_file)
+        o.predict_file, sp_model, o.spiece_model_file, o.output_dir, feature_options(o), o.overwrite_data)
+    orig_data = squad_examples.load_squad_data(o.predict_file)
     orig_data = orig_data if squad_predict.has_answers(orig_data) else None
     if orig_data is None and o.allow_empty_prediction and o.null_threshold is None:
       raise flags.FlagError(f"--allow_empty_prediction needs --null_threshold: --predict_file {o.predict_file} has "
                             "no answers to find the threshold on. Pass the best_f1_thresh of a dev set.")
-    records.check_fine_tuning_ids(record, xlnet_config.n_token, o.spiece_model_file)
+    token_checks.check_fine_tuning_ids(record, xlnet_config.n_token, o.spiece_model_file)
     eval_set = squad_predict.EvalSet(examples, features, record, orig_data, o.max_seq_length)
     log_fn(f"Num of eval examples: {len(examples)}, features: {len(features)} ({record}).")
 
   if o.do_train:
     train_files = _train_records(o, sp_model, log_fn)
-    records.check_fine_tuning_ids(fileio.glob(train_files), xlnet_config.n_token, o.spiece_model_file,
+    token_checks.check_fine_tuning_ids(fileio.glob(train_files), xlnet_config.n_token, o.spiece_model_file,
                                   rewrite="delete it and rerun (or rerun --do_prepro=True)")
     with fileio.directory_lock(o.model_dir if training.is_chief(strategy) else None):
       trainer, start, global_batch, per_replica = flags.fine_tuning_trainer(
@@ -203,11 +214,12 @@ def run(o, strategy, log_fn=print):
     inference = squad_predict.Inference(squad_task.build_model(
         xlnet_config, flags.create_run_config(o, is_training=False, is_finetune=True)), o.start_n_top, o.end_n_top,
         o.jit_compile)
-    results["predict"], results["best"] = squad_predict.predict_checkpoints(
-        inference, predict_ckpts or _predict_checkpoints(o), eval_set, o.predict_dir, o.predict_batch_size,
-        o.target_eval_key, log_fn=log_fn, model_dir=o.model_dir, n_best_size=o.n_best_size,
-        max_answer_length=o.max_answer_length, allow_last_token=o.allow_last_token,
+    options = squad_postprocess.AnswerOptions(
+        n_best_size=o.n_best_size, max_answer_length=o.max_answer_length, allow_last_token=o.allow_last_token,
         allow_empty_prediction=o.allow_empty_prediction, null_threshold=o.null_threshold)
+    results["predict"], results["best"] = squad_predict.predict_checkpoints(
+        inference, predict_ckpts or _predict_checkpoints(o), eval_set, o.predict_dir, o.predict_batch_size, options,
+        o.target_eval_key, log_fn=log_fn)
   return results
 
 

@@ -21,6 +21,8 @@ from xlnet_tf.data import corpora
 from xlnet_tf.data.pretrain_spec import PretrainDataSpec
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.pretrain import data as pretrain_data
+from xlnet_tf.tasks.pretrain import text as pretrain_text
+from xlnet_tf.tasks.pretrain.writer_options import WriterOptions
 
 README_SPEC = PretrainDataSpec(bsz_per_host=32, seq_len=512, reuse_len=256, num_predict=85, mask_alpha=6, mask_beta=1,
                                bi_data=True, uncased=False)
@@ -48,12 +50,13 @@ def main():
     sp = tokenization.load_sentencepiece(model)
     encoder = tokenization.BatchEncoder(sp)
     t0 = time.perf_counter()
-    num_tokens = sum(len(pretrain_data.read_shard(p, encoder, uncased=False)[0]) for p in paths)
+    num_tokens = sum(len(pretrain_text.read_shard(p, encoder, uncased=False)[0]) for p in paths)
     t_read = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    info = pretrain_data.create_data(README_SPEC, input_glob=os.path.join(tmp, "corpus", "*.txt"), sp_path=model,
-                                     save_dir=os.path.join(tmp, "proc"), seed=args.seed, **README_FLAGS)
+    info = pretrain_data.create_data(README_SPEC, WriterOptions(seed=args.seed, **README_FLAGS),
+                                     input_glob=os.path.join(tmp, "corpus", "*.txt"), sp_path=model,
+                                     save_dir=os.path.join(tmp, "proc"))
     t_total = time.perf_counter() - t0
     records = info["num_batch"] * README_SPEC.bsz_per_host
     out_mb = sum(os.path.getsize(p) for p in glob.glob(os.path.join(tmp, "proc", "tfrecords", "*.tfrecords"))) / 1e6

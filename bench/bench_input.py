@@ -22,7 +22,7 @@ import tensorflow as tf
 from absl import app, flags
 
 from xlnet_tf.data.pretrain_spec import PretrainDataSpec
-from xlnet_tf.tasks.pretrain.input import get_input_fn
+from xlnet_tf.tasks.pretrain.input import ReaderOptions, get_input_fn
 
 flags.DEFINE_string("record_info_dir", None, "Existing records to read; default: write synthetic ones to a tmp dir.")
 flags.DEFINE_integer("bsz_per_host", 32, "Rows per step.")
@@ -72,7 +72,7 @@ def time_variant(record_dir, seed, use_bfloat16):
   spec = PretrainDataSpec(bsz_per_host=FLAGS.bsz_per_host, seq_len=FLAGS.seq_len, reuse_len=FLAGS.reuse_len,
                           bi_data=FLAGS.bi_data, mask_alpha=FLAGS.mask_alpha, mask_beta=FLAGS.mask_beta,
                           uncased=FLAGS.uncased, num_predict=FLAGS.num_predict)
-  input_fn, _ = get_input_fn(record_dir, "train", spec, FLAGS.perm_size, use_bfloat16=use_bfloat16, seed=seed)
+  input_fn, _ = get_input_fn(record_dir, "train", spec, ReaderOptions(FLAGS.perm_size, use_bfloat16, seed))
   it = iter(input_fn())
   for _ in range(FLAGS.warmup):
     next(it)

@@ -120,7 +120,7 @@ def make_batch(c, seed):
   """Time-major features of one batch, built by the real parser from random records (original layout)."""
   import numpy as np
   import tensorflow as tf
-  from xlnet_tf.tasks.pretrain.input import parse_record
+  from xlnet_tf.tasks.pretrain.parser import parse_record
 
   rng = np.random.default_rng(seed)
   seq_len, reuse_len, num_predict = c["seq_len"], c["reuse_len"], c["num_predict"]

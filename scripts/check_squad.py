@@ -49,6 +49,7 @@ from xlnet_tf import checkpoint  # pylint: disable=wrong-import-position
 from xlnet_tf.data import tokenization  # pylint: disable=wrong-import-position
 from xlnet_tf.tasks.squad import data  # pylint: disable=wrong-import-position
 from xlnet_tf.tasks.squad import evaluate  # pylint: disable=wrong-import-position
+from xlnet_tf.tasks.squad import examples as squad_examples  # pylint: disable=wrong-import-position
 from xlnet_tf.tasks.squad import postprocess  # pylint: disable=wrong-import-position
 from xlnet_tf.tasks.squad import predict  # pylint: disable=wrong-import-position
 from xlnet_tf.tasks.squad import records  # pylint: disable=wrong-import-position
@@ -93,12 +94,21 @@ def _postprocess_options(meta):
               end_n_top=f["end_n_top"])
 
 
+def _answer_options(opts):
+  """The `AnswerOptions` of `_postprocess_options`."""
+  return postprocess.AnswerOptions(n_best_size=opts["n_best_size"], max_answer_length=opts["max_answer_length"])
+
+
+def _feature_options(setting):
+  """The `FeatureOptions` of one golden setting."""
+  return data.FeatureOptions(max_seq_length=setting["max_seq_length"], doc_stride=setting["doc_stride"],
+                             max_query_length=setting["max_query_length"], uncased=setting["uncased"])
+
+
 def _features(golden, setting, mode):
   """(examples, features, stats) of our converter on the golden's data file with one setting."""
-  examples = data.read_squad_examples(golden.path(_data_file(mode)), is_training=mode == "train")
-  features, stats = data.build_features(examples, _sp_model(golden), setting["max_seq_length"],
-                                        setting["doc_stride"], setting["max_query_length"], mode == "train",
-                                        setting["uncased"])
+  examples = squad_examples.read_squad_examples(golden.path(_data_file(mode)), is_training=mode == "train")
+  features, stats = data.build_features(examples, _sp_model(golden), _feature_options(setting), mode == "train")
   return examples, features, stats
 
 
@@ -171,7 +181,7 @@ def check_features(golden):
 def _eval_inputs(golden):
   """The examples, evaluation features and `data` list of dev-v2.0.json in the head's setting."""
   examples, features, _ = _features(golden, _head_setting(golden.meta), "eval")
-  return examples, features, data.load_squad_data(golden.path(_data_file("eval")))
+  return examples, features, squad_examples.load_squad_data(golden.path(_data_file("eval")))
 
 
 def _nbest_rows(label, got, want):
@@ -201,8 +211,8 @@ def _check_postprocess(golden, results_file, reference_dir, label):
     paths = [os.path.join(tmp, name) for name in OUTPUTS]
     opts = _postprocess_options(golden.meta)
     out_eval = postprocess.write_predictions(
-        examples, features, results, opts["n_best_size"], opts["max_answer_length"], *paths, orig_data,
-        start_n_top=opts["start_n_top"], end_n_top=opts["end_n_top"])
+        examples, features, results, _answer_options(opts), paths, orig_data, start_n_top=opts["start_n_top"],
+        end_n_top=opts["end_n_top"])
     got = {}
     for name, p in zip(OUTPUTS, paths):
       with open(p, "rb") as f:
@@ -338,11 +348,11 @@ def check_predict(golden):
   inference = predict.Inference(model, start_n_top=opts["start_n_top"], end_n_top=opts["end_n_top"])
   with tempfile.TemporaryDirectory() as tmp:
     examples, _, record, _ = records.prepare_eval_features(
-        golden.path(_data_file("eval")), tokenization.load_sentencepiece(spm), spm, tmp, length,
-        setting["max_query_length"], setting["doc_stride"], setting["uncased"], overwrite_data=True)
+        golden.path(_data_file("eval")), tokenization.load_sentencepiece(spm), spm, tmp,
+        _feature_options(setting), overwrite_data=True)
     features = records.load_eval_features(os.path.join(tmp, records.eval_features_name(
         spm, length, setting["max_query_length"])))
-    orig_data = data.load_squad_data(golden.path(_data_file("eval")))
+    orig_data = squad_examples.load_squad_data(golden.path(_data_file("eval")))
     dataset = records.squad_dataset(record, length, is_training=False, batch_size=f["predict_batch_size"],
                                     drop_remainder=False)
     batches = list(dataset.as_numpy_iterator())
@@ -358,7 +368,7 @@ def check_predict(golden):
       rows.append(_head_close(f"Inference {key}", out[key], want[key]))
     eval_set = predict.EvalSet(examples, features, record, orig_data, length)
     out_eval = predict.predict_checkpoint(inference, golden.checkpoint(f["init_checkpoint"]), eval_set, tmp,
-                                          f["predict_batch_size"], opts["n_best_size"], opts["max_answer_length"])
+                                          f["predict_batch_size"], _answer_options(opts))
     got = {}
     for name in OUTPUTS:
       with open(os.path.join(tmp, name), encoding="utf-8") as fp:

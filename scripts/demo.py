@@ -298,7 +298,7 @@ class Demo:
     result = stage.load(cmd[1:])
     if result is None:
       from xlnet_tf.data.pretrain_spec import PretrainDataSpec
-      from xlnet_tf.data.records import record_info_glob
+      from xlnet_tf.data.record_files import record_info_glob
       spec = PretrainDataSpec(bsz_per_host=BSZ, **self.data)
       infos = glob.glob(os.path.join(record_dir, record_info_glob("train", spec)))
       if not infos:

@@ -30,7 +30,7 @@ import run_pretrain
 from xlnet_tf import XLNetConfig
 from xlnet_tf import checkpoint as checkpoint_lib
 from xlnet_tf.tasks.classifier import task as classifier_task
-from xlnet_tf.training import optimization
+from xlnet_tf.training.slot_names import original_optimizer_state
 from xlnet_tf.training.trainer import numpy_mems
 
 
@@ -191,7 +191,7 @@ def final_state(trainer):
   variables = checkpoint_lib.original_variable_map(trainer.model)
   state = {name: v.numpy() for name, v in variables.items()}
   state.update({name: np.asarray(v.numpy()) for name, v in
-                optimization.original_optimizer_state(trainer.optimizer, variables).items()})
+                original_optimizer_state(trainer.optimizer, variables).items()})
   return state
 
 

@@ -22,6 +22,7 @@ from xlnet_tf import convert
 from xlnet_tf.data import corpora
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.squad import corpus as squad_corpus
+from xlnet_tf.tasks.squad import data as squad_data
 from xlnet_tf.tasks.squad import records as squad_records
 from xlnet_tf.tasks.race import corpus as race_corpus
 from xlnet_tf.tasks.race import records as race_records
@@ -266,10 +267,12 @@ def results(tmp_path_factory):
   _put_an_id_beyond_the_vocabulary(w / "cls_big_ids", "*train*.tf_record")
   sp_model = tokenization.load_sentencepiece(SPM)
   squad_records.prepare_train_records(str(w / "squad" / "train-v2.0.json"), sp_model, SPM, str(w / "squad_big_ids"),
-                                      64, 16, 32)
+                                      squad_data.FeatureOptions(max_seq_length=64, doc_stride=32, max_query_length=16))
   _put_an_id_beyond_the_vocabulary(w / "squad_big_ids", "*.train.tf_record")
-  race_records.prepare_records(str(w / "race"), "train", tokenization.make_tokenize_fn(sp_model), SPM,
-                               str(w / "race_big_ids"), 64, 32)
+  race_records.prepare_records(race_records.RecordsConfig(data_dir=str(w / "race"), spiece_model_file=SPM,
+                                                       output_dir=str(w / "race_big_ids"), max_seq_length=64,
+                                                       max_qa_length=32),
+                               "train", tokenization.make_tokenize_fn(sp_model))
   _put_an_id_beyond_the_vocabulary(w / "race_big_ids", "*train*")
 
   case_dirs = [w / "cases" / case_id for case_id, *_ in CASES]
@@ -341,23 +344,23 @@ def test_a_full_disk_while_writing_records_names_the_file_and_leaves_nothing(tmp
 
 
 def test_check_token_ids_reads_the_first_records_on_the_host(tmp_path):
-  """The id check every tool runs before training (`records.check_token_ids`): it names the file, the record, the
+  """The id check every tool runs before training (`token_checks.check_token_ids`): it names the file, the record, the
   worst id and n_token; looks at the first num_records records only; and leaves an unreadable file to the reader."""
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  from xlnet_tf.data import records  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.data import example_encoder, token_checks  # pylint: disable=import-outside-toplevel
   paths = [str(tmp_path / f"{name}.tf_record") for name in ("a", "b")]
   for path, rows in zip(paths, ([[1, 2, 3], [4, 5, 6]], [[7, 8, 9], [10, 31, 40]])):
     with tf.io.TFRecordWriter(path) as writer:
       for ids in rows:
         writer.write(tf.train.Example(features=tf.train.Features(
-            feature={"input_ids": records.int_feature(ids)})).SerializeToString())
-  records.check_token_ids(paths, 41, fix="-")
-  records.check_token_ids(paths, 32, fix="-", num_records=3)  # the bad record is the 4th
+            feature={"input_ids": example_encoder.int_feature(ids)})).SerializeToString())
+  token_checks.check_token_ids(paths, 41, fix="-")
+  token_checks.check_token_ids(paths, 32, fix="-", num_records=3)  # the bad record is the 4th
   with pytest.raises(ValueError, match=rf"^{paths[1]} holds token id 40 \(record 1\), outside the model's "
                                        r"vocabulary \[0, n_token=32\)\. Fix it\.$"):
-    records.check_token_ids(paths, 32, fix="Fix it.")
+    token_checks.check_token_ids(paths, 32, fix="Fix it.")
   with pytest.raises(ValueError, match="a.tf_record holds token id 6 \\(record 1\\)"):  # the largest
-    records.check_token_ids(paths[0], 1, fix="-")
+    token_checks.check_token_ids(paths[0], 1, fix="-")
   data = open(paths[1], "rb").read()
   open(paths[1], "wb").write(data[:len(data) - 10])  # the bad record cut short: unreadable, not checked
-  records.check_token_ids(paths, 32, fix="-")
+  token_checks.check_token_ids(paths, 32, fix="-")

@@ -9,7 +9,7 @@ import pytest
 from xlnet_tf.tasks.classifier import data as classifier_data
 from xlnet_tf.tasks.classifier import features as classifier_features
 from xlnet_tf.data.records import PaddingInputExample
-from xlnet_tf.tasks.classifier.data import InputExample
+from xlnet_tf.tasks.classifier.examples import InputExample
 
 
 def tokenize(text):

@@ -18,6 +18,8 @@ from xlnet_tf.data import corpora
 from xlnet_tf.data import tokenization as tk
 from xlnet_tf.data.pretrain_spec import PretrainDataSpec
 from xlnet_tf.tasks.pretrain import data as pd
+from xlnet_tf.tasks.pretrain import text as pretrain_text
+from xlnet_tf.tasks.pretrain.writer_options import WriterOptions
 
 GOLDEN = "tests/testdata/data"
 GOLDEN_NAME = "bsz-4.seqlen-32.reuse-16.bi.alpha-6.beta-1.fnp-6"
@@ -143,7 +145,8 @@ def test_imdb_end_to_end_bi_data(imdb_text, tmp_path):
   # bi_data layout: core c owns rows 4c..4c+3; rows 4c+2, 4c+3 are rows 4c, 4c+1 reversed in time.
   sp = tk.load_sentencepiece(model)
   encoder = tk.BatchEncoder(sp)
-  num_tokens = sum(len(pd.read_shard(p, encoder, uncased=True)[0]) for p in sorted(glob.glob(f"{root}/corpus/*")))
+  num_tokens = sum(len(pretrain_text.read_shard(p, encoder, uncased=True)[0])
+                   for p in sorted(glob.glob(f"{root}/corpus/*")))
   row_len = num_tokens // 4  # bsz_per_host/2 forward rows.
   prefixes = inp[:, :, :32].transpose(1, 0, 2).reshape(8, -1)  # Row r's first num_batch*reuse_len tokens.
   covered = prefixes.shape[1]
@@ -165,7 +168,9 @@ def test_imdb_end_to_end_uni_data_with_seed(imdb_text, tmp_path):
   run_cli(*cli_args, f"--save_dir={tmp_path / 'cli'}")
   naming = ("bsz_per_host", "seq_len", "reuse_len", "num_predict", "bi_data", "uncased")
   spec = PretrainDataSpec(mask_alpha=6, mask_beta=1, **{k: args[k] for k in naming})
-  info = pd.create_data(spec, save_dir=str(tmp_path / "lib"), **{k: v for k, v in args.items() if k not in naming})
+  paths = ("input_glob", "sp_path")
+  options = WriterOptions(**{k: v for k, v in args.items() if k not in naming + paths})
+  info = pd.create_data(spec, options, save_dir=str(tmp_path / "lib"), **{k: args[k] for k in paths})
   name = "bsz-3.seqlen-48.reuse-24.uni.alpha-6.beta-1.fnp-7"
   cli_file = tmp_path / f"cli/tfrecords/train-0-0.{name}.tfrecords"
   assert cli_file.read_bytes() == open(info["filenames"][0], "rb").read()

@@ -1,4 +1,5 @@
-"""Tests for xlnet_tf/optimization.py against the original `model_utils.get_train_op` formulas.
+"""Tests for xlnet_tf/training/optimization.py and its pieces (schedule.py, adam.py, clipping.py, slot_names.py)
+against the original `model_utils.get_train_op` formulas.
 
 Expected numbers are written out by hand or recomputed in numpy from the original (TF1) formulas; where TF 2.21
 still ships the TF1 code (`tf.compat.v1.train.polynomial_decay`, `cosine_decay`, `AdamOptimizer`), it is used as
@@ -17,7 +18,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from xlnet_tf.training import optimization
+from xlnet_tf.training import adam, clipping, optimization, slot_names
+from xlnet_tf.training import schedule as schedule_lib
 
 
 def make_variable(path, value):
@@ -39,7 +41,7 @@ def schedule_values(schedule, steps):
 # Learning-rate schedule
 
 def test_poly_with_warmup_matches_hand_values_and_tf1():
-  schedule = optimization.lr_schedule(2.0, train_steps=10, warmup_steps=4, decay_method="poly", min_lr_ratio=0.25)
+  schedule = schedule_lib.lr_schedule(2.0, train_steps=10, warmup_steps=4, decay_method="poly", min_lr_ratio=0.25)
   # Warm-up 2*s/4; then from 2.0 down to 0.5 over 6 steps, counted from the end of warm-up; clamped after.
   expected = [0.0, 0.5, 1.0, 1.5, 2.0, 1.75, 1.5, 1.25, 1.0, 0.75, 0.5, 0.5, 0.5]
   np.testing.assert_allclose(schedule_values(schedule, range(13)), expected, rtol=1e-6)
@@ -48,12 +50,12 @@ def test_poly_with_warmup_matches_hand_values_and_tf1():
 
 
 def test_poly_without_warmup():
-  schedule = optimization.lr_schedule(2.0, train_steps=8, decay_method="poly")
+  schedule = schedule_lib.lr_schedule(2.0, train_steps=8, decay_method="poly")
   np.testing.assert_allclose(schedule_values(schedule, [0, 2, 4, 8, 9]), [2.0, 1.5, 1.0, 0.0, 0.0], atol=1e-7)
 
 
 def test_cos_with_warmup_matches_hand_values_and_tf1():
-  schedule = optimization.lr_schedule(1.0, train_steps=6, warmup_steps=2, decay_method="cos", min_lr_ratio=0.1)
+  schedule = schedule_lib.lr_schedule(1.0, train_steps=6, warmup_steps=2, decay_method="cos", min_lr_ratio=0.1)
   cos_at = lambda frac: 0.9 * 0.5 * (1 + math.cos(math.pi * frac)) + 0.1
   expected = [0.0, 0.5, 1.0, cos_at(0.25), cos_at(0.5), cos_at(0.75), 0.1, 0.1]
   np.testing.assert_allclose(schedule_values(schedule, range(8)), expected, rtol=1e-6)
@@ -62,16 +64,16 @@ def test_cos_with_warmup_matches_hand_values_and_tf1():
 
 
 def test_cos_without_warmup():
-  schedule = optimization.lr_schedule(1.0, train_steps=4, decay_method="cos")
+  schedule = schedule_lib.lr_schedule(1.0, train_steps=4, decay_method="cos")
   np.testing.assert_allclose(schedule_values(schedule, [0, 1, 2, 4, 5]),
                              [1.0, 0.5 * (1 + math.cos(math.pi / 4)), 0.5, 0.0, 0.0], atol=1e-7)
 
 
 def test_schedule_takes_int64_tensor_steps_and_round_trips_config():
-  schedule = optimization.lr_schedule(1e-3, train_steps=100, warmup_steps=10, decay_method="cos",
+  schedule = schedule_lib.lr_schedule(1e-3, train_steps=100, warmup_steps=10, decay_method="cos",
                                       min_lr_ratio=0.01)
   copy = keras.optimizers.schedules.deserialize(keras.optimizers.schedules.serialize(schedule))
-  assert isinstance(copy, optimization.WarmupDecaySchedule)
+  assert isinstance(copy, schedule_lib.WarmupDecaySchedule)
   steps = tf.constant([0, 5, 10, 55, 100], tf.int64)
   np.testing.assert_array_equal(schedule(steps).numpy(), copy(steps).numpy())
   assert float(schedule(tf.constant(5, tf.int64))) == pytest.approx(5e-4)
@@ -84,7 +86,7 @@ def test_schedule_takes_int64_tensor_steps_and_round_trips_config():
 ])
 def test_schedule_rejects_bad_input(kwargs, needle):
   with pytest.raises(ValueError, match=needle):
-    optimization.lr_schedule(1e-3, train_steps=10, **kwargs)
+    schedule_lib.lr_schedule(1e-3, train_steps=10, **kwargs)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -120,7 +122,7 @@ def run_ours(optimizer, paths):
 def test_adam_matches_tf1_adam_formula():
   eps = 1e-2  # large enough that putting epsilon elsewhere (e.g. after bias-correcting v) changes the result
   optimizer = optimization.create_optimizer(0.1, train_steps=4, warmup_steps=1, adam_epsilon=eps)
-  assert isinstance(optimizer, optimization.XLNetAdam)
+  assert isinstance(optimizer, adam.XLNetAdam)
   variables, gnorms, lrs = run_ours(optimizer, ["m/transformer/layer_0/ff/layer_1/kernel", "m/lm_loss/bias"])
 
   # TF1 AdamOptimizer: beta powers start at beta and multiply after each step; epsilon-hat form.
@@ -168,7 +170,7 @@ def test_adam_matches_tf1_adam_formula():
     tf1.apply_gradients(zip(clipped, tf1_vars))
   for var, tf1_var in zip(variables, tf1_vars):
     np.testing.assert_array_equal(var.numpy(), tf1_var.numpy())
-    slots = optimization.original_slot_map(optimizer, {"w": var})
+    slots = slot_names.original_slot_map(optimizer, {"w": var})
     np.testing.assert_array_equal(slots["w/Adam"].numpy(), tf1.get_slot(tf1_var, "m").numpy())
     np.testing.assert_array_equal(slots["w/Adam_1"].numpy(), tf1.get_slot(tf1_var, "v").numpy())
 
@@ -177,7 +179,7 @@ def test_adam_weight_decay_matches_original_formula():
   paths = ["m/transformer/layer_0/rel_attn/q/kernel", "m/transformer/layer_0/rel_attn/LayerNorm/beta"]
   eps, wd = 1e-6, 0.3
   optimizer = optimization.create_optimizer(0.1, train_steps=4, warmup_steps=1, weight_decay=wd, adam_epsilon=eps)
-  assert isinstance(optimizer, optimization.AdamWeightDecay)
+  assert isinstance(optimizer, adam.AdamWeightDecay)
   variables, gnorms, lrs = run_ours(optimizer, paths)
 
   decayed = [True, False]  # kernel decayed; LayerNorm excluded
@@ -224,7 +226,7 @@ DECAY_TABLE = {
 
 
 def test_weight_decay_exclusions_by_full_path():
-  assert {p: optimization.uses_weight_decay(p) for p in DECAY_TABLE} == DECAY_TABLE
+  assert {p: adam.uses_weight_decay(p) for p in DECAY_TABLE} == DECAY_TABLE
   # The real optimizer: a zero gradient leaves m = v = 0, so only the decay term moves a variable.
   variables = [make_variable(p, np.ones(2)) for p in DECAY_TABLE]
   optimizer = optimization.create_optimizer(0.5, train_steps=3, weight_decay=0.1)
@@ -239,7 +241,7 @@ def test_create_optimizer_rejects_bad_input():
   with pytest.raises(ValueError, match="weight_decay"):
     optimization.create_optimizer(1e-3, train_steps=10, weight_decay=-0.01)
   with pytest.raises(ValueError, match="clipnorm"):
-    optimization.XLNetAdam(learning_rate=1e-3, clipnorm=1.0)
+    adam.XLNetAdam(learning_rate=1e-3, clipnorm=1.0)
   with pytest.raises(TypeError, match="create_optimizer"):
     optimization.apply_gradients(keras.optimizers.Adam(), [tf.ones(2)], [make_variable("a/b", np.ones(2))], 1.0)
 
@@ -250,18 +252,18 @@ def test_create_optimizer_rejects_bad_input():
 def test_clip_returns_pre_clip_norm_and_clips():
   variables = [make_variable("c/w", np.zeros(1)), make_variable("c/b", np.zeros(1))]
   grads = [tf.constant([3.0]), tf.constant([4.0])]
-  clipped, gnorm = optimization.clip_and_scale_gradients(grads, variables, clip=1.0)
+  clipped, gnorm = clipping.clip_and_scale_gradients(grads, variables, clip=1.0)
   assert float(gnorm) == pytest.approx(5.0)
   np.testing.assert_allclose([c.numpy()[0] for c in clipped], [0.6, 0.8], rtol=1e-6)
   # A variable without a gradient passes through as None and does not count in the norm.
-  clipped, gnorm = optimization.clip_and_scale_gradients(grads + [None], variables + [make_variable("c/u", [1.0])],
+  clipped, gnorm = clipping.clip_and_scale_gradients(grads + [None], variables + [make_variable("c/u", [1.0])],
                                                          clip=1.0)
   assert clipped[2] is None and float(gnorm) == pytest.approx(5.0)
-  clipped, gnorm = optimization.clip_and_scale_gradients(grads, variables, clip=10.0)
+  clipped, gnorm = clipping.clip_and_scale_gradients(grads, variables, clip=10.0)
   assert float(gnorm) == pytest.approx(5.0)
   np.testing.assert_allclose([c.numpy()[0] for c in clipped], [3.0, 4.0])
   with pytest.raises(ValueError, match="clip"):
-    optimization.clip_and_scale_gradients(grads, variables, clip=0.0)
+    clipping.clip_and_scale_gradients(grads, variables, clip=0.0)
 
 
 LAYER_TABLE = {  # path -> multiplier with rate 0.5 and 3 layers: layer l gets 0.5 ** (2 - l)
@@ -283,23 +285,23 @@ LAYER_TABLE = {  # path -> multiplier with rate 0.5 and 3 layers: layer l gets 0
 
 def test_layer_decay_multipliers_hit_the_right_variables():
   variables = [make_variable(p, np.ones(2)) for p in LAYER_TABLE]
-  assert optimization.layer_decay_multipliers(variables, 0.5) == LAYER_TABLE
-  assert optimization.layer_decay_multipliers(variables, 0.5, n_layer=3) == LAYER_TABLE
-  assert set(optimization.layer_decay_multipliers(variables, 1.0).values()) == {1.0}
+  assert clipping.layer_decay_multipliers(variables, 0.5) == LAYER_TABLE
+  assert clipping.layer_decay_multipliers(variables, 0.5, n_layer=3) == LAYER_TABLE
+  assert set(clipping.layer_decay_multipliers(variables, 1.0).values()) == {1.0}
   # layer_1 vs layer_10 and inferring n_layer = 12 from the largest index.
   deep = [make_variable(f"x/transformer/layer_{l}/ff/layer_1/kernel", np.ones(1)) for l in (1, 10, 11)]
-  assert list(optimization.layer_decay_multipliers(deep, 0.5).values()) == [0.5 ** 10, 0.5, 1.0]
+  assert list(clipping.layer_decay_multipliers(deep, 0.5).values()) == [0.5 ** 10, 0.5, 1.0]
   with pytest.raises(ValueError, match="n_layer=2"):
-    optimization.layer_decay_multipliers(variables, 0.5, n_layer=2)
+    clipping.layer_decay_multipliers(variables, 0.5, n_layer=2)
   with pytest.raises(ValueError, match="transformer/layer_"):
-    optimization.layer_decay_multipliers([make_variable("y/ff/layer_1/kernel", np.ones(1))], 0.5)
+    clipping.layer_decay_multipliers([make_variable("y/ff/layer_1/kernel", np.ones(1))], 0.5)
 
 
 def test_layer_scaling_applies_to_clipped_gradients():
   variables = [make_variable(p, np.ones(2)) for p in LAYER_TABLE]
   grads = [tf.fill([2], float(i + 1)) for i in range(len(variables))]
   norm = math.sqrt(sum(2 * (i + 1) ** 2 for i in range(len(variables))))
-  clipped, gnorm = optimization.clip_and_scale_gradients(grads, variables, clip=2.0, lr_layer_decay_rate=0.5)
+  clipped, gnorm = clipping.clip_and_scale_gradients(grads, variables, clip=2.0, lr_layer_decay_rate=0.5)
   assert float(gnorm) == pytest.approx(norm, rel=1e-6)  # pre-clip, before scaling
   for i, (path, mult) in enumerate(LAYER_TABLE.items()):
     np.testing.assert_allclose(clipped[i].numpy(), (i + 1) * 2.0 / norm * mult, rtol=1e-6, err_msg=path)

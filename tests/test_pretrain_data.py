@@ -8,11 +8,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from xlnet_tf.data import records
+from xlnet_tf.data import example_encoder
 from xlnet_tf.data import tokenization as tk
 from xlnet_tf.data.pretrain_spec import PretrainDataSpec
 from xlnet_tf.tasks.pretrain import data as pretrain_data
 from xlnet_tf.tasks.pretrain import sampling
+from xlnet_tf.tasks.pretrain import text as pretrain_text
+from xlnet_tf.tasks.pretrain.writer_options import WriterOptions, validate_options
 
 GOLDEN_DIR = "tests/testdata/data/records/tfrecords"
 GOLDEN_RECORDS = os.path.join(GOLDEN_DIR, "train-0-0.bsz-4.seqlen-32.reuse-16.bi.alpha-6.beta-1.fnp-6.tfrecords")
@@ -22,13 +24,16 @@ GOLDEN_SPM = "tests/testdata/data/spm/spiece.model"
 GOLDEN_SPEC = PretrainDataSpec(bsz_per_host=4, seq_len=32, reuse_len=16, bi_data=True, num_predict=6, mask_alpha=6,
                                mask_beta=1, uncased=False)
 SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(PretrainDataSpec))
+OPTION_FIELDS = tuple(f.name for f in dataclasses.fields(WriterOptions))
 
 
 def _create_data(**kw):
-  """`create_data` of GOLDEN_SPEC (num_core_per_host 1) with some values changed, the naming ones in the spec."""
+  """`create_data` of GOLDEN_SPEC (num_core_per_host 1) with some values changed, the naming ones in the spec, the
+  writer's other flags in its `WriterOptions`."""
   spec = dataclasses.replace(GOLDEN_SPEC, **{k: v for k, v in kw.items() if k in SPEC_FIELDS})
-  rest = {"num_core_per_host": 1, **{k: v for k, v in kw.items() if k not in SPEC_FIELDS}}
-  return pretrain_data.create_data(spec, **rest)
+  options = WriterOptions(**{"num_core_per_host": 1, **{k: v for k, v in kw.items() if k in OPTION_FIELDS}})
+  rest = {k: v for k, v in kw.items() if k not in SPEC_FIELDS + OPTION_FIELDS}
+  return pretrain_data.create_data(spec, options, **rest)
 FEATURES = ("input", "is_masked", "target", "seg_id", "label")
 
 
@@ -62,13 +67,13 @@ def test_records_equal_the_original_exactly(golden_sp, tmp_path):
   """With the golden generator's seeds (numpy 100*task+pass_id = 0, python random.seed(3)), every record of every
   feature equals what the original data_utils.py wrote."""
   encoder = tk.BatchEncoder(golden_sp)
-  shards = [pretrain_data.read_shard(p, encoder, uncased=False)[:2] for p in sorted(glob.glob(GOLDEN_CORPUS))]
+  shards = [pretrain_text.read_shard(p, encoder, uncased=False)[:2] for p in sorted(glob.glob(GOLDEN_CORPUS))]
   np_rng, py_rng = np.random.RandomState(0), random.Random(3)
-  data, sent_ids, perm = pretrain_data.combine_shards(shards, np_rng)
+  data, sent_ids, perm = pretrain_text.combine_shards(shards, np_rng)
   assert perm == np.random.RandomState(0).permutation(3).tolist()
-  path, num_batch = pretrain_data.create_tfrecords(str(tmp_path), "train-0-0", data, sent_ids, GOLDEN_SPEC,
-                                                   start_table=tk.start_piece_table(golden_sp), np_rng=np_rng,
-                                                   py_rng=py_rng, num_core_per_host=1)
+  path, num_batch = pretrain_data.create_tfrecords(str(tmp_path), data, sent_ids, GOLDEN_SPEC,
+                                                   WriterOptions(num_core_per_host=1),
+                                                   start_table=tk.start_piece_table(golden_sp), rngs=(np_rng, py_rng))
   assert os.path.basename(path) == os.path.basename(GOLDEN_RECORDS)
   assert num_batch == 4437
   ours, gold = read_records(path, 32), read_records(GOLDEN_RECORDS, 32)
@@ -90,10 +95,11 @@ def test_serialize_example_equals_protobuf_deterministic():
       k: tf.train.Feature(int64_list=tf.train.Int64List(value=list(map(int, v)))) for k, v in features.items()}))
             for features in cases]
   expected = [proto.SerializeToString(deterministic=True) for proto in protos]
-  assert records.serialize_examples(cases) == expected
-  assert records.serialize_examples(cases[:1] + cases[3:]) == expected[:1] + expected[3:]  # Without the large values.
+  assert example_encoder.serialize_examples(cases) == expected
+  # Without the large values:
+  assert example_encoder.serialize_examples(cases[:1] + cases[3:]) == expected[:1] + expected[3:]
   for features, proto, exp in zip(cases, protos, expected):
-    assert records.serialize_example(features) == exp
+    assert example_encoder.serialize_example(features) == exp
     assert tf.train.Example.FromString(exp) == proto
 
 
@@ -289,38 +295,38 @@ def test_read_shard_sentence_ids_and_eod(golden_sp, tmp_path):
   encoder = tk.BatchEncoder(golden_sp)
   path = tmp_path / "a.txt"
   path.write_bytes(b"Hello world.\r\nGood.\n\nNew doc.\n\n\n")
-  ids, sids, lines = pretrain_data.read_shard(str(path), encoder, uncased=False)
+  ids, sids, lines = pretrain_text.read_shard(str(path), encoder, uncased=False)
   hello, good, new = (tk.encode_ids(golden_sp, s) for s in ("Hello world.", "Good.", "New doc."))
   np.testing.assert_array_equal(ids, hello + good + [tk.EOD_ID] + new + [tk.EOD_ID, tk.EOD_ID])
   # Flips at each sentence; <eod> keeps the id of the sentence before it (two blank lines: two equal ids).
   expected = [True] * len(hello) + [False] * len(good) + [False] + [True] * len(new) + [True, True]
   np.testing.assert_array_equal(sids, expected)
   assert lines == 6
-  ids, sids, _ = pretrain_data.read_shard(str(path), encoder, uncased=False, use_eod=False)
+  ids, sids, _ = pretrain_text.read_shard(str(path), encoder, uncased=False, use_eod=False)
   np.testing.assert_array_equal(ids, hello + good + new)
   np.testing.assert_array_equal(sids, [True] * len(hello) + [False] * len(good) + [True] * len(new))
-  ids, _, _ = pretrain_data.read_shard(str(path), encoder, uncased=True)
+  ids, _, _ = pretrain_text.read_shard(str(path), encoder, uncased=True)
   assert ids[:2].tolist() == tk.encode_ids(golden_sp, "hello world.")[:2]
 
   path.write_text("5 6 7\n\n 9 \n")
-  ids, sids, _ = pretrain_data.read_shard(str(path), encoder, uncased=False, from_raw_text=False, vocab_size=1000)
+  ids, sids, _ = pretrain_text.read_shard(str(path), encoder, uncased=False, from_raw_text=False, vocab_size=1000)
   assert ids.tolist() == [5, 6, 7, tk.EOD_ID, 9] and sids.tolist() == [True] * 4 + [False]
   path.write_text("5 6\n7 x\n")
   with pytest.raises(pretrain_data.DataError, match=r"a.txt:2: --from_raw_text=False needs whitespace-separated integer"):
-    pretrain_data.read_shard(str(path), encoder, uncased=False, from_raw_text=False)
+    pretrain_text.read_shard(str(path), encoder, uncased=False, from_raw_text=False)
   path.write_text("5 6\n7 1000\n")
   with pytest.raises(pretrain_data.DataError, match=r"a.txt:2: id 1000 is outside the vocabulary \[0, 1000\)"):
-    pretrain_data.read_shard(str(path), encoder, uncased=False, from_raw_text=False, vocab_size=1000)
+    pretrain_text.read_shard(str(path), encoder, uncased=False, from_raw_text=False, vocab_size=1000)
   path.write_bytes("fine\n\nstill fine\nbad \xe9 byte\n".encode("latin-1"))
   with pytest.raises(pretrain_data.DataError, match=r"a.txt:4: not UTF-8 \(byte 0xe9 at column 5\)"):
-    pretrain_data.read_shard(str(path), encoder, uncased=False)
+    pretrain_text.read_shard(str(path), encoder, uncased=False)
 
 
 def test_combine_shards_inverts_to_keep_a_boundary():
   shards = [(np.array([1, 2]), np.array([True, False])), (np.array([3, 4, 5]), np.array([False, False, True])),
             (np.array([6]), np.array([True]))]
   rng = np.random.RandomState(100 * 2 + 1)
-  data, sids, perm = pretrain_data.combine_shards(shards, rng)
+  data, sids, perm = pretrain_text.combine_shards(shards, rng)
   assert perm == np.random.RandomState(201).permutation(3).tolist()
   np.testing.assert_array_equal(data, np.concatenate([shards[k][0] for k in perm]))
   starts = np.cumsum([0] + [len(shards[k][0]) for k in perm])[1:-1]
@@ -385,5 +391,5 @@ def test_validate_options_rejects(kw, message):
   args.update(kw)
   spec_args = {k: args.pop(k) for k in SPEC_FIELDS if k in args}
   with pytest.raises(ValueError) as e:  # the spec's own checks (ValueError) or the writer's (DataError)
-    pretrain_data.validate_options(PretrainDataSpec(**spec_args), **args)
+    validate_options(PretrainDataSpec(**spec_args), WriterOptions(**args))
   assert message in str(e.value) and "\n" not in str(e.value)

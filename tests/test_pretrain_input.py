@@ -1,4 +1,5 @@
-"""Tests of the pretraining input pipeline (`xlnet_tf/pretrain_input.py`), against the original's outputs."""
+"""Tests of the pretraining input pipeline (`xlnet_tf/tasks/pretrain/input.py` and `parser.py`), against the
+original's outputs."""
 
 import dataclasses
 import json
@@ -12,18 +13,22 @@ import pytest
 import tensorflow as tf
 
 from xlnet_tf.data.pretrain_spec import PretrainDataSpec
-from xlnet_tf.data.records import find_record_info
-from xlnet_tf.tasks.pretrain.input import get_dataset, get_input_fn, local_perm, parse_record, validate_lengths
+from xlnet_tf.data.record_files import find_record_info
+from xlnet_tf.tasks.pretrain.input import ReaderOptions, get_dataset, get_input_fn, validate_lengths
+from xlnet_tf.tasks.pretrain.parser import local_perm, parse_record
 
 GOLDEN_DIR = "tests/testdata/data/records/tfrecords"
 GOLDEN_NPZ = "tests/testdata/data/records_original.npz"
 SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(PretrainDataSpec))
+READER_FIELDS = tuple(f.name for f in dataclasses.fields(ReaderOptions))
 
 
 def _spec_args(kw):
-  """Loose keyword values -> `get_input_fn`/`find_record_info` arguments: the naming ones become one spec."""
-  return dict({k: v for k, v in kw.items() if k not in SPEC_FIELDS},
-              spec=PretrainDataSpec(**{k: v for k, v in kw.items() if k in SPEC_FIELDS}))
+  """Loose keyword values -> `get_input_fn` arguments: the naming ones become one spec, the reader's `options`.
+  `find_record_info` takes them without `options`."""
+  return dict({k: v for k, v in kw.items() if k not in SPEC_FIELDS + READER_FIELDS},
+              spec=PretrainDataSpec(**{k: v for k, v in kw.items() if k in SPEC_FIELDS}),
+              options=ReaderOptions(**{k: v for k, v in kw.items() if k in READER_FIELDS}))
 
 
 GOLDEN_KW = _spec_args(dict(split="train", bsz_per_host=4, seq_len=32, reuse_len=16, bi_data=True, perm_size=8,
@@ -196,7 +201,7 @@ def test_invariants_on_random_records(tmp_path):
 
 
 def test_static_shapes_and_bfloat16():
-  input_fn, _ = get_input_fn(GOLDEN_DIR, use_bfloat16=True, **GOLDEN_KW)
+  input_fn, _ = get_input_fn(GOLDEN_DIR, **dict(GOLDEN_KW, options=ReaderOptions(perm_size=8, use_bfloat16=True)))
   spec = input_fn().element_spec
   assert all(s.shape.is_fully_defined() for s in spec.values())
   assert spec["perm_mask"].shape == (4, 32, 32) and spec["target_mapping"].shape == (4, 6, 32)
@@ -226,7 +231,7 @@ def test_single_device_batch_size_gives_per_core_chunks(tmp_path):
 # ----------------------------------------------------------------------------------------------------------------
 def test_record_info_mismatch_lists_what_is_there():
   kw = dict(GOLDEN_KW, spec=dataclasses.replace(GOLDEN_KW["spec"], uncased=True, num_predict=None))
-  kw.pop("perm_size")
+  kw.pop("options")
   with pytest.raises(ValueError) as e:
     find_record_info(GOLDEN_DIR, **kw)
   msg = str(e.value)
@@ -249,7 +254,7 @@ def test_record_info_listing_a_missing_file(tmp_path):
   _write_records(str(tmp_path), 0, 2)
   os.remove(tmp_path / _small_kw()["spec"].filename("train-0-0", "tfrecords"))
   kw = _small_kw()
-  kw.pop("perm_size")
+  kw.pop("options")
   with pytest.raises(FileNotFoundError, match="lists '/elsewhere/save_dir/tfrecords/train-0-0.*does not exist"):
     find_record_info(str(tmp_path), **kw)
 
@@ -258,7 +263,7 @@ def test_comma_separated_dirs_and_basename_rewrite(tmp_path):
   _write_records(str(tmp_path / "a"), 0, 3)
   _write_records(str(tmp_path / "b"), 1, 2)
   kw = _small_kw()
-  kw.pop("perm_size")
+  kw.pop("options")
   info = find_record_info(f"{tmp_path / 'a'},{tmp_path / 'b'}", **kw)
   assert info["num_batch"] == 5 and info["file_num_batch"] == [3, 2]
   assert [os.path.dirname(f) for f in info["filenames"]] == [str(tmp_path / "a"), str(tmp_path / "b")]
@@ -278,8 +283,9 @@ def test_bad_lengths_are_one_line_errors(over, match):
 
 
 def test_more_targets_than_num_predict_is_a_clear_error():
-  info = find_record_info(GOLDEN_DIR, **{k: v for k, v in GOLDEN_KW.items() if k != "perm_size"})
-  ds = get_dataset(info["filenames"], dataclasses.replace(GOLDEN_KW["spec"], num_predict=2), 8, batch_size=4)
+  info = find_record_info(GOLDEN_DIR, **{k: v for k, v in GOLDEN_KW.items() if k != "options"})
+  ds = get_dataset(info["filenames"], dataclasses.replace(GOLDEN_KW["spec"], num_predict=2), ReaderOptions(8),
+                   batch_size=4)
   with pytest.raises(tf.errors.InvalidArgumentError, match="more targets than num_predict=2"):
     _take(ds, 1)
 
@@ -315,8 +321,8 @@ def test_same_seed_same_batches_and_start_step_equals_skipping(tmp_path):
       for key in a:
         np.testing.assert_array_equal(a[key], b[key], err_msg=f"start_step={start} {key}")
   # Without per-file sizes the resume skips record by record: the same batches.
-  info = find_record_info(str(tmp_path), **{k: v for k, v in _small_kw().items() if k != "perm_size"})
-  kw = dict(spec=_small_kw()["spec"], perm_size=4, batch_size=4, seed=11)
+  info = find_record_info(str(tmp_path), **{k: v for k, v in _small_kw().items() if k != "options"})
+  kw = dict(spec=_small_kw()["spec"], options=ReaderOptions(perm_size=4, seed=11), batch_size=4)
   skipped = _take(get_dataset(info["filenames"], start_step=7, **kw), 2)
   np.testing.assert_array_equal(skipped[1]["perm_mask"], full[8]["perm_mask"])
 
@@ -385,11 +391,12 @@ def test_mirrored_strategy_replicas_receive_their_rows(tmp_path):
       cpu = tf.config.list_physical_devices("CPU")[0]
       tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
       from xlnet_tf.data.pretrain_spec import PretrainDataSpec
-      from xlnet_tf.tasks.pretrain.input import get_input_fn
+      from xlnet_tf.tasks.pretrain.input import ReaderOptions, get_input_fn
       strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
       spec = PretrainDataSpec(bsz_per_host=4, seq_len=16, reuse_len=8, bi_data=False, mask_alpha=6, mask_beta=1,
                               num_predict=3)
-      input_fn, _ = get_input_fn({str(tmp_path)!r}, split="train", spec=spec, perm_size=4, seed=2)
+      input_fn, _ = get_input_fn({str(tmp_path)!r}, split="train", spec=spec,
+                                 options=ReaderOptions(perm_size=4, seed=2))
       it = iter(strategy.distribute_datasets_from_function(input_fn))
       for step in range(4):
         per_replica = strategy.experimental_local_results(next(it)["input_k"])

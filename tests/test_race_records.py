@@ -1,5 +1,6 @@
 """RACE TFRecords: the original's names and feature names, the cache, the reader's layout, the goldens' eval inputs."""
 
+import dataclasses
 import os
 
 import numpy as np
@@ -33,8 +34,9 @@ def test_record_file_names():
 
 def test_eval_records_equal_the_goldens_head_inputs(tmp_path, tokenize_fn):
   # The goldens' file order (meta.json `file_order`, the original's directory order) is the sorted one.
-  info = records.prepare_records(DATA, "dev", tokenize_fn, SPM, str(tmp_path), 64, 16, eval_batch_size=5,
-                                 sorted_file_order=True)
+  config = records.RecordsConfig(data_dir=DATA, spiece_model_file=SPM, output_dir=str(tmp_path), max_seq_length=64,
+                                 max_qa_length=16, eval_batch_size=5, sorted_file_order=True)
+  info = records.prepare_records(config, "dev", tokenize_fn)
   assert (info.num_real, info.num_padding, info.num_records, info.written) == (8, 2, 10, True)
   assert os.listdir(tmp_path) == ["spiece.model.len-64.dev.tf_record"]
   batches = list(records.race_dataset(info.path, 64, 5, is_training=False).as_numpy_iterator())
@@ -66,15 +68,15 @@ def test_records_hold_the_original_features(tmp_path, tokenize_fn):
 
 
 def test_cache_is_kept_unless_overwritten(tmp_path, tokenize_fn):
-  kwargs = dict(tokenize_fn=tokenize_fn, spiece_model_file=SPM, output_dir=str(tmp_path), max_seq_length=64,
-                max_qa_length=16)
-  first = records.prepare_records(DATA, "train", shuffle_seed=3, **kwargs)
+  kwargs = dict(data_dir=DATA, spiece_model_file=SPM, output_dir=str(tmp_path), max_seq_length=64, max_qa_length=16)
+  config = records.RecordsConfig(shuffle_seed=3, **kwargs)
+  first = records.prepare_records(config, "train", tokenize_fn)
   assert (first.num_real, first.num_padding, first.written) == (4, 0, True)
   mtime = os.stat(first.path).st_mtime_ns
-  again = records.prepare_records(DATA, "train", **kwargs)
+  again = records.prepare_records(records.RecordsConfig(**kwargs), "train", tokenize_fn)
   assert (again.path, again.num_real, again.written) == (first.path, None, False)
   assert os.stat(first.path).st_mtime_ns == mtime
-  assert records.prepare_records(DATA, "train", overwrite_data=True, shuffle_seed=3, **kwargs).written
+  assert records.prepare_records(dataclasses.replace(config, overwrite_data=True), "train", tokenize_fn).written
   assert os.listdir(tmp_path) == ["spiece.model.len-64.train.tf_record"]  # No temporary file left.
   # Training: shuffled with the seed, repeated forever, full batches.
   d = records.race_dataset(first.path, 64, 3, is_training=True, seed=1)
@@ -86,9 +88,11 @@ def test_errors(tmp_path, tokenize_fn):
   with pytest.raises(FileNotFoundError, match="does not exist. Write it first"):
     records.race_dataset(str(tmp_path / "none.tf_record"), 64, 2, is_training=False)
   with pytest.raises(ValueError, match="needs eval_batch_size"):
-    records.prepare_records(DATA, "dev", tokenize_fn, SPM, str(tmp_path), 64, 16)
+    records.prepare_records(records.RecordsConfig(data_dir=DATA, spiece_model_file=SPM, output_dir=str(tmp_path),
+                                                  max_seq_length=64, max_qa_length=16), "dev", tokenize_fn)
   with pytest.raises(ValueError, match="--max_qa_length"):
-    records.prepare_records(DATA, "dev", tokenize_fn, SPM, str(tmp_path), 64, 61, eval_batch_size=2)
+    records.RecordsConfig(data_dir=DATA, spiece_model_file=SPM, output_dir=str(tmp_path), max_seq_length=64,
+                          max_qa_length=61, eval_batch_size=2)
   path = str(tmp_path / "r.tf_record")
   records.write_records([data.PaddingInputExample()], tokenize_fn, path, 8, 2)
   with pytest.raises(ValueError, match="batch size must be a positive integer"):

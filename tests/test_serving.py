@@ -24,7 +24,7 @@ import tensorflow_text  # noqa: F401  (registers the SentencePiece op for tf.sav
 from xlnet_tf import RunConfig, XLNetConfig
 from xlnet_tf.data import corpora
 from xlnet_tf.data import tokenization
-from xlnet_tf.tasks.classifier import data as classifier_data
+from xlnet_tf.tasks.classifier.examples import InputExample
 from xlnet_tf.tasks.classifier import features as classifier_features
 from xlnet_tf.tasks.classifier import serving
 from xlnet_tf.tasks.classifier import task as finetune
@@ -61,7 +61,7 @@ def data(tmp_path_factory):
 
 def python_features(texts_a, texts_b, sp, uncased=False):
   tokenize_fn = lambda text: tokenization.encode_ids(sp, tokenization.preprocess_text(text, lower=uncased))
-  feats = [classifier_features.convert_single_example(1000, classifier_data.InputExample(str(i), a, b or None, "0"),
+  feats = [classifier_features.convert_single_example(1000, InputExample(str(i), a, b or None, "0"),
                                                   ["0", "1"], SEQ_LEN, tokenize_fn)
            for i, (a, b) in enumerate(zip(texts_a, texts_b))]
   return {"input_ids": np.array([f.input_ids for f in feats], np.int32),

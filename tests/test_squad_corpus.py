@@ -10,7 +10,7 @@ import pytest
 
 from helpers import learning
 from xlnet_tf.tasks.squad import corpus
-from xlnet_tf.tasks.squad import data
+from xlnet_tf.tasks.squad import examples as squad_examples
 
 SPM = "tests/testdata/data/spm/spiece.model"
 
@@ -33,7 +33,7 @@ def test_the_set_is_deterministic_valid_squad_and_answerable_by_reading(tmp_path
     with open(path, encoding="utf-8") as f:
       docs[split] = json.load(f)
     assert docs[split]["version"] == "v2.0" and len(docs[split]["data"]) == counts[split]["contexts"]
-    examples = data.read_squad_examples(path, is_training=True)  # checks every answer against its offset
+    examples = squad_examples.read_squad_examples(path, is_training=True)  # checks every answer against its offset
     assert len(examples) == counts[split]["questions"] == 3 * counts[split]["contexts"]
     assert sum(e.is_impossible for e in examples) == counts[split]["unanswerable"]
   qas = _qas(docs["train"]) + _qas(docs["dev"])

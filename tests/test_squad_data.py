@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.squad import data
+from xlnet_tf.tasks.squad import examples as squad_examples
 from xlnet_tf.tasks.squad import records
 
 TESTDATA = "tests/testdata/squad"
@@ -33,8 +34,14 @@ def meta():
     return {s["tag"]: s for s in json.load(f)["settings"]}
 
 
+def _opts(max_seq_length, doc_stride, max_query_length, uncased=False):
+  """`FeatureOptions` in the order of the original's `convert_examples_to_features` arguments."""
+  return data.FeatureOptions(max_seq_length=max_seq_length, doc_stride=doc_stride, max_query_length=max_query_length,
+                             uncased=uncased)
+
+
 def _examples(mode):
-  return data.read_squad_examples(f"{TESTDATA}/data/{'train' if mode == 'train' else 'dev'}-v2.0.json",
+  return squad_examples.read_squad_examples(f"{TESTDATA}/data/{'train' if mode == 'train' else 'dev'}-v2.0.json",
                                   is_training=mode == "train")
 
 
@@ -42,8 +49,9 @@ def _examples(mode):
 @pytest.mark.parametrize("tag", list(SETTINGS))
 def test_features_equal_goldens(sp_model, meta, tag, mode):
   max_seq_length, max_query_length, doc_stride, uncased = SETTINGS[tag]
-  features, stats = data.build_features(_examples(mode), sp_model, max_seq_length, doc_stride, max_query_length,
-                                        is_training=mode == "train", uncased=uncased)
+  features, stats = data.build_features(_examples(mode), sp_model,
+                                        _opts(max_seq_length, doc_stride, max_query_length, uncased),
+                                        is_training=mode == "train")
   got = records.features_to_arrays(features, max_seq_length)
   with np.load(f"{TESTDATA}/features/{tag}_{mode}.npz") as golden:
     assert sorted(golden.files) == sorted(got)
@@ -60,9 +68,9 @@ def test_features_equal_goldens(sp_model, meta, tag, mode):
 
 def test_shuffled_order(sp_model):
   examples = _examples("train")
-  want, _ = data.build_features(examples, sp_model, 64, 24, 16, is_training=True)
+  want, _ = data.build_features(examples, sp_model, _opts(64, 24, 16), is_training=True)
   order = np.random.default_rng(0).permutation(len(examples))
-  got, _ = data.build_features([examples[k] for k in order], sp_model, 64, 24, 16, is_training=True)
+  got, _ = data.build_features([examples[k] for k in order], sp_model, _opts(64, 24, 16), is_training=True)
   ignore = ("unique_id", "source_example")
 
   def by_question(features, names):
@@ -75,7 +83,7 @@ def test_shuffled_order(sp_model):
 
 def test_mismatch_drops_are_logged(sp_model, caplog):
   with caplog.at_level(logging.WARNING):
-    data.build_features(_examples("eval"), sp_model, 64, 24, 16, is_training=False)
+    data.build_features(_examples("eval"), sp_model, _opts(64, 24, 16), is_training=False)
   text = caplog.text
   assert "Dropped example v07_mandb" in text and "Dropped example v07_translator" in text
   assert "2 of 38 examples were dropped" in text
@@ -106,7 +114,7 @@ def _squad(qas, context="The cat sat on the mat."):
 def test_squad_v1_without_is_impossible(tmp_path):
   path = _write_json(tmp_path, _squad([{"id": "q1", "question": "Where?", "answers": [
       {"text": "the mat", "answer_start": 15}]}]))
-  (example,) = data.read_squad_examples(path, is_training=True)
+  (example,) = squad_examples.read_squad_examples(path, is_training=True)
   assert (example.is_impossible, example.orig_answer_text, example.start_position) == (False, "the mat", 15)
 
 
@@ -124,24 +132,24 @@ def test_squad_v1_without_is_impossible(tmp_path):
 def test_bad_input_is_one_line_naming_the_file(tmp_path, content, message):
   path = _write_json(tmp_path, content)
   with pytest.raises(ValueError, match=message) as info:
-    data.read_squad_examples(path, is_training=True)
+    squad_examples.read_squad_examples(path, is_training=True)
   assert path in str(info.value) and "\n" not in str(info.value)
 
 
 def test_dev_file_in_training_mode_is_rejected():
   with pytest.raises(ValueError, match="exactly 1 answer"):
-    data.read_squad_examples(f"{TESTDATA}/data/dev-v2.0.json", is_training=True)
+    squad_examples.read_squad_examples(f"{TESTDATA}/data/dev-v2.0.json", is_training=True)
 
 
 def test_missing_file(tmp_path):
   with pytest.raises(FileNotFoundError, match="does not exist"):
-    data.read_squad_examples(str(tmp_path / "nope.json"), is_training=False)
+    squad_examples.read_squad_examples(str(tmp_path / "nope.json"), is_training=False)
 
 
 def test_evaluation_ignores_answers(tmp_path):
   path = _write_json(tmp_path, _squad([{"id": "q1", "question": "Where?", "answers": [
       {"text": "the hat", "answer_start": 3}, {"text": "x", "answer_start": 0}]}]))
-  (example,) = data.read_squad_examples(path, is_training=False)
+  (example,) = squad_examples.read_squad_examples(path, is_training=False)
   assert example.orig_answer_text is None
 
 
@@ -151,9 +159,9 @@ def test_evaluation_ignores_answers(tmp_path):
     (dict(max_seq_length=64, max_query_length=-1, doc_stride=8), "max_query_length"),
     (dict(max_seq_length=64.0, max_query_length=16, doc_stride=8), "max_seq_length"),
 ])
-def test_option_errors_name_the_flag(sp_model, kwargs, flag):
+def test_option_errors_name_the_flag(kwargs, flag):
   with pytest.raises(ValueError, match=f"--{flag}") as info:
-    data.build_features(_examples("eval")[:1], sp_model, is_training=False, **kwargs)
+    data.FeatureOptions(**kwargs)
   assert "\n" not in str(info.value)
 
 
@@ -179,8 +187,8 @@ def test_doc_spans_and_max_context_by_hand():
 
 
 def test_feature_layout_by_hand(sp_model):
-  example = data.SquadExample("q", "Who?", "Alice met Bob.", "Bob", 10, False)
-  (feature,), _ = data.build_features([example], sp_model, 24, 8, 8, is_training=True)
+  example = squad_examples.SquadExample("q", "Who?", "Alice met Bob.", "Bob", 10, False)
+  (feature,), _ = data.build_features([example], sp_model, _opts(24, 8, 8), is_training=True)
   w, q = feature.paragraph_len, feature.cls_index - feature.paragraph_len - 2
   ids = feature.input_ids
   assert ids[w] == tokenization.SEP_ID and ids[w + q + 1] == tokenization.SEP_ID
@@ -205,7 +213,7 @@ def _read_all(path, seq_length, is_training):
 
 @pytest.mark.parametrize("is_training", [True, False])
 def test_records_round_trip(sp_model, tmp_path, is_training):
-  features, _ = data.build_features(_examples("train" if is_training else "eval"), sp_model, 64, 24, 16,
+  features, _ = data.build_features(_examples("train" if is_training else "eval"), sp_model, _opts(64, 24, 16),
                                     is_training=is_training)
   path = str(tmp_path / "out.tf_record")
   with records.FeatureWriter(path, is_training) as writer:
@@ -234,7 +242,7 @@ def test_feature_writer_leaves_nothing_on_error(tmp_path):
 
 
 def test_training_dataset_repeats_and_shuffles(sp_model, tmp_path):
-  features, _ = data.build_features(_examples("train")[:3], sp_model, 64, 24, 16, is_training=True)
+  features, _ = data.build_features(_examples("train")[:3], sp_model, _opts(64, 24, 16), is_training=True)
   for k in range(2):
     with records.FeatureWriter(str(tmp_path / f"spiece.model.{k}.slen-64.qlen-16.train.tf_record"), True) as w:
       for f in features[k::2]:
@@ -263,12 +271,13 @@ def test_record_names():
 
 def test_arrays_round_trip(sp_model):
   for mode in ("train", "eval"):
-    features, _ = data.build_features(_examples(mode)[:6], sp_model, 48, 40, 8, is_training=mode == "train")
+    features, _ = data.build_features(_examples(mode)[:6], sp_model, _opts(48, 40, 8), is_training=mode == "train")
     assert records.features_from_arrays(records.features_to_arrays(features, 48)) == features
 
 
 def test_prepare_eval_features_caches(sp_model, tmp_path, caplog):
-  args = (f"{TESTDATA}/data/dev-v2.0.json", sp_model, f"{TESTDATA}/spm/spiece.model", str(tmp_path), 64, 16, 24)
+  args = (f"{TESTDATA}/data/dev-v2.0.json", sp_model, f"{TESTDATA}/spm/spiece.model", str(tmp_path),
+          _opts(64, 24, 16))
   examples, features, record, stats = records.prepare_eval_features(*args)
   assert stats.num_features == len(features) == 316 and len(examples) == 38
   assert sorted(os.listdir(tmp_path)) == ["spiece.model.slen-64.qlen-16.eval.features.npz",
@@ -281,10 +290,11 @@ def test_prepare_eval_features_caches(sp_model, tmp_path, caplog):
 
 def test_prepare_train_records(sp_model, tmp_path):
   path, stats = records.prepare_train_records(f"{TESTDATA}/data/train-v2.0.json", sp_model, "spiece.model",
-                                              str(tmp_path), 64, 16, 24, num_proc=2, proc_id=1, shuffle_seed=0)
+                                              str(tmp_path), _opts(64, 24, 16), num_proc=2, proc_id=1,
+                                              shuffle_seed=0)
   assert os.path.basename(path) == "spiece.model.1.slen-64.qlen-16.train.tf_record"
   assert stats.num_examples == 19
   assert sum(1 for _ in tf.data.TFRecordDataset(path)) == stats.num_features
   with pytest.raises(ValueError, match="--proc_id"):
-    records.prepare_train_records(f"{TESTDATA}/data/train-v2.0.json", sp_model, "spiece.model", str(tmp_path), 64,
-                                  16, 24, num_proc=2, proc_id=2)
+    records.prepare_train_records(f"{TESTDATA}/data/train-v2.0.json", sp_model, "spiece.model", str(tmp_path),
+                                  _opts(64, 24, 16), num_proc=2, proc_id=2)

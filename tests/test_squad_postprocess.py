@@ -10,6 +10,7 @@ import pytest
 
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.squad import data
+from xlnet_tf.tasks.squad import examples as squad_examples
 from xlnet_tf.tasks.squad import evaluate
 from xlnet_tf.tasks.squad import postprocess
 
@@ -22,9 +23,10 @@ def dev():
   """(examples, features, orig_data) of dev-v2.0.json at L64_Q16_S24_cased (what the goldens' head predicted)."""
   sp_model = tokenization.load_sentencepiece(f"{TESTDATA}/spm/spiece.model")
   path = f"{TESTDATA}/data/dev-v2.0.json"
-  examples = data.read_squad_examples(path, is_training=False)
-  features, _ = data.build_features(examples, sp_model, 64, 24, 16, is_training=False)
-  return examples, features, data.load_squad_data(path)
+  examples = squad_examples.read_squad_examples(path, is_training=False)
+  options = data.FeatureOptions(max_seq_length=64, doc_stride=24, max_query_length=16)
+  features, _ = data.build_features(examples, sp_model, options, is_training=False)
+  return examples, features, squad_examples.load_squad_data(path)
 
 
 def _results(npz):
@@ -32,12 +34,17 @@ def _results(npz):
     return postprocess.raw_results_from_arrays({k: r[k] for k in postprocess.RESULT_KEYS})
 
 
+def _options(**kwargs):
+  """`AnswerOptions` with n_best_size 5, max_answer_length 10 (the goldens')."""
+  return postprocess.AnswerOptions(n_best_size=5, max_answer_length=10, **kwargs)
+
+
 @pytest.mark.parametrize("golden, npz", [("predictions", "predict_results.npz"),
                                          ("crafted", "crafted/raw_results.npz")])
 def test_write_predictions_equals_goldens(dev, tmp_path, golden, npz):
   examples, features, orig_data = dev
   paths = [str(tmp_path / name) for name in OUTPUTS]
-  out_eval = postprocess.write_predictions(examples, features, _results(f"{TESTDATA}/{npz}"), 5, 10, *paths,
+  out_eval = postprocess.write_predictions(examples, features, _results(f"{TESTDATA}/{npz}"), _options(), paths,
                                            orig_data)
   for name in OUTPUTS:  # Byte for byte: same texts, floats, key order and json.dumps(indent=4) layout.
     with open(tmp_path / name, "rb") as got, open(f"{TESTDATA}/{golden}/{name}", "rb") as want:
@@ -74,7 +81,7 @@ CONTEXT = "The capital is Paris"
 
 
 def _tiny():
-  example = data.SquadExample("q", "What is the capital?", CONTEXT)
+  example = squad_examples.SquadExample("q", "What is the capital?", CONTEXT)
   feature = data.InputFeatures(
       unique_id=7, example_index=0, source_example=0, doc_span_index=0, tok_start_to_orig_index=[0, 3, 11, 14],
       tok_end_to_orig_index=[2, 10, 13, 19], token_is_max_context=[True] * 4, input_ids=[], input_mask=[],
@@ -89,8 +96,8 @@ def _tiny():
 def _predict(tmp_path, **kwargs):
   examples, features, results, orig_data = _tiny()
   paths = [str(tmp_path / name) for name in OUTPUTS]
-  out_eval = postprocess.write_predictions(examples, features, results, 5, 10, *paths, orig_data, start_n_top=2,
-                                           end_n_top=1, **kwargs)
+  out_eval = postprocess.write_predictions(examples, features, results, _options(**kwargs), paths, orig_data,
+                                           start_n_top=2, end_n_top=1)
   loaded = []
   for name in OUTPUTS:
     with open(tmp_path / name, encoding="utf-8") as f:
@@ -132,9 +139,9 @@ def test_empty_prediction_without_answers_needs_a_threshold(tmp_path):
   examples, features, results, _ = _tiny()
   paths = [str(tmp_path / name) for name in OUTPUTS]
   with pytest.raises(ValueError, match="null_threshold"):
-    postprocess.write_predictions(examples, features, results, 5, 10, *paths, None, start_n_top=2, end_n_top=1,
-                                  allow_empty_prediction=True)
-  assert postprocess.write_predictions(examples, features, results, 5, 10, *paths, None, start_n_top=2,
+    postprocess.write_predictions(examples, features, results, _options(allow_empty_prediction=True), paths, None,
+                                  start_n_top=2, end_n_top=1)
+  assert postprocess.write_predictions(examples, features, results, _options(), paths, None, start_n_top=2,
                                        end_n_top=1) == {}
 
 

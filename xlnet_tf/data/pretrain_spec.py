@@ -1,6 +1,6 @@
 """`PretrainDataSpec`: the data_utils.py settings that name pretraining record files (the original's
 `format_filename`), shared by the writer (`tasks/pretrain/data.py`), the reader (`tasks/pretrain/input.py`) and
-`records.find_record_info`.
+`record_files.find_record_info`.
 """
 
 import dataclasses

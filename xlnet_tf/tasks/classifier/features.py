@@ -9,10 +9,11 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import fileio
+from xlnet_tf.data import example_encoder
 from xlnet_tf.data import records
 from xlnet_tf.data.records import InputFeatures, PaddingInputExample
 from xlnet_tf.data.tokenization import CLS_ID, SEP_ID
-from xlnet_tf.tasks.classifier.data import EVAL_SPLITS
+from xlnet_tf.tasks.classifier.examples import EVAL_SPLITS
 
 
 SEG_ID_A = 0
@@ -172,14 +173,14 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
           logging.info("Writing example %d of %d", ex_index, len(all_examples))
         feature = convert_single_example(ex_index, example, label_list, max_seq_length, tokenize_fn)
         features = collections.OrderedDict()
-        features["input_ids"] = records.int_feature(feature.input_ids)
-        features["input_mask"] = records.float_feature(feature.input_mask)
-        features["segment_ids"] = records.int_feature(feature.segment_ids)
+        features["input_ids"] = example_encoder.int_feature(feature.input_ids)
+        features["input_mask"] = example_encoder.float_feature(feature.input_mask)
+        features["segment_ids"] = example_encoder.int_feature(feature.segment_ids)
         if label_list is not None:
-          features["label_ids"] = records.int_feature([feature.label_id])
+          features["label_ids"] = example_encoder.int_feature([feature.label_id])
         else:
-          features["label_ids"] = records.float_feature([float(feature.label_id)])
-        features["is_real_example"] = records.int_feature([int(feature.is_real_example)])
+          features["label_ids"] = example_encoder.float_feature([float(feature.label_id)])
+        features["is_real_example"] = example_encoder.int_feature([int(feature.is_real_example)])
         writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
   return len(all_examples)
 

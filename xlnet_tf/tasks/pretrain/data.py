@@ -1,4 +1,5 @@
-"""Pretraining data: raw text -> SentencePiece ids -> the original XLNet TFRecords (`data_utils.py`).
+"""Pretraining data: raw text -> SentencePiece ids -> the original XLNet TFRecords (`data_utils.py`). Reading the
+text is `text.py`'s, the masks and A/B splits `sampling.py`'s, the options and their check `writer_options.py`'s.
 
 Reproduces the writer side of the original `data_utils.py` (`create_data`, `_create_data`, `batchify`,
 `_split_a_and_b`, `_sample_mask`, `create_tfrecords`), quirks included by default:
@@ -19,7 +20,6 @@ complete; corpus_info.json is written after this task's input was read without e
 with a one-line message.
 """
 
-import itertools
 import logging
 import os
 import random
@@ -28,68 +28,14 @@ import numpy as np
 
 from xlnet_tf import fileio
 from xlnet_tf.data import tokenization
-from xlnet_tf.data.records import serialize_examples
-from xlnet_tf.data.tokenization import CLS_ID, EOD_ID, SEP_ID
+from xlnet_tf.data.example_encoder import serialize_examples
+from xlnet_tf.data.tokenization import CLS_ID, SEP_ID
 from xlnet_tf.tasks.pretrain.sampling import _sample_mask, _split_a_and_b, sentence_starts
+from xlnet_tf.tasks.pretrain.text import check_readable, combine_shards, read_shard
+from xlnet_tf.tasks.pretrain.writer_options import DataError, validate_options
 
 
 _LOG = logging.getLogger(__name__)
-
-
-SPAN_SAMPLING_CHOICES = ("original", "word")
-
-
-SPLIT_CHOICES = ("train", "dev", "test")
-
-
-class DataError(ValueError):
-  """Bad input or options for the pretraining data writer; the message is one line naming the file or flag."""
-
-
-def validate_options(spec, *, num_core_per_host, split="train", task=0, num_task=1, pass_id=0, seed=None,
-                     span_sampling="original"):
-  """Raises DataError unless the writer's algorithms can satisfy these options (names are the original flags).
-
-  `spec` is the `PretrainDataSpec` (validated itself); `num_core_per_host` is the value after `use_tpu=False`
-  forced it to 1.
-  """
-  def fail(msg):
-    raise DataError(msg)
-
-  bsz_per_host, seq_len, reuse_len = spec.bsz_per_host, spec.seq_len, spec.reuse_len
-  num_predict, bi_data = spec.num_predict, spec.bi_data
-
-  if bsz_per_host < 1 or num_core_per_host < 1:
-    fail(f"--bsz_per_host and --num_core_per_host must be >= 1. Received: {bsz_per_host}, {num_core_per_host}.")
-  if bsz_per_host % num_core_per_host:
-    fail(f"--bsz_per_host must be divisible by --num_core_per_host. Received: {bsz_per_host} and "
-         f"{num_core_per_host}. Pass a multiple of {num_core_per_host} (or --use_tpu=False for one core).")
-  if bi_data and bsz_per_host % (2 * num_core_per_host):
-    fail(f"--bi_data needs --bsz_per_host divisible by 2*num_core_per_host={2 * num_core_per_host} (each core "
-         f"holds forward and backward rows). Received: --bsz_per_host={bsz_per_host}. Pass a multiple of "
-         f"{2 * num_core_per_host} or --bi_data=False.")
-  if seq_len % 2 or seq_len < 8:
-    fail(f"--seq_len must be even and >= 8 (two halves of seq_len/2, the second holding A, B, 2 SEP and CLS). "
-         f"Received: --seq_len={seq_len}.")
-  if reuse_len != seq_len // 2:
-    fail(f"--reuse_len must be --seq_len/2 (the original asserts both mask halves have seq_len/2 tokens). "
-         f"Received: --reuse_len={reuse_len} with --seq_len={seq_len}. Pass --reuse_len={seq_len // 2}.")
-  if num_predict is not None:
-    half = seq_len // 2
-    if num_predict < 1 or num_predict - num_predict // 2 > half:
-      fail(f"--num_predict must be in [1, {seq_len}] for --seq_len={seq_len}: its halves "
-           f"(num_predict - num_predict//2 and num_predict//2) must each fit in seq_len/2={half} tokens. "
-           f"Received: --num_predict={num_predict}.")
-  if split not in SPLIT_CHOICES:
-    fail(f"--split must be one of {SPLIT_CHOICES}. Received: {split!r}.")
-  if num_task < 1 or not 0 <= task < num_task:
-    fail(f"--task must be in [0, --num_task). Received: --task={task} --num_task={num_task}.")
-  if pass_id < 0 or 100 * task + pass_id >= 2**32:
-    fail(f"--pass_id must be >= 0 and 100*task+pass_id < 2**32 (numpy's seed). Received: --pass_id={pass_id}.")
-  if seed is not None and seed < 0:
-    fail(f"--seed must be >= 0 or unset. Received: --seed={seed}.")
-  if span_sampling not in SPAN_SAMPLING_CHOICES:
-    fail(f"--span_sampling must be one of {SPAN_SAMPLING_CHOICES}. Received: {span_sampling!r}.")
 
 
 def make_rngs(task, pass_id, seed=None):
@@ -101,125 +47,6 @@ def make_rngs(task, pass_id, seed=None):
   if seed is None:
     return np.random.RandomState(100 * task + pass_id), random.Random()
   return np.random.RandomState([seed, task, pass_id]), random.Random(f"xlnet-{seed}-{task}-{pass_id}")
-
-
-def check_readable(path):
-  """Raises DataError unless `path` is a readable file."""
-  if not fileio.is_remote(path) and os.path.isdir(path):
-    raise DataError(f"Input {path} is a directory. Make --input_glob match text files only.")
-  try:
-    with fileio.open_file(path, "rb") as f:
-      f.read(1)
-  except Exception as e:  # pylint: disable=broad-except  (OSError, or tf.errors.OpError for remote paths)
-    reason = getattr(e, "strerror", None) or getattr(e, "message", None) or str(e)
-    raise DataError(f"Cannot read input file {path}: {reason}. Fix its permissions or --input_glob.") from None
-
-
-def read_shard(path, encoder, *, uncased, use_eod=True, from_raw_text=True, vocab_size=None, chunk_lines=8192):
-  """Reads one input file as the original `_create_data`: token ids and the flipping sentence ids.
-
-  One sentence per line; a blank line is a document end: with `use_eod` it becomes `<eod>` with the sentence id of
-  the sentence before it (the id flips twice), otherwise it is skipped.
-
-  Args:
-    path: the file; lines are split at `\\n` and must be UTF-8.
-    encoder: `tokenization.BatchEncoder` (used when `from_raw_text`).
-    uncased: lower-case the text.
-    use_eod: blank line -> `<eod>`.
-    from_raw_text: False: every line holds whitespace-separated integer ids.
-    vocab_size: with `from_raw_text=False`, ids must be below it.
-    chunk_lines: lines tokenised per batch.
-
-  Returns:
-    (input_data: int64 [n] token ids, sent_ids: bool [n] flipping at every sentence start, line count).
-  """
-  id_chunks, sid_chunks = [], []
-  state = {"sent_id": True}
-
-  def flush(entries, texts):
-    ids = encoder(texts) if texts else []
-    sent_id = state["sent_id"]
-    sents, sids = [], []
-    for entry in entries:
-      if entry is None:  # Blank line with use_eod.
-        sent_id = not sent_id
-        cur = [EOD_ID]
-      elif isinstance(entry, int):
-        cur = ids[entry]
-      else:
-        cur = entry
-      sents.append(cur)
-      sids.append(sent_id)
-      sent_id = not sent_id
-    state["sent_id"] = sent_id
-    lengths = [len(s) for s in sents]
-    id_chunks.append(np.fromiter(itertools.chain.from_iterable(sents), dtype=np.int64, count=sum(lengths)))
-    sid_chunks.append(np.repeat(np.array(sids, dtype=bool), lengths))
-
-  line_cnt = 0
-  entries, texts = [], []
-  with fileio.open_file(path, "rb") as f:
-    for raw in f:
-      line_cnt += 1
-      try:
-        line = raw.decode("utf-8")
-      except UnicodeDecodeError as e:
-        raise DataError(f"{path}:{line_cnt}: not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1}). "
-                        f"Convert the file to UTF-8, e.g. iconv -f latin1 -t utf-8.") from None
-      stripped = line.strip()
-      if not stripped:
-        if use_eod:
-          entries.append(None)
-        continue
-      if from_raw_text:
-        entries.append(len(texts))
-        texts.append(tokenization.preprocess_text(stripped, lower=uncased))
-      else:
-        try:
-          cur = [int(tok) for tok in stripped.split()]
-        except ValueError:
-          raise DataError(f"{path}:{line_cnt}: --from_raw_text=False needs whitespace-separated integer ids. "
-                          f"Received: {stripped[:40]!r}. Pass --from_raw_text=True for text.") from None
-        if vocab_size is not None and any(not 0 <= t < vocab_size for t in cur):
-          bad = next(t for t in cur if not 0 <= t < vocab_size)
-          raise DataError(f"{path}:{line_cnt}: id {bad} is outside the vocabulary [0, {vocab_size}) of --sp_path.")
-        entries.append(cur)
-      if len(entries) >= chunk_lines:
-        flush(entries, texts)
-        entries, texts = [], []
-  if entries:
-    flush(entries, texts)
-  if not id_chunks:
-    return np.zeros([0], np.int64), np.zeros([0], bool), line_cnt
-  return np.concatenate(id_chunks), np.concatenate(sid_chunks), line_cnt
-
-
-def combine_shards(shards, np_rng):
-  """Shuffles the shards with `np_rng.permutation` and concatenates them into one stream.
-
-  A shard whose first sentence id equals the previous shard's last is inverted, so a shard boundary is always a
-  sentence boundary.
-
-  Args:
-    shards: list of (input_data int64 [n_k], sent_ids bool [n_k]), all non-empty.
-    np_rng: numpy RandomState, advanced by one permutation.
-
-  Returns:
-    (input_data int64 [n], sent_ids bool [n], the permutation as a list).
-  """
-  perm = np_rng.permutation(len(shards))
-  datas, sids = [], []
-  prev = None
-  for k in perm:
-    data, sent_ids = shards[k]
-    if prev is not None and sent_ids[0] == prev:
-      sent_ids = np.logical_not(sent_ids)
-    datas.append(data)
-    sids.append(sent_ids)
-    prev = sent_ids[-1]
-  if not datas:
-    return np.zeros([0], np.int64), np.zeros([0], bool), []
-  return np.concatenate(datas), np.concatenate(sids), perm.tolist()
 
 
 def batchify(data, bsz_per_host, sent_ids=None):
@@ -263,8 +90,7 @@ def stream_layout(data, sent_ids, bsz_per_host, num_core_per_host, bi_data):
 
 
 
-def create_tfrecords(save_dir, basename, data, sent_ids, spec, *, start_table, np_rng, py_rng, num_core_per_host,
-                     span_sampling="original"):
+def create_tfrecords(save_dir, data, sent_ids, spec, options, *, start_table, rngs):
   """Writes one stream as the original `create_tfrecords`: records `[INP, A, SEP, B, SEP, CLS]`, row by row.
 
   For i = 0, reuse_len, 2*reuse_len, ... every one of the bsz_per_host rows gives one record whose first reuse_len
@@ -273,22 +99,24 @@ def create_tfrecords(save_dir, basename, data, sent_ids, spec, *, start_table, n
 
   Args:
     save_dir: the tfrecords directory.
-    basename: `{split}-{task}-{pass_id}`.
     data: int64 [n] token ids; sent_ids: bool [n] sentence ids.
     spec: `PretrainDataSpec`, the record settings (and the file name).
+    options: `WriterOptions` (validated by `validate_options`): the cores, the span sampling and the file name's
+      `{split}-{task}-{pass_id}` (`options.basename`).
     start_table: bool [vocab_size], `tokenization.start_piece_table`.
-    np_rng: numpy RandomState for `_sample_mask`. py_rng: `random.Random` for `_split_a_and_b`.
-    other arguments: the original flags (validated by `validate_options`).
+    rngs: (numpy RandomState for `_sample_mask`, `random.Random` for `_split_a_and_b`), as `make_rngs` gives.
 
   Returns:
     (path of the tfrecord file, number of batches written).
   """
   bsz_per_host, seq_len, reuse_len = spec.bsz_per_host, spec.seq_len, spec.reuse_len
   bi_data, num_predict = spec.bi_data, spec.num_predict
+  num_core_per_host = options.num_core_per_host
+  np_rng, py_rng = rngs
   bsz_per_core = bsz_per_host // num_core_per_host
   data, sent_ids = stream_layout(data, sent_ids, bsz_per_host, num_core_per_host, bi_data)
   _LOG.info("Raw data shape %s.", data.shape)
-  save_path = os.path.join(save_dir, spec.filename(basename, "tfrecords"))
+  save_path = os.path.join(save_dir, spec.filename(options.basename, "tfrecords"))
   assert reuse_len < seq_len - 3 and reuse_len == seq_len // 2, "validate_options first"
 
   starts = [sentence_starts(row) for row in sent_ids]
@@ -299,7 +127,7 @@ def create_tfrecords(save_dir, basename, data, sent_ids, spec, *, start_table, n
   else:
     num_predict_1 = num_predict // 2
     num_predict_0 = num_predict - num_predict_1
-  mask_kw = dict(mask_alpha=spec.mask_alpha, mask_beta=spec.mask_beta, span_sampling=span_sampling)
+  mask_kw = dict(mask_alpha=spec.mask_alpha, mask_beta=spec.mask_beta, span_sampling=options.span_sampling)
   seg_tail = [0, 1, 2]
 
   import tensorflow as tf  # pylint: disable=g-import-not-at-top  (only the writer needs it)
@@ -345,9 +173,7 @@ def create_tfrecords(save_dir, basename, data, sent_ids, spec, *, start_table, n
   return save_path, num_batch
 
 
-def create_data(spec, *, input_glob, sp_path, save_dir, num_core_per_host=8, use_eod=True, from_raw_text=True,
-                split="train", pass_id=0, num_task=1, task=0, use_tpu=True, seed=None, span_sampling="original",
-                num_threads=None):
+def create_data(spec, options, *, input_glob, sp_path, save_dir):
   """Text files -> the original's pretraining records (the `data_utils.py` driver; arguments are its flags).
 
   Writes `save_dir/corpus_info.json` (task 0), `save_dir/tfrecords/{split}-{task}-{pass_id}.<fmt>.tfrecords` and
@@ -358,10 +184,8 @@ def create_data(spec, *, input_glob, sp_path, save_dir, num_core_per_host=8, use
   Args:
     spec: `PretrainDataSpec`, the flags that name the records (bsz_per_host, seq_len, reuse_len, bi_data,
       mask_alpha, mask_beta, uncased, num_predict).
-    seed: None for the original's seeding, else an int making the output reproducible.
-    span_sampling: "original" (n-token spans) or "word" (n-word spans).
-    num_threads: SentencePiece encoding threads (default: all CPUs).
-    The others are the original `data_utils.py` flags. `use_tpu=False` forces `num_core_per_host=1`.
+    options: `WriterOptions`, the other flags (cores, split, task, pass, seed, span sampling, input format).
+    input_glob, sp_path, save_dir: the original `data_utils.py` flags.
 
   Returns:
     The record_info dict, or None when this task has no file.
@@ -369,10 +193,8 @@ def create_data(spec, *, input_glob, sp_path, save_dir, num_core_per_host=8, use
   Raises:
     DataError: bad options or input (one-line message naming the flag or file).
   """
-  if not use_tpu:
-    num_core_per_host = 1  # Forced, as the original.
-  validate_options(spec, num_core_per_host=num_core_per_host, split=split, task=task, num_task=num_task,
-                   pass_id=pass_id, seed=seed, span_sampling=span_sampling)
+  validate_options(spec, options)
+  task, num_task, pass_id = options.task, options.num_task, options.pass_id
   if not save_dir:
     raise DataError("--save_dir is empty. Pass the output directory.")
   try:
@@ -392,13 +214,13 @@ def create_data(spec, *, input_glob, sp_path, save_dir, num_core_per_host=8, use
   for path in task_file_paths:
     check_readable(path)
 
-  encoder = tokenization.BatchEncoder(sp, num_threads=num_threads)
+  encoder = tokenization.BatchEncoder(sp, num_threads=options.num_threads)
   vocab = tokenization.vocab_size(sp)
   shards, total_line_cnt = [], 0
   for path in task_file_paths:
     _LOG.info("Processing %s", path)
-    input_data, sent_ids, line_cnt = read_shard(path, encoder, uncased=spec.uncased, use_eod=use_eod,
-                                                from_raw_text=from_raw_text, vocab_size=vocab)
+    input_data, sent_ids, line_cnt = read_shard(path, encoder, uncased=spec.uncased, use_eod=options.use_eod,
+                                                from_raw_text=options.from_raw_text, vocab_size=vocab)
     total_line_cnt += line_cnt
     if line_cnt == 0:
       continue
@@ -422,7 +244,7 @@ def create_data(spec, *, input_glob, sp_path, save_dir, num_core_per_host=8, use
         # The original writes its hard-coded VOCAB_SIZE=32000 here; we write the model's real size.
         "vocab_size": vocab,
         "bsz_per_host": spec.bsz_per_host,
-        "num_core_per_host": num_core_per_host,
+        "num_core_per_host": options.num_core_per_host,
         "seq_len": spec.seq_len,
         "reuse_len": spec.reuse_len,
         "uncased": spec.uncased,
@@ -430,23 +252,22 @@ def create_data(spec, *, input_glob, sp_path, save_dir, num_core_per_host=8, use
         "mask_alpha": spec.mask_alpha,
         "mask_beta": spec.mask_beta,
         "num_predict": spec.num_predict,
-        "use_eod": use_eod,
+        "use_eod": options.use_eod,
         "sp_path": sp_path,
         "input_glob": input_glob,
     }
     fileio.write_json(os.path.join(save_dir, "corpus_info.json"), corpus_info)
 
-  np_rng, py_rng = make_rngs(task, pass_id, seed)
-  data, sent_ids, perm = combine_shards(shards, np_rng)
+  rngs = make_rngs(task, pass_id, options.seed)
+  data, sent_ids, perm = combine_shards(shards, rngs[0])
   _LOG.info("Using perm indices %s for pass %d", perm, pass_id)
   del shards
-  save_path, num_batch = create_tfrecords(
-      tfrecord_dir, f"{split}-{task}-{pass_id}", data, sent_ids, spec, start_table=tokenization.start_piece_table(sp),
-      np_rng=np_rng, py_rng=py_rng, num_core_per_host=num_core_per_host, span_sampling=span_sampling)
+  save_path, num_batch = create_tfrecords(tfrecord_dir, data, sent_ids, spec, options,
+                                          start_table=tokenization.start_piece_table(sp), rngs=rngs)
   if num_batch == 0:
     _LOG.warning("Wrote 0 batches: task %d has %d tokens, too few for %d rows of %d tokens. Add text or lower "
                  "--bsz_per_host/--seq_len.", task, data.size, spec.bsz_per_host, spec.seq_len)
   record_info = {"filenames": [save_path], "num_batch": num_batch}
-  record_name = spec.filename(f"record_info-{split}-{task}-{pass_id}", "json")
+  record_name = spec.filename(f"record_info-{options.basename}", "json")
   fileio.write_json(os.path.join(tfrecord_dir, record_name), record_info)
   return record_info

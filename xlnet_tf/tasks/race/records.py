@@ -24,6 +24,7 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import fileio
+from xlnet_tf.data import example_encoder
 from xlnet_tf.data import records
 from xlnet_tf.tasks.race import data
 
@@ -54,11 +55,11 @@ def record_file_name(spiece_model_file, max_seq_length, split, high_only=False, 
 def serialize_features(feature):
   """One `InputFeatures` -> a serialized `tf.train.Example` with the original's feature names."""
   features = {
-      "input_ids": records.int_feature(feature.input_ids),
-      "input_mask": records.float_feature(feature.input_mask),
-      "segment_ids": records.int_feature(feature.segment_ids),
-      "label_ids": records.int_feature([feature.label_id]),
-      "is_real_example": records.int_feature([int(feature.is_real_example)]),
+      "input_ids": example_encoder.int_feature(feature.input_ids),
+      "input_mask": example_encoder.float_feature(feature.input_mask),
+      "segment_ids": example_encoder.int_feature(feature.segment_ids),
+      "label_ids": example_encoder.int_feature([feature.label_id]),
+      "is_real_example": example_encoder.int_feature([int(feature.is_real_example)]),
   }
   return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
 
@@ -112,9 +113,39 @@ class RecordsInfo:
     return None if self.num_real is None else self.num_real + self.num_padding
 
 
-def prepare_records(data_dir, split, tokenize_fn, spiece_model_file, output_dir, max_seq_length, max_qa_length,
-                    eval_batch_size=None, high_only=False, middle_only=False, fix_option_aliasing=False,
-                    overwrite_data=False, shuffle_seed=None, sorted_file_order=False):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RecordsConfig:
+  """What `prepare_records` is asked for: run_race.py's flags that decide a split's cached records.
+
+  Attributes:
+    data_dir: str, the RACE root.
+    spiece_model_file: str, its basename enters the file name.
+    output_dir: str, where the records go (created).
+    max_seq_length, max_qa_length, fix_option_aliasing: as `data.convert_single_example` (lengths checked here).
+    eval_batch_size: int, required for dev/test (the set is padded to a multiple of it).
+    high_only, middle_only: read one level only. sorted_file_order: read the files sorted by name, not in the
+      directory's order (`data.level_files`).
+    overwrite_data: rewrite a cached file. shuffle_seed: the training shuffle's seed (None = unseeded, as the
+      original).
+  """
+  data_dir: str
+  spiece_model_file: str
+  output_dir: str
+  max_seq_length: int
+  max_qa_length: int
+  eval_batch_size: int = None
+  high_only: bool = False
+  middle_only: bool = False
+  fix_option_aliasing: bool = False
+  overwrite_data: bool = False
+  shuffle_seed: int = None
+  sorted_file_order: bool = False
+
+  def __post_init__(self):
+    data.check_lengths(self.max_seq_length, self.max_qa_length)
+
+
+def prepare_records(config, split, tokenize_fn):
   """The original `run_race.main`'s data steps for one split: read, shuffle or pad, convert, write (cached).
 
   train: if the cached file is missing (or overwrite_data), read the examples, shuffle them
@@ -123,40 +154,34 @@ def prepare_records(data_dir, split, tokenize_fn, spiece_model_file, output_dir,
   eval_batch_size, and write unless cached.
 
   Args:
-    data_dir: str, the RACE root.
+    config: `RecordsConfig`.
     split: "train", "dev" or "test".
     tokenize_fn: text -> list of int (`tokenization.make_tokenize_fn`).
-    spiece_model_file: str, its basename enters the file name.
-    output_dir: str, where the records go (created).
-    max_seq_length, max_qa_length, fix_option_aliasing: as `data.convert_single_example`.
-    eval_batch_size: int, required for dev/test.
-    high_only, middle_only, overwrite_data, shuffle_seed: as above.
-    sorted_file_order: read the files sorted by name, not in the directory's order (`data.level_files`).
 
   Returns:
     `RecordsInfo`. Eval steps = info.num_records // eval_batch_size.
   """
-  data.check_lengths(max_seq_length, max_qa_length)
-  path = os.path.join(output_dir, record_file_name(spiece_model_file, max_seq_length, split, high_only,
-                                                   middle_only))
+  c = config
+  path = os.path.join(c.output_dir, record_file_name(c.spiece_model_file, c.max_seq_length, split, c.high_only,
+                                                     c.middle_only))
   if split == "train":
-    if fileio.exists(path) and not overwrite_data:
+    if fileio.exists(path) and not c.overwrite_data:
       logging.info("Keeping the existing tfrecord %s (set --overwrite_data to rebuild it).", path)
       return RecordsInfo(path=path, num_real=None, num_padding=0, written=False)
-    examples = data.get_examples(data_dir, split, high_only, middle_only, sorted_file_order)
-    random.Random(shuffle_seed).shuffle(examples)
+    examples = data.get_examples(c.data_dir, split, c.high_only, c.middle_only, c.sorted_file_order)
+    random.Random(c.shuffle_seed).shuffle(examples)
     num_real = len(examples)
   else:
-    if eval_batch_size is None:
+    if c.eval_batch_size is None:
       raise ValueError(f"Preparing the {split} records needs eval_batch_size (the set is padded to a multiple of "
                        f"it). Pass --eval_batch_size.")
-    real_examples = data.get_examples(data_dir, split, high_only, middle_only, sorted_file_order)
+    real_examples = data.get_examples(c.data_dir, split, c.high_only, c.middle_only, c.sorted_file_order)
     num_real = len(real_examples)
-    examples = data.pad_examples(real_examples, eval_batch_size)
+    examples = data.pad_examples(real_examples, c.eval_batch_size)
   if not examples:
-    raise ValueError(f"The RACE {split} split under {data_dir} has no questions. Check --data_dir.")
-  written = write_records(examples, tokenize_fn, path, max_seq_length, max_qa_length, fix_option_aliasing,
-                          overwrite_data)
+    raise ValueError(f"The RACE {split} split under {c.data_dir} has no questions. Check --data_dir.")
+  written = write_records(examples, tokenize_fn, path, c.max_seq_length, c.max_qa_length, c.fix_option_aliasing,
+                          c.overwrite_data)
   return RecordsInfo(path=path, num_real=num_real, num_padding=len(examples) - num_real,
                      written=written is not None)
 

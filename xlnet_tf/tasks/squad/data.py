@@ -1,5 +1,5 @@
-"""SQuAD JSON -> examples -> features, as the original `run_squad.py` (`read_squad_examples`,
-`convert_examples_to_features`).
+"""SQuAD examples -> features, as the original `run_squad.py`'s `convert_examples_to_features` (the examples are
+`examples.read_squad_examples`').
 
 A feature is one window of a paragraph with its question, laid out `P <sep> Q <sep> <cls>` and RIGHT-padded to
 `max_seq_length` (ids 0): segment ids P and the first `<sep>` 0, Q and the second `<sep>` 1, `<cls>` 2, padding 3;
@@ -11,12 +11,10 @@ apart (the shift, not the overlap). Training labels: the answer's first/last tok
 
 import collections
 import dataclasses
-import json
 
 import numpy as np
 from absl import logging
 
-from xlnet_tf import fileio
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.squad import alignment as alignment_lib
 
@@ -25,23 +23,6 @@ SEG_ID_Q = 1
 SEG_ID_CLS = 2
 SEG_ID_PAD = 3
 FIRST_UNIQUE_ID = 1000000000
-
-
-@dataclasses.dataclass
-class SquadExample:
-  """One question on one paragraph.
-
-  qas_id, question_text, paragraph_text: str (the raw context).
-  orig_answer_text: str; start_position: int, the answer's first character in paragraph_text. Training only
-    (None in evaluation); an impossible question has "" and -1.
-  is_impossible: bool (always False in evaluation, as the original).
-  """
-  qas_id: str
-  question_text: str
-  paragraph_text: str
-  orig_answer_text: str = None
-  start_position: int = None
-  is_impossible: bool = False
 
 
 @dataclasses.dataclass
@@ -76,97 +57,6 @@ class InputFeatures:
   start_position: object = None
   end_position: object = None
   is_impossible: bool = False
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Reading.
-
-
-def _fail(path, where, what):
-  raise ValueError(f"SQuAD file {path}: {where}: {what}")
-
-
-def load_squad_data(input_file):
-  """The `data` list of a SQuAD JSON file (what the evaluation needs).
-
-  Raises:
-    FileNotFoundError: no such file.
-    ValueError: not JSON, or no `data` list of articles with `paragraphs`.
-  """
-  if not fileio.exists(input_file):
-    raise FileNotFoundError(f"SQuAD file {input_file} does not exist. Pass an existing --train_file/--predict_file.")
-  with fileio.open_file(input_file, "r") as f:
-    try:
-      doc = json.load(f)
-    except json.JSONDecodeError as e:
-      raise ValueError(f"SQuAD file {input_file} is not valid JSON (line {e.lineno} column {e.colno}: {e.msg}). "
-                       "Pass a SQuAD v1.1/v2.0 JSON file.") from None
-    except UnicodeDecodeError as e:
-      raise ValueError(f"SQuAD file {input_file} is not UTF-8 (byte {e.object[e.start]:#x} at offset {e.start}). "
-                       "Pass a SQuAD v1.1/v2.0 JSON file (UTF-8).") from None
-  if not isinstance(doc, dict) or not isinstance(doc.get("data"), list):
-    _fail(input_file, "top level", "expected an object with a 'data' list (SQuAD v1.1/v2.0 layout).")
-  for a, article in enumerate(doc["data"]):
-    if not isinstance(article, dict) or not isinstance(article.get("paragraphs"), list):
-      _fail(input_file, f"data[{a}]", "expected an object with a 'paragraphs' list.")
-  return doc["data"]
-
-
-def _check_answer(path, where, qas_id, context, answer):
-  if not isinstance(answer, dict) or not isinstance(answer.get("text"), str) or "answer_start" not in answer:
-    _fail(path, where, f"question {qas_id!r}: an answer needs 'text' (str) and 'answer_start' (int).")
-  text, start = answer["text"], answer["answer_start"]
-  if not isinstance(start, int) or isinstance(start, bool):
-    _fail(path, where, f"question {qas_id!r}: answer_start must be an int, got {start!r}.")
-  found = context[start:start + len(text)] if 0 <= start else None
-  if not text or found != text:
-    _fail(path, where, f"question {qas_id!r}: the answer {text!r} is not the text at answer_start {start} of its "
-          f"context (found {found!r}); fix answer_start or the answer text.")
-  return text, start
-
-
-def read_squad_examples(input_file, is_training):
-  """Reads a SQuAD v2.0 (or v1.1) JSON file into SquadExamples, in file order, as the original.
-
-  Training reads `is_impossible` (missing, as in SQuAD v1.1: False; the original raises KeyError there) and needs
-  exactly one answer per answerable question, whose text must be at its `answer_start`. Evaluation ignores the
-  answers (the evaluation reads them from the file itself) and sets is_impossible False.
-
-  Raises:
-    FileNotFoundError: no such file.
-    ValueError: one line naming the file, where and what is wrong (not JSON, a missing key, an answer count or
-      offset that does not hold).
-  """
-  examples = []
-  for a, article in enumerate(load_squad_data(input_file)):
-    for p, paragraph in enumerate(article["paragraphs"]):
-      where = f"data[{a}].paragraphs[{p}]"
-      if not isinstance(paragraph, dict) or not isinstance(paragraph.get("context"), str) or not isinstance(
-          paragraph.get("qas"), list):
-        _fail(input_file, where, "expected an object with a 'context' string and a 'qas' list.")
-      context = paragraph["context"]
-      for q, qa in enumerate(paragraph["qas"]):
-        qwhere = f"{where}.qas[{q}]"
-        if not isinstance(qa, dict) or "id" not in qa or not isinstance(qa.get("question"), str):
-          _fail(input_file, qwhere, "expected an object with an 'id' and a 'question' string.")
-        example = SquadExample(qas_id=qa["id"], question_text=qa["question"], paragraph_text=context)
-        if is_training:
-          example.is_impossible = qa.get("is_impossible", False)
-          if not isinstance(example.is_impossible, bool):
-            _fail(input_file, qwhere, f"question {qa['id']!r}: is_impossible must be true or false, got "
-                  f"{example.is_impossible!r}.")
-          answers = qa.get("answers", [])
-          if example.is_impossible:
-            example.orig_answer_text, example.start_position = "", -1
-          elif not isinstance(answers, list) or len(answers) != 1:
-            _fail(input_file, qwhere, f"question {qa['id']!r}: for training, each answerable question needs exactly "
-                  f"1 answer, it has {len(answers) if isinstance(answers, list) else answers!r}. Use a training "
-                  "file (dev files with several answers are read with is_training=False).")
-          else:
-            example.orig_answer_text, example.start_position = _check_answer(
-                input_file, qwhere, qa["id"], context, answers[0])
-        examples.append(example)
-  return examples
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -225,6 +115,25 @@ def check_options(max_seq_length, max_query_length, doc_stride):
         "--doc_stride=%d >= the paragraph window of a %d-token question (%d tokens): windows do not overlap, so an "
         "answer that crosses a window boundary is in no window (labelled impossible in training, never predicted).",
         doc_stride, max_query_length, max_seq_length - max_query_length - 3)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FeatureOptions:
+  """How examples become features: the original's window flags (checked by `check_options`) and `--uncased`.
+
+  Attributes:
+    max_seq_length: int, tokens per feature (--max_seq_length).
+    doc_stride: int, paragraph tokens between the starts of two windows (--doc_stride).
+    max_query_length: int, question tokens kept (--max_query_length).
+    uncased: bool, lower-case question and paragraph, also in the alignment (--uncased).
+  """
+  max_seq_length: int
+  doc_stride: int
+  max_query_length: int
+  uncased: bool = False
+
+  def __post_init__(self):
+    check_options(self.max_seq_length, self.max_query_length, self.doc_stride)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -335,8 +244,7 @@ def _window_feature(unique_id, example_index, is_training, example, span_index, 
       is_impossible=bool(is_impossible))
 
 
-def convert_examples_to_features(examples, sp_model, max_seq_length, doc_stride, max_query_length, is_training,
-                                 output_fn, uncased=False):
+def convert_examples_to_features(examples, sp_model, options, is_training, output_fn):
   """Converts examples to InputFeatures exactly as the original, calling `output_fn(feature)` for each.
 
   unique_ids run from FIRST_UNIQUE_ID in example order. An example whose paragraph the original cannot align
@@ -347,15 +255,15 @@ def convert_examples_to_features(examples, sp_model, max_seq_length, doc_stride,
   Args:
     examples: list of SquadExample (training examples need orig_answer_text/start_position).
     sp_model: a loaded `sentencepiece.SentencePieceProcessor` (XLNet ids).
-    max_seq_length, doc_stride, max_query_length: the original flags (see `check_options`).
+    options: `FeatureOptions` (max_seq_length, doc_stride, max_query_length, uncased).
     is_training: bool; training features carry start/end positions and is_impossible.
     output_fn: callable(InputFeatures).
-    uncased: bool, the original's `--uncased` (lower-cases question and paragraph, also in the alignment).
 
   Returns:
     ConversionStats.
   """
-  check_options(max_seq_length, max_query_length, doc_stride)
+  max_seq_length, doc_stride, max_query_length = options.max_seq_length, options.doc_stride, options.max_query_length
+  uncased = options.uncased
   stats = ConversionStats(num_examples=len(examples))
   paragraphs, all_answer_tokens = _align_paragraphs(examples, sp_model, uncased, is_training)
   unique_id = FIRST_UNIQUE_ID
@@ -397,9 +305,8 @@ def convert_examples_to_features(examples, sp_model, max_seq_length, doc_stride,
   return stats
 
 
-def build_features(examples, sp_model, max_seq_length, doc_stride, max_query_length, is_training, uncased=False):
+def build_features(examples, sp_model, options, is_training):
   """`convert_examples_to_features` collecting the features: returns (list of InputFeatures, ConversionStats)."""
   features = []
-  stats = convert_examples_to_features(examples, sp_model, max_seq_length, doc_stride, max_query_length,
-                                       is_training, features.append, uncased=uncased)
+  stats = convert_examples_to_features(examples, sp_model, options, is_training, features.append)
   return features, stats

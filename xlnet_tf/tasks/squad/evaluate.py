@@ -165,7 +165,7 @@ def run_squad_eval(dataset, preds, na_probs):
   """What the original `write_predictions` returns: `find_all_best_thresh_v2` over the whole dataset.
 
   Args:
-    dataset: the `data` list of the SQuAD file (`data.load_squad_data`).
+    dataset: the `data` list of the SQuAD file (`examples.load_squad_data`).
     preds: dict qid -> predicted text.
     na_probs: dict qid -> no-answer score (XLNet's null_odds: the minimum cls logit).
 

@@ -19,6 +19,7 @@ The original's two oddities are the defaults; one flag each gives the corrected 
 """
 
 import collections
+import dataclasses
 import json
 import math
 
@@ -167,18 +168,28 @@ def _dump(obj):
   return json.dumps(obj, indent=4) + "\n"
 
 
-def write_predictions(all_examples, all_features, all_results, n_best_size, max_answer_length,
-                      output_prediction_file, output_nbest_file, output_null_log_odds_file, orig_data,
-                      start_n_top=5, end_n_top=5, allow_last_token=False, allow_empty_prediction=False,
-                      null_threshold=None):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AnswerOptions:
+  """How head outputs become answers: the original's --n_best_size and --max_answer_length, and the new
+  --allow_last_token, --allow_empty_prediction and --null_threshold (see `write_predictions`)."""
+  n_best_size: int
+  max_answer_length: int
+  allow_last_token: bool = False
+  allow_empty_prediction: bool = False
+  null_threshold: float = None
+
+
+def write_predictions(all_examples, all_features, all_results, options, output_files, orig_data, start_n_top=5,
+                      end_n_top=5):
   """The original `write_predictions`: writes predictions.json, nbest_predictions.json, null_odds.json (each
   atomically, `json.dumps(indent=4)` as the original) and returns the evaluation.
 
   Args:
-    all_examples, all_features, all_results, n_best_size, max_answer_length, start_n_top, end_n_top,
-      allow_last_token: as `compute_predictions`.
-    output_prediction_file, output_nbest_file, output_null_log_odds_file: str paths (local or gs://).
-    orig_data: the `data` list of the predicted SQuAD file (`data.load_squad_data`), or None (no answers known:
+    all_examples, all_features, all_results, start_n_top, end_n_top: as `compute_predictions`.
+    options: `AnswerOptions`: n_best_size, max_answer_length, allow_last_token (as `compute_predictions`),
+      allow_empty_prediction and null_threshold (below).
+    output_files: (predictions.json, nbest_predictions.json, null_odds.json) str paths (local or gs://).
+    orig_data: the `data` list of the predicted SQuAD file (`examples.load_squad_data`), or None (no answers known:
       nothing is evaluated and {} is returned).
     allow_empty_prediction: False = the original (predictions.json is never "" unless nothing is valid). True:
       "" where null_odds > null_threshold.
@@ -190,9 +201,11 @@ def write_predictions(all_examples, all_features, all_results, n_best_size, max_
     allow_empty_prediction also null_threshold and the official exact/f1/total/HasAns_*/NoAns_* of the written
     predictions.
   """
+  output_prediction_file, output_nbest_file, output_null_log_odds_file = output_files
+  allow_empty_prediction, null_threshold = options.allow_empty_prediction, options.null_threshold
   best_texts, all_nbest, null_odds = compute_predictions(
-      all_examples, all_features, all_results, n_best_size, max_answer_length, start_n_top, end_n_top,
-      allow_last_token)
+      all_examples, all_features, all_results, options.n_best_size, options.max_answer_length, start_n_top,
+      end_n_top, options.allow_last_token)
   out_eval = evaluate_lib.run_squad_eval(orig_data, best_texts, null_odds) if orig_data is not None else {}
   predictions = best_texts
   if allow_empty_prediction:

@@ -78,9 +78,9 @@ class Inference(inference.Inference):
     return out
 
 
-def predict_checkpoint(inference, ckpt_path, eval_set, predict_dir, predict_batch_size, n_best_size,
-                       max_answer_length, allow_last_token=False, allow_empty_prediction=False, null_threshold=None):
-  """Predicts the evaluation features with one checkpoint and writes the three files to predict_dir.
+def predict_checkpoint(inference, ckpt_path, eval_set, predict_dir, predict_batch_size, options):
+  """Predicts the evaluation features with one checkpoint and writes the three files to predict_dir
+  (`options`: `postprocess.AnswerOptions`).
 
   Returns:
     The evaluation of `postprocess.write_predictions` ({} when eval_set.orig_data is None).
@@ -93,9 +93,8 @@ def predict_checkpoint(inference, ckpt_path, eval_set, predict_dir, predict_batc
   results = postprocess.raw_results_from_arrays(outputs)
   paths = [os.path.join(predict_dir, name) for name in OUTPUT_FILES]
   return postprocess.write_predictions(
-      eval_set.examples, eval_set.features, results, n_best_size, max_answer_length, *paths, eval_set.orig_data,
-      start_n_top=inference.start_n_top, end_n_top=inference.end_n_top, allow_last_token=allow_last_token,
-      allow_empty_prediction=allow_empty_prediction, null_threshold=null_threshold)
+      eval_set.examples, eval_set.features, results, options, paths, eval_set.orig_data,
+      start_n_top=inference.start_n_top, end_n_top=inference.end_n_top)
 
 
 def format_result(title, result):
@@ -103,29 +102,24 @@ def format_result(title, result):
   return f"{title} | " + "".join(f"{key} {value} | " for key, value in result.items())
 
 
-def predict_checkpoints(inference, checkpoints, eval_set, predict_dir, predict_batch_size, target_eval_key="best_f1",
-                        log_fn=print, model_dir=None, **write_options):
+def predict_checkpoints(inference, checkpoints, eval_set, predict_dir, predict_batch_size, options,
+                        target_eval_key="best_f1", log_fn=print):
   """Predicts with each checkpoint: one checkpoint writes to predict_dir, several each to
   predict_dir/<checkpoint name>/. Logs a `Result | ...` line per checkpoint (with its step and path) and, for
   several checkpoints with answers known, `Best result | ...` by target_eval_key.
 
   Args:
-    checkpoints: [(step or None, checkpoint prefix)].
-    model_dir: str, where `checkpoints` were listed (named when there are none).
-    write_options: n_best_size, max_answer_length, allow_last_token, allow_empty_prediction, null_threshold
-      (see `predict_checkpoint`).
+    checkpoints: [(step or None, checkpoint prefix)], at least one.
+    options: `postprocess.AnswerOptions` (see `predict_checkpoint`).
 
   Returns:
     (results, best): per-checkpoint dicts (the evaluation, plus step, path and predict_dir), and the best one
     (None without answers or with one checkpoint).
   """
-  if not checkpoints:
-    raise FileNotFoundError(f"No checkpoint to predict with: no *.index file in --model_dir {model_dir}. Train "
-                            "first (--do_train=True), or pass --predict_ckpt or --init_checkpoint.")
   results = []
   for step, path in checkpoints:
     out_dir = predict_dir if len(checkpoints) == 1 else os.path.join(predict_dir, os.path.basename(path))
-    result = dict(predict_checkpoint(inference, path, eval_set, out_dir, predict_batch_size, **write_options))
+    result = dict(predict_checkpoint(inference, path, eval_set, out_dir, predict_batch_size, options))
     result.update(step=step, path=path, predict_dir=out_dir)
     results.append(result)
     log_fn("=" * 80)

@@ -20,8 +20,10 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import fileio
+from xlnet_tf.data import example_encoder
 from xlnet_tf.data import records
 from xlnet_tf.tasks.squad import data
+from xlnet_tf.tasks.squad import examples as examples_lib
 
 # npz layout of a list of features (F features, L = max_seq_length); the goldens' layout.
 ARRAY_DTYPES = {
@@ -65,17 +67,17 @@ def eval_features_name(spiece_model_file, max_seq_length, max_query_length):
 def serialize_feature(feature, is_training):
   """One InputFeatures as a serialized tf.train.Example with the original's names (see the module docstring)."""
   features = {
-      "unique_ids": records.int_feature([feature.unique_id]),
-      "input_ids": records.int_feature(feature.input_ids),
-      "input_mask": records.float_feature(feature.input_mask),
-      "p_mask": records.float_feature(feature.p_mask),
-      "segment_ids": records.int_feature(feature.segment_ids),
-      "cls_index": records.int_feature([feature.cls_index]),
+      "unique_ids": example_encoder.int_feature([feature.unique_id]),
+      "input_ids": example_encoder.int_feature(feature.input_ids),
+      "input_mask": example_encoder.float_feature(feature.input_mask),
+      "p_mask": example_encoder.float_feature(feature.p_mask),
+      "segment_ids": example_encoder.int_feature(feature.segment_ids),
+      "cls_index": example_encoder.int_feature([feature.cls_index]),
   }
   if is_training:
-    features["start_positions"] = records.int_feature([feature.start_position])
-    features["end_positions"] = records.int_feature([feature.end_position])
-    features["is_impossible"] = records.float_feature([1.0 if feature.is_impossible else 0.0])
+    features["start_positions"] = example_encoder.int_feature([feature.start_position])
+    features["end_positions"] = example_encoder.int_feature([feature.end_position])
+    features["is_impossible"] = example_encoder.float_feature([1.0 if feature.is_impossible else 0.0])
   return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
 
 
@@ -230,37 +232,37 @@ def load_eval_features(path):
 # The original's preprocessing steps.
 
 
-def prepare_train_records(train_file, sp_model, spiece_model_file, output_dir, max_seq_length, max_query_length,
-                          doc_stride, uncased=False, num_proc=1, proc_id=0, shuffle_seed=None):
+def prepare_train_records(train_file, sp_model, spiece_model_file, output_dir, options, num_proc=1, proc_id=0,
+                          shuffle_seed=None):
   """The original `--do_prepro` step: examples[proc_id::num_proc], shuffled, converted, written to
   `output_dir/train_record_name(...)` (always rewritten, as the original).
 
-  shuffle_seed: int or None (None = unseeded, as the original's `random.shuffle`).
+  options: `data.FeatureOptions`. shuffle_seed: int or None (None = unseeded, as the original's `random.shuffle`).
 
   Returns:
     (record path, data.ConversionStats).
   """
   if not isinstance(num_proc, int) or num_proc < 1 or not isinstance(proc_id, int) or not 0 <= proc_id < num_proc:
     raise ValueError(f"--proc_id must be in [0, --num_proc). Received: proc_id={proc_id!r}, num_proc={num_proc!r}.")
-  examples = data.read_squad_examples(train_file, is_training=True)[proc_id::num_proc]
+  examples = examples_lib.read_squad_examples(train_file, is_training=True)[proc_id::num_proc]
   random.Random(shuffle_seed).shuffle(examples)
-  path = os.path.join(output_dir, train_record_name(spiece_model_file, proc_id, max_seq_length, max_query_length))
+  path = os.path.join(output_dir, train_record_name(spiece_model_file, proc_id, options.max_seq_length,
+                                                    options.max_query_length))
   logging.info("Writing %d training examples to %s", len(examples), path)
   with FeatureWriter(path, is_training=True) as writer:
-    stats = data.convert_examples_to_features(examples, sp_model, max_seq_length, doc_stride, max_query_length,
-                                              True, writer.process_feature, uncased=uncased)
+    stats = data.convert_examples_to_features(examples, sp_model, options, True, writer.process_feature)
   return path, stats
 
 
-def prepare_eval_features(predict_file, sp_model, spiece_model_file, output_dir, max_seq_length, max_query_length,
-                          doc_stride, uncased=False, overwrite_data=False):
+def prepare_eval_features(predict_file, sp_model, spiece_model_file, output_dir, options, overwrite_data=False):
   """The original's evaluation preprocessing with its cache: the record and the features file are reused when
-  both exist and overwrite_data is False, else rebuilt.
+  both exist and overwrite_data is False, else rebuilt. options: `data.FeatureOptions`.
 
   Returns:
     (examples, features, record path, data.ConversionStats or None when the cache was used).
   """
-  examples = data.read_squad_examples(predict_file, is_training=False)
+  examples = examples_lib.read_squad_examples(predict_file, is_training=False)
+  max_seq_length, max_query_length = options.max_seq_length, options.max_query_length
   record = os.path.join(output_dir, eval_record_name(spiece_model_file, max_seq_length, max_query_length))
   feature_file = os.path.join(output_dir, eval_features_name(spiece_model_file, max_seq_length, max_query_length))
   if fileio.exists(record) and fileio.exists(feature_file) and not overwrite_data:
@@ -273,7 +275,6 @@ def prepare_eval_features(predict_file, sp_model, spiece_model_file, output_dir,
       features.append(feature)
       writer.process_feature(feature)
 
-    stats = data.convert_examples_to_features(examples, sp_model, max_seq_length, doc_stride, max_query_length,
-                                              False, append, uncased=uncased)
+    stats = data.convert_examples_to_features(examples, sp_model, options, False, append)
   save_eval_features(feature_file, features, max_seq_length)
   return examples, features, record, stats

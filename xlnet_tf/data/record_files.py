@@ -1,0 +1,159 @@
+"""Finding pretraining records: the `record_info` files `data_utils.py` writes, found by the original's file names
+(`pretrain_spec.PretrainDataSpec.filename`), with a message that says which naming fields differ when none matches;
+and its `corpus_info.json`."""
+
+import json
+import os
+import re
+
+import tensorflow as tf
+
+from xlnet_tf import fileio
+
+
+# Naming fields of record_info files, in file-name order: (argument, flag to change).
+_NAME_FIELDS = ("split", "bsz_per_host", "seq_len", "reuse_len", "uncased", "bi_data", "mask_alpha", "mask_beta",
+                "num_predict")
+
+
+_NAME_RE = re.compile(
+    r"^record_info-(?P<split>[^-.]+)-(?P<task_pass>[^.]*)\.bsz-(?P<bsz_per_host>[^.]+)\.seqlen-(?P<seq_len>[^.]+)\."
+    r"(?:reuse-(?P<reuse_len>[^.]+)\.)?(?P<uncased>uncased\.)?(?P<bi_data>bi|uni)\.alpha-(?P<mask_alpha>[^.]+)"
+    r"\.beta-(?P<mask_beta>[^.]+)\.(?:fnp-(?P<num_predict>[^.]+)\.)?json$")
+
+
+def record_info_glob(split, spec):
+  """The original's record_info glob of a `PretrainDataSpec`: `record_info-{split}-*.bsz-...[.fnp-N].json`."""
+  return spec.filename(f"record_info-{split}-*", "json")
+
+
+def _name_fields(split, spec):
+  """The naming fields of `split` and a `PretrainDataSpec` as the file name spells them (None = field absent)."""
+  return {"split": str(split), "bsz_per_host": str(spec.bsz_per_host), "seq_len": str(spec.seq_len),
+          "reuse_len": str(spec.reuse_len), "uncased": bool(spec.uncased), "bi_data": bool(spec.bi_data),
+          "mask_alpha": str(spec.mask_alpha), "mask_beta": str(spec.mask_beta),
+          "num_predict": None if spec.num_predict is None else str(spec.num_predict)}
+
+
+def _show(field, value):
+  if field == "uncased":
+    return "uncased" if value else "cased (no 'uncased.')"
+  if field == "bi_data":
+    return "bi" if value else "uni"
+  if field == "reuse_len" and value is None:
+    return "None (no 'reuse-')"
+  if field == "num_predict":
+    return "None (no 'fnp-')" if value is None else f"fnp-{value}"
+  return str(value)
+
+
+def _mismatch_message(record_dir, pattern, asked):
+  """One line: which record_info files are in `record_dir` and how their naming fields differ from `asked`."""
+  found = sorted(os.path.basename(p) for p in tf.io.gfile.glob(os.path.join(record_dir, "record_info-*.json")))
+  head = f"No record_info file in --record_info_dir {record_dir!r} matches {pattern!r}."
+  if not found:
+    sub = os.path.join(record_dir, "tfrecords")
+    if tf.io.gfile.glob(os.path.join(sub, "record_info-*.json")):
+      return f"{head} It has no record_info-*.json at all, but {sub!r} does: pass --record_info_dir={sub}."
+    return (f"{head} It has no record_info-*.json at all: run data_utils.py and pass its <save_dir>/tfrecords "
+            "as --record_info_dir.")
+  parts, best = [], None
+  for name in found:
+    m = _NAME_RE.match(name)
+    if m is None:
+      parts.append(f"{name} (unparsable name)")
+      continue
+    have = dict(m.groupdict())
+    have["uncased"] = have["uncased"] is not None
+    have["bi_data"] = have["bi_data"] == "bi"
+    diffs = [f for f in _NAME_FIELDS if have[f] != asked[f]]
+    parts.append(f"{name}: " + "; ".join(f"{f}: files have {_show(f, have[f])}, you asked {_show(f, asked[f])}"
+                                         for f in diffs))
+    if best is None or len(diffs) < len(best[1]):
+      best = (have, diffs)
+  shown = " | ".join(parts[:5]) + (f"; ... ({len(parts) - 5} more)" if len(parts) > 5 else "")
+  fix = ""
+  if best is not None:
+    flags = []
+    for f in best[1]:
+      v = best[0][f]
+      if f == "num_predict" and v is None:
+        flags.append("--num_predict=None (unset)")
+      elif f == "reuse_len" and v is None:
+        flags.append("--reuse_len=None (unset)")
+      else:
+        flags.append(f"--{f}={v}")
+    fix = " Pass the values data_utils.py was run with, e.g. " + " ".join(flags) + (
+        " (bsz_per_host is the per-host batch size)." if "bsz_per_host" in best[1] else ".")
+  return f"{head} Found {len(found)} record_info file(s): {shown}.{fix}"
+
+
+def find_record_info(record_info_dir, split, spec):
+  """Finds the record files written by `data_utils.py` with these settings, as the original `get_input_fn`.
+
+  Globs `record_info-{split}-*.<fmt>.json` (sorted) in each comma-separated directory; each listed file keeps
+  only its basename and is looked up in that directory (so a copied record directory still works).
+
+  Args:
+    record_info_dir: str, directory (or comma-separated directories) holding `record_info-*.json` and the
+      `.tfrecords` files, i.e. data_utils.py's `<save_dir>/tfrecords`.
+    split: str, data_utils.py's --split. spec: `PretrainDataSpec`, the data_utils.py flags the records were written
+      with (they are part of the file names).
+
+  Returns:
+    dict with `filenames` (list of str, record files in order), `num_batch` (int, total steps of bsz_per_host
+    records) and `file_num_batch` (list, steps per file; None where a record_info lists several files).
+
+  Raises:
+    FileNotFoundError: a directory or a listed record file does not exist.
+    ValueError: no record_info file matches (the message lists what is there and which fields differ).
+  """
+  pattern = record_info_glob(split, spec)
+  asked = _name_fields(split, spec)
+  info = {"filenames": [], "num_batch": 0, "file_num_batch": []}
+  for record_dir in [d for d in str(record_info_dir).split(",") if d]:
+    if not tf.io.gfile.isdir(record_dir):
+      raise FileNotFoundError(f"--record_info_dir {record_dir!r} is not a directory. Pass data_utils.py's "
+                              "<save_dir>/tfrecords (comma-separate several directories).")
+    paths = sorted(tf.io.gfile.glob(os.path.join(record_dir, pattern)))
+    if not paths:
+      raise ValueError(_mismatch_message(record_dir, pattern, asked))
+    for path in paths:
+      try:
+        with tf.io.gfile.GFile(path) as f:
+          content = json.load(f)
+        names, num_batch = list(content["filenames"]), int(content["num_batch"])
+      except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"record_info file {path} must be json with 'filenames' and 'num_batch' (as "
+                         f"data_utils.py writes); reading it failed: {e!r}. Rewrite it with data_utils.py.") from None
+      for name in names:
+        local = os.path.join(record_dir, os.path.basename(name))
+        if not tf.io.gfile.exists(local):
+          raise FileNotFoundError(f"record_info file {path} lists {name!r}, but {local} does not exist. Keep the "
+                                  ".tfrecords files next to their record_info file.")
+        info["filenames"].append(local)
+        info["file_num_batch"].append(num_batch if len(names) == 1 else None)
+      info["num_batch"] += num_batch
+  if info["num_batch"] <= 0 or not info["filenames"]:
+    raise ValueError(f"The record_info files matching {pattern!r} in {record_info_dir!r} list no records "
+                     f"(num_batch {info['num_batch']}, {len(info['filenames'])} files). Write more text with "
+                     "data_utils.py (each row needs at least seq_len + reuse_len tokens).")
+  return info
+
+
+def read_corpus_info(record_dir):
+  """data_utils.py's `corpus_info.json` for a records directory, or None if there is none or it is unreadable.
+
+  `data_utils.py` writes it in `<save_dir>`, the parent of the `tfrecords/` directory the trainer is given; a copy
+  beside the records is found too. `record_dir` may be comma-separated (the first one with a file wins).
+  """
+  for one_dir in str(record_dir).split(","):
+    for path in (os.path.join(one_dir, "corpus_info.json"),
+                 os.path.join(os.path.dirname(os.path.normpath(one_dir)), "corpus_info.json")):
+      try:
+        if fileio.exists(path):
+          with fileio.open_file(path) as f:
+            return json.load(f)
+      except (OSError, ValueError):
+        return None
+  return None

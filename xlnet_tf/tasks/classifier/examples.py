@@ -1,0 +1,98 @@
+"""What every classifier task's processor shares: `InputExample`, the `DataProcessor` base class, and reading
+delimited task files with one-line errors that name the file, the line and what to fix."""
+
+import csv
+import dataclasses
+import os
+
+import tensorflow as tf
+
+from xlnet_tf.tasks.classifier import metrics
+
+
+EVAL_SPLITS = ("dev", "test")
+
+
+@dataclasses.dataclass
+class InputExample:
+  """One example: `text_a`, optional `text_b`, and a label (a string, or a float for regression)."""
+  guid: str
+  text_a: str
+  text_b: str = None
+  label: object = None
+
+
+def open_text(path):
+  if "://" in path:
+    return tf.io.gfile.GFile(path, "r")
+  return open(path, encoding="utf-8", newline="")
+
+
+def require_file(path, task_name):
+  if not tf.io.gfile.exists(path):
+    raise FileNotFoundError(f"Task {task_name!r} needs the file {path}, which does not exist. Point --data_dir at "
+                            f"the directory holding {os.path.basename(path)}.")
+
+
+def read_rows(path, task_name, delimiter, quoting):
+  """Yields (physical line number, row) for every non-empty row of a delimited file."""
+  require_file(path, task_name)
+  with open_text(path) as f:
+    reader = csv.reader(f, delimiter=delimiter, quoting=quoting)
+    try:
+      for row in reader:
+        if row:
+          yield reader.line_num, row
+    except csv.Error as e:
+      raise ValueError(f"{path} line {reader.line_num} is not valid {task_name} data: {e}. Fix the file.") from None
+    except UnicodeDecodeError as e:
+      raise ValueError(f"{path} is not UTF-8 text ({e}). Re-encode it as UTF-8.") from None
+
+
+
+def check_label(label, labels, path, line_num, task_name):
+  if label not in labels:
+    raise ValueError(f"Label {label!r} in {path} line {line_num} is not one of the labels of task {task_name!r}: "
+                     f"{labels}. Fix the file, or pick the task that matches it with --task_name.")
+
+
+def parse_float_label(text, path, line_num, task_name):
+  try:
+    return float(text)
+  except ValueError:
+    raise ValueError(f"Regression label {text!r} in {path} line {line_num} (task {task_name!r}) is not a number. "
+                     "Fix the file.") from None
+
+
+class DataProcessor:
+  """Base class: reads one task's train/dev/test files into `InputExample`s.
+
+  Attributes:
+    task_name: str, the registry name (`--task_name`).
+    is_regression: bool, float labels and a regression head (run with --is_regression=True).
+  """
+  task_name = None
+  is_regression = False
+
+  def get_train_examples(self, data_dir):
+    raise NotImplementedError()
+
+  def get_dev_examples(self, data_dir):
+    raise NotImplementedError()
+
+  def get_test_examples(self, data_dir):
+    raise NotImplementedError()
+
+  def get_labels(self):
+    raise NotImplementedError()
+
+  def get_eval_examples(self, data_dir, eval_split="dev"):
+    """The examples `--eval_split` selects: "dev" -> dev examples, "test" -> test examples (as the original)."""
+    if eval_split not in EVAL_SPLITS:
+      raise ValueError(f"--eval_split must be one of {EVAL_SPLITS}. Received: {eval_split!r}.")
+    return self.get_dev_examples(data_dir) if eval_split == "dev" else self.get_test_examples(data_dir)
+
+  @property
+  def metric_names(self):
+    """The metrics this task reports, as keys of `metrics.task_metrics` without the `eval_` prefix."""
+    return metrics.metric_names(self.task_name, self.is_regression)

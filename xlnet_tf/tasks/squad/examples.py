@@ -1,0 +1,111 @@
+"""Reading SQuAD JSON into examples, as the original `read_squad_examples`, with one-line errors that name the file,
+the entry and what is wrong."""
+
+import dataclasses
+import json
+
+from xlnet_tf import fileio
+
+
+@dataclasses.dataclass
+class SquadExample:
+  """One question on one paragraph.
+
+  qas_id, question_text, paragraph_text: str (the raw context).
+  orig_answer_text: str; start_position: int, the answer's first character in paragraph_text. Training only
+    (None in evaluation); an impossible question has "" and -1.
+  is_impossible: bool (always False in evaluation, as the original).
+  """
+  qas_id: str
+  question_text: str
+  paragraph_text: str
+  orig_answer_text: str = None
+  start_position: int = None
+  is_impossible: bool = False
+
+
+def _fail(path, where, what):
+  raise ValueError(f"SQuAD file {path}: {where}: {what}")
+
+
+def load_squad_data(input_file):
+  """The `data` list of a SQuAD JSON file (what the evaluation needs).
+
+  Raises:
+    FileNotFoundError: no such file.
+    ValueError: not JSON, or no `data` list of articles with `paragraphs`.
+  """
+  if not fileio.exists(input_file):
+    raise FileNotFoundError(f"SQuAD file {input_file} does not exist. Pass an existing --train_file/--predict_file.")
+  with fileio.open_file(input_file, "r") as f:
+    try:
+      doc = json.load(f)
+    except json.JSONDecodeError as e:
+      raise ValueError(f"SQuAD file {input_file} is not valid JSON (line {e.lineno} column {e.colno}: {e.msg}). "
+                       "Pass a SQuAD v1.1/v2.0 JSON file.") from None
+    except UnicodeDecodeError as e:
+      raise ValueError(f"SQuAD file {input_file} is not UTF-8 (byte {e.object[e.start]:#x} at offset {e.start}). "
+                       "Pass a SQuAD v1.1/v2.0 JSON file (UTF-8).") from None
+  if not isinstance(doc, dict) or not isinstance(doc.get("data"), list):
+    _fail(input_file, "top level", "expected an object with a 'data' list (SQuAD v1.1/v2.0 layout).")
+  for a, article in enumerate(doc["data"]):
+    if not isinstance(article, dict) or not isinstance(article.get("paragraphs"), list):
+      _fail(input_file, f"data[{a}]", "expected an object with a 'paragraphs' list.")
+  return doc["data"]
+
+
+def _check_answer(path, where, qas_id, context, answer):
+  if not isinstance(answer, dict) or not isinstance(answer.get("text"), str) or "answer_start" not in answer:
+    _fail(path, where, f"question {qas_id!r}: an answer needs 'text' (str) and 'answer_start' (int).")
+  text, start = answer["text"], answer["answer_start"]
+  if not isinstance(start, int) or isinstance(start, bool):
+    _fail(path, where, f"question {qas_id!r}: answer_start must be an int, got {start!r}.")
+  found = context[start:start + len(text)] if 0 <= start else None
+  if not text or found != text:
+    _fail(path, where, f"question {qas_id!r}: the answer {text!r} is not the text at answer_start {start} of its "
+          f"context (found {found!r}); fix answer_start or the answer text.")
+  return text, start
+
+
+def read_squad_examples(input_file, is_training):
+  """Reads a SQuAD v2.0 (or v1.1) JSON file into SquadExamples, in file order, as the original.
+
+  Training reads `is_impossible` (missing, as in SQuAD v1.1: False; the original raises KeyError there) and needs
+  exactly one answer per answerable question, whose text must be at its `answer_start`. Evaluation ignores the
+  answers (the evaluation reads them from the file itself) and sets is_impossible False.
+
+  Raises:
+    FileNotFoundError: no such file.
+    ValueError: one line naming the file, where and what is wrong (not JSON, a missing key, an answer count or
+      offset that does not hold).
+  """
+  examples = []
+  for a, article in enumerate(load_squad_data(input_file)):
+    for p, paragraph in enumerate(article["paragraphs"]):
+      where = f"data[{a}].paragraphs[{p}]"
+      if not isinstance(paragraph, dict) or not isinstance(paragraph.get("context"), str) or not isinstance(
+          paragraph.get("qas"), list):
+        _fail(input_file, where, "expected an object with a 'context' string and a 'qas' list.")
+      context = paragraph["context"]
+      for q, qa in enumerate(paragraph["qas"]):
+        qwhere = f"{where}.qas[{q}]"
+        if not isinstance(qa, dict) or "id" not in qa or not isinstance(qa.get("question"), str):
+          _fail(input_file, qwhere, "expected an object with an 'id' and a 'question' string.")
+        example = SquadExample(qas_id=qa["id"], question_text=qa["question"], paragraph_text=context)
+        if is_training:
+          example.is_impossible = qa.get("is_impossible", False)
+          if not isinstance(example.is_impossible, bool):
+            _fail(input_file, qwhere, f"question {qa['id']!r}: is_impossible must be true or false, got "
+                  f"{example.is_impossible!r}.")
+          answers = qa.get("answers", [])
+          if example.is_impossible:
+            example.orig_answer_text, example.start_position = "", -1
+          elif not isinstance(answers, list) or len(answers) != 1:
+            _fail(input_file, qwhere, f"question {qa['id']!r}: for training, each answerable question needs exactly "
+                  f"1 answer, it has {len(answers) if isinstance(answers, list) else answers!r}. Use a training "
+                  "file (dev files with several answers are read with is_training=False).")
+          else:
+            example.orig_answer_text, example.start_position = _check_answer(
+                input_file, qwhere, qa["id"], context, answers[0])
+        examples.append(example)
+  return examples

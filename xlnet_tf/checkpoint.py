@@ -197,7 +197,7 @@ def load_optimizer_state(optimizer, slots, ckpt_path):
 
   Args:
     optimizer: a built Keras optimizer.
-    slots: {original TF1 slot name: slot variable of `optimizer`}, e.g. `optimization.original_slot_map(optimizer,
+    slots: {original TF1 slot name: slot variable of `optimizer`}, e.g. `slot_names.original_slot_map(optimizer,
       original_variable_map(model))`.
     ckpt_path: a checkpoint prefix, a directory (its latest checkpoint) or `<dir>/latest`, or a HuggingFace model
       directory (which holds no optimizer state).

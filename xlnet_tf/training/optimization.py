@@ -22,7 +22,6 @@ import tensorflow as tf
 from xlnet_tf.training.adam import _CALLER_SUMMED, _SummedGradientsMixin, AdamWeightDecay, XLNetAdam
 from xlnet_tf.training.clipping import clip_and_scale_gradients, embedding_rows_square_norm
 from xlnet_tf.training.schedule import lr_schedule
-from xlnet_tf.training.slot_names import original_slot_map  # pylint: disable=unused-import  (trainer.py's name)
 
 
 def create_optimizer(learning_rate, train_steps, warmup_steps=0, decay_method="poly", min_lr_ratio=0.0,

@@ -37,13 +37,13 @@ from absl import logging
 from xlnet_tf import checkpoint as checkpoint_lib
 from xlnet_tf.data import read_errors, records
 from xlnet_tf.run_checkpoint import RunCheckpoint
-from xlnet_tf.training import accumulation
+from xlnet_tf.training import accumulation, optimization, preemption
+from xlnet_tf.training.adam import XLNetAdam
 from xlnet_tf.training.loss_scale import DynamicLossScale
 from xlnet_tf.training.mems import Mems
 from xlnet_tf.training.reporting import Progress
 from xlnet_tf.training.runtime import is_chief, keep_freed_memory_after_input, write_run_files
-from xlnet_tf.training import optimization
-from xlnet_tf.training import preemption
+from xlnet_tf.training.slot_names import original_slot_map
 
 
 def default_clip_mode(strategy):
@@ -120,7 +120,7 @@ class Trainer:
     if self.model.compute_dtype != "float16":
       return None
     loss_scale = DynamicLossScale()
-    if isinstance(self.optimizer, optimization.XLNetAdam):
+    if isinstance(self.optimizer, XLNetAdam):
       self.optimizer.skipped_steps = lambda: loss_scale.skipped
     return loss_scale
 
@@ -141,7 +141,7 @@ class Trainer:
              "initial values: "
              f"{report['kept_initial'] or 'none'}.")
       if init_optimizer_state:
-        slots = optimization.original_slot_map(self.optimizer, checkpoint_lib.original_variable_map(self.model))
+        slots = original_slot_map(self.optimizer, checkpoint_lib.original_variable_map(self.model))
         log_fn(checkpoint_lib.load_optimizer_state(self.optimizer, slots, init_checkpoint))
     return self.step
 

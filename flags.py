@@ -116,7 +116,8 @@ def create_run_config(o, is_training, is_finetune):
   `xlnet.create_run_config`: fine-tuning never uses mems, reuse_len, bi_data or same_length (pretraining flags)."""
   from xlnet_tf.config import RunConfig  # pylint: disable=g-import-not-at-top
   kwargs = dict(is_training=is_training, use_tpu=o.use_tpu, use_bfloat16=o.use_bfloat16, dropout=o.dropout,
-                dropatt=o.dropatt, init=o.init, init_range=o.init_range, init_std=o.init_std, clamp_len=o.clamp_len)
+                dropatt=o.dropatt, init=o.init, init_range=o.init_range, init_std=o.init_std, clamp_len=o.clamp_len,
+                recompute_grad=o.recompute_grad)
   if not is_finetune:
     kwargs.update(mem_len=o.mem_len, reuse_len=o.reuse_len, bi_data=o.bi_data, same_length=o.same_length)
   return RunConfig(**kwargs)
@@ -263,6 +264,8 @@ def define_run_config_flags(dropout, dropatt, flag_values=flags.FLAGS):
   flags.DEFINE_integer("clamp_len", -1, "Clamp length (-1: no clamping).", **fv)
   flags.DEFINE_bool("use_bfloat16", False, "Compute in bfloat16 (Keras mixed_bfloat16 policy: float32 variables "
                     "and loss).", **fv)
+  flags.DEFINE_bool("recompute_grad", False, "Recompute each layer's activations in the backward pass instead of "
+                    "keeping them: less memory for about one more forward per step, the same gradients (new).", **fv)
 
 
 def define_optimizer_flags(learning_rate, train_steps, min_lr_ratio, adam_epsilon=1e-8, lr_layer_decay_rate=1.0,

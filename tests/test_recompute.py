@@ -136,14 +136,15 @@ def test_mixed_bfloat16_gradients_equal():
     runs = [_steps(recompute, False, steps=1, use_bfloat16=True) for recompute in (True, False)]
   finally:
     keras.mixed_precision.set_global_policy("float32")
-  _assert_same_run(*runs, rtol=1e-2, atol=1e-4)
+  _assert_same_run(*runs, rtol=1e-5, atol=1e-6)  # the same bfloat16 ops on the same inputs: bit-identical here
 
 
 def test_each_layer_runs_again_in_the_backward_pass(monkeypatch):
   calls = []
   forward = XLNetLayer.forward
   monkeypatch.setattr(XLNetLayer, "forward", lambda self, *a, **k: calls.append(self.name) or forward(self, *a, **k))
-  for recompute_grad, expected in ((False, ["layer_0", "layer_1"]), (True, ["layer_0", "layer_1", "layer_1", "layer_0"])):
+  forward_calls = ["layer_0", "layer_1"]
+  for recompute_grad, expected in ((False, forward_calls), (True, forward_calls + ["layer_1", "layer_0"])):
     calls.clear()
     _steps(recompute_grad, False, steps=1)
     assert calls == expected

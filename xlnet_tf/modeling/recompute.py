@@ -34,7 +34,8 @@ def recompute_grad(fn, layer):
   Returns:
     A function with fn's arguments and results (see the module docstring for what is differentiated).
   """
-  dropouts = [d for d in layer._flatten_layers() if isinstance(d, layers.Dropout) and d.rate > 0]  # pylint: disable=protected-access
+  sublayers = layer._flatten_layers()  # pylint: disable=protected-access  # Keras's walk over nested layers
+  dropouts = [d for d in sublayers if isinstance(d, layers.Dropout) and d.rate > 0]
 
   def call(*args, **kwargs):
     states = {d: tf.identity(d.seed_generator.state.value) for d in dropouts}  # read once, outside the recomputation

@@ -38,7 +38,8 @@ def recompute_grad(fn, layer):
   dropouts = [d for d in sublayers if isinstance(d, layers.Dropout) and d.rate > 0]
 
   def call(*args, **kwargs):
-    states = {d: tf.identity(d.seed_generator.state.value) for d in dropouts}  # read once, outside the recomputation
+    # Each state read once, outside the recomputation: a snapshot (the variable would be read again, advanced).
+    states = {d: tf.identity(d.seed_generator.state.value) for d in dropouts}
     flat = tf.nest.flatten((args, kwargs))
     inputs = [i for i, x in enumerate(flat) if _differentiable(x)]
     drawn, outputs = {}, []

@@ -2,6 +2,11 @@
 pass, and the gradients, dropout masks and dropout RNG state equal those without it, on the fine-tuning path and
 the two-stream pretraining path with mems, under XLA and mixed_bfloat16, and through the Trainer."""
 
+import json
+import os
+import subprocess
+import sys
+
 import keras
 import numpy as np
 import pytest
@@ -198,3 +203,42 @@ def test_every_op_of_the_recomputed_step_runs_on_a_gpu(tmp_path, jit_compile):
   missing, checked = check_gpu_kernels(loop.get_concrete_function(iterator, tf.constant(1)))
   assert missing == []
   assert ("BatchMatMulV2", jit_compile) in checked
+
+
+TWO_REPLICAS_SCRIPT = r"""
+import json, sys, tempfile
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+import keras
+import numpy as np
+sys.path.insert(0, "tests")
+import test_recompute as t
+from xlnet_tf import training
+
+def train(recompute_grad, steps=3):
+  keras.utils.set_random_seed(2)
+  trainer = training.Trainer(
+      tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), t._model_fn(recompute_grad, True, dropout=0.1),
+      t._task(True), tempfile.mkdtemp(), training.TrainConfig(learning_rate=1e-3, train_steps=steps,
+                                                              global_batch_size=2 * t.BSZ, iterations=steps))
+  batches = [t._features(True, seed) for seed in range(2 * steps)]  # one per replica and step
+  trainer.train(lambda _ctx, _start: tf.data.Dataset.from_tensor_slices(
+      {k: np.stack([b[k] for b in batches]) for k in batches[0]}), log_fn=lambda _: None)
+  return [v.numpy() for v in trainer.model.variables + trainer.optimizer.variables] + [training.numpy_mems(trainer)]
+
+a, b = train(True), train(False)
+print("RESULT " + json.dumps({"n": len(a), "max_diff": max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))}))
+"""
+
+
+@pytest.mark.slow
+def test_two_replicas_with_dropout_equal():
+  """Two MirroredStrategy replicas (2 logical CPUs, in a subprocess) with dropout: 3 pretraining steps with
+  --recompute_grad leave the same weights, slots, mems and RNG states as without."""
+  env = dict(os.environ, PYTHONPATH=os.getcwd(), TF_CPP_MIN_LOG_LEVEL="2")
+  proc = subprocess.run([sys.executable, "-c", TWO_REPLICAS_SCRIPT], capture_output=True, text=True, timeout=900,
+                        env=env)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  result = json.loads([l for l in proc.stdout.splitlines() if l.startswith("RESULT ")][-1][len("RESULT "):])
+  assert result["n"] > 40 and result["max_diff"] <= 1e-6

@@ -134,7 +134,7 @@ def create_run_config(o, is_training, is_finetune):
   from xlnet_tf.config import RunConfig  # pylint: disable=g-import-not-at-top
   kwargs = dict(is_training=is_training, use_tpu=o.use_tpu, use_bfloat16=o.use_bfloat16, dropout=o.dropout,
                 dropatt=o.dropatt, init=o.init, init_range=o.init_range, init_std=o.init_std, clamp_len=o.clamp_len,
-                use_fp16=o.use_fp16)
+                use_fp16=o.use_fp16, recompute_grad=o.recompute_grad)
   if not is_finetune:
     kwargs.update(mem_len=o.mem_len, reuse_len=o.reuse_len, bi_data=o.bi_data, same_length=o.same_length)
   return RunConfig(**kwargs)
@@ -286,6 +286,8 @@ def define_run_config_flags(dropout, dropatt, flag_values=flags.FLAGS):
                     "slots and loss) with dynamic loss scaling, for GPUs without bfloat16 (T4, V100); steps whose "
                     "gradients overflow are skipped (docs/training_step.md#float16---use_fp16). Not with "
                     "--use_bfloat16.", **fv)
+  flags.DEFINE_bool("recompute_grad", False, "Recompute each layer's activations in the backward pass instead of "
+                    "keeping them: less memory for about one more forward per step, the same gradients (new).", **fv)
 
 
 def define_optimizer_flags(learning_rate, train_steps, min_lr_ratio, adam_epsilon=1e-8, lr_layer_decay_rate=1.0,

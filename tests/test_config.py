@@ -49,13 +49,14 @@ def test_from_flags():
 def test_create_run_config_finetune_drops_memory_options():
   o = types.SimpleNamespace(use_tpu=False, use_bfloat16=False, use_fp16=True, dropout=0.1, dropatt=0.1,
                             init="normal", init_range=0.1, init_std=0.02, clamp_len=-1, mem_len=128, reuse_len=64,
-                            bi_data=True, same_length=True)
+                            bi_data=True, same_length=True, recompute_grad=True)
   pre = flags.create_run_config(o, True, False)
   fine = flags.create_run_config(o, True, True)
   assert (pre.mem_len, pre.reuse_len, pre.bi_data, pre.same_length) == (128, 64, True, True)
   assert (fine.mem_len, fine.reuse_len, fine.bi_data, fine.same_length) == (None, None, False, False)
   assert fine.dropout == 0.1 and fine.clamp_len == -1
   assert pre.dtype_policy == fine.dtype_policy == "mixed_float16"
+  assert pre.recompute_grad and fine.recompute_grad  # pretraining and fine-tuning alike
 
 
 def test_run_config_rejects_bad_init():

@@ -400,12 +400,14 @@ def test_kill_9_then_resume_on_two_replicas_is_bit_identical(files, tmp_path):
 
 
 def test_mirrored_fine_tuning_equals_one_device(files, tmp_path):
-  """2 replicas (2 logical CPUs) x 2 rows train the same weights as one device x 4 rows (seeded, no dropout); so do
-  2 replicas x 2 micro-batches of 1 row (--gradient_accumulation_steps=2)."""
+  """2 replicas (2 logical CPUs) x 2 rows train the same weights as one device x 4 rows (seeded, no dropout), the
+  replicas with --recompute_grad (the same gradients); so do 2 replicas x 2 micro-batches of 1 row
+  (--gradient_accumulation_steps=2)."""
   common = ["--do_train=True", "--train_steps=4", "--save_steps=4", "--iterations=2", "--learning_rate=1e-3",
             "--warmup_steps=1", "--dropout=0", "--dropatt=0", "--seed=2", "--deterministic=True"]
   runs = {"one": ([], ["--train_batch_size=4"]),
-          "mirrored": (["tests/helpers/logical_cpus.py", "2"], ["--train_batch_size=2", "--num_core_per_host=2"]),
+          "mirrored": (["tests/helpers/logical_cpus.py", "2"], ["--train_batch_size=2", "--num_core_per_host=2",
+                                                                "--recompute_grad=True"]),
           "accumulated": (["tests/helpers/logical_cpus.py", "2"], ["--train_batch_size=2", "--num_core_per_host=2",
                                                                    "--gradient_accumulation_steps=2"])}
   procs = {}
@@ -420,6 +422,7 @@ def test_mirrored_fine_tuning_equals_one_device(files, tmp_path):
     assert proc.returncode == 0, err[-3000:]
     stdout[name] = out
   assert "global batch 4 (2 per replica x 2 replica(s))" in stdout["mirrored"]
+  assert json.loads((tmp_path / "mirrored" / "model" / "run_flags.json").read_text())["recompute_grad"] is True
   values = {}
   for name in runs:
     reader = tf.train.load_checkpoint(str(tmp_path / name / "model" / "ckpt-4"))

@@ -97,11 +97,13 @@ class RunConfig:
     bi_data: bool, the second half of the batch runs backwards in time (pretraining).
     clamp_len: int, relative distances are clipped to +-clamp_len when > 0.
     same_length: bool, every query attends to the same number of keys (uni attention only).
+    recompute_grad: bool, training recomputes each layer's activations in the backward pass instead of keeping
+      them (less memory, about one more forward per step; same gradients; `xlnet_tf.modeling.recompute`). New.
   """
 
   def __init__(self, is_training, use_tpu, use_bfloat16, dropout, dropatt, init="normal", init_range=0.1,
                init_std=0.02, mem_len=None, reuse_len=None, bi_data=False, clamp_len=-1, same_length=False,
-               use_fp16=False):
+               use_fp16=False, recompute_grad=False):
     if init not in INITS:
       raise ValueError(f"`init` must be one of {INITS}. Received: {init!r}.")
     for name, rate in (("dropout", dropout), ("dropatt", dropatt)):
@@ -123,6 +125,7 @@ class RunConfig:
     self.bi_data = bi_data
     self.clamp_len = clamp_len
     self.same_length = same_length
+    self.recompute_grad = recompute_grad
     self.use_fp16 = use_fp16
 
   @property

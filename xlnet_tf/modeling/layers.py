@@ -7,6 +7,8 @@ Variable paths end like the original checkpoint names (`layer_0/rel_attn/q/kerne
 `xlnet_tf.modeling.attention`, their LayerNorm and dense tails on the row kernels of `xlnet_tf.modeling.rows`.
 """
 
+import contextlib
+import threading
 
 import keras
 import tensorflow as tf
@@ -18,6 +20,8 @@ from xlnet_tf.modeling.rows import LAYER_NORM_EPS, dense_rows, layer_norm_rows
 
 
 _PACKAGE = "xlnet_tf"
+
+_SEEDS = threading.local()  # per thread: a MirroredStrategy traces each replica's step in a thread of its own
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
@@ -60,7 +64,7 @@ class Dropout(keras.layers.Dropout):
     """The next mask for inputs as (uniforms shaped like inputs, threshold, scale) for `ops.apply_keep`: keep
     where uniforms >= threshold, scale = 1 / (1 - rate)."""
     scale = 1.0 / (1.0 - self.rate)
-    seed = tf.cast(tf.math.floormod(self.seed_generator.next(), 2 ** 31 - 1), tf.int32)
+    seed = tf.cast(tf.math.floormod(self.next_seed(), 2 ** 31 - 1), tf.int32)
     shape = tf.shape(inputs)
     last = inputs.shape[-1]
     if last is not None and last % 2 == 0:
@@ -68,6 +72,43 @@ class Dropout(keras.layers.Dropout):
       return (tf.reshape(tf.bitcast(bits, tf.uint16), shape),
               tf.constant(min(round(self.rate * 65536), 65535), tf.uint16), scale)
     return tf.random.stateless_uniform(shape, seed, alg="philox"), tf.constant(self.rate, tf.float32), scale
+
+  def next_seed(self):
+    """The seed [2] of this layer's next mask: its generator's `next()`, or inside `fixed_seeds` (which holds
+    this layer) the one that call would give, from the state `fixed_seeds` was given, leaving the generator alone."""
+    plans = getattr(_SEEDS, "plans", None)
+    plan = plans[-1].get(id(self)) if plans else None
+    if plan is None:
+      return self.seed_generator.next()
+    state, drawn = plan
+    plan[1] += 1
+    return state + tf.constant([0, drawn], state.dtype)  # as `next()`: the state, then + [0, 1] per draw
+
+  def advance_seed(self, draws):
+    """Advances the seed generator as `draws` calls of its `next()` would (after `fixed_seeds`)."""
+    state = self.seed_generator.state
+    state.assign(state.value + tf.constant([0, draws], state.dtype))
+
+
+@contextlib.contextmanager
+def fixed_seeds(states):
+  """Within: each `Dropout` d of `states` ({d: a [2] tensor, its generator's state}) draws its k-th mask (k = 0, 1,
+  ...) with the seed states[d] + [0, k], the seed the (k+1)-th call of its generator's `next()` would give from
+  that state, and leaves its generator alone. So a function run twice inside it (a recomputed forward) draws the
+  same masks both times.
+
+  Yields:
+    {d: the number of masks d drew}, complete on exit (what to advance each generator by: `Dropout.advance_seed`).
+  """
+  plan = {id(d): [state, 0] for d, state in states.items()}
+  plans = _SEEDS.__dict__.setdefault("plans", [])
+  plans.append(plan)
+  drawn = {}
+  try:
+    yield drawn
+  finally:
+    plans.pop()
+    drawn.update({d: plan[id(d)][1] for d in states})
 
 
 def _head_projection(name, d_model, n_head, d_head, initializer, dtype):

@@ -15,6 +15,7 @@ from xlnet_tf.modeling import attention
 from xlnet_tf.modeling import heads as heads_lib
 from xlnet_tf.modeling import layers
 from xlnet_tf.modeling import ops
+from xlnet_tf.modeling import recompute
 from xlnet_tf.config import RunConfig, XLNetConfig
 
 
@@ -112,12 +113,14 @@ class TransformerXL(keras.layers.Layer):
   """The XLNet Transformer-XL with two-stream attention (the original `transformer_xl`), scope `transformer`.
 
   Architecture arguments are the 8 `XLNetConfig` keys (less `n_token`'s tie to the LM head, which lives in
-  `XLNetModel`); run arguments are those of `RunConfig` plus `attn_type`.
+  `XLNetModel`); run arguments are those of `RunConfig` plus `attn_type`. With `recompute_grad`, training recomputes
+  each layer's activations in the backward pass (`recompute.recompute_grad`).
   """
 
   def __init__(self, n_token, n_layer, d_model, n_head, d_head, d_inner, ff_activation="relu", untie_r=False,
                dropout=0.0, dropatt=0.0, attn_type="bi", bi_data=False, clamp_len=-1, same_length=False,
-               mem_len=None, reuse_len=None, init="normal", init_range=0.1, init_std=0.02, **kwargs):
+               mem_len=None, reuse_len=None, init="normal", init_range=0.1, init_std=0.02, recompute_grad=False,
+               **kwargs):
     kwargs.setdefault("name", "transformer")
     super().__init__(**kwargs)
     if attn_type not in ("bi", "uni"):
@@ -141,6 +144,7 @@ class TransformerXL(keras.layers.Layer):
     self.init = init
     self.init_range = init_range
     self.init_std = init_std
+    self.recompute_grad = recompute_grad
     self.initializer = ops.get_initializer(init, init_range, init_std)
     policy = self.dtype_policy
     self.word_embedding = WordEmbedding(n_token, d_model, self.initializer, name="word_embedding", dtype=policy)
@@ -271,10 +275,12 @@ class TransformerXL(keras.layers.Layer):
     r_w_bias, r_r_bias, r_s_bias = (per_layer(v, self.untie_r) for v in (self.r_w_bias, self.r_r_bias, self.r_s_bias))
     seg_embed = per_layer(self.seg_embed)
     new_mems = []
+    recomputed = self.recompute_grad and ops.is_training(training)
     for i, layer in enumerate(self.layer_stack):
       new_mems.append(ops.cache_mem(output_h, None if mems is None else mems[i], self.mem_len,
                                        self.reuse_len))
-      output_h, output_g = layer.forward(
+      forward = recompute.recompute_grad(layer.forward, layer) if recomputed else layer.forward
+      output_h, output_g = forward(
           output_h, k_heads_r[i], context,
           r_w_bias=r_w_bias[i], r_r_bias=r_r_bias[i],
           r_s_bias=None if seg is None else r_s_bias[i],
@@ -290,7 +296,7 @@ class TransformerXL(keras.layers.Layer):
     config.update({k: getattr(self, k) for k in (
         "n_token", "n_layer", "d_model", "n_head", "d_head", "d_inner", "ff_activation", "untie_r", "dropout",
         "dropatt", "attn_type", "bi_data", "clamp_len", "same_length", "mem_len", "reuse_len", "init",
-        "init_range", "init_std")})
+        "init_range", "init_std", "recompute_grad")})
     return config
 
 
@@ -355,7 +361,7 @@ class XLNetModel(keras.Model):
         dropout=rc.dropout if rc.is_training else 0.0, dropatt=rc.dropatt if rc.is_training else 0.0,
         attn_type=attn_type, bi_data=rc.bi_data, clamp_len=rc.clamp_len, same_length=rc.same_length,
         mem_len=rc.mem_len, reuse_len=rc.reuse_len, init=rc.init, init_range=rc.init_range, init_std=rc.init_std,
-        name="transformer", dtype=policy)
+        recompute_grad=rc.recompute_grad, name="transformer", dtype=policy)
     self.lm_loss_layer = heads_lib.LMLoss(c.n_token, name="lm_loss", dtype=policy)
     self.head_list = list(heads or [])
     if len(self.heads) != len(self.head_list) or "transformer" in self.heads or "lm_loss" in self.heads:

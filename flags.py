@@ -157,9 +157,9 @@ def train_config(o, global_batch_size, tokens_per_example, **fields):
 
 def fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per_example, log_fn=print):
   """The `Trainer` of a fine-tuning CLI (run_classifier.py, run_race.py, run_squad.py) from its options `o`
-  (`training.fine_tuning_trainer`): `--train_batch_size` is global on TPU and per replica elsewhere (the original's
-  GPU semantics); the run files are written on the chief, then it resumes from `--model_dir`'s latest checkpoint
-  or loads `--init_checkpoint` (weights).
+  ready to train: `--train_batch_size` is global on TPU and per replica elsewhere (the original's GPU semantics);
+  the run files (xlnet_config.json, run_flags.json) are written on the chief, then it resumes from `--model_dir`'s
+  latest checkpoint or loads `--init_checkpoint`'s weights.
 
   Args:
     build_model: run_config -> the task's XLNetModel.
@@ -175,8 +175,10 @@ def fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per
   run_config = create_run_config(o, is_training=True, is_finetune=True)
   config = train_config(o, global_batch, tokens_per_example,
                         iterations=min(o.iterations, o.save_steps) if o.save_steps else o.iterations)
-  trainer, start = training.fine_tuning_trainer(strategy, lambda: build_model(run_config), task, o.model_dir, config,
-                                                xlnet_config, vars(o), o.init_checkpoint, log_fn)
+  trainer = training.Trainer(strategy, lambda: build_model(run_config), task, o.model_dir, config)
+  if training.is_chief(strategy):
+    training.write_run_files(o.model_dir, xlnet_config, vars(o))
+  start = trainer.restore_or_init(o.init_checkpoint, log_fn=log_fn)  # weights only when fine-tuning
   return trainer, start, global_batch, per_replica
 
 

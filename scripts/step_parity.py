@@ -31,7 +31,6 @@ from xlnet_tf import XLNetConfig
 from xlnet_tf import checkpoint as checkpoint_lib
 from xlnet_tf.tasks.classifier import task as classifier_task
 from xlnet_tf.training.slot_names import original_optimizer_state
-from xlnet_tf.training.trainer import numpy_mems
 
 
 # Largest allowed difference per quantity, relative to the golden array's largest magnitude (at least 1e-12).
@@ -224,7 +223,7 @@ def replay(path, golden_dir=None, **overrides):
       trainer.train(data, train_steps=len(step_batches), log_fn=lambda line: None, metrics_fn=metrics.append)
       for key, name in (("loss", "loss"), ("learning_rate", "lr"), ("gnorm", "gnorm"), ("global_step", "step")):
         ours[key] = [m[name] for m in metrics]
-      ours["last_new_mems"] = [np.stack(np.split(numpy_mems(trainer), towers, axis=2))]
+      ours["last_new_mems"] = [np.stack(np.split(trainer.mems.numpy(), towers, axis=2))]
       ours["final"] = final_state(trainer)
       return g, meta, ours
     scope = None if meta["mode"] == "pretrain" else run_classifier.build_model_args(o, meta.get("label_list"))["scope"]
@@ -244,7 +243,7 @@ def replay(path, golden_dir=None, **overrides):
       ours["gnorm"].append(result["gnorm"])
       ours["global_step"].append(trainer.step)
       if trainer.mems.variables and "new_mems" in ours:
-        mems = numpy_mems(trainer)  # [N, M, global_b, D] -> [T, N, M, b, D]
+        mems = trainer.mems.numpy()  # [N, M, global_b, D] -> [T, N, M, b, D]
         ours["new_mems"].append(np.stack(np.split(mems, towers, axis=2)))
     ours["final"] = final_state(trainer)
   return g, meta, ours

@@ -42,10 +42,6 @@ def test_missing_file_is_clear(tmp_path):
     XLNetConfig(json_path=str(tmp_path / "nope.json"))
 
 
-def test_from_flags():
-  assert XLNetConfig.from_flags(types.SimpleNamespace(**FIELDS, d_embed=3)) == XLNetConfig(**FIELDS)
-
-
 def test_create_run_config_finetune_drops_memory_options():
   o = types.SimpleNamespace(use_tpu=False, use_bfloat16=False, use_fp16=True, dropout=0.1, dropatt=0.1,
                             init="normal", init_range=0.1, init_std=0.02, clamp_len=-1, mem_len=128, reuse_len=64,

@@ -67,7 +67,7 @@ def state(trainer):
   slots = [v for v in trainer.optimizer.variables if v is not trainer.optimizer.iterations]
   values.update({f"opt/{i}/{v.name}": v.numpy() for i, v in enumerate(slots)})
   values["step"] = trainer.optimizer.iterations.numpy()
-  values["mems"] = training.numpy_mems(trainer)
+  values["mems"] = trainer.mems.numpy()
   if trainer.loss_scale is not None:
     values.update({f"loss_scale/{v.name}": v.numpy() for v in trainer.loss_scale.variables})
   return values

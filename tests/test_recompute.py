@@ -225,7 +225,7 @@ def train(recompute_grad, steps=3):
   batches = [t._features(True, seed) for seed in range(2 * steps)]  # one per replica and step
   trainer.train(lambda _ctx, _start: tf.data.Dataset.from_tensor_slices(
       {k: np.stack([b[k] for b in batches]) for k in batches[0]}), log_fn=lambda _: None)
-  return [v.numpy() for v in trainer.model.variables + trainer.optimizer.variables] + [training.numpy_mems(trainer)]
+  return [v.numpy() for v in trainer.model.variables + trainer.optimizer.variables] + [trainer.mems.numpy()]
 
 a, b = train(True), train(False)
 print("RESULT " + json.dumps({"n": len(a), "max_diff": max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))}))

@@ -20,8 +20,7 @@ INITS = ("normal", "uniform")
 class XLNetConfig:
   """The architecture of an XLNet model: exactly the keys of `xlnet_config.json`.
 
-  Build it from a json file (`XLNetConfig(json_path=...)`), from keyword fields
-  (`XLNetConfig(n_layer=2, ...)`), or from parsed flags (`XLNetConfig.from_flags(FLAGS)`).
+  Build it from a json file (`XLNetConfig(json_path=...)`) or from keyword fields (`XLNetConfig(n_layer=2, ...)`).
   A missing or unknown key is an error naming the key.
   """
 
@@ -59,11 +58,6 @@ class XLNetConfig:
     if self.ff_activation not in FF_ACTIVATIONS:
       raise ValueError(f"XLNet config key 'ff_activation' must be one of {FF_ACTIVATIONS}. "
                        f"Received: {self.ff_activation!r} (from {source}).")
-
-  @classmethod
-  def from_flags(cls, flags):
-    """Builds the config from an object with the 8 keys as attributes (e.g. absl FLAGS)."""
-    return cls(**{k: getattr(flags, k) for k in CONFIG_KEYS})
 
   def to_dict(self):
     return {k: getattr(self, k) for k in CONFIG_KEYS}

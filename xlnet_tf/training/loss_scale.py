@@ -52,6 +52,10 @@ class DynamicLossScale(tf.Module):
     self.skipped = variable(0, tf.int64, "skipped")
     self.floor_overflows = variable(0, tf.int64, "floor_overflows")
 
+  def report(self):
+    """The progress report's figures: the run's skipped steps and the scale."""
+    return dict(skipped=int(self.skipped.numpy()), loss_scale=float(self.scale.numpy()))
+
   def scale_objective(self, objective):
     """objective (float32 []) times the scale: what the tape differentiates."""
     return objective * tf.cast(self.scale, objective.dtype)

@@ -229,3 +229,13 @@ def start(*, strategy="auto", num_core_per_host=None, seed=None, deterministic=F
   set_float32_matmul_precision(use_tf32, strategy)
   warn_if_emulated_bfloat16(use_bfloat16, strategy)
   return strategy
+
+
+def fine_tuning_batch_sizes(strategy, train_batch_size):
+  """(global, per-replica) batch of a fine-tuning CLI's `--train_batch_size`: global on TPU, per replica elsewhere
+  (the original's GPU semantics)."""
+  num_replicas = strategy.num_replicas_in_sync
+  if isinstance(strategy, tf.distribute.TPUStrategy):
+    return train_batch_size, train_batch_size // num_replicas
+  return train_batch_size * num_replicas, train_batch_size
+

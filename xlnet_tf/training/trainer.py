@@ -42,7 +42,7 @@ from xlnet_tf.training.adam import XLNetAdam
 from xlnet_tf.training.loss_scale import DynamicLossScale
 from xlnet_tf.training.mems import Mems
 from xlnet_tf.training.reporting import Progress
-from xlnet_tf.training.runtime import is_chief, keep_freed_memory_after_input, write_run_files
+from xlnet_tf.training.runtime import is_chief, keep_freed_memory_after_input
 from xlnet_tf.training.slot_names import original_slot_map
 
 
@@ -205,7 +205,8 @@ class Trainer:
       if done == 0:  # stopped before this loop's first step
         self._stop_now(step, log_fn)
       self._check_finite(step, loss, gnorm)
-      self.progress.report(step, loss, gnorm, lr, done, elapsed, log_fn, **self._loss_scale_report())
+      scaling = self.loss_scale.report() if self.loss_scale else {}
+      self.progress.report(step, loss, gnorm, lr, done, elapsed, log_fn, **scaling)
       last = dict(loss=loss, gnorm=gnorm, lr=lr, step=step)
       if metrics_fn:
         metrics_fn(last)
@@ -230,12 +231,6 @@ class Trainer:
               f"(loss {loss}, gnorm {gnorm})")
     raise FloatingPointError(f"{what}; stopped without saving. The last good checkpoint is "
                              f"{self.checkpoints.latest()}. Lower --learning_rate or check the data.")
-
-  def _loss_scale_report(self):
-    """The progress report's loss-scaling figures: skipped steps of the run and the scale (none without)."""
-    if self.loss_scale is None:
-      return {}
-    return dict(skipped=int(self.loss_scale.skipped.numpy()), loss_scale=float(self.loss_scale.scale.numpy()))
 
   def _build_loop(self):
     strategy = self.strategy
@@ -423,34 +418,3 @@ class Trainer:
     self.mems.gather()
     return self.checkpoints.save(self.step)
 
-
-def fine_tuning_batch_sizes(strategy, train_batch_size):
-  """(global, per-replica) batch of a fine-tuning CLI's `--train_batch_size`: global on TPU, per replica elsewhere
-  (the original's GPU semantics)."""
-  num_replicas = strategy.num_replicas_in_sync
-  if isinstance(strategy, tf.distribute.TPUStrategy):
-    return train_batch_size, train_batch_size // num_replicas
-  return train_batch_size * num_replicas, train_batch_size
-
-
-def fine_tuning_trainer(strategy, model_fn, task, model_dir, config, xlnet_config, run_flags, init_checkpoint=None,
-                        log_fn=print):
-  """The `Trainer` of a fine-tuning CLI (run_classifier.py, run_race.py, run_squad.py; built from its flags by
-  `flags.fine_tuning_trainer`), ready to train.
-
-  Writes the run files (`xlnet_config`, and `run_flags`: a dict) on the chief, then resumes from `model_dir`'s
-  latest checkpoint or loads `init_checkpoint`'s weights.
-
-  Returns:
-    (trainer, the step it starts from).
-  """
-  trainer = Trainer(strategy, model_fn, task, model_dir, config)
-  if is_chief(strategy):
-    write_run_files(model_dir, xlnet_config, run_flags)
-  start = trainer.restore_or_init(init_checkpoint, log_fn=log_fn)  # weights only when fine-tuning
-  return trainer, start
-
-
-def numpy_mems(trainer):
-  """The current mems as numpy [n_layer, mem_len, global_bsz, d_model] (for tests and tools); None without."""
-  return trainer.mems.numpy()

@@ -12,7 +12,7 @@ layer-scale and apply.
 Memory (`mems`) is per-replica state (`mems.Mems`), updated every step with the model's stop-gradient `new_mems`.
 `mems_reset="every_loop"` zeroes it at the start of every host loop of `iterations` steps (the original TPU
 `train.py`); `"never"` carries it for the whole run (the original `train_gpu.py`). Each loop's figures go to
-`reporting.Progress` (the log line, TensorBoard).
+`reporting.Progress` (the log line, TensorBoard, the peak memory).
 
 A checkpoint (`run_checkpoint.RunCheckpoint`, in `model_dir`) holds the weights, the optimizer slots and step, the
 mems and the dropout RNG state; with a seeded input pipeline that starts at the restored step, a resumed run
@@ -30,7 +30,7 @@ from xlnet_tf import checkpoint as checkpoint_lib
 from xlnet_tf.data import read_errors, records
 from xlnet_tf.run_checkpoint import RunCheckpoint
 from xlnet_tf.training.mems import Mems
-from xlnet_tf.training.reporting import Progress
+from xlnet_tf.training.reporting import Progress, memory_device
 from xlnet_tf.training.runtime import is_chief, keep_freed_memory_after_input, write_run_files
 from xlnet_tf.training import optimization
 from xlnet_tf.training import preemption
@@ -89,7 +89,8 @@ class Trainer:
     self.checkpoints = RunCheckpoint(self.model, self.optimizer, self.mems.global_variable, model_dir, self.chief,
                                      config.max_save)
     self.progress = Progress(model_dir, self.chief, global_batch_size * config.tokens_per_example,
-                             language_model=getattr(task, "is_language_model", False))
+                             language_model=getattr(task, "is_language_model", False),
+                             memory_device=memory_device(strategy))
     self._loop_fn = None
     self._gradients_fn = None
 

@@ -24,9 +24,11 @@ seconds are those of the last step; with --probe_steps=1 that step includes trac
 --gpu_memory_limit_gib the probe's device has that much memory: a step that does not fit there fails
 (ResourceExhausted), and counts as over the budget.
 
-Search: measure m = u and 2u (u = 1, or 2 for pretrain), fit peak = a + b*m, predict the largest m under the
-budget, measure it, step down on the refitted line while it is over, and measure m + u to confirm it is over
-(--confirm_next). A probe that did not finish in --max_probe_seconds, or that (on a CPU) would leave less than
+Search: measure m = u and 2u (u = 1, or 2 for pretrain), fit peak = a + b*m through the two largest measured m,
+predict the largest m under the budget, measure it, refit and step down while it is over, and measure m + u to
+confirm it is over (--confirm_next). While the line is flat (the peak grows by less than a quarter of m's growth:
+at small m the optimizer's update, with the weights, both Adam slots and the gradients, sets the peak, e.g. Base at
+seq 128: 1.976 GiB at m=1, 1.967 at m=2), m doubles instead. A probe that did not finish in --max_probe_seconds, or that (on a CPU) would leave less than
 --ram_headroom_gib of the machine's memory free, ends the search: its cell shows the fit's prediction, marked `~`.
 """
 
@@ -175,7 +177,7 @@ class Cell:
     self.unit = 2 if spec["task"] == "pretrain" else 1
     self.budget = args.budget_gib * GIB
     self.peaks, self.seconds, self.over, self.notes, self.first = {}, {}, set(), [], None
-    self.predicted = None  # the fit of the first two probes
+    self.predicted = None  # (m, the two micro-batches of the fit): the first fit where the peak grows with m
     self.unmeasured = None  # a larger micro-batch the fit says fits, whose probe was not run
 
   @property
@@ -187,8 +189,8 @@ class Cell:
     on_gpu = self.first and self.first.get("gpu")
     free = free_bytes()
     if self.first and not on_gpu and free is not None:
-      need = (fit(self.peaks)[0] + fit(self.peaks)[1] * m if len(self.peaks) > 1 else self.first["peak_bytes"] * m)
-      need += self.first["rss_bytes"] - self.first["peak_bytes"]
+      a, b = fit(self.peaks) if len(self.peaks) > 1 and self.growing() else (0, max(self.peaks.values()) / self.best)
+      need = a + b * m + self.first["rss_bytes"] - self.first["peak_bytes"]
       if need > free - self.args.ram_headroom_gib * GIB:
         self.notes.append(f"m={m} not run: needs ~{need / GIB:.1f} GiB of RAM, {free / GIB:.1f} GiB free "
                           f"(--ram_headroom_gib={self.args.ram_headroom_gib:g})")
@@ -210,20 +212,36 @@ class Cell:
     self.notes.append(f"m={m}: {result.get('error', 'the device keeps no allocator statistics')}")
     return None
 
+  def growing(self):
+    """Whether the peak grows with m between the two largest measured micro-batches at least a quarter as fast as
+    in proportion to m: the activations, not the optimizer's update (weights, slots and gradients, the same for
+    every m), set the peak, and the line through them predicts it."""
+    (m1, p1), (m2, p2) = sorted(self.peaks.items())[-2:]
+    return (p2 - p1) / p1 >= 0.25 * (m2 - m1) / m1
+
+  def next_micro_batch(self):
+    """The fit's largest micro-batch under the budget where the peak grows with m, else twice the largest that
+    fits (at small m the optimizer's update sets the peak and the line through two points is flat)."""
+    if self.growing():
+      return largest_under(*fit(self.peaks), self.budget, self.unit, self.args.max_micro_batch)
+    return min(2 * self.best, self.args.max_micro_batch)
+
   def search(self):
-    """m = u, 2u; then the fitted largest m between the largest that fits and the smallest that is over, until
-    they are u apart (or --max_probes, or --confirm_next=0 once the fit says the largest that fits is it)."""
+    """m = u, 2u; then the next micro-batch (`next_micro_batch`) between the largest that fits and the smallest
+    that is over, until they are u apart (or --max_probes, or --confirm_next=0 once the fit says the largest that
+    fits is it)."""
     u = self.unit
     for m in (u, 2 * u):
       if not self.measure(m):
         return self
-    self.predicted = largest_under(*fit(self.peaks), self.budget, u, self.args.max_micro_batch)
     for _ in range(self.args.max_probes):
       lo, hi = self.best, min(self.over, default=10 ** 9)
       if hi <= lo + u:
         break
-      fitted = largest_under(*fit(self.peaks), self.budget, u, self.args.max_micro_batch)
-      m = min(max(fitted, lo + u if self.args.confirm_next else 0), hi - u)
+      m = self.next_micro_batch()
+      if self.predicted is None and self.growing():
+        self.predicted = (m, sorted(self.peaks)[-2:])
+      m = min(max(m, lo + u if self.args.confirm_next else 0), hi - u)
       if m <= lo or m > self.args.max_micro_batch:
         break
       if self.measure(m) is None:
@@ -248,13 +266,12 @@ class Cell:
       notes.insert(0, f"m={m + u}: out of device memory")
     else:
       notes.insert(0, f"m={m + u} not measured")
-    if self.predicted is not None and self.predicted != m:
-      notes.append(f"the fit of m={u},{2 * u} predicted {self.predicted}")
-    text = f"{m}"
+    if self.predicted is not None and self.predicted[0] != m:
+      notes.append(f"the fit of m={','.join(map(str, self.predicted[1]))} predicted {self.predicted[0]}")
     if self.unmeasured:
-      text = f"~{self.unmeasured} (predicted; measured {m})"
-    return (f"{head} {text} | {self.peaks[m] / GIB:.2f} | {self.seconds[m]:.1f} | {fit_text} | "
-            f"{'; '.join(notes)} |")
+      return (f"{head} ~{self.unmeasured} (predicted; measured {m}) | ~{(a_b[0] + a_b[1] * self.unmeasured) / GIB:.2f} "
+              f"| - | {fit_text} | {'; '.join(notes[1:])} |")
+    return (f"{head} {m} | {self.peaks[m] / GIB:.2f} | {self.seconds[m]:.1f} | {fit_text} | {'; '.join(notes)} |")
 
 
 def parse_args(argv):
@@ -269,7 +286,7 @@ def parse_args(argv):
   p.add_argument("--gpu_memory_limit_gib", type=float, default=None,
                  help="On a GPU: a logical device with this much memory (the budget the device enforces).")
   p.add_argument("--max_probe_seconds", type=int, default=1800, help="A probe running longer is stopped.")
-  p.add_argument("--max_probes", type=int, default=4, help="Probes per cell after m = 1 and 2 (u and 2u).")
+  p.add_argument("--max_probes", type=int, default=8, help="Probes per cell after m = 1 and 2 (u and 2u).")
   p.add_argument("--max_micro_batch", type=int, default=1024, help="The largest micro-batch a probe may try.")
   p.add_argument("--ram_headroom_gib", type=float, default=4.0,
                  help="On a CPU: a probe runs only if it leaves this much RAM free (for the machine's other work).")

@@ -27,15 +27,17 @@ seconds are those of the last step; with --probe_steps=1 that step includes trac
 Search: measure m = u and 2u (u = 1, or 2 for pretrain), fit peak = a + b*m through the two largest measured m,
 predict the largest m under the budget, measure it, refit and step down while it is over, and measure m + u to
 confirm it is over (--confirm_next). While the line is flat (the peak grows by less than a quarter of m's growth:
-at small m the optimizer's update, with the weights, both Adam slots and the gradients, sets the peak, e.g. Base at
-seq 128: 1.976 GiB at m=1, 1.967 at m=2), m doubles instead. A probe that did not finish in --max_probe_seconds, or that (on a CPU) would leave less than
---ram_headroom_gib of the machine's memory free, ends the search: its cell shows the fit's prediction, marked `~`.
+at small m the optimizer's update, with the weights, both Adam slots and the gradients, sets the peak; Base at
+seq 128, float32: about 1.95 GiB at m = 1, 2 and 4, 2.41 at 8), m doubles instead. A probe that did not finish in
+--max_probe_seconds, or that (on a CPU) would leave less than --ram_headroom_gib of the machine's memory free, ends
+the search: its cell shows the fit's prediction, marked `~`.
 """
 
 import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -69,18 +71,26 @@ def probe(spec):
   """Runs spec's training step(s) in this process; returns its figures (a dict) or {"error": ...}."""
   sys.path.insert(0, ROOT)
   sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-  import numpy as np  # pylint: disable=import-outside-toplevel
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   gpus = tf.config.list_physical_devices("GPU")
   if gpus and spec["gpu_memory_limit_gib"]:
     tf.config.set_logical_device_configuration(gpus[0], [tf.config.LogicalDeviceConfiguration(
         memory_limit=int(spec["gpu_memory_limit_gib"] * 1024))])  # in MiB
-  import flags as cli_flags  # pylint: disable=import-outside-toplevel
   from xlnet_tf import XLNetConfig  # pylint: disable=import-outside-toplevel
-  from xlnet_tf.training import reporting  # pylint: disable=import-outside-toplevel
+  model_dir = tempfile.mkdtemp(prefix="xlnet-memory-")
+  try:
+    strategy, trainer, features = _build(spec, XLNetConfig(**spec["model"]), model_dir)
+    return _run_steps(spec, strategy, trainer, features)
+  finally:
+    shutil.rmtree(model_dir, ignore_errors=True)
 
-  m, seq_len, model_dir = spec["micro_batch"], spec["seq_len"], tempfile.mkdtemp(prefix="xlnet-memory-")
-  xlnet_config = XLNetConfig(**spec["model"])
+
+def _build(spec, xlnet_config, model_dir):
+  """(strategy, the CLI's Trainer, one batch of features) of a probe: the CLI's flag defaults, then spec's."""
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  import flags as cli_flags  # pylint: disable=import-outside-toplevel
+  m, seq_len = spec["micro_batch"], spec["seq_len"]
   common = dict(spec["flags"], model_dir=model_dir, train_batch_size=m, iterations=1, train_steps=10 ** 6,
                 warmup_steps=0, seed=0)
   rng = np.random.default_rng(0)
@@ -97,16 +107,22 @@ def probe(spec):
                 "segment_ids": rng.integers(0, 2, [m, seq_len]).astype(np.int32),
                 "input_mask": np.zeros([m, seq_len], np.float32), "label_ids": np.arange(m, dtype=np.int32) % 2,
                 "is_real_example": np.ones([m], np.int32)}
-    features = {k: tf.constant(v) for k, v in features.items()}
-  else:
-    import bench_pretrain  # pylint: disable=import-outside-toplevel
-    import run_pretrain  # pylint: disable=import-outside-toplevel
-    shapes = pretrain_shapes(seq_len)
-    o = cli_flags.defaults(run_pretrain.define_flags, record_info_dir=model_dir, **shapes, **common)
-    strategy = cli_flags.start(o)
-    trainer = run_pretrain.build_trainer(o, strategy, xlnet_config)
-    features = bench_pretrain.make_rows(dict(shapes, bsz=m, n_token=xlnet_config.n_token), seed=0,
-                                        use_bfloat16=o.use_bfloat16)
+    return strategy, trainer, {k: tf.constant(v) for k, v in features.items()}
+  import bench_pretrain  # pylint: disable=import-outside-toplevel
+  import run_pretrain  # pylint: disable=import-outside-toplevel
+  shapes = pretrain_shapes(seq_len)
+  o = cli_flags.defaults(run_pretrain.define_flags, record_info_dir=model_dir, **shapes, **common)
+  strategy = cli_flags.start(o)
+  trainer = run_pretrain.build_trainer(o, strategy, xlnet_config)
+  return strategy, trainer, bench_pretrain.make_rows(dict(shapes, bsz=m, n_token=xlnet_config.n_token), seed=0,
+                                                     use_bfloat16=o.use_bfloat16)
+
+
+def _run_steps(spec, strategy, trainer, features):
+  """Runs spec["steps"] steps of `trainer` on `features` through `Trainer.train`; the probe's figures."""
+  import resource  # pylint: disable=import-outside-toplevel
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.training import reporting  # pylint: disable=import-outside-toplevel
   dataset = tf.data.Dataset.from_tensors(features).repeat()
   times, lines = [time.perf_counter()], []
 
@@ -122,7 +138,7 @@ def probe(spec):
   except tf.errors.ResourceExhaustedError as e:
     return {"error": "ResourceExhausted: " + str(e).splitlines()[0][:200], "over": True}
   device = reporting.memory_device(strategy)
-  import resource  # pylint: disable=import-outside-toplevel
+  gpus = tf.config.list_physical_devices("GPU")
   details = tf.config.experimental.get_device_details(gpus[0]) if gpus else {}
   return {"peak_bytes": reporting.peak_memory_bytes(device) if device else None, "device": device,
           "rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "seconds": times[-1] - times[-2],
@@ -194,6 +210,7 @@ class Cell:
       if need > free - self.args.ram_headroom_gib * GIB:
         self.notes.append(f"m={m} not run: needs ~{need / GIB:.1f} GiB of RAM, {free / GIB:.1f} GiB free "
                           f"(--ram_headroom_gib={self.args.ram_headroom_gib:g})")
+        self.log(f"  {self.notes[-1]}")
         return None
     t0 = time.time()
     result = run_probe(dict(self.spec, micro_batch=m), self.args.max_probe_seconds)
@@ -253,21 +270,22 @@ class Cell:
     """The markdown row of the table."""
     head = f"| {name} | {self.spec['task']} | {seq_len} | {combo} |"
     u, m = self.unit, self.best
-    a_b = fit(self.peaks) if len(self.peaks) > 1 else None
-    fit_text = f"{a_b[0] / GIB:.2f} + {a_b[1] / GIB:.4f}·m" if a_b else "-"
+    pair = self.predicted[1] if self.predicted else sorted(self.peaks)[-2:]
+    a_b = fit({k: self.peaks[k] for k in pair}) if len(pair) > 1 else None
+    fit_text = f"{a_b[0] / GIB:.2f} + {a_b[1] / GIB:.4f}·m (m={pair[0]},{pair[1]})" if a_b else "-"
     notes = list(self.notes)
     if not self.peaks:
       return f"{head} - | - | - | - | {'; '.join(notes) or 'no probe'} |"
     if m == 0:
       return f"{head} 0 | - | - | {fit_text} | m={u}: {self.peaks[u] / GIB:.2f} GiB, over the budget |"
     if m + u in self.peaks:
-      notes.insert(0, f"m={m + u}: {self.peaks[m + u] / GIB:.2f} GiB")
+      notes.insert(0, f"m={m + u}: {self.peaks[m + u] / GIB:.3f} GiB")
     elif m + u in self.over:
       notes.insert(0, f"m={m + u}: out of device memory")
     else:
       notes.insert(0, f"m={m + u} not measured")
     if self.predicted is not None and self.predicted[0] != m:
-      notes.append(f"the fit of m={','.join(map(str, self.predicted[1]))} predicted {self.predicted[0]}")
+      notes.append(f"the fit predicted {self.predicted[0]}")
     if self.unmeasured:
       return (f"{head} ~{self.unmeasured} (predicted; measured {m}) | ~{(a_b[0] + a_b[1] * self.unmeasured) / GIB:.2f} "
               f"| - | {fit_text} | {'; '.join(notes[1:])} |")
@@ -314,7 +332,10 @@ def parse_args(argv):
 def main(argv):
   args = parse_args(argv)
   if args.probe:
-    result = probe(json.loads(args.probe))
+    try:
+      result = probe(json.loads(args.probe))
+    except ValueError as e:  # e.g. "No such flag: use_fp16." in a checkout without that flag
+      result = {"error": f"{type(e).__name__}: {e}"}
     print(json.dumps(result), flush=True)
     return
   if args.model_config:
@@ -337,7 +358,7 @@ def main(argv):
   seconds = "s/step" if args.probe_steps > 1 else "s (1st step, incl. tracing)"
   print(f"\nLargest micro-batch whose training step peaks under {args.budget_gib:g} GiB (`~`: predicted by the fit, "
         "not measured):\n")
-  print(f"| model | task | seq | combo | largest micro-batch | peak at it (GiB) | {seconds} | fit peak (GiB) | "
+  print(f"| model | task | seq | combo | largest micro-batch | peak at it (GiB) | {seconds} | fitted peak (GiB) | "
         "notes |")
   print("|---|---|---|---|---|---|---|---|---|")
   print("\n".join(rows))

@@ -49,7 +49,8 @@ def test_a_linear_peak_is_found_in_one_probe_and_confirmed_by_the_next(monkeypat
   cell = _cell()
   assert probed == [1, 2, 51, 52] and cell.best == 51
   row = cell.row("base", 128, "fp32")
-  assert row.startswith("| base | finetune | 128 | fp32 | 51 | 15.80 | 25.5 | 0.50 + 0.3000·m | m=52: 16.10 GiB")
+  assert row.startswith("| base | finetune | 128 | fp32 | 51 | 15.80 | 25.5 | 0.50 + 0.3000·m (m=1,2) | "
+                        "m=52: 16.100 GiB")
 
 
 def test_while_the_optimizers_update_sets_the_peak_the_micro_batch_doubles(monkeypatch):
@@ -58,14 +59,15 @@ def test_while_the_optimizers_update_sets_the_peak_the_micro_batch_doubles(monke
   probed = _fake_probes(monkeypatch, lambda m: max(2.0, 0.5 + 0.3 * m))
   cell = _cell()
   assert probed == [1, 2, 4, 8, 66, 51, 52] and cell.best == 51
-  assert "the fit of m=4,8 predicted 66" in cell.row("base", 128, "fp32")
+  row = cell.row("base", 128, "fp32")
+  assert "| 1.10 + 0.2250·m (m=4,8) |" in row and "the fit predicted 66" in row
 
 
 def test_a_peak_that_grows_faster_than_the_fit_steps_down(monkeypatch):
   probed = _fake_probes(monkeypatch, lambda m: 0.5 + 0.3 * m + (0.002 * m * m if m > 2 else 0))
   cell = _cell()
   assert cell.best == 40 and 41 in cell.over  # 0.5 + 0.3 * 40 + 0.002 * 40^2 = 15.70; 41: 16.16
-  assert probed[:3] == [1, 2, 51] and "the fit of m=1,2 predicted 51" in cell.row("base", 128, "fp32")
+  assert probed[:3] == [1, 2, 51] and "the fit predicted 51" in cell.row("base", 128, "fp32")
 
 
 def test_pretraining_steps_by_two_for_bi_data(monkeypatch):

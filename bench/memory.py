@@ -19,7 +19,7 @@ markdown table for docs/performance.md and a line naming the machine.
 A probe is one fresh process (`--probe`, so that peaks do not mix) that starts like the CLI (`flags.start`), builds
 the CLI's Trainer from its flags (random weights, no checkpoint), runs --probe_steps real steps through
 `Trainer.train` and reads the peak the progress line shows (`reporting.peak_memory_bytes` of the strategy's first
-device: on a CPU the bytes of oneDNN's allocator, i.e. TensorFlow's tensors; also the process's peak RSS). The
+device: on a CPU oneDNN's allocator's buffers of 256 KiB and more; also the process's peak RSS). The
 seconds are those of the last step; with --probe_steps=1 that step includes tracing. On a GPU with
 --gpu_memory_limit_gib the probe's device has that much memory: a step that does not fit there fails
 (ResourceExhausted), and counts as over the budget.

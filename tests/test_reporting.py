@@ -52,6 +52,7 @@ def _scalars(model_dir, tag):
 
 
 def test_the_line_ends_with_the_peak_memory_and_tensorboard_has_it(tmp_path):
+  tf.config.experimental.reset_memory_stats("CPU:0")
   big = tf.ones([1024, 1024])  # 4 MiB held by the CPU allocator at least until the report
   progress = reporting.Progress(str(tmp_path), chief=True, tokens_per_step=1, language_model=False,
                                 memory_device="CPU:0")
@@ -88,9 +89,11 @@ def test_the_memory_device_is_the_strategys_first():
 
 def test_a_training_run_logs_its_peak_memory(tmp_path):
   """A tiny classifier's Trainer: the log line of its step ends with the device's peak, which holds at least the
-  weights and Adam's two slots, and TensorBoard has the same figure."""
+  word embedding and its two Adam slots, and TensorBoard has the same figure. (On a CPU, oneDNN's allocator counts
+  buffers of 256 KiB and more only: the embedding here is 320 KB, the other weights are not counted.)"""
+  tf.config.experimental.reset_memory_stats("CPU:0")
   config = XLNetConfig(n_layer=2, d_model=8, n_head=2, d_head=6, d_inner=11, ff_activation="gelu", untie_r=True,
-                       n_token=32)
+                       n_token=10000)
   run_config = RunConfig(is_training=True, use_tpu=False, use_bfloat16=False, dropout=0.0, dropatt=0.0)
   strategy = training.make_strategy("one_device")
   trainer = training.Trainer(
@@ -107,5 +110,5 @@ def test_a_training_run_logs_its_peak_memory(tmp_path):
   match = re.search(r" \| peak mem (\d+\.\d\d) GiB$", lines[-1])
   assert match, lines
   (peak,) = _scalars(tmp_path, "train/peak_mem_gib").values()
-  assert peak * reporting.GIB >= 3 * sum(v.numpy().nbytes for v in trainer.model.trainable_variables)
+  assert peak * reporting.GIB >= 3 * trainer.model.transformer.word_embedding.lookup_table.numpy().nbytes
   assert f"{peak:.2f}" == match.group(1)

@@ -14,11 +14,11 @@ def memory_device(strategy):
   """The first device of `strategy` as `tf.config.experimental.get_memory_info` names it ("CPU:0", "GPU:0",
   "TPU:0"), or None where TensorFlow keeps no allocator statistics for it (its call raises).
 
-  On a CPU the statistics are those of oneDNN's CPU allocator (on by default in x86 Linux builds: a BFC allocator
-  for large buffers plus counted small ones), so the peak counts the bytes of TensorFlow's tensors (weights,
-  optimizer slots, activations, gradients, kernel scratch) and not the process's other memory (the library's
-  code, Python, Eigen's and malloc's own buffers). With `TF_ENABLE_ONEDNN_OPTS=0` the plain CPU allocator keeps no
-  statistics (unless `TF_CPU_ALLOCATOR_USE_BFC=1`) and the figure is left out.
+  On a CPU the statistics are those of oneDNN's CPU allocator (on by default in x86 Linux builds): it counts the
+  buffers of 256 KiB and more (its BFC part: weights, optimizer slots, activations, gradients of any real model),
+  not the smaller ones (a tiny test model's peak is 0) nor the process's other memory (the library's code, Python,
+  malloc's own buffers). With `TF_ENABLE_ONEDNN_OPTS=0` the plain CPU allocator keeps no statistics (unless
+  `TF_CPU_ALLOCATOR_USE_BFC=1`, which counts every buffer) and the figure is left out.
   """
   try:
     name = strategy.extended.worker_devices[0]

@@ -116,8 +116,10 @@ def measure_peak(dtype_name, n=2048, repeats=20):
   return 2 * n ** 3 / best / 1e9
 
 
-def make_batch(c, seed):
-  """Time-major features of one batch, built by the real parser from random records (original layout)."""
+def make_rows(c, seed, use_bfloat16=False):
+  """Batch-major features of one batch of c["bsz"] rows, as the records reader yields them: built by the real
+  parser (`parse_record`, float features in bfloat16 with `use_bfloat16`) from random records in the original
+  layout (c: seq_len, reuse_len, num_predict, perm_size, n_token, bsz)."""
   import numpy as np
   import tensorflow as tf
   from xlnet_tf.tasks.pretrain.parser import parse_record
@@ -140,8 +142,14 @@ def make_batch(c, seed):
              for k, val in feats.items()}
     serialized = tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString()
     rows.append(parse_record(tf.constant(serialized), seq_len, reuse_len, c["perm_size"], num_predict,
-                             seed=tf.constant([seed, row], tf.int64)))
-  batch = {k: tf.stack([r[k] for r in rows]) for k in rows[0]}
+                             use_bfloat16=use_bfloat16, seed=tf.constant([seed, row], tf.int64)))
+  return {k: tf.stack([r[k] for r in rows]) for k in rows[0]}
+
+
+def make_batch(c, seed):
+  """Time-major features of one batch (`make_rows`, float32), as the model takes them."""
+  import tensorflow as tf
+  batch = make_rows(c, seed)
   return {"input_k": tf.transpose(batch["input_k"]), "seg_id": tf.transpose(batch["seg_id"]),
           "perm_mask": tf.transpose(batch["perm_mask"], [1, 2, 0]),
           "target_mapping": tf.transpose(batch["target_mapping"], [1, 2, 0]),

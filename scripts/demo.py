@@ -119,13 +119,14 @@ class Stage:
 
 
 def _train_progress(line, train_steps):
-  """`[120] | gnorm .. | loss 6.57 | pplx .. | 2.75 steps/s, 5625 tokens/s, ETA 0h00m28s` -> a short text."""
+  """`[120] | gnorm .. | loss 6.57 | pplx .. | 2.75 steps/s, 5625 tokens/s, ETA 0h00m28s | peak mem 0.31 GiB` -> a
+  short text."""
   if not (line.startswith("[") and "| loss " in line):
     return None
   step = line[1:line.index("]")]
   loss = line.split("| loss ")[1].split()[0]
   speed = line.split(" steps/s")[0].rsplit("| ", 1)[-1] if " steps/s" in line else "?"
-  eta = line.rsplit("ETA ", 1)[-1].strip() if "ETA " in line else "?"
+  eta = line.rsplit("ETA ", 1)[-1].split(" | ")[0].strip() if "ETA " in line else "?"
   if eta.count("h") == 1 and eta.endswith("s"):  # 0h01m54s -> 1m54s
     h, rest = eta.split("h")
     m, sec = rest[:-1].split("m")

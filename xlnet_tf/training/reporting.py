@@ -1,4 +1,5 @@
-"""What a training run reports after every host loop: the progress line and the TensorBoard scalars."""
+"""What a training run reports after every host loop: the progress line and the TensorBoard scalars, with the peak
+memory of the run's first device."""
 
 import math
 import time
@@ -6,20 +7,55 @@ import time
 import tensorflow as tf
 
 
+GIB = 2 ** 30
+
+
+def memory_device(strategy):
+  """The first device of `strategy` as `tf.config.experimental.get_memory_info` names it ("CPU:0", "GPU:0",
+  "TPU:0"), or None where TensorFlow keeps no allocator statistics for it (its call raises).
+
+  On a CPU the statistics are those of oneDNN's CPU allocator (on by default in x86 Linux builds): it counts the
+  buffers of 256 KiB and more (its BFC part: weights, optimizer slots, activations, gradients of any real model),
+  not the smaller ones (a tiny test model's peak is 0) nor the process's other memory (the library's code, Python,
+  malloc's own buffers). With `TF_ENABLE_ONEDNN_OPTS=0` the plain CPU allocator keeps no statistics (unless
+  `TF_CPU_ALLOCATOR_USE_BFC=1`, which counts every buffer) and the figure is left out.
+  """
+  try:
+    name = strategy.extended.worker_devices[0]
+  except RuntimeError:  # the default strategy names no devices: its ops go to the first GPU, else the CPU
+    name = "GPU:0" if tf.config.list_logical_devices("GPU") else "CPU:0"
+  spec = tf.DeviceSpec.from_string(name)
+  device = f"{spec.device_type}:{spec.device_index or 0}"
+  return device if peak_memory_bytes(device) is not None else None
+
+
+def peak_memory_bytes(device):
+  """The most bytes `device` ("GPU:0") has held at once since the process started (or since
+  `tf.config.experimental.reset_memory_stats`); None where its allocator keeps no statistics."""
+  try:
+    return tf.config.experimental.get_memory_info(device)["peak"]
+  except (ValueError, RuntimeError, tf.errors.OpError):
+    return None
+
+
 class Progress:
   """The per-loop report of a run: one line (step, gnorm, lr, loss, for a language model perplexity and bits per
-  character, throughput, ETA) and `train/*` scalars in `model_dir`'s TensorBoard log (on the chief only).
+  character, throughput, ETA, the peak memory) and `train/*` scalars in `model_dir`'s TensorBoard log (on the
+  chief only).
 
   Args:
     model_dir: str, where the TensorBoard events go.
     chief: bool, whether this worker writes them.
     tokens_per_step: int, tokens of one global batch (for tokens/s).
     language_model: bool, add perplexity and bits per character to the line.
+    memory_device: str, the device ("CPU:0", see `memory_device`) whose peak memory since the start ends the line
+      (`| peak mem X.XX GiB`) and goes to `train/peak_mem_gib`; None: left out.
   """
 
-  def __init__(self, model_dir, chief, tokens_per_step, language_model):
+  def __init__(self, model_dir, chief, tokens_per_step, language_model, memory_device=None):
     self.tokens_per_step = tokens_per_step
     self.language_model = language_model
+    self.memory_device = memory_device
     self._writer = tf.summary.create_file_writer(model_dir) if chief else tf.summary.create_noop_writer()
     self._start = self._train_steps = self._t_start = None
 
@@ -36,9 +72,11 @@ class Progress:
     eta = (self._train_steps - step) * (time.time() - self._t_start) / max(step - self._start, 1)
     lm = (f" | pplx {math.exp(min(loss, 50)):>7.2f}, bpc {loss / math.log(2):>7.4f}"
           if self.language_model else "")
+    peak = peak_memory_bytes(self.memory_device) if self.memory_device else None
+    mem = f" | peak mem {peak / GIB:.2f} GiB" if peak is not None else ""
     log_fn(f"[{step}] | gnorm {gnorm:.2f} lr {lr:8.6f} | loss {loss:.4f}{lm} | {steps_per_sec:.2f} steps/s, "
            f"{tokens_per_sec:.0f} tokens/s, ETA {format_seconds(eta)}"
-           + ("" if skipped is None else f" | skipped {skipped}"))
+           + ("" if skipped is None else f" | skipped {skipped}") + mem)
     with self._writer.as_default(step=step):
       tf.summary.scalar("train/total_loss", loss)
       tf.summary.scalar("train/lr", lr)
@@ -48,6 +86,8 @@ class Progress:
       if loss_scale is not None:
         tf.summary.scalar("train/loss_scale", loss_scale)
         tf.summary.scalar("train/skipped_steps", skipped)
+      if peak is not None:
+        tf.summary.scalar("train/peak_mem_gib", peak / GIB)
     self._writer.flush()
 
 

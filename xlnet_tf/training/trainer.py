@@ -16,7 +16,7 @@ other, whose summed gradients (of `loss_sum`, divided once by the whole batch's 
 Memory (`mems`) is per-replica state (`mems.Mems`), updated every step with the model's stop-gradient `new_mems`.
 `mems_reset="every_loop"` zeroes it at the start of every host loop of `iterations` steps (the original TPU
 `train.py`); `"never"` carries it for the whole run (the original `train_gpu.py`). Each loop's figures go to
-`reporting.Progress` (the log line, TensorBoard).
+`reporting.Progress` (the log line, TensorBoard, the peak memory).
 
 A model that computes in float16 (`RunConfig.use_fp16`) trains with dynamic loss scaling: the Trainer then owns a
 `loss_scale.DynamicLossScale`, scales the objective, unscales the gradients and skips (counts) a step whose
@@ -41,7 +41,7 @@ from xlnet_tf.training import accumulation, optimization, preemption
 from xlnet_tf.training.adam import XLNetAdam
 from xlnet_tf.training.loss_scale import DynamicLossScale
 from xlnet_tf.training.mems import Mems
-from xlnet_tf.training.reporting import Progress
+from xlnet_tf.training.reporting import Progress, memory_device
 from xlnet_tf.training.runtime import is_chief, keep_freed_memory_after_input
 from xlnet_tf.training.slot_names import original_slot_map
 
@@ -106,7 +106,8 @@ class Trainer:
     self.checkpoints = RunCheckpoint(self.model, self.optimizer, self.mems.global_variable, model_dir, self.chief,
                                      config.max_save, self.loss_scale)
     self.progress = Progress(model_dir, self.chief, global_batch_size * config.tokens_per_example,
-                             language_model=getattr(task, "is_language_model", False))
+                             language_model=getattr(task, "is_language_model", False),
+                             memory_device=memory_device(strategy))
     self._loop_fn = None
     self._gradients_fn = None
 

@@ -1,0 +1,110 @@
+"""bench/memory.py: the search for the largest micro-batch under a budget (on made-up peaks), and one real run of
+the benchmark on a tiny model (slow: two probes, each a fresh process that imports TensorFlow)."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+
+SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "memory.py")
+spec = importlib.util.spec_from_file_location("bench_memory", SCRIPT)
+memory = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(memory)
+GIB = memory.GIB
+
+
+def _args(**kw):
+  values = dict(budget_gib=16.0, max_probe_seconds=60, max_probes=8, confirm_next=1, max_micro_batch=1024,
+                ram_headroom_gib=4.0)
+  values.update(kw)
+  return types.SimpleNamespace(**values)
+
+
+def _fake_probes(monkeypatch, peak_gib, refuse=()):
+  """Probes whose peak is peak_gib(m); a micro-batch in `refuse` times out. Returns the list of probed m."""
+  probed = []
+
+  def run_probe(spec, timeout):
+    m = spec["micro_batch"]
+    probed.append(m)
+    if m in refuse:
+      return {"error": f"over --max_probe_seconds={timeout}"}
+    return {"peak_bytes": int(peak_gib(m) * GIB), "rss_bytes": int((peak_gib(m) + 1) * GIB), "seconds": 0.5 * m,
+            "device": "CPU:0"}
+  monkeypatch.setattr(memory, "run_probe", run_probe)
+  monkeypatch.setattr(memory, "free_bytes", lambda: None)
+  return probed
+
+
+def _cell(task="finetune", **kw):
+  return memory.Cell(dict(task=task, micro_batch=None), _args(**kw), log=lambda line: None).search()
+
+
+def test_a_linear_peak_is_found_in_one_probe_and_confirmed_by_the_next(monkeypatch):
+  probed = _fake_probes(monkeypatch, lambda m: 0.5 + 0.3 * m)  # (16 - 0.5) / 0.3 = 51.7
+  cell = _cell()
+  assert probed == [1, 2, 51, 52] and cell.best == 51
+  row = cell.row("base", 128, "fp32")
+  assert row.startswith("| base | finetune | 128 | fp32 | 51 | 15.80 | 25.5 | 0.50 + 0.3000·m (m=1,2) | "
+                        "m=52: 16.100 GiB")
+
+
+def test_while_the_optimizers_update_sets_the_peak_the_micro_batch_doubles(monkeypatch):
+  """At small m the weights, slots and gradients of the update set the peak (Base at seq 128: 1.976 GiB at m=1,
+  1.967 at m=2): a line through them is flat, so m doubles until the activations show."""
+  probed = _fake_probes(monkeypatch, lambda m: max(2.0, 0.5 + 0.3 * m))
+  cell = _cell()
+  assert probed == [1, 2, 4, 8, 66, 51, 52] and cell.best == 51
+  row = cell.row("base", 128, "fp32")
+  assert "| 1.10 + 0.2250·m (m=4,8) |" in row and "the fit predicted 66" in row
+
+
+def test_a_peak_that_grows_faster_than_the_fit_steps_down(monkeypatch):
+  probed = _fake_probes(monkeypatch, lambda m: 0.5 + 0.3 * m + (0.002 * m * m if m > 2 else 0))
+  cell = _cell()
+  assert cell.best == 40 and 41 in cell.over  # 0.5 + 0.3 * 40 + 0.002 * 40^2 = 15.70; 41: 16.16
+  assert probed[:3] == [1, 2, 51] and "the fit predicted 51" in cell.row("base", 128, "fp32")
+
+
+def test_pretraining_steps_by_two_for_bi_data(monkeypatch):
+  probed = _fake_probes(monkeypatch, lambda m: 1.0 + 1.0 * m)
+  cell = _cell(task="pretrain")
+  assert probed == [2, 4, 14, 16] and cell.best == 14
+
+
+def test_a_probe_that_does_not_finish_leaves_the_cell_predicted(monkeypatch):
+  _fake_probes(monkeypatch, lambda m: 0.5 + 0.3 * m, refuse={51})
+  row = _cell().row("large", 512, "bf16")
+  assert "| ~51 (predicted; measured 2) | ~15.80 | - |" in row and "m=51: over --max_probe_seconds=60" in row
+
+
+def test_nothing_fits_when_one_example_is_over_the_budget(monkeypatch):
+  probed = _fake_probes(monkeypatch, lambda m: 20.0 * m)
+  cell = _cell()
+  assert probed == [1] and cell.best == 0
+  assert cell.row("large", 512, "fp32").startswith("| large | finetune | 512 | fp32 | 0 | - |")
+
+
+def test_bad_input_is_one_line_naming_the_flag():
+  done = subprocess.run([sys.executable, SCRIPT, "--combos=fp32,fp64"], capture_output=True, text=True, check=False)
+  assert done.returncode == 1
+  assert done.stderr.strip() == ("bench/memory.py: error: --combos: unknown fp64. Use some of: fp32, bf16, fp16, "
+                                 "fp32+recompute, bf16+recompute, fp16+recompute.")
+
+
+@pytest.mark.slow
+def test_the_benchmark_prints_a_row_for_a_tiny_model(tmp_path):
+  config = tmp_path / "tiny.json"
+  config.write_text(json.dumps(dict(n_layer=2, d_model=8, n_head=2, d_head=6, d_inner=11, ff_activation="gelu",
+                                    untie_r=True, n_token=32)))
+  done = subprocess.run([sys.executable, SCRIPT, f"--model_config={config}", "--seq_lens=16", "--combos=fp32",
+                         "--tasks=finetune", "--max_probes=0", "--budget_gib=1"], capture_output=True, text=True,
+                        check=False, timeout=600)
+  assert done.returncode == 0, done.stderr[-2000:]
+  rows = [line for line in done.stdout.splitlines() if line.startswith("| tiny.json |")]
+  assert len(rows) == 1 and rows[0].startswith("| tiny.json | finetune | 16 | fp32 | 2 | 0.0"), done.stdout
+  assert "machine: " in done.stdout and "device CPU:0" in done.stdout

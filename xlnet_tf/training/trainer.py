@@ -72,31 +72,20 @@ class Trainer:
                        f"{global_batch_size}. Use a multiple of {num_replicas}.")
     self.config = config
     self.clip_mode = config.clip_mode or default_clip_mode(strategy)
-    self.loss_weighting = config.loss_weighting
-    self.skip_bad_records = config.skip_bad_records
     self.strategy = strategy
     self.task = task
     self.model_dir = model_dir
-    self.clip = config.clip
-    self.lr_layer_decay_rate = config.lr_layer_decay_rate
-    self.global_batch_size = global_batch_size
     self.bsz_per_replica = global_batch_size // num_replicas
-    self.mems_reset = config.mems_reset
-    self.iterations = config.iterations
-    self.save_steps = config.save_steps
-    self.jit_compile = config.jit_compile
-    self.train_steps = config.train_steps
-    self.accumulation_steps = config.gradient_accumulation_steps
     # Whether `_forward_backward` differentiates loss_sum and `_share_gradients` divides the gradients once, by a
     # weight it cannot know alone: the other replicas' ("global_mean") or the other micro-batches' (accumulation).
-    self._divide_after = self.loss_weighting == "global_mean" or self.accumulation_steps > 1
+    self._divide_after = self.config.loss_weighting == "global_mean" or self.config.gradient_accumulation_steps > 1
 
     self._stop = preemption.StopRequest()
     with strategy.scope():
       self.model = model_fn()
       self.n_layer = self.model.xlnet_config.n_layer
       self._row_groups = 2 if self.model.run_config.bi_data else 1  # [forward | backward] rows stay paired
-      accumulation.check_split(self.bsz_per_replica, self.accumulation_steps, self._row_groups)
+      accumulation.check_split(self.bsz_per_replica, self.config.gradient_accumulation_steps, self._row_groups)
       self.optimizer = optimization.create_optimizer(**config.optimizer_args())
       self.optimizer.build(self.model.trainable_variables)  # Keras 3: before the first distributed step
       self.mems = Mems(strategy, self.n_layer, self.model.run_config.mem_len, self.bsz_per_replica,
@@ -164,16 +153,17 @@ class Trainer:
       preemption.Interrupted: SIGTERM or SIGINT arrived; the step in progress was finished and saved.
       ValueError: a record could not be read (the message names the file and record); nothing was saved.
     """
-    train_steps = train_steps or self.train_steps
+    train_steps = train_steps or self.config.train_steps
     start = self.step
     if start >= train_steps:
       log_fn(f"Nothing to do: step {start} >= train_steps {train_steps}.")
       return {"step": start}
-    if self.skip_bad_records and data_files:
+    if self.config.skip_bad_records and data_files:
       records.skip_unreadable_records(data_files, log_fn)
-    if self.accumulation_steps > 1:
-      rows = self.bsz_per_replica // self.accumulation_steps
-      log_fn(f"Gradient accumulation: each update sums {self.accumulation_steps} micro-batches of {rows} "
+    micro_batches = self.config.gradient_accumulation_steps
+    if micro_batches > 1:
+      rows = self.bsz_per_replica // micro_batches
+      log_fn(f"Gradient accumulation: each update sums {micro_batches} micro-batches of {rows} "
              f"row{'s' if rows > 1 else ''} per replica.")
     dist = self.strategy.distribute_datasets_from_function(lambda ctx: dataset_fn(ctx, start))
     iterator = iter(dist)
@@ -195,9 +185,9 @@ class Trainer:
     self.progress.begin(start, train_steps)
     while self.step < train_steps:
       step = self.step
-      num_steps = min(self.iterations, train_steps - step)
-      if self.save_steps:
-        num_steps = min(num_steps, self.save_steps - step % self.save_steps)
+      num_steps = min(self.config.iterations, train_steps - step)
+      if self.config.save_steps:
+        num_steps = min(num_steps, self.config.save_steps - step % self.config.save_steps)
       t0 = time.time()
       loss, gnorm, lr, done = self._loop_fn(iterator, tf.constant(num_steps))
       loss, gnorm, lr, done = float(loss), float(gnorm), float(lr), int(done)
@@ -211,7 +201,7 @@ class Trainer:
       last = dict(loss=loss, gnorm=gnorm, lr=lr, step=step)
       if metrics_fn:
         metrics_fn(last)
-      if (self.save_steps and step % self.save_steps == 0) or step >= train_steps:
+      if (self.config.save_steps and step % self.config.save_steps == 0) or step >= train_steps:
         self.save()
       if done < num_steps or self._stop.signum is not None:
         self._stop_now(step, log_fn)
@@ -238,7 +228,7 @@ class Trainer:
     variables = self.model.trainable_variables
     table_index = [v is self.model.transformer.word_embedding.lookup_table for v in variables].index(True)
     forward_backward = self._forward_backward
-    if self.jit_compile:
+    if self.config.jit_compile:
       forward_backward = tf.function(forward_backward, jit_compile=True)  # per micro-batch with accumulation
     forward_backward = self._whole_batch(forward_backward)
 
@@ -253,8 +243,8 @@ class Trainer:
     def replica_apply(grads, rows):
       if rows is not None:
         rows = (table_index, *rows)
-      gnorm, lr = optimization.apply_gradients(self.optimizer, grads, variables, self.clip,
-                                               self.lr_layer_decay_rate, self.n_layer, self.clip_mode, rows)
+      gnorm, lr = optimization.apply_gradients(self.optimizer, grads, variables, self.config.clip,
+                                               self.config.lr_layer_decay_rate, self.n_layer, self.clip_mode, rows)
       return gnorm, tf.cast(lr, tf.float32)
 
     def replica_step(features):
@@ -290,7 +280,7 @@ class Trainer:
 
     @tf.function
     def train_loop(iterator, num_steps):
-      if self.mems_reset == "every_loop" and self.mems.variables:
+      if self.config.mems_reset == "every_loop" and self.mems.variables:
         strategy.run(self.mems.reset)
       loss_total = tf.constant(0.0)
       gnorm = lr = tf.constant(0.0)
@@ -312,9 +302,10 @@ class Trainer:
   def _whole_batch(self, forward_backward):
     """`forward_backward` (`_forward_backward` or its compiled form) over the replica's whole batch: itself, or
     with gradient accumulation the sums over the micro-batches (`accumulation.accumulate`)."""
-    if self.accumulation_steps == 1:
+    if self.config.gradient_accumulation_steps == 1:
       return forward_backward
-    return lambda features, mems: accumulation.accumulate(forward_backward, features, mems, self.accumulation_steps,
+    return lambda features, mems: accumulation.accumulate(forward_backward, features, mems,
+                                                          self.config.gradient_accumulation_steps,
                                                           self._row_groups)
 
   def _forward_backward(self, features, mems):
@@ -352,7 +343,7 @@ class Trainer:
     """What divides this replica's loss_sum so that the replicas' shares sum to the global-batch loss."""
     context = tf.distribute.get_replica_context()
     weight = tf.stop_gradient(tf.cast(weight_sum, tf.float32))
-    if self.loss_weighting == "global_mean":
+    if self.config.loss_weighting == "global_mean":
       weight = context.all_reduce(tf.distribute.ReduceOp.SUM, weight)
     else:
       weight = weight * context.num_replicas_in_sync

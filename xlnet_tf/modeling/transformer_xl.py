@@ -15,7 +15,9 @@ from xlnet_tf.modeling import attention
 from xlnet_tf.modeling import heads as heads_lib
 from xlnet_tf.modeling import layers
 from xlnet_tf.modeling import ops
+from xlnet_tf.modeling import projections
 from xlnet_tf.modeling import recompute
+from xlnet_tf.modeling.rows import split_streams
 from xlnet_tf.config import RunConfig, XLNetConfig
 
 
@@ -98,7 +100,7 @@ class XLNetLayer(keras.layers.Layer):
     """
     rows = self.ff.ffn_rows(self.rel_attn.attend_rows(h, k_head_r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed,
                                                       mems, g, training, h_out), training)
-    return attention.split_streams(rows, h, g) if h_out else (None, tf.reshape(rows, tf.shape(g)))
+    return split_streams(rows, h, g) if h_out else (None, tf.reshape(rows, tf.shape(g)))
 
   def get_config(self):
     config = super().get_config()
@@ -229,7 +231,7 @@ class TransformerXL(keras.layers.Layer):
       pos_emb = self.drop(pos_emb, training=training)
     # Every layer's projection of it from one matmul: per layer, the small [R, H] x [H, N * D] products used the
     # matmul units poorly (docs/performance.md).
-    return attention.project_positions(pos_emb, [layer.rel_attn.r.kernel for layer in self.layer_stack])
+    return projections.project_positions(pos_emb, [layer.rel_attn.r.kernel for layer in self.layer_stack])
 
   def _network(self, inp_k, seg_id, input_mask, mems, perm_mask, target_mapping, inp_q, training, k_heads_r=None):
     """`call` on one chain; k_heads_r: `_projected_positions` (None: made here, after the embeddings' dropout)."""

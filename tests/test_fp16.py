@@ -15,7 +15,7 @@ from xlnet_tf import training
 from xlnet_tf.config import RunConfig, XLNetConfig
 from xlnet_tf.data import corpora
 from xlnet_tf.modeling import ops, scores
-from xlnet_tf.modeling.transformer_xl import XLNetModel
+from xlnet_tf.modeling.xlnet import XLNetModel
 from xlnet_tf.tasks.pretrain.task import PretrainTask
 
 PY = sys.executable

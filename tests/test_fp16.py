@@ -14,8 +14,8 @@ import tensorflow as tf
 from xlnet_tf import training
 from xlnet_tf.config import RunConfig, XLNetConfig
 from xlnet_tf.data import corpora
-from xlnet_tf.modeling import attention, ops
-from xlnet_tf.modeling.transformer_xl import XLNetModel
+from xlnet_tf.modeling import ops, scores
+from xlnet_tf.modeling.xlnet import XLNetModel
 from xlnet_tf.tasks.pretrain.task import PretrainTask
 
 PY = sys.executable
@@ -84,7 +84,7 @@ def test_float16_scores_stay_finite_where_every_key_is_blocked():
   ac = tf.constant(np.full([1, 1, 2, 3], -1e4), tf.float16)  # [N, B, Q, J], very negative scores
   blocked = tf.constant([[[[1, 1, 1], [0, 1, 1]]]], tf.float16)  # row 0: every key blocked
   bias = blocked * ops.mask_value(tf.float16)
-  score = attention._score_sum(ac, tf.zeros_like(ac), None, None, bias)  # pylint: disable=protected-access
+  score = scores.score_sum(ac, tf.zeros_like(ac), None, None, bias)
   prob = tf.nn.softmax(score).numpy()
   assert np.isfinite(prob).all()
   np.testing.assert_allclose(prob[0, 0], [[1 / 3] * 3, [1, 0, 0]], atol=1e-3)

@@ -10,7 +10,7 @@ import tensorflow as tf
 from helpers.gpu_kernels import check_gpu_kernels
 from xlnet_tf import training
 from xlnet_tf.config import RunConfig, XLNetConfig
-from xlnet_tf.modeling.transformer_xl import XLNetModel
+from xlnet_tf.modeling.xlnet import XLNetModel
 from xlnet_tf.tasks.classifier import evaluation as classifier_eval
 from xlnet_tf.tasks.classifier import task as classifier_task
 from xlnet_tf.tasks.pretrain.task import PretrainTask

@@ -10,6 +10,8 @@ from xlnet_tf.modeling import attention
 from xlnet_tf.modeling import heads
 from xlnet_tf.modeling import layers
 from xlnet_tf.modeling import ops
+from xlnet_tf.modeling import projections
+from xlnet_tf.modeling import scores
 from xlnet_tf.modeling.heads import LogitHead, SequenceSummary
 from xlnet_tf.modeling.transformer_xl import TransformerXL, XLNetLayer
 from xlnet_tf.modeling.heads import finetune_heads
@@ -231,10 +233,10 @@ def test_projection_with_mems_equals_autodiff_of_the_concatenation(with_q):
 
   def by_concatenation():
     cat = tf.concat([mems, h], 0)
-    return attention.project_heads(cat, kernels[:2]) + (attention.project_heads(h, [q_kernel]) if with_q else [])
+    return projections.project_heads(cat, kernels[:2]) + (projections.project_heads(h, [q_kernel]) if with_q else [])
 
   with tf.GradientTape(persistent=True) as tape:
-    want, got = by_concatenation(), attention.project_heads_with_mems(mems, h, kernels[:2], q_kernel)
+    want, got = by_concatenation(), projections.project_heads_with_mems(mems, h, kernels[:2], q_kernel)
     weights = [tf.constant(rng.randn(*w.shape).astype(np.float32)) for w in want]
     loss_want, loss_got = (tf.add_n([tf.reduce_sum(w * o) for w, o in zip(weights, outs)]) for outs in (want, got))
   shapes = [(2, BSZ, MLEN + QLEN, 6)] * 2 + [(2, BSZ, QLEN, 6)] * with_q
@@ -269,9 +271,9 @@ def test_layer_norm_rows_after_dropout_and_residual_equals_keras_with_gradients(
 
 
 def _shifted_by_score_sum(bd, offset, klen):
-  """attention._score_sum with only its shift at work: ac = 0, no segments, no mask."""
+  """scores.score_sum with only its shift at work: ac = 0, no segments, no mask."""
   ac = tf.zeros(tf.concat([tf.shape(bd)[:-1], [klen]], 0), bd.dtype)
-  return attention._score_sum(ac, bd, None, None, None, tf.constant(offset, tf.int32))
+  return scores.score_sum(ac, bd, None, None, None, tf.constant(offset, tf.int32))
 
 
 def test_score_sum_shifts_the_query_rows_like_rel_shift_then_gather_with_gradients():
@@ -284,7 +286,7 @@ def test_score_sum_shifts_the_query_rows_like_rel_shift_then_gather_with_gradien
   def reference(t):  # put each slot's scores at its query position of an [I, R] block, shift, read that row
     out = []
     for p in range(n_pred):
-      shifted = attention.rel_shift_keys_last(tf.broadcast_to(t[:, :, p:p + 1], [n_head, bsz, qlen, rlen]), klen)
+      shifted = scores.rel_shift_keys_last(tf.broadcast_to(t[:, :, p:p + 1], [n_head, bsz, qlen, rlen]), klen)
       out.append(tf.stack([shifted[:, b, rows[b, p]] for b in range(bsz)], 1))
     return tf.stack(out, 2)
 
@@ -302,7 +304,7 @@ def test_score_sum_shifts_the_content_stream_like_rel_shift_with_gradients(attn_
   x = rng.randn(n_head, bsz, qlen, rlen).astype(np.float32)
   offset = (qlen - np.arange(qlen))[None]
   got, (got_grad,) = _grads(lambda t: _shifted_by_score_sum(t, offset, klen), x)
-  want, (want_grad,) = _grads(lambda t: attention.rel_shift_keys_last(t, klen), x)
+  want, (want_grad,) = _grads(lambda t: scores.rel_shift_keys_last(t, klen), x)
   # With uni attention the keys past the query's own position read beyond R (the causal mask blocks them): the
   # score sum clamps those reads, rel_shift reads the next row; only the keys a query may attend must agree.
   readable = np.arange(klen)[None, :] + offset[0][:, None] <= rlen - 1  # [I, J]
@@ -319,15 +321,15 @@ def test_banded_position_scores_equal_the_full_product_shifted(columns):
   q_r = tf.constant(rng.randn(n_head, bsz, qlen, d_head).astype(np.float32))
   k_r = tf.constant(rng.randn(n_head, columns, d_head, klen + qlen).astype(np.float32))  # positions last
   full = tf.reshape(tf.matmul(tf.reshape(q_r, [n_head, columns, -1, d_head]), k_r), [n_head, bsz, qlen, -1])
-  expected = attention.rel_shift_keys_last(full, klen)
+  expected = scores.rel_shift_keys_last(full, klen)
   for rows in (3, 4, 6):
-    band, offset = attention.banded_position_scores(q_r, k_r, klen, rows)  # TF: the windows, for the gather
+    band, offset = scores.banded_position_scores(q_r, k_r, klen, rows)  # TF: the windows, for the gather
     assert band.shape == (n_head, bsz, qlen, klen + rows)
     np.testing.assert_allclose(_shifted_by_score_sum(band, offset, klen), expected, rtol=1e-6, atol=1e-6)
-    compiled = tf.function(lambda: attention.banded_position_scores(q_r, k_r, klen, rows)[0], jit_compile=True)
+    compiled = tf.function(lambda: scores.banded_position_scores(q_r, k_r, klen, rows)[0], jit_compile=True)
     np.testing.assert_allclose(compiled(), expected, rtol=1e-6, atol=1e-6)  # XLA: shifted here (offset None)
-  assert attention.banded_position_scores(q_r, k_r, klen, rows=5) is None  # 12 rows are not blocks of 5
-  assert attention.banded_position_scores(q_r, k_r, klen + 1, rows=4) is None  # R != klen + I (uni attention)
+  assert scores.banded_position_scores(q_r, k_r, klen, rows=5) is None  # 12 rows are not blocks of 5
+  assert scores.banded_position_scores(q_r, k_r, klen + 1, rows=4) is None  # R != klen + I (uni attention)
 
 
 def test_inference_takes_the_banded_position_scores_with_the_same_output():
@@ -349,7 +351,7 @@ def test_inference_takes_the_banded_position_scores_with_the_same_output():
 def test_rel_shift_keys_last_equals_rel_shift():
   x = np.random.RandomState(0).randn(6, 11, 2, 3).astype(np.float32)  # [I, R, B, N], the original layout
   want = ops.rel_shift(tf.constant(x), klen=9).numpy()
-  got = attention.rel_shift_keys_last(tf.transpose(x, [3, 2, 0, 1]), 9).numpy()
+  got = scores.rel_shift_keys_last(tf.transpose(x, [3, 2, 0, 1]), 9).numpy()
   np.testing.assert_array_equal(np.transpose(got, [2, 3, 1, 0]), want)
 
 

@@ -16,7 +16,7 @@ _PUBLIC = {
     "TwoStreamRelAttention": "xlnet_tf.modeling.layers",
     "MultiheadAttn": "xlnet_tf.modeling.layers",
     "TransformerXL": "xlnet_tf.modeling.transformer_xl",
-    "XLNetModel": "xlnet_tf.modeling.transformer_xl",
+    "XLNetModel": "xlnet_tf.modeling.xlnet",
     "load_original_checkpoint": "xlnet_tf.checkpoint",
     "export_original_checkpoint": "xlnet_tf.checkpoint",
     "load_weights": "xlnet_tf.checkpoint",

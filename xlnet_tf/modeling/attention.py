@@ -1,4 +1,8 @@
-"""The attention kernels: the fast head-major path every attention layer runs on.
+"""The relative attention core: scores (content, position, segment) -> masked softmax -> attention vectors, with
+hand-written gradients, and the `AttentionContext` of masks, segments and target positions all layers share.
+
+The head projections that feed it are `xlnet_tf.modeling.projections`'s, the score sum and relative shift
+`xlnet_tf.modeling.scores`'s.
 
 The layers' public calls take the original time-major tensors; inside, attention runs head-major: q/k/v are
 [N, B, L, D] and scores [N, B, I, J], keys last, so that every score einsum is a plain batched matmul, softmax and
@@ -7,10 +11,10 @@ see `xlnet_tf.modeling.ops`. Bit-exact training: every tensor that has a gradien
 (see `ops`; tests/test_layers.py checks the gradient graphs).
 """
 
-
 import tensorflow as tf
 
 from xlnet_tf.modeling import ops
+from xlnet_tf.modeling import scores
 
 
 def masked_softmax(score, mask):
@@ -18,163 +22,6 @@ def masked_softmax(score, mask):
   if mask is not None:
     score = tf.where(tf.cast(mask, tf.bool), tf.cast(ops.mask_value(score.dtype), score.dtype), score)
   return tf.nn.softmax(score, axis=1)
-
-
-def _kernel_matrix(kernels, dtype):
-  """Kernels float [H, N, D] side by side as one matrix [H, K * N * D] in dtype (one matmul projects them all)."""
-  d_model, n_head, d_head = kernels[0].shape
-  return tf.concat([tf.reshape(tf.cast(k, dtype), [d_model, n_head * d_head]) for k in kernels], 1)
-
-
-def project_heads(x, kernels):
-  """Head projections of x with one 2-D matmul.
-
-  Args:
-    x: float [L, B, H] (time-major).
-    kernels: list of float [H, N, D], e.g. [k/kernel, v/kernel].
-
-  Returns:
-    list of float [N, B, L, D], one per kernel (head-major).
-  """
-  weight = _kernel_matrix(kernels, x.dtype)
-  return _head_major(tf.matmul(tf.reshape(x, [-1, kernels[0].shape[0]]), weight), tf.shape(x)[0], kernels)
-
-
-def _head_major(y, length, kernels):
-  """Projected rows float [L * B, K * N * D] (time-major) -> list of K float [N, B, L, D]."""
-  _, n_head, d_head = kernels[0].shape
-  y = tf.reshape(y, [length, -1, len(kernels), n_head, d_head])
-  return tf.unstack(tf.transpose(y, [2, 3, 1, 0, 4]), num=len(kernels))
-
-
-def project_heads_with_mems(mems, h, kernels, q_kernel=None):
-  """Head projections of [mems; h] by `kernels` (one 2-D matmul) and, with q_kernel, of h alone by it.
-
-  The memory is a constant to the gradient, as in the original (whose `_cache_mem` stops it): the gradient of the
-  input is computed for h's rows only, where TF's matmul gradient would also multiply out the M * B rows of the
-  memory and discard them (M / (M + I) of that product). The kernels' gradient is the one product over all rows
-  that TF computes.
-
-  Args:
-    mems: float [M, B, H], this layer's memory.
-    h: float [I, B, H] (time-major).
-    kernels: list of float [H, N, D], e.g. [k/kernel, v/kernel].
-    q_kernel: float [H, N, D] or None.
-
-  Returns:
-    list of float [N, B, M + I, D], one per kernel, then float [N, B, I, D] with q_kernel.
-  """
-  dtype, d_model = h.dtype, kernels[0].shape[0]
-  mem_rows = tf.reshape(tf.cast(tf.stop_gradient(mems), dtype), [-1, d_model])
-  matrices = [_kernel_matrix(kernels, dtype)] + ([] if q_kernel is None else [_kernel_matrix([q_kernel], dtype)])
-
-  @tf.custom_gradient
-  def project(h_rows, *weights):  # weights: the matrices, as inputs of the custom gradient
-    cat = tf.concat([mem_rows, h_rows], 0)
-    outputs = [tf.matmul(cat, weights[0])] + [tf.matmul(h_rows, w) for w in weights[1:]]
-
-    def grad(*upstreams):
-      d_h = tf.matmul(upstreams[0][tf.shape(mem_rows)[0]:], weights[0], transpose_b=True)
-      d_weights = [tf.matmul(cat, upstreams[0], transpose_a=True)]
-      if q_kernel is not None:
-        d_h += tf.matmul(upstreams[1], weights[1], transpose_b=True)
-        d_weights.append(tf.matmul(h_rows, upstreams[1], transpose_a=True))
-      return (d_h, *d_weights)
-
-    return outputs, grad
-
-  outputs = project(tf.reshape(h, [-1, d_model]), *matrices)
-  mlen, length = tf.shape(mems)[0], tf.shape(h)[0]
-  heads = _head_major(outputs[0], mlen + length, kernels)
-  return heads + ([] if q_kernel is None else _head_major(outputs[1], length, [q_kernel]))
-
-
-def project_positions(r, kernels):
-  """The relative positional embedding projected by each kernel, positions last, with one matmul.
-
-  Positions last, the position scores are a plain [.., Q, D] x [.., D, R] product, and the windows of
-  `banded_position_scores` are slices along the last axis (contiguous copies; with positions second to last, XLA's
-  copy of a window read them 256 floats apart).
-
-  Args:
-    r: float [R, C, H], the relative positional embedding (C = B, 2 or 1, see `rel_attn_core`).
-    kernels: list of float [H, N, D], e.g. every layer's r/kernel.
-
-  Returns:
-    list of float [N, C, D, R], one per kernel.
-  """
-  rlen, columns = tf.shape(r)[0], tf.shape(r)[1]
-  d_model, n_head, d_head = kernels[0].shape
-  weight = _kernel_matrix(kernels, r.dtype)
-  rows = tf.reshape(tf.transpose(r, [1, 0, 2]), [-1, d_model])  # [C * R, H]: column c's positions in turn
-  y = tf.matmul(weight, rows, transpose_a=True, transpose_b=True)  # [K * N * D, C * R]
-  y = tf.reshape(y, [len(kernels), n_head, d_head, columns, rlen])
-  return tf.unstack(tf.transpose(y, [0, 1, 3, 2, 4]), num=len(kernels))
-
-
-def project_out(attn_vec, kernel):
-  """The output projection: attn_vec float [N, B, L, D], kernel [H, N, D] -> float [L * B, H] (row l*B + b)."""
-  _, n_head, d_head = kernel.shape
-  x = tf.reshape(tf.transpose(attn_vec, [2, 1, 0, 3]), [-1, n_head * d_head])
-  return tf.matmul(x, _kernel_matrix([kernel], x.dtype), transpose_b=True)
-
-
-def rel_shift_keys_last(x, klen):
-  """`rel_shift` for scores with keys last: x [..., I, R] -> [..., I, klen], entry (i, j) = x[..., i, j + I - i]."""
-  # tf.slice, not x[...]: the gradient of a strided slice is a slow StridedSliceGrad, that of a slice a pad.
-  shape = tf.shape(x)
-  lead, qlen, rlen = shape[:-2], shape[-2], shape[-1]
-  x = tf.reshape(x, tf.concat([lead, [rlen, qlen]], 0))
-  zeros = tf.zeros_like(lead)
-  x = tf.slice(x, tf.concat([zeros, [1, 0]], 0), tf.concat([lead, [rlen - 1, qlen]], 0))
-  x = tf.reshape(x, tf.concat([lead, [qlen, rlen - 1]], 0))
-  return tf.slice(x, tf.concat([zeros, [0, 0]], 0), tf.concat([lead, [qlen, klen]], 0))
-
-
-def banded_position_scores(q_r, k_head_r, klen, rows=64):
-  """`rel_shift_keys_last(q_r . k_head_r^T, klen)` from the band of positions each block of query rows reads, as
-  `bd, offset` for `_score_sum`.
-
-  Query row i reads positions I - i + j (j < klen) of the R = klen + I: a block of `rows` queries reads a window of
-  W = klen + rows of them, so the product is (klen + rows) / (klen + I) of the full one. Within its block's window
-  row i reads entries j + rows - i % rows. Where XLA compiles the whole computation (`ops.in_xla_context`) that
-  shift is `rel_shift_keys_last` here, whose slices XLA fuses into the score sum (there its gather is the slower
-  one); elsewhere TF would copy the band twice for those slices, and `_score_sum`'s gather shifts it instead, the
-  faster there. Forward-only use: the window gather's gradient makes it slower than the full product in training.
-  Measurements: docs/performance.md.
-
-  Args:
-    q_r: float [N, B, I, D], the position queries; k_head_r: float [N, C, D, R] (C divides B, as `rel_attn_core`).
-    klen: python int.
-    rows: queries per block.
-
-  Returns:
-    (float [N, B, I, W], int32 [1, I] offset rows - i % rows) or, under XLA, (float [N, B, I, klen] shifted, None);
-    None when the static shapes do not fit (I, C or R unknown, R != klen + I, or I not a multiple of `rows` above
-    it).
-  """
-  n_head, _, qlen, d_head = q_r.shape  # the batch size may be unknown (evaluation without drop_remainder)
-  columns, rlen = k_head_r.shape[1], k_head_r.shape[3]
-  if None in (qlen, columns, rlen) or rlen != klen + qlen or qlen % rows or qlen <= rows:
-    return None
-  blocks = qlen // rows
-  # Block t, rows [t*rows, (t+1)*rows), reads positions [start, start + W), start = I - rows * (t + 1).
-  starts = [qlen - rows * (1 + t) for t in range(blocks)]
-  windows = tf.stack([k_head_r[..., start:start + klen + rows] for start in starts], 2)  # one copy each
-  q_r = tf.reshape(q_r, [n_head, columns, -1, blocks, rows, d_head])
-  bd = tf.matmul(q_r, windows[:, :, None])  # [N, C, B / C, T, rows, W]
-  if ops.in_xla_context():
-    return tf.reshape(rel_shift_keys_last(bd, klen), [n_head, -1, qlen, klen]), None
-  return tf.reshape(bd, [n_head, -1, qlen, klen + rows]), rows - tf.range(qlen)[None] % rows
-
-
-@tf.function(jit_compile=True)
-def _shift_backward(upstream, offset, rlen):
-  """The gradient of the shift in `_score_sum_forward`: d bd[n, b, i, r] = upstream[n, b, i, r - offset[b, i]] where
-  0 <= r - offset < klen, else 0, gathered from a padded copy (each kept entry has one source: no scatter-add)."""
-  padded = tf.pad(upstream, [[0, 0], [0, 0], [0, 0], [rlen, rlen]])
-  back = tf.range(rlen)[None, None, :] - offset[:, :, None] + rlen  # [B or 1, Q, R], in [0, klen + 2R)
-  return tf.gather(padded, tf.broadcast_to(back, tf.concat([tf.shape(upstream)[:-1], [rlen]], 0)), batch_dims=3)
 
 
 class AttentionContext:
@@ -278,47 +125,6 @@ def _biased_queries(q_head, biases, scale):
   return biased(q_head, biases)
 
 
-@tf.function(jit_compile=True)
-def _score_sum_forward(ac, bd, offset, seg, diff, bias):
-  if offset is not None:  # the relative shift: bd[..., i, j] = bd_unshifted[..., i, min(j + offset[b, i], R - 1)]
-    index = tf.range(tf.shape(ac)[-1])[None, None, :] + offset[:, :, None]
-    index = tf.minimum(index, tf.shape(bd)[-1] - 1)
-    bd = tf.gather(bd, tf.broadcast_to(index, tf.shape(ac)), batch_dims=3)
-  score = ac + bd
-  if seg is not None:
-    score += seg * diff
-  if bias is None:
-    return score
-  if score.dtype == tf.float16:  # a blocked score plus the mask value can pass float16's -65504: keep it finite
-    return tf.maximum(score + bias, tf.cast(ops.mask_value(tf.float16), tf.float16))
-  return score + bias
-
-
-def _score_sum(ac, bd, seg, diff, bias, offset=None):
-  """ac + rel_shift(bd) + seg * diff + bias as one XLA-compiled pass over the scores (the shift a gather inside it),
-  where TF's slices, adds and multiply took five.
-
-  ac: float [N, B, Q, J]. bd: float [N, B, Q, R], shifted here: score[..., i, j] reads bd[..., i, j + offset[b, i]]
-  (offset int32 [B or 1, Q]: I - i for the content stream, I - the target position for the query stream's rows,
-  rows - i % rows for the windows of `banded_position_scores`, R then their width; indices past R - 1, which only
-  the causal mask's blocked keys read with uni attention, are clamped, and their gradient is ignored: it is 0); or
-  with offset None, bd already [N, B, Q, J]. seg and diff (float [1, B, Q, J], [N, B, Q, 1]) or bias [1, B, Q, J]
-  may be None. The gradient of diff is the upstream's sum over the keys where seg is 1; ac gets the upstream
-  itself, bd the upstream shifted back.
-  """
-  rlen = tf.shape(bd)[-1]
-
-  @tf.custom_gradient
-  def summed(ac, bd, *maybe_diff):  # diff is an input (with a gradient) only with segments
-    def grad(upstream):
-      grads = (upstream, upstream if offset is None else _shift_backward(upstream, offset, rlen))
-      return grads if seg is None else grads + (tf.reduce_sum(upstream * seg, -1, keepdims=True),)
-
-    return _score_sum_forward(ac, bd, offset, seg, maybe_diff[0] if maybe_diff else None, bias), grad
-
-  return summed(ac, bd, *([] if seg is None else [diff]))
-
-
 def _dropped_softmax(score, keep):
   """Softmax over the keys (last axis) with the dropout mask `keep` applied unscaled (`ops.apply_keep`; None: no
   dropout). Its gradient takes t = upstream * output (zero where dropped) and returns t - sum(t) * softmax: four
@@ -372,9 +178,9 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, biases, seg_term, bias, 
   Args:
     q_head: float [N, B, Q, D], queries (Q = I, or P with target_pos).
     k_head_h, v_head_h: float [N, B, J, D], keys and values of [mems; h].
-    k_head_r: float [N, C, D, R], the projected positional embedding, positions last (`project_positions`); C
-      divides B and batch column b uses column b // (B / C) (C = B: one per column; C = 2 with bi_data: forward,
-      backward; C = 1: shared).
+    k_head_r: float [N, C, D, R], the projected positional embedding, positions last
+      (`projections.project_positions`); C divides B and batch column b uses column b // (B / C) (C = B: one per
+      column; C = 2 with bi_data: forward, backward; C = 1: shared).
     biases: float [2, N, D], r_w_bias and r_r_bias stacked.
     seg_term: `segment_term`'s (weight, shift), or None when seg is None.
     bias: float [1, B, Q, J] additive mask or None. seg: float [1, B, Q, J] (1 = different segment) or None.
@@ -394,10 +200,10 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, biases, seg_term, bias, 
   ac = tf.matmul(q_w, k_head_h, transpose_b=True)
   band = None
   if target_pos is None and not ops.is_training(training) and k_head_h.shape[2] is not None:
-    band = banded_position_scores(q_r, k_head_r, k_head_h.shape[2])
+    band = scores.banded_position_scores(q_r, k_head_r, k_head_h.shape[2])
   if band is not None:
     bd, offset = band
-  else:  # the full product [N, B, Q, R], shifted in _score_sum
+  else:  # the full product [N, B, Q, R], shifted in scores.score_sum
     q_r = tf.reshape(q_r, [n_head, columns, -1, d_head])
     bd = tf.reshape(tf.matmul(q_r, k_head_r), [n_head, bsz, q_len, -1])
     offset = q_len - tf.range(q_len)[None] if target_pos is None else qlen - target_pos
@@ -406,15 +212,7 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, biases, seg_term, bias, 
     weight, shift = seg_term
     diff = tf.reshape(tf.matmul(tf.reshape(q_w, [n_head, -1, d_head]), weight), [n_head, bsz, q_len, 1]) + shift
   keep, keep_scale = attn_dropout.unscaled_keep(ac, training=training)
-  attn_prob = _dropped_softmax(_score_sum(ac, bd, seg, diff, bias, offset), keep)
+  attn_prob = _dropped_softmax(scores.score_sum(ac, bd, seg, diff, bias, offset), keep)
   attn_vec = tf.matmul(attn_prob, v_head_h)
   # The dropout's 1 / (1 - rate) is applied to the [.., Q, D] result rather than the [.., Q, J] probabilities.
   return attn_vec if keep_scale is None else attn_vec * tf.cast(keep_scale, attn_vec.dtype)
-
-
-def split_streams(rows, h, g=None):
-  """Rows [(I + P) * B, H] of `RelMultiheadAttn.attend_rows` (h's rows, then g's) -> (h-shaped, g-shaped or None)."""
-  if g is None:
-    return tf.reshape(rows, tf.shape(h)), None
-  rows_h, rows_g = tf.split(rows, [tf.shape(h)[0] * tf.shape(h)[1], -1])
-  return tf.reshape(rows_h, tf.shape(h)), tf.reshape(rows_g, tf.shape(g))

@@ -4,7 +4,8 @@ and `TwoStreamRelAttention` (`rel_attn`), `MultiheadAttn` (`abs_attn`, for the `
 
 Variable paths end like the original checkpoint names (`layer_0/rel_attn/q/kernel`, `layer_0/ff/layer_1/kernel`,
 `LayerNorm/gamma`). Time-major tensors at every call; the attention itself runs on the head-major kernels of
-`xlnet_tf.modeling.attention`, their LayerNorm and dense tails on the row kernels of `xlnet_tf.modeling.rows`.
+`xlnet_tf.modeling.projections` and `xlnet_tf.modeling.attention`, their LayerNorm and dense tails on the row kernels
+of `xlnet_tf.modeling.rows`.
 """
 
 import contextlib
@@ -13,10 +14,10 @@ import threading
 import keras
 import tensorflow as tf
 
-from xlnet_tf.modeling.attention import (attention_context, masked_softmax, project_heads, project_heads_with_mems,
-                                         project_out, project_positions, rel_attn_core, segment_term, split_streams)
+from xlnet_tf.modeling.attention import attention_context, masked_softmax, rel_attn_core, segment_term
 from xlnet_tf.modeling import ops
-from xlnet_tf.modeling.rows import LAYER_NORM_EPS, dense_rows, layer_norm_rows
+from xlnet_tf.modeling.projections import project_heads, project_heads_with_mems, project_out, project_positions
+from xlnet_tf.modeling.rows import LAYER_NORM_EPS, dense_rows, layer_norm_rows, split_streams
 
 
 _PACKAGE = "xlnet_tf"

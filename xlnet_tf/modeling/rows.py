@@ -1,4 +1,5 @@
-"""Row kernels: LayerNorm and dense layers on rows float [K, H], the 2-D form every layer's tail runs in.
+"""Row kernels: LayerNorm and dense layers on rows float [K, H], the 2-D form every layer's tail runs in, and
+`split_streams`, which gives the rows of both streams back their shapes.
 
 The LayerNorm is one XLA-compiled pass forward and one backward with a hand-written gradient that takes the dropout
 mask and the residual add in the same pass; the dense layer keeps its bias add where the CPU's matrix units are
@@ -83,3 +84,11 @@ def dense_rows(rows, kernel, bias, transpose_kernel=False):
     return tf.nn.bias_add(out, bias)
   width = tf.shape(out)[-1]
   return tf.reshape(tf.reshape(out, [-1, 1, width]) + bias, [-1, width])
+
+
+def split_streams(rows, h, g=None):
+  """Rows [(I + P) * B, H] of `RelMultiheadAttn.attend_rows` (h's rows, then g's) -> (h-shaped, g-shaped or None)."""
+  if g is None:
+    return tf.reshape(rows, tf.shape(h)), None
+  rows_h, rows_g = tf.split(rows, [tf.shape(h)[0] * tf.shape(h)[1], -1])
+  return tf.reshape(rows_h, tf.shape(h)), tf.reshape(rows_g, tf.shape(g))

@@ -1,9 +1,10 @@
-"""The XLNet network (the original `modeling.transformer_xl`) and the public `XLNetModel`.
+"""The XLNet network (the original `modeling.transformer_xl`): embeddings, the stack of `XLNetLayer`s, the masks
+and relative positions they share, and inference on a CPU as independent chains. `XLNetModel` (the original
+`xlnet.XLNetModel`, in `xlnet_tf.modeling.xlnet`) wraps it.
 
-Variable paths end like the original checkpoint names: an `XLNetModel` named "model" holds
-`model/transformer/{r_w_bias, r_r_bias, word_embedding/lookup_table, mask_emb/mask_emb, r_s_bias, seg_embed,
-layer_{i}/rel_attn/..., layer_{i}/ff/...}`, `model/lm_loss/bias`, and the optional fine-tuning heads
-`model/sequnece_summary/...`, `model/classification_{scope}/logit/...`, `model/regression_{scope}/logit/...`.
+Variable paths end like the original checkpoint names: the network (scope `transformer`, below `model/` in an
+`XLNetModel`) holds `transformer/{r_w_bias, r_r_bias, word_embedding/lookup_table, mask_emb/mask_emb, r_s_bias,
+seg_embed, layer_{i}/rel_attn/..., layer_{i}/ff/...}`.
 """
 
 import os
@@ -12,11 +13,11 @@ import keras
 import tensorflow as tf
 
 from xlnet_tf.modeling import attention
-from xlnet_tf.modeling import heads as heads_lib
 from xlnet_tf.modeling import layers
 from xlnet_tf.modeling import ops
+from xlnet_tf.modeling import projections
 from xlnet_tf.modeling import recompute
-from xlnet_tf.config import RunConfig, XLNetConfig
+from xlnet_tf.modeling.rows import split_streams
 
 
 _PACKAGE = "xlnet_tf"
@@ -98,7 +99,7 @@ class XLNetLayer(keras.layers.Layer):
     """
     rows = self.ff.ffn_rows(self.rel_attn.attend_rows(h, k_head_r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed,
                                                       mems, g, training, h_out), training)
-    return attention.split_streams(rows, h, g) if h_out else (None, tf.reshape(rows, tf.shape(g)))
+    return split_streams(rows, h, g) if h_out else (None, tf.reshape(rows, tf.shape(g)))
 
   def get_config(self):
     config = super().get_config()
@@ -229,7 +230,7 @@ class TransformerXL(keras.layers.Layer):
       pos_emb = self.drop(pos_emb, training=training)
     # Every layer's projection of it from one matmul: per layer, the small [R, H] x [H, N * D] products used the
     # matmul units poorly (docs/performance.md).
-    return attention.project_positions(pos_emb, [layer.rel_attn.r.kernel for layer in self.layer_stack])
+    return projections.project_positions(pos_emb, [layer.rel_attn.r.kernel for layer in self.layer_stack])
 
   def _network(self, inp_k, seg_id, input_mask, mems, perm_mask, target_mapping, inp_q, training, k_heads_r=None):
     """`call` on one chain; k_heads_r: `_projected_positions` (None: made here, after the embeddings' dropout)."""
@@ -319,131 +320,3 @@ class _MaskEmbedding(keras.layers.Layer):
 
   def build(self, input_shape=None):
     self.mask_emb = self.add_weight(name="mask_emb", shape=(1, 1, self.d_model), initializer="glorot_uniform")
-
-
-@keras.saving.register_keras_serializable(package=_PACKAGE)
-class XLNetModel(keras.Model):
-  """XLNet as the original `xlnet.XLNetModel` (scope `model`), with its tied LM head and the heads a task gives.
-
-  The model owns the network (`transformer`) and the LM softmax tied to its word embedding (`lm_loss/bias`, in
-  every released checkpoint). It knows no task: a task builds its heads (Keras layers named as the original's TF1
-  scopes, e.g. `sequnece_summary`, `classification_imdb`, see `xlnet_tf.modeling.heads.finetune_heads`) and
-  passes them in, so their variables are `model/<head name>/...` as in the original checkpoints.
-
-  Args:
-    xlnet_config: XLNetConfig (or its dict).
-    run_config: RunConfig (or its dict).
-    attn_type: "bi" (the original XLNetModel's) or "uni".
-    heads: list of Keras layers (each with a unique name, the TF1 scope below `model/`; `build()` without an
-      input shape), or None.
-
-  Mixed precision: with `run_config.use_bfloat16` (or `use_fp16`), the layers compute in bfloat16 (float16) with
-  float32 variables (the Keras "mixed_bfloat16" / "mixed_float16" policy, `run_config.dtype_policy`); losses are
-  float32.
-  """
-
-  def __init__(self, xlnet_config, run_config, attn_type="bi", heads=None, **kwargs):
-    kwargs.setdefault("name", "model")
-    if isinstance(xlnet_config, dict):
-      xlnet_config = XLNetConfig(**xlnet_config)
-    if isinstance(run_config, dict):
-      run_config = RunConfig(**run_config)
-    if run_config.dtype_policy:
-      kwargs.setdefault("dtype", run_config.dtype_policy)
-    super().__init__(**kwargs)
-    self.xlnet_config = xlnet_config
-    self.run_config = run_config
-    self.attn_type = attn_type
-    c, rc = xlnet_config, run_config
-    policy = self.dtype_policy
-    self.transformer = TransformerXL(
-        c.n_token, c.n_layer, c.d_model, c.n_head, c.d_head, c.d_inner, c.ff_activation, c.untie_r,
-        dropout=rc.dropout if rc.is_training else 0.0, dropatt=rc.dropatt if rc.is_training else 0.0,
-        attn_type=attn_type, bi_data=rc.bi_data, clamp_len=rc.clamp_len, same_length=rc.same_length,
-        mem_len=rc.mem_len, reuse_len=rc.reuse_len, init=rc.init, init_range=rc.init_range, init_std=rc.init_std,
-        recompute_grad=rc.recompute_grad, name="transformer", dtype=policy)
-    self.lm_loss_layer = heads_lib.LMLoss(c.n_token, name="lm_loss", dtype=policy)
-    self.head_list = list(heads or [])
-    if len(self.heads) != len(self.head_list) or "transformer" in self.heads or "lm_loss" in self.heads:
-      raise ValueError(f"Heads need unique names other than 'transformer' and 'lm_loss'. Received: "
-                       f"{[head.name for head in self.head_list]}.")
-    self.build()
-
-  @property
-  def heads(self):
-    """{name: layer} of the task heads."""
-    return {head.name: head for head in self.head_list}
-
-  def build(self, input_shape=None):
-    self.transformer.build()
-    self.lm_loss_layer.build()
-    for head in self.head_list:
-      head.build()
-    self.built = True
-
-  def call(self, input_ids, seg_ids=None, input_mask=None, mems=None, perm_mask=None, target_mapping=None,
-           inp_q=None, training=False):
-    """Runs XLNet on time-major inputs with the original layouts and polarities.
-
-    Args:
-      input_ids: int [I, B], token ids.
-      seg_ids: int [I, B] or None, segment ids (only equality matters; memory counts as segment 0).
-        None: no segment term.
-      input_mask: float [I, B] or None. 1 = padding (no query attends it), 0 = real token. None: no padding.
-      mems: list of n_layer float [M, B, H], or None (no memory).
-      perm_mask: float [I, I, B] or None. 1 = i may NOT attend to j in batch b; 0 = may attend.
-        None: attend to all.
-      target_mapping: float [P, I, B] or None. 1 = prediction slot p is on token i (partial prediction). Each row
-        one-hot (distinct positions) or all zero (a padding slot: zero attention output, as the original),
-        as the data pipeline builds it; see `attention.attention_context`. None: the query stream covers every
-        position.
-      inp_q: float [I, B] or None. 1 = target token (query stream input is mask_emb). None: no query stream
-        (fine-tuning).
-      training: bool, dropout on.
-
-    Returns:
-      (output, new_mems): output float [P, B, H] (query stream, with target_mapping), [I, B, H] (query stream
-      without target_mapping, or content stream when inp_q is None); new_mems a list of n_layer float
-      [min(mem_len, M + (reuse_len or I)), B, H] (no gradient), or None when run_config.mem_len is unset.
-    """
-    return self.transformer(input_ids, seg_ids, input_mask, mems, perm_mask, target_mapping, inp_q,
-                            training=training)
-
-  def get_embedding_table(self):
-    """float variable [V, H], the word embedding (tied to the LM softmax)."""
-    return self.transformer.word_embedding.lookup_table
-
-  def get_pooled_out(self, output, input_mask=None, training=False):
-    """The sequence summary (head `sequnece_summary`) of a content-stream output [I, B, H] -> float [B, H]."""
-    return self._head("sequnece_summary")(output, input_mask, training=training)
-
-  def get_head_logits(self, pooled, scope_name):
-    """Logits of head `classification_{scope}` [B, C] or `regression_{scope}` [B] on a pooled output [B, H]."""
-    return self._head(scope_name)(pooled)
-
-  def _head(self, name):
-    if name not in self.heads:
-      raise ValueError(f"This XLNetModel has no head {name!r}; its heads are {sorted(self.heads)}. Pass it in "
-                       "`heads` (see xlnet_tf.modeling.heads.finetune_heads).")
-    return self.heads[name]
-
-  def get_lm_logits(self, output):
-    """LM logits float [P, B, V] of a query-stream output [P, B, H], tied to the embedding, + lm_loss/bias."""
-    return self.lm_loss_layer(output, self.get_embedding_table())
-
-  def get_lm_loss(self, output, target):
-    """Per-token LM loss float32 [P, B] for targets int [P, B]."""
-    return heads_lib.lm_loss(self.get_lm_logits(output), target)
-
-  def get_config(self):
-    return {"xlnet_config": self.xlnet_config.to_dict(), "run_config": self.run_config.to_dict(),
-            "attn_type": self.attn_type, "heads": [keras.saving.serialize_keras_object(h) for h in self.head_list],
-            "name": self.name}
-
-  @classmethod
-  def from_config(cls, config):
-    config = dict(config)
-    # Unbuilt, so that their variables are created under the model's name scope (`model/<head>/...`).
-    config["heads"] = [keras.saving.deserialize_keras_object({k: v for k, v in h.items() if k != "build_config"})
-                       for h in config.get("heads") or []]
-    return cls(**config)

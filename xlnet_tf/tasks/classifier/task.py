@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from xlnet_tf.data import records
 from xlnet_tf.modeling import heads as heads_lib
-from xlnet_tf.modeling.transformer_xl import XLNetModel
+from xlnet_tf.modeling.xlnet import XLNetModel
 from xlnet_tf.tasks.classifier import features as classifier_data
 
 

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from xlnet_tf.modeling import heads as heads_lib
 from xlnet_tf.modeling import ops
-from xlnet_tf.modeling.transformer_xl import XLNetModel
+from xlnet_tf.modeling.xlnet import XLNetModel
 from xlnet_tf.tasks.race import data
 
 HEAD_NAME = "logits"  # The original's `tf.variable_scope("logits")`.

@@ -23,7 +23,7 @@ from xlnet_tf.data import records as records_lib
 from xlnet_tf.modeling import layers
 from xlnet_tf.modeling import ops
 from xlnet_tf.modeling.rows import LAYER_NORM_EPS
-from xlnet_tf.modeling.transformer_xl import XLNetModel
+from xlnet_tf.modeling.xlnet import XLNetModel
 from xlnet_tf.tasks.squad import records
 
 _PACKAGE = "xlnet_tf"

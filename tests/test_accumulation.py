@@ -85,6 +85,8 @@ def failed_rows(g, meta, ours, initial):
 
 @pytest.mark.parametrize("golden,n,flags", [
     ("pretrain_adam_gpu", 2, {}),  # mems (mem_len 20) and bi_data: micro-batches of 1 forward + 1 backward row
+    # mems (mem_len 24), untie_r false, relu, no bi_data, batch 5: 5 micro-batches of 1 row
+    ("../train_step_tied/pretrain_adam_gpu", 5, {}),
     ("finetune_cls_gpu", 4, {}),  # clip_mode indexed_slices (the CLI's default on CPU): micro-batches of 1 row
     pytest.param("finetune_cls_gpu", 4, {"clip_mode": "dense"}, marks=pytest.mark.slow),  # 2 more replays
 ])

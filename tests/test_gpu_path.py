@@ -74,22 +74,27 @@ def precision_policy():
   tf.keras.mixed_precision.set_global_policy("float32")
 
 
-@pytest.mark.parametrize("kind, use_bfloat16, jit_compile", [
-    ("pretrain", False, False), ("pretrain", True, False), ("pretrain", False, True), ("pretrain", True, True),
-    ("classifier", False, False), ("squad", False, False), ("squad", True, False), ("race", False, True)])
-def test_every_op_of_the_training_loop_runs_on_a_gpu(tmp_path, precision_policy, kind, use_bfloat16, jit_compile):
-  precision_policy(use_bfloat16)
+def _training_loop_kernels(tmp_path, kind, run_config, jit_compile):
+  """`check_gpu_kernels` of the loop `Trainer.train` runs (one step) for a `kind` model built with `run_config`."""
   task = {"pretrain": PretrainTask, "classifier": lambda: classifier_task.ClassifierTask(SCOPE),
           "squad": squad_task.SquadTask, "race": race_task.RaceTask}[kind]()
   strategy = training.make_strategy("one_device")
   trainer = training.Trainer(
-      strategy, _model_fn(kind, _run_config(True, use_bfloat16, kind)), task, str(tmp_path),
+      strategy, _model_fn(kind, run_config), task, str(tmp_path),
       training.TrainConfig(learning_rate=1e-4, train_steps=10, global_batch_size=BSZ, jit_compile=jit_compile))
   features = {k: tf.constant(v) for k, v in _features(kind, np.random.default_rng(0)).items()}
   dataset = tf.data.Dataset.from_tensors(features).repeat()
   iterator = iter(strategy.distribute_datasets_from_function(lambda _: dataset))
   loop = trainer._build_loop()  # pylint: disable=protected-access  # the loop Trainer.train runs
-  missing, checked = check_gpu_kernels(loop.get_concrete_function(iterator, tf.constant(1)))
+  return check_gpu_kernels(loop.get_concrete_function(iterator, tf.constant(1)))
+
+
+@pytest.mark.parametrize("kind, use_bfloat16, jit_compile", [
+    ("pretrain", False, False), ("pretrain", True, False), ("pretrain", False, True), ("pretrain", True, True),
+    ("classifier", False, False), ("squad", False, False), ("squad", True, False), ("race", False, True)])
+def test_every_op_of_the_training_loop_runs_on_a_gpu(tmp_path, precision_policy, kind, use_bfloat16, jit_compile):
+  precision_policy(use_bfloat16)
+  missing, checked = _training_loop_kernels(tmp_path, kind, _run_config(True, use_bfloat16, kind), jit_compile)
   assert missing == []
   # The check reached into the loop's step: the attention's products, XLA-compiled with --jit_compile; Adam's update.
   assert ("BatchMatMulV2", jit_compile) in checked and ("ResourceApplyAdam", False) in checked
@@ -99,16 +104,8 @@ def test_every_op_of_the_training_loop_runs_on_a_gpu(tmp_path, precision_policy,
 def test_every_op_of_the_float16_training_loop_runs_on_a_gpu(tmp_path, kind, jit_compile):
   """--use_fp16: the loss-scaled step (the gradients, the replicas' finiteness, the update or the skip in a
   `tf.cond`, the scale's update) has GPU kernels too."""
-  task = {"pretrain": PretrainTask, "squad": squad_task.SquadTask}[kind]()
-  strategy = training.make_strategy("one_device")
-  trainer = training.Trainer(
-      strategy, _model_fn(kind, _run_config(True, False, kind, use_fp16=True)), task, str(tmp_path),
-      training.TrainConfig(learning_rate=1e-4, train_steps=10, global_batch_size=BSZ, jit_compile=jit_compile))
-  features = {k: tf.constant(v) for k, v in _features(kind, np.random.default_rng(0)).items()}
-  dataset = tf.data.Dataset.from_tensors(features).repeat()
-  iterator = iter(strategy.distribute_datasets_from_function(lambda _: dataset))
-  loop = trainer._build_loop()  # pylint: disable=protected-access  # the loop Trainer.train runs
-  missing, checked = check_gpu_kernels(loop.get_concrete_function(iterator, tf.constant(1)))
+  missing, checked = _training_loop_kernels(tmp_path, kind, _run_config(True, False, kind, use_fp16=True),
+                                            jit_compile)
   assert missing == []
   assert ("ResourceApplyAdam", False) in checked and ("IsFinite", False) in checked
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers.gpu_kernels import check_gpu_kernels
+from helpers.gpu_kernels import check_gpu_kernels, check_training_loop
 from xlnet_tf import training
 from xlnet_tf.config import RunConfig, XLNetConfig
 from xlnet_tf.modeling.xlnet import XLNetModel
@@ -78,15 +78,10 @@ def _training_loop_kernels(tmp_path, kind, run_config, jit_compile):
   """`check_gpu_kernels` of the loop `Trainer.train` runs (one step) for a `kind` model built with `run_config`."""
   task = {"pretrain": PretrainTask, "classifier": lambda: classifier_task.ClassifierTask(SCOPE),
           "squad": squad_task.SquadTask, "race": race_task.RaceTask}[kind]()
-  strategy = training.make_strategy("one_device")
   trainer = training.Trainer(
-      strategy, _model_fn(kind, run_config), task, str(tmp_path),
+      training.make_strategy("one_device"), _model_fn(kind, run_config), task, str(tmp_path),
       training.TrainConfig(learning_rate=1e-4, train_steps=10, global_batch_size=BSZ, jit_compile=jit_compile))
-  features = {k: tf.constant(v) for k, v in _features(kind, np.random.default_rng(0)).items()}
-  dataset = tf.data.Dataset.from_tensors(features).repeat()
-  iterator = iter(strategy.distribute_datasets_from_function(lambda _: dataset))
-  loop = trainer._build_loop()  # pylint: disable=protected-access  # the loop Trainer.train runs
-  return check_gpu_kernels(loop.get_concrete_function(iterator, tf.constant(1)))
+  return check_training_loop(trainer, _features(kind, np.random.default_rng(0)))
 
 
 @pytest.mark.parametrize("kind, use_bfloat16, jit_compile", [

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers.gpu_kernels import check_gpu_kernels
+from helpers.gpu_kernels import check_training_loop
 from xlnet_tf import training
 from xlnet_tf.config import RunConfig, XLNetConfig
 from xlnet_tf.modeling.transformer_xl import XLNetLayer
@@ -198,10 +198,7 @@ def test_every_op_of_the_recomputed_step_runs_on_a_gpu(tmp_path, jit_compile):
   trainer = training.Trainer(
       training.make_strategy("one_device"), _model_fn(True, True), PretrainTask(), str(tmp_path),
       training.TrainConfig(learning_rate=1e-4, train_steps=10, global_batch_size=BSZ, jit_compile=jit_compile))
-  dataset = tf.data.Dataset.from_tensors({k: tf.constant(v) for k, v in _features(True).items()}).repeat()
-  iterator = iter(trainer.strategy.distribute_datasets_from_function(lambda _: dataset))
-  loop = trainer._build_loop()  # pylint: disable=protected-access  # the loop Trainer.train runs
-  missing, checked = check_gpu_kernels(loop.get_concrete_function(iterator, tf.constant(1)))
+  missing, checked = check_training_loop(trainer, _features(True))
   assert missing == []
   assert ("BatchMatMulV2", jit_compile) in checked
 

@@ -84,3 +84,11 @@ def check_gpu_kernels(concrete_function):
 
   visit(graph_def.node, "the function", _must_compile(concrete_function.function_def.attr))
   return sorted(missing), checked
+
+
+def check_training_loop(trainer, features):
+  """`check_gpu_kernels` of the loop `trainer.train` runs, fed `features` (a dict of arrays: one batch)."""
+  dataset = tf.data.Dataset.from_tensors({k: tf.constant(v) for k, v in features.items()}).repeat()
+  iterator = iter(trainer.strategy.distribute_datasets_from_function(lambda _: dataset))
+  loop = trainer._build_loop()  # pylint: disable=protected-access  # the loop Trainer.train runs
+  return check_gpu_kernels(loop.get_concrete_function(iterator, tf.constant(1)))

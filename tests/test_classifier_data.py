@@ -1,5 +1,6 @@
 """Tests for xlnet_tf/classifier_data.py: processors on their original file layouts, features, TFRecords."""
 
+import dataclasses
 import os
 import zlib
 
@@ -9,6 +10,7 @@ import pytest
 from xlnet_tf.tasks.classifier import data as classifier_data
 from xlnet_tf.tasks.classifier import features as classifier_features
 from xlnet_tf.data.records import PaddingInputExample, ReadConfig
+from xlnet_tf.tasks.classifier.delimited import DelimitedTask
 from xlnet_tf.tasks.classifier.examples import InputExample
 
 
@@ -300,6 +302,17 @@ def test_generic_tsv_by_index_pairs_given_labels_and_regression(tmp_path):
     classifier_data.get_processor("tsv", text_a_column=0, label_column=2, has_header=False).get_labels()
   with pytest.raises(ValueError, match=r"needs the text and label columns"):
     classifier_data.get_processor("csv", text_a_column="review")
+
+
+def test_delimited_task_is_checked_once_and_frozen():
+  task = DelimitedTask(task_name="tsv", text_a_column=0, label_column=2, labels=[3, 10], has_header=0)
+  assert task.labels == ("3", "10") and task.has_header is False and task.is_regression is False
+  with pytest.raises(dataclasses.FrozenInstanceError):
+    task.labels = ("a",)
+  assert classifier_data.get_processor("tsv", text_a_column=0, label_column=2, labels=[3, 10]).get_labels() == ["3", "10"]
+  for labels in ([], ["a", "a"]):
+    with pytest.raises(ValueError, match=r"labels for task 'tsv' must be a non-empty list without repeats"):
+      DelimitedTask(task_name="tsv", text_a_column=0, label_column=2, labels=labels)
 
 
 def test_get_processor_errors(tmp_path):

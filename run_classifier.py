@@ -44,6 +44,7 @@ from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.classifier import data as classifier_data
 from xlnet_tf.tasks.classifier import evaluation as classifier_eval
 from xlnet_tf.tasks.classifier import features as classifier_features
+from xlnet_tf.tasks.classifier import metrics as classifier_metrics
 from xlnet_tf.tasks.classifier import serving
 from xlnet_tf.tasks.classifier import task as classifier_task
 
@@ -197,8 +198,10 @@ def run(o, strategy, log_fn=print):
     predict_file = _write_records(eval_examples, label_list, o, tokenize_fn, "predict", log_fn,
                                   xlnet_config.n_token)
     ckpt = checkpoint.choose_checkpoint(o.model_dir, o.predict_ckpt)
+    files = classifier_metrics.PredictionFiles(predict_dir=o.predict_dir, task_name=task_name, label_list=label_list,
+                                               predict_threshold=o.predict_threshold)
     results["predict"] = classifier_eval.predict(inference, ckpt, predict_file, o.max_seq_length, o.predict_batch_size,
-                                          task_name, label_list, o.predict_dir, o.predict_threshold)
+                                                 files)
     log_fn(f"Predictions of {ckpt}: {results['predict'][0]}, {results['predict'][1]}")
   if o.export_dir:
     ckpt = checkpoint.choose_checkpoint(o.model_dir, o.predict_ckpt)

@@ -43,8 +43,9 @@ def main():
     paths = corpora.write_pretraining_corpus(os.path.join(tmp, "corpus"), args.num_docs, args.num_files)
     megabytes = sum(os.path.getsize(p) for p in paths) / 1e6
     t0 = time.perf_counter()
-    model = tokenization.train_sentencepiece(paths, os.path.join(tmp, "spm", "spiece"), args.vocab_size,
-                                             hard_vocab_limit=False, quiet=True)
+    model = tokenization.train_sentencepiece(
+        paths, os.path.join(tmp, "spm", "spiece"),
+        tokenization.SpmTrainOptions(vocab_size=args.vocab_size, hard_vocab_limit=False), quiet=True)
     t_spm = time.perf_counter() - t0
 
     sp = tokenization.load_sentencepiece(model)

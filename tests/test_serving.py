@@ -50,9 +50,10 @@ def data(tmp_path_factory):
              f"{rng.choice(years)}, was bad." for _ in range(600)]
   lines = [s for text, _ in reviews[:200] for s in corpora.split_sentences(text)] + numbers
   (root / "corpus.txt").write_text("\n".join(lines) + "\n")
-  spm_path = tokenization.train_sentencepiece(str(root / "corpus.txt"), str(root / "sp"), 600, quiet=True,
-                                              hard_vocab_limit=False, split_by_number=False,
-                                              split_by_unicode_script=False, num_threads=2)
+  spm_path = tokenization.train_sentencepiece(
+      str(root / "corpus.txt"), str(root / "sp"),
+      tokenization.SpmTrainOptions(vocab_size=600, hard_vocab_limit=False, num_threads=2), quiet=True,
+      split_by_number=False, split_by_unicode_script=False)
   test_reviews = [reviews[i][0] for i in dev[:200]]
   sentences = [s for text in test_reviews[:40] for s in corpora.split_sentences(text)]
   pairs = list(zip(sentences[0::2], sentences[1::2]))[:60] + [("A film from 1999, really.", "")]

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from xlnet_tf.data import records as records_lib
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.squad import data
 from xlnet_tf.tasks.squad import examples as squad_examples
@@ -204,7 +205,7 @@ def test_feature_layout_by_hand(sp_model):
 def _read_all(path, seq_length, is_training):
   """Every record of one file, in file order, as `squad_dataset` decodes them (training: without the shuffle)."""
   if not is_training:
-    d = records.squad_dataset(path, seq_length, is_training=False, batch_size=1000, drop_remainder=False)
+    d = records.squad_dataset(path, seq_length, records_lib.ReadConfig(batch_size=1000))
     return {k: v.numpy() for k, v in next(iter(d)).items()}
   parsed = tf.io.parse_example(next(iter(tf.data.TFRecordDataset(path).batch(1000))),
                                records.name_to_features(seq_length, True))
@@ -247,8 +248,8 @@ def test_training_dataset_repeats_and_shuffles(sp_model, tmp_path):
     with records.FeatureWriter(str(tmp_path / f"spiece.model.{k}.slen-64.qlen-16.train.tf_record"), True) as w:
       for f in features[k::2]:
         w.process_feature(f)
-  d = records.squad_dataset(str(tmp_path / records.train_record_glob("spiece.model", 64, 16)), 64, True,
-                            batch_size=len(features), drop_remainder=True, shuffle_buffer=100, seed=3)
+  d = records.squad_dataset(str(tmp_path / records.train_record_glob("spiece.model", 64, 16)), 64,
+                            records_lib.ReadConfig.training(len(features), shuffle_buffer=100, seed=3))
   batches = list(d.take(10))
   assert all(b["start_positions"].shape == (len(features),) and b["is_impossible"].dtype == tf.float32
              for b in batches)
@@ -259,7 +260,7 @@ def test_training_dataset_repeats_and_shuffles(sp_model, tmp_path):
 
 def test_dataset_errors(tmp_path):
   with pytest.raises(FileNotFoundError, match="matches no file"):
-    records.squad_dataset(str(tmp_path / "*.tf_record"), 64, False, 8, False)
+    records.squad_dataset(str(tmp_path / "*.tf_record"), 64, records_lib.ReadConfig(batch_size=8))
 
 
 def test_record_names():

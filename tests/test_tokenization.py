@@ -42,7 +42,8 @@ def digit_comma_sp(tmp_path_factory):
     lines.extend(corpora.split_sentences(text))
   (tmp / "text.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
   extra = ["▁2000,", "▁2000", "2001,", "▁2001", "1984,", "1984"]
-  path = tk.train_sentencepiece(str(tmp / "text.txt"), str(tmp / "dc"), 400, hard_vocab_limit=False, quiet=True,
+  path = tk.train_sentencepiece(str(tmp / "text.txt"), str(tmp / "dc"),
+                                tk.SpmTrainOptions(vocab_size=400, hard_vocab_limit=False), quiet=True,
                                 user_defined_symbols=list(tk.USER_DEFINED_SYMBOLS) + extra)
   return tk.load_sentencepiece(path)
 
@@ -98,8 +99,8 @@ def test_load_sentencepiece_checks_symbols(tmp_path):
 
 def test_train_sentencepiece_ids_and_vocab_size(tmp_path):
   (tmp_path / "t.txt").write_text(open(GOLDEN_CORPUS, encoding="utf-8").read(), encoding="utf-8")
-  path = tk.train_sentencepiece(str(tmp_path / "*.txt"), str(tmp_path / "out" / "sp"), 300, hard_vocab_limit=False,
-                                quiet=True)
+  path = tk.train_sentencepiece(str(tmp_path / "*.txt"), str(tmp_path / "out" / "sp"),
+                                tk.SpmTrainOptions(vocab_size=300, hard_vocab_limit=False), quiet=True)
   assert path == str(tmp_path / "out" / "sp.model")
   assert sorted(os.listdir(tmp_path / "out")) == ["sp.model", "sp.vocab"]  # No temporary file left.
   sp = tk.load_sentencepiece(path)
@@ -107,6 +108,8 @@ def test_train_sentencepiece_ids_and_vocab_size(tmp_path):
   assert all(sp.IsControl(i) for i in range(1, 8)) and not sp.IsControl(tk.EOP_ID)
   assert [sp.PieceToId(s) for s in tk.USER_DEFINED_SYMBOLS] == list(range(8, 8 + len(tk.USER_DEFINED_SYMBOLS)))
   assert tk.vocab_size(sp) == sp.GetPieceSize() <= 300
+  with pytest.raises(ValueError, match=r"vocab_size must exceed 9 \(the XLNet special symbols\). Received: 9."):
+    tk.SpmTrainOptions(vocab_size=9)
 
 
 def test_start_piece_table_apostrophe_quirk():

@@ -26,8 +26,8 @@ def demo_sentencepiece(root):
   """An 8000-piece SentencePiece model trained as the demo trains its own (scripts/demo.py: 8000 IMDB reviews,
   the original README's settings); its path."""
   corpora.write_pretraining_corpus(str(root / "spm_corpus"), 8000, num_files=4)
-  return tokenization.train_sentencepiece(str(root / "spm_corpus" / "*.txt"), str(root / "spm" / "spiece"), 8000,
-                                          quiet=True)
+  return tokenization.train_sentencepiece(str(root / "spm_corpus" / "*.txt"), str(root / "spm" / "spiece"),
+                                          tokenization.SpmTrainOptions(vocab_size=8000), quiet=True)
 
 
 def write_small_config(root, spm):

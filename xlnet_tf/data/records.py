@@ -38,17 +38,50 @@ def is_int_at_least(value, low):
   return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low
 
 
-def fine_tuning_dataset(input_file, name_to_features, batch_size, is_training, drop_remainder, shuffle_buffer=2048,
-                        seed=None, input_context=None, shapes=None, missing_hint="Write it first."):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ReadConfig:
+  """How a fine-tuning run reads its records (classifier, RACE and SQuAD alike): the batches, and training's
+  shuffle. One bundle, so that every reader takes the same values under the same names and checks them once.
+
+  Attributes:
+    batch_size: int >= 1, examples per batch; per replica when read under tf.distribute (with an input_context).
+    is_training: bool. True: shuffle (reshuffled each epoch) and repeat forever; False: read once, in file order.
+    drop_remainder: bool, drop a last, smaller batch (static batch shapes).
+    shuffle_buffer: int >= 1, records in training's shuffle buffer (--shuffle_buffer); unused in evaluation.
+    seed: int or None, training's shuffle seed: a reproducible order (and a resumable run, see
+      `resumable_dataset_fn`); None: a random one.
+  """
+  batch_size: int
+  is_training: bool = False
+  drop_remainder: bool = False
+  shuffle_buffer: int = 2048
+  seed: int = None
+
+  def __post_init__(self):
+    if not is_int_at_least(self.batch_size, 1):
+      raise ValueError(f"The batch size must be a positive integer. Received: {self.batch_size!r}.")
+    if self.is_training and not is_int_at_least(self.shuffle_buffer, 1):
+      raise ValueError(f"--shuffle_buffer must be a positive integer. Received: {self.shuffle_buffer!r}.")
+
+  @classmethod
+  def training(cls, batch_size, shuffle_buffer, seed=None):
+    """What a trainer's `dataset_fn` reads: shuffled, repeated, full batches of batch_size (per replica)."""
+    return cls(batch_size=batch_size, is_training=True, drop_remainder=True, shuffle_buffer=shuffle_buffer,
+               seed=seed)
+
+
+def fine_tuning_dataset(input_file, name_to_features, read, input_context=None, shapes=None,
+                        missing_hint="Write it first."):
   """Batches of fine-tuning records, as the original `file_based_input_fn_builder`s read them, batch-major.
 
-  Training shuffles (buffer shuffle_buffer, reshuffled each epoch, `seed` for a reproducible order) and repeats
-  forever; eval reads once in order. With an input_context (tf.distribute) the records are sharded per input
-  pipeline and batch_size is per replica.
+  Training shuffles and repeats forever; eval reads once in order (`read`: a `ReadConfig`). With an input_context
+  (tf.distribute) the records are sharded per input pipeline and read.batch_size is per replica.
 
   Args:
     input_file: str or list of str, record files.
     name_to_features: the `tf.io.parse_example` spec.
+    read: `ReadConfig`, the batch size and training's shuffle.
+    input_context: a `tf.distribute.InputContext` or None (one pipeline reads every record).
     shapes: optional {name: per-example shape} to reshape parsed features to (e.g. RACE's [4, L]).
     missing_hint: what the error for a missing file tells the user to do.
 
@@ -59,10 +92,6 @@ def fine_tuning_dataset(input_file, name_to_features, batch_size, is_training, d
   for f in files:
     if not fileio.exists(f):
       raise FileNotFoundError(f"Record file {f} does not exist. {missing_hint}")
-  if not is_int_at_least(batch_size, 1):
-    raise ValueError(f"The batch size must be a positive integer. Received: {batch_size!r}.")
-  if is_training and not is_int_at_least(shuffle_buffer, 1):
-    raise ValueError(f"--shuffle_buffer must be a positive integer. Received: {shuffle_buffer!r}.")
   shapes = shapes or {}
 
   def decode(serialized):
@@ -76,10 +105,10 @@ def fine_tuning_dataset(input_file, name_to_features, batch_size, is_training, d
   d = record_dataset(files)
   if input_context is not None:
     d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-  if is_training:
-    d = d.shuffle(buffer_size=shuffle_buffer, seed=seed)
+  if read.is_training:
+    d = d.shuffle(buffer_size=read.shuffle_buffer, seed=read.seed)
     d = d.repeat()
-  d = d.batch(batch_size, drop_remainder=drop_remainder)
+  d = d.batch(read.batch_size, drop_remainder=read.drop_remainder)
   return decoded_batches(d, decode)
 
 

@@ -8,6 +8,7 @@ Every XLNet vocabulary reserves ids 0-8 for the symbols in `special_symbols`. `l
 whose ids differ, and `train_sentencepiece` trains one with the original README's settings and checks the ids.
 """
 
+import dataclasses
 import glob as glob_lib
 import os
 import unicodedata
@@ -237,9 +238,32 @@ def expand_inputs(inputs):
   return sorted(set(files))
 
 
-def train_sentencepiece(inputs, model_prefix, vocab_size, *, character_coverage=0.99995, model_type="unigram",
-                        input_sentence_size=10000000, shuffle_input_sentence=True, hard_vocab_limit=True,
-                        num_threads=None, quiet=False, **extra_options):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SpmTrainOptions:
+  """`spm_train`'s settings for `train_sentencepiece`; the defaults are the original README's (scripts/train_spm.py's
+  flags of the same names).
+
+  Attributes:
+    vocab_size: int, the vocabulary size (the README uses 32000); more than the XLNet special symbols.
+    character_coverage, model_type, input_sentence_size, shuffle_input_sentence: as `spm_train`.
+    hard_vocab_limit: bool, False lets a small corpus give fewer pieces than `vocab_size` instead of failing.
+    num_threads: int or None, trainer threads (None: all CPUs).
+  """
+  vocab_size: int
+  character_coverage: float = 0.99995
+  model_type: str = "unigram"
+  input_sentence_size: int = 10000000
+  shuffle_input_sentence: bool = True
+  hard_vocab_limit: bool = True
+  num_threads: int = None
+
+  def __post_init__(self):
+    if self.vocab_size <= len(special_symbols):
+      raise ValueError(f"vocab_size must exceed {len(special_symbols)} (the XLNet special symbols). "
+                       f"Received: {self.vocab_size}.")
+
+
+def train_sentencepiece(inputs, model_prefix, options, *, quiet=False, **extra_options):
   """Trains a SentencePiece model with the original README's settings and checks the XLNet ids.
 
   README: `spm_train --vocab_size=32000 --character_coverage=0.99995 --model_type=unigram
@@ -250,10 +274,7 @@ def train_sentencepiece(inputs, model_prefix, vocab_size, *, character_coverage=
   Args:
     inputs: text files, one sentence per line: a glob, a comma-separated list, or a list of paths/globs.
     model_prefix: writes `{model_prefix}.model` and `{model_prefix}.vocab`.
-    vocab_size: the vocabulary size (the README uses 32000).
-    character_coverage, model_type, input_sentence_size, shuffle_input_sentence: as `spm_train`.
-    hard_vocab_limit: False lets a small corpus give fewer pieces than `vocab_size` instead of failing.
-    num_threads: trainer threads (default: all CPUs).
+    options: `SpmTrainOptions`, the vocabulary size and the trainer's settings.
     quiet: silence the trainer's log.
     **extra_options: any other `spm_train` option.
 
@@ -261,19 +282,17 @@ def train_sentencepiece(inputs, model_prefix, vocab_size, *, character_coverage=
     The path of the written `.model` file.
   """
   files = expand_inputs(inputs)
-  if vocab_size <= len(special_symbols):
-    raise ValueError(f"vocab_size must exceed {len(special_symbols)} (the XLNet special symbols). "
-                     f"Received: {vocab_size}.")
   with fileio.atomic_path(model_prefix, last_suffix=".model") as tmp_prefix:  # the .model file is renamed last
-    options = dict(
-        input=files, model_prefix=tmp_prefix, vocab_size=vocab_size, character_coverage=character_coverage,
-        model_type=model_type, control_symbols=list(CONTROL_SYMBOLS),
-        user_defined_symbols=list(USER_DEFINED_SYMBOLS), input_sentence_size=input_sentence_size,
-        shuffle_input_sentence=shuffle_input_sentence, hard_vocab_limit=hard_vocab_limit,
-        unk_id=0, bos_id=1, eos_id=2, pad_id=-1, num_threads=num_threads or os.cpu_count() or 1)
+    settings = dict(
+        input=files, model_prefix=tmp_prefix, vocab_size=options.vocab_size,
+        character_coverage=options.character_coverage, model_type=options.model_type,
+        control_symbols=list(CONTROL_SYMBOLS), user_defined_symbols=list(USER_DEFINED_SYMBOLS),
+        input_sentence_size=options.input_sentence_size, shuffle_input_sentence=options.shuffle_input_sentence,
+        hard_vocab_limit=options.hard_vocab_limit, unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
+        num_threads=options.num_threads or os.cpu_count() or 1)
     if quiet:
-      options["minloglevel"] = 2
-    options.update(extra_options)
-    spm.SentencePieceTrainer.Train(**options)
+      settings["minloglevel"] = 2
+    settings.update(extra_options)
+    spm.SentencePieceTrainer.Train(**settings)
     load_sentencepiece(tmp_prefix + ".model")  # Checks the special ids.
   return model_prefix + ".model"

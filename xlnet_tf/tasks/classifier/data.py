@@ -17,7 +17,7 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from xlnet_tf.tasks.classifier.delimited import DelimitedProcessor
+from xlnet_tf.tasks.classifier.delimited import DelimitedProcessor, DelimitedTask
 from xlnet_tf.tasks.classifier.examples import (DataProcessor, InputExample, check_label, open_text,
                                                 parse_float_label, read_rows)
 
@@ -208,7 +208,7 @@ TASK_NAMES = tuple(_PROCESSORS)
 def get_processor(task_name, **options):
   """Returns the processor of `task_name` (case-insensitive, as `--task_name`).
 
-  Options (keyword arguments of `DelimitedProcessor`) apply only to the `csv`/`tsv` tasks; options whose value
+  Options (the fields of `DelimitedTask` but its task_name) apply only to the `csv`/`tsv` tasks; options whose value
   is None are ignored, so a CLI may pass all of its flags.
   """
   name = (task_name or "").lower()
@@ -216,7 +216,7 @@ def get_processor(task_name, **options):
     raise ValueError(f"Unknown --task_name {task_name!r}. Known tasks: {', '.join(TASK_NAMES)}.")
   options = {k: v for k, v in options.items() if v is not None}
   if name in ("csv", "tsv"):
-    return DelimitedProcessor(name, **options)
+    return DelimitedProcessor(DelimitedTask(task_name=name, **options))
   if options:
     raise ValueError(f"Options {sorted(options)} only apply to the csv/tsv tasks, not to --task_name={name}. "
                      "Remove them.")

@@ -1,54 +1,78 @@
-"""The generic `csv` / `tsv` classifier task: the user names the text and label columns (`DelimitedProcessor`)."""
+"""The generic `csv` / `tsv` classifier task: the user names the text and label columns (`DelimitedTask`), which
+`DelimitedProcessor` reads."""
 
 import csv
+import dataclasses
 import os
 
 from xlnet_tf.tasks.classifier.examples import (DataProcessor, InputExample, check_label, parse_float_label,
                                                 read_rows)
 
 
-class DelimitedProcessor(DataProcessor):
-  """The generic `csv` / `tsv` task: the user names the text column(s) and the label column.
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DelimitedTask:
+  """The generic `csv` / `tsv` task as the user describes it (the --text_a_column, ... flags), checked once.
 
-  Args:
+  Attributes:
     task_name: "csv" (comma separated, '"' quoting) or "tsv" (tab separated, no quoting, like GLUE).
     text_a_column: int or str. Column of the first text: an index (int or digit string) or a header name.
     label_column: int or str. Column of the label, as text_a_column.
     text_b_column: int, str or None. Column of the second text; None: single-text task.
-    labels: list of str or None. The label list (its order fixes the label ids). None: the sorted set of
-      labels in the training file (numerically sorted if every label is an integer).
+    labels: tuple of str or None. The label list (its order fixes the label ids; given labels are made str).
+      None: the sorted set of labels in the training file (numerically sorted if every label is an integer).
     has_header: bool. Whether every file starts with a header row (needed for column names).
     is_regression: bool. Float labels (run with --is_regression=True).
     train_file, dev_file, test_file: file names inside data_dir; default `{train,dev,test}.{csv|tsv}`.
     data_dir: str or None. Where get_labels() reads the training file when labels is None.
-  Test examples get the placeholder label `get_labels()[0]` (0.0 for regression); their label column is not read.
   """
+  task_name: str
+  text_a_column: object = None
+  label_column: object = None
+  text_b_column: object = None
+  labels: tuple = None
+  has_header: bool = True
+  is_regression: bool = False
+  train_file: str = None
+  dev_file: str = None
+  test_file: str = None
+  data_dir: str = None
 
-  def __init__(self, task_name, text_a_column=None, label_column=None, text_b_column=None, labels=None,
-               has_header=True, is_regression=False, train_file=None, dev_file=None, test_file=None, data_dir=None):
-    if text_a_column is None or label_column is None:
+  def __post_init__(self):
+    task_name, labels = self.task_name, self.labels
+    if self.text_a_column is None or self.label_column is None:
       raise ValueError(f"Task {task_name!r} needs the text and label columns. Received text_a_column="
-                       f"{text_a_column!r}, label_column={label_column!r}. Pass them (e.g. --text_a_column=sentence "
-                       "--label_column=label).")
-    self.task_name = task_name
-    self.delimiter, self.quoting = ("\t", csv.QUOTE_NONE) if task_name == "tsv" else (",", csv.QUOTE_MINIMAL)
-    self.text_a_column, self.text_b_column, self.label_column = text_a_column, text_b_column, label_column
-    self.has_header = bool(has_header)
-    self.is_regression = bool(is_regression)
-    self.files = {"train": train_file or f"train.{task_name}", "dev": dev_file or f"dev.{task_name}",
-                  "test": test_file or f"test.{task_name}"}
-    self.data_dir = data_dir
+                       f"{self.text_a_column!r}, label_column={self.label_column!r}. Pass them (e.g. "
+                       "--text_a_column=sentence --label_column=label).")
     if labels is not None:
       labels = [str(label) for label in labels]
       if not labels or len(set(labels)) != len(labels):
         raise ValueError(f"labels for task {task_name!r} must be a non-empty list without repeats. Received: {labels}.")
-    self._labels = labels
+      object.__setattr__(self, "labels", tuple(labels))
+    object.__setattr__(self, "has_header", bool(self.has_header))
+    object.__setattr__(self, "is_regression", bool(self.is_regression))
+
+
+class DelimitedProcessor(DataProcessor):
+  """The generic `csv` / `tsv` task: the user names the text column(s) and the label column (`task`: a
+  `DelimitedTask`). Test examples get the placeholder label `get_labels()[0]` (0.0 for regression); their label
+  column is not read.
+  """
+
+  def __init__(self, task):
+    self.task = task
+    self.task_name = task.task_name
+    self.is_regression = task.is_regression
+    self.delimiter, self.quoting = ("\t", csv.QUOTE_NONE) if task.task_name == "tsv" else (",", csv.QUOTE_MINIMAL)
+    self.files = {"train": task.train_file or f"train.{task.task_name}",
+                  "dev": task.dev_file or f"dev.{task.task_name}",
+                  "test": task.test_file or f"test.{task.task_name}"}
+    self._labels = None if task.labels is None else list(task.labels)
 
   def get_labels(self, data_dir=None):
     if self.is_regression:
       return [0.0]
     if self._labels is None:
-      data_dir = data_dir or self.data_dir
+      data_dir = data_dir or self.task.data_dir
       if data_dir is None:
         raise ValueError(f"Task {self.task_name!r} collects its labels from the training file; pass data_dir "
                          "(--data_dir) or the labels (--labels).")
@@ -89,12 +113,12 @@ class DelimitedProcessor(DataProcessor):
     examples, header = [], None
     for i, (line_num, row) in enumerate(read_rows(path, self.task_name, self.delimiter, self.quoting)):
       if i == 0:
-        header = row if self.has_header else None
-        a_col = self._resolve(self.text_a_column, header, path, "text_a_column")
-        b_col = (None if self.text_b_column is None else
-                 self._resolve(self.text_b_column, header, path, "text_b_column"))
-        label_col = None if is_test else self._resolve(self.label_column, header, path, "label_column")
-        if self.has_header:
+        header = row if self.task.has_header else None
+        a_col = self._resolve(self.task.text_a_column, header, path, "text_a_column")
+        b_col = (None if self.task.text_b_column is None else
+                 self._resolve(self.task.text_b_column, header, path, "text_b_column"))
+        label_col = None if is_test else self._resolve(self.task.label_column, header, path, "label_column")
+        if self.task.has_header:
           continue
       cols = [c for c in (a_col, b_col, label_col) if c is not None]
       if any(c >= len(row) or c < -len(row) for c in cols):

@@ -9,6 +9,7 @@ import re
 import numpy as np
 from absl import logging
 
+from xlnet_tf.data import records
 from xlnet_tf.training import inference
 from xlnet_tf.tasks.classifier import features as classifier_data
 from xlnet_tf.tasks.classifier import metrics
@@ -75,8 +76,8 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
   if not checkpoints:
     raise FileNotFoundError(f"No checkpoint to evaluate: no *.index file in --model_dir {model_dir}. Train first "
                             "(--do_train=True) or point --model_dir at the fine-tuning output.")
-  dataset = classifier_data.classifier_dataset(eval_file, max_seq_length, is_training=False, drop_remainder=False,
-                                               batch_size=eval_batch_size, is_regression=is_regression)
+  dataset = classifier_data.classifier_dataset(eval_file, max_seq_length, is_regression,
+                                               records.ReadConfig(batch_size=eval_batch_size))
   results = []
   for step, path in checkpoints:
     inference.load(path)
@@ -98,9 +99,9 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
   return results, best
 
 
-def predict(inference, ckpt_path, predict_file, max_seq_length, predict_batch_size, task_name, label_list,
-            predict_dir, predict_threshold=0.0):
-  """Writes `{predict_dir}/{task}.tsv` and `{task}.logits.json` for the records of `predict_file`.
+def predict(inference, ckpt_path, predict_file, max_seq_length, predict_batch_size, files):
+  """Writes the prediction files (`files`: `metrics.PredictionFiles`, `{predict_dir}/{task}.tsv` and
+  `{task}.logits.json`) for the records of `predict_file`.
 
   Padding examples (is_real_example = 0) are left out (the original predicted them too when --do_eval had
   padded the shared example list).
@@ -109,10 +110,8 @@ def predict(inference, ckpt_path, predict_file, max_seq_length, predict_batch_si
     (tsv_path, json_path).
   """
   inference.load(ckpt_path)
-  dataset = classifier_data.classifier_dataset(predict_file, max_seq_length, is_training=False,
-                                               drop_remainder=False, batch_size=predict_batch_size,
-                                               is_regression=inference.is_regression)
+  dataset = classifier_data.classifier_dataset(predict_file, max_seq_length, inference.is_regression,
+                                               records.ReadConfig(batch_size=predict_batch_size))
   out = inference.run(dataset)
   logging.info("Predicted %d examples with %s.", int(np.sum(out["is_real_example"])), ckpt_path)
-  return metrics.write_predictions(predict_dir, task_name, out["logits"], label_list, predict_threshold,
-                                   is_real_example=out["is_real_example"])
+  return metrics.write_predictions(files, out["logits"], is_real_example=out["is_real_example"])

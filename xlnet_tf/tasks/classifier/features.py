@@ -185,12 +185,12 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
   return len(all_examples)
 
 
-def classifier_dataset(input_file, seq_length, is_training, drop_remainder, batch_size, is_regression,
-                       shuffle_buffer=2048, seed=None, input_context=None):
+def classifier_dataset(input_file, seq_length, is_regression, read, input_context=None):
   """Reads classifier TFRecords as `file_based_input_fn_builder` does, batch-major.
 
-  Training shuffles (buffer shuffle_buffer, reshuffled each epoch) and repeats forever. With an input_context
-  (tf.distribute) the records are sharded per input pipeline and batch_size is the per-replica batch size.
+  Training shuffles (reshuffled each epoch) and repeats forever; eval reads once in order (`read`: a
+  `records.ReadConfig`). With an input_context (tf.distribute) the records are sharded per input pipeline and
+  read.batch_size is the per-replica batch size.
 
   Returns:
     A tf.data.Dataset of dicts: input_ids int32 [B, L]; input_mask float32 [B, L] (1 = padding, 0 = real);
@@ -205,5 +205,5 @@ def classifier_dataset(input_file, seq_length, is_training, drop_remainder, batc
       "is_real_example": tf.io.FixedLenFeature([], tf.int64),
   }
   return records.fine_tuning_dataset(
-      input_file, name_to_features, batch_size, is_training, drop_remainder, shuffle_buffer, seed, input_context,
+      input_file, name_to_features, read, input_context,
       missing_hint="Write it first (file_based_convert_examples_to_features) or check --output_dir.")

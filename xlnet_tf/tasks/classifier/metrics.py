@@ -5,6 +5,7 @@ Every metric takes an optional `weights: float [N]`, the original's `is_real_exa
 GLUE conventions: MRPC and QQP report F1 and accuracy, STS-B Pearson and Spearman, CoLA Matthews correlation.
 """
 
+import dataclasses
 import json
 import os
 
@@ -210,22 +211,37 @@ def predictions_from_logits(logits, label_list, predict_threshold=0.0):
   return [label_list[int(i)] for i in np.argmax(logits, axis=-1)]
 
 
-def write_predictions(predict_dir, task_name, logits, label_list, predict_threshold=0.0, is_real_example=None):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PredictionFiles:
+  """The prediction files of `--do_predict`: where they go, what they are named and how logits become labels.
+
+  Attributes:
+    predict_dir: str, `--predict_dir` (created if missing).
+    task_name: str, `--task_name` (lower-cased in the file names, as the original).
+    label_list: list of labels, or None for regression.
+    predict_threshold: float, `--predict_threshold` for 2-class tasks.
+  """
+  predict_dir: str
+  task_name: str
+  label_list: list = None
+  predict_threshold: float = 0.0
+
+  def __post_init__(self):
+    if not self.predict_dir:
+      raise ValueError("Prediction needs an output directory. Set --predict_dir.")
+
+
+def write_predictions(files, logits, is_real_example=None):
   """Writes `{predict_dir}/{task}.tsv` (`index\\tprediction`, GLUE submission format) and `{task}.logits.json`.
 
   Args:
-    predict_dir: str, `--predict_dir` (created if missing).
-    task_name: str, `--task_name` (lower-cased in the file names, as the original).
+    files: `PredictionFiles`, the directory, task name, label list and threshold.
     logits: float [N, n_class] or [N] (regression), one row per predicted example, in order.
-    label_list: list of labels, or None for regression.
-    predict_threshold: float, `--predict_threshold` for 2-class tasks.
     is_real_example: int [N] or None. Rows with 0 (eval padding) are left out; None keeps every row.
 
   Returns:
     (tsv_path, json_path).
   """
-  if not predict_dir:
-    raise ValueError("Prediction needs an output directory. Set --predict_dir.")
   logits = np.asarray(logits, dtype=np.float32)
   if logits.ndim == 1:
     logits = logits[:, None]
@@ -234,11 +250,11 @@ def write_predictions(predict_dir, task_name, logits, label_list, predict_thresh
     if real.shape[0] != logits.shape[0]:
       raise ValueError(f"is_real_example has {real.shape[0]} entries but there are {logits.shape[0]} logit rows.")
     logits = logits[real != 0]
-  labels_out = predictions_from_logits(logits, label_list, predict_threshold)
-  tf.io.gfile.makedirs(predict_dir)
-  task = task_name.lower()
-  tsv_path = os.path.join(predict_dir, f"{task}.tsv")
-  json_path = os.path.join(predict_dir, f"{task}.logits.json")
+  labels_out = predictions_from_logits(logits, files.label_list, files.predict_threshold)
+  tf.io.gfile.makedirs(files.predict_dir)
+  task = files.task_name.lower()
+  tsv_path = os.path.join(files.predict_dir, f"{task}.tsv")
+  json_path = os.path.join(files.predict_dir, f"{task}.logits.json")
   lines = ["index\tprediction\n"] + [f"{i}\t{label}\n" for i, label in enumerate(labels_out)]
   fileio.atomic_write(tsv_path, "".join(lines))
   fileio.atomic_write(json_path, json.dumps([[float(v) for v in row] for row in logits], indent=4))

@@ -95,6 +95,6 @@ def classifier_dataset_fn(train_file, max_seq_length, per_replica_batch_size, is
                           seed=None):
   """A `dataset_fn(input_context, start_step)` for `Trainer.train` over the training records (resumable with a
   seed: see `records.resumable_dataset_fn`)."""
+  read = records.ReadConfig.training(per_replica_batch_size, shuffle_buffer, seed)
   return records.resumable_dataset_fn(lambda input_context: classifier_data.classifier_dataset(
-      train_file, max_seq_length, is_training=True, drop_remainder=True, batch_size=per_replica_batch_size,
-      is_regression=is_regression, shuffle_buffer=shuffle_buffer, seed=seed, input_context=input_context), seed)
+      train_file, max_seq_length, is_regression, read, input_context), seed)

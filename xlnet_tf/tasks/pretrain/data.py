@@ -30,7 +30,7 @@ from xlnet_tf import fileio
 from xlnet_tf.data import tokenization
 from xlnet_tf.data.example_encoder import serialize_examples
 from xlnet_tf.data.tokenization import CLS_ID, SEP_ID
-from xlnet_tf.tasks.pretrain.sampling import _sample_mask, _split_a_and_b, sentence_starts
+from xlnet_tf.tasks.pretrain.sampling import MaskSampling, _sample_mask, _split_a_and_b, sentence_starts
 from xlnet_tf.tasks.pretrain.text import check_readable, combine_shards, read_shard
 from xlnet_tf.tasks.pretrain.writer_options import DataError, validate_options
 
@@ -127,7 +127,7 @@ def create_tfrecords(save_dir, data, sent_ids, spec, options, *, start_table, rn
   else:
     num_predict_1 = num_predict // 2
     num_predict_0 = num_predict - num_predict_1
-  mask_kw = dict(mask_alpha=spec.mask_alpha, mask_beta=spec.mask_beta, span_sampling=options.span_sampling)
+  sampling = MaskSampling(mask_alpha=spec.mask_alpha, mask_beta=spec.mask_beta, span_sampling=options.span_sampling)
   seg_tail = [0, 1, 2]
 
   import tensorflow as tf  # pylint: disable=g-import-not-at-top  (only the writer needs it)
@@ -150,10 +150,9 @@ def create_tfrecords(save_dir, data, sent_ids, spec, options, *, start_table, rn
             break
           a_data, b_data, label, _, a_target, b_target = results
           reverse = bi_data and (idx // (bsz_per_core // 2)) % 2 == 1
-          mask_0 = _sample_mask(inp, start_table, np_rng, reverse=reverse, goal_num_predict=num_predict_0, **mask_kw)
+          mask_0 = _sample_mask(inp, start_table, np_rng, sampling, reverse=reverse, goal_num_predict=num_predict_0)
           second = np.concatenate([a_data, sep, b_data, sep, cls])
-          mask_1 = _sample_mask(second, start_table, np_rng, reverse=reverse, goal_num_predict=num_predict_1,
-                                **mask_kw)
+          mask_1 = _sample_mask(second, start_table, np_rng, sampling, reverse=reverse, goal_num_predict=num_predict_1)
           cat_data = np.concatenate([inp, second])
           seg_id = np.repeat(seg_tail, [reuse_len + len(a_data) + 1, len(b_data) + 1, 1])
           tgt = np.concatenate([tgt, a_target, b_target, cls, cls])  # The last two CLS only pad.

@@ -5,6 +5,7 @@ Quirks of the original kept by default and `span_sampling="word"`: see `xlnet_tf
 """
 
 import bisect
+import dataclasses
 import random
 
 import numpy as np
@@ -128,8 +129,23 @@ def _ngram_cdf(max_gram):
   return _NGRAM_CDF[max_gram]
 
 
-def _sample_mask(seg, start_table, rng, *, mask_alpha, mask_beta, reverse=False, max_gram=5, goal_num_predict=None,
-                 span_sampling="original"):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MaskSampling:
+  """How `_sample_mask` draws its spans, the same for every record of a writer run (so one value, not four).
+
+  Attributes:
+    mask_alpha, mask_beta: int, the context size per masked token (the original's flags, in `PretrainDataSpec`).
+    max_gram: int, the longest span (the original's 5).
+    span_sampling: "original" (spans of n tokens, the released bug) or "word" (spans of n words, the last cut to
+      the remaining budget); checked with the writer's options by `validate_options`.
+  """
+  mask_alpha: int
+  mask_beta: int
+  max_gram: int = 5
+  span_sampling: str = "original"
+
+
+def _sample_mask(seg, start_table, rng, sampling, *, reverse=False, goal_num_predict=None):
   """Samples the positions to predict in one half of a record (the original `_sample_mask`).
 
   Spans of n ~ 1/n (n <= max_gram) start at a start piece after a random left context; each span and its
@@ -141,23 +157,21 @@ def _sample_mask(seg, start_table, rng, *, mask_alpha, mask_beta, reverse=False,
     seg: int64 [L] token ids.
     start_table: bool [vocab_size], `tokenization.start_piece_table(sp)`.
     rng: numpy RandomState.
-    mask_alpha, mask_beta: the context size per masked token (the original's flags).
+    sampling: `MaskSampling`: mask_alpha, mask_beta, max_gram and span_sampling.
     reverse: `seg` is a backward row: flip it for the word-start search and flip the mask back.
-    max_gram: longest span.
     goal_num_predict: exact number of masked positions; None: no limit and no random fill.
-    span_sampling: "original" (spans of n tokens, the released bug) or "word" (spans of n words, the last cut to
-      the remaining budget).
 
   Returns:
     bool [L], True = predict this position.
   """
+  mask_alpha, mask_beta = sampling.mask_alpha, sampling.mask_beta
   seg_len = len(seg)
   mask = np.zeros([seg_len], dtype=bool)
   if reverse:
     seg = seg[::-1]
   is_start = start_table[seg].tolist()
-  cdf = _ngram_cdf(max_gram)
-  word_spans = span_sampling == "word"
+  cdf = _ngram_cdf(sampling.max_gram)
+  word_spans = sampling.span_sampling == "word"
   randint = _legacy_randint(rng)
   num_predict = 0
   cur_len = 0

@@ -18,6 +18,7 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import fileio
+from xlnet_tf.data import records as records_lib
 from xlnet_tf.training import inference
 from xlnet_tf.tasks.race import data
 from xlnet_tf.tasks.race import records
@@ -81,7 +82,8 @@ def format_result(title, result, keys=("eval_accuracy", "eval_loss", "loss", "gl
 
 def eval_dataset(eval_file, max_seq_length, eval_batch_size):
   """The eval records in order, in batches of eval_batch_size (the original's input_fn drops a remainder)."""
-  return records.race_dataset(eval_file, max_seq_length, eval_batch_size, is_training=False, drop_remainder=True)
+  return records.race_dataset(eval_file, max_seq_length,
+                              records_lib.ReadConfig(batch_size=eval_batch_size, drop_remainder=True))
 
 
 def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval_batch_size, log_fn=print,

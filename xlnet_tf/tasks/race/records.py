@@ -198,18 +198,19 @@ def name_to_features(max_seq_length):
   }
 
 
-def race_dataset(input_file, max_seq_length, batch_size, is_training, drop_remainder=True, shuffle_buffer=2048,
-                 seed=None, input_context=None):
+def race_dataset(input_file, max_seq_length, read, input_context=None):
   """Reads RACE records as the original `file_based_input_fn_builder`, batch-major.
 
-  Training shuffles (buffer shuffle_buffer, reshuffled each epoch) and repeats forever; eval reads once in order.
-  The original uses drop_remainder=True for both (eval sets are padded to a multiple of the batch size). With an
-  input_context (tf.distribute) the records are sharded per input pipeline and batch_size is per replica.
+  Training shuffles (reshuffled each epoch) and repeats forever; eval reads once in order (`read`: a
+  `records.ReadConfig`). The original drops the remainder in both (eval sets are padded to a multiple of the batch
+  size). With an input_context (tf.distribute) the records are sharded per input pipeline and read.batch_size is
+  per replica.
 
   Args:
     input_file: str or list of str, record files.
     max_seq_length: int L, as written.
-    batch_size: int B (examples, i.e. 4B sequences).
+    read: `records.ReadConfig`; its batch_size is B examples, i.e. 4B sequences.
+    input_context: a `tf.distribute.InputContext` or None.
 
   Returns:
     A tf.data.Dataset of dicts: input_ids int32 [B, 4, L]; input_mask float32 [B, 4, L] (1 = padding);
@@ -217,15 +218,14 @@ def race_dataset(input_file, max_seq_length, batch_size, is_training, drop_remai
     `x.reshape([B * 4, L])` gives the model's batch-major rows b*4 + c; its transpose is the original's [L, 4B].
   """
   return records.fine_tuning_dataset(
-      input_file, name_to_features(max_seq_length), batch_size, is_training, drop_remainder, shuffle_buffer, seed,
-      input_context, shapes={name: [data.NUM_CHOICES, max_seq_length] for name in (
-          "input_ids", "input_mask", "segment_ids")},
+      input_file, name_to_features(max_seq_length), read, input_context,
+      shapes={name: [data.NUM_CHOICES, max_seq_length] for name in ("input_ids", "input_mask", "segment_ids")},
       missing_hint="Write it first (prepare_records) or check --output_dir.")
 
 
 def race_dataset_fn(train_file, max_seq_length, per_replica_batch_size, shuffle_buffer=2048, seed=None):
   """A `dataset_fn(input_context, start_step)` over the training records for the trainer (resumable with a seed:
   see `records.resumable_dataset_fn`)."""
-  return records.resumable_dataset_fn(lambda input_context: race_dataset(
-      train_file, max_seq_length, per_replica_batch_size, is_training=True, drop_remainder=True,
-      shuffle_buffer=shuffle_buffer, seed=seed, input_context=input_context), seed)
+  read = records.ReadConfig.training(per_replica_batch_size, shuffle_buffer, seed)
+  return records.resumable_dataset_fn(
+      lambda input_context: race_dataset(train_file, max_seq_length, read, input_context), seed)

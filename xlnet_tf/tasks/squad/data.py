@@ -187,8 +187,29 @@ def _align_paragraphs(examples, sp_model, uncased, is_training):
   return paragraphs, answer_tokens
 
 
-def _window_feature(unique_id, example_index, is_training, example, span_index, span, best_span, paragraph,
-                    query_ids, max_seq_length, answer_tokens):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _ExampleWindows:
+  """What every window of one example shares (`_window_feature`'s input besides the window itself).
+
+  Attributes:
+    example_index: int, the example's position. example: its SquadExample.
+    paragraph: its `_Paragraph` (piece ids, first and last raw character of each piece).
+    query_ids: list of int, the question's piece ids (truncated to max_query_length).
+    best_span: list of int, per paragraph token the index of the window that gives it the maximum context.
+    answer_tokens: (first piece, last piece) of the answer in the paragraph; None in evaluation and for an
+      impossible question.
+  """
+  example_index: int
+  example: object
+  paragraph: _Paragraph
+  query_ids: list
+  best_span: list
+  answer_tokens: tuple = None
+
+
+def _window_feature(unique_id, span_index, span, shared, max_seq_length, is_training):
+  """The InputFeatures of window `span` (number span_index) of an example (`shared`: its `_ExampleWindows`)."""
+  example, paragraph, query_ids, best_span = shared.example, shared.paragraph, shared.query_ids, shared.best_span
   tokens, segment_ids, p_mask = [], [], []
   w = span.length
   tokens.extend(paragraph.ids[span.start:span.start + w].tolist())
@@ -218,7 +239,7 @@ def _window_feature(unique_id, example_index, is_training, example, span_index, 
   start_position = end_position = None
   if is_training:
     if not is_impossible:
-      tok_start, tok_end = answer_tokens
+      tok_start, tok_end = shared.answer_tokens
       if tok_start >= span.start and tok_end <= span.start + w - 1:
         start_position, end_position = tok_start - span.start, tok_end - span.start
       else:
@@ -227,8 +248,8 @@ def _window_feature(unique_id, example_index, is_training, example, span_index, 
       start_position = end_position = cls_index
   return InputFeatures(
       unique_id=unique_id,
-      example_index=None if is_training else example_index,
-      source_example=example_index,
+      example_index=None if is_training else shared.example_index,
+      source_example=shared.example_index,
       doc_span_index=span_index,
       tok_start_to_orig_index=paragraph.tok_start_to_orig[span.start:span.start + w].tolist(),
       tok_end_to_orig_index=paragraph.tok_end_to_orig[span.start:span.start + w].tolist(),
@@ -283,13 +304,13 @@ def convert_examples_to_features(examples, sp_model, options, is_training, outpu
                       len(example.paragraph_text))
       stats.dropped_mismatch.append(example.qas_id)
       continue
-    answer_tokens = all_answer_tokens.get(example_index)
     num_tokens = len(paragraph.ids)
     spans = doc_spans(num_tokens, max_seq_length - len(query_ids) - 3, doc_stride)
-    best_span = max_context_spans(spans, num_tokens)
+    shared = _ExampleWindows(example_index=example_index, example=example, paragraph=paragraph, query_ids=query_ids,
+                             best_span=max_context_spans(spans, num_tokens),
+                             answer_tokens=all_answer_tokens.get(example_index))
     for span_index, span in enumerate(spans):
-      feature = _window_feature(unique_id, example_index, is_training, example, span_index, span, best_span,
-                                paragraph, query_ids, max_seq_length, answer_tokens)
+      feature = _window_feature(unique_id, span_index, span, shared, max_seq_length, is_training)
       output_fn(feature)
       unique_id += 1
       stats.num_features += 1

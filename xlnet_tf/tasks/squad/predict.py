@@ -14,6 +14,7 @@ import os
 
 from absl import logging
 
+from xlnet_tf.data import records as records_lib
 from xlnet_tf.training import inference
 from xlnet_tf.tasks.squad import postprocess
 from xlnet_tf.tasks.squad import records
@@ -65,7 +66,7 @@ class Inference(inference.Inference):
                        "a checkpoint fine-tuned on SQuAD (by run_squad.py or the original code).")
 
   def run(self, dataset):
-    """The head's outputs over a dataset of evaluation batches (`records.squad_dataset`, is_training=False).
+    """The head's outputs over a dataset of evaluation batches (`records.squad_dataset`, not training).
 
     Returns:
       dict of numpy arrays over all F features (postprocess.RESULT_KEYS): unique_ids int [F], start_top_log_probs
@@ -86,8 +87,8 @@ def predict_checkpoint(inference, ckpt_path, eval_set, predict_dir, predict_batc
     The evaluation of `postprocess.write_predictions` ({} when eval_set.orig_data is None).
   """
   inference.load(ckpt_path)
-  dataset = records.squad_dataset(eval_set.record, eval_set.max_seq_length, is_training=False,
-                                  batch_size=predict_batch_size, drop_remainder=False)
+  dataset = records.squad_dataset(eval_set.record, eval_set.max_seq_length,
+                                  records_lib.ReadConfig(batch_size=predict_batch_size))
   outputs = inference.run(dataset)
   logging.info("Predicted %d features with %s.", len(outputs["unique_ids"]), ckpt_path)
   results = postprocess.raw_results_from_arrays(outputs)

@@ -122,16 +122,19 @@ def name_to_features(seq_length, is_training):
   return spec
 
 
-def squad_dataset(input_files, seq_length, is_training, batch_size, drop_remainder, shuffle_buffer=2048, seed=None,
-                  input_context=None, num_threads=8):
+def squad_dataset(input_files, seq_length, read, input_context=None, num_threads=8):
   """Reads SQuAD records as the original `input_fn_builder`, batch-major.
 
-  Training shuffles the files, interleaves up to num_threads of them, shuffles records (buffer shuffle_buffer)
-  and repeats forever; evaluation reads the files in order, once. With an input_context (tf.distribute) records
-  are sharded per input pipeline and batch_size is per replica.
+  Training shuffles the files, interleaves up to num_threads of them, shuffles records and repeats forever;
+  evaluation reads the files in order, once (`read`: a `records.ReadConfig`). With an input_context
+  (tf.distribute) records are sharded per input pipeline and read.batch_size is per replica.
 
   Args:
     input_files: a path, a glob or a list of them.
+    seq_length: int L, as written.
+    read: `records.ReadConfig`, the batch size and training's shuffle.
+    input_context: a `tf.distribute.InputContext` or None.
+    num_threads: int, training files read at once.
 
   Returns:
     tf.data.Dataset of dicts: unique_ids int32 [B]; input_ids int32 [B, L]; input_mask float32 [B, L] (1 = pad);
@@ -146,25 +149,23 @@ def squad_dataset(input_files, seq_length, is_training, batch_size, drop_remaind
       raise FileNotFoundError(f"SQuAD record {pattern} matches no file. Write the records first "
                               "(prepare_train_records / prepare_eval_features) or check --output_dir.")
     files.extend(found)
-  if not isinstance(batch_size, int) or batch_size < 1:
-    raise ValueError(f"The batch size must be a positive integer. Received: {batch_size!r}.")
-  spec = name_to_features(seq_length, is_training)
+  spec = name_to_features(seq_length, read.is_training)
 
   def decode(serialized):
     parsed = tf.io.parse_example(serialized, spec)
     return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in parsed.items()}
 
-  if is_training:
-    d = tf.data.Dataset.from_tensor_slices(files).shuffle(len(files), seed=seed).repeat()
+  if read.is_training:
+    d = tf.data.Dataset.from_tensor_slices(files).shuffle(len(files), seed=read.seed).repeat()
     d = d.interleave(records.record_dataset, cycle_length=min(num_threads, len(files)),
-                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=seed is not None)
+                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=read.seed is not None)
   else:
     d = records.record_dataset(files)
   if input_context is not None:
     d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-  if is_training:
-    d = d.shuffle(shuffle_buffer, seed=seed)
-  d = d.batch(batch_size, drop_remainder=drop_remainder)
+  if read.is_training:
+    d = d.shuffle(read.shuffle_buffer, seed=read.seed)
+  d = d.batch(read.batch_size, drop_remainder=read.drop_remainder)
   return records.decoded_batches(d, decode)
 
 

@@ -235,6 +235,6 @@ class SquadTask:
 def squad_dataset_fn(train_files, max_seq_length, per_replica_batch_size, shuffle_buffer, seed=None):
   """A `dataset_fn(input_context, start_step)` for `Trainer.train` over the training records (a path, glob or
   list; resumable with a seed: see `records.resumable_dataset_fn`)."""
-  return records_lib.resumable_dataset_fn(lambda input_context: records.squad_dataset(
-      train_files, max_seq_length, is_training=True, batch_size=per_replica_batch_size, drop_remainder=True,
-      shuffle_buffer=shuffle_buffer, seed=seed, input_context=input_context), seed)
+  read = records_lib.ReadConfig.training(per_replica_batch_size, shuffle_buffer, seed)
+  return records_lib.resumable_dataset_fn(
+      lambda input_context: records.squad_dataset(train_files, max_seq_length, read, input_context), seed)

@@ -404,18 +404,18 @@ def test_query_stream_on_target_rows_equals_the_originals_scatter_gather(seg):
   def run(scatter):
     with tf.GradientTape() as tape:
       tape.watch([h, g])
-      kw = dict(seg_mat=seg_mat, r_w_bias=biases[0], r_r_bias=biases[1], r_s_bias=biases[2] if seg else None,
-                seg_embed=seg_embed if seg else None, attn_mask=mask, mems=mems, attn_mask_g=mask)
+      kw = dict(biases=attention.AttentionBiases(biases[0], biases[1], biases[2] if seg else None,
+                                                 seg_embed if seg else None), mems=mems)
       if scatter:
         g_full = tf.einsum("mbh,mib->ibh", g, mapping)
-        _, out_full = layer(h, r, g=g_full, **kw)
+        _, out_full = layer(h, r, context=attention.attention_context(mask, mask, seg_mat), g=g_full, **kw)
         attn_full = out_full  # LayerNorm(g_full + o(attn)) at every position; gather the targets back
         out = tf.einsum("ibh,mib->mbh", attn_full, mapping)
         # The padding slot: the original's output is LayerNorm(g + 0).
         pad = layer_norm_rows(layer.layer_norm, g[2:, 1])[:, None]
         out = tf.concat([out[:, :1], tf.concat([out[:2, 1:], pad], 0)], 1)
       else:
-        _, out = layer(h, r, g=g, target_mapping=mapping, **kw)
+        _, out = layer(h, r, context=attention.attention_context(mask, mask, seg_mat, mapping), g=g, **kw)
       loss = tf.reduce_sum(out * weights)
     return out.numpy(), tape.gradient(loss, [h, g] + layer.trainable_variables)
 

@@ -79,16 +79,12 @@ class XLNetLayer(keras.layers.Layer):
     self.rel_attn.build()
     self.ff.build((None, None, self.d_model))
 
-  def call(self, h, r, g=None, seg_mat=None, r_w_bias=None, r_r_bias=None, r_s_bias=None, seg_embed=None,
-           attn_mask_h=None, attn_mask_g=None, mems=None, target_mapping=None, training=False):
-    """Returns (h [I, B, H], g [P or I, B, H] or None); see `TwoStreamRelAttention.call`."""
-    context = attention.attention_context(attn_mask_h, attn_mask_g if g is not None else None, seg_mat,
-                                       target_mapping if g is not None else None, h.dtype)
-    return self.forward(h, self.rel_attn.project_positions(r, h.dtype), context, r_w_bias, r_r_bias, r_s_bias,
-                        seg_embed, mems, g, training)
+  def call(self, h, r, context, biases, mems=None, g=None, training=False):
+    """Returns (h [I, B, H], g [P or I, B, H] or None); the args as `TwoStreamRelAttention.call` (context and
+    biases by keyword)."""
+    return self.forward(h, self.rel_attn.project_positions(r, h.dtype), context, biases, mems, g, training)
 
-  def forward(self, h, k_head_r, context, r_w_bias, r_r_bias, r_s_bias=None, seg_embed=None, mems=None, g=None,
-              training=False, h_out=True):
+  def forward(self, h, k_head_r, context, biases, mems=None, g=None, training=False, h_out=True):
     """The layer on a prebuilt `attention.AttentionContext` and projected positional embedding (see
     `TwoStreamRelAttention.attend_rows` for the args).
 
@@ -97,8 +93,8 @@ class XLNetLayer(keras.layers.Layer):
     Returns:
       (h [I, B, H], g [P or I, B, H] or None); h is None when h_out is False.
     """
-    rows = self.ff.ffn_rows(self.rel_attn.attend_rows(h, k_head_r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed,
-                                                      mems, g, training, h_out), training)
+    rows = self.ff.ffn_rows(self.rel_attn.attend_rows(h, k_head_r, context, biases, mems, g, training, h_out),
+                            training)
     return split_streams(rows, h, g) if h_out else (None, tf.reshape(rows, tf.shape(g)))
 
   def get_config(self):
@@ -281,12 +277,11 @@ class TransformerXL(keras.layers.Layer):
       new_mems.append(ops.cache_mem(output_h, None if mems is None else mems[i], self.mem_len,
                                        self.reuse_len))
       forward = recompute.recompute_grad(layer.forward, layer) if recomputed else layer.forward
+      biases = attention.AttentionBiases(r_w_bias[i], r_r_bias[i], None if seg is None else r_s_bias[i],
+                                         None if seg is None else seg_embed[i])
       output_h, output_g = forward(
-          output_h, k_heads_r[i], context,
-          r_w_bias=r_w_bias[i], r_r_bias=r_r_bias[i],
-          r_s_bias=None if seg is None else r_s_bias[i],
-          seg_embed=None if seg is None else seg_embed[i],
-          mems=None if mems is None else mems[i], g=output_g, training=training,
+          output_h, k_heads_r[i], context, biases, mems=None if mems is None else mems[i], g=output_g,
+          training=training,
           # The last layer's content stream feeds nothing when the query stream is the output: not computed.
           h_out=inp_q is None or i < self.n_layer - 1)
     output = self.drop(output_g if inp_q is not None else output_h, training=training)

@@ -7,9 +7,9 @@ The head projections that feed it are `xlnet_tf.modeling.projections`'s, the sco
 `xlnet_tf.modeling.scores`'s.
 
 The layers' public calls take the original time-major tensors (their masks in an `AttentionContext` made by
-`attention_context`); inside, attention runs head-major: q/k/v are
-[N, B, L, D] and scores [N, B, I, J], keys last, so that every score einsum is a plain batched matmul, softmax and
-masks run over contiguous rows, and no score-sized tensor is ever transposed. Dimension key and mask polarity:
+`attention_context`); inside, attention runs head-major: q/k/v are [N, B, L, D] and scores [N, B, I, J], keys last,
+so that every score einsum is a plain batched matmul, softmax and masks run over contiguous rows, and no score-sized
+tensor is ever transposed. Dimension key and mask polarity:
 see `xlnet_tf.modeling.ops`. Bit-exact training: every tensor that has a gradient is read by at most two ops
 (see `ops`; tests/test_layers.py checks the gradient graphs).
 """
@@ -113,7 +113,7 @@ class StreamRows(NamedTuple):
 
 
 def attention_context(attn_mask_h=None, attn_mask_g=None, seg_mat=None, target_mapping=None, dtype=tf.float32):
-  """Converts the original time-major masks (the layers' own calls) to an `AttentionContext`.
+  """Converts the original time-major masks to an `AttentionContext` (what the layers' own calls take).
 
   Args:
     attn_mask_h: float [I, J, B, 1] or None, the content stream's mask (`non_tgt_mask`). 1 = blocked.

@@ -404,18 +404,18 @@ def test_query_stream_on_target_rows_equals_the_originals_scatter_gather(seg):
   def run(scatter):
     with tf.GradientTape() as tape:
       tape.watch([h, g])
-      kw = dict(seg_mat=seg_mat, r_w_bias=biases[0], r_r_bias=biases[1], r_s_bias=biases[2] if seg else None,
-                seg_embed=seg_embed if seg else None, attn_mask=mask, mems=mems, attn_mask_g=mask)
+      kw = dict(biases=attention.AttentionBiases(biases[0], biases[1], biases[2] if seg else None,
+                                                 seg_embed if seg else None), mems=mems)
       if scatter:
         g_full = tf.einsum("mbh,mib->ibh", g, mapping)
-        _, out_full = layer(h, r, g=g_full, **kw)
+        _, out_full = layer(h, r, context=attention.attention_context(mask, mask, seg_mat), g=g_full, **kw)
         attn_full = out_full  # LayerNorm(g_full + o(attn)) at every position; gather the targets back
         out = tf.einsum("ibh,mib->mbh", attn_full, mapping)
         # The padding slot: the original's output is LayerNorm(g + 0).
         pad = layer_norm_rows(layer.layer_norm, g[2:, 1])[:, None]
         out = tf.concat([out[:, :1], tf.concat([out[:2, 1:], pad], 0)], 1)
       else:
-        _, out = layer(h, r, g=g, target_mapping=mapping, **kw)
+        _, out = layer(h, r, context=attention.attention_context(mask, mask, seg_mat, mapping), g=g, **kw)
       loss = tf.reduce_sum(out * weights)
     return out.numpy(), tape.gradient(loss, [h, g] + layer.trainable_variables)
 
@@ -522,7 +522,8 @@ def test_get_config_round_trip():
   init = keras.initializers.RandomNormal(stddev=0.02)
   for layer in (layers.PositionwiseFFN(8, 11, 0.1, "gelu", init), layers.RelMultiheadAttn(8, 2, 6, 0.1, 0.2, init),
                 layers.TwoStreamRelAttention(8, 2, 6), XLNetLayer(8, 2, 6, 11, "relu"),
-                TransformerXL(32, 2, 8, 2, 6, 11, "gelu", True, bi_data=True, mem_len=5, reuse_len=3),
+                TransformerXL(CONFIG, run_config(is_training=True, dropout=0.1, bi_data=True, mem_len=5, reuse_len=3),
+                              "uni"),
                 SequenceSummary("attn", 8, 2, 6), LogitHead.regression("sts-b", 8)):
     config = layer.get_config()
     clone = type(layer).from_config(config)
@@ -531,6 +532,23 @@ def test_get_config_round_trip():
   clone = XLNetModel.from_config(model.get_config())
   assert clone.get_config() == model.get_config()
   assert [v.path for v in clone.trainable_variables] == [v.path for v in model.trainable_variables]
+
+
+def test_transformer_xl_takes_the_model_and_run_configs():
+  # As XLNetModel: the configs or their dicts; dropout only with is_training; the run config's dtype policy; and a
+  # Keras config round trip to the same variables.
+  rc = run_config(dropout=0.3, dropatt=0.2, use_bfloat16=True, mem_len=5).to_dict()
+  network = TransformerXL(CONFIG.to_dict(), rc)
+  assert (network.name, network.dtype_policy.name, network.dropout, network.dropatt) == (
+      "transformer", "mixed_bfloat16", 0.0, 0.0)
+  assert network.layer_stack[0].dropatt == 0.0 and len(network.layer_stack) == CONFIG.n_layer
+  training = TransformerXL(CONFIG, RunConfig(**dict(rc, is_training=True)), "uni")
+  assert (training.dropout, training.layer_stack[1].dropatt, training.attn_type) == (0.3, 0.2, "uni")
+  clone = TransformerXL.from_config(training.get_config())
+  for layer in (training, clone):
+    layer.build()
+  assert clone.dtype_policy.name == "mixed_bfloat16" and clone.run_config.mem_len == 5
+  assert [(v.path, v.shape) for v in clone.weights] == [(v.path, v.shape) for v in training.weights]
 
 
 def test_jit_compile_forward_equals_plain():

@@ -136,3 +136,12 @@ class RunConfig:
   def __repr__(self):
     return f"RunConfig({', '.join(f'{k}={v!r}' for k, v in self.to_dict().items())})"
 
+
+def as_configs(xlnet_config, run_config):
+  """(XLNetConfig, RunConfig) from each or its dict (its `to_dict`, as a Keras `get_config` holds it): what the
+  model classes that take both (`XLNetModel`, `TransformerXL`) accept."""
+  if isinstance(xlnet_config, dict):
+    xlnet_config = XLNetConfig(**xlnet_config)
+  if isinstance(run_config, dict):
+    run_config = RunConfig(**run_config)
+  return xlnet_config, run_config

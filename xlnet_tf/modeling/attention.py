@@ -1,15 +1,20 @@
 """The relative attention core: scores (content, position, segment) -> masked softmax -> attention vectors, with
-hand-written gradients, and the `AttentionContext` of masks, segments and target positions all layers share.
+hand-written gradients; the `AttentionContext` of masks, segments and target positions all layers share; and what
+one layer's attention takes besides: its `AttentionBiases`, made ready for the scores as `QueryBiases`, and the
+`StreamRows` each stream attends from.
 
 The head projections that feed it are `xlnet_tf.modeling.projections`'s, the score sum and relative shift
 `xlnet_tf.modeling.scores`'s.
 
-The layers' public calls take the original time-major tensors; inside, attention runs head-major: q/k/v are
-[N, B, L, D] and scores [N, B, I, J], keys last, so that every score einsum is a plain batched matmul, softmax and
-masks run over contiguous rows, and no score-sized tensor is ever transposed. Dimension key and mask polarity:
+The layers' public calls take the original time-major tensors (their masks in an `AttentionContext` made by
+`attention_context`); inside, attention runs head-major: q/k/v are [N, B, L, D] and scores [N, B, I, J], keys last,
+so that every score einsum is a plain batched matmul, softmax and masks run over contiguous rows, and no score-sized
+tensor is ever transposed. Dimension key and mask polarity:
 see `xlnet_tf.modeling.ops`. Bit-exact training: every tensor that has a gradient is read by at most two ops
 (see `ops`; tests/test_layers.py checks the gradient graphs).
 """
+
+from typing import NamedTuple
 
 import tensorflow as tf
 
@@ -52,8 +57,63 @@ class AttentionContext:
     self.target_valid = target_valid
 
 
+class AttentionBiases(NamedTuple):
+  """One layer's relative attention parameters: its slices of the network's `r_w_bias`, `r_r_bias`, `r_s_bias`
+  and `seg_embed` (`TransformerXL` owns the variables and hands each layer its own). A NamedTuple, so that
+  `recompute.recompute_grad` differentiates the tensors inside.
+
+  Attributes:
+    r_w_bias: float [N, D], the content bias: the content score is (q + r_w_bias).k.
+    r_r_bias: float [N, D], the position bias: the position score is (q + r_r_bias).k_r.
+    r_s_bias: float [N, D] or None, the segment bias: the segment score is (q + r_s_bias).seg_embed[s]. None: no
+      segments (the segment term is not computed).
+    seg_embed: float [2, N, D] or None, the segment embedding: index 0 = same segment, 1 = different. None: no
+      segments.
+  """
+
+  r_w_bias: tf.Tensor
+  r_r_bias: tf.Tensor
+  r_s_bias: tf.Tensor = None
+  seg_embed: tf.Tensor = None
+
+
+class QueryBiases(NamedTuple):
+  """One layer's `AttentionBiases` as `rel_attn_core` adds them to the queries, made once per layer by
+  `query_biases` and shared by both streams.
+
+  Attributes:
+    stacked: float [2, N, D], r_w_bias and r_r_bias stacked (the biased queries come from one add).
+    seg_term: `segment_term`'s (weight, shift), or None without segments.
+    scale: python float, 1 / sqrt(D).
+  """
+
+  stacked: tf.Tensor
+  seg_term: tuple
+  scale: float
+
+
+class StreamRows(NamedTuple):
+  """What one stream's attention differs in besides its queries: the rows of the `AttentionContext` it reads
+  (`bias_h`, `seg_h` for the content stream; `bias_g`, `seg_g`, `target_pos` for the query stream).
+
+  Attributes:
+    bias: float [1, B, Q, J] or None, the additive mask: `ops.mask_value` = query row q may NOT attend key j, 0 = may
+      attend. None: nothing masked.
+    seg: float [1, B, Q, J] or None. 1 = query row q and key j are in different segments, 0 = same. None: no segment
+      term.
+    target_pos: int32 [B, P] or None, the position each query row stands for (query stream with target_mapping).
+      None: row q is position q.
+    qlen: int scalar, the content stream's length I; read only with target_pos.
+  """
+
+  bias: tf.Tensor = None
+  seg: tf.Tensor = None
+  target_pos: tf.Tensor = None
+  qlen: tf.Tensor = None
+
+
 def attention_context(attn_mask_h=None, attn_mask_g=None, seg_mat=None, target_mapping=None, dtype=tf.float32):
-  """Converts the original time-major masks (the layers' own calls) to an `AttentionContext`.
+  """Converts the original time-major masks to an `AttentionContext` (what the layers' own calls take).
 
   Args:
     attn_mask_h: float [I, J, B, 1] or None, the content stream's mask (`non_tgt_mask`). 1 = blocked.
@@ -166,8 +226,27 @@ def segment_term(r_s_bias, r_w_bias, seg_embed, scale):
   return raw[:, :, None], (tf.reduce_sum((r_s_bias - r_w_bias) * raw, -1) * scale)[:, None, None, None]
 
 
-def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, biases, seg_term, bias, seg, scale, attn_dropout, training,
-                  target_pos=None, qlen=None):
+def query_biases(biases, dtype, scale, segments):
+  """A layer's `AttentionBiases` in the compute dtype, ready for `rel_attn_core`: once per layer, for both streams.
+
+  Args:
+    biases: `AttentionBiases` (r_s_bias and seg_embed are read only with segments).
+    dtype: the compute dtype.
+    scale: python float, 1 / sqrt(D).
+    segments: bool, whether a stream has a segment term (the `AttentionContext` has seg_h or seg_g).
+
+  Returns:
+    `QueryBiases`.
+  """
+  r_w_bias = tf.cast(biases.r_w_bias, dtype)
+  stacked = tf.stack([r_w_bias, tf.cast(biases.r_r_bias, dtype)])  # once: r_w_bias has at most two consumers
+  seg_term = None
+  if segments:
+    seg_term = segment_term(tf.cast(biases.r_s_bias, dtype), r_w_bias, biases.seg_embed, scale)
+  return QueryBiases(stacked, seg_term, scale)
+
+
+def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, q_biases, rows, attn_dropout, training):
   """Scores (content + position + segment) -> masked softmax over keys -> attention vectors, head-major.
 
   score[n, b, i, j] = scale * ((q + r_w_bias).k_j + (q + r_r_bias).k_r[rel(i, j)] + (q + r_s_bias).seg_embed[s])
@@ -181,22 +260,20 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, biases, seg_term, bias, 
     k_head_r: float [N, C, D, R], the projected positional embedding, positions last
       (`projections.project_positions`); C divides B and batch column b uses column b // (B / C) (C = B: one per
       column; C = 2 with bi_data: forward, backward; C = 1: shared).
-    biases: float [2, N, D], r_w_bias and r_r_bias stacked.
-    seg_term: `segment_term`'s (weight, shift), or None when seg is None.
-    bias: float [1, B, Q, J] additive mask or None. seg: float [1, B, Q, J] (1 = different segment) or None.
-    scale: python float, 1 / sqrt(D).
+    q_biases: `QueryBiases` (`query_biases`), the layer's biases and scale; seg_term is read only with rows.seg.
+    rows: `StreamRows`, the mask and segment rows of this stream's queries and where they stand.
     attn_dropout: the dropout layer of the attention probabilities.
-    target_pos: int32 [B, P] or None: the position of each query row (query stream with target_mapping).
-    qlen: int scalar, the content stream's length I; needed with target_pos.
+    training: bool, dropout on.
 
   Returns:
     float [N, B, Q, D].
   """
+  bias, seg, target_pos = rows.bias, rows.seg, rows.target_pos
   n_head, d_head = q_head.shape[0], q_head.shape[-1]
   bsz, q_len = tf.shape(q_head)[1], tf.shape(q_head)[2]
   columns = tf.shape(k_head_r)[1]
   # Both biased queries from one add: q_head is read once (see the module docstring on bit-exact training).
-  q_w, q_r = _biased_queries(q_head, biases, scale)
+  q_w, q_r = _biased_queries(q_head, q_biases.stacked, q_biases.scale)
   ac = tf.matmul(q_w, k_head_h, transpose_b=True)
   band = None
   if target_pos is None and not ops.is_training(training) and k_head_h.shape[2] is not None:
@@ -206,10 +283,10 @@ def rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, biases, seg_term, bias, 
   else:  # the full product [N, B, Q, R], shifted in scores.score_sum
     q_r = tf.reshape(q_r, [n_head, columns, -1, d_head])
     bd = tf.reshape(tf.matmul(q_r, k_head_r), [n_head, bsz, q_len, -1])
-    offset = q_len - tf.range(q_len)[None] if target_pos is None else qlen - target_pos
+    offset = q_len - tf.range(q_len)[None] if target_pos is None else rows.qlen - target_pos
   diff = None
   if seg is not None:
-    weight, shift = seg_term
+    weight, shift = q_biases.seg_term
     diff = tf.reshape(tf.matmul(tf.reshape(q_w, [n_head, -1, d_head]), weight), [n_head, bsz, q_len, 1]) + shift
   keep, keep_scale = attn_dropout.unscaled_keep(ac, training=training)
   attn_prob = _dropped_softmax(scores.score_sum(ac, bd, seg, diff, bias, offset), keep)

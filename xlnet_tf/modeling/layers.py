@@ -14,7 +14,7 @@ import threading
 import keras
 import tensorflow as tf
 
-from xlnet_tf.modeling.attention import attention_context, masked_softmax, rel_attn_core, segment_term
+from xlnet_tf.modeling.attention import StreamRows, masked_softmax, query_biases, rel_attn_core
 from xlnet_tf.modeling import ops
 from xlnet_tf.modeling.projections import project_heads, project_heads_with_mems, project_out, project_positions
 from xlnet_tf.modeling.rows import LAYER_NORM_EPS, dense_rows, layer_norm_rows, split_streams
@@ -230,7 +230,7 @@ class RelMultiheadAttn(_Attention):
   """Multi-head attention with relative positional encoding and segment encoding (one stream).
 
   Variables (no biases): `q,k,v,r,o/kernel` [H, N, D]; `LayerNorm/{gamma,beta}` [H]. The relative biases and
-  the segment embedding belong to `TransformerXL` and are passed in.
+  the segment embedding belong to `TransformerXL` and are passed in (`attention.AttentionBiases`).
   """
 
   PROJECTIONS = ("q", "k", "v", "r")
@@ -243,19 +243,19 @@ class RelMultiheadAttn(_Attention):
     """
     return project_positions(tf.cast(r, dtype), [self.r.kernel])[0]
 
-  def attend_rows(self, h, k_head_r, context, r_w_bias, r_r_bias, r_s_bias=None, seg_embed=None, mems=None, g=None,
-                  training=False, h_out=True):
+  def attend_rows(self, h, k_head_r, context, biases, mems=None, g=None, training=False, h_out=True):
     """Both streams (or the content stream alone) up to the post-attention LayerNorm, on rows.
 
     Args:
       h: float [I, B, H], the content stream.
       k_head_r: float [N, C, D, R], the projected relative positional embedding (`project_positions`); C = B, 2
         (bi_data, no dropout) or 1 (see `rel_attn_core`).
-      context: `AttentionContext` (masks, segments, target positions).
-      r_w_bias, r_r_bias, r_s_bias: float [N, D], this layer's biases (r_s_bias None without segments).
-      seg_embed: float [2, N, D] or None, this layer's segment embedding.
+      context: `attention.AttentionContext` (masks, segments, target positions) in h's dtype; its query-stream
+        fields are read only with g.
+      biases: `attention.AttentionBiases`, this layer's r_w_bias, r_r_bias, r_s_bias and seg_embed.
       mems: float [M, B, H] or None, this layer's memory.
       g: float [P or I, B, H] or None, the query stream.
+      training: bool, dropout on.
       h_out: False = only g's rows are wanted (needs g): h still gives the keys and values, but its own queries,
         attention and rows are not computed. The last layer of two-stream pretraining, whose content output
         nothing reads (the original's graph never runs it either).
@@ -275,15 +275,11 @@ class RelMultiheadAttn(_Attention):
       k_head_h, v_head_h, *q_head_h = project_heads_with_mems(mems, h, [self.k.kernel, self.v.kernel],
                                                               self.q.kernel if h_out else None)
       q_head_h = q_head_h[0] if q_head_h else None
-    r_w_bias = tf.cast(r_w_bias, dtype)
-    biases = tf.stack([r_w_bias, tf.cast(r_r_bias, dtype)])  # once: r_w_bias has at most two consumers
-    seg_term = None
-    if context.seg_h is not None or context.seg_g is not None:
-      seg_term = segment_term(tf.cast(r_s_bias, dtype), r_w_bias, seg_embed, self.scale)
+    q_biases = query_biases(biases, dtype, self.scale, context.seg_h is not None or context.seg_g is not None)
 
     def core(q_head, bias, seg, target_pos=None):
-      return rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, biases, seg_term, bias, seg, self.scale,
-                           self.attn_dropout, training, target_pos, tf.shape(h)[0])
+      rows = StreamRows(bias, seg, target_pos, tf.shape(h)[0])
+      return rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, q_biases, rows, self.attn_dropout, training)
 
     attn_vec, residual = (core(q_head_h, context.bias_h, context.seg_h), h) if h_out else (None, None)
     if g is not None:
@@ -296,50 +292,48 @@ class RelMultiheadAttn(_Attention):
     return layer_norm_rows(self.layer_norm, attn_out, tf.reshape(residual, [-1, self.d_model]),
                            self.out_dropout.maybe_keep(attn_out, training))
 
-  def call(self, h, r, seg_mat=None, r_w_bias=None, r_r_bias=None, r_s_bias=None, seg_embed=None, attn_mask=None,
-           mems=None, training=False):
-    """One attention stream.
+  def call(self, h, r, context, biases, mems=None, training=False):
+    """One attention stream. Keras takes only tensors positionally: pass context and biases by keyword.
 
     Args:
       h: float [I, B, H], the content stream.
       r: float [R, B, H], the relative positional embedding (B may also be 1 = shared, or 2 = bi_data halves).
-      seg_mat: float [I, J, B, 2] or None (no segment term); one-hot, index 1 = different segment.
-      r_w_bias, r_r_bias, r_s_bias: float [N, D], the content, position and segment biases of this layer.
-      seg_embed: float [2, N, D], this layer's segment embedding.
-      attn_mask: float [I, J, B, 1] or None. 1 = query i may not attend key j.
+      context: `attention.AttentionContext` in h's dtype, from the original time-major masks by
+        `attention.attention_context(attn_mask, None, seg_mat)`: attn_mask float [I, J, B, 1] or None (1 = query i
+        may not attend key j), seg_mat float [I, J, B, 2] or None (no segment term; one-hot, index 1 = different
+        segment).
+      biases: `attention.AttentionBiases`, this layer's r_w_bias, r_r_bias, r_s_bias and seg_embed.
       mems: float [M, B, H] or None, this layer's memory.
+      training: bool, dropout on.
 
     Returns:
       float [I, B, H].
     """
-    context = attention_context(attn_mask, None, seg_mat, None, h.dtype)
-    return split_streams(self.attend_rows(h, self.project_positions(r, h.dtype), context, r_w_bias, r_r_bias,
-                                          r_s_bias, seg_embed, mems, training=training), h)[0]
+    return split_streams(self.attend_rows(h, self.project_positions(r, h.dtype), context, biases, mems,
+                                          training=training), h)[0]
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
 class TwoStreamRelAttention(RelMultiheadAttn):
   """Two-stream relative attention: the content stream h and the query stream g share every weight.
 
-  `call(h, r, ...)` without `g` runs the content stream alone (fine-tuning), like `RelMultiheadAttn`.
+  `call(h, r, context=..., biases=...)` without `g` runs the content stream alone (fine-tuning), like
+  `RelMultiheadAttn`.
   """
 
-  def call(self, h, r, seg_mat=None, r_w_bias=None, r_r_bias=None, r_s_bias=None, seg_embed=None, attn_mask=None,
-           mems=None, g=None, attn_mask_g=None, target_mapping=None, training=False):
-    """Args as `RelMultiheadAttn.call` (`attn_mask` is the content stream's `non_tgt_mask`), plus:
+  def call(self, h, r, context, biases, mems=None, g=None, training=False):
+    """Args as `RelMultiheadAttn.call`, plus g; the context is `attention.attention_context(attn_mask,
+    attn_mask_g, seg_mat, target_mapping)`, where attn_mask is the content stream's `non_tgt_mask` and:
 
-      g: float [P or I, B, H] or None, the query stream (P rows with target_mapping, else I).
       attn_mask_g: float [I, J, B, 1] or None, the query stream's mask (targets do not see themselves).
       target_mapping: float [P, I, B] or None. 1 = prediction slot p targets position i; each row one-hot or all
-        zero (padding slot), positions distinct (see `attention_context`).
+        zero (padding slot), positions distinct (see `attention.batch_major_context`).
+      g: float [P or I, B, H] or None, the query stream (P rows with target_mapping, else I).
 
     Returns:
       (output_h [I, B, H], output_g [P or I, B, H]), or output_h alone when g is None.
     """
-    context = attention_context(attn_mask, attn_mask_g if g is not None else None, seg_mat,
-                                target_mapping if g is not None else None, h.dtype)
     output_h, output_g = split_streams(
-        self.attend_rows(h, self.project_positions(r, h.dtype), context, r_w_bias, r_r_bias, r_s_bias, seg_embed,
-                         mems, g, training), h, g)
+        self.attend_rows(h, self.project_positions(r, h.dtype), context, biases, mems, g, training), h, g)
     return output_h if g is None else (output_h, output_g)
 
 

@@ -12,10 +12,10 @@ The gradients are those without recomputation:
   (`layers.fixed_seeds`), the seed the generator itself would give; after the forward each generator is advanced
   by the masks it drew. So the masks, and the dropout RNG state a checkpoint saves, are those of a run without
   recomputation.
-- The floating-point tensors among the arguments are differentiated (inputs); every variable the function reads
-  gets its gradient through `tf.recompute_grad`'s `variables`. Other arguments (the `AttentionContext` of masks and
-  segments, Python values, integer tensors) are passed through as they are: no gradient reaches tensors inside them
-  (none needs one).
+- The floating-point tensors among the arguments, also inside tuples and NamedTuples (`attention.AttentionBiases`),
+  are differentiated (inputs); every variable the function reads gets its gradient through `tf.recompute_grad`'s
+  `variables`. Other arguments (the `AttentionContext` of masks and segments, a plain object; Python values, integer
+  tensors) are passed through as they are: no gradient reaches tensors inside them (none needs one).
 """
 
 import tensorflow as tf

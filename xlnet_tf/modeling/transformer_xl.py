@@ -8,10 +8,12 @@ seg_embed, layer_{i}/rel_attn/..., layer_{i}/ff/...}`.
 """
 
 import os
+from typing import NamedTuple
 
 import keras
 import tensorflow as tf
 
+from xlnet_tf.config import as_configs
 from xlnet_tf.modeling import attention
 from xlnet_tf.modeling import layers
 from xlnet_tf.modeling import ops
@@ -79,16 +81,12 @@ class XLNetLayer(keras.layers.Layer):
     self.rel_attn.build()
     self.ff.build((None, None, self.d_model))
 
-  def call(self, h, r, g=None, seg_mat=None, r_w_bias=None, r_r_bias=None, r_s_bias=None, seg_embed=None,
-           attn_mask_h=None, attn_mask_g=None, mems=None, target_mapping=None, training=False):
-    """Returns (h [I, B, H], g [P or I, B, H] or None); see `TwoStreamRelAttention.call`."""
-    context = attention.attention_context(attn_mask_h, attn_mask_g if g is not None else None, seg_mat,
-                                       target_mapping if g is not None else None, h.dtype)
-    return self.forward(h, self.rel_attn.project_positions(r, h.dtype), context, r_w_bias, r_r_bias, r_s_bias,
-                        seg_embed, mems, g, training)
+  def call(self, h, r, context, biases, mems=None, g=None, training=False):
+    """Returns (h [I, B, H], g [P or I, B, H] or None); the args as `TwoStreamRelAttention.call` (context and
+    biases by keyword)."""
+    return self.forward(h, self.rel_attn.project_positions(r, h.dtype), context, biases, mems, g, training)
 
-  def forward(self, h, k_head_r, context, r_w_bias, r_r_bias, r_s_bias=None, seg_embed=None, mems=None, g=None,
-              training=False, h_out=True):
+  def forward(self, h, k_head_r, context, biases, mems=None, g=None, training=False, h_out=True):
     """The layer on a prebuilt `attention.AttentionContext` and projected positional embedding (see
     `TwoStreamRelAttention.attend_rows` for the args).
 
@@ -97,8 +95,8 @@ class XLNetLayer(keras.layers.Layer):
     Returns:
       (h [I, B, H], g [P or I, B, H] or None); h is None when h_out is False.
     """
-    rows = self.ff.ffn_rows(self.rel_attn.attend_rows(h, k_head_r, context, r_w_bias, r_r_bias, r_s_bias, seg_embed,
-                                                      mems, g, training, h_out), training)
+    rows = self.ff.ffn_rows(self.rel_attn.attend_rows(h, k_head_r, context, biases, mems, g, training, h_out),
+                            training)
     return split_streams(rows, h, g) if h_out else (None, tf.reshape(rows, tf.shape(g)))
 
   def get_config(self):
@@ -113,57 +111,49 @@ class XLNetLayer(keras.layers.Layer):
 class TransformerXL(keras.layers.Layer):
   """The XLNet Transformer-XL with two-stream attention (the original `transformer_xl`), scope `transformer`.
 
-  Architecture arguments are the 8 `XLNetConfig` keys (less `n_token`'s tie to the LM head, which lives in
-  `XLNetModel`); run arguments are those of `RunConfig` plus `attn_type`. With `recompute_grad`, training recomputes
-  each layer's activations in the backward pass (`recompute.recompute_grad`).
+  Args:
+    xlnet_config: XLNetConfig (or its dict), the architecture.
+    run_config: RunConfig (or its dict): dropout (dropped unless `is_training`), initializer, memory, `bi_data`,
+      `clamp_len`, `same_length`, `recompute_grad` (training recomputes each layer's activations in the backward
+      pass, `recompute.recompute_grad`) and the dtype policy.
+    attn_type: "bi" (the original XLNetModel's) or "uni".
   """
 
-  def __init__(self, n_token, n_layer, d_model, n_head, d_head, d_inner, ff_activation="relu", untie_r=False,
-               dropout=0.0, dropatt=0.0, attn_type="bi", bi_data=False, clamp_len=-1, same_length=False,
-               mem_len=None, reuse_len=None, init="normal", init_range=0.1, init_std=0.02, recompute_grad=False,
-               **kwargs):
+  def __init__(self, xlnet_config, run_config, attn_type="bi", **kwargs):
     kwargs.setdefault("name", "transformer")
+    xlnet_config, run_config = as_configs(xlnet_config, run_config)
+    if run_config.dtype_policy:
+      kwargs.setdefault("dtype", run_config.dtype_policy)
     super().__init__(**kwargs)
     if attn_type not in ("bi", "uni"):
       raise ValueError(f"attn_type must be 'bi' or 'uni'. Received: {attn_type!r}.")
-    self.n_token = n_token
-    self.n_layer = n_layer
-    self.d_model = d_model
-    self.n_head = n_head
-    self.d_head = d_head
-    self.d_inner = d_inner
-    self.ff_activation = ff_activation
-    self.untie_r = untie_r
-    self.dropout = dropout
-    self.dropatt = dropatt
+    self.xlnet_config = xlnet_config
+    self.run_config = run_config
     self.attn_type = attn_type
-    self.bi_data = bi_data
-    self.clamp_len = clamp_len
-    self.same_length = same_length
-    self.mem_len = mem_len
-    self.reuse_len = reuse_len
-    self.init = init
-    self.init_range = init_range
-    self.init_std = init_std
-    self.recompute_grad = recompute_grad
-    self.initializer = ops.get_initializer(init, init_range, init_std)
+    c, rc = xlnet_config, run_config
+    # The rates in effect: the original's RunConfig drops nothing unless is_training.
+    self.dropout = rc.dropout if rc.is_training else 0.0
+    self.dropatt = rc.dropatt if rc.is_training else 0.0
+    self.initializer = ops.get_initializer(rc.init, rc.init_range, rc.init_std)
     policy = self.dtype_policy
-    self.word_embedding = WordEmbedding(n_token, d_model, self.initializer, name="word_embedding", dtype=policy)
-    self.mask_emb = _MaskEmbedding(d_model, name="mask_emb", dtype=policy)
-    self.layer_stack = [XLNetLayer(d_model, n_head, d_head, d_inner, ff_activation, dropout, dropatt,
-                                   self.initializer, name=f"layer_{i}", dtype=policy) for i in range(n_layer)]
-    self.drop = layers.Dropout(dropout, name="dropout", dtype=policy)
+    self.word_embedding = WordEmbedding(c.n_token, c.d_model, self.initializer, name="word_embedding", dtype=policy)
+    self.mask_emb = _MaskEmbedding(c.d_model, name="mask_emb", dtype=policy)
+    self.layer_stack = [XLNetLayer(c.d_model, c.n_head, c.d_head, c.d_inner, c.ff_activation, self.dropout,
+                                   self.dropatt, self.initializer, name=f"layer_{i}", dtype=policy)
+                        for i in range(c.n_layer)]
+    self.drop = layers.Dropout(self.dropout, name="dropout", dtype=policy)
     self.inference_chains = 2  # see `_chains`; 1 runs inference as one chain
 
   def build(self, input_shape=None):
     # Creation order follows the original: r_w_bias, r_r_bias, word_embedding, mask_emb, r_s_bias, seg_embed.
-    bias_shape = (self.n_layer, self.n_head, self.d_head) if self.untie_r else (self.n_head, self.d_head)
+    c = self.xlnet_config
+    bias_shape = (c.n_layer, c.n_head, c.d_head) if c.untie_r else (c.n_head, c.d_head)
     self.r_w_bias = self.add_weight(name="r_w_bias", shape=bias_shape, initializer=self.initializer)
     self.r_r_bias = self.add_weight(name="r_r_bias", shape=bias_shape, initializer=self.initializer)
     self.word_embedding.build()
     self.mask_emb.build()
     self.r_s_bias = self.add_weight(name="r_s_bias", shape=bias_shape, initializer=self.initializer)
-    self.seg_embed = self.add_weight(name="seg_embed", shape=(self.n_layer, 2, self.n_head, self.d_head),
+    self.seg_embed = self.add_weight(name="seg_embed", shape=(c.n_layer, 2, c.n_head, c.d_head),
                                      initializer=self.initializer)
     for layer in self.layer_stack:
       layer.build()
@@ -178,22 +168,23 @@ class TransformerXL(keras.layers.Layer):
       (output, new_mems): output float [P or I, B, H] (query stream when inp_q is given, else content stream);
       new_mems a list of n_layer float [min(mem_len, M + reuse_len or I), B, H], or None without mem_len.
     """
-    if self.bi_data and inp_k.shape[1] is not None and inp_k.shape[1] % 2:
+    if self.run_config.bi_data and inp_k.shape[1] is not None and inp_k.shape[1] % 2:
       raise ValueError(f"bi_data needs an even batch size (first half forward, second half backward). "
                        f"Received: bsz={inp_k.shape[1]}.")
-    inputs = (inp_k, seg_id, input_mask, mems, perm_mask, target_mapping, inp_q)
+    inputs = _Inputs(inp_k, seg_id, input_mask, mems, perm_mask, target_mapping, inp_q)
     chains = self._chains(inp_k, training)
     if chains == 1:
-      return self._network(*inputs, training=training)
+      return self._network(inputs, training)
     qlen = tf.shape(inp_k)[0]
     klen = qlen + (tf.shape(mems[0])[0] if mems is not None else 0)
     k_heads_r = self._projected_positions(qlen, klen, None, training=False)  # one column: shared by every chain
     bsz = inp_k.shape[1]
     sizes = [bsz // chains + int(i < bsz % chains) for i in range(chains)]  # the first ones longer by one if need be
     parts = [_split_batch(x, sizes) for x in inputs]
-    results = [self._network(*part, training=training, k_heads_r=k_heads_r) for part in zip(*parts)]
+    results = [self._network(_Inputs(*part), training, k_heads_r) for part in zip(*parts)]
     output = tf.concat([out for out, _ in results], 1)
-    return output, (None if not self.mem_len else [tf.concat(m, 1) for m in zip(*(m for _, m in results))])
+    new_mems = None if not self.run_config.mem_len else [tf.concat(m, 1) for m in zip(*(m for _, m in results))]
+    return output, new_mems
 
   def _chains(self, inp_k, training):
     """How many chains of layers the batch runs as: `inference_chains` for inference by TensorFlow's executor on a
@@ -206,7 +197,7 @@ class TransformerXL(keras.layers.Layer):
     examples' own, as with one chain. XLA schedules one chain itself (two measured no faster), one inter-op thread
     would run the chains one after the other (measured slower), and an accelerator would only get smaller kernels.
     """
-    if ops.is_training(training) or self.bi_data or self.inference_chains < 2:
+    if ops.is_training(training) or self.run_config.bi_data or self.inference_chains < 2:
       return 1
     bsz = inp_k.shape[1]
     if bsz is None or bsz < self.inference_chains or ops.in_xla_context():
@@ -223,17 +214,20 @@ class TransformerXL(keras.layers.Layer):
     # The original tiles the positional embedding over the batch before its dropout, so each batch column has its
     # own mask and its own projection. Without dropout the columns are equal: keep one (two with bi_data).
     per_column = self.dropout > 0 and ops.is_training(training)
-    pos_emb = ops.relative_positional_encoding(qlen, klen, self.d_model, self.clamp_len, self.attn_type,
-                                                  self.bi_data, bsz=bsz if per_column else None,
-                                                  dtype=self.compute_dtype)
+    rc = self.run_config
+    pos_emb = ops.relative_positional_encoding(qlen, klen, self.xlnet_config.d_model, rc.clamp_len, self.attn_type,
+                                               rc.bi_data, bsz=bsz if per_column else None, dtype=self.compute_dtype)
     if per_column:
       pos_emb = self.drop(pos_emb, training=training)
     # Every layer's projection of it from one matmul: per layer, the small [R, H] x [H, N * D] products used the
     # matmul units poorly (docs/performance.md).
     return projections.project_positions(pos_emb, [layer.rel_attn.r.kernel for layer in self.layer_stack])
 
-  def _network(self, inp_k, seg_id, input_mask, mems, perm_mask, target_mapping, inp_q, training, k_heads_r=None):
-    """`call` on one chain; k_heads_r: `_projected_positions` (None: made here, after the embeddings' dropout)."""
+  def _network(self, inputs, training, k_heads_r=None):
+    """`call` on one chain of `_Inputs`; k_heads_r: `_projected_positions` (None: made here, after the embeddings'
+    dropout)."""
+    inp_k, seg_id, input_mask, mems, perm_mask, target_mapping, inp_q = inputs
+    c, rc = self.xlnet_config, self.run_config
     dtype = self.compute_dtype
     qlen = tf.shape(inp_k)[0]
     bsz = tf.shape(inp_k)[1]
@@ -242,7 +236,7 @@ class TransformerXL(keras.layers.Layer):
 
     # The padding mask, permutation mask and segment ids batch-major, each in a buffer of its own (`ops.batch_major`).
     attn_mask, non_tgt_mask = ops.build_attn_masks(
-        qlen, mlen, self.attn_type, self.same_length, None if input_mask is None else ops.batch_major(input_mask),
+        qlen, mlen, self.attn_type, rc.same_length, None if input_mask is None else ops.batch_major(input_mask),
         None if perm_mask is None else ops.batch_major(perm_mask), dtype)
     word_emb_k = self.word_embedding(inp_k)
     output_h = self.drop(word_emb_k, training=training)
@@ -270,35 +264,50 @@ class TransformerXL(keras.layers.Layer):
     def per_layer(variable, untied=True):
       value = tf.cast(variable, dtype)
       if not untied:
-        value = tf.broadcast_to(value, [self.n_layer, *value.shape])
-      return tf.unstack(value, self.n_layer)
+        value = tf.broadcast_to(value, [c.n_layer, *value.shape])
+      return tf.unstack(value, c.n_layer)
 
-    r_w_bias, r_r_bias, r_s_bias = (per_layer(v, self.untie_r) for v in (self.r_w_bias, self.r_r_bias, self.r_s_bias))
+    r_w_bias, r_r_bias, r_s_bias = (per_layer(v, c.untie_r) for v in (self.r_w_bias, self.r_r_bias, self.r_s_bias))
     seg_embed = per_layer(self.seg_embed)
     new_mems = []
-    recomputed = self.recompute_grad and ops.is_training(training)
+    recomputed = rc.recompute_grad and ops.is_training(training)
     for i, layer in enumerate(self.layer_stack):
-      new_mems.append(ops.cache_mem(output_h, None if mems is None else mems[i], self.mem_len,
-                                       self.reuse_len))
+      new_mems.append(ops.cache_mem(output_h, None if mems is None else mems[i], rc.mem_len, rc.reuse_len))
       forward = recompute.recompute_grad(layer.forward, layer) if recomputed else layer.forward
+      biases = attention.AttentionBiases(r_w_bias[i], r_r_bias[i], None if seg is None else r_s_bias[i],
+                                         None if seg is None else seg_embed[i])
       output_h, output_g = forward(
-          output_h, k_heads_r[i], context,
-          r_w_bias=r_w_bias[i], r_r_bias=r_r_bias[i],
-          r_s_bias=None if seg is None else r_s_bias[i],
-          seg_embed=None if seg is None else seg_embed[i],
-          mems=None if mems is None else mems[i], g=output_g, training=training,
+          output_h, k_heads_r[i], context, biases, mems=None if mems is None else mems[i], g=output_g,
+          training=training,
           # The last layer's content stream feeds nothing when the query stream is the output: not computed.
-          h_out=inp_q is None or i < self.n_layer - 1)
+          h_out=inp_q is None or i < c.n_layer - 1)
     output = self.drop(output_g if inp_q is not None else output_h, training=training)
-    return output, (new_mems if self.mem_len else None)
+    return output, (new_mems if rc.mem_len else None)
 
   def get_config(self):
     config = super().get_config()
-    config.update({k: getattr(self, k) for k in (
-        "n_token", "n_layer", "d_model", "n_head", "d_head", "d_inner", "ff_activation", "untie_r", "dropout",
-        "dropatt", "attn_type", "bi_data", "clamp_len", "same_length", "mem_len", "reuse_len", "init",
-        "init_range", "init_std", "recompute_grad")})
+    config.update(xlnet_config=self.xlnet_config.to_dict(), run_config=self.run_config.to_dict(),
+                  attn_type=self.attn_type)
     return config
+
+
+class _Inputs(NamedTuple):
+  """The network's inputs, which `TransformerXL.call` splits into chains together. `XLNetModel.call` documents each
+  (its `input_ids` is inp_k, `seg_ids` seg_id).
+
+  Attributes:
+    inp_k: int [I, B]. seg_id: int [I, B] or None. input_mask: float [I, B] or None (1 = padding).
+    mems: list of n_layer float [M, B, H], or None. perm_mask: float [I, I, B] or None (1 = i may NOT attend to j).
+    target_mapping: float [P, I, B] or None. inp_q: float [I, B] or None (1 = target).
+  """
+
+  inp_k: tf.Tensor
+  seg_id: tf.Tensor
+  input_mask: tf.Tensor
+  mems: list
+  perm_mask: tf.Tensor
+  target_mapping: tf.Tensor
+  inp_q: tf.Tensor
 
 
 def _split_batch(x, sizes):

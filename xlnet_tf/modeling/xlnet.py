@@ -9,7 +9,7 @@ import keras
 
 from xlnet_tf.modeling import heads as heads_lib
 from xlnet_tf.modeling.transformer_xl import TransformerXL
-from xlnet_tf.config import RunConfig, XLNetConfig
+from xlnet_tf.config import as_configs
 
 
 _PACKAGE = "xlnet_tf"
@@ -38,25 +38,16 @@ class XLNetModel(keras.Model):
 
   def __init__(self, xlnet_config, run_config, attn_type="bi", heads=None, **kwargs):
     kwargs.setdefault("name", "model")
-    if isinstance(xlnet_config, dict):
-      xlnet_config = XLNetConfig(**xlnet_config)
-    if isinstance(run_config, dict):
-      run_config = RunConfig(**run_config)
+    xlnet_config, run_config = as_configs(xlnet_config, run_config)
     if run_config.dtype_policy:
       kwargs.setdefault("dtype", run_config.dtype_policy)
     super().__init__(**kwargs)
     self.xlnet_config = xlnet_config
     self.run_config = run_config
     self.attn_type = attn_type
-    c, rc = xlnet_config, run_config
     policy = self.dtype_policy
-    self.transformer = TransformerXL(
-        c.n_token, c.n_layer, c.d_model, c.n_head, c.d_head, c.d_inner, c.ff_activation, c.untie_r,
-        dropout=rc.dropout if rc.is_training else 0.0, dropatt=rc.dropatt if rc.is_training else 0.0,
-        attn_type=attn_type, bi_data=rc.bi_data, clamp_len=rc.clamp_len, same_length=rc.same_length,
-        mem_len=rc.mem_len, reuse_len=rc.reuse_len, init=rc.init, init_range=rc.init_range, init_std=rc.init_std,
-        recompute_grad=rc.recompute_grad, name="transformer", dtype=policy)
-    self.lm_loss_layer = heads_lib.LMLoss(c.n_token, name="lm_loss", dtype=policy)
+    self.transformer = TransformerXL(xlnet_config, run_config, attn_type, name="transformer", dtype=policy)
+    self.lm_loss_layer = heads_lib.LMLoss(xlnet_config.n_token, name="lm_loss", dtype=policy)
     self.head_list = list(heads or [])
     if len(self.heads) != len(self.head_list) or "transformer" in self.heads or "lm_loss" in self.heads:
       raise ValueError(f"Heads need unique names other than 'transformer' and 'lm_loss'. Received: "

@@ -182,7 +182,7 @@ class Trainer:
 
   def _train_loops(self, iterator, start, train_steps, log_fn, metrics_fn):
     last = {}
-    self.progress.begin(start, train_steps)
+    self.progress.begin(start, train_steps, log_fn)
     while self.step < train_steps:
       step = self.step
       num_steps = min(self.config.iterations, train_steps - step)
@@ -197,7 +197,7 @@ class Trainer:
         self._stop_now(step, log_fn)
       self._check_finite(step, loss, gnorm)
       scaling = self.loss_scale.report() if self.loss_scale else {}
-      self.progress.report(step, loss, gnorm, lr, done, elapsed, log_fn, **scaling)
+      self.progress.report(step, loss, gnorm, lr, done, elapsed, **scaling)
       last = dict(loss=loss, gnorm=gnorm, lr=lr, step=step)
       if metrics_fn:
         metrics_fn(last)

@@ -125,7 +125,7 @@ def start(o):
   from xlnet_tf import training  # pylint: disable=g-import-not-at-top  (flags.py stays light to import)
   return training.start(strategy="tpu" if o.use_tpu else o.strategy, num_core_per_host=o.num_core_per_host,
                         seed=o.seed, deterministic=o.deterministic, use_tf32=o.use_tf32,
-                        use_bfloat16=o.use_bfloat16, tpu=o.tpu, tpu_zone=o.tpu_zone, gcp_project=o.gcp_project)
+                        use_bfloat16=o.use_bfloat16, cloud_tpu=training.CloudTPU(o.tpu, o.tpu_zone, o.gcp_project))
 
 
 def create_run_config(o, is_training, is_finetune):

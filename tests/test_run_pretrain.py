@@ -387,6 +387,23 @@ def test_a_tpu_keeps_xlas_default_matmul_precision(tf32_default):
   assert not tf.config.experimental.tensor_float_32_execution_enabled()
 
 
+def test_use_tpu_connects_to_the_cloud_tpu_its_flags_name(monkeypatch):
+  """--use_tpu with --tpu, --tpu_zone and --gcp_project: start-up resolves that TPU (the resolver is stopped here:
+  this machine has none)."""
+  import flags
+  import run_pretrain
+  asked = []
+
+  def resolver(**kwargs):
+    asked.append(kwargs)
+    raise ValueError("no TPU here")
+  monkeypatch.setattr(tf.distribute.cluster_resolver, "TPUClusterResolver", resolver)
+  with pytest.raises(ValueError, match="no TPU here"):
+    flags.start(flags.defaults(run_pretrain.define_flags, use_tpu=True, tpu="grpc://10.0.0.2:8470",
+                               tpu_zone="zone-b", gcp_project="proj"))
+  assert asked == [dict(tpu="grpc://10.0.0.2:8470", zone="zone-b", project="proj")]
+
+
 @pytest.mark.parametrize("cpu, xla_flags, expected", [
     ({"avx512f", "avx512_bf16"}, None, "--xla_cpu_prefer_vector_width=512"),
     ({"avx512f", "amx_bf16"}, "--xla_dump_to=/d", "--xla_dump_to=/d --xla_cpu_prefer_vector_width=512"),

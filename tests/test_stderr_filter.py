@@ -48,12 +48,12 @@ def test_a_real_line_is_kept(line):
 
 
 # Writes the lines (alternately through Python's sys.stderr and straight to descriptor 2, as the C++ runtime does)
-# after flags.filter_stderr(argv), then ends with os._exit: nothing waits for the filter, as in a crash.
+# after cli.filter_stderr(argv), then ends with os._exit: nothing waits for the filter, as in a crash.
 _SCRIPT = """
 import json, os, sys
 sys.path.insert(0, os.getcwd())
-import flags
-flags.filter_stderr(json.loads(sys.argv[1]))
+import cli
+cli.filter_stderr(json.loads(sys.argv[1]))
 for i, line in enumerate(json.loads(sys.argv[2])):
   if i % 2:
     sys.stderr.write(line + "\\n")

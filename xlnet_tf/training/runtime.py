@@ -224,7 +224,7 @@ def start(*, strategy="auto", num_core_per_host=None, seed=None, deterministic=F
   enables op determinism (`deterministic`, which needs `seed`), seeds Keras/TF/numpy/python (`seed`:
   initialisation and dropout), builds the strategy (`make_strategy`; `num_core_per_host` is ignored on TPU),
   makes float32 matmuls strict on GPUs unless `use_tf32` (`set_float32_matmul_precision`) and warns when bfloat16
-  (`use_bfloat16`) would be emulated. The CLIs call it with their flags through `flags.start`.
+  (`use_bfloat16`) would be emulated. The CLIs call it with their flags through `cli.start`.
 
   Args:
     strategy: a name of `STRATEGIES`; num_core_per_host, cloud_tpu: as `make_strategy`.

@@ -78,7 +78,7 @@ def test_train_config_of_a_cli_takes_its_flags():
                    gradient_accumulation_steps=4)
   config = cli.train_config(o, 16, 512, mems_reset=o.mems_reset)
   assert config.gradient_accumulation_steps == 4
-  assert config.clip_mode is None  # --clip_mode=auto: the strategy's (trainer.default_clip_mode)
+  assert config.clip_mode is None  # --clip_mode=auto: the strategy's (optimization.default_clip_mode)
   assert (config.learning_rate, config.clip, config.save_steps, config.mems_reset) == (3e-4, 0.5, 7, "every_loop")
   assert (config.global_batch_size, config.tokens_per_example, config.iterations) == (16, 512, o.iterations)
   assert config.optimizer_args() == dict(learning_rate=3e-4, train_steps=o.train_steps, warmup_steps=0,

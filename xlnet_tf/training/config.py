@@ -28,7 +28,7 @@ class TrainConfig:
       whose gradients are summed into ONE update, equal to the whole batch's (`accumulation`); 1: no splitting.
     clip, lr_layer_decay_rate: as `optimization.apply_gradients`.
     clip_mode: as `optimization.apply_gradients`; None = the original's for the strategy
-      (`trainer.default_clip_mode`).
+      (`optimization.default_clip_mode`).
     loss_weighting: "replica_mean" (the original) or "global_mean", see `trainer`'s docstring.
     mems_reset: "never" or "every_loop" (the mems' length is the model's `run_config.mem_len`).
     iterations: steps per host call (and the logging interval).

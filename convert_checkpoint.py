@@ -11,9 +11,10 @@ when the HF directory has one. To HF: `model.safetensors` and `config.json` (and
 what is not converted: docs/checkpoints.md. Every file is written atomically.
 """
 
-import flags  # first: filter_stderr() runs before anything imports TensorFlow
+import cli  # first: filter_stderr() runs before anything imports TensorFlow
 if __name__ == "__main__":
-  flags.filter_stderr()
+  cli.filter_stderr()
+import flags
 from absl import flags as absl_flags
 from xlnet_tf import fileio
 from xlnet_tf import convert
@@ -27,14 +28,14 @@ def define_flags(flag_values=absl_flags.FLAGS):
 def run(o, log_fn=print):
   """Converts as the options `o` (this script's flags) say; returns the path written."""
   if not (o.input and fileio.exists(o.input + ".index")):  # a checkpoint prefix is no file itself
-    flags.require_file(o.input, "input", "a HuggingFace XLNet model directory or an XLNet TF1 checkpoint")
+    cli.require_file(o.input, "input", "a HuggingFace XLNet model directory or an XLNet TF1 checkpoint")
   if not o.output_dir:
-    raise flags.FlagError("--output_dir is required: the directory the converted model goes to.")
+    raise cli.FlagError("--output_dir is required: the directory the converted model goes to.")
   source = "hf" if hf_checkpoint.is_hf_directory(o.input) else "tf1"
   target = o.to or ("tf1" if source == "hf" else "hf")
   if source == target:
-    raise flags.FlagError(f"--input {o.input} is already in the {target} format (--to={target}). Pass --to="
-                          f"{'hf' if target == 'tf1' else 'tf1'} or another --input.")
+    raise cli.FlagError(f"--input {o.input} is already in the {target} format (--to={target}). Pass --to="
+                        f"{'hf' if target == 'tf1' else 'tf1'} or another --input.")
   if target == "tf1":
     return convert.convert_to_original(o.input, o.output_dir, o.task_name, log_fn=log_fn)
   return convert.convert_to_hf(o.input, o.output_dir, o.task_name, o.summary_type, o.model_config_path,
@@ -46,4 +47,4 @@ def body(o):
 
 
 if __name__ == "__main__":
-  flags.run_script(define_flags, flags.cli_main("convert_checkpoint.py", body))
+  cli.run_script(define_flags, cli.cli_main("convert_checkpoint.py", body))

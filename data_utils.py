@@ -13,9 +13,10 @@ names encode bsz_per_host, seq_len, reuse_len, uncased, bi_data, mask_alpha, mas
 must be given the same values. New flags: `--seed` (reproducible output), `--span_sampling=word` (n-word spans).
 """
 
-import flags  # first: filter_stderr() runs before anything imports TensorFlow
+import cli  # first: filter_stderr() runs before anything imports TensorFlow
 if __name__ == "__main__":
-  flags.filter_stderr()
+  cli.filter_stderr()
+import flags
 from absl import flags as absl_flags
 from absl import logging
 
@@ -46,7 +47,7 @@ def create_data(o):
 
 
 def body(o):
-  flags.require_output_dirs(o, "save_dir")
+  cli.require_output_dirs(o, "save_dir")
   with fileio.directory_lock(o.save_dir, f"data_utils-{o.split}-{o.task}-{o.pass_id}", "--save_dir"):
     record_info = create_data(o)
   if record_info is not None:
@@ -54,4 +55,4 @@ def body(o):
 
 
 if __name__ == "__main__":
-  flags.run_script(define_flags, flags.cli_main("data_utils.py", body))
+  cli.run_script(define_flags, cli.cli_main("data_utils.py", body))

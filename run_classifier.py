@@ -23,14 +23,15 @@ Every flag of the original keeps its name and default. Semantics:
 - New: --strategy, --jit_compile, --seed, --deterministic, the generic csv/tsv task flags (--text_a_column, ...),
   and --export_dir (a SavedModel that classifies raw text; see xlnet_tf/serving.py).
 - `-v 1` (absl's --verbosity=1) logs the first five examples' features, id by id, as the original did at INFO, and
-  shows TensorFlow's C++ start-up and compilation lines that are filtered otherwise (see flags.filter_stderr).
+  shows TensorFlow's C++ start-up and compilation lines that are filtered otherwise (see cli.filter_stderr).
 """
 
 import os
 
-import flags  # first: filter_stderr() runs before anything imports TensorFlow
+import cli  # first: filter_stderr() runs before anything imports TensorFlow
 if __name__ == "__main__":
-  flags.filter_stderr()
+  cli.filter_stderr()
+import flags
 import numpy as np
 import tensorflow as tf
 from absl import flags as absl_flags
@@ -60,30 +61,30 @@ def define_flags(flag_values=absl_flags.FLAGS):
 def validate(o, num_replicas=1, strategy="one_device"):
   """One-line errors for flag values the run cannot use (before anything heavy starts)."""
   if not (o.do_train or o.do_eval or o.do_predict or o.export_dir):
-    raise flags.FlagError("At least one of --do_train, --do_eval, --do_predict (or --export_dir) must be True.")
+    raise cli.FlagError("At least one of --do_train, --do_eval, --do_predict (or --export_dir) must be True.")
   if (o.task_name or "").lower() not in classifier_data.TASK_NAMES:
-    raise flags.FlagError(f"Unknown --task_name {o.task_name!r}. Known tasks: {', '.join(classifier_data.TASK_NAMES)}.")
-  flags.require_model_config(o)
-  flags.require_file(o.spiece_model_file, "spiece_model_file", "the SentencePiece model (spiece.model) of the model")
+    raise cli.FlagError(f"Unknown --task_name {o.task_name!r}. Known tasks: {', '.join(classifier_data.TASK_NAMES)}.")
+  cli.require_model_config(o)
+  cli.require_file(o.spiece_model_file, "spiece_model_file", "the SentencePiece model (spiece.model) of the model")
   if not o.model_dir:
-    raise flags.FlagError("--model_dir is required: where the fine-tuned checkpoints go (and are read by eval).")
+    raise cli.FlagError("--model_dir is required: where the fine-tuned checkpoints go (and are read by eval).")
   if o.do_train or o.do_eval or o.do_predict:
     if not o.data_dir or not tf.io.gfile.isdir(o.data_dir):
-      raise flags.FlagError(f"--data_dir {o.data_dir!r} is not a directory. Pass the directory of the task's data files.")
+      raise cli.FlagError(f"--data_dir {o.data_dir!r} is not a directory. Pass the directory of the task's data files.")
     if not o.output_dir:
-      raise flags.FlagError("--output_dir is required: where the cached tfrecords go.")
+      raise cli.FlagError("--output_dir is required: where the cached tfrecords go.")
   if o.do_predict and not o.predict_dir:
-    raise flags.FlagError("--do_predict needs --predict_dir: where {task}.tsv and {task}.logits.json go.")
-  flags.require_output_dirs(o, "model_dir", "output_dir", "predict_dir")
-  flags.require_output_dirs(o, "export_dir", marker=serving.SAVED_MODEL_MARKER)  # replaced whole
+    raise cli.FlagError("--do_predict needs --predict_dir: where {task}.tsv and {task}.logits.json go.")
+  cli.require_output_dirs(o, "model_dir", "output_dir", "predict_dir")
+  cli.require_output_dirs(o, "export_dir", marker=serving.SAVED_MODEL_MARKER)  # replaced whole
   try:
     classifier_features.check_max_seq_length(o.max_seq_length, is_pair=False)
   except ValueError as e:
-    raise flags.FlagError(str(e)) from None
-  flags.require_positive(o, "train_batch_size", "eval_batch_size", "predict_batch_size", "num_passes",
-                         "shuffle_buffer", "iterations")
+    raise cli.FlagError(str(e)) from None
+  cli.require_positive(o, "train_batch_size", "eval_batch_size", "predict_batch_size", "num_passes",
+                       "shuffle_buffer", "iterations")
   if o.do_train:
-    flags.check_training_flags(o, num_replicas, strategy)
+    cli.check_training_flags(o, num_replicas, strategy)
 
 
 def processor_options(o):
@@ -124,13 +125,13 @@ def _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, scope,
   """Fine-tunes (the --do_train part of `run`); returns the last training loop's loss, lr and step."""
   train_examples = processor.get_train_examples(o.data_dir)
   if not train_examples:
-    raise flags.FlagError(f"Task {o.task_name.lower()!r} found no training examples in --data_dir {o.data_dir}.")
+    raise cli.FlagError(f"Task {o.task_name.lower()!r} found no training examples in --data_dir {o.data_dir}.")
   rng = np.random.RandomState(o.seed) if o.seed is not None else np.random
   rng.shuffle(train_examples)
   log_fn(f"Num of train samples: {len(train_examples)}")
   train_file = _write_records(train_examples, label_list, o, tokenize_fn, "train", log_fn,
                               xlnet_config.n_token, o.num_passes)
-  trainer, start, global_batch, per_replica = flags.fine_tuning_trainer(
+  trainer, start, global_batch, per_replica = cli.fine_tuning_trainer(
       o, strategy, lambda run_config: classifier_task.build_model(xlnet_config, run_config, **model_args),
       classifier_task.ClassifierTask(scope), xlnet_config, o.max_seq_length, log_fn)
   log_fn(f"Training {scope} from step {start} to {o.train_steps}: global batch {global_batch} "
@@ -141,8 +142,8 @@ def _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, scope,
 
 
 def run(o, strategy, log_fn=print):
-  """Fine-tunes, evaluates, predicts and/or exports as the options `o` (this script's flags: `flags.values` or
-  `flags.defaults(define_flags, ...)`) say, on `strategy` for training.
+  """Fine-tunes, evaluates, predicts and/or exports as the options `o` (this script's flags: `cli.values` or
+  `cli.defaults(define_flags, ...)`) say, on `strategy` for training.
 
   Returns:
     dict: `train` (the last training loop's loss, lr, step), `eval` (per-checkpoint results), `best`, `predict`
@@ -157,12 +158,12 @@ def run(o, strategy, log_fn=print):
   try:
     sp_model = tokenization.load_sentencepiece(o.spiece_model_file)
   except ValueError as e:
-    raise flags.FlagError(f"--spiece_model_file: {e}") from None
+    raise cli.FlagError(f"--spiece_model_file: {e}") from None
   if sp_model.GetPieceSize() > xlnet_config.n_token:
-    raise flags.FlagError(f"The SentencePiece model {o.spiece_model_file} has {sp_model.GetPieceSize()} pieces, more "
-                    f"than the model's n_token={xlnet_config.n_token} "
-                    f"({o.model_config_path or o.init_checkpoint}). Pass the "
-                    "spiece.model the model was trained with.")
+    raise cli.FlagError(f"The SentencePiece model {o.spiece_model_file} has {sp_model.GetPieceSize()} pieces, more "
+                        f"than the model's n_token={xlnet_config.n_token} "
+                        f"({o.model_config_path or o.init_checkpoint}). Pass the "
+                        "spiece.model the model was trained with.")
   tokenize_fn = tokenization.make_tokenize_fn(sp_model, o.uncased)
   label_list = classifier_data.label_list_for(processor, o.is_regression)
   model_args = build_model_args(o, label_list)
@@ -178,13 +179,13 @@ def run(o, strategy, log_fn=print):
     return results  # Eval, predict and export run on the chief only (the original evaluates on one host).
   if o.do_eval or o.do_predict or o.export_dir:
     inference = classifier_eval.Inference(classifier_task.build_model(
-        xlnet_config, flags.create_run_config(o, is_training=False, is_finetune=True), **model_args), scope,
+        xlnet_config, cli.create_run_config(o, is_training=False, is_finetune=True), **model_args), scope,
         o.jit_compile)
   if o.do_eval or o.do_predict:
     eval_examples = processor.get_eval_examples(o.data_dir, o.eval_split)
     log_fn(f"Num of eval samples: {len(eval_examples)}")
     if not eval_examples:
-      raise flags.FlagError(f"Task {task_name!r} found no {o.eval_split} examples in --data_dir {o.data_dir}.")
+      raise cli.FlagError(f"Task {task_name!r} found no {o.eval_split} examples in --data_dir {o.data_dir}.")
   if o.do_eval:
     padded = classifier_features.pad_examples(eval_examples, o.eval_batch_size)
     eval_file = _write_records(padded, label_list, o, tokenize_fn, "eval", log_fn, xlnet_config.n_token)
@@ -215,8 +216,8 @@ def run(o, strategy, log_fn=print):
 
 def body(o):
   validate(o)
-  run(o, flags.start(o), log_fn=lambda line: print(line, flush=True))
+  run(o, cli.start(o), log_fn=lambda line: print(line, flush=True))
 
 
 if __name__ == "__main__":
-  flags.run_script(define_flags, flags.cli_main("run_classifier.py", body))
+  cli.run_script(define_flags, cli.cli_main("run_classifier.py", body))

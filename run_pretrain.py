@@ -10,9 +10,10 @@ False and means `--strategy=tpu`; `train_batch_size` is global). New: --strategy
 --seed, --deterministic, --model_config_path. Restarting the same command resumes from the latest checkpoint.
 """
 
-import flags  # first: filter_stderr() runs before anything imports TensorFlow
+import cli  # first: filter_stderr() runs before anything imports TensorFlow
 if __name__ == "__main__":
-  flags.filter_stderr()
+  cli.filter_stderr()
+import flags
 from absl import flags as absl_flags
 from xlnet_tf import XLNetConfig, XLNetModel
 from xlnet_tf import fileio
@@ -39,31 +40,31 @@ def define_flags(flag_values=absl_flags.FLAGS):
 def validate(o, num_replicas=1):
   """One-line errors for flag combinations the run cannot satisfy (before anything heavy starts)."""
   if not o.record_info_dir:
-    raise flags.FlagError("--record_info_dir is required: data_utils.py's <save_dir>/tfrecords directory.")
+    raise cli.FlagError("--record_info_dir is required: data_utils.py's <save_dir>/tfrecords directory.")
   if not o.model_dir:
-    raise flags.FlagError("--model_dir is required: where checkpoints and logs go (a rerun resumes from it).")
-  flags.require_output_dirs(o, "model_dir")
+    raise cli.FlagError("--model_dir is required: where checkpoints and logs go (a rerun resumes from it).")
+  cli.require_output_dirs(o, "model_dir")
   if o.seq_len <= 0:
-    raise flags.FlagError(f"--seq_len must be > 0 (the data_utils.py value). Received: {o.seq_len}.")
+    raise cli.FlagError(f"--seq_len must be > 0 (the data_utils.py value). Received: {o.seq_len}.")
   if o.perm_size is None or o.perm_size <= 0:
-    raise flags.FlagError(f"--perm_size must be set (> 0; usually --reuse_len). Received: {o.perm_size}.")
+    raise cli.FlagError(f"--perm_size must be set (> 0; usually --reuse_len). Received: {o.perm_size}.")
   if o.reuse_len <= 0 or o.reuse_len >= o.seq_len:
-    raise flags.FlagError(f"--reuse_len must be in (0, seq_len); usually seq_len / 2. Received: reuse_len={o.reuse_len}, "
-                    f"seq_len={o.seq_len}.")
+    raise cli.FlagError(f"--reuse_len must be in (0, seq_len); usually seq_len / 2. Received: reuse_len={o.reuse_len}, "
+                        f"seq_len={o.seq_len}.")
   if o.mem_len and o.reuse_len > o.seq_len:
-    raise flags.FlagError(f"--reuse_len ({o.reuse_len}) may not exceed --seq_len ({o.seq_len}) with --mem_len.")
+    raise cli.FlagError(f"--reuse_len ({o.reuse_len}) may not exceed --seq_len ({o.seq_len}) with --mem_len.")
   if o.train_batch_size % o.num_hosts:
-    raise flags.FlagError(f"--train_batch_size ({o.train_batch_size}) must be divisible by --num_hosts "
-                    f"({o.num_hosts}).")
+    raise cli.FlagError(f"--train_batch_size ({o.train_batch_size}) must be divisible by --num_hosts "
+                        f"({o.num_hosts}).")
   if o.train_batch_size % num_replicas:
-    raise flags.FlagError(f"--train_batch_size ({o.train_batch_size}) must be divisible by the {num_replicas} "
-                    "replicas.")
+    raise cli.FlagError(f"--train_batch_size ({o.train_batch_size}) must be divisible by the {num_replicas} "
+                        "replicas.")
   bsz_per_replica = o.train_batch_size // num_replicas
   if o.bi_data and bsz_per_replica % 2:
-    raise flags.FlagError(f"bi_data needs an even per-replica batch size. Received: bsz_per_replica={bsz_per_replica} "
-                    f"(--train_batch_size={o.train_batch_size} over {num_replicas} replicas). Use an even "
-                    "per-replica batch or --bi_data=False (with records written that way).")
-  flags.check_accumulation(o, bsz_per_replica, o.bi_data)
+    raise cli.FlagError(f"bi_data needs an even per-replica batch size. Received: bsz_per_replica={bsz_per_replica} "
+                        f"(--train_batch_size={o.train_batch_size} over {num_replicas} replicas). Use an even "
+                        "per-replica batch or --bi_data=False (with records written that way).")
+  cli.check_accumulation(o, bsz_per_replica, o.bi_data)
 
 
 def build_xlnet_config(o):
@@ -81,10 +82,10 @@ def check_vocabulary(o, xlnet_config, record_files):
   source = f"the n_token of --model_config_path {o.model_config_path}" if o.model_config_path else "--n_token"
   vocab_size = (read_corpus_info(o.record_info_dir) or {}).get("vocab_size")
   if vocab_size and vocab_size > n_token:
-    raise flags.FlagError(f"The records of --record_info_dir {o.record_info_dir} were written with a vocabulary of "
-                          f"{vocab_size} ids (vocab_size in its corpus_info.json), more than the model's "
-                          f"n_token={n_token} ({source}). Pass {source} of at least {vocab_size}"
-                          f"{'' if o.model_config_path else ' or leave it unset'}.")
+    raise cli.FlagError(f"The records of --record_info_dir {o.record_info_dir} were written with a vocabulary of "
+                        f"{vocab_size} ids (vocab_size in its corpus_info.json), more than the model's "
+                        f"n_token={n_token} ({source}). Pass {source} of at least {vocab_size}"
+                        f"{'' if o.model_config_path else ' or leave it unset'}.")
   check_token_ids(record_files, n_token, key="input", fix=(
       f"Pass {source} of the vocabulary the records were written with (data_utils.py's --sp_path), or records "
       f"written with a SentencePiece model of at most {n_token} pieces."))
@@ -102,7 +103,7 @@ def input_args(o):
 
 
 def run(o, strategy, log_fn=print):
-  """Pretrains as the options `o` (this script's flags, see `flags.values`/`flags.defaults`) say, on `strategy`.
+  """Pretrains as the options `o` (this script's flags, see `cli.values`/`cli.defaults`) say, on `strategy`.
 
   Returns:
     The last loop's {loss, gnorm, lr, step}.
@@ -114,10 +115,10 @@ def run(o, strategy, log_fn=print):
 
 def build_trainer(o, strategy, xlnet_config):
   """The pretraining `Trainer` of the options `o` on `strategy`, not yet initialised (`restore_or_init` next)."""
-  run_config = flags.create_run_config(o, is_training=True, is_finetune=False)
+  run_config = cli.create_run_config(o, is_training=True, is_finetune=False)
   return training.Trainer(
       strategy, lambda: XLNetModel(xlnet_config, run_config), pretrain_task.PretrainTask(), o.model_dir,
-      flags.train_config(o, o.train_batch_size, o.seq_len, mems_reset=o.mems_reset))
+      cli.train_config(o, o.train_batch_size, o.seq_len, mems_reset=o.mems_reset))
 
 
 def _run(o, strategy, log_fn):
@@ -141,8 +142,8 @@ def _run(o, strategy, log_fn):
 
 
 def body(o):
-  run(o, flags.start(o), log_fn=lambda line: print(line, flush=True))
+  run(o, cli.start(o), log_fn=lambda line: print(line, flush=True))
 
 
 if __name__ == "__main__":
-  flags.run_script(define_flags, flags.cli_main("run_pretrain.py", body))
+  cli.run_script(define_flags, cli.cli_main("run_pretrain.py", body))

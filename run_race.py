@@ -27,9 +27,10 @@ Every flag of the original keeps its name and default. Semantics:
 
 import os
 
-import flags  # first: filter_stderr() runs before anything imports TensorFlow
+import cli  # first: filter_stderr() runs before anything imports TensorFlow
 if __name__ == "__main__":
-  flags.filter_stderr()
+  cli.filter_stderr()
+import flags
 import tensorflow as tf
 from absl import flags as absl_flags
 
@@ -57,29 +58,29 @@ def define_flags(flag_values=absl_flags.FLAGS):
 def validate(o, num_replicas=1, strategy="one_device"):
   """One-line errors for flag values the run cannot use (before anything heavy starts)."""
   if not (o.do_train or o.do_eval or o.do_predict):
-    raise flags.FlagError("At least one of --do_train, --do_eval or --do_predict must be True.")
-  flags.require_model_config(o)
-  flags.require_file(o.spiece_model_file, "spiece_model_file", "the SentencePiece model (spiece.model) of the model")
+    raise cli.FlagError("At least one of --do_train, --do_eval or --do_predict must be True.")
+  cli.require_model_config(o)
+  cli.require_file(o.spiece_model_file, "spiece_model_file", "the SentencePiece model (spiece.model) of the model")
   if not o.model_dir:
-    raise flags.FlagError("--model_dir is required: where the fine-tuned checkpoints go (and are read by eval).")
+    raise cli.FlagError("--model_dir is required: where the fine-tuned checkpoints go (and are read by eval).")
   if not o.data_dir or not fileio.isdir(o.data_dir):
-    raise flags.FlagError(f"--data_dir {o.data_dir!r} is not a directory. Pass the RACE directory (with "
-                          "{train,dev,test}/{middle,high}/).")
+    raise cli.FlagError(f"--data_dir {o.data_dir!r} is not a directory. Pass the RACE directory (with "
+                        "{train,dev,test}/{middle,high}/).")
   if not o.output_dir:
-    raise flags.FlagError("--output_dir is required: where the cached tfrecords go.")
+    raise cli.FlagError("--output_dir is required: where the cached tfrecords go.")
   if o.do_predict and not o.predict_dir:
-    raise flags.FlagError("--do_predict needs --predict_dir: where the predictions file goes.")
-  flags.require_output_dirs(o, "output_dir", "model_dir", "predict_dir")
+    raise cli.FlagError("--do_predict needs --predict_dir: where the predictions file goes.")
+  cli.require_output_dirs(o, "output_dir", "model_dir", "predict_dir")
   if o.high_only and o.middle_only:
-    raise flags.FlagError("--high_only and --middle_only exclude each other (together they select nothing). Pass at "
-                          "most one.")
+    raise cli.FlagError("--high_only and --middle_only exclude each other (together they select nothing). Pass at "
+                        "most one.")
   try:
     race_data.check_lengths(o.max_seq_length, o.max_qa_length)
   except ValueError as e:
-    raise flags.FlagError(str(e)) from None
-  flags.require_positive(o, "train_batch_size", "eval_batch_size", "shuffle_buffer", "iterations")
+    raise cli.FlagError(str(e)) from None
+  cli.require_positive(o, "train_batch_size", "eval_batch_size", "shuffle_buffer", "iterations")
   if o.do_train:
-    flags.check_training_flags(o, num_replicas, strategy)
+    cli.check_training_flags(o, num_replicas, strategy)
 
 
 def _model_files(o):
@@ -88,12 +89,12 @@ def _model_files(o):
   try:
     sp_model = tokenization.load_sentencepiece(o.spiece_model_file)
   except ValueError as e:
-    raise flags.FlagError(f"--spiece_model_file: {e}") from None
+    raise cli.FlagError(f"--spiece_model_file: {e}") from None
   if sp_model.GetPieceSize() > xlnet_config.n_token:
-    raise flags.FlagError(f"The SentencePiece model {o.spiece_model_file} has {sp_model.GetPieceSize()} pieces, "
-                          f"more than the model's n_token={xlnet_config.n_token} "
-                          f"({o.model_config_path or o.init_checkpoint}). Pass the "
-                          "spiece.model the model was trained with.")
+    raise cli.FlagError(f"The SentencePiece model {o.spiece_model_file} has {sp_model.GetPieceSize()} pieces, "
+                        f"more than the model's n_token={xlnet_config.n_token} "
+                        f"({o.model_config_path or o.init_checkpoint}). Pass the "
+                        "spiece.model the model was trained with.")
   return xlnet_config, tokenization.make_tokenize_fn(sp_model, o.uncased)
 
 
@@ -124,7 +125,7 @@ def train(o, strategy, xlnet_config, tokenize_fn, model_args, log_fn):
   """Fine-tunes on the training split as the original; returns the last training loop's loss, lr, step."""
   num_replicas = strategy.num_replicas_in_sync
   info = _prepare(o, "train", tokenize_fn, xlnet_config.n_token, log_fn)
-  trainer, start, global_batch, per_replica = flags.fine_tuning_trainer(
+  trainer, start, global_batch, per_replica = cli.fine_tuning_trainer(
       o, strategy, lambda run_config: race_task.build_model(xlnet_config, run_config, **model_args),
       race_task.RaceTask(), xlnet_config, race_data.NUM_CHOICES * o.max_seq_length, log_fn)
   log_fn(f"Training RACE from step {start} to {o.train_steps}: global batch {global_batch} questions "
@@ -135,8 +136,8 @@ def train(o, strategy, xlnet_config, tokenize_fn, model_args, log_fn):
 
 
 def run(o, strategy, log_fn=print):
-  """Fine-tunes, evaluates and/or predicts as the options `o` (this script's flags: `flags.values` or
-  `flags.defaults(define_flags, ...)`) say, on `strategy` for training.
+  """Fine-tunes, evaluates and/or predicts as the options `o` (this script's flags: `cli.values` or
+  `cli.defaults(define_flags, ...)`) say, on `strategy` for training.
 
   Returns:
     dict: `train` (the last training loop's loss, lr, step), `eval` (per-checkpoint results) and `best`, `predict`
@@ -154,7 +155,7 @@ def run(o, strategy, log_fn=print):
     return results  # Eval and predict run on the chief only (the original evaluates on one host).
 
   inference = race_eval.Inference(race_task.build_model(
-      xlnet_config, flags.create_run_config(o, is_training=False, is_finetune=True), **model_args), o.jit_compile)
+      xlnet_config, cli.create_run_config(o, is_training=False, is_finetune=True), **model_args), o.jit_compile)
   info = _prepare(o, o.eval_split, tokenize_fn, xlnet_config.n_token, log_fn)
   if o.do_eval:
     checkpoints = _model_dir_checkpoints(o)
@@ -181,8 +182,8 @@ def run(o, strategy, log_fn=print):
 
 def body(o):
   validate(o)
-  run(o, flags.start(o), log_fn=lambda line: print(line, flush=True))
+  run(o, cli.start(o), log_fn=lambda line: print(line, flush=True))
 
 
 if __name__ == "__main__":
-  flags.run_script(define_flags, flags.cli_main("run_race.py", body))
+  cli.run_script(define_flags, cli.cli_main("run_race.py", body))

@@ -29,9 +29,10 @@ Every flag of the original keeps its name and default (`--do_train` is True by d
 
 import os
 
-import flags  # first: filter_stderr() runs before anything imports TensorFlow
+import cli  # first: filter_stderr() runs before anything imports TensorFlow
 if __name__ == "__main__":
-  flags.filter_stderr()
+  cli.filter_stderr()
+import flags
 import tensorflow as tf
 from absl import flags as absl_flags
 
@@ -63,51 +64,51 @@ def define_flags(flag_values=absl_flags.FLAGS):
 def validate(o, num_replicas=1, strategy="one_device"):
   """One-line errors for flag values the run cannot use (before anything heavy starts)."""
   if not (o.do_prepro or o.do_train or o.do_predict):
-    raise flags.FlagError("At least one of --do_prepro, --do_train and --do_predict must be True.")
-  flags.require_file(o.spiece_model_file, "spiece_model_file", "the SentencePiece model (spiece.model) of the model")
+    raise cli.FlagError("At least one of --do_prepro, --do_train and --do_predict must be True.")
+  cli.require_file(o.spiece_model_file, "spiece_model_file", "the SentencePiece model (spiece.model) of the model")
   if not o.output_dir:
-    raise flags.FlagError("--output_dir is required: where the tfrecords (and the cached evaluation features) go.")
-  flags.require_output_dirs(o, "output_dir", "model_dir", "predict_dir")
+    raise cli.FlagError("--output_dir is required: where the tfrecords (and the cached evaluation features) go.")
+  cli.require_output_dirs(o, "output_dir", "model_dir", "predict_dir")
   try:
     squad_data.check_options(o.max_seq_length, o.max_query_length, o.doc_stride)
   except ValueError as e:
-    raise flags.FlagError(str(e)) from None
+    raise cli.FlagError(str(e)) from None
   window = o.max_seq_length - o.max_query_length - 3
   if o.doc_stride >= window:  # the original accepts it and silently loses the answers across window boundaries
-    raise flags.FlagError(
+    raise cli.FlagError(
         f"--doc_stride={o.doc_stride} is not below the paragraph window ({window} tokens: --max_seq_length "
         f"{o.max_seq_length} - --max_query_length {o.max_query_length} - 3), so windows would not overlap and an "
         f"answer across a window boundary would be in none. Pass --doc_stride below {window}.")
   if o.do_prepro:
-    flags.require_file(o.train_file, "train_file", "the SQuAD training JSON to preprocess")
+    cli.require_file(o.train_file, "train_file", "the SQuAD training JSON to preprocess")
     if not 0 <= o.proc_id < o.num_proc:
-      raise flags.FlagError(f"--proc_id must be in [0, --num_proc). Received: --proc_id={o.proc_id}, "
-                            f"--num_proc={o.num_proc}.")
+      raise cli.FlagError(f"--proc_id must be in [0, --num_proc). Received: --proc_id={o.proc_id}, "
+                          f"--num_proc={o.num_proc}.")
     return
-  flags.require_model_config(o)
+  cli.require_model_config(o)
   if o.do_train:
     if not o.model_dir:
-      raise flags.FlagError("--model_dir is required with --do_train: where the fine-tuned checkpoints go.")
-    flags.require_positive(o, "train_batch_size", "shuffle_buffer", "iterations")
-    flags.check_training_flags(o, num_replicas, strategy)
+      raise cli.FlagError("--model_dir is required with --do_train: where the fine-tuned checkpoints go.")
+    cli.require_positive(o, "train_batch_size", "shuffle_buffer", "iterations")
+    cli.check_training_flags(o, num_replicas, strategy)
   if o.do_predict:
-    flags.require_file(o.predict_file, "predict_file", "the SQuAD JSON to predict")
+    cli.require_file(o.predict_file, "predict_file", "the SQuAD JSON to predict")
     if not o.predict_dir:
-      raise flags.FlagError("--predict_dir is required with --do_predict: where predictions.json, "
-                            "nbest_predictions.json and null_odds.json go.")
-    flags.require_positive(o, "predict_batch_size", "n_best_size", "max_answer_length", "start_n_top", "end_n_top")
+      raise cli.FlagError("--predict_dir is required with --do_predict: where predictions.json, "
+                          "nbest_predictions.json and null_odds.json go.")
+    cli.require_positive(o, "predict_batch_size", "n_best_size", "max_answer_length", "start_n_top", "end_n_top")
     for name in ("start_n_top", "end_n_top"):
       if getattr(o, name) > o.max_seq_length:
-        raise flags.FlagError(f"--{name} must be at most --max_seq_length ({o.max_seq_length}). Received: "
-                              f"{getattr(o, name)}.")
+        raise cli.FlagError(f"--{name} must be at most --max_seq_length ({o.max_seq_length}). Received: "
+                            f"{getattr(o, name)}.")
     if o.target_eval_key not in EVAL_KEYS:
-      raise flags.FlagError(f"--target_eval_key must be one of {', '.join(EVAL_KEYS)}. Received: "
-                            f"{o.target_eval_key!r}.")
+      raise cli.FlagError(f"--target_eval_key must be one of {', '.join(EVAL_KEYS)}. Received: "
+                          f"{o.target_eval_key!r}.")
     if o.predict_all_ckpt and not o.model_dir:
-      raise flags.FlagError("--predict_all_ckpt needs --model_dir: the directory whose checkpoints are predicted.")
+      raise cli.FlagError("--predict_all_ckpt needs --model_dir: the directory whose checkpoints are predicted.")
     if not (o.predict_ckpt or o.predict_all_ckpt or o.do_train or o.init_checkpoint or o.model_dir):
-      raise flags.FlagError("--do_predict needs a checkpoint: pass --predict_ckpt, --init_checkpoint or a "
-                            "--model_dir holding one.")
+      raise cli.FlagError("--do_predict needs a checkpoint: pass --predict_ckpt, --init_checkpoint or a "
+                          "--model_dir holding one.")
 
 
 def _train_records(o, sp_model, log_fn):
@@ -117,9 +118,9 @@ def _train_records(o, sp_model, log_fn):
   if fileio.glob(pattern):
     return pattern
   if not o.train_file:
-    raise flags.FlagError(f"No training records match {pattern}. Run with --do_prepro=True --train_file=... first, "
-                          "with the same --output_dir, --spiece_model_file, --max_seq_length and --max_query_length.")
-  flags.require_file(o.train_file, "train_file", "the SQuAD training JSON")
+    raise cli.FlagError(f"No training records match {pattern}. Run with --do_prepro=True --train_file=... first, "
+                        "with the same --output_dir, --spiece_model_file, --max_seq_length and --max_query_length.")
+  cli.require_file(o.train_file, "train_file", "the SQuAD training JSON")
   log_fn(f"No training records match {pattern}: preprocessing --train_file first (as --do_prepro).")
   _prepro(o, sp_model, log_fn, num_proc=1, proc_id=0)
   return pattern
@@ -155,8 +156,8 @@ def _predict_checkpoints(o):
 
 
 def run(o, strategy, log_fn=print):
-  """Preprocesses, fine-tunes and/or predicts as the options `o` (this script's flags: `flags.values` or
-  `flags.defaults(define_flags, ...)`) say, on `strategy` for training.
+  """Preprocesses, fine-tunes and/or predicts as the options `o` (this script's flags: `cli.values` or
+  `cli.defaults(define_flags, ...)`) say, on `strategy` for training.
 
   Returns:
     dict: `prepro` (the record written), `train` (the last training loop's loss, lr, step), `predict`
@@ -169,7 +170,7 @@ def run(o, strategy, log_fn=print):
   try:
     sp_model = tokenization.load_sentencepiece(o.spiece_model_file)
   except ValueError as e:
-    raise flags.FlagError(f"--spiece_model_file: {e}") from None
+    raise cli.FlagError(f"--spiece_model_file: {e}") from None
   fileio.makedirs(o.output_dir)
   results = {}
   if o.do_prepro:
@@ -177,10 +178,10 @@ def run(o, strategy, log_fn=print):
     return results
   xlnet_config = hf_checkpoint.model_config(o.model_config_path, o.init_checkpoint)
   if sp_model.GetPieceSize() > xlnet_config.n_token:
-    raise flags.FlagError(f"The SentencePiece model {o.spiece_model_file} has {sp_model.GetPieceSize()} pieces, more "
-                          f"than the model's n_token={xlnet_config.n_token} "
-                          f"({o.model_config_path or o.init_checkpoint}). Pass the "
-                          "spiece.model the model was trained with.")
+    raise cli.FlagError(f"The SentencePiece model {o.spiece_model_file} has {sp_model.GetPieceSize()} pieces, more "
+                        f"than the model's n_token={xlnet_config.n_token} "
+                        f"({o.model_config_path or o.init_checkpoint}). Pass the "
+                        "spiece.model the model was trained with.")
   # Resolved first when no training comes first, so that a missing checkpoint fails before anything is written.
   predict_ckpts = _predict_checkpoints(o) if o.do_predict and not o.do_train else None
   eval_set = None
@@ -190,8 +191,8 @@ def run(o, strategy, log_fn=print):
     orig_data = squad_examples.load_squad_data(o.predict_file)
     orig_data = orig_data if squad_predict.has_answers(orig_data) else None
     if orig_data is None and o.allow_empty_prediction and o.null_threshold is None:
-      raise flags.FlagError(f"--allow_empty_prediction needs --null_threshold: --predict_file {o.predict_file} has "
-                            "no answers to find the threshold on. Pass the best_f1_thresh of a dev set.")
+      raise cli.FlagError(f"--allow_empty_prediction needs --null_threshold: --predict_file {o.predict_file} has "
+                          "no answers to find the threshold on. Pass the best_f1_thresh of a dev set.")
     token_checks.check_fine_tuning_ids(record, xlnet_config.n_token, o.spiece_model_file)
     eval_set = squad_predict.EvalSet(examples, features, record, orig_data, o.max_seq_length)
     log_fn(f"Num of eval examples: {len(examples)}, features: {len(features)} ({record}).")
@@ -201,7 +202,7 @@ def run(o, strategy, log_fn=print):
     token_checks.check_fine_tuning_ids(fileio.glob(train_files), xlnet_config.n_token, o.spiece_model_file,
                                   rewrite="delete it and rerun (or rerun --do_prepro=True)")
     with fileio.directory_lock(o.model_dir if training.is_chief(strategy) else None):
-      trainer, start, global_batch, per_replica = flags.fine_tuning_trainer(
+      trainer, start, global_batch, per_replica = cli.fine_tuning_trainer(
           o, strategy, lambda run_config: squad_task.build_model(xlnet_config, run_config), squad_task.SquadTask(),
           xlnet_config, o.max_seq_length, log_fn)
       log_fn(f"Training the SQuAD head from step {start} to {o.train_steps}: global batch {global_batch} "
@@ -212,7 +213,7 @@ def run(o, strategy, log_fn=print):
 
   if o.do_predict and training.is_chief(strategy):  # Prediction runs on the chief only.
     inference = squad_predict.Inference(squad_task.build_model(
-        xlnet_config, flags.create_run_config(o, is_training=False, is_finetune=True)), o.start_n_top, o.end_n_top,
+        xlnet_config, cli.create_run_config(o, is_training=False, is_finetune=True)), o.start_n_top, o.end_n_top,
         o.jit_compile)
     options = squad_postprocess.AnswerOptions(
         n_best_size=o.n_best_size, max_answer_length=o.max_answer_length, allow_last_token=o.allow_last_token,
@@ -225,8 +226,8 @@ def run(o, strategy, log_fn=print):
 
 def body(o):
   validate(o)
-  run(o, flags.start(o), log_fn=lambda line: print(line, flush=True))
+  run(o, cli.start(o), log_fn=lambda line: print(line, flush=True))
 
 
 if __name__ == "__main__":
-  flags.run_script(define_flags, flags.cli_main("run_squad.py", body))
+  cli.run_script(define_flags, cli.cli_main("run_squad.py", body))

@@ -16,7 +16,7 @@ markdown table for docs/performance.md and a line naming the machine.
   reuse_len and perm_size seq/2, mem_len 3*seq/4, num_predict 85*seq/512; bi_data needs an even m, so m steps by 2.
   Its batch is made by the real record parser from random records (`bench_pretrain.make_rows`).
 
-A probe is one fresh process (`--probe`, so that peaks do not mix) that starts like the CLI (`flags.start`), builds
+A probe is one fresh process (`--probe`, so that peaks do not mix) that starts like the CLI (`cli.start`), builds
 the CLI's Trainer from its flags (random weights, no checkpoint), runs --probe_steps real steps through
 `Trainer.train` and reads the peak the progress line shows (`reporting.peak_memory_bytes` of the strategy's first
 device: on a CPU oneDNN's allocator's buffers of 256 KiB and more; also the process's peak RSS). The
@@ -89,7 +89,7 @@ def _build(spec, xlnet_config, model_dir):
   """(strategy, the CLI's Trainer, one batch of features) of a probe: the CLI's flag defaults, then spec's."""
   import numpy as np  # pylint: disable=import-outside-toplevel
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  import flags as cli_flags  # pylint: disable=import-outside-toplevel
+  import cli  # pylint: disable=import-outside-toplevel
   m, seq_len = spec["micro_batch"], spec["seq_len"]
   common = dict(spec["flags"], model_dir=model_dir, train_batch_size=m, iterations=1, train_steps=10 ** 6,
                 warmup_steps=0, seed=0)
@@ -97,10 +97,10 @@ def _build(spec, xlnet_config, model_dir):
   if spec["task"] == "finetune":
     import run_classifier  # pylint: disable=import-outside-toplevel
     from xlnet_tf.tasks.classifier import task as classifier_task  # pylint: disable=import-outside-toplevel
-    o = cli_flags.defaults(run_classifier.define_flags, task_name="imdb", max_seq_length=seq_len, **common)
-    strategy = cli_flags.start(o)
+    o = cli.defaults(run_classifier.define_flags, task_name="imdb", max_seq_length=seq_len, **common)
+    strategy = cli.start(o)
     model_args = run_classifier.build_model_args(o, ["neg", "pos"])
-    trainer, _, _, _ = cli_flags.fine_tuning_trainer(
+    trainer, _, _, _ = cli.fine_tuning_trainer(
         o, strategy, lambda run_config: classifier_task.build_model(xlnet_config, run_config, **model_args),
         classifier_task.ClassifierTask(model_args["scope"]), xlnet_config, seq_len, log_fn=lambda line: None)
     features = {"input_ids": rng.integers(10, xlnet_config.n_token, [m, seq_len]).astype(np.int32),
@@ -111,8 +111,8 @@ def _build(spec, xlnet_config, model_dir):
   import bench_pretrain  # pylint: disable=import-outside-toplevel
   import run_pretrain  # pylint: disable=import-outside-toplevel
   shapes = pretrain_shapes(seq_len)
-  o = cli_flags.defaults(run_pretrain.define_flags, record_info_dir=model_dir, **shapes, **common)
-  strategy = cli_flags.start(o)
+  o = cli.defaults(run_pretrain.define_flags, record_info_dir=model_dir, **shapes, **common)
+  strategy = cli.start(o)
   trainer = run_pretrain.build_trainer(o, strategy, xlnet_config)
   return strategy, trainer, bench_pretrain.make_rows(dict(shapes, bsz=m, n_token=xlnet_config.n_token), seed=0,
                                                      use_bfloat16=o.use_bfloat16)

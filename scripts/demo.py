@@ -24,13 +24,12 @@ import json
 import math
 import os
 import shlex
-import shutil
-import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from scripts.demo_stages import (ROOT, Stage, duration, quiet_native_stderr, rel, run_tool,  # noqa: E402
+                                 train_progress)  # pylint: disable=wrong-import-position
 
 # The small model and data shapes of the demo.
 SEQ_LEN, REUSE_LEN, BSZ, NUM_PREDICT = 128, 64, 16, 21
@@ -53,125 +52,6 @@ LONG = dict(num_docs=20000, pretrain_steps=6000, finetune_steps=600, num_dev=500
 # their own choices).
 SETTINGS_KEYS = ("num_docs", "vocab_size", "bi_data", "pretrain_steps", "pretrain_lr", "pretrain_warmup",
                  "num_train", "num_dev", "use_bfloat16")
-
-
-class Display:
-  """One line per stage: rewritten in place on a terminal, printed once when the stage ends otherwise."""
-
-  def __init__(self):
-    self.tty = sys.stdout.isatty()
-
-  def update(self, text):
-    if self.tty:
-      width = shutil.get_terminal_size((100, 20)).columns - 1
-      sys.stdout.write("\r\033[K" + text[:width])
-      sys.stdout.flush()
-
-  def done(self, text):
-    sys.stdout.write(("\r\033[K" if self.tty else "") + text + "\n")
-    sys.stdout.flush()
-
-
-DISPLAY = Display()
-
-
-def _rel(path):
-  rel = os.path.relpath(path)
-  return rel if not rel.startswith("..") else path
-
-
-def _duration(seconds):
-  seconds = int(round(seconds))
-  if seconds >= 3600:
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-  return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
-
-
-class Stage:
-  """A numbered stage: its label, log file, done marker and timing."""
-
-  def __init__(self, demo, name, label):
-    demo.stage_index += 1
-    self.prefix = f"[{demo.stage_index}/{demo.num_stages}] {label}"
-    self.log = os.path.join(demo.log_dir, f"{demo.stage_index}_{name}.log")
-    self.marker = os.path.join(demo.log_dir, f"{name}.done.json")
-    self.t0 = time.time()
-
-  def show(self, text):
-    DISPLAY.update(f"{self.prefix}: {text}  ({_duration(time.time() - self.t0)})")
-
-  def finish(self, text, skipped=False):
-    took = "done earlier" if skipped else _duration(time.time() - self.t0)
-    DISPLAY.done(f"{self.prefix}: {text}  ({took})")
-
-  def load(self, key):
-    """The result a finished run of the same command stored, or None."""
-    if os.path.exists(self.marker):
-      with open(self.marker) as f:
-        saved = json.load(f)
-      if saved.get("key") == key:
-        return saved["result"]
-    return None
-
-  def store(self, key, result):
-    from xlnet_tf import fileio
-    fileio.write_json(self.marker, {"key": key, "result": result}, indent=1)
-
-
-def _train_progress(line, train_steps):
-  """`[120] | gnorm .. | loss 6.57 | pplx .. | 2.75 steps/s, 5625 tokens/s, ETA 0h00m28s | peak mem 0.31 GiB` -> a
-  short text."""
-  if not (line.startswith("[") and "| loss " in line):
-    return None
-  step = line[1:line.index("]")]
-  loss = line.split("| loss ")[1].split()[0]
-  speed = line.split(" steps/s")[0].rsplit("| ", 1)[-1] if " steps/s" in line else "?"
-  eta = line.rsplit("ETA ", 1)[-1].split(" | ")[0].strip() if "ETA " in line else "?"
-  if eta.count("h") == 1 and eta.endswith("s"):  # 0h01m54s -> 1m54s
-    h, rest = eta.split("h")
-    m, sec = rest[:-1].split("m")
-    eta = _duration(int(h) * 3600 + int(m) * 60 + int(sec))
-  return f"step {step}/{train_steps}, loss {loss}, {speed} steps/s, ETA {eta}"
-
-
-def run_tool(stage, cmd, progress_fn, commands):
-  """Runs a command-line tool from the repository root; output to the stage's log; progress on the stage's line.
-
-  Returns the tool's output lines. Stops the demo (showing the log's tail) if the tool fails.
-  """
-  commands.append(cmd)
-  lines = []
-  with open(stage.log, "a") as log:
-    log.write(f"\n$ {shlex.join(cmd)}\n")
-    log.flush()
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    for line in proc.stdout:
-      log.write(line)
-      log.flush()
-      lines.append(line.rstrip("\n"))
-      text = progress_fn(lines[-1])
-      if text:
-        stage.show(text)
-    returncode = proc.wait()
-  if returncode != 0:
-    DISPLAY.done(f"{stage.prefix}: FAILED (exit {returncode}) after {_duration(time.time() - stage.t0)}")
-    print("".join(f"    {line}\n" for line in lines[-15:]), end="")
-    sys.exit(f"demo: {os.path.basename(cmd[1])} failed; its whole output is in {stage.log}")
-  return lines
-
-
-def quiet_native_stderr(path):
-  """Sends what native libraries write to file descriptor 2 (TensorFlow's start-up lines) to a file.
-
-  Python's own messages (errors, tracebacks) still reach the terminal through `sys.stderr`.
-  """
-  sys.stderr.flush()
-  saved = os.dup(2)
-  fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-  os.dup2(fd, 2)
-  os.close(fd)
-  sys.stderr = os.fdopen(saved, "w", buffering=1)
 
 
 def unigram_entropy(record_dir):
@@ -211,8 +91,8 @@ def parse_args():
   parser.add_argument("--finetune_steps", type=int, help=f"Fine-tuning steps ({DEFAULTS['finetune_steps']}).")
   parser.add_argument("--finetune_lr", type=float, help=f"Fine-tuning learning rate ({DEFAULTS['finetune_lr']}).")
   parser.add_argument("--summary_type", choices=("last", "first", "mean", "attn"),
-                      help=f"run_classifier.py's sequence summary ({DEFAULTS['summary_type']}; the original's default is "
-                           "last, the CLS token).")
+                      help=f"run_classifier.py's sequence summary ({DEFAULTS['summary_type']}; the original's "
+                           "default is last, the CLS token).")
   parser.add_argument("--seeds", help="Comma-separated fine-tuning seeds; each init is fine-tuned once per seed "
                                       f"({DEFAULTS['seeds']}).")
   parser.add_argument("--num_train", type=int, default=4000, help="IMDB train reviews for fine-tuning.")
@@ -338,7 +218,7 @@ class Demo:
       stage.show("starting")
       with open(progress, "a") as f:
         def show(line):
-          text = _train_progress(line, args.pretrain_steps)
+          text = train_progress(line, args.pretrain_steps)
           if text:
             f.write(line + "\n")
             f.flush()
@@ -390,7 +270,7 @@ class Demo:
           return "tokenizing"
         if line.startswith("Num of eval samples"):
           return f"evaluating on {args.num_dev} dev reviews"
-        return _train_progress(line, args.finetune_steps)
+        return train_progress(line, args.finetune_steps)
       stage.show("starting")
       lines = run_tool(stage, cmd, progress, self.commands)
       # "Best result | eval_accuracy 0.81 | eval_loss 0.45 | ..." (the original's format)
@@ -414,8 +294,8 @@ class Demo:
     # Without bfloat16, XLA: on a 2-core AVX2 CPU 1.8x faster pretraining and 1.6x faster fine-tuning steps; with
     # bfloat16 it is slower (docs/performance.md).
     self.jit = not self.bf16
-    print(f"XLNet demo in {_rel(self.out)}: {'bfloat16' if self.bf16 else 'float32 with XLA'}; each stage's output "
-          f"in {_rel(self.log_dir)}/", flush=True)
+    print(f"XLNet demo in {rel(self.out)}: {'bfloat16' if self.bf16 else 'float32 with XLA'}; each stage's output "
+          f"in {rel(self.log_dir)}/", flush=True)
     t0 = time.time()
     corpus_dir = self.corpus()
     spm_path = self.sentencepiece(corpus_dir)
@@ -428,7 +308,8 @@ class Demo:
           results[init].append(self.finetune(pretrain_dir, spm_path, init, seed))
     with open(os.path.join(self.out, "commands.sh"), "w") as f:
       f.write("# The commands of the demo's last run, from the repository root. Before them, the demo wrote the\n"
-              f"# pretraining text with xlnet_tf.data.corpora.write_pretraining_corpus(out, {args.num_docs}, num_files=4)\n"
+              "# pretraining text with xlnet_tf.data.corpora.write_pretraining_corpus("
+              f"out, {args.num_docs}, num_files=4)\n"
               f"# and the IMDB data with xlnet_tf.data.corpora.write_aclimdb(out, {args.num_train}, {args.num_dev}).\n")
       f.writelines(shlex.join(cmd) + "\n" for cmd in self.commands)
     self.report(results, time.time() - t0)
@@ -457,11 +338,11 @@ class Demo:
              seconds=round(seconds))
     with open(os.path.join(self.out, "summary.json"), "w") as f:
       json.dump(s, f, indent=2)
-    rows += [("checkpoints", f"{_rel(s['pretrain_dir'])}, {_rel(os.path.join(self.out, 'finetune_*'))}"),
-             ("TensorBoard", f"tensorboard --logdir {_rel(self.out)}"),
-             ("commands, logs", f"{_rel(os.path.join(self.out, 'commands.sh'))}, {_rel(self.log_dir)}/")]
+    rows += [("checkpoints", f"{rel(s['pretrain_dir'])}, {rel(os.path.join(self.out, 'finetune_*'))}"),
+             ("TensorBoard", f"tensorboard --logdir {rel(self.out)}"),
+             ("commands, logs", f"{rel(os.path.join(self.out, 'commands.sh'))}, {rel(self.log_dir)}/")]
     width = max(len(name) for name, _ in rows)
-    print(f"\nResults ({_duration(seconds)}; also in {_rel(os.path.join(self.out, 'summary.json'))})")
+    print(f"\nResults ({duration(seconds)}; also in {rel(os.path.join(self.out, 'summary.json'))})")
     if not args.skip_finetune:
       print(f"  IMDB: {args.num_train} train reviews, {args.finetune_steps} steps, {args.num_dev} dev reviews, "
             f"summary {args.summary_type}, seed{'s' if len(self.seeds) > 1 else ''} {args.seeds}")

@@ -24,7 +24,7 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-import flags
+import cli
 import run_classifier
 import run_pretrain
 from xlnet_tf import XLNetConfig
@@ -127,7 +127,7 @@ def cli_options(meta, golden_dir, model_dir, **overrides):
   if meta["use_tpu_embedding_and_loss_path"]:
     values["clip_mode"] = "dense"
   values.update(overrides)
-  return flags.defaults(script.define_flags, **values)
+  return cli.defaults(script.define_flags, **values)
 
 
 _STRATEGIES = {}  # one per setting and process: two MirroredStrategies in one process mix up their collectives
@@ -136,7 +136,7 @@ _STRATEGIES = {}  # one per setting and process: two MirroredStrategies in one p
 def _strategy(o):
   key = (o.strategy, o.use_tpu, o.num_core_per_host)
   if key not in _STRATEGIES:
-    _STRATEGIES[key] = flags.start(o)
+    _STRATEGIES[key] = cli.start(o)
   return _STRATEGIES[key]
 
 
@@ -153,7 +153,7 @@ def build_trainer(golden_dir, meta, model_dir, log_fn=None, **overrides):
   else:
     model_args = run_classifier.build_model_args(o, meta.get("label_list"))
     xlnet_config = XLNetConfig(json_path=o.model_config_path)
-    trainer, _, _, _ = flags.fine_tuning_trainer(
+    trainer, _, _, _ = cli.fine_tuning_trainer(
         o, strategy, lambda run_config: classifier_task.build_model(xlnet_config, run_config, **model_args),
         classifier_task.ClassifierTask(model_args["scope"]), xlnet_config, o.max_seq_length, log_fn)
   return trainer, o

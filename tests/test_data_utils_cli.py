@@ -11,7 +11,8 @@ import pytest
 import tensorflow as tf
 from absl import flags as absl_flags
 
-sys.path.insert(0, os.getcwd())  # The repository root (tests/conftest.py chdirs there): data_utils.py, flags.py.
+sys.path.insert(0, os.getcwd())  # The repository root (tests/conftest.py chdirs there): the CLIs, flags.py, cli.py.
+import cli  # noqa: E402  pylint: disable=wrong-import-position
 import data_utils  # noqa: E402  pylint: disable=wrong-import-position
 import flags  # noqa: E402  pylint: disable=wrong-import-position
 from xlnet_tf.data import corpora
@@ -237,7 +238,7 @@ def test_bad_input_one_line_errors(bad_inputs, tmp_path, argv, message):
           *GOLDEN_FLAGS]
   fv = _flag_values(base + [a.format(t=t) for a in argv])
   with pytest.raises(pd.DataError) as e:
-    data_utils.create_data(flags.values(fv))
+    data_utils.create_data(cli.values(fv))
   assert message.format(t=t) in str(e.value) and "\n" not in str(e.value)
   assert not os.path.exists(f"{tmp_path}/out")  # Nothing written.
 

@@ -20,7 +20,7 @@ import pytest
 from safetensors.numpy import load_file
 
 import convert_checkpoint
-import flags
+import cli
 from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
 from xlnet_tf import checkpoint
 from xlnet_tf import convert
@@ -97,8 +97,8 @@ def test_hf_to_tf1_matches_transformers(name, tmp_path):
   load reads the same arrays."""
   head = name.split("_")[0]
   out = tmp_path / "tf1"
-  convert_checkpoint.run(flags.defaults(convert_checkpoint.define_flags, input=f"{DATA}/{name}",
-                                        output_dir=str(out), task_name="hf"), log_fn=lambda line: None)
+  convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=f"{DATA}/{name}",
+                                      output_dir=str(out), task_name="hf"), log_fn=lambda line: None)
   config = XLNetConfig(json_path=str(out / "xlnet_config.json"))
   model = _build(head, config)
   report = checkpoint.load_original_checkpoint(model, str(out / "xlnet_model.ckpt"))
@@ -125,10 +125,10 @@ def test_load_checkpoint_of_an_hf_directory(name):
 def test_tf1_to_hf_round_trip_is_exact(name, tmp_path):
   """HF -> TF1 -> HF gives transformers' arrays back, name for name (no lm_loss.weight: it is tied)."""
   head = name.split("_")[0]
-  convert_checkpoint.run(flags.defaults(convert_checkpoint.define_flags, input=f"{DATA}/{name}",
-                                        output_dir=str(tmp_path / "tf1")), log_fn=lambda line: None)
-  convert_checkpoint.run(flags.defaults(convert_checkpoint.define_flags, input=str(tmp_path / "tf1"),
-                                        output_dir=str(tmp_path / "hf")), log_fn=lambda line: None)
+  convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=f"{DATA}/{name}",
+                                      output_dir=str(tmp_path / "tf1")), log_fn=lambda line: None)
+  convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=str(tmp_path / "tf1"),
+                                      output_dir=str(tmp_path / "hf")), log_fn=lambda line: None)
   exported = load_file(str(tmp_path / "hf" / "model.safetensors"))
   reference = _hf_arrays(REFERENCE[head])
   assert sorted(exported) == sorted(reference)
@@ -300,8 +300,8 @@ def test_bad_inputs_are_one_line(case, words, tmp_path):
   extra = {"d_head": dict(task_name="toy")}.get(case, {})
   output_dir = f"{DATA}/lm_outputs.npz" if case == "output_is_a_file" else str(tmp_path / "out")
   with pytest.raises(ValueError, match=words) as error:
-    convert_checkpoint.run(flags.defaults(convert_checkpoint.define_flags, input=inputs.get(case, str(root / case)),
-                                          output_dir=output_dir, **extra), log_fn=lambda line: None)
+    convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=inputs.get(case, str(root / case)),
+                                        output_dir=output_dir, **extra), log_fn=lambda line: None)
   assert "\n" not in str(error.value)
   assert not (tmp_path / "out").exists()
 
@@ -346,12 +346,12 @@ def test_one_of_our_checkpoints_exports_too(tmp_path):
   checkpoint.assign_by_name(model, checkpoint.ArrayReader(arrays), {n: n for n in arrays}, "lm_h5")
   path = tf.train.Checkpoint(weights=checkpoint.original_variable_map(model)).save(str(tmp_path / "model" / "ckpt"))
   hf_config.to_json(str(tmp_path / "model" / "xlnet_config.json"))
-  convert_checkpoint.run(flags.defaults(convert_checkpoint.define_flags, input=path, output_dir=str(tmp_path / "hf")),
+  convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=path, output_dir=str(tmp_path / "hf")),
                          log_fn=lambda line: None)
   exported, reference = load_file(str(tmp_path / "hf" / "model.safetensors")), _hf_arrays("lm_safetensors")
   assert sorted(exported) == sorted(reference)
   for key, array in reference.items():
     np.testing.assert_array_equal(exported[key], array, err_msg=key)
-  with pytest.raises(flags.FlagError, match="already in the hf format"):
-    convert_checkpoint.run(flags.defaults(convert_checkpoint.define_flags, input=f"{DATA}/lm_h5", to="hf",
-                                          output_dir=str(tmp_path / "x")), log_fn=lambda line: None)
+  with pytest.raises(cli.FlagError, match="already in the hf format"):
+    convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=f"{DATA}/lm_h5", to="hf",
+                                        output_dir=str(tmp_path / "x")), log_fn=lambda line: None)

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-import flags
+import cli
 import run_race
 from helpers import learning
 from xlnet_tf.data import tokenization
@@ -123,13 +123,13 @@ def test_fine_tuning_on_the_set_beats_chance(tmp_path):
   assert learning.logged_losses(pretrain_lines)[-1] < 4.5, pretrain_lines[-3:]
   corpus.write_race_corpus(str(tmp_path / "race"), num_train=6000, num_dev=200, num_test=100, max_article_words=50,
                            middle_max_words=35)
-  o = flags.defaults(
+  o = cli.defaults(
       run_race.define_flags, do_train=True, do_eval=True, data_dir=str(tmp_path / "race"), model_config_path=config,
       spiece_model_file=spm, init_checkpoint=backbone, output_dir=str(tmp_path / "race_out"),
       model_dir=str(tmp_path / "race_model"), max_seq_length=112, max_qa_length=40, train_batch_size=8,
       eval_batch_size=32, train_steps=RACE_STEPS, warmup_steps=RACE_STEPS // 10, iterations=100,
       learning_rate=RACE_LR, lr_layer_decay_rate=1.0, dropout=0.0, dropatt=0.0, seed=1, strategy="one_device")
   lines = []
-  results = run_race.run(o, flags.start(o), log_fn=lines.append)  # as the CLI: seeded initialisation
+  results = run_race.run(o, cli.start(o), log_fn=lines.append)  # as the CLI: seeded initialisation
   (result,) = results["eval"]
   assert result["eval_accuracy"] > MIN_ACCURACY, result

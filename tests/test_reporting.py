@@ -23,9 +23,9 @@ def test_format_seconds(seconds, text):
 @pytest.mark.parametrize("language_model", [True, False])
 def test_the_progress_line_and_the_scalars(tmp_path, language_model):
   progress = reporting.Progress(str(tmp_path), chief=True, tokens_per_step=4 * 7, language_model=language_model)
-  progress.begin(start=0, train_steps=10)
   lines = []
-  progress.report(step=2, loss=2.0, gnorm=1.5, lr=1e-4, steps=2, seconds=0.5, log_fn=lines.append)
+  progress.begin(start=0, train_steps=10, log_fn=lines.append)
+  progress.report(step=2, loss=2.0, gnorm=1.5, lr=1e-4, steps=2, seconds=0.5)
   head, tail = lines[0].split(" | 4.00 steps/s, 112 tokens/s, ETA ")
   lm = " | pplx    7.39, bpc  2.8854" if language_model else ""
   assert head == f"[2] | gnorm 1.50 lr 0.000100 | loss 2.0000{lm}"
@@ -35,8 +35,8 @@ def test_the_progress_line_and_the_scalars(tmp_path, language_model):
 
 def test_a_worker_that_is_not_the_chief_writes_no_events(tmp_path):
   progress = reporting.Progress(str(tmp_path), chief=False, tokens_per_step=1, language_model=False)
-  progress.begin(start=5, train_steps=6)
-  progress.report(step=6, loss=1.0, gnorm=1.0, lr=0.0, steps=1, seconds=1.0, log_fn=lambda line: None)
+  progress.begin(start=5, train_steps=6, log_fn=lambda line: None)
+  progress.report(step=6, loss=1.0, gnorm=1.0, lr=0.0, steps=1, seconds=1.0)
   assert not glob.glob(str(tmp_path / "events.out.tfevents.*"))
 
 
@@ -56,9 +56,9 @@ def test_the_line_ends_with_the_peak_memory_and_tensorboard_has_it(tmp_path):
   big = tf.ones([1024, 1024])  # 4 MiB held by the CPU allocator at least until the report
   progress = reporting.Progress(str(tmp_path), chief=True, tokens_per_step=1, language_model=False,
                                 memory_device="CPU:0")
-  progress.begin(start=0, train_steps=1)
   lines = []
-  progress.report(step=1, loss=1.0, gnorm=1.0, lr=0.0, steps=1, seconds=1.0, log_fn=lines.append)
+  progress.begin(start=0, train_steps=1, log_fn=lines.append)
+  progress.report(step=1, loss=1.0, gnorm=1.0, lr=0.0, steps=1, seconds=1.0)
   match = re.search(r" \| peak mem (\d+\.\d\d) GiB$", lines[0])
   assert match and float(match.group(1)) >= 0.0
   (peak,) = _scalars(tmp_path, "train/peak_mem_gib").values()
@@ -74,9 +74,9 @@ def test_a_device_without_allocator_statistics_leaves_the_figure_out(tmp_path, m
   assert reporting.memory_device(tf.distribute.OneDeviceStrategy("/cpu:0")) is None
   progress = reporting.Progress(str(tmp_path), chief=True, tokens_per_step=1, language_model=False,
                                 memory_device="CPU:0")
-  progress.begin(start=0, train_steps=1)
   lines = []
-  progress.report(step=1, loss=1.0, gnorm=1.0, lr=0.0, steps=1, seconds=1.0, log_fn=lines.append)
+  progress.begin(start=0, train_steps=1, log_fn=lines.append)
+  progress.report(step=1, loss=1.0, gnorm=1.0, lr=0.0, steps=1, seconds=1.0)
   assert "peak mem" not in lines[0] and not _scalars(tmp_path, "train/peak_mem_gib")
 
 

@@ -15,7 +15,7 @@ import tensorflow as tf
 from absl import flags as absl_flags
 
 from helpers import cli_forks
-import flags
+import cli
 import run_classifier
 from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
 from xlnet_tf import checkpoint
@@ -259,7 +259,7 @@ def test_stsb_regression_with_the_readme_flags(files, cli_runs):
   assert float(results[0]["eval_loss"]) == pytest.approx(np.mean((x - scores) ** 2), rel=1e-5)
 
   # The README's eval command (--do_train=False --do_eval=True --eval_all_ckpt=True), through run() in-process.
-  options = flags.defaults(
+  options = cli.defaults(
       run_classifier.define_flags,
       do_eval=True, eval_all_ckpt=True, task_name="sts-b", data_dir=files["sts-b"], output_dir=str(out / "rec"),
       model_dir=str(out / "model"), spiece_model_file=SPM, model_config_path=files["config"],
@@ -334,11 +334,11 @@ def test_flags_keep_the_original_names_and_defaults():
   assert {name: fv[name].default for name in ORIGINAL_CLASSIFIER_FLAGS} == ORIGINAL_CLASSIFIER_FLAGS
   # run() reads the script's flags as a namespace: every flag, nothing else; defaults() rejects unknown names.
   fv(["run_classifier.py"])
-  assert vars(flags.values(fv)) == vars(flags.defaults(run_classifier.define_flags)) == {
-      name: fv[name].value for name in fv if name in vars(flags.values(fv))}
-  assert set(ORIGINAL_CLASSIFIER_FLAGS) <= set(vars(flags.values(fv)))
+  assert vars(cli.values(fv)) == vars(cli.defaults(run_classifier.define_flags)) == {
+      name: fv[name].value for name in fv if name in vars(cli.values(fv))}
+  assert set(ORIGINAL_CLASSIFIER_FLAGS) <= set(vars(cli.values(fv)))
   with pytest.raises(ValueError, match="No such flag: trian_steps"):
-    flags.defaults(run_classifier.define_flags, trian_steps=3)
+    cli.defaults(run_classifier.define_flags, trian_steps=3)
 
 
 def test_checkpoint_listing_is_robust_to_names_without_a_step(tmp_path):

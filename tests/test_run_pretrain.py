@@ -366,10 +366,10 @@ def _xla_dot_precisions():
 
 @pytest.mark.parametrize("use_tf32", [False, True])
 def test_float32_matmuls_are_strict_unless_tf32_is_asked_for(tf32_default, use_tf32):
-  import flags
+  import cli
   import run_pretrain
   assert tf32_default  # TensorFlow 2's default, which the original (TF 1.13) did not have
-  flags.start(flags.defaults(run_pretrain.define_flags, use_tf32=use_tf32))
+  cli.start(cli.defaults(run_pretrain.define_flags, use_tf32=use_tf32))
   assert tf.config.experimental.tensor_float_32_execution_enabled() == use_tf32
   # XLA (--jit_compile) follows: every float32 dot at HIGHEST precision, or XLA's default with TF32.
   expected = [] if use_tf32 else ["operand_precision={highest,highest}"]
@@ -385,6 +385,23 @@ def test_a_tpu_keeps_xlas_default_matmul_precision(tf32_default):
   assert tf.config.experimental.tensor_float_32_execution_enabled() == tf32_default
   training.set_float32_matmul_precision(False, training.make_strategy("one_device"))
   assert not tf.config.experimental.tensor_float_32_execution_enabled()
+
+
+def test_use_tpu_connects_to_the_cloud_tpu_its_flags_name(monkeypatch):
+  """--use_tpu with --tpu, --tpu_zone and --gcp_project: start-up resolves that TPU (the resolver is stopped here:
+  this machine has none)."""
+  import cli
+  import run_pretrain
+  asked = []
+
+  def resolver(**kwargs):
+    asked.append(kwargs)
+    raise ValueError("no TPU here")
+  monkeypatch.setattr(tf.distribute.cluster_resolver, "TPUClusterResolver", resolver)
+  with pytest.raises(ValueError, match="no TPU here"):
+    cli.start(cli.defaults(run_pretrain.define_flags, use_tpu=True, tpu="grpc://10.0.0.2:8470", tpu_zone="zone-b",
+                           gcp_project="proj"))
+  assert asked == [dict(tpu="grpc://10.0.0.2:8470", zone="zone-b", project="proj")]
 
 
 @pytest.mark.parametrize("cpu, xla_flags, expected", [

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from absl import flags as absl_flags
 
-import flags
+import cli
 import run_race
 from xlnet_tf import fileio
 from xlnet_tf import training
@@ -94,7 +94,7 @@ def test_eval_of_the_original_checkpoint_equals_the_goldens(tmp_path):
   """The goldens' run: --do_eval with --init_checkpoint and an empty model_dir (the original Estimator then
   evaluates the initial, i.e. init_checkpoint's, weights)."""
   meta = json.loads(open(os.path.join(GOLDEN, "meta.json")).read())["head"]
-  options = flags.defaults(
+  options = cli.defaults(
       run_race.define_flags, do_eval=True, data_dir=os.path.join(GOLDEN, "data"),
       spiece_model_file=os.path.join(GOLDEN, "spm", "spiece.model"),
       model_config_path=os.path.join(GOLDEN, "ckpt", "xlnet_config.json"),
@@ -150,7 +150,7 @@ BAD_INPUT = [  # (extra flags, data key or None, expected message, run as a subp
 
 def test_bad_input_gives_one_line_errors(files, tmp_path):
   """Three cases through the CLI (exit status, one line, no traceback), the others through run() in-process: the
-  same exception `flags.cli_main` prints as that one line."""
+  same exception `cli.cli_main` prints as that one line."""
   dirs = _bad_data(files, tmp_path)
   procs = []
   for i, (extra, data, message, as_subprocess) in enumerate(BAD_INPUT):
@@ -163,7 +163,7 @@ def test_bad_input_gives_one_line_errors(files, tmp_path):
     run_race.define_flags(flag_values=fv)
     fv(args[1:])  # the same command line, parsed in-process
     with pytest.raises((ValueError, FileNotFoundError), match=re.escape(message)):
-      run_race.run(flags.values(fv), training.make_strategy("one_device"), log_fn=lambda line: None)
+      run_race.run(cli.values(fv), training.make_strategy("one_device"), log_fn=lambda line: None)
   for proc, message in procs:
     _, err = proc.communicate(timeout=120)
     assert proc.returncode != 0, message
@@ -182,7 +182,7 @@ def test_a_second_training_run_in_the_same_model_dir_refuses_to_start(files, tmp
               f"--model_dir={model_dir}")[1:])
   with fileio.directory_lock(str(model_dir)):
     with pytest.raises(ValueError, match=f"--model_dir {model_dir} is in use by process {os.getpid()}"):
-      run_race.run(flags.values(fv), training.make_strategy("one_device"), log_fn=lambda line: None)
+      run_race.run(cli.values(fv), training.make_strategy("one_device"), log_fn=lambda line: None)
   assert os.listdir(model_dir) == []
 
 
@@ -207,7 +207,7 @@ def test_flags_keep_the_original_names_and_defaults():
   # model_dir: the original's "" is None here (both mean unset). num_core_per_host: the original's 8 asked for 8
   # GPUs; unset here means one device (docs/training_step.md).
   assert {name: fv[name].default for name in ORIGINAL_RACE_FLAGS} == ORIGINAL_RACE_FLAGS
-  new = set(vars(flags.defaults(run_race.define_flags))) - set(ORIGINAL_RACE_FLAGS)
+  new = set(vars(cli.defaults(run_race.define_flags))) - set(ORIGINAL_RACE_FLAGS)
   assert new == {"strategy", "jit_compile", "use_tf32", "seed", "deterministic", "clip_mode", "loss_weighting",
                  "gradient_accumulation_steps", "recompute_grad", "use_fp16",
                  "skip_bad_records", "fix_option_aliasing", "sorted_file_order", "eval_all_ckpt",
@@ -215,4 +215,4 @@ def test_flags_keep_the_original_names_and_defaults():
   assert fv["fix_option_aliasing"].default is False
   assert fv["sorted_file_order"].default is False  # the original's directory order
   with pytest.raises(ValueError, match="No such flag: max_qa_len"):
-    flags.defaults(run_race.define_flags, max_qa_len=3)
+    cli.defaults(run_race.define_flags, max_qa_len=3)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from absl import flags as absl_flags
 
-import flags
+import cli
 import run_squad
 from xlnet_tf import XLNetConfig
 from xlnet_tf import fileio
@@ -63,9 +63,9 @@ def test_prepro_train_predict(tiny_config, tmp_path):
   # named as the original's; the shards split the examples.
   lines = []
   for i in range(2):
-    o = flags.defaults(run_squad.define_flags, do_prepro=True, train_file=TRAIN, num_proc=2, proc_id=i, seed=3,
-                       spiece_model_file=SPM, output_dir=str(tmp_path / "out"), max_seq_length=64,
-                       max_query_length=16, doc_stride=24)
+    o = cli.defaults(run_squad.define_flags, do_prepro=True, train_file=TRAIN, num_proc=2, proc_id=i, seed=3,
+                     spiece_model_file=SPM, output_dir=str(tmp_path / "out"), max_seq_length=64,
+                     max_query_length=16, doc_stride=24)
     run_squad.run(o, training.make_strategy("one_device"), log_fn=lines.append)
   assert sorted(os.listdir(tmp_path / "out")) == [records.train_record_name(SPM, i, 64, 16) for i in range(2)]
   assert [line.split(" of ")[1].split(" ")[0] for line in lines] == ["19", "19"]  # of 38 examples
@@ -82,10 +82,10 @@ def test_prepro_train_predict(tiny_config, tmp_path):
   _check_prediction_files(tmp_path / "pred")
   # Every checkpoint of model_dir (here in this process): one directory each, the best by --target_eval_key; with
   # --jit_compile=True, XLA compiles the forward and the beam.
-  o = flags.defaults(run_squad.define_flags, do_train=False, do_predict=True, predict_all_ckpt=True, jit_compile=True,
-                     model_config_path=tiny_config, spiece_model_file=SPM, predict_file=DEV,
-                     output_dir=str(tmp_path / "out"), model_dir=str(tmp_path / "model"),
-                     predict_dir=str(tmp_path / "all"), max_seq_length=64, max_query_length=16, doc_stride=24)
+  o = cli.defaults(run_squad.define_flags, do_train=False, do_predict=True, predict_all_ckpt=True, jit_compile=True,
+                   model_config_path=tiny_config, spiece_model_file=SPM, predict_file=DEV,
+                   output_dir=str(tmp_path / "out"), model_dir=str(tmp_path / "model"),
+                   predict_dir=str(tmp_path / "all"), max_seq_length=64, max_query_length=16, doc_stride=24)
   lines = []
   out = run_squad.run(o, training.make_strategy("one_device"), log_fn=lines.append)
   assert [r["step"] for r in out["predict"]] == [2, 4] and sorted(os.listdir(tmp_path / "all")) == ["ckpt-2", "ckpt-4"]
@@ -97,7 +97,7 @@ def test_prepro_train_predict(tiny_config, tmp_path):
   outputs = []
   for jit_compile in (False, True):
     inference = squad_predict.Inference(squad_task.build_model(
-        XLNetConfig(json_path=tiny_config), flags.create_run_config(o, is_training=False, is_finetune=True)),
+        XLNetConfig(json_path=tiny_config), cli.create_run_config(o, is_training=False, is_finetune=True)),
         jit_compile=jit_compile)
     inference.load(str(tmp_path / "model" / "ckpt-4"))
     outputs.append(inference.run(records.squad_dataset(
@@ -111,10 +111,10 @@ def test_prepro_train_predict(tiny_config, tmp_path):
 
 def test_predict_honours_init_checkpoint_and_reproduces_the_original(tmp_path):
   """The original's checkpoint (QA head included) in predict mode: its predictions.json, byte for byte."""
-  o = flags.defaults(run_squad.define_flags, do_train=False, do_predict=True, init_checkpoint=CKPT,
-                     model_config_path=f"{TESTDATA}/ckpt/xlnet_config.json", spiece_model_file=SPM,
-                     predict_file=DEV, output_dir=str(tmp_path / "out"), predict_dir=str(tmp_path / "pred"),
-                     max_seq_length=64, max_query_length=16, doc_stride=24, max_answer_length=10)
+  o = cli.defaults(run_squad.define_flags, do_train=False, do_predict=True, init_checkpoint=CKPT,
+                   model_config_path=f"{TESTDATA}/ckpt/xlnet_config.json", spiece_model_file=SPM,
+                   predict_file=DEV, output_dir=str(tmp_path / "out"), predict_dir=str(tmp_path / "pred"),
+                   max_seq_length=64, max_query_length=16, doc_stride=24, max_answer_length=10)
   lines = []
   out = run_squad.run(o, training.make_strategy("one_device"), log_fn=lines.append)
   with open(tmp_path / "pred" / "predictions.json", "rb") as got, open(
@@ -197,7 +197,7 @@ def test_bad_input_gives_one_line_errors_and_writes_nothing(tiny_config, tmp_pat
     (dict(do_train=True, train_file=TRAIN, model_dir=None), ValueError, "--model_dir is required"),
 ])
 def test_bad_flags_are_refused_before_anything_is_written(tiny_config, tmp_path, overrides, error, message):
-  o = flags.defaults(run_squad.define_flags, **{**_bad_input_args(tiny_config, tmp_path, 0), **overrides})
+  o = cli.defaults(run_squad.define_flags, **{**_bad_input_args(tiny_config, tmp_path, 0), **overrides})
   with pytest.raises(error, match=message):
     run_squad.run(o, training.make_strategy("one_device"))
   _nothing_written(tmp_path, 0)
@@ -206,8 +206,8 @@ def test_bad_flags_are_refused_before_anything_is_written(tiny_config, tmp_path,
 def test_a_second_training_run_in_the_same_model_dir_refuses_to_start(tiny_config, tmp_path):
   """While a run trains in --model_dir (here: this process holds its lock), another training run there stops with
   one line before it restores or writes anything, as run_pretrain.py and run_classifier.py do."""
-  o = flags.defaults(run_squad.define_flags, **_bad_input_args(tiny_config, tmp_path, 0), train_file=TRAIN,
-                     train_steps=2, iterations=1)
+  o = cli.defaults(run_squad.define_flags, **_bad_input_args(tiny_config, tmp_path, 0), train_file=TRAIN,
+                   train_steps=2, iterations=1)
   with fileio.directory_lock(o.model_dir):
     with pytest.raises(ValueError, match=f"--model_dir {o.model_dir} is in use by process {os.getpid()}"):
       run_squad.run(o, training.make_strategy("one_device"))
@@ -236,7 +236,7 @@ def test_flags_keep_the_original_names_and_defaults():
   # model_dir: the original's "" is None here (both mean unset). num_core_per_host: the original's 8 asked for 8
   # GPUs; unset here means one device (docs/training_step.md).
   assert {name: fv[name].default for name in ORIGINAL_SQUAD_FLAGS} == ORIGINAL_SQUAD_FLAGS
-  new = set(vars(flags.defaults(run_squad.define_flags))) - set(ORIGINAL_SQUAD_FLAGS)
+  new = set(vars(cli.defaults(run_squad.define_flags))) - set(ORIGINAL_SQUAD_FLAGS)
   assert new == {"strategy", "jit_compile", "use_tf32", "seed", "deterministic", "clip_mode", "loss_weighting",
                  "gradient_accumulation_steps", "recompute_grad", "use_fp16",
                  "skip_bad_records", "predict_ckpt", "predict_all_ckpt",

@@ -48,12 +48,12 @@ def test_a_real_line_is_kept(line):
 
 
 # Writes the lines (alternately through Python's sys.stderr and straight to descriptor 2, as the C++ runtime does)
-# after flags.filter_stderr(argv), then ends with os._exit: nothing waits for the filter, as in a crash.
+# after cli.filter_stderr(argv), then ends with os._exit: nothing waits for the filter, as in a crash.
 _SCRIPT = """
 import json, os, sys
 sys.path.insert(0, os.getcwd())
-import flags
-flags.filter_stderr(json.loads(sys.argv[1]))
+import cli
+cli.filter_stderr(json.loads(sys.argv[1]))
 for i, line in enumerate(json.loads(sys.argv[2])):
   if i % 2:
     sys.stderr.write(line + "\\n")
@@ -82,3 +82,12 @@ def test_verbosity_1_shows_everything():
   for argv in (["tool.py", "-v", "1"], ["tool.py", "--verbosity=1", "--seed=1"]):
     got, lines = _stderr_of_a_process(argv)
     assert got == lines
+
+
+def test_the_cli_modules_import_no_tensorflow_and_define_no_flag():
+  """A CLI imports `cli` (then `flags`) before TensorFlow so that `filter_stderr()` comes first: neither module may
+  import TensorFlow, nor define a flag before a script's `define_flags()` asks."""
+  script = ("import os, sys; sys.path.insert(0, os.getcwd()); import cli, flags; from absl import flags as f; "
+            "print('tensorflow' in sys.modules, len(f.FLAGS.get_flags_for_module(flags)))")
+  proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+  assert proc.stdout.split() == ["False", "0"], proc.stderr

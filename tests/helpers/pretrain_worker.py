@@ -26,12 +26,12 @@ elif strategy_name == "mirrored":
 else:
   strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
 
-import flags  # noqa: E402
+import cli  # noqa: E402
 import run_pretrain  # noqa: E402
 
 tf.config.experimental.enable_op_determinism()
 keras.utils.set_random_seed(3)
-options = flags.defaults(
+options = cli.defaults(
     run_pretrain.define_flags, record_info_dir=record_dir, model_dir=model_dir, n_layer=2, d_model=16, n_head=2,
     d_head=8, d_inner=24, ff_activation="gelu", untie_r=True, n_token=1000, dropout=0.0, dropatt=0.0, mem_len=12,
     train_batch_size=8, seq_len=32, reuse_len=16, bi_data=False, perm_size=8, mask_alpha=6, mask_beta=1,

@@ -1,5 +1,5 @@
 """`TrainConfig`: what the training loop (`trainer.Trainer`) needs besides the model and the task, as plain typed
-values, validated once. The CLIs build it from their flags (`flags.train_config`); the error messages name the
+values, validated once. The CLIs build it from their flags (`cli.train_config`); the error messages name the
 flag a CLI user sets.
 """
 
@@ -28,7 +28,7 @@ class TrainConfig:
       whose gradients are summed into ONE update, equal to the whole batch's (`accumulation`); 1: no splitting.
     clip, lr_layer_decay_rate: as `optimization.apply_gradients`.
     clip_mode: as `optimization.apply_gradients`; None = the original's for the strategy
-      (`trainer.default_clip_mode`).
+      (`optimization.default_clip_mode`).
     loss_weighting: "replica_mean" (the original) or "global_mean", see `trainer`'s docstring.
     mems_reset: "never" or "every_loop" (the mems' length is the model's `run_config.mem_len`).
     iterations: steps per host call (and the logging interval).

@@ -22,6 +22,8 @@ saves with the run, so a resumed run continues with the same scale (bit-identica
 
 import tensorflow as tf
 
+from xlnet_tf.training.adam import XLNetAdam
+
 
 INITIAL_SCALE = 2.0 ** 15
 GROWTH_INTERVAL = 2000
@@ -134,3 +136,15 @@ class DynamicLossScale(tf.Module):
     with tf.control_dependencies([update]):
       loss = strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
     return loss, gnorm, lr, finite
+
+
+def loss_scale_for(model, optimizer):
+  """A `DynamicLossScale` for a model that computes in float16 (its dtype policy, from `RunConfig.use_fp16`: one
+  source for the precision), else None; call it inside `strategy.scope()`. An `XLNetAdam`'s bias correction then
+  counts the applied steps only (its `skipped_steps` hook)."""
+  if model.compute_dtype != "float16":
+    return None
+  scale = DynamicLossScale()
+  if isinstance(optimizer, XLNetAdam):
+    optimizer.skipped_steps = lambda: scale.skipped
+  return scale

@@ -48,6 +48,11 @@ def create_optimizer(learning_rate, train_steps, warmup_steps=0, decay_method="p
 CLIP_MODES = ("indexed_slices", "dense", "per_core")
 
 
+def default_clip_mode(strategy):
+  """The original's clipping on this strategy: per core on TPU (CrossShardOptimizer), else IndexedSlices rows."""
+  return "per_core" if isinstance(strategy, tf.distribute.TPUStrategy) else "indexed_slices"
+
+
 def _sum_over_replicas(context, values):
   """All-reduces the non-None entries of `values` (SUM) when there is more than one replica."""
   if context.num_replicas_in_sync == 1:

@@ -57,16 +57,16 @@ class Progress:
     self.language_model = language_model
     self.memory_device = memory_device
     self._writer = tf.summary.create_file_writer(model_dir) if chief else tf.summary.create_noop_writer()
-    self._start = self._train_steps = self._t_start = None
+    self._start = self._train_steps = self._t_start = self._log_fn = None
 
-  def begin(self, start, train_steps):
-    """Starts the clock of a run from step `start` to `train_steps` (for the ETA)."""
-    self._start, self._train_steps, self._t_start = start, train_steps, time.time()
+  def begin(self, start, train_steps, log_fn):
+    """Starts the clock of a run from step `start` to `train_steps` (for the ETA); its lines go to `log_fn`."""
+    self._start, self._train_steps, self._t_start, self._log_fn = start, train_steps, time.time(), log_fn
 
-  def report(self, step, loss, gnorm, lr, steps, seconds, log_fn, skipped=None, loss_scale=None):
-    """Reports a loop that ended at `step` after `steps` steps in `seconds`: the line through `log_fn`, and the
-    scalars. With float16 loss scaling, `skipped` (the run's overflowed steps) ends the line and `loss_scale`
-    is a scalar too."""
+  def report(self, step, loss, gnorm, lr, steps, seconds, skipped=None, loss_scale=None):
+    """Reports a loop that ended at `step` after `steps` steps in `seconds`: the line through `begin`'s `log_fn`,
+    and the scalars. With float16 loss scaling, `skipped` (the run's overflowed steps) ends the line and
+    `loss_scale` is a scalar too."""
     steps_per_sec = steps / seconds
     tokens_per_sec = steps_per_sec * self.tokens_per_step
     eta = (self._train_steps - step) * (time.time() - self._t_start) / max(step - self._start, 1)
@@ -74,7 +74,7 @@ class Progress:
           if self.language_model else "")
     peak = peak_memory_bytes(self.memory_device) if self.memory_device else None
     mem = f" | peak mem {peak / GIB:.2f} GiB" if peak is not None else ""
-    log_fn(f"[{step}] | gnorm {gnorm:.2f} lr {lr:8.6f} | loss {loss:.4f}{lm} | {steps_per_sec:.2f} steps/s, "
+    self._log_fn(f"[{step}] | gnorm {gnorm:.2f} lr {lr:8.6f} | loss {loss:.4f}{lm} | {steps_per_sec:.2f} steps/s, "
            f"{tokens_per_sec:.0f} tokens/s, ETA {format_seconds(eta)}"
            + ("" if skipped is None else f" | skipped {skipped}") + mem)
     with self._writer.as_default(step=step):

@@ -3,7 +3,9 @@ malloc setting, XLA's CPU vector width, the bfloat16 check, and the run files wr
 """
 
 import ctypes
+import dataclasses
 import os
+from typing import Optional
 
 import keras
 import tensorflow as tf
@@ -17,6 +19,15 @@ from xlnet_tf.config import XLNetConfig
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
 
+@dataclasses.dataclass(frozen=True)
+class CloudTPU:
+  """Which Cloud TPU `--strategy=tpu` connects to (--tpu, --tpu_zone, --gcp_project: `TPUClusterResolver`'s tpu,
+  zone and project). None everywhere: the resolver's defaults (e.g. the TPU of this VM)."""
+  tpu: Optional[str] = None
+  zone: Optional[str] = None
+  project: Optional[str] = None
+
+
 def _local_devices():
   """The local devices a mirrored strategy can use: the GPUs, else the logical CPUs when the CPU was split into
   several (tests), else none."""
@@ -27,14 +38,14 @@ def _local_devices():
   return [d.name for d in cpus] if len(cpus) > 1 else []
 
 
-def make_strategy(name, num_core_per_host=None, tpu=None, tpu_zone=None, gcp_project=None):
+def make_strategy(name, num_core_per_host=None, cloud_tpu=CloudTPU()):
   """Builds the `tf.distribute` strategy named by --strategy, with the original's meaning of --num_core_per_host.
 
   auto (the default): as the original's GPU path, `num_core_per_host` > 1 mirrors over that many local GPUs
   (the original's `MirroredStrategy(num_gpus=num_core_per_host)`), else one device (the first GPU, else the CPU).
   one_device: the first GPU if any, else the CPU. mirrored: `num_core_per_host` local GPUs (all of them when it is
-  unset). multi_worker_mirrored: from TF_CONFIG. tpu: TPUStrategy through a TPUClusterResolver(tpu, zone,
-  project); its replicas are the TPU's cores. A count the machine cannot honour is a ValueError (one line).
+  unset). multi_worker_mirrored: from TF_CONFIG. tpu: TPUStrategy through a TPUClusterResolver of `cloud_tpu` (a
+  `CloudTPU`); its replicas are the TPU's cores. A count the machine cannot honour is a ValueError (one line).
   """
   if name == "auto":
     name = "mirrored" if num_core_per_host and num_core_per_host > 1 else "one_device"
@@ -59,7 +70,8 @@ def make_strategy(name, num_core_per_host=None, tpu=None, tpu_zone=None, gcp_pro
                        "task of this worker). See the README's multi-worker section.")
     return tf.distribute.MultiWorkerMirroredStrategy()
   if name == "tpu":
-    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu, zone=tpu_zone, project=gcp_project)
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=cloud_tpu.tpu, zone=cloud_tpu.zone,
+                                                                 project=cloud_tpu.project)
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver)
@@ -205,17 +217,17 @@ def set_float32_matmul_precision(use_tf32, strategy):
 
 
 def start(*, strategy="auto", num_core_per_host=None, seed=None, deterministic=False, use_tf32=False,
-          use_bfloat16=False, tpu=None, tpu_zone=None, gcp_project=None):
+          use_bfloat16=False, cloud_tpu=CloudTPU()):
   """What every training CLI does before it builds a model; returns the `tf.distribute` strategy.
 
   Keeps freed memory in glibc's heap, lets XLA use 512-bit vectors where that pays (`prefer_wide_xla_vectors`),
   enables op determinism (`deterministic`, which needs `seed`), seeds Keras/TF/numpy/python (`seed`:
   initialisation and dropout), builds the strategy (`make_strategy`; `num_core_per_host` is ignored on TPU),
   makes float32 matmuls strict on GPUs unless `use_tf32` (`set_float32_matmul_precision`) and warns when bfloat16
-  (`use_bfloat16`) would be emulated. The CLIs call it with their flags through `flags.start`.
+  (`use_bfloat16`) would be emulated. The CLIs call it with their flags through `cli.start`.
 
   Args:
-    strategy: a name of `STRATEGIES`; num_core_per_host, tpu, tpu_zone, gcp_project: as `make_strategy`.
+    strategy: a name of `STRATEGIES`; num_core_per_host, cloud_tpu: as `make_strategy`.
   """
   keep_freed_memory()
   prefer_wide_xla_vectors()
@@ -225,7 +237,7 @@ def start(*, strategy="auto", num_core_per_host=None, seed=None, deterministic=F
     tf.config.experimental.enable_op_determinism()
   if seed is not None:
     keras.utils.set_random_seed(seed)
-  strategy = make_strategy(strategy, None if strategy == "tpu" else num_core_per_host, tpu, tpu_zone, gcp_project)
+  strategy = make_strategy(strategy, None if strategy == "tpu" else num_core_per_host, cloud_tpu)
   set_float32_matmul_precision(use_tf32, strategy)
   warn_if_emulated_bfloat16(use_bfloat16, strategy)
   return strategy

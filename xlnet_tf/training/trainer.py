@@ -38,17 +38,11 @@ from xlnet_tf import checkpoint as checkpoint_lib
 from xlnet_tf.data import read_errors, records
 from xlnet_tf.run_checkpoint import RunCheckpoint
 from xlnet_tf.training import accumulation, optimization, preemption
-from xlnet_tf.training.adam import XLNetAdam
-from xlnet_tf.training.loss_scale import DynamicLossScale
+from xlnet_tf.training.loss_scale import DynamicLossScale, loss_scale_for
 from xlnet_tf.training.mems import Mems
 from xlnet_tf.training.reporting import Progress, memory_device
 from xlnet_tf.training.runtime import is_chief, keep_freed_memory_after_input
 from xlnet_tf.training.slot_names import original_slot_map
-
-
-def default_clip_mode(strategy):
-  """The original's clipping on this strategy: per core on TPU (CrossShardOptimizer), else IndexedSlices rows."""
-  return "per_core" if isinstance(strategy, tf.distribute.TPUStrategy) else "indexed_slices"
 
 
 class Trainer:
@@ -71,7 +65,7 @@ class Trainer:
       raise ValueError(f"The global batch size must split evenly over the {num_replicas} replicas. Received: "
                        f"{global_batch_size}. Use a multiple of {num_replicas}.")
     self.config = config
-    self.clip_mode = config.clip_mode or default_clip_mode(strategy)
+    self.clip_mode = config.clip_mode or optimization.default_clip_mode(strategy)
     self.strategy = strategy
     self.task = task
     self.model_dir = model_dir
@@ -90,7 +84,7 @@ class Trainer:
       self.optimizer.build(self.model.trainable_variables)  # Keras 3: before the first distributed step
       self.mems = Mems(strategy, self.n_layer, self.model.run_config.mem_len, self.bsz_per_replica,
                        self.model.xlnet_config.d_model)
-      self.loss_scale = self._make_loss_scale()
+      self.loss_scale = loss_scale_for(self.model, self.optimizer)
     self.chief = is_chief(strategy)
     self.checkpoints = RunCheckpoint(self.model, self.optimizer, self.mems.global_variable, model_dir, self.chief,
                                      config.max_save, self.loss_scale)
@@ -103,16 +97,6 @@ class Trainer:
   @property
   def step(self):
     return int(self.optimizer.iterations.numpy())
-
-  def _make_loss_scale(self):
-    """A `DynamicLossScale` when the model computes in float16 (its dtype policy, from `RunConfig.use_fp16`: one
-    source for the precision), else None. Adam's bias correction then counts applied steps only."""
-    if self.model.compute_dtype != "float16":
-      return None
-    loss_scale = DynamicLossScale()
-    if isinstance(self.optimizer, XLNetAdam):
-      self.optimizer.skipped_steps = lambda: loss_scale.skipped
-    return loss_scale
 
   # -- initialisation ------------------------------------------------------------------------------------------
   def restore_or_init(self, init_checkpoint=None, init_optimizer_state=False, log_fn=None):
@@ -182,7 +166,7 @@ class Trainer:
 
   def _train_loops(self, iterator, start, train_steps, log_fn, metrics_fn):
     last = {}
-    self.progress.begin(start, train_steps)
+    self.progress.begin(start, train_steps, log_fn)
     while self.step < train_steps:
       step = self.step
       num_steps = min(self.config.iterations, train_steps - step)
@@ -197,7 +181,7 @@ class Trainer:
         self._stop_now(step, log_fn)
       self._check_finite(step, loss, gnorm)
       scaling = self.loss_scale.report() if self.loss_scale else {}
-      self.progress.report(step, loss, gnorm, lr, done, elapsed, log_fn, **scaling)
+      self.progress.report(step, loss, gnorm, lr, done, elapsed, **scaling)
       last = dict(loss=loss, gnorm=gnorm, lr=lr, step=step)
       if metrics_fn:
         metrics_fn(last)

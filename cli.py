@@ -1,0 +1,240 @@
+"""What the command-line tools share at start-up, beyond their flags (`flags.py` defines those): the filter of
+TensorFlow's C++ noise, the one-line flag errors and checks, the turn from flags into the library's plain configs,
+and the `main` of every CLI.
+
+One pattern for every CLI: `main = cli.cli_main(prog, body)`, where `body` receives `values()`, the script's flags
+as a plain namespace, and turns them into the plain configs its `run(...)` takes. Tests and Python callers build
+the same namespace with `defaults(script.define_flags, **overrides)`. Library code in `xlnet_tf/` never reads
+flags.
+
+Importing this module has no side effects. A CLI calls `filter_stderr()` before it imports TensorFlow, so that
+TensorFlow's C++ noise stays off its stderr (`-v 1` shows everything).
+"""
+
+import gc
+import os
+import sys
+import types
+
+from absl import app
+from absl import flags as absl_flags
+from absl import logging
+
+import flags
+from xlnet_tf import stderr_filter
+
+
+def filter_stderr(argv=None):
+  """Keeps TensorFlow's C++ lines that say nothing about the run (`xlnet_tf.stderr_filter.NOISE`: start-up, and
+  the first steps' tracing and compilation) off stderr for the rest of the process; `run_script` waits for the
+  last line at the end. A CLI calls it first, before anything imports TensorFlow, when run as a script.
+
+  With `-v 1` (absl's --verbosity=1, which also shows DEBUG logs) on the command line `argv` (default sys.argv), or
+  XLNET_TF_STARTUP_LOG=1 in the environment, nothing is filtered.
+  """
+  if _verbosity(sys.argv if argv is None else argv) >= 1 or os.environ.get("XLNET_TF_STARTUP_LOG"):
+    return
+  stderr_filter.start()
+
+
+def _verbosity(argv):
+  """absl's -v/--verbosity as the command line sets it, read before the flags are parsed (-1 when unset)."""
+  flag_values = absl_flags.FlagValues()
+  absl_flags.DEFINE_integer("verbosity", -1, "Logging verbosity.", short_name="v", flag_values=flag_values)
+  try:
+    flag_values(list(argv), known_only=True)
+  except absl_flags.Error:  # the real parse reports it
+    return -1
+  return flag_values.verbosity
+
+
+class FlagError(ValueError):
+  """A flag value the run cannot use; `cli_main` prints it as one line."""
+
+
+def require_file(path, flag, what):
+  """FlagError unless --{flag} names an existing file or directory (`what`: what the user should pass)."""
+  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)
+  if not path:
+    raise FlagError(f"--{flag} is required: {what}.")
+  if not fileio.exists(path):
+    raise FlagError(f"--{flag}={path} does not exist. Pass {what}.")
+
+
+def require_output_dirs(o, *names, marker=None):
+  """FlagError unless every named flag of the options `o` that is set names a directory this run may write: never
+  an existing file; with `marker` (the directory is replaced whole) an empty directory or one holding `marker`
+  (`fileio.check_output_dir`)."""
+  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
+  for name in names:
+    if getattr(o, name):
+      try:
+        fileio.check_output_dir(getattr(o, name), f"--{name}", marker)
+      except ValueError as e:
+        raise FlagError(str(e)) from None
+def require_model_config(o):
+  """FlagError unless --model_config_path names a file, or is omitted and --init_checkpoint is a HuggingFace model
+  directory (its config.json then gives the model)."""
+  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
+  if not o.model_config_path and o.init_checkpoint and fileio.exists(os.path.join(o.init_checkpoint, "config.json")):
+    return
+  require_file(o.model_config_path, "model_config_path", "the xlnet_config.json of the model (it may be omitted when "
+               "--init_checkpoint is a HuggingFace model directory with config.json)")
+
+
+def require_positive(o, *names):
+  """FlagError unless every named flag of the options `o` is at least 1."""
+  for name in names:
+    if getattr(o, name) < 1:
+      raise FlagError(f"--{name} must be a positive integer. Received: {getattr(o, name)}.")
+
+
+def check_accumulation(o, bsz_per_replica, bi_data=False):
+  """FlagError unless --gradient_accumulation_steps is positive and splits the per-replica batch into equal
+  micro-batches (with bi_data, of paired forward and backward rows: `training.accumulation.check_split`)."""
+  from xlnet_tf.training import accumulation  # pylint: disable=g-import-not-at-top
+  require_positive(o, "gradient_accumulation_steps")
+  try:
+    accumulation.check_split(bsz_per_replica, o.gradient_accumulation_steps, 2 if bi_data else 1)
+  except ValueError as e:
+    raise FlagError(str(e)) from None
+
+
+def check_training_flags(o, num_replicas=1, strategy="one_device"):
+  """The --do_train checks the fine-tuning CLIs share: positive --train_steps and --save_steps, warm-up ending
+  before training does, on TPU a --train_batch_size (global there) that splits over the cores, and a
+  --gradient_accumulation_steps that splits the per-replica batch."""
+  require_positive(o, "train_steps")
+  if not 0 <= o.warmup_steps < o.train_steps:
+    raise FlagError(f"--warmup_steps must be at least 0 and below --train_steps (warm-up must end before training "
+                    f"does). Received: --warmup_steps={o.warmup_steps}, --train_steps={o.train_steps}.")
+  if o.save_steps is not None and o.save_steps < 1:
+    raise FlagError(f"--save_steps must be positive (or unset). Received: {o.save_steps}.")
+  if strategy == "tpu" and o.train_batch_size % num_replicas:
+    raise FlagError(f"On TPU --train_batch_size is the global batch and must be divisible by the {num_replicas} "
+                    f"cores. Received: {o.train_batch_size}.")
+  check_accumulation(o, o.train_batch_size // num_replicas if strategy == "tpu" else o.train_batch_size)
+
+
+# -- from flags to the library's plain configs (xlnet_tf/ never reads flags) --------------------------------------
+def start(o):
+  """`training.start` (the start-up of every training CLI; returns the strategy) with the options `o`'s hardware
+  and run flags; `--use_tpu` means `--strategy=tpu`, as the original's switch. FlagError for --use_fp16 with
+  --use_bfloat16 (checked here, before any data is read: every training CLI starts with it)."""
+  if o.use_fp16 and o.use_bfloat16:
+    raise FlagError("--use_fp16 and --use_bfloat16 are both set: pick one precision (--use_bfloat16 where the "
+                    "device computes bfloat16: TPU, A100 and newer GPUs; --use_fp16 on GPUs without it: T4, V100).")
+  from xlnet_tf import training  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)
+  return training.start(strategy="tpu" if o.use_tpu else o.strategy, num_core_per_host=o.num_core_per_host,
+                        seed=o.seed, deterministic=o.deterministic, use_tf32=o.use_tf32,
+                        use_bfloat16=o.use_bfloat16, cloud_tpu=training.CloudTPU(o.tpu, o.tpu_zone, o.gcp_project))
+
+
+def create_run_config(o, is_training, is_finetune):
+  """The model's `RunConfig` from the options `o`'s run-config flags (`define_run_config_flags`), as the original
+  `xlnet.create_run_config`: fine-tuning never uses mems, reuse_len, bi_data or same_length (pretraining flags)."""
+  from xlnet_tf.config import RunConfig  # pylint: disable=g-import-not-at-top
+  kwargs = dict(is_training=is_training, use_tpu=o.use_tpu, use_bfloat16=o.use_bfloat16, dropout=o.dropout,
+                dropatt=o.dropatt, init=o.init, init_range=o.init_range, init_std=o.init_std, clamp_len=o.clamp_len,
+                use_fp16=o.use_fp16, recompute_grad=o.recompute_grad)
+  if not is_finetune:
+    kwargs.update(mem_len=o.mem_len, reuse_len=o.reuse_len, bi_data=o.bi_data, same_length=o.same_length)
+  return RunConfig(**kwargs)
+
+
+def train_config(o, global_batch_size, tokens_per_example, **fields):
+  """The `training.TrainConfig` of a training CLI's options `o`: the optimizer flags (`define_optimizer_flags`)
+  and the hardware flags the loop uses (`define_hardware_flags`); `fields` set the rest (or replace a flag's)."""
+  from xlnet_tf.training import TrainConfig  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)
+  values_ = dict(learning_rate=o.learning_rate, train_steps=o.train_steps, warmup_steps=o.warmup_steps,
+                 decay_method=o.decay_method, min_lr_ratio=o.min_lr_ratio, weight_decay=o.weight_decay,
+                 adam_epsilon=o.adam_epsilon, clip=o.clip, lr_layer_decay_rate=o.lr_layer_decay_rate,
+                 clip_mode=None if o.clip_mode == "auto" else o.clip_mode, loss_weighting=o.loss_weighting,
+                 skip_bad_records=o.skip_bad_records, iterations=o.iterations, save_steps=o.save_steps,
+                 max_save=o.max_save, jit_compile=o.jit_compile,
+                 gradient_accumulation_steps=o.gradient_accumulation_steps)
+  values_.update(fields)
+  return TrainConfig(global_batch_size=global_batch_size, tokens_per_example=tokens_per_example, **values_)
+
+
+def fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per_example, log_fn=print):
+  """The `Trainer` of a fine-tuning CLI (run_classifier.py, run_race.py, run_squad.py) from its options `o`
+  ready to train: `--train_batch_size` is global on TPU and per replica elsewhere (the original's GPU semantics);
+  the run files (xlnet_config.json, run_flags.json) are written on the chief, then it resumes from `--model_dir`'s
+  latest checkpoint or loads `--init_checkpoint`'s weights.
+
+  Args:
+    build_model: run_config -> the task's XLNetModel.
+    task: the task's loss (e.g. a `ClassifierTask`).
+    xlnet_config: the model's `XLNetConfig`.
+    tokens_per_example: int, for the tokens/s of the log line.
+
+  Returns:
+    (trainer, the step it starts from, the global batch size, the per-replica batch size).
+  """
+  from xlnet_tf import training  # pylint: disable=g-import-not-at-top
+  global_batch, per_replica = training.fine_tuning_batch_sizes(strategy, o.train_batch_size)
+  run_config = create_run_config(o, is_training=True, is_finetune=True)
+  config = train_config(o, global_batch, tokens_per_example,
+                        iterations=min(o.iterations, o.save_steps) if o.save_steps else o.iterations)
+  trainer = training.Trainer(strategy, lambda: build_model(run_config), task, o.model_dir, config)
+  if training.is_chief(strategy):
+    training.write_run_files(o.model_dir, xlnet_config, vars(o))
+  start = trainer.restore_or_init(o.init_checkpoint, log_fn=log_fn)  # weights only when fine-tuning
+  return trainer, start, global_batch, per_replica
+
+
+def values(flag_values=absl_flags.FLAGS):
+  """The script's own flags (every flag `flags.py` defined) as a plain namespace: what its `run` takes."""
+  return types.SimpleNamespace(**{f.name: f.value for f in flag_values.get_flags_for_module(flags)})
+
+
+def defaults(define_flags, **overrides):
+  """`values()` of a fresh flag set made by `define_flags(flag_values=...)`: every default, then `overrides`.
+
+  Raises:
+    ValueError: an override names no flag of that script.
+  """
+  flag_values = absl_flags.FlagValues()
+  define_flags(flag_values=flag_values)
+  flag_values.mark_as_parsed()
+  options = values(flag_values)
+  unknown = sorted(set(overrides) - set(vars(options)))
+  if unknown:
+    raise ValueError(f"No such flag: {', '.join(unknown)}.")
+  vars(options).update(overrides)
+  return options
+
+
+def cli_main(prog, body):
+  """The absl `main` of a CLI: rejects stray arguments, logs at INFO, runs `body(values())`, and ends a bad flag,
+  file or value, or a failed write (ValueError, OSError, FloatingPointError) with one line `{prog}: error: ...`,
+  exit 1; a run stopped by a signal (an exception with `exit_code`) with one line and that code (128 + signal)."""
+  def main(argv):
+    if len(argv) > 1:
+      raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+    logging.set_verbosity(max(logging.INFO, logging.get_verbosity()))  # INFO, or DEBUG with -v 1
+    try:
+      body(values())
+      return
+    except (ValueError, OSError, FloatingPointError) as e:
+      line, code = f"{prog}: error: " + " ".join(str(e).split()), 1
+    except Exception as e:  # pylint: disable=broad-except
+      if not hasattr(e, "exit_code"):  # e.g. training.Interrupted: stopped by a signal after saving
+        raise
+      line, code = f"{prog}: {e}", e.exit_code
+    gc.collect()  # TensorFlow objects of the failed run log their teardown now, not after our last line
+    print(line, file=sys.stderr, flush=True)
+    sys.exit(code)
+  return main
+
+
+def run_script(define_flags, main):
+  """`define_flags()`, --helpshort listing them, then `app.run(main)`: the `__main__` of every CLI."""
+  define_flags()
+  for flag in absl_flags.FLAGS.get_flags_for_module(flags):  # key flags of the script, which --helpshort lists
+    absl_flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+  try:
+    app.run(main)
+  finally:
+    stderr_filter.stop()  # every line out before the process ends (also where it ends with os._exit)

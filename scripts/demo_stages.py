@@ -1,0 +1,133 @@
+"""How scripts/demo.py runs and shows its stages: one line per stage (rewritten in place on a terminal), its log
+file and done marker, the command-line tool it runs, and the native stderr kept off the terminal."""
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class Display:
+  """One line per stage: rewritten in place on a terminal, printed once when the stage ends otherwise."""
+
+  def __init__(self):
+    self.tty = sys.stdout.isatty()
+
+  def update(self, text):
+    if self.tty:
+      width = shutil.get_terminal_size((100, 20)).columns - 1
+      sys.stdout.write("\r\033[K" + text[:width])
+      sys.stdout.flush()
+
+  def done(self, text):
+    sys.stdout.write(("\r\033[K" if self.tty else "") + text + "\n")
+    sys.stdout.flush()
+
+
+DISPLAY = Display()
+
+
+def rel(path):
+  """`path` relative to the working directory, unless that climbs out of it."""
+  relative = os.path.relpath(path)
+  return relative if not relative.startswith("..") else path
+
+
+def duration(seconds):
+  """`1h02m`, `3m05s` or `42s`: the time a stage took, as its line shows it."""
+  seconds = int(round(seconds))
+  if seconds >= 3600:
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+  return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+class Stage:
+  """A numbered stage: its label, log file, done marker and timing."""
+
+  def __init__(self, demo, name, label):
+    demo.stage_index += 1
+    self.prefix = f"[{demo.stage_index}/{demo.num_stages}] {label}"
+    self.log = os.path.join(demo.log_dir, f"{demo.stage_index}_{name}.log")
+    self.marker = os.path.join(demo.log_dir, f"{name}.done.json")
+    self.t0 = time.time()
+
+  def show(self, text):
+    DISPLAY.update(f"{self.prefix}: {text}  ({duration(time.time() - self.t0)})")
+
+  def finish(self, text, skipped=False):
+    took = "done earlier" if skipped else duration(time.time() - self.t0)
+    DISPLAY.done(f"{self.prefix}: {text}  ({took})")
+
+  def load(self, key):
+    """The result a finished run of the same command stored, or None."""
+    if os.path.exists(self.marker):
+      with open(self.marker) as f:
+        saved = json.load(f)
+      if saved.get("key") == key:
+        return saved["result"]
+    return None
+
+  def store(self, key, result):
+    from xlnet_tf import fileio
+    fileio.write_json(self.marker, {"key": key, "result": result}, indent=1)
+
+
+def train_progress(line, train_steps):
+  """`[120] | gnorm .. | loss 6.57 | pplx .. | 2.75 steps/s, 5625 tokens/s, ETA 0h00m28s | peak mem 0.31 GiB` -> a
+  short text."""
+  if not (line.startswith("[") and "| loss " in line):
+    return None
+  step = line[1:line.index("]")]
+  loss = line.split("| loss ")[1].split()[0]
+  speed = line.split(" steps/s")[0].rsplit("| ", 1)[-1] if " steps/s" in line else "?"
+  eta = line.rsplit("ETA ", 1)[-1].split(" | ")[0].strip() if "ETA " in line else "?"
+  if eta.count("h") == 1 and eta.endswith("s"):  # 0h01m54s -> 1m54s
+    h, rest = eta.split("h")
+    m, sec = rest[:-1].split("m")
+    eta = duration(int(h) * 3600 + int(m) * 60 + int(sec))
+  return f"step {step}/{train_steps}, loss {loss}, {speed} steps/s, ETA {eta}"
+
+
+def run_tool(stage, cmd, progress_fn, commands):
+  """Runs a command-line tool from the repository root; output to the stage's log; progress on the stage's line.
+
+  Returns the tool's output lines. Stops the demo (showing the log's tail) if the tool fails.
+  """
+  commands.append(cmd)
+  lines = []
+  with open(stage.log, "a") as log:
+    log.write(f"\n$ {shlex.join(cmd)}\n")
+    log.flush()
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    for line in proc.stdout:
+      log.write(line)
+      log.flush()
+      lines.append(line.rstrip("\n"))
+      text = progress_fn(lines[-1])
+      if text:
+        stage.show(text)
+    returncode = proc.wait()
+  if returncode != 0:
+    DISPLAY.done(f"{stage.prefix}: FAILED (exit {returncode}) after {duration(time.time() - stage.t0)}")
+    print("".join(f"    {line}\n" for line in lines[-15:]), end="")
+    sys.exit(f"demo: {os.path.basename(cmd[1])} failed; its whole output is in {stage.log}")
+  return lines
+
+
+def quiet_native_stderr(path):
+  """Sends what native libraries write to file descriptor 2 (TensorFlow's start-up lines) to a file.
+
+  Python's own messages (errors, tracebacks) still reach the terminal through `sys.stderr`.
+  """
+  sys.stderr.flush()
+  saved = os.dup(2)
+  fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+  os.dup2(fd, 2)
+  os.close(fd)
+  sys.stderr = os.fdopen(saved, "w", buffering=1)

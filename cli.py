@@ -117,6 +117,27 @@ def check_training_flags(o, num_replicas=1, strategy="one_device"):
 
 
 # -- from flags to the library's plain configs (xlnet_tf/ never reads flags) --------------------------------------
+def sentencepiece(o):
+  """The SentencePiece model of --spiece_model_file; FlagError naming the flag where it cannot be used."""
+  from xlnet_tf.data import tokenization  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)
+  try:
+    return tokenization.load_sentencepiece(o.spiece_model_file)
+  except ValueError as e:
+    raise FlagError(f"--spiece_model_file: {e}") from None
+
+
+def model_config(o, sp_model):
+  """The XLNetConfig of --model_config_path (or of an --init_checkpoint that carries one), checked against the
+  SentencePiece model: a piece id past the model's n_token would be an embedding row it does not have."""
+  from xlnet_tf import hf_checkpoint  # pylint: disable=g-import-not-at-top
+  xlnet_config = hf_checkpoint.model_config(o.model_config_path, o.init_checkpoint)
+  if sp_model.GetPieceSize() > xlnet_config.n_token:
+    raise FlagError(f"The SentencePiece model {o.spiece_model_file} has {sp_model.GetPieceSize()} pieces, more than "
+                    f"the model's n_token={xlnet_config.n_token} ({o.model_config_path or o.init_checkpoint}). "
+                    "Pass the spiece.model the model was trained with.")
+  return xlnet_config
+
+
 def start(o):
   """`training.start` (the start-up of every training CLI; returns the strategy) with the options `o`'s hardware
   and run flags; `--use_tpu` means `--strategy=tpu`, as the original's switch. FlagError for --use_fp16 with

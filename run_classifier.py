@@ -38,7 +38,6 @@ from absl import flags as absl_flags
 
 from xlnet_tf import checkpoint
 from xlnet_tf import fileio
-from xlnet_tf import hf_checkpoint
 from xlnet_tf import training
 from xlnet_tf.data import token_checks
 from xlnet_tf.data import tokenization
@@ -154,16 +153,8 @@ def run(o, strategy, log_fn=print):
   validate(o, num_replicas, "tpu" if on_tpu else None)
   task_name = o.task_name.lower()
   processor = classifier_data.get_processor(task_name, **processor_options(o))
-  xlnet_config = hf_checkpoint.model_config(o.model_config_path, o.init_checkpoint)
-  try:
-    sp_model = tokenization.load_sentencepiece(o.spiece_model_file)
-  except ValueError as e:
-    raise cli.FlagError(f"--spiece_model_file: {e}") from None
-  if sp_model.GetPieceSize() > xlnet_config.n_token:
-    raise cli.FlagError(f"The SentencePiece model {o.spiece_model_file} has {sp_model.GetPieceSize()} pieces, more "
-                        f"than the model's n_token={xlnet_config.n_token} "
-                        f"({o.model_config_path or o.init_checkpoint}). Pass the "
-                        "spiece.model the model was trained with.")
+  sp_model = cli.sentencepiece(o)
+  xlnet_config = cli.model_config(o, sp_model)
   tokenize_fn = tokenization.make_tokenize_fn(sp_model, o.uncased)
   label_list = classifier_data.label_list_for(processor, o.is_regression)
   model_args = build_model_args(o, label_list)

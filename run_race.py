@@ -36,7 +36,6 @@ from absl import flags as absl_flags
 
 from xlnet_tf import checkpoint
 from xlnet_tf import fileio
-from xlnet_tf import hf_checkpoint
 from xlnet_tf import training
 from xlnet_tf.data import token_checks
 from xlnet_tf.data import tokenization
@@ -85,16 +84,8 @@ def validate(o, num_replicas=1, strategy="one_device"):
 
 def _model_files(o):
   """(XLNetConfig, tokenize_fn) of --model_config_path and --spiece_model_file, checked against each other."""
-  xlnet_config = hf_checkpoint.model_config(o.model_config_path, o.init_checkpoint)
-  try:
-    sp_model = tokenization.load_sentencepiece(o.spiece_model_file)
-  except ValueError as e:
-    raise cli.FlagError(f"--spiece_model_file: {e}") from None
-  if sp_model.GetPieceSize() > xlnet_config.n_token:
-    raise cli.FlagError(f"The SentencePiece model {o.spiece_model_file} has {sp_model.GetPieceSize()} pieces, "
-                        f"more than the model's n_token={xlnet_config.n_token} "
-                        f"({o.model_config_path or o.init_checkpoint}). Pass the "
-                        "spiece.model the model was trained with.")
+  sp_model = cli.sentencepiece(o)
+  xlnet_config = cli.model_config(o, sp_model)
   return xlnet_config, tokenization.make_tokenize_fn(sp_model, o.uncased)
 
 

@@ -38,10 +38,8 @@ from absl import flags as absl_flags
 
 from xlnet_tf import checkpoint
 from xlnet_tf import fileio
-from xlnet_tf import hf_checkpoint
 from xlnet_tf import training
 from xlnet_tf.data import token_checks
-from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.squad import data as squad_data
 from xlnet_tf.tasks.squad import examples as squad_examples
 from xlnet_tf.tasks.squad import postprocess as squad_postprocess
@@ -167,21 +165,13 @@ def run(o, strategy, log_fn=print):
   on_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
   num_replicas = strategy.num_replicas_in_sync
   validate(o, num_replicas, "tpu" if on_tpu else None)
-  try:
-    sp_model = tokenization.load_sentencepiece(o.spiece_model_file)
-  except ValueError as e:
-    raise cli.FlagError(f"--spiece_model_file: {e}") from None
+  sp_model = cli.sentencepiece(o)
   fileio.makedirs(o.output_dir)
   results = {}
   if o.do_prepro:
     results["prepro"] = _prepro(o, sp_model, log_fn, o.num_proc, o.proc_id)
     return results
-  xlnet_config = hf_checkpoint.model_config(o.model_config_path, o.init_checkpoint)
-  if sp_model.GetPieceSize() > xlnet_config.n_token:
-    raise cli.FlagError(f"The SentencePiece model {o.spiece_model_file} has {sp_model.GetPieceSize()} pieces, more "
-                        f"than the model's n_token={xlnet_config.n_token} "
-                        f"({o.model_config_path or o.init_checkpoint}). Pass the "
-                        "spiece.model the model was trained with.")
+  xlnet_config = cli.model_config(o, sp_model)
   # Resolved first when no training comes first, so that a missing checkpoint fails before anything is written.
   predict_ckpts = _predict_checkpoints(o) if o.do_predict and not o.do_train else None
   eval_set = None

@@ -3,11 +3,16 @@
   .venv/bin/python bench/memory.py                                    # Base and Large, every task, seq and combo
   .venv/bin/python bench/memory.py --models=base --seq_lens=128 --combos=fp32,bf16 --budget_gib=16
   .venv/bin/python bench/memory.py --gpu_memory_limit_gib=16          # on a GPU: a logical device of 16 GiB
+  .venv/bin/python bench/memory.py --micro_batch=2 --models=base --tasks=finetune --seq_lens=512 \
+      --combos=fp32,fp32+recompute,bf16,bf16+recompute --probe_steps=3   # no search: the peak and time at m = 2
 
 For each model (XLNet-Base, XLNet-Large, or --model_config's json), task, sequence length and combination of
 precision and recomputation (`--combos`: the training CLIs' flags each sets, see COMBOS), it finds the largest
 micro-batch m (per-replica `--train_batch_size`) whose training step peaks at most --budget_gib, and prints a
-markdown table for docs/performance.md and a line naming the machine.
+markdown table for docs/performance.md and a line naming the machine. With --micro_batch=M it searches nothing:
+it probes m = M once per model, task, seq and combo and prints each probe's peak and seconds per step (what
+`--recompute_grad` saves at a fixed batch, docs/training_step.md). --jit_compile sets the CLIs' --jit_compile in
+every probe.
 
 - finetune: the step `run_classifier.py` runs (its flag defaults, dropout 0.1; a two-class head; `--max_seq_length`
   = seq), on random batch-major features with the reader's dtypes.
@@ -19,8 +24,9 @@ markdown table for docs/performance.md and a line naming the machine.
 A probe is one fresh process (`--probe`, so that peaks do not mix) that starts like the CLI (`cli.start`), builds
 the CLI's Trainer from its flags (random weights, no checkpoint), runs --probe_steps real steps through
 `Trainer.train` and reads the peak the progress line shows (`reporting.peak_memory_bytes` of the strategy's first
-device: on a CPU oneDNN's allocator's buffers of 256 KiB and more; also the process's peak RSS). The
-seconds are those of the last step; with --probe_steps=1 that step includes tracing. On a GPU with
+device since the probe started: building, tracing and every step; on a CPU oneDNN's allocator's buffers of 256
+KiB and more; also the process's peak RSS). The seconds are the mean of the steps after the first; with
+--probe_steps=1, the first step's, tracing included. On a GPU with
 --gpu_memory_limit_gib the probe's device has that much memory: a step that does not fit there fails
 (ResourceExhausted), and counts as over the budget.
 
@@ -141,7 +147,8 @@ def _run_steps(spec, strategy, trainer, features):
   gpus = tf.config.list_physical_devices("GPU")
   details = tf.config.experimental.get_device_details(gpus[0]) if gpus else {}
   return {"peak_bytes": reporting.peak_memory_bytes(device) if device else None, "device": device,
-          "rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "seconds": times[-1] - times[-2],
+          "rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+          "seconds": (times[-1] - times[1]) / (len(times) - 2) if len(times) > 2 else times[-1] - times[0],
           "loss": last["loss"], "line": lines[-1], "tensorflow": tf.__version__,
           "gpu": details.get("device_name") if gpus else None}
 
@@ -266,9 +273,21 @@ class Cell:
         break
     return self
 
+  def head(self, name, seq_len, combo):
+    """The first cells of the cell's markdown row."""
+    return f"| {name} | {self.spec['task']} | {seq_len} | {combo} |"
+
+  def fixed_row(self, name, seq_len, combo):
+    """The markdown row of --micro_batch's table: the one probe's peak and seconds, or why there are none."""
+    head = self.head(name, seq_len, combo)
+    if not self.peaks:
+      return f"{head} - | - | {'; '.join(self.notes) or 'out of device memory'} |"
+    (m, peak), = self.peaks.items()
+    return f"{head} {peak / GIB:.2f} | {self.seconds[m]:.2f} | |"
+
   def row(self, name, seq_len, combo):
-    """The markdown row of the table."""
-    head = f"| {name} | {self.spec['task']} | {seq_len} | {combo} |"
+    """The markdown row of the search's table."""
+    head = self.head(name, seq_len, combo)
     u, m = self.unit, self.best
     pair = self.predicted[1] if self.predicted else sorted(self.peaks)[-2:]
     a_b = fit({k: self.peaks[k] for k in pair}) if len(pair) > 1 else None
@@ -308,7 +327,10 @@ def parse_args(argv):
   p.add_argument("--max_micro_batch", type=int, default=1024, help="The largest micro-batch a probe may try.")
   p.add_argument("--ram_headroom_gib", type=float, default=4.0,
                  help="On a CPU: a probe runs only if it leaves this much RAM free (for the machine's other work).")
-  p.add_argument("--probe_steps", type=int, default=1, help="Steps per probe; the time is the last one's.")
+  p.add_argument("--probe_steps", type=int, default=1,
+                 help="Steps per probe; the time is the mean of those after the first (with 1: the first's).")
+  p.add_argument("--micro_batch", type=int, default=None, help="Probe only this micro-batch (no search).")
+  p.add_argument("--jit_compile", action="store_true", help="The CLIs' --jit_compile in every probe.")
   p.add_argument("--confirm_next", type=int, default=1, help="1: also measure m + 1 (m + 2 for pretrain).")
   p.add_argument("--probe", default=None, help=argparse.SUPPRESS)
   args = p.parse_args(argv)
@@ -319,6 +341,9 @@ def parse_args(argv):
     if bad and not (flag == "models" and args.model_config):
       sys.exit(f"bench/memory.py: error: --{flag}: unknown {', '.join(bad)}. Use some of: {', '.join(known)}.")
     setattr(args, flag, values)
+  if args.micro_batch is not None and (args.micro_batch < 1 or args.micro_batch % 2 and "pretrain" in args.tasks):
+    sys.exit(f"bench/memory.py: error: --micro_batch must be positive, and even with the pretrain task (bi_data). "
+             f"Received: {args.micro_batch}.")
   try:
     args.seq_lens = [int(v) for v in args.seq_lens.split(",")]
   except ValueError:
@@ -350,24 +375,33 @@ def main(argv):
       for seq_len in args.seq_lens:
         for combo in args.combos:
           print(f"{name} {task} seq {seq_len} {combo}:", file=sys.stderr, flush=True)
-          spec = dict(model=model, task=task, seq_len=seq_len, flags=COMBOS[combo], steps=args.probe_steps,
-                      gpu_memory_limit_gib=args.gpu_memory_limit_gib)
-          cell = Cell(spec, args, lambda line: print(line, file=sys.stderr, flush=True)).search()
+          spec = dict(model=model, task=task, seq_len=seq_len, flags=dict(COMBOS[combo], jit_compile=args.jit_compile),
+                      steps=args.probe_steps, gpu_memory_limit_gib=args.gpu_memory_limit_gib)
+          cell = Cell(spec, args, lambda line: print(line, file=sys.stderr, flush=True))
+          if args.micro_batch:
+            cell.measure(args.micro_batch)
+            rows.append(cell.fixed_row(name, seq_len, combo))
+          else:
+            rows.append(cell.search().row(name, seq_len, combo))
           machine = machine or cell.first
-          rows.append(cell.row(name, seq_len, combo))
   seconds = "s/step" if args.probe_steps > 1 else "s (1st step, incl. tracing)"
-  print(f"\nLargest micro-batch whose training step peaks under {args.budget_gib:g} GiB (`~`: predicted by the fit, "
-        "not measured):\n")
-  print(f"| model | task | seq | combo | largest micro-batch | peak at it (GiB) | {seconds} | fitted peak (GiB) | "
-        "notes |")
-  print("|---|---|---|---|---|---|---|---|---|")
+  xla = " (--jit_compile)" if args.jit_compile else ""
+  if args.micro_batch:
+    print(f"\nPeak memory and time of the training step at micro-batch {args.micro_batch}{xla}:\n")
+    print(f"| model | task | seq | combo | peak (GiB) | {seconds} | notes |\n|---|---|---|---|---|---|---|")
+  else:
+    print(f"\nLargest micro-batch whose training step peaks under {args.budget_gib:g} GiB{xla} (`~`: predicted by the "
+          "fit, not measured):\n")
+    print(f"| model | task | seq | combo | largest micro-batch | peak at it (GiB) | {seconds} | fitted peak (GiB) | "
+          "notes |")
+    print("|---|---|---|---|---|---|---|---|---|")
   print("\n".join(rows))
   device = (machine or {}).get("gpu") or (machine or {}).get("device") or "?"
   mem_total = (os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")) / GIB
   print(f"\nmachine: {platform.machine()} {os.cpu_count()} CPUs, {mem_total:.0f} GiB RAM, device {device}"
         f"{f' limited to {args.gpu_memory_limit_gib:g} GiB' if args.gpu_memory_limit_gib else ''}, tensorflow "
-        f"{(machine or {}).get('tensorflow', '?')}; peak = get_memory_info of the first device; "
-        f"{args.probe_steps} step(s) per probe; {time.time() - t_start:.0f} s in all")
+        f"{(machine or {}).get('tensorflow', '?')}; peak = get_memory_info of the first device since "
+        f"the probe's start; {args.probe_steps} step(s) per probe; {time.time() - t_start:.0f} s in all")
 
 
 if __name__ == "__main__":

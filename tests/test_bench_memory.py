@@ -1,9 +1,11 @@
-"""bench/memory.py: the search for the largest micro-batch under a budget (on made-up peaks), and one real run of
-the benchmark on a tiny model (slow: two probes, each a fresh process that imports TensorFlow)."""
+"""bench/memory.py: the search for the largest micro-batch under a budget and the --micro_batch table (on made-up
+peaks), and one real run of each mode on a tiny model (slow: two probes each, each a fresh process that imports
+TensorFlow)."""
 
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import types
@@ -96,11 +98,50 @@ def test_bad_input_is_one_line_naming_the_flag():
                                  "fp32+recompute, bf16+recompute, fp16+recompute.")
 
 
-@pytest.mark.slow
-def test_the_benchmark_prints_a_row_for_a_tiny_model(tmp_path):
+def test_micro_batch_probes_only_it_and_prints_its_peak_and_time(monkeypatch, capsys, tmp_path):
+  """--micro_batch=2: one probe per combo at m = 2 (no search), with --probe_steps and --jit_compile in its spec;
+  a probe out of device memory says so in its row."""
+  specs = []
+
+  def run_probe(spec, timeout):
+    specs.append(spec)
+    if spec["flags"].get("use_bfloat16"):
+      return {"error": "ResourceExhausted: OOM", "over": True}
+    return {"peak_bytes": int((1.5 if spec["flags"].get("recompute_grad") else 2.25) * GIB), "rss_bytes": 3 * GIB,
+            "seconds": 0.125 * spec["micro_batch"], "device": "CPU:0", "tensorflow": "2.x"}
+  monkeypatch.setattr(memory, "run_probe", run_probe)
+  memory.main([f"--model_config={_tiny_config(tmp_path)}", "--seq_lens=16", "--tasks=finetune", "--micro_batch=2",
+               "--combos=fp32,fp32+recompute,bf16", "--probe_steps=2", "--jit_compile"])
+  assert [(s["micro_batch"], s["steps"], s["flags"]) for s in specs] == [
+      (2, 2, {"jit_compile": True}), (2, 2, {"recompute_grad": True, "jit_compile": True}),
+      (2, 2, {"use_bfloat16": True, "jit_compile": True})]
+  out = capsys.readouterr().out
+  assert ("Peak memory and time of the training step at micro-batch 2 (--jit_compile):\n\n"
+          "| model | task | seq | combo | peak (GiB) | s/step | notes |\n|---|---|---|---|---|---|---|\n"
+          "| tiny.json | finetune | 16 | fp32 | 2.25 | 0.25 | |\n"
+          "| tiny.json | finetune | 16 | fp32+recompute | 1.50 | 0.25 | |\n"
+          "| tiny.json | finetune | 16 | bf16 | - | - | out of device memory |\n") in out
+  assert "machine: " in out and "2 step(s) per probe" in out
+
+
+@pytest.mark.parametrize("m", [0, 3])  # 3: odd, and the pretrain task is among the default --tasks
+def test_bad_micro_batch_is_one_line_naming_the_flag(m):
+  with pytest.raises(SystemExit) as e:
+    memory.parse_args([f"--micro_batch={m}"])
+  assert str(e.value) == ("bench/memory.py: error: --micro_batch must be positive, and even with the pretrain task "
+                          f"(bi_data). Received: {m}.")
+
+
+def _tiny_config(tmp_path):
   config = tmp_path / "tiny.json"
   config.write_text(json.dumps(dict(n_layer=2, d_model=8, n_head=2, d_head=6, d_inner=11, ff_activation="gelu",
                                     untie_r=True, n_token=32)))
+  return config
+
+
+@pytest.mark.slow
+def test_the_benchmark_prints_a_row_for_a_tiny_model(tmp_path):
+  config = _tiny_config(tmp_path)
   done = subprocess.run([sys.executable, SCRIPT, f"--model_config={config}", "--seq_lens=16", "--combos=fp32",
                          "--tasks=finetune", "--max_probes=0", "--budget_gib=1"], capture_output=True, text=True,
                         check=False, timeout=600)
@@ -108,3 +149,17 @@ def test_the_benchmark_prints_a_row_for_a_tiny_model(tmp_path):
   rows = [line for line in done.stdout.splitlines() if line.startswith("| tiny.json |")]
   assert len(rows) == 1 and rows[0].startswith("| tiny.json | finetune | 16 | fp32 | 2 | 0.0"), done.stdout
   assert "machine: " in done.stdout and "device CPU:0" in done.stdout
+
+
+@pytest.mark.slow
+def test_micro_batch_measures_a_tiny_model(tmp_path):
+  """--micro_batch's real probes (two fresh processes) print a row per combo with the peak and s/step."""
+  done = subprocess.run([sys.executable, SCRIPT, f"--model_config={_tiny_config(tmp_path)}", "--seq_lens=16",
+                         "--combos=fp32,bf16+recompute", "--tasks=finetune", "--micro_batch=2", "--probe_steps=2"],
+                        capture_output=True, text=True, check=False, timeout=600)
+  assert done.returncode == 0, done.stderr[-2000:]
+  rows = [line for line in done.stdout.splitlines() if line.startswith("| tiny.json |")]
+  assert [row.split(" | ")[3] for row in rows] == ["fp32", "bf16+recompute"], done.stdout
+  row = r"\| tiny.json \| finetune \| 16 \| \S+ \| \d+\.\d\d \| \d+\.\d\d \| \|"
+  assert all(re.fullmatch(row, line) for line in rows), rows
+  assert "device CPU:0" in done.stdout

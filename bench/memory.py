@@ -26,9 +26,8 @@ the CLI's Trainer from its flags (random weights, no checkpoint), runs --probe_s
 `Trainer.train` and reads the peak the progress line shows (`reporting.peak_memory_bytes` of the strategy's first
 device since the probe started: building, tracing and every step; on a CPU oneDNN's allocator's buffers of 256
 KiB and more; also the process's peak RSS). The seconds are the mean of the steps after the first; with
---probe_steps=1, the first step's, tracing included. On a GPU with
---gpu_memory_limit_gib the probe's device has that much memory: a step that does not fit there fails
-(ResourceExhausted), and counts as over the budget.
+--probe_steps=1, the first step's, tracing included. On a GPU with --gpu_memory_limit_gib the probe's device has
+that much memory: a step that does not fit there fails (ResourceExhausted), and counts as over the budget.
 
 Search: measure m = u and 2u (u = 1, or 2 for pretrain), fit peak = a + b*m through the two largest measured m,
 predict the largest m under the budget, measure it, refit and step down while it is over, and measure m + u to
@@ -393,8 +392,7 @@ def main(argv):
     print(f"\nLargest micro-batch whose training step peaks under {args.budget_gib:g} GiB{xla} (`~`: predicted by the "
           "fit, not measured):\n")
     print(f"| model | task | seq | combo | largest micro-batch | peak at it (GiB) | {seconds} | fitted peak (GiB) | "
-          "notes |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "notes |\n|---|---|---|---|---|---|---|---|---|")
   print("\n".join(rows))
   device = (machine or {}).get("gpu") or (machine or {}).get("device") or "?"
   mem_total = (os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")) / GIB

@@ -25,9 +25,12 @@ A probe is one fresh process (`--probe`, so that peaks do not mix) that starts l
 the CLI's Trainer from its flags (random weights, no checkpoint), runs --probe_steps real steps through
 `Trainer.train` and reads the peak the progress line shows (`reporting.peak_memory_bytes` of the strategy's first
 device since the probe started: building, tracing and every step; on a CPU oneDNN's allocator's buffers of 256
-KiB and more; also the process's peak RSS). The seconds are the mean of the steps after the first; with
---probe_steps=1, the first step's, tracing included. On a GPU with --gpu_memory_limit_gib the probe's device has
-that much memory: a step that does not fit there fails (ResourceExhausted), and counts as over the budget.
+KiB and more; also the process's peak RSS: the search goes by the whole probe's peak, what a run needs). With
+--probe_steps of 2 or more it also reads the peak of the steps after the first alone (it resets the statistics
+after the first: with --jit_compile and recomputation the first step, compilation included, peaked higher than
+the later ones). The seconds are the mean of the steps after the first; with --probe_steps=1, the first step's,
+tracing included. On a GPU with --gpu_memory_limit_gib the probe's device has that much memory: a step that does
+not fit there fails (ResourceExhausted), and counts as over the budget.
 
 Search: measure m = u and 2u (u = 1, or 2 for pretrain), fit peak = a + b*m through the two largest measured m,
 predict the largest m under the budget, measure it, refit and step down while it is over, and measure m + u to
@@ -129,10 +132,14 @@ def _run_steps(spec, strategy, trainer, features):
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   from xlnet_tf.training import reporting  # pylint: disable=import-outside-toplevel
   dataset = tf.data.Dataset.from_tensors(features).repeat()
-  times, lines = [time.perf_counter()], []
+  device = reporting.memory_device(strategy)
+  times, lines, first_peak = [time.perf_counter()], [], []
 
   def stop_after_the_last(last):
     times.append(time.perf_counter())
+    if device and len(times) == 2 and spec["steps"] > 1:  # the peak up to the first step's end; then the later's
+      first_peak.append(reporting.peak_memory_bytes(device))
+      tf.config.experimental.reset_memory_stats(device)
     if len(times) > spec["steps"]:
       raise _Done(last)
 
@@ -142,10 +149,11 @@ def _run_steps(spec, strategy, trainer, features):
     last = done.args[0]
   except tf.errors.ResourceExhaustedError as e:
     return {"error": "ResourceExhausted: " + str(e).splitlines()[0][:200], "over": True}
-  device = reporting.memory_device(strategy)
   gpus = tf.config.list_physical_devices("GPU")
   details = tf.config.experimental.get_device_details(gpus[0]) if gpus else {}
-  return {"peak_bytes": reporting.peak_memory_bytes(device) if device else None, "device": device,
+  peak = reporting.peak_memory_bytes(device) if device else None
+  return {"peak_bytes": max(first_peak + [peak]) if first_peak else peak, "device": device,
+          "later_peak_bytes": peak if first_peak else None,
           "rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
           "seconds": (times[-1] - times[1]) / (len(times) - 2) if len(times) > 2 else times[-1] - times[0],
           "loss": last["loss"], "line": lines[-1], "tensorflow": tf.__version__,
@@ -277,12 +285,13 @@ class Cell:
     return f"| {name} | {self.spec['task']} | {seq_len} | {combo} |"
 
   def fixed_row(self, name, seq_len, combo):
-    """The markdown row of --micro_batch's table: the one probe's peak and seconds, or why there are none."""
+    """The markdown row of --micro_batch's table: the one probe's (`first`) peaks and seconds, or why none."""
     head = self.head(name, seq_len, combo)
     if not self.peaks:
-      return f"{head} - | - | {'; '.join(self.notes) or 'out of device memory'} |"
-    (m, peak), = self.peaks.items()
-    return f"{head} {peak / GIB:.2f} | {self.seconds[m]:.2f} | |"
+      return f"{head} - | - | - | {'; '.join(self.notes) or 'out of device memory'} |"
+    later = self.first.get("later_peak_bytes")
+    return (f"{head} {self.first['peak_bytes'] / GIB:.2f} | {'-' if later is None else f'{later / GIB:.2f}'} | "
+            f"{self.first['seconds']:.2f} | |")
 
   def row(self, name, seq_len, combo):
     """The markdown row of the search's table."""
@@ -387,7 +396,8 @@ def main(argv):
   xla = " (--jit_compile)" if args.jit_compile else ""
   if args.micro_batch:
     print(f"\nPeak memory and time of the training step at micro-batch {args.micro_batch}{xla}:\n")
-    print(f"| model | task | seq | combo | peak (GiB) | {seconds} | notes |\n|---|---|---|---|---|---|---|")
+    print(f"| model | task | seq | combo | peak (GiB) | peak of the steps after the first (GiB) | {seconds} | notes |"
+          "\n|---|---|---|---|---|---|---|---|")
   else:
     print(f"\nLargest micro-batch whose training step peaks under {args.budget_gib:g} GiB{xla} (`~`: predicted by the "
           "fit, not measured):\n")

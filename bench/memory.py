@@ -1,4 +1,5 @@
-"""Benchmark (not a test): the largest micro-batch whose real training step fits a memory budget.
+"""Benchmark (not a test): the largest micro-batch whose real training step fits a memory budget, or (with
+--micro_batch) the peak memory and time of the step at a given one.
 
   .venv/bin/python bench/memory.py                                    # Base and Large, every task, seq and combo
   .venv/bin/python bench/memory.py --models=base --seq_lens=128 --combos=fp32,bf16 --budget_gib=16
@@ -42,6 +43,7 @@ the search: its cell shows the fit's prediction, marked `~`.
 """
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -320,7 +322,7 @@ class Cell:
 
 
 def parse_args(argv):
-  p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
   p.add_argument("--models", default="base,large", help=f"Comma-separated: {', '.join(MODELS)}.")
   p.add_argument("--model_config", default=None, help="An xlnet_config.json to measure instead of --models.")
   p.add_argument("--tasks", default=",".join(TASKS), help="Comma-separated: finetune, pretrain.")
@@ -378,20 +380,17 @@ def main(argv):
     models = {name: MODELS[name] for name in args.models}
   t_start = time.time()
   rows, machine = [], None
-  for name, model in models.items():
-    for task in args.tasks:
-      for seq_len in args.seq_lens:
-        for combo in args.combos:
-          print(f"{name} {task} seq {seq_len} {combo}:", file=sys.stderr, flush=True)
-          spec = dict(model=model, task=task, seq_len=seq_len, flags=dict(COMBOS[combo], jit_compile=args.jit_compile),
-                      steps=args.probe_steps, gpu_memory_limit_gib=args.gpu_memory_limit_gib)
-          cell = Cell(spec, args, lambda line: print(line, file=sys.stderr, flush=True))
-          if args.micro_batch:
-            cell.measure(args.micro_batch)
-            rows.append(cell.fixed_row(name, seq_len, combo))
-          else:
-            rows.append(cell.search().row(name, seq_len, combo))
-          machine = machine or cell.first
+  for (name, model), task, seq_len, combo in itertools.product(models.items(), args.tasks, args.seq_lens, args.combos):
+    print(f"{name} {task} seq {seq_len} {combo}:", file=sys.stderr, flush=True)
+    spec = dict(model=model, task=task, seq_len=seq_len, flags=dict(COMBOS[combo], jit_compile=args.jit_compile),
+                steps=args.probe_steps, gpu_memory_limit_gib=args.gpu_memory_limit_gib)
+    cell = Cell(spec, args, lambda line: print(line, file=sys.stderr, flush=True))
+    if args.micro_batch:
+      cell.measure(args.micro_batch)
+      rows.append(cell.fixed_row(name, seq_len, combo))
+    else:
+      rows.append(cell.search().row(name, seq_len, combo))
+    machine = machine or cell.first
   seconds = "s/step" if args.probe_steps > 1 else "s (1st step, incl. tracing)"
   xla = " (--jit_compile)" if args.jit_compile else ""
   if args.micro_batch:

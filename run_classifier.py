@@ -137,7 +137,8 @@ def _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, scope,
          f"({per_replica} per replica x {num_replicas} replica(s)).")
   return trainer.train(
       classifier_task.classifier_dataset_fn(train_file, o.max_seq_length, per_replica, o.is_regression,
-                                     o.shuffle_buffer, o.seed), log_fn=log_fn, data_files=[train_file])
+                                            o.shuffle_buffer, o.seed, xlnet_config.n_token),
+      log_fn=log_fn, data_files=[train_file])
 
 
 def run(o, strategy, log_fn=print):

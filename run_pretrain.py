@@ -91,13 +91,14 @@ def check_vocabulary(o, xlnet_config, record_files):
       f"written with a SentencePiece model of at most {n_token} pieces."))
 
 
-def input_args(o):
+def input_args(o, n_token=None):
   """`pretrain_input.get_input_fn` arguments from the options (the `PretrainDataSpec` of data_utils.py's naming
-  flags, the `ReaderOptions` of the others)."""
+  flags, the `ReaderOptions` of the others; n_token: the model's, every record's ids are checked against it)."""
   spec = pretrain_spec.PretrainDataSpec(
       bsz_per_host=o.train_batch_size // o.num_hosts, seq_len=o.seq_len, reuse_len=o.reuse_len, bi_data=o.bi_data,
       mask_alpha=o.mask_alpha, mask_beta=o.mask_beta, uncased=o.uncased, num_predict=o.num_predict)
-  options = pretrain_input.ReaderOptions(perm_size=o.perm_size, use_bfloat16=o.use_bfloat16, seed=o.seed)
+  options = pretrain_input.ReaderOptions(perm_size=o.perm_size, use_bfloat16=o.use_bfloat16, seed=o.seed,
+                                         n_token=n_token)
   return dict(record_info_dir=o.record_info_dir, split="train", spec=spec, options=options,
               global_batch_size=o.train_batch_size)
 
@@ -123,7 +124,7 @@ def build_trainer(o, strategy, xlnet_config):
 
 def _run(o, strategy, log_fn):
   xlnet_config = build_xlnet_config(o)
-  data = input_args(o)
+  data = input_args(o, xlnet_config.n_token)
   input_fn, record_info = pretrain_input.get_input_fn(**data)
   log_fn(f"Found {len(record_info['filenames'])} record files, {record_info['num_batch']} batches of "
          f"{data['spec'].bsz_per_host} rows.")

@@ -123,7 +123,8 @@ def train(o, strategy, xlnet_config, tokenize_fn, model_args, log_fn):
          f"({per_replica} per replica x {num_replicas} replica(s)), {race_data.NUM_CHOICES * global_batch} "
          "sequences.")
   return trainer.train(race_records.race_dataset_fn(info.path, o.max_seq_length, per_replica, o.shuffle_buffer,
-                                                    o.seed), log_fn=log_fn, data_files=[info.path])
+                                                    o.seed, xlnet_config.n_token),
+                       log_fn=log_fn, data_files=[info.path])
 
 
 def run(o, strategy, log_fn=print):

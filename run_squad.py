@@ -198,7 +198,8 @@ def run(o, strategy, log_fn=print):
       log_fn(f"Training the SQuAD head from step {start} to {o.train_steps}: global batch {global_batch} "
              f"({per_replica} per replica x {num_replicas} replica(s)).")
       results["train"] = trainer.train(
-          squad_task.squad_dataset_fn(train_files, o.max_seq_length, per_replica, o.shuffle_buffer, o.seed),
+          squad_task.squad_dataset_fn(train_files, o.max_seq_length, per_replica, o.shuffle_buffer, o.seed,
+                                      xlnet_config.n_token),
           log_fn=log_fn, data_files=train_files)
 
   if o.do_predict and training.is_chief(strategy):  # Prediction runs on the chief only.

@@ -346,7 +346,8 @@ def test_tfrecord_round_trip(tmp_path):
   out = str(tmp_path / "rec" / classifier_features.record_file_name("spiece.model", 8, "train"))
   assert classifier_features.file_based_convert_examples_to_features(examples, ["neg", "pos"], 8, tokenize, out, num_passes=2) == 6
   assert len(examples) == 3 and os.listdir(tmp_path / "rec") == [os.path.basename(out)]  # No temp file left.
-  batches = list(classifier_features.classifier_dataset(out, 8, is_regression=False, read=ReadConfig(batch_size=4)))
+  batches = list(classifier_features.classifier_dataset(out, 8, is_regression=False,
+                                                        read=ReadConfig(batch_size=4, n_token=16)))  # ids checked
   assert [b["input_ids"].shape[0] for b in batches] == [4, 2]
   got = {k: np.concatenate([b[k].numpy() for b in batches]) for k in batches[0]}
   one_pass_ids = [[0, 0, 0, 0, 11, 12, 4, 3], [0, 0, 13, 4, 14, 15, 4, 3], [0] * 8]
@@ -387,3 +388,26 @@ def test_tfrecord_regression_and_errors(tmp_path):
     classifier_features.classifier_dataset(bad, 6, is_regression=False, read=ReadConfig(batch_size=2))
   with pytest.raises(ValueError, match="--num_passes"):
     classifier_features.file_based_convert_examples_to_features(examples, None, 6, tokenize, bad, num_passes=0)
+
+
+def test_every_record_is_checked_against_the_vocabulary_as_it_is_read(tmp_path):
+  """`ReadConfig.n_token`: an id beyond it in record 300 (past the first 256 that the tools check before a run)
+  stops the fine-tuning reader with the marked error when that record is read; `read_errors.records_named` turns
+  it into one line naming the file and the record. Unchecked, the record reads."""
+  from xlnet_tf.data import read_errors  # pylint: disable=import-outside-toplevel
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  examples = [InputExample(str(i), "5000" if i == 300 else "11 12", label="pos") for i in range(320)]
+  out = str(tmp_path / "train.tf_record")
+  classifier_features.file_based_convert_examples_to_features(examples, ["neg", "pos"], 8, tokenize, out)
+  read = lambda n_token: classifier_features.classifier_dataset(out, 8, False, ReadConfig(batch_size=50,
+                                                                                          n_token=n_token))
+  assert sum(len(b["input_ids"]) for b in read(None)) == 320
+  with pytest.raises(tf.errors.InvalidArgumentError, match=r"Token id outside the vocabulary: feature input_ids, "
+                                                           r"n_token=1000\."):
+    list(read(1000))
+  with pytest.raises(ValueError, match=rf"^{out} holds token id 5000 \(record 300\), outside the model's vocabulary "
+                                       r"\[0, n_token=1000\)\. Rewrite it .* or remove it, then rerun\.$"):
+    with read_errors.records_named([out]):
+      list(read(1000))
+  with pytest.raises(ValueError, match="n_token must be None or a positive integer. Received: 0"):
+    ReadConfig(batch_size=2, n_token=0)

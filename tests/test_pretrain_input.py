@@ -134,7 +134,9 @@ def _check_invariants(batch, reuse_len, perm_size):
 # ----------------------------------------------------------------------------------------------------------------
 def test_original_records_give_the_original_batches():
   golden = np.load(GOLDEN_NPZ)
-  input_fn, info = get_input_fn(GOLDEN_DIR, **GOLDEN_KW)
+  # With every record's ids checked against the vocabulary (of the test SentencePiece model): the same batches.
+  input_fn, info = get_input_fn(GOLDEN_DIR, **dict(GOLDEN_KW, options=dataclasses.replace(GOLDEN_KW["options"],
+                                                                                         n_token=1000)))
   assert info["num_batch"] == 4437 and [os.path.dirname(f) for f in info["filenames"]] == [GOLDEN_DIR]
   batches = _take(input_fn(), 2)
   for i, batch in enumerate(batches):
@@ -407,3 +409,26 @@ def test_mirrored_strategy_replicas_receive_their_rows(tmp_path):
   """)
   out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=os.getcwd())
   assert "REPLICA_ROWS_OK" in out.stdout, out.stderr[-3000:]
+
+
+def test_every_record_is_checked_against_the_vocabulary_as_it_is_read(tmp_path):
+  """An id beyond n_token in record 300 (past the first 256 that the tools check before a run) stops the pipeline
+  with the marked error when that record is read, which `read_errors` turns into the line naming it; the records
+  before it give the batches of an unchecked reader."""
+  from xlnet_tf.data import read_errors  # pylint: disable=import-outside-toplevel
+  rng = np.random.default_rng(0)
+  path = str(tmp_path / "train.tfrecords")
+  with tf.io.TFRecordWriter(path) as writer:
+    for i in range(320):  # 80 steps of 4 rows; tokens < 1000 except 5000 in record 300
+      writer.write(_random_record(rng, 16, 8, 3, head=(5000,) if i == 300 else ())[0])
+  spec = _small_kw()["spec"]
+  read = lambda n_token: get_dataset([path], spec, ReaderOptions(perm_size=4, seed=3, n_token=n_token), batch_size=4)
+  for checked, unchecked in zip(_take(read(1000), 75), _take(read(None), 75)):  # records 0-299
+    for key in checked:
+      np.testing.assert_array_equal(checked[key], unchecked[key], err_msg=key)
+  with pytest.raises(tf.errors.InvalidArgumentError, match=r"Token id outside the vocabulary: feature input, "
+                                                           r"n_token=1000\.") as error:
+    _take(read(1000), 80)
+  assert read_errors.describe_read_error(error.value, [path]).startswith(
+      f"{path} holds token id 5000 (record 300), outside the model's vocabulary [0, n_token=1000). Rewrite it")
+  assert len(_take(read(5001), 80)) == 80

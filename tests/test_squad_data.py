@@ -205,7 +205,7 @@ def test_feature_layout_by_hand(sp_model):
 def _read_all(path, seq_length, is_training):
   """Every record of one file, in file order, as `squad_dataset` decodes them (training: without the shuffle)."""
   if not is_training:
-    d = records.squad_dataset(path, seq_length, records_lib.ReadConfig(batch_size=1000))
+    d = records.squad_dataset(path, seq_length, records_lib.ReadConfig(batch_size=1000, n_token=1200))  # ids checked
     return {k: v.numpy() for k, v in next(iter(d)).items()}
   parsed = tf.io.parse_example(next(iter(tf.data.TFRecordDataset(path).batch(1000))),
                                records.name_to_features(seq_length, True))

@@ -1,26 +1,63 @@
-"""What failed when a training run could not read its records: the damaged file and record, for the error line."""
+"""What failed when a run could not read its records: the damaged file and record, or the record holding a token
+id outside the model's vocabulary, for the one error line."""
+
+import contextlib
+import re
 
 import tensorflow as tf
 
 from xlnet_tf.data import records
+from xlnet_tf.data import token_checks
 
 
-# What reading or parsing records raises when a file is damaged, truncated or gone.
+# What reading or parsing records raises when a file is damaged, truncated or gone, or holds a token id out of
+# range (`records.checked_token_ids`).
 READ_ERRORS = (tf.errors.DataLossError, tf.errors.InvalidArgumentError, tf.errors.NotFoundError)
+
+_BAD_TOKEN_ID = re.compile(re.escape(records.BAD_TOKEN_ID) + r": feature (\w+), n_token=(\d+)\.")
 
 
 def describe_read_error(error, files):
   """The start of the line that reports `error` (one of `READ_ERRORS`, raised while reading `files`): it names
-  the unreadable file and record (`records.find_corrupt_record`; every record of `files` is read again) and says
-  how to fix it. None if `error` is not about a record (an InvalidArgumentError that is not a failed Example parse).
+  the unreadable file and record (`records.find_corrupt_record`), or the record holding a token id outside the
+  vocabulary (`token_checks.bad_token_id_line`), and says how to fix it; every record of `files` is read again.
+  None if `error` is about no record (an InvalidArgumentError that is neither a failed Example parse nor a bad id).
 
   Args:
     error: the tf.errors.OpError the input pipeline raised.
     files: list of str, the record files behind the pipeline; None or empty: name none, quote the error.
   """
+  quoted = " ".join(error.message.split())[:300]
+  bad_id = _BAD_TOKEN_ID.search(error.message)
+  if bad_id:
+    key, n_token = bad_id.group(1), int(bad_id.group(2))
+    fix = ("Rewrite it with the SentencePiece model of the model's vocabulary (data_utils.py for pretraining "
+           "records), give the model the vocabulary it was written with, or remove it")
+    found = token_checks.bad_token_id_line(files, n_token, fix, key, num_records=None) if files else None
+    return found or (f"A record holds a token id outside the model's vocabulary [0, n_token={n_token}) ({quoted}). "
+                     f"{fix}")
   if isinstance(error, tf.errors.InvalidArgumentError) and "Example" not in error.message:
     return None
   found = records.find_corrupt_record(files) if files else None
   where = (f"Record file {found[0]} is unreadable at record {found[1]} ({found[2]})" if found else
-           f"A training record is unreadable ({' '.join(error.message.split())[:300]})")
+           f"A training record is unreadable ({quoted})")
   return f"{where}. Rewrite the file with the tool that wrote it (data_utils.py for pretraining records) or remove it"
+
+
+@contextlib.contextmanager
+def records_named(files, then=lambda: ", then rerun"):
+  """Turns a `READ_ERRORS` raised inside (reading `files`) into a ValueError of one line (`describe_read_error`)
+  that ends with `then()` and a full stop; an error about no record passes through.
+
+  Args:
+    files: list of str, the record files being read.
+    then: () -> str, what the line says after the fix (called after the failure, e.g. to name the latest
+      checkpoint).
+  """
+  try:
+    yield
+  except READ_ERRORS as e:
+    where = describe_read_error(e, files)
+    if where is None:
+      raise  # not a record that failed to read, parse or check
+    raise ValueError(f"{where}{then()}.") from None

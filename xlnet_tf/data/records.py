@@ -50,24 +50,73 @@ class ReadConfig:
     shuffle_buffer: int >= 1, records in training's shuffle buffer (--shuffle_buffer); unused in evaluation.
     seed: int or None, training's shuffle seed: a reproducible order (and a resumable run, see
       `resumable_dataset_fn`); None: a random one.
+    n_token: int or None, the model's vocabulary size: every record's `input_ids` are asserted to lie in
+      [0, n_token) as they are decoded (`checked_token_ids`); None: not checked.
   """
   batch_size: int
   is_training: bool = False
   drop_remainder: bool = False
   shuffle_buffer: int = 2048
   seed: int = None
+  n_token: int = None
 
   def __post_init__(self):
     if not is_int_at_least(self.batch_size, 1):
       raise ValueError(f"The batch size must be a positive integer. Received: {self.batch_size!r}.")
     if self.is_training and not is_int_at_least(self.shuffle_buffer, 1):
       raise ValueError(f"--shuffle_buffer must be a positive integer. Received: {self.shuffle_buffer!r}.")
+    if self.n_token is not None and not is_int_at_least(self.n_token, 1):
+      raise ValueError(f"n_token must be None or a positive integer. Received: {self.n_token!r}.")
 
   @classmethod
-  def training(cls, batch_size, shuffle_buffer, seed=None):
+  def training(cls, batch_size, shuffle_buffer, seed=None, n_token=None):
     """What a trainer's `dataset_fn` reads: shuffled, repeated, full batches of batch_size (per replica)."""
     return cls(batch_size=batch_size, is_training=True, drop_remainder=True, shuffle_buffer=shuffle_buffer,
-               seed=seed)
+               seed=seed, n_token=n_token)
+
+
+# Begins the message of the error `checked_token_ids` raises (no quote mark: TensorFlow escapes it); `read_errors`
+# looks for it, with the feature and n_token that follow it, to name the file and record.
+BAD_TOKEN_ID = "Token id outside the vocabulary"
+
+
+def checked_token_ids(ids, n_token, key):
+  """`ids`, once it is asserted that each lies in [0, n_token): inside a tf.data map this checks every record as it
+  is read, on the host, even when the model runs on a GPU (whose embedding gather returns zeros for an id out of
+  range, and the run would train on). Costs a min and a max over the ids.
+
+  Args:
+    ids: int Tensor of token ids, any shape.
+    n_token: int, the model's vocabulary size; None: `ids` unchecked.
+    key: str, the record feature that holds the ids ("input_ids"; pretraining records: "input"), for the message.
+
+  Returns:
+    `ids`, unchanged. Raises tf.errors.InvalidArgumentError when evaluated on an id out of range; its message holds
+    `BAD_TOKEN_ID`, the feature and n_token.
+  """
+  if n_token is None:
+    return ids
+  in_range = tf.logical_and(tf.reduce_min(ids) >= 0, tf.reduce_max(ids) < n_token)
+  check = tf.debugging.Assert(in_range, [f"{BAD_TOKEN_ID}: feature {key}, n_token={n_token}."])
+  with tf.control_dependencies([check]):
+    return tf.identity(ids)
+
+
+def batch_decoder(name_to_features, n_token=None, shapes=None):
+  """The map from a batch of serialized fine-tuning records to its features: parsed by `name_to_features`, int64
+  cast to int32, reshaped by `shapes` ({name: per-example shape}), `input_ids` checked against n_token (None: not
+  checked; `checked_token_ids`)."""
+  shapes = shapes or {}
+
+  def decode(serialized):
+    parsed = tf.io.parse_example(serialized, name_to_features)
+    out = {}
+    for name, t in parsed.items():
+      t = tf.cast(t, tf.int32) if t.dtype == tf.int64 else t
+      t = checked_token_ids(t, n_token, name) if name == "input_ids" else t
+      out[name] = tf.reshape(t, [-1, *shapes[name]]) if name in shapes else t
+    return out
+  return decode
 
 
 def fine_tuning_dataset(input_file, name_to_features, read, input_context=None, shapes=None,
@@ -75,7 +124,8 @@ def fine_tuning_dataset(input_file, name_to_features, read, input_context=None, 
   """Batches of fine-tuning records, as the original `file_based_input_fn_builder`s read them, batch-major.
 
   Training shuffles and repeats forever; eval reads once in order (`read`: a `ReadConfig`). With an input_context
-  (tf.distribute) the records are sharded per input pipeline and read.batch_size is per replica.
+  (tf.distribute) the records are sharded per input pipeline and read.batch_size is per replica. With
+  read.n_token, every record's `input_ids` are checked as they are decoded (`checked_token_ids`).
 
   Args:
     input_file: str or list of str, record files.
@@ -92,16 +142,6 @@ def fine_tuning_dataset(input_file, name_to_features, read, input_context=None, 
   for f in files:
     if not fileio.exists(f):
       raise FileNotFoundError(f"Record file {f} does not exist. {missing_hint}")
-  shapes = shapes or {}
-
-  def decode(serialized):
-    parsed = tf.io.parse_example(serialized, name_to_features)
-    out = {}
-    for name, t in parsed.items():
-      t = tf.cast(t, tf.int32) if t.dtype == tf.int64 else t
-      out[name] = tf.reshape(t, [-1, *shapes[name]]) if name in shapes else t
-    return out
-
   d = record_dataset(files)
   if input_context is not None:
     d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
@@ -109,7 +149,7 @@ def fine_tuning_dataset(input_file, name_to_features, read, input_context=None, 
     d = d.shuffle(buffer_size=read.shuffle_buffer, seed=read.seed)
     d = d.repeat()
   d = d.batch(read.batch_size, drop_remainder=read.drop_remainder)
-  return decoded_batches(d, decode)
+  return decoded_batches(d, batch_decoder(name_to_features, read.n_token, shapes))
 
 
 def decoded_batches(batches, decode):

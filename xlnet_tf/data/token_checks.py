@@ -1,53 +1,96 @@
-"""Checking records before a run uses them: their token ids must lie in the model's vocabulary."""
+"""Checking records before a run uses them: their token ids must lie in the model's vocabulary.
+
+Two checks share the wording here: every tool checks the first records on the host before it starts
+(`check_token_ids`), and every record is checked as the input pipeline reads it (`records.checked_token_ids`),
+after whose failure `read_errors` scans the files (`bad_token_id_line`) to name the record.
+"""
 
 import numpy as np
 import tensorflow as tf
 
 from xlnet_tf.data.records import record_dataset
 
+_CHUNK = 1024  # records parsed at once by a scan
+
+
+def bad_token_id_line(files, n_token, fix, key="input_ids", num_records=256):
+  """The line that names the first record of `files` holding a token id outside [0, n_token), or None if the
+  records checked hold none. Reading stops at an unreadable record (the reader names it when it gets there).
+
+  Args:
+    files: str or list of str, record files, read in order.
+    n_token: int, the model's vocabulary size.
+    fix: str, the sentence that ends the line: which flag or file to change.
+    key: the int64 feature of token ids ("input_ids"; pretraining records: "input").
+    num_records: how many records to check, over all files; None: all of them.
+
+  Returns:
+    str or None: "{file} holds token id {id} (record {index in the file}), outside the model's vocabulary
+    [0, n_token={n_token}). {fix}", the id being the largest out of range among the records parsed with it.
+  """
+  files = [files] if isinstance(files, str) else list(files)
+  left = num_records
+  for path in files:
+    if left is not None and left <= 0:
+      return None
+    found, read, complete = _scan(path, n_token, key, left)
+    if found:
+      value, record = found
+      return (f"{path} holds token id {value} (record {record}), outside the model's vocabulary "
+              f"[0, n_token={n_token}). {fix}")
+    if not complete:
+      return None
+    left = None if left is None else left - read
+  return None
+
+
+def _scan(path, n_token, key, limit):
+  """Parses the records of `path` (the first `limit`; None: all) in chunks, stopping at the first chunk with an id
+  outside [0, n_token). Returns ((largest bad id, its record), records read, True) on one; (None, records read,
+  whether every record was read and parsed) otherwise."""
+  spec = {key: tf.io.VarLenFeature(tf.int64)}
+  dataset = record_dataset([path]) if limit is None else record_dataset([path]).take(limit)
+  records, first, complete = iter(dataset), 0, True
+  while True:
+    chunk = []
+    try:
+      for record in records:
+        chunk.append(record)
+        if len(chunk) == _CHUNK:
+          break
+    except tf.errors.OpError:
+      complete = False  # an unreadable record: check what was read before it
+    if not chunk:
+      return None, first, complete
+    try:
+      ids = tf.io.parse_example(tf.stack(chunk), spec)[key]
+    except tf.errors.OpError:
+      return None, first, False  # not Examples: the reader says so
+    values, rows = ids.values.numpy(), ids.indices[:, 0].numpy()
+    bad = (values < 0) | (values >= n_token)
+    if bad.any():
+      i = int(np.argmax(np.where(bad, np.abs(values), -1)))
+      return (values[i], first + rows[i]), first + len(chunk), True
+    first += len(chunk)
+    if not complete or len(chunk) < _CHUNK:
+      return None, first, complete
+
 
 def check_token_ids(files, n_token, fix, key="input_ids", num_records=256):
   """Checks that the token ids of the first `num_records` records of `files` are in [0, n_token).
 
   An embedding lookup checks its ids on the CPU only (a GPU gathers zeros for an id out of range, and the run
-  trains on), so every tool checks its records here, on the host, before training or predicting with them.
-  Reading stops at an unreadable record (the reader names it when it gets there).
+  trains on), so every tool checks its first records here, on the host, before training or predicting with them;
+  the input pipeline then checks every record as it reads it (`records.checked_token_ids`).
 
-  Args:
-    files: str or list of str, record files, read in order.
-    n_token: int, the model's vocabulary size.
-    fix: str, the sentence that ends the error: which flag or file to change.
-    key: the int64 feature of token ids ("input_ids"; pretraining records: "input").
-    num_records: how many records to check, over all files.
+  Args: as `bad_token_id_line`.
 
   Raises:
     ValueError: one line naming the file, the record, the largest bad id and n_token, then `fix`.
   """
-  files = [files] if isinstance(files, str) else list(files)
-  spec = {key: tf.io.VarLenFeature(tf.int64)}
-  left = num_records
-  for path in files:
-    if left <= 0:
-      return
-    serialized = []
-    try:
-      for record in record_dataset([path]).take(left):
-        serialized.append(record)
-    except tf.errors.OpError:
-      left = 0  # an unreadable record: check what was read before it
-    if not serialized:
-      continue
-    left -= len(serialized)
-    try:
-      ids = tf.io.parse_example(tf.stack(serialized), spec)[key]
-    except tf.errors.OpError:
-      return  # not Examples: the reader says so
-    values, rows = ids.values.numpy(), ids.indices[:, 0].numpy()
-    bad = (values < 0) | (values >= n_token)
-    if bad.any():
-      i = int(np.argmax(np.where(bad, np.abs(values), -1)))
-      raise ValueError(f"{path} holds token id {values[i]} (record {rows[i]}), outside the model's vocabulary "
-                       f"[0, n_token={n_token}). {fix}")
+  line = bad_token_id_line(files, n_token, fix, key, num_records)
+  if line:
+    raise ValueError(line)
 
 
 def check_fine_tuning_ids(files, n_token, spiece_model_file, rewrite="pass --overwrite_data=True to rewrite it"):

@@ -5,6 +5,7 @@ import numpy as np
 import tensorflow as tf
 
 from xlnet_tf import checkpoint
+from xlnet_tf.data import read_errors
 
 
 class Inference:
@@ -41,9 +42,21 @@ class Inference:
     """Raises ValueError (naming ckpt_path and what to pass) if the head did not come from the checkpoint."""
     del report, ckpt_path
 
+  @property
+  def n_token(self):
+    """The model's vocabulary size, which the records read for it are checked against (`records.ReadConfig`)."""
+    return self.model.xlnet_config.n_token
+
   def run(self, dataset):
     """The step's outputs and the passed-through features over a dataset of feature batches (`run_batches`)."""
     return run_batches(self._step, dataset, self.feature_keys)
+
+  def run_records(self, dataset, files):
+    """`run` over a dataset read from the record `files`: a record that cannot be read, or holds a token id
+    outside the vocabulary, ends it with a ValueError of one line naming the file and record
+    (`read_errors.records_named`)."""
+    with read_errors.records_named(files):
+      return self.run(dataset)
 
 
 def run_batches(step, dataset, feature_keys=()):

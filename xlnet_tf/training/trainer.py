@@ -135,7 +135,8 @@ class Trainer:
 
     Raises:
       preemption.Interrupted: SIGTERM or SIGINT arrived; the step in progress was finished and saved.
-      ValueError: a record could not be read (the message names the file and record); nothing was saved.
+      ValueError: a record could not be read, or holds a token id outside the vocabulary (the message names the
+        file and record); nothing was saved.
     """
     train_steps = train_steps or self.config.train_steps
     start = self.step
@@ -154,15 +155,9 @@ class Trainer:
     keep_freed_memory_after_input()  # building the iterator reset glibc's mmap threshold
     if self._loop_fn is None:
       self._loop_fn = self._build_loop()
-    with self._stop:
-      try:
-        return self._train_loops(iterator, start, train_steps, log_fn, metrics_fn)
-      except read_errors.READ_ERRORS as e:
-        where = read_errors.describe_read_error(e, data_files)
-        if where is None:
-          raise  # not a record that failed to read or parse
-        raise ValueError(f"{where}, then rerun; nothing was saved, the latest checkpoint is "
-                         f"{self.checkpoints.latest()}.") from None
+    then = lambda: f", then rerun; nothing was saved, the latest checkpoint is {self.checkpoints.latest()}"
+    with self._stop, read_errors.records_named(data_files, then):
+      return self._train_loops(iterator, start, train_steps, log_fn, metrics_fn)
 
   def _train_loops(self, iterator, start, train_steps, log_fn, metrics_fn):
     last = {}

@@ -77,11 +77,12 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
     raise FileNotFoundError(f"No checkpoint to evaluate: no *.index file in --model_dir {model_dir}. Train first "
                             "(--do_train=True) or point --model_dir at the fine-tuning output.")
   dataset = classifier_data.classifier_dataset(eval_file, max_seq_length, is_regression,
-                                               records.ReadConfig(batch_size=eval_batch_size))
+                                               records.ReadConfig(batch_size=eval_batch_size,
+                                                                  n_token=inference.n_token))
   results = []
   for step, path in checkpoints:
     inference.load(path)
-    out = inference.run(dataset)
+    out = inference.run_records(dataset, [eval_file])
     result = metrics.task_metrics(task_name, out["logits"], out["label_ids"], weights=out["is_real_example"],
                                   per_example_loss=out["loss"], is_regression=is_regression)
     result["loss"] = float(np.mean(out["loss"]))  # As the Estimator's `loss`: padding examples included.
@@ -111,7 +112,8 @@ def predict(inference, ckpt_path, predict_file, max_seq_length, predict_batch_si
   """
   inference.load(ckpt_path)
   dataset = classifier_data.classifier_dataset(predict_file, max_seq_length, inference.is_regression,
-                                               records.ReadConfig(batch_size=predict_batch_size))
-  out = inference.run(dataset)
+                                               records.ReadConfig(batch_size=predict_batch_size,
+                                                                  n_token=inference.n_token))
+  out = inference.run_records(dataset, [predict_file])
   logging.info("Predicted %d examples with %s.", int(np.sum(out["is_real_example"])), ckpt_path)
   return metrics.write_predictions(files, out["logits"], is_real_example=out["is_real_example"])

@@ -92,9 +92,9 @@ class ClassifierTask:
 
 
 def classifier_dataset_fn(train_file, max_seq_length, per_replica_batch_size, is_regression, shuffle_buffer,
-                          seed=None):
+                          seed=None, n_token=None):
   """A `dataset_fn(input_context, start_step)` for `Trainer.train` over the training records (resumable with a
-  seed: see `records.resumable_dataset_fn`)."""
-  read = records.ReadConfig.training(per_replica_batch_size, shuffle_buffer, seed)
+  seed: see `records.resumable_dataset_fn`; ids checked against n_token: `records.ReadConfig`)."""
+  read = records.ReadConfig.training(per_replica_batch_size, shuffle_buffer, seed, n_token)
   return records.resumable_dataset_fn(lambda input_context: classifier_data.classifier_dataset(
       train_file, max_seq_length, is_regression, read, input_context), seed)

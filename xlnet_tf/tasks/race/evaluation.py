@@ -80,10 +80,11 @@ def format_result(title, result, keys=("eval_accuracy", "eval_loss", "loss", "gl
   return f"{title} | " + "".join(f"{key} {result[key]} | " for key in keys)
 
 
-def eval_dataset(eval_file, max_seq_length, eval_batch_size):
-  """The eval records in order, in batches of eval_batch_size (the original's input_fn drops a remainder)."""
+def eval_dataset(eval_file, max_seq_length, eval_batch_size, n_token=None):
+  """The eval records in order, in batches of eval_batch_size (the original's input_fn drops a remainder), their
+  ids checked against n_token (None: not checked; `records.ReadConfig`)."""
   return records.race_dataset(eval_file, max_seq_length,
-                              records_lib.ReadConfig(batch_size=eval_batch_size, drop_remainder=True))
+                              records_lib.ReadConfig(batch_size=eval_batch_size, drop_remainder=True, n_token=n_token))
 
 
 def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval_batch_size, log_fn=print,
@@ -106,11 +107,11 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
     raise FileNotFoundError(f"No checkpoint to evaluate: no *.index file in --model_dir {model_dir}, no "
                             "--init_checkpoint. Train first (--do_train=True) or point --model_dir at the "
                             "fine-tuning output.")
-  dataset = eval_dataset(eval_file, max_seq_length, eval_batch_size)
+  dataset = eval_dataset(eval_file, max_seq_length, eval_batch_size, inference.n_token)
   results = []
   for step, path in checkpoints:
     inference.load(path)
-    out = inference.run(dataset)
+    out = inference.run_records(dataset, [eval_file])
     result = eval_metrics(out["logits"], out["loss"], out["label_ids"], out["is_real_example"], out["batch_loss"])
     result.update(global_step=step, path=path)
     results.append(result)
@@ -149,7 +150,8 @@ def predict(inference, ckpt_path, eval_file, max_seq_length, eval_batch_size, ex
     dict: path (output_file), accuracy (over the real questions), num_questions.
   """
   inference.load(ckpt_path)
-  out = inference.run(eval_dataset(eval_file, max_seq_length, eval_batch_size))
+  dataset = eval_dataset(eval_file, max_seq_length, eval_batch_size, inference.n_token)
+  out = inference.run_records(dataset, [eval_file])
   real = out["is_real_example"] != 0
   logits, labels = out["logits"][real], out["label_ids"][real]
   if len(logits) != len(examples):

@@ -223,9 +223,9 @@ def race_dataset(input_file, max_seq_length, read, input_context=None):
       missing_hint="Write it first (prepare_records) or check --output_dir.")
 
 
-def race_dataset_fn(train_file, max_seq_length, per_replica_batch_size, shuffle_buffer=2048, seed=None):
+def race_dataset_fn(train_file, max_seq_length, per_replica_batch_size, shuffle_buffer=2048, seed=None, n_token=None):
   """A `dataset_fn(input_context, start_step)` over the training records for the trainer (resumable with a seed:
-  see `records.resumable_dataset_fn`)."""
-  read = records.ReadConfig.training(per_replica_batch_size, shuffle_buffer, seed)
+  see `records.resumable_dataset_fn`; ids checked against n_token: `records.ReadConfig`)."""
+  read = records.ReadConfig.training(per_replica_batch_size, shuffle_buffer, seed, n_token)
   return records.resumable_dataset_fn(
       lambda input_context: race_dataset(train_file, max_seq_length, read, input_context), seed)

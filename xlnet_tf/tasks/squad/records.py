@@ -132,7 +132,7 @@ def squad_dataset(input_files, seq_length, read, input_context=None, num_threads
   Args:
     input_files: a path, a glob or a list of them.
     seq_length: int L, as written.
-    read: `records.ReadConfig`, the batch size and training's shuffle.
+    read: `records.ReadConfig`, the batch size, training's shuffle and the n_token input_ids are checked against.
     input_context: a `tf.distribute.InputContext` or None.
     num_threads: int, training files read at once.
 
@@ -149,12 +149,7 @@ def squad_dataset(input_files, seq_length, read, input_context=None, num_threads
       raise FileNotFoundError(f"SQuAD record {pattern} matches no file. Write the records first "
                               "(prepare_train_records / prepare_eval_features) or check --output_dir.")
     files.extend(found)
-  spec = name_to_features(seq_length, read.is_training)
-
-  def decode(serialized):
-    parsed = tf.io.parse_example(serialized, spec)
-    return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in parsed.items()}
-
+  decode = records.batch_decoder(name_to_features(seq_length, read.is_training), read.n_token)
   if read.is_training:
     d = tf.data.Dataset.from_tensor_slices(files).shuffle(len(files), seed=read.seed).repeat()
     d = d.interleave(records.record_dataset, cycle_length=min(num_threads, len(files)),

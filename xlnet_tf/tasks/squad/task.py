@@ -232,9 +232,10 @@ class SquadTask:
     return tf.reduce_sum(loss), tf.cast(tf.shape(loss)[0], tf.float32), None
 
 
-def squad_dataset_fn(train_files, max_seq_length, per_replica_batch_size, shuffle_buffer, seed=None):
+def squad_dataset_fn(train_files, max_seq_length, per_replica_batch_size, shuffle_buffer, seed=None, n_token=None):
   """A `dataset_fn(input_context, start_step)` for `Trainer.train` over the training records (a path, glob or
-  list; resumable with a seed: see `records.resumable_dataset_fn`)."""
-  read = records_lib.ReadConfig.training(per_replica_batch_size, shuffle_buffer, seed)
+  list; resumable with a seed: see `records.resumable_dataset_fn`; ids checked against n_token:
+  `records.ReadConfig`)."""
+  read = records_lib.ReadConfig.training(per_replica_batch_size, shuffle_buffer, seed, n_token)
   return records_lib.resumable_dataset_fn(
       lambda input_context: records.squad_dataset(train_files, max_seq_length, read, input_context), seed)

@@ -32,6 +32,8 @@ SPM = "tests/testdata/data/spm/spiece.model"
 CORPUS = "tests/testdata/data/corpus"
 OWNED = b"the user's own bytes\n"  # in {w}/owned.bin and {w}/owned_dir/notes.txt: must stay as they are
 BIG_ID = 5000  # an id beyond the vocabulary (TINY's n_token and the SentencePiece model's 1000 pieces)
+LATE_FIX = ("Rewrite it with the SentencePiece model of the model's vocabulary (data_utils.py for pretraining records), "
+            "give the model the vocabulary it was written with, or remove it")
 TINY = dict(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=24, n_token=1000, untie_r=True, ff_activation="gelu")
 RECORD_FLAGS = ["--bsz_per_host=8", "--seq_len=32", "--reuse_len=16", "--num_predict=6", "--uncased=False"]
 PRETRAIN = ["--train_batch_size=8", "--seq_len=32", "--reuse_len=16", "--perm_size=8", "--num_predict=6",
@@ -112,6 +114,17 @@ CASES = [
      "has 1000 pieces, more than the model's n_token=100"),
     ("cls-records-beyond-n-token", "run_classifier.py", ["--output_dir={w}/cls_big_ids"],
      f"holds token id {BIG_ID} (record 1), outside the model's vocabulary [0, n_token=1000)"),
+    # ... past the first 256 records that are checked before the run: found as it is read, in training and eval
+    ("cls-train-reads-an-id-beyond-n-token", "run_classifier.py",
+     ["--output_dir={w}/cls_late_big_id", "--shuffle_buffer=1", "--train_batch_size=32", "--train_steps=12",
+      "--iterations=12"],
+     f"{{w}}/cls_late_big_id/spiece.model.len-32.train.tf_record holds token id {BIG_ID} (record 300), outside the "
+     f"model's vocabulary [0, n_token=1000). {LATE_FIX}, then rerun; nothing was saved, the latest checkpoint is none (no checkpoint in {{w}}/cases/"
+     "cls-train-reads-an-id-beyond-n-token/model)."),
+    ("cls-eval-reads-an-id-beyond-n-token", "run_classifier.py",
+     ["--do_train=False", "--do_eval=True", "--output_dir={w}/cls_late_big_id", "--model_dir={w}/cls_ok/model"],
+     f"{{w}}/cls_late_big_id/spiece.model.len-32.dev.eval.tf_record holds token id {BIG_ID} (record 300), outside "
+     f"the model's vocabulary [0, n_token=1000). {LATE_FIX}, then rerun."),
     ("cls-eval-no-checkpoint", "run_classifier.py",
      ["--do_train=False", "--do_eval=True", "--eval_all_ckpt=True", "--model_dir={w}/empty_model"],
      "no *.index file in --model_dir {w}/empty_model"),
@@ -201,6 +214,19 @@ def _put_an_id_beyond_the_vocabulary(record_dir, pattern):
         writer.write(example.SerializeToString())
 
 
+def _put_an_id_beyond_the_vocabulary_in_record_300(src, dst):
+  """Writes `dst`: the records of `src` repeated to 320, with BIG_ID as an id of record 300 (past the first 256
+  records, which the tools check before a run)."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  examples = [tf.train.Example.FromString(r.numpy()) for r in tf.data.TFRecordDataset(str(src))]
+  examples = [examples[i % len(examples)] for i in range(320)]
+  examples[300] = tf.train.Example.FromString(examples[300].SerializeToString())
+  examples[300].features.feature["input_ids"].int64_list.value[-5] = BIG_ID
+  with tf.io.TFRecordWriter(str(dst)) as writer:
+    for example in examples:
+      writer.write(example.SerializeToString())
+
+
 def _export(config, path):
   run_config = RunConfig(is_training=False, use_tpu=False, use_bfloat16=False, dropout=0.0, dropatt=0.0)
   checkpoint.export_original_checkpoint(XLNetModel(XLNetConfig(**config), run_config), path)
@@ -265,6 +291,11 @@ def results(tmp_path_factory):
   # Cached fine-tuning records (the names the tools look for) holding an id beyond the vocabulary.
   shutil.copytree(w / "cls_ok" / "records", w / "cls_big_ids")
   _put_an_id_beyond_the_vocabulary(w / "cls_big_ids", "*train*.tf_record")
+  (w / "cls_late_big_id").mkdir()
+  cached = sorted((w / "cls_ok" / "records").glob("*.train.tf_record"))
+  assert len(cached) == 1, cached
+  for mode in ("train", "dev.eval"):  # eval reads the training records under the eval name
+    _put_an_id_beyond_the_vocabulary_in_record_300(cached[0], w / "cls_late_big_id" / cached[0].name.replace("train", mode))
   sp_model = tokenization.load_sentencepiece(SPM)
   squad_records.prepare_train_records(str(w / "squad" / "train-v2.0.json"), sp_model, SPM, str(w / "squad_big_ids"),
                                       squad_data.FeatureOptions(max_seq_length=64, doc_stride=32, max_query_length=16))

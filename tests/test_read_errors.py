@@ -1,8 +1,10 @@
-"""data.read_errors: the line that names a damaged record file and record."""
+"""data.read_errors: the line that names a damaged record file and record, or the record holding a token id
+outside the vocabulary."""
 
+import pytest
 import tensorflow as tf
 
-from xlnet_tf.data import read_errors
+from xlnet_tf.data import example_encoder, read_errors, records
 
 
 def _write_records(path, n):
@@ -38,3 +40,37 @@ def test_names_the_file_and_the_record(tmp_path):
 
 def test_an_error_that_is_not_about_a_record_is_not_described():
   assert read_errors.describe_read_error(tf.errors.InvalidArgumentError(None, None, "Incompatible shapes"), []) is None
+
+
+def _bad_id_error(n_token):
+  """The error the input pipeline raises on a token id >= n_token (`records.checked_token_ids`)."""
+  try:
+    records.checked_token_ids(tf.constant([3, 5]), n_token, "input_ids")
+  except read_errors.READ_ERRORS as e:
+    return e
+  raise AssertionError("no error")
+
+
+def test_names_the_record_holding_a_token_id_outside_the_vocabulary(tmp_path):
+  good, bad = tmp_path / "good.tfrecord", tmp_path / "bad.tfrecord"
+  for path, rows in ((good, [[1, 2]] * 3), (bad, [[1, 2]] * 2 + [[1, 7]] + [[4, 2]])):
+    with tf.io.TFRecordWriter(str(path)) as writer:
+      for ids in rows:
+        writer.write(tf.train.Example(features=tf.train.Features(feature={
+            "input_ids": example_encoder.int_feature(ids)})).SerializeToString())
+  error = _bad_id_error(5)
+  assert error.message.count(f"{records.BAD_TOKEN_ID}: feature input_ids, n_token=5.") == 1, error.message
+  line = read_errors.describe_read_error(error, [str(good), str(bad)])
+  assert line.startswith(f"{bad} holds token id 7 (record 2), outside the model's vocabulary [0, n_token=5). "
+                         "Rewrite it with the SentencePiece model"), line
+  assert read_errors.describe_read_error(error, None).startswith(
+      "A record holds a token id outside the model's vocabulary [0, n_token=5) (")
+  with pytest.raises(ValueError, match=rf"^{bad} holds token id 7 \(record 2\), .* or remove it; then\.$"):
+    with read_errors.records_named([str(good), str(bad)], then=lambda: "; then"):
+      raise error
+  with pytest.raises(tf.errors.InvalidArgumentError, match="Incompatible shapes"):  # not about a record
+    with read_errors.records_named([str(good)]):
+      raise tf.errors.InvalidArgumentError(None, None, "Incompatible shapes")
+  assert records.checked_token_ids(tf.constant([0, 4]), 5, "input_ids").numpy().tolist() == [0, 4]
+  assert records.checked_token_ids(tf.constant([-1]), None, "input_ids").numpy().tolist() == [-1]  # unchecked
+  assert "n_token=5" in _bad_id_error(5).message and _bad_id_error(4) is not None

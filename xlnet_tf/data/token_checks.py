@@ -14,8 +14,9 @@ _CHUNK = 1024  # records parsed at once by a scan
 
 
 def bad_token_id_line(files, n_token, fix, key="input_ids", num_records=256):
-  """The line that names the first record of `files` holding a token id outside [0, n_token), or None if the
-  records checked hold none. Reading stops at an unreadable record (the reader names it when it gets there).
+  """The line that names a record of `files` holding a token id outside [0, n_token) (the one with the largest such
+  id among the first records parsed together that hold one), or None if the records checked hold none. Reading
+  stops at an unreadable record (the reader names it when it gets there).
 
   Args:
     files: str or list of str, record files, read in order.

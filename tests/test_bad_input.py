@@ -32,8 +32,8 @@ SPM = "tests/testdata/data/spm/spiece.model"
 CORPUS = "tests/testdata/data/corpus"
 OWNED = b"the user's own bytes\n"  # in {w}/owned.bin and {w}/owned_dir/notes.txt: must stay as they are
 BIG_ID = 5000  # an id beyond the vocabulary (TINY's n_token and the SentencePiece model's 1000 pieces)
-LATE_FIX = ("Rewrite it with the SentencePiece model of the model's vocabulary (data_utils.py for pretraining records), "
-            "give the model the vocabulary it was written with, or remove it")
+LATE_FIX = ("Rewrite it with the SentencePiece model of the model's vocabulary (data_utils.py for pretraining "
+            "records), give the model the vocabulary it was written with, or remove it")
 TINY = dict(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=24, n_token=1000, untie_r=True, ff_activation="gelu")
 RECORD_FLAGS = ["--bsz_per_host=8", "--seq_len=32", "--reuse_len=16", "--num_predict=6", "--uncased=False"]
 PRETRAIN = ["--train_batch_size=8", "--seq_len=32", "--reuse_len=16", "--perm_size=8", "--num_predict=6",
@@ -119,8 +119,8 @@ CASES = [
      ["--output_dir={w}/cls_late_big_id", "--shuffle_buffer=1", "--train_batch_size=32", "--train_steps=12",
       "--iterations=12"],
      f"{{w}}/cls_late_big_id/spiece.model.len-32.train.tf_record holds token id {BIG_ID} (record 300), outside the "
-     f"model's vocabulary [0, n_token=1000). {LATE_FIX}, then rerun; nothing was saved, the latest checkpoint is none (no checkpoint in {{w}}/cases/"
-     "cls-train-reads-an-id-beyond-n-token/model)."),
+     f"model's vocabulary [0, n_token=1000). {LATE_FIX}, then rerun; nothing was saved, the latest checkpoint is "
+     "none (no checkpoint in {w}/cases/cls-train-reads-an-id-beyond-n-token/model)."),
     ("cls-eval-reads-an-id-beyond-n-token", "run_classifier.py",
      ["--do_train=False", "--do_eval=True", "--output_dir={w}/cls_late_big_id", "--model_dir={w}/cls_ok/model"],
      f"{{w}}/cls_late_big_id/spiece.model.len-32.dev.eval.tf_record holds token id {BIG_ID} (record 300), outside "
@@ -295,7 +295,8 @@ def results(tmp_path_factory):
   cached = sorted((w / "cls_ok" / "records").glob("*.train.tf_record"))
   assert len(cached) == 1, cached
   for mode in ("train", "dev.eval"):  # eval reads the training records under the eval name
-    _put_an_id_beyond_the_vocabulary_in_record_300(cached[0], w / "cls_late_big_id" / cached[0].name.replace("train", mode))
+    _put_an_id_beyond_the_vocabulary_in_record_300(cached[0],
+                                                   w / "cls_late_big_id" / cached[0].name.replace("train", mode))
   sp_model = tokenization.load_sentencepiece(SPM)
   squad_records.prepare_train_records(str(w / "squad" / "train-v2.0.json"), sp_model, SPM, str(w / "squad_big_ids"),
                                       squad_data.FeatureOptions(max_seq_length=64, doc_stride=32, max_query_length=16))

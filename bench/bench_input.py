@@ -38,6 +38,8 @@ flags.DEFINE_integer("num_steps_written", 40, "Synthetic records: steps of bsz_p
 flags.DEFINE_integer("num_batches", 30, "Batches timed per repeat.")
 flags.DEFINE_integer("warmup", 5, "Batches read before timing.")
 flags.DEFINE_integer("repeats", 3, "Timed repeats per variant.")
+flags.DEFINE_integer("n_token", 32000, "The vocabulary every record's ids are checked against as run_pretrain.py reads "
+                     "them; 0: no check.")
 FLAGS = flags.FLAGS
 
 
@@ -72,7 +74,8 @@ def time_variant(record_dir, seed, use_bfloat16):
   spec = PretrainDataSpec(bsz_per_host=FLAGS.bsz_per_host, seq_len=FLAGS.seq_len, reuse_len=FLAGS.reuse_len,
                           bi_data=FLAGS.bi_data, mask_alpha=FLAGS.mask_alpha, mask_beta=FLAGS.mask_beta,
                           uncased=FLAGS.uncased, num_predict=FLAGS.num_predict)
-  input_fn, _ = get_input_fn(record_dir, "train", spec, ReaderOptions(FLAGS.perm_size, use_bfloat16, seed))
+  input_fn, _ = get_input_fn(record_dir, "train", spec, ReaderOptions(FLAGS.perm_size, use_bfloat16, seed,
+                                                                        n_token=FLAGS.n_token or None))
   it = iter(input_fn())
   for _ in range(FLAGS.warmup):
     next(it)

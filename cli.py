@@ -148,7 +148,8 @@ def start(o):
   from xlnet_tf import training  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)
   return training.start(strategy="tpu" if o.use_tpu else o.strategy, num_core_per_host=o.num_core_per_host,
                         seed=o.seed, deterministic=o.deterministic, use_tf32=o.use_tf32,
-                        use_bfloat16=o.use_bfloat16, cloud_tpu=training.CloudTPU(o.tpu, o.tpu_zone, o.gcp_project))
+                        use_bfloat16=o.use_bfloat16, cloud_tpu=training.CloudTPU(o.tpu, o.tpu_zone, o.gcp_project),
+                        xla_cache_dir=o.xla_cache_dir)
 
 
 def create_run_config(o, is_training, is_finetune):
@@ -250,12 +251,22 @@ def cli_main(prog, body):
   return main
 
 
+def _parse_flags(argv):
+  """absl's parsing of `argv`, then what must come before TensorFlow's runtime starts, which absl's start-up
+  callbacks do before `main` (tf.distribute's lists the GPUs): XLA's cache setting (`xla_cache.set_flags`)."""
+  rest = app.parse_flags_with_usage(argv)
+  if getattr(absl_flags.FLAGS, "xla_cache_dir", None):
+    from xlnet_tf.training import xla_cache  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)
+    xla_cache.set_flags(absl_flags.FLAGS.xla_cache_dir)
+  return rest
+
+
 def run_script(define_flags, main):
   """`define_flags()`, --helpshort listing them, then `app.run(main)`: the `__main__` of every CLI."""
   define_flags()
   for flag in absl_flags.FLAGS.get_flags_for_module(flags):  # key flags of the script, which --helpshort lists
     absl_flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
   try:
-    app.run(main)
+    app.run(main, flags_parser=_parse_flags)
   finally:
     stderr_filter.stop()  # every line out before the process ends (also where it ends with os._exit)

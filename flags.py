@@ -121,6 +121,10 @@ def define_hardware_flags(num_core_per_host=None, iterations=1000, max_save=0, f
                     **fv)
   flags.DEFINE_bool("jit_compile", False, "XLA-compile the forward and backward pass, and the forward pass of "
                     "evaluation and prediction (new).", **fv)
+  flags.DEFINE_string("xla_cache_dir", None, "Keep the programs XLA compiles in this directory, so that a rerun or a "
+                      "resume with the same shapes on the same kind of machine loads them instead of compiling again "
+                      "(new; it pays most with --jit_compile on a GPU; an entry can take tens of MB). Unset: compile "
+                      "in every run.", **fv)
   flags.DEFINE_bool("use_tf32", False, "On NVIDIA GPUs from Ampere on, let float32 matmuls use TensorFloat-32 "
                     "(TensorFlow's default): faster, but products with 10-bit mantissas, so the numbers differ from "
                     "float32 and from the original's. False: strict float32. TPUs keep XLA's default precision "

@@ -78,6 +78,8 @@ CASES = [
     ("pt-gpus-it-lacks", "run_pretrain.py", ["--num_core_per_host=4"], "--num_core_per_host=4 asks for 4"),
     ("pt-model-dir-is-a-file", "run_pretrain.py", ["--model_dir={w}/owned.bin"],
      "Cannot use --model_dir {w}/owned.bin as a directory: it is a file"),
+    ("pt-xla-cache-dir-is-a-file", "run_pretrain.py", ["--xla_cache_dir={w}/owned.bin"],
+     "--xla_cache_dir {w}/owned.bin cannot be written"),
     ("pt-n-token-below-corpus-info", "run_pretrain.py", ["--n_token=100"],
      "a vocabulary of 1000 ids (vocab_size in its corpus_info.json), more than the model's n_token=100 (--n_token)"),
     ("pt-ids-beyond-n-token", "run_pretrain.py", ["--record_info_dir={w}/no_info/tfrecords", "--n_token=100"],

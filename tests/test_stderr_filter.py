@@ -24,6 +24,12 @@ NOISE = [
     "I0000 00:00:1795779703.765943   10530 device_compiler.h:208] Compiled cluster using XLA!  This line is logged at "
     "most once for the lifetime of the process.",
     "I1127 11:41:57.767117 140491356756864 functional_saver.py:440] Sharding callback duration: 60 microseconds",
+    # --xla_cache_dir, loading an entry on the machine that wrote it
+    "E0000 00:00:1795809770.112576    4380 text_format.cc:378] Error parsing text-format "
+    "tensorflow.XlaSerializedCacheEntry: 2:1: Expected identifier, got: 5",
+    "E0000 00:00:1795809770.541177    4380 cpu_aot_loader.cc:220] Loading XLA:CPU AOT result. Target machine feature "
+    "+prefer-no-scatter is not  supported on the host machine. Machine type used for XLA:CPU compilation doesn't "
+    "match the machine type for execution. Compile machine features: [+64bit,+adx] vs host machine features: [adx]",
 ]
 SIGNAL = [
     "E0000 00:00:1795779701.864012   10378 util.cc:131] oneDNN failed to create a primitive: out of memory",
@@ -34,6 +40,9 @@ SIGNAL = [
     "W1127 11:41:57.855973 140491356756864 runtime.py:180] --use_bfloat16 on a CPU without native bfloat16",
     "run_pretrain.py: error: --record_info_dir is required: data_utils.py's <save_dir>/tfrecords directory.",
     "Traceback (most recent call last):",
+    "E0000 00:00:1795809770.112576    4380 text_format.cc:378] Error parsing text-format tensorflow.TFRecordInfo",
+    "E0000 00:00:1795809770.541177    4380 cpu_aot_loader.cc:220] Loading XLA:CPU AOT result. Target machine feature "
+    "+avx512fp16 is not  supported on the host machine. This could lead to execution errors such as SIGILL.",
 ]
 
 

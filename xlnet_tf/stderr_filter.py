@@ -42,6 +42,11 @@ NOISE = re.compile(
     r"|dataset\.cc:\d+\] Input of GeneratorDatasetOp::Dataset will not be optimized"
     r"|tf_record_dataset_op\.cc:\d+\] TFRecordDataset `buffer_size` is unspecified"
     r"|cache_dataset_ops\.cc:\d+\] The calling iterator did not fully read the dataset being cached"
+    # XLA's compilation cache (--xla_cache_dir): the loader first tries each entry as text (it is binary), and on a
+    # CPU compares the features the program was compiled for with the host's, where tuning preferences
+    # ("+prefer-no-gather") never appear (the entries' names carry the CPU's real features: training.xla_cache).
+    r"|text_format\.cc:\d+\] Error parsing text-format tensorflow\.XlaSerializedCacheEntry: "
+    r"|cpu_aot_loader\.cc:\d+\] Loading XLA:CPU AOT result\. Target machine feature \+prefer-"
     # TensorFlow's Python checkpoint writer, at INFO on every save.
     r"|functional_saver\.py:\d+\] Sharding callback duration: "
     r"))")

@@ -1,5 +1,5 @@
-"""What every command-line tool does at start-up, in one place: the `tf.distribute` strategy, the chief, glibc's
-malloc setting, XLA's CPU vector width, the bfloat16 check, and the run files written beside the checkpoints.
+"""What every command-line tool does at start-up, in one place: the `tf.distribute` strategy, the chief, XLA's
+compilation cache, glibc's malloc setting, XLA's CPU vector width, the bfloat16 check, and the run files written beside the checkpoints.
 """
 
 import ctypes
@@ -13,6 +13,7 @@ from absl import logging
 
 from xlnet_tf import fileio
 from xlnet_tf.config import XLNetConfig
+from xlnet_tf.training import xla_cache
 
 
 
@@ -217,18 +218,21 @@ def set_float32_matmul_precision(use_tf32, strategy):
 
 
 def start(*, strategy="auto", num_core_per_host=None, seed=None, deterministic=False, use_tf32=False,
-          use_bfloat16=False, cloud_tpu=CloudTPU()):
+          use_bfloat16=False, cloud_tpu=CloudTPU(), xla_cache_dir=None):
   """What every training CLI does before it builds a model; returns the `tf.distribute` strategy.
 
-  Keeps freed memory in glibc's heap, lets XLA use 512-bit vectors where that pays (`prefer_wide_xla_vectors`),
-  enables op determinism (`deterministic`, which needs `seed`), seeds Keras/TF/numpy/python (`seed`:
-  initialisation and dropout), builds the strategy (`make_strategy`; `num_core_per_host` is ignored on TPU),
+  Keeps XLA's compiled programs in `xla_cache_dir` where it is set (`xla_cache.enable`; first, before TensorFlow's
+  runtime starts), keeps freed memory in glibc's heap, lets XLA use 512-bit vectors where that pays
+  (`prefer_wide_xla_vectors`), enables op determinism (`deterministic`, which needs `seed`), seeds
+  Keras/TF/numpy/python (`seed`: initialisation and dropout), builds the strategy (`make_strategy`; `num_core_per_host` is ignored on TPU),
   makes float32 matmuls strict on GPUs unless `use_tf32` (`set_float32_matmul_precision`) and warns when bfloat16
   (`use_bfloat16`) would be emulated. The CLIs call it with their flags through `cli.start`.
 
   Args:
     strategy: a name of `STRATEGIES`; num_core_per_host, cloud_tpu: as `make_strategy`.
   """
+  if xla_cache_dir:
+    xla_cache.enable(xla_cache_dir)
   keep_freed_memory()
   prefer_wide_xla_vectors()
   if deterministic:

@@ -1,0 +1,138 @@
+"""XLA's persistent compilation cache (`--xla_cache_dir`, `training.xla_cache`): a second run loads what the first
+compiled, a damaged entry is removed instead of failing the run, entries are named by the machine."""
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+import tensorflow as tf
+
+from xlnet_tf.training import xla_cache
+
+PY = sys.executable
+RECORDS = "tests/testdata/data/records/tfrecords"  # bsz 4, seq_len 32, reuse 16, bi_data, num_predict 6
+
+
+def pretrain_cmd(model_dir, cache_dir):
+  return [PY, "run_pretrain.py", f"--record_info_dir={RECORDS}", f"--model_dir={model_dir}",
+          f"--xla_cache_dir={cache_dir}", "--jit_compile", "--train_batch_size=4", "--seq_len=32",
+          "--reuse_len=16", "--perm_size=8", "--num_predict=6", "--mem_len=12", "--uncased=False", "--n_layer=2",
+          "--d_model=16", "--n_head=2", "--d_head=8", "--d_inner=24", "--untie_r=True", "--ff_activation=gelu",
+          "--learning_rate=3e-3", "--warmup_steps=0", "--iterations=1", "--train_steps=3", "--seed=7"]
+
+
+def run(model_dir, cache_dir):
+  result = subprocess.run(pretrain_cmd(model_dir, cache_dir), capture_output=True, text=True, timeout=600)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return [line.split(" | ")[2] for line in result.stdout.splitlines() if line.startswith("[")], result.stderr
+
+
+def entries(cache_dir):
+  """{name: mtime} of the cache's entries."""
+  return {name: os.stat(os.path.join(cache_dir, name)).st_mtime_ns for name in os.listdir(cache_dir)}
+
+
+def test_a_second_run_loads_every_program_and_a_damaged_entry_is_compiled_again(tmp_path):
+  cache = tmp_path / "cache"
+  losses, _ = run(tmp_path / "first", cache)
+  written = entries(cache)
+  assert written and all(re.fullmatch(rf"xlnet_{xla_cache.machine_key()}__\d+__\d+__XLA_CPU_JIT\.pb", name)
+                         for name in written), written
+  time.sleep(0.05)
+  again, stderr = run(tmp_path / "second", cache)
+  assert again == losses and len(losses) == 3
+  assert "cpu_aot_loader" not in stderr and "XlaSerializedCacheEntry" not in stderr  # the loader's noise: filtered
+  assert entries(cache) == written  # every program loaded: none compiled and written again
+
+  # Cut one short, as an interrupted copy would: TensorFlow alone fails the run at its first step.
+  name = max(written, key=lambda n: os.path.getsize(cache / n))
+  data = (cache / name).read_bytes()
+  (cache / name).write_bytes(data[:len(data) // 2])
+  third, stderr = run(tmp_path / "third", cache)
+  assert third == losses
+  assert f"XLA cache: {name} in {cache} is damaged (cut short); removed, its program is compiled again." in stderr
+  assert xla_cache.is_complete_entry(str(cache / name))  # compiled and written again, whole
+
+
+def test_complete_entries_are_told_from_damaged_ones(tmp_path):
+  example = tf.train.Example(features=tf.train.Features(feature={
+      "ids": tf.train.Feature(int64_list=tf.train.Int64List(value=[1, 300, 70000])),
+      "score": tf.train.Feature(float_list=tf.train.FloatList(value=[0.5]))})).SerializeToString()
+  path = tmp_path / "entry.pb"
+  cases = {"whole": example, "half": example[:len(example) // 2], "one byte short": example[:-1],
+           "one byte more": example + b"\x00", "empty": b"", "text": b"garbage\n"}
+  found = {}
+  for case, data in cases.items():
+    path.write_bytes(data)
+    found[case] = xla_cache.is_complete_entry(str(path))
+  assert found == {"whole": True, "half": False, "one byte short": False, "one byte more": False, "empty": False,
+                   "text": False}
+
+
+def test_the_machine_key_changes_with_tensorflow_and_the_gpus(monkeypatch):
+  key = xla_cache.machine_key()
+  assert re.fullmatch(r"[0-9a-f]{12}", key) and xla_cache.machine_key() == key
+  monkeypatch.setattr(tf, "__version__", tf.__version__ + ".other")
+  assert xla_cache.machine_key() != key
+  monkeypatch.undo()
+  real_read = xla_cache._read
+  monkeypatch.setattr(xla_cache.glob_lib, "glob", lambda pattern: ["/proc/driver/nvidia/gpus/0/information"]
+                      if "nvidia" in pattern else [])
+  models = {}
+  for model in ("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB"):
+    monkeypatch.setattr(xla_cache, "_read", lambda path, m=model: f"Model: \t\t {m}\nIRQ: 1\n"
+                        if "nvidia" in path else real_read(path))
+    models[model] = xla_cache.machine_key()
+  assert len({key, *models.values()}) == 3
+
+
+@pytest.fixture
+def fresh_process(monkeypatch):
+  """As a CLI before TensorFlow's runtime starts: no cache setting yet."""
+  monkeypatch.delenv("TF_XLA_FLAGS", raising=False)
+  monkeypatch.setattr(xla_cache, "_runtime_started", lambda: False)
+
+
+def test_enable_sets_the_flags_tidies_and_keeps_others_entries(fresh_process, tmp_path):
+  prefix = f"xlnet_{xla_cache.machine_key()}"
+  whole = tf.train.Example().SerializeToString() + b"\x0a\x00"  # one empty field
+  files = {f"{prefix}__1__2__XLA_CPU_JIT.pb": whole, f"{prefix}__3__4__XLA_CPU_JIT.pb": b"\x0a\x05ab",
+           "xlnet_0123456789ab__3__4__XLA_CPU_JIT.pb": b"\x0a\x05ab",  # another machine's: not ours to judge
+           f"{prefix}__5__6__XLA_CPU_JIT.pb-1-2-3.tmp": b"", f"{prefix}__7__8__XLA_CPU_JIT.pb-1-2-3.tmp": b""}
+  for name, data in files.items():
+    (tmp_path / name).write_bytes(data)
+  stale = time.time() - 3600
+  os.utime(tmp_path / f"{prefix}__5__6__XLA_CPU_JIT.pb-1-2-3.tmp", (stale, stale))
+  assert xla_cache.enable(str(tmp_path)) == prefix
+  assert os.environ["TF_XLA_FLAGS"] == (f"--tf_xla_persistent_cache_directory={tmp_path} "
+                                        f"--tf_xla_persistent_cache_prefix={prefix}")
+  assert sorted(os.listdir(tmp_path)) == sorted([f"{prefix}__1__2__XLA_CPU_JIT.pb",
+                                                 "xlnet_0123456789ab__3__4__XLA_CPU_JIT.pb",
+                                                 f"{prefix}__7__8__XLA_CPU_JIT.pb-1-2-3.tmp"])
+  assert xla_cache.enable(str(tmp_path)) == prefix  # again (the CLI's set_flags, then training.start): no change
+  assert os.environ["TF_XLA_FLAGS"].count("--tf_xla_persistent_cache_directory") == 1
+
+
+def test_a_users_own_cache_setting_wins(fresh_process, monkeypatch, tmp_path):
+  monkeypatch.setenv("TF_XLA_FLAGS", f"--tf_xla_persistent_cache_directory={tmp_path / 'theirs'}")
+  assert xla_cache.enable(str(tmp_path / "ours")) is None
+  assert not (tmp_path / "ours").exists()
+
+
+def test_a_cache_directory_that_cannot_be_written_is_one_line(fresh_process, tmp_path):
+  (tmp_path / "file").write_text("a user's file")
+  with pytest.raises(ValueError, match=r"^--xla_cache_dir .*file cannot be written \(.*\)\. Pass a writable "
+                     r"directory, or leave the flag unset to compile in every run\.$"):
+    xla_cache.enable(str(tmp_path / "file"))
+  assert (tmp_path / "file").read_text() == "a user's file"
+
+
+def test_too_late_in_a_process_is_a_warning_not_a_silent_no_op(monkeypatch, tmp_path, caplog):
+  monkeypatch.delenv("TF_XLA_FLAGS", raising=False)
+  tf.constant(1.0)  # this test process's runtime has started
+  assert xla_cache.enable(str(tmp_path)) is None
+  assert "TensorFlow's runtime has already started in this process" in caplog.text
+  assert "TF_XLA_FLAGS" not in os.environ

@@ -1,0 +1,178 @@
+"""XLA's persistent compilation cache (`--xla_cache_dir`): TensorFlow writes every program it compiles with XLA to
+a directory, and a later process that builds the same program on the same kind of machine loads it from there
+instead of compiling it again: a rerun, or a resume after a preemption, skips the compilation (docs/performance.md,
+"Compilation cache").
+
+TensorFlow reads the setting (`TF_XLA_FLAGS=--tf_xla_persistent_cache_directory`) once, when its runtime starts
+(the first device listing or op), so `set_flags` must come before that: the CLIs call it as soon as their flags
+are parsed, and `enable` (in `training.start`) before anything is compiled. What TensorFlow does not do, these add:
+- an entry's name carries a key of this machine (`machine_key`: TensorFlow's version, the CPU's model and features,
+  the GPUs' models), so a directory shared by other machines or kept over an upgrade never hands this one a
+  program built for another (TensorFlow's own key names only the device type: "GPU", whatever the card);
+- a damaged entry (cut short by a copy, or by a full disk) makes TensorFlow fail the run at its first step; `enable`
+  removes those of this machine before the run starts (each named in a warning), so they are compiled again;
+- a directory that cannot be written ends the run at once with one line, not at the first compilation.
+"""
+
+import glob as glob_lib
+import hashlib
+import os
+import time
+
+import tensorflow as tf
+from absl import logging
+
+from xlnet_tf import fileio
+
+_DIR_FLAG = "--tf_xla_persistent_cache_directory"
+_PREFIX_FLAG = "--tf_xla_persistent_cache_prefix"
+_STALE_TEMP_S = 600  # a temporary entry untouched this long was left by a process that died while writing it
+
+
+def _first_value(text, key):
+  """The value of the first `key : value` line of /proc/cpuinfo-like `text`, else ""."""
+  for line in text.splitlines():
+    name, _, value = line.partition(":")
+    if name.strip() == key:
+      return value.strip()
+  return ""
+
+
+def _read(path):
+  try:
+    with open(path, encoding="utf-8", errors="replace") as f:
+      return f.read()
+  except OSError:
+    return ""
+
+
+def machine_key():
+  """12 hex digits naming what a compiled program depends on here: TensorFlow's version, the CPU's model name and
+  feature flags, and the model of every NVIDIA GPU the driver lists (read from /proc, without starting TensorFlow's
+  runtime)."""
+  cpuinfo = _read("/proc/cpuinfo")
+  gpus = [_first_value(_read(path), "Model") for path in sorted(glob_lib.glob("/proc/driver/nvidia/gpus/*/information"))]
+  parts = [tf.__version__, _first_value(cpuinfo, "model name"), _first_value(cpuinfo, "flags"), *gpus]
+  return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
+
+
+def _varint(f):
+  """The next varint of binary file `f`, or None at a truncated one."""
+  value = shift = 0
+  while True:
+    byte = f.read(1)
+    if not byte:
+      return None
+    value |= (byte[0] & 0x7F) << shift
+    if byte[0] < 0x80:
+      return value
+    shift += 7
+    if shift > 63:
+      return None
+
+
+def is_complete_entry(path):
+  """Whether file `path` is one whole protocol buffer at its top level, of one field or more: every field's tag,
+  and every field's length, fits the file exactly (a cut-short or overwritten entry does not; the bytes within a
+  field are not read)."""
+  with fileio.open_file(path, "rb") as f:
+    size = f.seek(0, 2)
+    f.seek(0)
+    if not size:
+      return False
+    while f.tell() < size:
+      tag = _varint(f)
+      if tag is None or tag >> 3 == 0:
+        return False
+      wire = tag & 7
+      if wire == 0:
+        if _varint(f) is None:
+          return False
+        continue
+      if wire == 2:
+        length = _varint(f)
+        if length is None:
+          return False
+        skip = length
+      elif wire in (1, 5):
+        skip = 8 if wire == 1 else 4
+      else:
+        return False
+      if f.tell() + skip > size:
+        return False
+      f.seek(skip, 1)
+    return True
+
+
+def _runtime_started():
+  from tensorflow.python.eager import context  # pylint: disable=g-import-not-at-top
+  ctx = context.context()
+  return bool(ctx._initialized or ctx._physical_devices is not None)  # pylint: disable=protected-access
+
+
+def _tidy(directory, prefix):
+  """Removes this machine's damaged entries and stale temporary ones in `directory`; returns the damaged names."""
+  damaged = []
+  for path in fileio.glob(os.path.join(directory, f"{prefix}__*")):
+    try:
+      if path.endswith(".pb") and not is_complete_entry(path):
+        damaged.append(os.path.basename(path))
+        fileio.remove(path)
+      elif path.endswith(".tmp") and not fileio.is_remote(path) and \
+          time.time() - os.path.getmtime(path) > _STALE_TEMP_S:
+        fileio.remove(path)
+    except (OSError, tf.errors.OpError):  # gone meanwhile (another process tidying the same directory)
+      continue
+  return damaged
+
+
+def set_flags(directory):
+  """Sets `TF_XLA_FLAGS` so that TensorFlow keeps its XLA programs in `directory`, under names that start with
+  `xlnet_{machine_key()}`; nothing else (no file is touched). The CLIs call it as soon as their flags are parsed
+  (`cli.run_script`): absl's start-up callbacks start TensorFlow's runtime before a CLI's main runs.
+
+  Returns:
+    Whether TensorFlow will use `directory`: False when `TF_XLA_FLAGS` names another cache directory (the user's
+    setting wins) or the runtime has already started without it (a warning says so).
+  """
+  current = os.environ.get("TF_XLA_FLAGS", "")
+  ours = f"{_DIR_FLAG}={directory} {_PREFIX_FLAG}=xlnet_{machine_key()}"
+  if ours in current:
+    return True
+  if _DIR_FLAG in current:
+    logging.info("XLA cache: TF_XLA_FLAGS already sets %s; --xla_cache_dir=%s is not used.", _DIR_FLAG, directory)
+    return False
+  if _runtime_started():
+    logging.warning("--xla_cache_dir=%s: TensorFlow's runtime has already started in this process, so its XLA "
+                    "programs are not cached (set it before anything lists a device or runs an op).", directory)
+    return False
+  os.environ["TF_XLA_FLAGS"] = f"{current} {ours}".strip()
+  return True
+
+
+def enable(directory):
+  """`set_flags(directory)`, then makes sure the cache can be used: `directory` is created and written, and this
+  machine's damaged entries there are removed (each named in a warning) before anything is compiled. Call it before
+  the first compilation (`training.start` does).
+
+  Returns:
+    The entries' name prefix, or None where `set_flags` returned False.
+
+  Raises:
+    ValueError: `directory` cannot be written (one line naming it).
+  """
+  if not set_flags(directory):
+    return None
+  probe = os.path.join(directory, f".write_check-{os.getpid()}")
+  try:
+    fileio.makedirs(directory)
+    fileio.atomic_write(probe, b"")
+    fileio.remove(probe)
+  except (OSError, tf.errors.OpError) as e:
+    raise ValueError(f"--xla_cache_dir {directory} cannot be written ({type(e).__name__}: {e}). Pass a writable "
+                     "directory, or leave the flag unset to compile in every run.") from None
+  prefix = f"xlnet_{machine_key()}"
+  for name in _tidy(directory, prefix):
+    logging.warning("XLA cache: %s in %s is damaged (cut short); removed, its program is compiled again.", name,
+                    directory)
+  return prefix

@@ -120,8 +120,10 @@ def _write_records(examples, label_list, o, tokenize_fn, mode, log_fn, n_token, 
   return path
 
 
-def _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, scope, model_args, num_replicas, log_fn):
-  """Fine-tunes (the --do_train part of `run`); returns the last training loop's loss, lr and step."""
+def _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, model_args, log_fn):
+  """Fine-tunes (the --do_train part of `run`; `model_args`: `build_model_args`); returns the last training loop's
+  loss, lr and step."""
+  scope = model_args["scope"]
   train_examples = processor.get_train_examples(o.data_dir)
   if not train_examples:
     raise cli.FlagError(f"Task {o.task_name.lower()!r} found no training examples in --data_dir {o.data_dir}.")
@@ -134,7 +136,7 @@ def _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, scope,
       o, strategy, lambda run_config: classifier_task.build_model(xlnet_config, run_config, **model_args),
       classifier_task.ClassifierTask(scope), xlnet_config, o.max_seq_length, log_fn)
   log_fn(f"Training {scope} from step {start} to {o.train_steps}: global batch {global_batch} "
-         f"({per_replica} per replica x {num_replicas} replica(s)).")
+         f"({per_replica} per replica x {strategy.num_replicas_in_sync} replica(s)).")
   return trainer.train(
       classifier_task.classifier_dataset_fn(train_file, o.max_seq_length, per_replica, o.is_regression,
                                             o.shuffle_buffer, o.seed, xlnet_config.n_token),
@@ -164,8 +166,7 @@ def run(o, strategy, log_fn=print):
 
   if o.do_train:
     with fileio.directory_lock(o.model_dir if training.is_chief(strategy) else None):
-      results["train"] = _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, scope, model_args,
-                                num_replicas, log_fn)
+      results["train"] = _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, model_args, log_fn)
 
   if not training.is_chief(strategy):
     return results  # Eval, predict and export run on the chief only (the original evaluates on one host).

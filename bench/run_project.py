@@ -18,8 +18,9 @@ from that runner (which times `XLNetModel` with a head and an optimizer of its o
   `set_float32_matmul_precision()` (strict float32 on GPUs unless `--use_tf32`).
 
 Inputs are the harness's (`common.make_pretrain_batch` / `make_finetune_batch`), so every runner computes on the
-same numbers. Flags: the harness's, plus `--jit_compile` and `--mixed_bf16` as the harness's own runner, and
-`--use_tf32` as the CLIs'.
+same numbers. Flags: the harness's, plus `--jit_compile` and `--mixed_bf16` as the harness's own runner,
+`--use_tf32` as the CLIs', and `--no_nested_xla` (`ops.set_nested_xla(False)`: the element-wise chains as
+TensorFlow's kernels instead of nested XLA programs, to measure what their launches cost on a GPU).
 """
 
 import argparse
@@ -39,7 +40,7 @@ PRETRAIN_FEATURES = {"inp_k": "input_k", "seg_id": "seg_id", "inp_q": "input_q",
                      "target_mapping": "target_mapping", "target": "target", "target_mask": "target_mask"}
 
 
-def build_step(cfg, jit_compile=False, mixed_bf16=False, project_dir=None, use_tf32=False):
+def build_step(cfg, jit_compile=False, mixed_bf16=False, project_dir=None, use_tf32=False, nested_xla=True):
   """The workload's step on xlnet-tf (see the module docstring).
 
   Returns:
@@ -52,12 +53,14 @@ def build_step(cfg, jit_compile=False, mixed_bf16=False, project_dir=None, use_t
   import xlnet_tf  # pylint: disable=import-outside-toplevel
   from xlnet_tf import training  # pylint: disable=import-outside-toplevel
   from xlnet_tf.tasks.pretrain.task import PretrainTask  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.modeling import ops  # pylint: disable=import-outside-toplevel
 
   tf.config.threading.set_intra_op_parallelism_threads(cfg["threads"])
   tf.config.threading.set_inter_op_parallelism_threads(cfg["inter_threads"])
   training.keep_freed_memory()
   training.prefer_wide_xla_vectors()  # as every CLI (runtime.start), before anything is compiled
   training.set_float32_matmul_precision(use_tf32, tf.distribute.get_strategy())  # as every CLI: --use_tf32
+  ops.set_nested_xla(nested_xla)  # --no_nested_xla: the element-wise chains as TensorFlow's kernels
   # A GPU runs the kernels after the call has returned: a step waits for them, so that it is timed until it is done.
   wait_for_device = tf.test.experimental.sync_devices if tf.config.list_logical_devices("GPU") else lambda: None
   tf.keras.utils.set_random_seed(cfg["seed"])
@@ -116,12 +119,14 @@ def main():
   pre_p.add_argument("--jit_compile", action="store_true")
   pre_p.add_argument("--mixed_bf16", action="store_true")
   pre_p.add_argument("--use_tf32", action="store_true")
+  pre_p.add_argument("--no_nested_xla", action="store_true")
   own, rest = pre_p.parse_known_args()
   impl = IMPL + ("+xla" if own.jit_compile else "") + ("+bf16" if own.mixed_bf16 else "") + (
-      "+tf32" if own.use_tf32 else "")
+      "+tf32" if own.use_tf32 else "") + ("+no_nested_xla" if own.no_nested_xla else "")
   cfg = common.parse_args(impl, rest)
   try:
-    step, model, losses = build_step(cfg, own.jit_compile, own.mixed_bf16, own.project_dir, own.use_tf32)
+    step, model, losses = build_step(cfg, own.jit_compile, own.mixed_bf16, own.project_dir, own.use_tf32,
+                                     not own.no_nested_xla)
   except ImportError as e:
     common.unavailable(impl, cfg, f"xlnet_tf is not importable from {own.project_dir}: {e!r}")
   import tensorflow as tf  # pylint: disable=import-outside-toplevel

@@ -157,12 +157,12 @@ def batch_major_context(mask_h=None, mask_g=None, seg=None, target_mapping=None,
   return AttentionContext(bias_h, bias_g, seg_h, seg_g, target_pos, target_valid)
 
 
-@tf.function(jit_compile=True)
+@ops.xla_function
 def _biased_queries_forward(q_head, biases, scale):
   return tf.unstack((q_head[None] + biases[:, :, None, None]) * scale, biases.shape[0])
 
 
-@tf.function(jit_compile=True)
+@ops.xla_function
 def _biased_queries_backward(upstreams, scale):
   total = upstreams[0]
   for upstream in upstreams[1:]:

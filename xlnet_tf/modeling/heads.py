@@ -43,7 +43,7 @@ class LMLoss(keras.layers.Layer):
     return config
 
 
-@tf.function(jit_compile=True)
+@ops.xla_function
 def _cross_entropy_forward(logits, labels):
   """(loss [K], log of the softmax's denominator [K, 1]) of logits float32 [K, V] and labels int32 [K]."""
   log_sum = tf.reduce_max(logits, -1, keepdims=True)
@@ -51,7 +51,7 @@ def _cross_entropy_forward(logits, labels):
   return log_sum[:, 0] - tf.gather(logits, labels, batch_dims=1), log_sum
 
 
-@tf.function(jit_compile=True)
+@ops.xla_function
 def _cross_entropy_backward(logits, labels, log_sum, upstream):
   """d loss / d logits = (softmax - one_hot(labels)) * upstream, from the forward's log_sum: one pass."""
   one_hot = tf.one_hot(labels, tf.shape(logits)[-1], dtype=logits.dtype)

@@ -16,10 +16,36 @@ order does not matter). So every tensor that has a gradient is read by at most t
 checks the gradient graphs).
 """
 
+import functools
 import math
 
 import keras
 import tensorflow as tf
+
+
+_NESTED_XLA = [True]
+
+
+def xla_function(fn):
+  """`fn` as an XLA-compiled `tf.function`: the element-wise chains and their hand-written gradients (GELU,
+  LayerNorm, the score sum, the cross-entropy, the dropout's bits, ...) each one XLA program instead of a chain of
+  TensorFlow kernels. After `set_nested_xla(False)` a call made while tracing runs `fn`'s ops as TensorFlow's own
+  kernels instead, the same math: the benchmarks' switch to measure what the programs cost where each is a launch
+  of its own (on a GPU, about 77 per eager pretraining step; under `--jit_compile` they are part of the step's
+  program either way)."""
+  compiled = tf.function(fn, jit_compile=True)
+
+  @functools.wraps(fn)
+  def call(*args, **kwargs):
+    return (compiled if _NESTED_XLA[0] else fn)(*args, **kwargs)
+
+  return call
+
+
+def set_nested_xla(enabled):
+  """Whether `xla_function`s traced from now on run as XLA programs (True: the default) or as TensorFlow's
+  kernels."""
+  _NESTED_XLA[0] = bool(enabled)
 
 
 _GELU_2C = 2.0 * math.sqrt(2.0 / math.pi)
@@ -28,7 +54,7 @@ _GELU_2C = 2.0 * math.sqrt(2.0 / math.pi)
 _GELU_A = 0.044715
 
 
-@tf.function(jit_compile=True)
+@xla_function
 def philox_words(shape, seed):
   """`tf.random.stateless_uniform(shape, seed, dtype=tf.uint32, alg="philox")` full-range words, compiled by XLA:
   the same numbers as TF's kernel, faster on CPU (XLA vectorises the generator; docs/performance.md)."""
@@ -45,13 +71,13 @@ def apply_keep(x, keep):
   return tf.where(uniforms >= threshold, kept, tf.zeros([], x.dtype))
 
 
-@tf.function(jit_compile=True)
+@xla_function
 def _gelu_forward(x, keep=None):
   x_sq = x * x
   return apply_keep(x * tf.sigmoid(x * (_GELU_2C + (_GELU_2C * _GELU_A) * x_sq)), keep)
 
 
-@tf.function(jit_compile=True)
+@xla_function
 def _gelu_backward(x, upstream, keep=None):
   x_sq = x * x
   cdf = tf.sigmoid(x * (_GELU_2C + (_GELU_2C * _GELU_A) * x_sq))

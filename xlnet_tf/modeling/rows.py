@@ -29,13 +29,13 @@ def _summed(x, residual, keep):
   return x if residual is None else x + tf.cast(residual, x.dtype)
 
 
-@tf.function(jit_compile=True)
+@ops.xla_function
 def _layer_norm_forward(x, gamma, beta, residual=None, keep=None):
   x_hat, _ = _normalized_rows(_summed(x, residual, keep))
   return tf.cast(x_hat * gamma + beta, x.dtype)
 
 
-@tf.function(jit_compile=True)
+@ops.xla_function
 def _layer_norm_backward(x, gamma, upstream, residual=None, keep=None):
   x_hat, inv = _normalized_rows(_summed(x, residual, keep))
   upstream = tf.cast(upstream, tf.float32)

@@ -61,7 +61,7 @@ def banded_position_scores(q_r, k_head_r, klen, rows=64):
   return tf.reshape(bd, [n_head, -1, qlen, klen + rows]), rows - tf.range(qlen)[None] % rows
 
 
-@tf.function(jit_compile=True)
+@ops.xla_function
 def _shift_backward(upstream, offset, rlen):
   """The gradient of the shift in `_score_sum_forward`: d bd[n, b, i, r] = upstream[n, b, i, r - offset[b, i]] where
   0 <= r - offset < klen, else 0, gathered from a padded copy (each kept entry has one source: no scatter-add)."""
@@ -70,7 +70,7 @@ def _shift_backward(upstream, offset, rlen):
   return tf.gather(padded, tf.broadcast_to(back, tf.concat([tf.shape(upstream)[:-1], [rlen]], 0)), batch_dims=3)
 
 
-@tf.function(jit_compile=True)
+@ops.xla_function
 def _score_sum_forward(ac, bd, offset, seg, diff, bias):
   if offset is not None:  # the relative shift: bd[..., i, j] = bd_unshifted[..., i, min(j + offset[b, i], R - 1)]
     index = tf.range(tf.shape(ac)[-1])[None, None, :] + offset[:, :, None]

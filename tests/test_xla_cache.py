@@ -70,6 +70,10 @@ def test_complete_entries_are_told_from_damaged_ones(tmp_path):
     found[case] = xla_cache.is_complete_entry(str(path))
   assert found == {"whole": True, "half": False, "one byte short": False, "one byte more": False, "empty": False,
                    "text": False}
+  for case in ("whole", "half"):  # a remote directory (gs://...), read through tf.io.gfile
+    with tf.io.gfile.GFile(f"ram://xla_cache/{case}.pb", "wb") as f:
+      f.write(cases[case])
+    assert xla_cache.is_complete_entry(f"ram://xla_cache/{case}.pb") == found[case]
 
 
 def test_the_machine_key_changes_with_tensorflow_and_the_gpus(monkeypatch):

@@ -76,7 +76,8 @@ def is_complete_entry(path):
   and every field's length, fits the file exactly (a cut-short or overwritten entry does not; the bytes within a
   field are not read)."""
   with fileio.open_file(path, "rb") as f:
-    size = f.seek(0, 2)
+    f.seek(0, 2)  # tf.io.gfile's seek returns nothing: the size from tell()
+    size = f.tell()
     f.seek(0)
     if not size:
       return False

@@ -108,6 +108,7 @@ def batch_decoder(name_to_features, n_token=None, shapes=None):
   checked; `checked_token_ids`)."""
   shapes = shapes or {}
 
+  @tf.autograph.experimental.do_not_convert  # graph code as written: nothing for AutoGraph to convert
   def decode(serialized):
     parsed = tf.io.parse_example(serialized, name_to_features)
     out = {}

@@ -33,7 +33,7 @@ def xla_function(fn):
   kernels instead, the same math: the benchmarks' switch to measure what the programs cost where each is a launch
   of its own (on a GPU, about 77 per eager pretraining step; under `--jit_compile` they are part of the step's
   program either way)."""
-  compiled = tf.function(fn, jit_compile=True)
+  compiled = tf.function(fn, jit_compile=True, autograph=False)  # graph code as written: nothing to convert
 
   @functools.wraps(fn)
   def call(*args, **kwargs):

@@ -208,7 +208,8 @@ class Trainer:
     table_index = [v is self.model.transformer.word_embedding.lookup_table for v in variables].index(True)
     forward_backward = self._forward_backward
     if self.config.jit_compile:
-      forward_backward = tf.function(forward_backward, jit_compile=True)  # per micro-batch with accumulation
+      forward_backward = tf.function(forward_backward, jit_compile=True,  # per micro-batch with accumulation
+                                     autograph=False)
     forward_backward = self._whole_batch(forward_backward)
 
     def replica_gradients(features):
@@ -234,7 +235,8 @@ class Trainer:
       loss, grads, rows = replica_gradients(features)
       return loss, grads, rows, DynamicLossScale.finite(grads, rows)
 
-    def step(features):
+    @tf.autograph.experimental.do_not_convert  # the step is graph code as written: AutoGraph converts only the loop
+    def step(features):                         # (converting the model, optimizer and loss took half the tracing)
       """One step from the cross-replica context -> (summed loss, gnorm, lr, applied: bool [])."""
       if self.loss_scale is not None:  # applied only if no replica's gradients overflowed
         return self.loss_scale.step(strategy, replica_gradients_checked, replica_apply, self.optimizer.iterations,

@@ -193,6 +193,7 @@ def _dataset(file_names, spec, options, batch_size, share, start_step, file_num_
     dataset = dataset.filter(
         lambda pos, _: tf.logical_and(pos % bsz_per_host >= row_begin, pos % bsz_per_host < row_end))
 
+  @tf.autograph.experimental.do_not_convert  # graph code as written: nothing for AutoGraph to convert
   def parse(pos, serialized):
     record_seed = None
     if seed is not None:

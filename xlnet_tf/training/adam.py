@@ -4,6 +4,7 @@ already summed across replicas (`_SummedGradientsMixin`)."""
 
 import re
 import threading
+import weakref
 
 import keras
 import tensorflow as tf
@@ -86,6 +87,19 @@ class XLNetAdam(_SummedGradientsMixin, keras.optimizers.Adam):
     step = tf.cast(applied + 1, dtype)
     return tf.pow(tf.cast(self.beta_1, dtype), step), tf.pow(tf.cast(self.beta_2, dtype), step)
 
+  def _update_powers(self, dtype):
+    """`beta_powers(dtype)` for every variable of one update: computed once per traced graph (the update of each
+    step is traced once per graph, where `iterations` moves only after every variable's update), not once per
+    variable (about 10 scalar ops each: on a GPU as many kernel launches per step); eagerly, per call."""
+    graph = tf.compat.v1.get_default_graph()
+    if tf.executing_eagerly():
+      return self.beta_powers(dtype)
+    per_graph = self.__dict__.setdefault("_powers_by_graph", weakref.WeakKeyDictionary())
+    powers = per_graph.setdefault(graph, {})
+    if dtype not in powers:
+      powers[dtype] = self.beta_powers(dtype)
+    return powers[dtype]
+
   def update_step(self, gradient, variable, learning_rate):
     if isinstance(gradient, tf.IndexedSlices):  # apply_gradients densifies; a direct Keras call may not
       return super().update_step(gradient, variable, learning_rate)
@@ -93,7 +107,7 @@ class XLNetAdam(_SummedGradientsMixin, keras.optimizers.Adam):
     index = self._get_variable_index(variable)
     handle = lambda v: (v.value if isinstance(v, keras.Variable) else v).handle
     beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
-    beta1_power, beta2_power = self.beta_powers(dtype)
+    beta1_power, beta2_power = self._update_powers(dtype)
     return tf.raw_ops.ResourceApplyAdam(
         var=handle(variable), m=handle(self._momentums[index]), v=handle(self._velocities[index]),
         beta1_power=beta1_power, beta2_power=beta2_power, lr=tf.cast(learning_rate, dtype),

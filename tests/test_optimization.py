@@ -175,6 +175,29 @@ def test_adam_matches_tf1_adam_formula():
     np.testing.assert_array_equal(slots["w/Adam_1"].numpy(), tf1.get_slot(tf1_var, "v").numpy())
 
 
+def test_adam_bias_correction_moves_with_each_update_in_one_traced_function():
+  """The beta powers are computed once per update (`XLNetAdam._update_powers`), not once per graph: two updates in
+  one `tf.function` equal two updates made one by one."""
+  def two_steps(traced):
+    keras.utils.set_random_seed(3)
+    variables = [tf.Variable(np.full([2, 3], 0.5, np.float32)), tf.Variable(np.ones([3], np.float32))]
+    optimizer = adam.XLNetAdam(learning_rate=0.1, beta_1=0.5, beta_2=0.6)
+    grads = [[tf.constant(np.full(v.shape, g, np.float32)) for v in variables] for g in (0.3, -2.0)]
+
+    def step(g):
+      optimizer.apply_gradients(zip(g, variables))
+
+    if traced:
+      tf.function(lambda: [step(g) for g in grads])()
+    else:
+      for g in grads:
+        tf.function(step)(g)
+    return [v.numpy() for v in variables]
+
+  for traced, one_by_one in zip(two_steps(True), two_steps(False)):
+    np.testing.assert_array_equal(traced, one_by_one)
+
+
 def test_adam_weight_decay_matches_original_formula():
   paths = ["m/transformer/layer_0/rel_attn/q/kernel", "m/transformer/layer_0/rel_attn/LayerNorm/beta"]
   eps, wd = 1e-6, 0.3

@@ -87,15 +87,21 @@ class XLNetAdam(_SummedGradientsMixin, keras.optimizers.Adam):
     step = tf.cast(applied + 1, dtype)
     return tf.pow(tf.cast(self.beta_1, dtype), step), tf.pow(tf.cast(self.beta_2, dtype), step)
 
+  def apply(self, grads, trainable_variables=None):
+    self.__dict__["_step_powers"] = (None, {})  # each update computes its beta powers anew (`_update_powers`)
+    return super().apply(grads, trainable_variables)
+
   def _update_powers(self, dtype):
-    """`beta_powers(dtype)` for every variable of one update: computed once per traced graph (the update of each
-    step is traced once per graph, where `iterations` moves only after every variable's update), not once per
-    variable (about 10 scalar ops each: on a GPU as many kernel launches per step); eagerly, per call."""
-    graph = tf.compat.v1.get_default_graph()
+    """`beta_powers(dtype)` for every variable of one update (one `apply`, in which `iterations` moves only after
+    every variable's update): computed once per update, not once per variable (about 10 scalar ops each: on a GPU
+    as many kernel launches per step); eagerly, per call."""
     if tf.executing_eagerly():
       return self.beta_powers(dtype)
-    per_graph = self.__dict__.setdefault("_powers_by_graph", weakref.WeakKeyDictionary())
-    powers = per_graph.setdefault(graph, {})
+    graph = tf.compat.v1.get_default_graph()
+    owner, powers = self.__dict__.get("_step_powers", (None, {}))
+    if owner is None or owner() is not graph:  # first of this update, or an update_step outside `apply`
+      powers = {}
+      self.__dict__["_step_powers"] = (weakref.ref(graph), powers)
     if dtype not in powers:
       powers[dtype] = self.beta_powers(dtype)
     return powers[dtype]

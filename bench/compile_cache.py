@@ -26,6 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 from bench.bench_input import write_synthetic_records  # pylint: disable=wrong-import-position  # noqa: E402
 
+
 def workload(size, harness_dir):
   """(model config, pretrain_step shapes) of the harness's `size`."""
   with open(os.path.join(harness_dir, "workloads.json"), encoding="utf-8") as f:

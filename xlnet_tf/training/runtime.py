@@ -1,5 +1,6 @@
 """What every command-line tool does at start-up, in one place: the `tf.distribute` strategy, the chief, XLA's
-compilation cache, glibc's malloc setting, XLA's CPU vector width, the bfloat16 check, and the run files written beside the checkpoints.
+compilation cache, glibc's malloc setting, XLA's CPU vector width, the bfloat16 check, and the run files written
+beside the checkpoints.
 """
 
 import ctypes
@@ -224,9 +225,9 @@ def start(*, strategy="auto", num_core_per_host=None, seed=None, deterministic=F
   Keeps XLA's compiled programs in `xla_cache_dir` where it is set (`xla_cache.enable`; first, before TensorFlow's
   runtime starts), keeps freed memory in glibc's heap, lets XLA use 512-bit vectors where that pays
   (`prefer_wide_xla_vectors`), enables op determinism (`deterministic`, which needs `seed`), seeds
-  Keras/TF/numpy/python (`seed`: initialisation and dropout), builds the strategy (`make_strategy`; `num_core_per_host` is ignored on TPU),
-  makes float32 matmuls strict on GPUs unless `use_tf32` (`set_float32_matmul_precision`) and warns when bfloat16
-  (`use_bfloat16`) would be emulated. The CLIs call it with their flags through `cli.start`.
+  Keras/TF/numpy/python (`seed`: initialisation and dropout), builds the strategy (`make_strategy`;
+  `num_core_per_host` is ignored on TPU), makes float32 matmuls strict on GPUs unless `use_tf32`
+  (`set_float32_matmul_precision`) and warns when bfloat16 (`use_bfloat16`) would be emulated. The CLIs call it with their flags through `cli.start`.
 
   Args:
     strategy: a name of `STRATEGIES`; num_core_per_host, cloud_tpu: as `make_strategy`.

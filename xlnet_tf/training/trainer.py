@@ -235,8 +235,10 @@ class Trainer:
       loss, grads, rows = replica_gradients(features)
       return loss, grads, rows, DynamicLossScale.finite(grads, rows)
 
-    @tf.autograph.experimental.do_not_convert  # the step is graph code as written: AutoGraph converts only the loop
-    def step(features):                         # (converting the model, optimizer and loss took half the tracing)
+    # Graph code as written: AutoGraph converts only the loop (converting the model, optimizer and loss took half
+    # the tracing).
+    @tf.autograph.experimental.do_not_convert
+    def step(features):
       """One step from the cross-replica context -> (summed loss, gnorm, lr, applied: bool [])."""
       if self.loss_scale is not None:  # applied only if no replica's gradients overflowed
         return self.loss_scale.step(strategy, replica_gradients_checked, replica_apply, self.optimizer.iterations,

@@ -51,7 +51,8 @@ def machine_key():
   feature flags, and the model of every NVIDIA GPU the driver lists (read from /proc, without starting TensorFlow's
   runtime)."""
   cpuinfo = _read("/proc/cpuinfo")
-  gpus = [_first_value(_read(path), "Model") for path in sorted(glob_lib.glob("/proc/driver/nvidia/gpus/*/information"))]
+  gpu_files = sorted(glob_lib.glob("/proc/driver/nvidia/gpus/*/information"))
+  gpus = [_first_value(_read(path), "Model") for path in gpu_files]
   parts = [tf.__version__, _first_value(cpuinfo, "model name"), _first_value(cpuinfo, "flags"), *gpus]
   return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
 
@@ -133,22 +134,23 @@ def set_flags(directory):
   (`cli.run_script`): absl's start-up callbacks start TensorFlow's runtime before a CLI's main runs.
 
   Returns:
-    Whether TensorFlow will use `directory`: False when `TF_XLA_FLAGS` names another cache directory (the user's
-    setting wins) or the runtime has already started without it (a warning says so).
+    The entries' name prefix when TensorFlow will use `directory`; None when `TF_XLA_FLAGS` names another cache
+    directory (the user's setting wins) or the runtime has already started without it (a warning says so).
   """
   current = os.environ.get("TF_XLA_FLAGS", "")
-  ours = f"{_DIR_FLAG}={directory} {_PREFIX_FLAG}=xlnet_{machine_key()}"
+  prefix = f"xlnet_{machine_key()}"
+  ours = f"{_DIR_FLAG}={directory} {_PREFIX_FLAG}={prefix}"
   if ours in current:
-    return True
+    return prefix
   if _DIR_FLAG in current:
     logging.info("XLA cache: TF_XLA_FLAGS already sets %s; --xla_cache_dir=%s is not used.", _DIR_FLAG, directory)
-    return False
+    return None
   if _runtime_started():
     logging.warning("--xla_cache_dir=%s: TensorFlow's runtime has already started in this process, so its XLA "
                     "programs are not cached (set it before anything lists a device or runs an op).", directory)
-    return False
+    return None
   os.environ["TF_XLA_FLAGS"] = f"{current} {ours}".strip()
-  return True
+  return prefix
 
 
 def enable(directory):
@@ -157,12 +159,13 @@ def enable(directory):
   the first compilation (`training.start` does).
 
   Returns:
-    The entries' name prefix, or None where `set_flags` returned False.
+    `set_flags`'s result: the entries' name prefix, or None.
 
   Raises:
     ValueError: `directory` cannot be written (one line naming it).
   """
-  if not set_flags(directory):
+  prefix = set_flags(directory)
+  if prefix is None:
     return None
   probe = os.path.join(directory, f".write_check-{os.getpid()}")
   try:
@@ -172,7 +175,6 @@ def enable(directory):
   except (OSError, tf.errors.OpError) as e:
     raise ValueError(f"--xla_cache_dir {directory} cannot be written ({type(e).__name__}: {e}). Pass a writable "
                      "directory, or leave the flag unset to compile in every run.") from None
-  prefix = f"xlnet_{machine_key()}"
   for name in _tidy(directory, prefix):
     logging.warning("XLA cache: %s in %s is damaged (cut short); removed, its program is compiled again.", name,
                     directory)

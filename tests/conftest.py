@@ -1,7 +1,19 @@
+import atexit
 import os
+import shutil
+import tempfile
 
 # Tests use paths relative to the repository root.
 os.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# One XLA compilation cache for the session, through TensorFlow's own setting (set before TensorFlow starts; the
+# CLIs leave a TF_XLA_FLAGS cache directory alone): each CLI run in a subprocess otherwise compiles the same nested
+# XLA programs again, about 3 s a run. Tests of the cache itself (`--xla_cache_dir`) and of what XLA compiles run
+# their subprocesses without it (`helpers.suite_xla_cache.without`).
+SUITE_XLA_CACHE = tempfile.mkdtemp(prefix="xlnet_tf_tests_xla_cache_")
+os.environ["TF_XLA_FLAGS"] = (
+    os.environ.get("TF_XLA_FLAGS", "") + f" --tf_xla_persistent_cache_directory={SUITE_XLA_CACHE}").strip()
+atexit.register(shutil.rmtree, SUITE_XLA_CACHE, True)
 
 # The CLIs' start-up lets XLA use 512-bit vectors where the CPU qualifies (`training.prefer_wide_xla_vectors`), which
 # changes the XLA-compiled element-wise code's rounding. Tests compare CLI runs in subprocesses with runs in this

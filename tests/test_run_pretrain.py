@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from helpers import suite_xla_cache
 from xlnet_tf import training
 from xlnet_tf.training import runtime
 
@@ -439,7 +440,7 @@ CPU_FLAGS = runtime._cpu_flags()  # pylint: disable=protected-access
 @pytest.mark.skipif(not ("avx512f" in CPU_FLAGS and runtime.cpu_has_native_bfloat16()),
                     reason="prefer_wide_xla_vectors changes nothing on a CPU without AVX-512 and native bfloat16")
 def test_the_vector_width_set_after_importing_tensorflow_reaches_xla(tmp_path):
-  env = dict(os.environ, XLA_FLAGS=f"--xla_dump_to={tmp_path}")
+  env = dict(suite_xla_cache.without(), XLA_FLAGS=f"--xla_dump_to={tmp_path}")  # compiled here, not loaded
   out = subprocess.run([PY, "-c", WIDE_VECTORS, str(tmp_path)], capture_output=True, text=True, env=env, check=True)
   applied, wide, narrow = out.stdout.split()
   assert applied == "True"
@@ -448,6 +449,7 @@ def test_the_vector_width_set_after_importing_tensorflow_reaches_xla(tmp_path):
 
 PAGE_FAULTS = """
 import ctypes, resource, sys
+from helpers import suite_xla_cache
 from xlnet_tf import training
 kept = training.keep_freed_memory() if sys.argv[1] != "default" else None
 if sys.argv[1] in ("input", "input_kept"):  # what Trainer.train does: a one-device strategy's input iterator

@@ -21,6 +21,11 @@ import sys
 import tempfile
 import traceback
 
+try:
+  from helpers import suite_xla_cache
+except ImportError:  # run as a script: tests/helpers is sys.path[0]
+  import suite_xla_cache
+
 
 def run(argvs, log_dir, parallel=3):
   """Runs each [tool.py, flags...] (tools relative to the working directory) as its command line would, with
@@ -46,6 +51,9 @@ def _child(argv, stderr_path):
   os.dup2(err, 2)
   os.dup2(null, 1)
   sys.argv = list(argv)
+  if any(a.startswith("--xla_cache_dir") for a in argv):  # the flag's own cache, not the test session's
+    os.environ.clear()
+    os.environ.update(suite_xla_cache.without())
   code = 0
   try:
     runpy.run_path(argv[0], run_name="__main__")

@@ -7,13 +7,16 @@ as a plain namespace, and turns them into the plain configs its `run(...)` takes
 the same namespace with `defaults(script.define_flags, **overrides)`. Library code in `xlnet_tf/` never reads
 flags.
 
-Importing this module has no side effects. A CLI calls `filter_stderr()` before it imports TensorFlow, so that
-TensorFlow's C++ noise stays off its stderr (`-v 1` shows everything).
+Importing this module has no side effects. A CLI calls `start_script()` before it imports TensorFlow, so that
+TensorFlow's C++ noise stays off its stderr (`-v 1` shows everything) and a signal while it starts ends it with one
+line.
 """
 
 import gc
 import os
+import signal
 import sys
+import threading
 import types
 
 from absl import app
@@ -35,6 +38,40 @@ def filter_stderr(argv=None):
   if _verbosity(sys.argv if argv is None else argv) >= 1 or os.environ.get("XLNET_TF_STARTUP_LOG"):
     return
   stderr_filter.start()
+
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Stopped(BaseException):
+  """SIGINT or SIGTERM while a CLI's `main` runs outside the training loop (which stops cleanly at a step:
+  `training.preemption`), raised where the main thread is, as KeyboardInterrupt is: what is being written is
+  removed on the way out (`fileio.atomic_path`, the directory locks), and `cli_main` ends the run with one line."""
+
+  def __init__(self, signum):
+    super().__init__(signum)
+    self.signum = signum
+
+
+def _raise_stopped(signum, frame):
+  del frame
+  raise Stopped(signum)
+
+
+def _exit_while_starting(signum, frame):
+  del frame
+  line = (f"{os.path.basename(sys.argv[0])}: stopped by {signal.Signals(signum).name} while starting; nothing was "
+          "written.")
+  os.write(2, line.encode() + b"\n")  # not print: the interrupted code may be inside a write to sys.stderr
+  os._exit(128 + signum)  # pylint: disable=protected-access
+
+
+def start_script(argv=None):
+  """What a CLI run as a script does first, before it imports TensorFlow: `filter_stderr(argv)`, and SIGINT or
+  SIGTERM until its `main` runs (imports, flags: nothing written yet) end it with one line, exit 128 + signal."""
+  filter_stderr(argv)
+  for signum in _SIGNALS:
+    signal.signal(signum, _exit_while_starting)
 
 
 def _verbosity(argv):
@@ -100,16 +137,31 @@ def check_accumulation(o, bsz_per_replica, bi_data=False):
     raise FlagError(str(e)) from None
 
 
+def check_precision(o):
+  """FlagError for --use_fp16 with --use_bfloat16."""
+  if o.use_fp16 and o.use_bfloat16:
+    raise FlagError("--use_fp16 and --use_bfloat16 are both set: pick one precision (--use_bfloat16 where the "
+                    "device computes bfloat16: TPU, A100 and newer GPUs; --use_fp16 on GPUs without it: T4, V100).")
+
+
+def check_configs(o, is_finetune, **fields):
+  """The one-line errors of the run's plain configs (`create_run_config`: --dropout, --mem_len, ...;
+  `train_config`: --clip, --save_steps, --max_save, ...; `fields` as there) from the options `o`, before any data
+  is read or written: the CLIs build the same configs again once they know the batch."""
+  check_precision(o)
+  create_run_config(o, is_training=True, is_finetune=is_finetune)
+  train_config(o, global_batch_size=1, tokens_per_example=1, **fields)
+
+
 def check_training_flags(o, num_replicas=1, strategy="one_device"):
-  """The --do_train checks the fine-tuning CLIs share: positive --train_steps and --save_steps, warm-up ending
-  before training does, on TPU a --train_batch_size (global there) that splits over the cores, and a
-  --gradient_accumulation_steps that splits the per-replica batch."""
+  """The --do_train checks the fine-tuning CLIs share: positive --train_steps, warm-up ending before training
+  does, the configs' values (`check_configs`), on TPU a --train_batch_size (global there) that splits over the
+  cores, and a --gradient_accumulation_steps that splits the per-replica batch."""
   require_positive(o, "train_steps")
   if not 0 <= o.warmup_steps < o.train_steps:
     raise FlagError(f"--warmup_steps must be at least 0 and below --train_steps (warm-up must end before training "
                     f"does). Received: --warmup_steps={o.warmup_steps}, --train_steps={o.train_steps}.")
-  if o.save_steps is not None and o.save_steps < 1:
-    raise FlagError(f"--save_steps must be positive (or unset). Received: {o.save_steps}.")
+  check_configs(o, is_finetune=True)
   if strategy == "tpu" and o.train_batch_size % num_replicas:
     raise FlagError(f"On TPU --train_batch_size is the global batch and must be divisible by the {num_replicas} "
                     f"cores. Received: {o.train_batch_size}.")
@@ -142,9 +194,7 @@ def start(o):
   """`training.start` (the start-up of every training CLI; returns the strategy) with the options `o`'s hardware
   and run flags; `--use_tpu` means `--strategy=tpu`, as the original's switch. FlagError for --use_fp16 with
   --use_bfloat16 (checked here, before any data is read: every training CLI starts with it)."""
-  if o.use_fp16 and o.use_bfloat16:
-    raise FlagError("--use_fp16 and --use_bfloat16 are both set: pick one precision (--use_bfloat16 where the "
-                    "device computes bfloat16: TPU, A100 and newer GPUs; --use_fp16 on GPUs without it: T4, V100).")
+  check_precision(o)
   from xlnet_tf import training  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)
   return training.start(strategy="tpu" if o.use_tpu else o.strategy, num_core_per_host=o.num_core_per_host,
                         seed=o.seed, deterministic=o.deterministic, use_tf32=o.use_tf32,
@@ -182,8 +232,8 @@ def train_config(o, global_batch_size, tokens_per_example, **fields):
 def fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per_example, log_fn=print):
   """The `Trainer` of a fine-tuning CLI (run_classifier.py, run_race.py, run_squad.py) from its options `o`
   ready to train: `--train_batch_size` is global on TPU and per replica elsewhere (the original's GPU semantics);
-  the run files (xlnet_config.json, run_flags.json) are written on the chief, then it resumes from `--model_dir`'s
-  latest checkpoint or loads `--init_checkpoint`'s weights.
+  it resumes from `--model_dir`'s latest checkpoint or loads `--init_checkpoint`'s weights, then the chief writes
+  the run files (xlnet_config.json, run_flags.json; a run that fails before leaves the earlier run's).
 
   Args:
     build_model: run_config -> the task's XLNetModel.
@@ -200,9 +250,12 @@ def fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per
   config = train_config(o, global_batch, tokens_per_example,
                         iterations=min(o.iterations, o.save_steps) if o.save_steps else o.iterations)
   trainer = training.Trainer(strategy, lambda: build_model(run_config), task, o.model_dir, config)
-  if training.is_chief(strategy):
-    training.write_run_files(o.model_dir, xlnet_config, vars(o))
+  chief = training.is_chief(strategy)
+  if chief:
+    training.check_run_files(o.model_dir, xlnet_config)
   start = trainer.restore_or_init(o.init_checkpoint, log_fn=log_fn)  # weights only when fine-tuning
+  if chief:
+    training.write_run_files(o.model_dir, xlnet_config, vars(o))
   return trainer, start, global_batch, per_replica
 
 
@@ -231,20 +284,30 @@ def defaults(define_flags, **overrides):
 def cli_main(prog, body):
   """The absl `main` of a CLI: rejects stray arguments, logs at INFO, runs `body(values())`, and ends a bad flag,
   file or value, or a failed write (ValueError, OSError, FloatingPointError) with one line `{prog}: error: ...`,
-  exit 1; a run stopped by a signal (an exception with `exit_code`) with one line and that code (128 + signal)."""
+  exit 1; a run stopped by a signal with one line and exit 128 + signal: in the training loop after saving (an
+  exception with `exit_code`, `training.Interrupted`), elsewhere where it was (`Stopped`, KeyboardInterrupt)."""
   def main(argv):
     if len(argv) > 1:
       raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
     logging.set_verbosity(max(logging.INFO, logging.get_verbosity()))  # INFO, or DEBUG with -v 1
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    old = {signum: signal.signal(signum, _raise_stopped) for signum in _SIGNALS} if in_main_thread else {}
     try:
       body(values())
       return
     except (ValueError, OSError, FloatingPointError) as e:
       line, code = f"{prog}: error: " + " ".join(str(e).split()), 1
+    except (Stopped, KeyboardInterrupt) as e:
+      signum = getattr(e, "signum", signal.SIGINT)
+      line, code = (f"{prog}: stopped by {signal.Signals(signum).name}; files are written whole or not at all, so "
+                    "none was left half-written. Run the same command again."), 128 + signum
     except Exception as e:  # pylint: disable=broad-except
       if not hasattr(e, "exit_code"):  # e.g. training.Interrupted: stopped by a signal after saving
         raise
       line, code = f"{prog}: {e}", e.exit_code
+    finally:
+      for signum, handler in old.items():
+        signal.signal(signum, handler)
     gc.collect()  # TensorFlow objects of the failed run log their teardown now, not after our last line
     print(line, file=sys.stderr, flush=True)
     sys.exit(code)

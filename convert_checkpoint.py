@@ -11,9 +11,9 @@ when the HF directory has one. To HF: `model.safetensors` and `config.json` (and
 what is not converted: docs/checkpoints.md. Every file is written atomically.
 """
 
-import cli  # first: filter_stderr() runs before anything imports TensorFlow
+import cli  # first: start_script() runs before anything imports TensorFlow
 if __name__ == "__main__":
-  cli.filter_stderr()
+  cli.start_script()
 import flags
 from absl import flags as absl_flags
 from xlnet_tf import fileio

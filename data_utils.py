@@ -13,9 +13,9 @@ names encode bsz_per_host, seq_len, reuse_len, uncased, bi_data, mask_alpha, mas
 must be given the same values. New flags: `--seed` (reproducible output), `--span_sampling=word` (n-word spans).
 """
 
-import cli  # first: filter_stderr() runs before anything imports TensorFlow
+import cli  # first: start_script() runs before anything imports TensorFlow
 if __name__ == "__main__":
-  cli.filter_stderr()
+  cli.start_script()
 import flags
 from absl import flags as absl_flags
 from absl import logging

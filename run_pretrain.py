@@ -10,9 +10,9 @@ False and means `--strategy=tpu`; `train_batch_size` is global). New: --strategy
 --seed, --deterministic, --model_config_path. Restarting the same command resumes from the latest checkpoint.
 """
 
-import cli  # first: filter_stderr() runs before anything imports TensorFlow
+import cli  # first: start_script() runs before anything imports TensorFlow
 if __name__ == "__main__":
-  cli.filter_stderr()
+  cli.start_script()
 import flags
 from absl import flags as absl_flags
 from xlnet_tf import XLNetConfig, XLNetModel
@@ -53,6 +53,8 @@ def validate(o, num_replicas=1):
                         f"seq_len={o.seq_len}.")
   if o.mem_len and o.reuse_len > o.seq_len:
     raise cli.FlagError(f"--reuse_len ({o.reuse_len}) may not exceed --seq_len ({o.seq_len}) with --mem_len.")
+  cli.require_positive(o, "train_batch_size", "num_hosts")
+  cli.check_configs(o, is_finetune=False, mems_reset=o.mems_reset)
   if o.train_batch_size % o.num_hosts:
     raise cli.FlagError(f"--train_batch_size ({o.train_batch_size}) must be divisible by --num_hosts "
                         f"({o.num_hosts}).")
@@ -129,10 +131,13 @@ def _run(o, strategy, log_fn):
   log_fn(f"Found {len(record_info['filenames'])} record files, {record_info['num_batch']} batches of "
          f"{data['spec'].bsz_per_host} rows.")
   check_vocabulary(o, xlnet_config, record_info["filenames"])
-  if training.is_chief(strategy):
-    training.write_run_files(o.model_dir, xlnet_config, vars(o))
+  chief = training.is_chief(strategy)
+  if chief:
+    training.check_run_files(o.model_dir, xlnet_config)
   trainer = build_trainer(o, strategy, xlnet_config)
   start = trainer.restore_or_init(o.init_checkpoint, o.init_optimizer_state, log_fn)
+  if chief:  # once restored: a run that fails before leaves the earlier run's files
+    training.write_run_files(o.model_dir, xlnet_config, vars(o))
   log_fn(f"Training from step {start} to {o.train_steps} on {strategy.num_replicas_in_sync} replica(s).")
 
   result = trainer.train(lambda input_context, start_step: input_fn(input_context, start_step=start_step),

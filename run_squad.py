@@ -29,9 +29,9 @@ Every flag of the original keeps its name and default (`--do_train` is True by d
 
 import os
 
-import cli  # first: filter_stderr() runs before anything imports TensorFlow
+import cli  # first: start_script() runs before anything imports TensorFlow
 if __name__ == "__main__":
-  cli.filter_stderr()
+  cli.start_script()
 import flags
 import tensorflow as tf
 from absl import flags as absl_flags

@@ -58,6 +58,18 @@ CASES = [
     ("pt-perm-size", "run_pretrain.py", ["--perm_size=6"], "--perm_size must divide"),
     ("pt-odd-batch-bi-data", "run_pretrain.py", ["--train_batch_size=3"], "bi_data needs an even"),
     ("pt-reuse-len", "run_pretrain.py", ["--reuse_len=40"], "--reuse_len must be in"),
+    ("pt-batch-zero", "run_pretrain.py", ["--train_batch_size=0"], "--train_batch_size must be a positive integer"),
+    ("pt-num-hosts-zero", "run_pretrain.py", ["--num_hosts=0"], "--num_hosts must be a positive integer"),
+    ("pt-mem-len-negative", "run_pretrain.py", ["--mem_len=-4"], "`mem_len` must be >= 0"),
+    ("pt-save-steps-zero", "run_pretrain.py", ["--save_steps=0"], "--save_steps must be positive"),
+    ("pt-save-steps-negative", "run_pretrain.py", ["--save_steps=-2"], "--save_steps must be positive"),
+    ("pt-max-save-negative", "run_pretrain.py", ["--max_save=-1"], "--max_save must be >= 0"),
+    ("pt-clip-negative", "run_pretrain.py", ["--clip=-1"], "--clip must be > 0"),
+    ("pt-lr-layer-decay-negative", "run_pretrain.py", ["--lr_layer_decay_rate=-1"],
+     "--lr_layer_decay_rate must be >= 0"),
+    ("pt-adam-epsilon-negative", "run_pretrain.py", ["--adam_epsilon=-1"], "--adam_epsilon must be > 0"),
+    ("pt-bad-dropout-in-a-run-s-model-dir", "run_pretrain.py", ["--model_dir={w}/pt_ok", "--dropout=1.5"],
+     "`dropout` must be in [0, 1)"),
     ("pt-fp16-and-bf16", "run_pretrain.py", ["--use_fp16=True", "--use_bfloat16=True"],
      "--use_fp16 and --use_bfloat16 are both set"),
     ("pt-accumulation-splits-bi-data-pairs", "run_pretrain.py", ["--gradient_accumulation_steps=8"],
@@ -85,6 +97,9 @@ CASES = [
     ("pt-ids-beyond-n-token", "run_pretrain.py", ["--record_info_dir={w}/no_info/tfrecords", "--n_token=100"],
      "outside the model's vocabulary [0, n_token=100). Pass --n_token"),
     # run_classifier.py
+    ("cls-dropatt-negative", "run_classifier.py", ["--dropatt=-0.5"], "`dropatt` must be in [0, 1)"),
+    ("cls-model-dir-of-a-pretraining-run", "run_classifier.py", ["--model_dir={w}/pt_ok"],
+     "Cannot resume from {w}/pt_ok/ckpt-2"),
     ("cls-unknown-task", "run_classifier.py", ["--task_name=nosuchtask"], "Unknown --task_name 'nosuchtask'"),
     ("cls-empty-data-dir", "run_classifier.py", ["--data_dir={w}/empty"], "needs the directory"),
     ("cls-seq-too-short", "run_classifier.py", ["--max_seq_length=2"], "--max_seq_length must be at least 3"),
@@ -175,7 +190,8 @@ CASES = [
      "unknown head XLNetForQuestionAnsweringSimple"),
     ("cv-d-head-hf-cannot-express", "convert_checkpoint.py",
      ["--input=tests/testdata/model/ckpt_untied", "--task_name=toy"], "d_head=6 is not d_model / n_head"),
-    ("cv-output-dir-is-a-file", "convert_checkpoint.py", ["--output_dir={w}/tiny.json"], "Cannot use --output_dir {w}/tiny.json as a directory: it is a file"),
+    ("cv-output-dir-is-a-file", "convert_checkpoint.py", ["--output_dir={w}/tiny.json"],
+     "Cannot use --output_dir {w}/tiny.json as a directory: it is a file"),
 ]
 
 
@@ -281,10 +297,11 @@ def results(tmp_path_factory):
   # Model directories: one whose latest checkpoint lost its data file, one trained with a bigger model; cached
   # classifier records whose training file is cut short.
   setup = [["run_pretrain.py", f"--record_info_dir={w}/records/tfrecords", f"--model_dir={w}/{name}", *PRETRAIN,
-            "--train_steps=2", *extra] for name, extra in (("half", []), ("bigger", ["--d_inner=32"]))]
+            "--train_steps=2", *extra] for name, extra in (("half", []), ("bigger", ["--d_inner=32"]), ("pt_ok", []))]
   setup.append(["run_classifier.py", *base_flags("run_classifier.py", w, w / "cls_ok"), "--train_steps=1"])
   for code, err in cli_forks.run(setup, logs):
     assert code == 0, err[-2000:]
+  (w / "pt_ok_run_flags.json").write_bytes((w / "pt_ok" / "run_flags.json").read_bytes())
   for data in (w / "half").glob("ckpt-2.data-*"):
     data.unlink()
   shutil.copytree(w / "cls_ok" / "records", w / "cls_corrupt")
@@ -327,6 +344,16 @@ def test_bad_input(results, case_id, tool, extra, words):
   assert not list(case_dir.glob("model/ckpt-*")), "a failed run wrote a checkpoint"
   assert (w / "owned.bin").read_bytes() == OWNED and (w / "owned_dir" / "notes.txt").read_bytes() == OWNED
   assert sorted(os.listdir(w / "owned_dir")) == ["notes.txt"] and not os.listdir(w / "empty_model")
+
+
+def test_failed_runs_leave_the_run_files_of_the_run_before(results):
+  """Two runs that fail in a finished run's --model_dir (a flag it refuses; a checkpoint of another task it cannot
+  resume): the run's run_flags.json and checkpoints are as that run left them."""
+  for case_id in ("pt-bad-dropout-in-a-run-s-model-dir", "cls-model-dir-of-a-pretraining-run"):
+    assert results[case_id][0] == 1
+  w = results["cls-model-dir-of-a-pretraining-run"][2]
+  assert (w / "pt_ok" / "run_flags.json").read_bytes() == (w / "pt_ok_run_flags.json").read_bytes()
+  assert sorted(p.name for p in (w / "pt_ok").glob("ckpt-*.index")) == ["ckpt-2.index"]
 
 
 def test_the_sweep_is_wide():

@@ -297,3 +297,28 @@ def test_corpus_writers(tmp_path):
   assert rows("train") <= set(train.tolist()) and rows("test") <= set(dev.tolist())
   corpora.write_aclimdb(str(tmp_path / "acl2"), num_train=10, num_dev=6, seed=1)
   assert sorted(os.listdir(tmp_path / "acl2" / "train" / "pos")) == names["train/pos"]  # Deterministic.
+
+
+def test_a_signal_while_writing_leaves_no_part_of_a_record_file(tmp_path):
+  """SIGTERM (a scheduler's stop) while a record file is being written: one line, exit 143, and neither the
+  temporary record file nor the save directory's lock is left (a rerun starts clean)."""
+  import signal  # pylint: disable=import-outside-toplevel
+  import time  # pylint: disable=import-outside-toplevel
+  from xlnet_tf import fileio  # pylint: disable=import-outside-toplevel
+  (tmp_path / "corpus").mkdir()
+  text = "".join(open(p, encoding="utf-8").read() for p in sorted(glob.glob(f"{GOLDEN}/corpus/*.txt")))
+  (tmp_path / "corpus" / "big.txt").write_text(text * 10, encoding="utf-8")  # writes for a few seconds
+  out = tmp_path / "out"
+  proc = subprocess.Popen([sys.executable, "data_utils.py", f"--input_glob={tmp_path}/corpus/*.txt",
+                           f"--sp_path={GOLDEN}/spm/spiece.model", f"--save_dir={out}", *GOLDEN_FLAGS],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+  deadline = time.time() + 300
+  writing = lambda: [f for f in glob.glob(f"{out}/tfrecords/*") if fileio.is_temp_name(f)]
+  while not writing() and proc.poll() is None and time.time() < deadline:
+    time.sleep(0.01)
+  assert writing(), "the run ended before writing a record file"
+  proc.send_signal(signal.SIGTERM)
+  _, err = proc.communicate(timeout=120)
+  assert proc.returncode == 128 + signal.SIGTERM and "Traceback" not in err, err[-3000:]
+  assert err.strip().splitlines()[-1].startswith("data_utils.py: stopped by SIGTERM; files are written whole"), err
+  assert os.listdir(out / "tfrecords") == []

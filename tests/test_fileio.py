@@ -98,6 +98,26 @@ def test_a_directory_never_replaces_a_file_or_a_directory_it_did_not_write(tmp_p
   fileio.check_output_dir(str(theirs))  # files go into a directory that holds anything
 
 
+def test_an_output_directory_that_cannot_be_written_is_named_with_its_flag(tmp_path, monkeypatch):
+  """A flag's output directory (or the directory it would be made in) on a read-only file system or without write
+  permission: one line naming the flag before anything is written. (The tests run as root, whom permissions do not
+  stop, so the operating system's answers are stood in for.)"""
+  readonly = {str(tmp_path / "ro")}
+  (tmp_path / "ro").mkdir()
+  monkeypatch.setattr(fileio.os, "access", lambda path, mode: str(path) not in readonly)
+  rdonly = lambda path, flag: type("S", (), {"f_flag": flag})()
+  monkeypatch.setattr(fileio.os, "statvfs", lambda path: rdonly(path, os.ST_RDONLY))
+  with pytest.raises(ValueError, match=rf"^Cannot use --model_dir {tmp_path}/ro: it is on a read-only file system\. "
+                                       "Pass a writable directory\.$"):
+    fileio.check_output_dir(str(tmp_path / "ro"), "--model_dir")
+  monkeypatch.setattr(fileio.os, "statvfs", lambda path: rdonly(path, 0))
+  with pytest.raises(ValueError, match=rf"^Cannot use --predict_dir {tmp_path}/ro/a/b: {tmp_path}/ro is not "
+                                       "writable by this user\."):
+    fileio.check_output_dir(str(tmp_path / "ro" / "a" / "b"), "--predict_dir")
+  fileio.check_output_dir(str(tmp_path / "rw" / "new"), "--predict_dir")
+  fileio.check_output_dir(str(tmp_path / "ro" / "x"))  # no flag: an internal path, left to the write itself
+
+
 def test_glob_includes_hidden_files_as_gfile_does(tmp_path):
   for name in (".hidden.txt", "b.txt", "a.txt"):
     (tmp_path / name).write_text("x")

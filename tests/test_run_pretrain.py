@@ -155,6 +155,25 @@ def test_sigterm_saves_the_current_step_and_resume_is_bit_identical(record_dirs,
   assert_same_checkpoint(uninterrupted[0], str(stopped_dir / "ckpt-20"))
 
 
+def test_ctrl_c_before_training_ends_with_one_line(record_dirs, tmp_path):
+  """Ctrl-C while the tool starts (imports: nothing written yet) and while it prepares the run (its --model_dir
+  locked, no training loop yet): exit 130, one line, no traceback, no checkpoint and no lock left."""
+  for name, started in (("starting", lambda run_dir: time.sleep(1.5) or True),
+                        ("preparing", lambda run_dir: (run_dir / ".run.lock").exists())):
+    run_dir = tmp_path / name
+    proc = subprocess.Popen(pretrain_cmd(record_dirs["bi"], run_dir, "--train_steps=1000"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not started(run_dir) and proc.poll() is None and time.time() < deadline:
+      time.sleep(0.005)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGINT and "Traceback" not in err, (name, err[-3000:])
+    assert err.strip().splitlines()[-1].startswith("run_pretrain.py: stopped by SIGINT"), (name, err[-3000:])
+    assert not list(run_dir.glob("ckpt-*")) and not (run_dir / ".run.lock").exists()
+  assert err.strip().splitlines()[-1].startswith("run_pretrain.py: stopped by SIGINT; files are written whole")
+
+
 @pytest.mark.slow
 def test_kill_9_and_sigterm_with_gradient_accumulation_resume_bit_identical(record_dirs, tmp_path):
   """--gradient_accumulation_steps=2 (bi_data records: micro-batches of 2 forward + 2 backward rows, each with its

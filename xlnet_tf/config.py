@@ -106,6 +106,8 @@ class RunConfig:
     if use_bfloat16 and use_fp16:
       raise ValueError("`use_bfloat16` and `use_fp16` are both set; pick one precision (--use_bfloat16 or "
                        "--use_fp16).")
+    if mem_len is not None and mem_len < 0:
+      raise ValueError(f"`mem_len` must be >= 0 (0: no memory). Received: {mem_len}.")
     self.is_training = is_training
     self.use_tpu = use_tpu
     self.use_bfloat16 = use_bfloat16

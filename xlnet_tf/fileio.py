@@ -110,8 +110,9 @@ def check_output_dir(path, what=None, marker=None):
       (a SavedModel's `saved_model.pb`; "": none, only an empty directory is replaced).
 
   Raises:
-    ValueError: `path` (or, locally, a directory above it) is an existing file; or, with `marker`, `path` is a
-      non-empty directory without `marker`. The message names `path`, which is left as it is.
+    ValueError: `path` (or, locally, a directory above it) is an existing file; with `what` (a user's flag),
+      locally, `path` or the directory it would be made in cannot be written; with `marker`, `path` is a non-empty
+      directory without `marker`. The message names `path`, which is left as it is.
   """
   path = str(path).rstrip("/")
   name = f"{what} {path}" if what else path
@@ -122,6 +123,10 @@ def check_output_dir(path, what=None, marker=None):
     which = "it is a file" if above == path else f"{above} is a file"
     raise ValueError(f"Cannot use {name} as a directory: {which}, left as it is. Pass a directory (new, or one "
                      "this tool wrote).")
+  if what and above and not is_remote(above) and not os.access(above, os.W_OK | os.X_OK):
+    why = "on a read-only file system" if os.statvfs(above).f_flag & os.ST_RDONLY else "not writable by this user"
+    which = "it is" if above == path else f"{above} is"
+    raise ValueError(f"Cannot use {name}: {which} {why}. Pass a writable directory.")
   if marker is not None and exists(path) and glob(glob_lib.escape(path) + "/*") and not (
       marker and exists(os.path.join(path, marker))):
     held = f" (no {marker})" if marker else ""
@@ -221,6 +226,9 @@ def directory_lock(directory, name="run", what="--model_dir"):
       logging.warning("Taking over the stale lock %s (its process is gone).", path)
       remove(path)
       continue
+    except OSError as e:
+      raise ValueError(f"Cannot use {what} {directory}: {e.strerror or e} (writing its lock {path}). Pass a "
+                       "writable directory.") from None
     with os.fdopen(fd, "w") as f:
       f.write(me)
     break

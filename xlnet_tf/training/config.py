@@ -69,6 +69,18 @@ class TrainConfig:
       raise ValueError(f"--loss_weighting must be one of {LOSS_WEIGHTINGS}. Received: {self.loss_weighting!r}.")
     if self.clip_mode is not None and self.clip_mode not in optimization.CLIP_MODES:
       raise ValueError(f"--clip_mode must be one of {optimization.CLIP_MODES}. Received: {self.clip_mode!r}.")
+    if not self.clip > 0:
+      raise ValueError(f"--clip must be > 0: it bounds the global gradient norm. Received: {self.clip}.")
+    if not self.lr_layer_decay_rate >= 0:
+      raise ValueError(f"--lr_layer_decay_rate must be >= 0 (1.0: no decay). Received: {self.lr_layer_decay_rate}.")
+    if not self.adam_epsilon > 0:
+      raise ValueError(f"--adam_epsilon must be > 0 (Adam divides by sqrt(v) + epsilon). Received: "
+                       f"{self.adam_epsilon}.")
+    if self.save_steps is not None and self.save_steps < 1:
+      raise ValueError(f"--save_steps must be positive (or unset: a checkpoint at the end only). Received: "
+                       f"{self.save_steps}.")
+    if self.max_save is not None and self.max_save < 0:
+      raise ValueError(f"--max_save must be >= 0 (0: keep every checkpoint). Received: {self.max_save}.")
 
   def optimizer_args(self):
     """The arguments of `optimization.create_optimizer`."""

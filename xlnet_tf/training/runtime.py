@@ -186,12 +186,9 @@ def is_chief(strategy):
                                                    "chief" not in resolver.cluster_spec().as_dict())
 
 
-def write_run_files(model_dir, xlnet_config, flags_dict):
-  """`xlnet_config.json` and `run_flags.json` in model_dir (what the original's `config.json` held, and more).
-
-  Raises:
-    ValueError: model_dir already holds checkpoints of a model with another config (they could not be resumed).
-  """
+def check_run_files(model_dir, xlnet_config):
+  """Before a run restores anything: ValueError if model_dir already holds checkpoints of a model with another
+  config than xlnet_config (its `xlnet_config.json` says so; they could not be resumed)."""
   config_path = os.path.join(model_dir, "xlnet_config.json")
   if fileio.exists(config_path) and tf.train.latest_checkpoint(model_dir):
     old = XLNetConfig(json_path=config_path).to_dict()
@@ -201,7 +198,13 @@ def write_run_files(model_dir, xlnet_config, flags_dict):
     if diff:
       raise ValueError(f"--model_dir {model_dir} holds checkpoints of another model ({config_path}: "
                        f"{'; '.join(diff)}). Resume with that config, or pass another --model_dir.")
-  xlnet_config.to_json(config_path)
+
+
+def write_run_files(model_dir, xlnet_config, flags_dict):
+  """`xlnet_config.json` and `run_flags.json` in model_dir (what the original's `config.json` held, and more), each
+  written atomically. A CLI writes them once its run has restored or initialised its model: a run that fails
+  before (a bad flag, a checkpoint it cannot resume) leaves the files of the run before it as they were."""
+  xlnet_config.to_json(os.path.join(model_dir, "xlnet_config.json"))
   fileio.write_json(os.path.join(model_dir, "run_flags.json"), flags_dict, indent=2, sort_keys=True, default=str)
 
 
@@ -227,7 +230,8 @@ def start(*, strategy="auto", num_core_per_host=None, seed=None, deterministic=F
   (`prefer_wide_xla_vectors`), enables op determinism (`deterministic`, which needs `seed`), seeds
   Keras/TF/numpy/python (`seed`: initialisation and dropout), builds the strategy (`make_strategy`;
   `num_core_per_host` is ignored on TPU), makes float32 matmuls strict on GPUs unless `use_tf32`
-  (`set_float32_matmul_precision`) and warns when bfloat16 (`use_bfloat16`) would be emulated. The CLIs call it with their flags through `cli.start`.
+  (`set_float32_matmul_precision`) and warns when bfloat16 (`use_bfloat16`) would be emulated. The CLIs call it
+  with their flags through `cli.start`.
 
   Args:
     strategy: a name of `STRATEGIES`; num_core_per_host, cloud_tpu: as `make_strategy`.

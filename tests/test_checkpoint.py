@@ -110,6 +110,13 @@ def test_a_damaged_checkpoint_is_one_error_naming_it(tmp_path, damage, reason):
     assert str(info.value).endswith("); download or export it again.")
 
 
+def test_huggingface_weights_without_config_json_are_named(tmp_path):
+  (tmp_path / "model.safetensors").write_bytes(b"{}")
+  with pytest.raises(FileNotFoundError, match=rf"^{tmp_path} holds HuggingFace weights \(model.safetensors\) but no "
+                                              r"config.json\. Put the model's config.json"):
+    checkpoint.resolve_checkpoint_path(str(tmp_path))
+
+
 def test_bfloat16_model_is_close_to_float32_golden():
   golden = np.load("tests/testdata/model/untied_finetune.npz")
   model = XLNetModel(config(), RunConfig(**dict(RUN, use_bfloat16=True)))

@@ -105,13 +105,16 @@ class Reader:
 
 def resolve_checkpoint_path(ckpt_path):
   """A checkpoint prefix from a prefix, a directory (its latest checkpoint or its single `*.index`), or
-  `<dir>/latest` (the original's convention)."""
+  `<dir>/latest` (the original's convention). FileNotFoundError naming what is missing where there is none (for a
+  directory of HuggingFace weights without config.json: that file)."""
   if ckpt_path.endswith("/latest"):
     ckpt_path = os.path.dirname(ckpt_path)
   if tf.io.gfile.isdir(ckpt_path):
     latest = tf.train.latest_checkpoint(ckpt_path)
     if latest is None:
       indexes = tf.io.gfile.glob(os.path.join(ckpt_path, "*.index"))
+      if not indexes:
+        hf_checkpoint.require_config(ckpt_path)
       if len(indexes) != 1:
         raise FileNotFoundError(f"No checkpoint found in directory {ckpt_path} (found {len(indexes)} *.index "
                                 "files). Pass the checkpoint prefix, e.g. .../xlnet_model.ckpt.")

@@ -173,7 +173,7 @@ def sentencepiece(o):
   """The SentencePiece model of --spiece_model_file; FlagError naming the flag where it cannot be used."""
   from xlnet_tf.data import tokenization  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)
   try:
-    return tokenization.load_sentencepiece(o.spiece_model_file)
+    return tokenization.load_sentencepiece(o.spiece_model_file, flag="--spiece_model_file")
   except ValueError as e:
     raise FlagError(f"--spiece_model_file: {e}") from None
 

@@ -6,6 +6,7 @@ or directory passed where an output directory goes keeps its bytes). docs/reliab
 All cases run as command lines started together by one fixture (three at a time, forked after one TensorFlow
 import: tests/helpers/cli_forks.py); each case is one test."""
 
+import copy
 import json
 import os
 import shutil
@@ -52,6 +53,8 @@ CASES = [
     ("du-odd-batch-bi-data", "data_utils.py", ["--bsz_per_host=3"], "--bi_data needs --bsz_per_host divisible"),
     ("du-save-dir-is-a-file", "data_utils.py", ["--save_dir={w}/owned.bin"],
      "Cannot use --save_dir {w}/owned.bin as a directory: it is a file, left as it is"),
+    ("du-spm-is-a-directory", "data_utils.py", ["--sp_path={w}/empty"],
+     "SentencePiece model {w}/empty is a directory. Pass the .model file itself as --sp_path"),
     # run_pretrain.py
     ("pt-no-records-flag", "run_pretrain.py", ["--record_info_dir="], "--record_info_dir is required"),
     ("pt-records-differ", "run_pretrain.py", ["--num_predict=5"], "fnp-6"),
@@ -84,6 +87,9 @@ CASES = [
     ("pt-init-config-mismatch", "run_pretrain.py", ["--init_checkpoint={w}/other/xlnet_model.ckpt"],
      "Shape mismatch loading {w}/other/xlnet_model.ckpt"),
     ("pt-init-missing", "run_pretrain.py", ["--init_checkpoint={w}/nowhere/xlnet_model.ckpt"], "nowhere"),
+    ("pt-init-data-missing", "run_pretrain.py", ["--init_checkpoint={w}/ckpt_half/xlnet_model.ckpt"],
+     "--init_checkpoint {w}/ckpt_half/xlnet_model.ckpt is incomplete or damaged "
+     "({w}/ckpt_half/xlnet_model.ckpt.data-00000-of-00001; No such file or directory); download or export it again."),
     ("pt-half-written-checkpoint", "run_pretrain.py", ["--model_dir={w}/half"], "Cannot resume from {w}/half/ckpt-2"),
     ("pt-model-dir-of-another-config", "run_pretrain.py", ["--model_dir={w}/bigger", "--train_steps=6"],
      "holds checkpoints of another model"),
@@ -104,6 +110,14 @@ CASES = [
     ("cls-empty-data-dir", "run_classifier.py", ["--data_dir={w}/empty"], "needs the directory"),
     ("cls-seq-too-short", "run_classifier.py", ["--max_seq_length=2"], "--max_seq_length must be at least 3"),
     ("cls-missing-spm", "run_classifier.py", ["--spiece_model_file={w}/missing.model"], "does not exist"),
+    ("cls-spm-garbage", "run_classifier.py", ["--spiece_model_file={w}/garbage.model"],
+     "Pass the .model file written by scripts/train_spm.py as --spiece_model_file."),  # not data_utils' --sp_path
+    ("cls-stsb-nan-label", "run_classifier.py",
+     ["--task_name=sts-b", "--is_regression=True", "--data_dir={w}/stsb_nan"],
+     "Regression label 'nan' in {w}/stsb_nan/train.tsv line 3 (task 'sts-b') is not a finite number. Fix the file."),
+    ("cls-init-data-cut", "run_classifier.py", ["--init_checkpoint={w}/ckpt_cut/xlnet_model.ckpt"],
+     "--init_checkpoint {w}/ckpt_cut/xlnet_model.ckpt is incomplete or damaged (Read less bytes than requested); "
+     "download or export it again."),
     ("cls-warmup", "run_classifier.py", ["--train_steps=4", "--warmup_steps=4"], "--warmup_steps must be"),
     ("cls-fp16-and-bf16", "run_classifier.py", ["--use_fp16=True", "--use_bfloat16=True"],
      "--use_fp16 and --use_bfloat16 are both set: pick one precision"),
@@ -155,6 +169,13 @@ CASES = [
     ("squad-predict-dir-is-a-file", "run_squad.py",
      ["--do_predict=True", "--predict_file={w}/squad/dev-v2.0.json", "--predict_dir={w}/owned.bin"],
      "Cannot use --predict_dir {w}/owned.bin as a directory: it is a file"),
+    ("squad-predict-answer-without-text", "run_squad.py",
+     ["--do_predict=True", "--predict_file={w}/squad_no_text.json", "--predict_dir={w}/squad_pred"],
+     "question 'q-no-text': every answer needs a 'text' string"),
+    ("squad-predict-duplicate-id", "run_squad.py",
+     ["--do_predict=True", "--predict_file={w}/squad_dup_id.json", "--predict_dir={w}/squad_pred"],
+     "SQuAD file {w}/squad_dup_id.json: data[0].paragraphs[0].qas[1]: question id 'q-twice' is also the id of "
+     "data[0].paragraphs[0].qas[0]: predictions are keyed by id"),
     ("squad-spm-beyond-n-token", "run_squad.py", ["--model_config_path={w}/tiny100.json"],
      "has 1000 pieces, more than the model's n_token=100"),
     ("squad-records-beyond-n-token", "run_squad.py", ["--output_dir={w}/squad_big_ids"],
@@ -184,6 +205,10 @@ CASES = [
     # convert_checkpoint.py
     ("cv-cut-safetensors", "convert_checkpoint.py", ["--input={w}/hf_cut"], "is not a readable safetensors file"),
     ("cv-cut-h5", "convert_checkpoint.py", ["--input={w}/hf_cut_h5"], "is not a readable tf_model.h5"),
+    ("cv-data-missing", "convert_checkpoint.py", ["--input={w}/ckpt_half/xlnet_model.ckpt"],
+     "--input {w}/ckpt_half/xlnet_model.ckpt is incomplete or damaged ("),
+    ("cv-hf-without-config", "convert_checkpoint.py", ["--input={w}/hf_no_config"],
+     "{w}/hf_no_config holds HuggingFace weights (model.safetensors) but no config.json. Put the model's config.json"),
     ("cv-config-mismatch", "convert_checkpoint.py", ["--input={w}/hf_bad_config"],
      "config.json does not match the weights"),
     ("cv-unknown-head", "convert_checkpoint.py", ["--input=tests/testdata/hf/qa_simple_safetensors"],
@@ -278,8 +303,36 @@ def results(tmp_path_factory):
     path.write_bytes(path.read_bytes()[:size])
   hf_config = json.loads((w / "hf_ok" / "config.json").read_text())
   (w / "hf_bad_config" / "config.json").write_text(json.dumps(dict(hf_config, d_inner=TINY["d_inner"] + 1)))
+  # Damaged downloads: a TF1 checkpoint without its data file, one whose data file is cut short, HF weights without
+  # their config.json; a file that is no SentencePiece model.
+  for name in ("ckpt_half", "ckpt_cut"):
+    shutil.copytree(w / "tiny_ckpt", w / name)
+  (w / "ckpt_half" / "xlnet_model.ckpt.data-00000-of-00001").unlink()
+  data = w / "ckpt_cut" / "xlnet_model.ckpt.data-00000-of-00001"
+  data.write_bytes(data.read_bytes()[:data.stat().st_size // 2])
+  (w / "hf_no_config").mkdir()
+  shutil.copy(w / "hf_ok" / "model.safetensors", w / "hf_no_config")
+  (w / "garbage.model").write_bytes(b"not a SentencePiece model\n" * 100)
   corpora.write_aclimdb(str(w / "imdb"), num_train=8, num_dev=4, seed=1)
   squad_corpus.write_squad_corpus(str(w / "squad"), num_train=4, num_dev=2, seed=0)
+  # Files to predict that the evaluation cannot use: answers without text, two questions with one id.
+  dev = json.loads((w / "squad" / "dev-v2.0.json").read_text())
+  for name, break_it in (("squad_no_text", "text"), ("squad_dup_id", "id")):
+    doc = copy.deepcopy(dev)
+    questions = [qa for article in doc["data"] for paragraph in article["paragraphs"] for qa in paragraph["qas"]]
+    if break_it == "id":
+      questions[0]["id"] = questions[1]["id"] = "q-twice"
+    else:
+      next(qa for qa in questions if qa["answers"])["id"] = "q-no-text"
+      for answer in (answer for qa in questions for answer in qa["answers"]):
+        del answer["text"]
+    (w / f"{name}.json").write_text(json.dumps(doc))
+  # STS-B with a regression label float() reads as nan (line 3).
+  (w / "stsb_nan").mkdir()
+  (w / "stsb_nan" / "train.tsv").write_text("".join(
+      ["index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"] +
+      [f"{i}\tmain\tx\t2012\t{i}\tnone\tnone\tA man plays guitar {i}.\tA person plays music.\t{label}\n"
+       for i, label in enumerate(["1.0", "nan", "3.5", "2.0"])]))
   race_corpus.write_race_corpus(str(w / "race"), num_train=2, num_dev=2, num_test=2, max_article_words=40,
                                 middle_max_words=30)
   # Good records, then a copy with one file truncated mid-record and a copy whose record_info names a lost file.

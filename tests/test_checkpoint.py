@@ -1,11 +1,15 @@
 """Original-format checkpoints: load, export, round trip, and the errors of a config that does not fit."""
 
+import os
+import shutil
+
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from xlnet_tf import RunConfig, XLNetConfig, XLNetModel, export_original_checkpoint, load_original_checkpoint
+from xlnet_tf import checkpoint
 from xlnet_tf.checkpoint import checkpoint_arrays, original_variable_map
 from xlnet_tf.modeling.heads import finetune_heads
 
@@ -84,6 +88,33 @@ def test_config_that_does_not_fit_is_a_clear_error(change, message):
 def test_missing_checkpoint_is_a_clear_error(tmp_path):
   with pytest.raises(FileNotFoundError, match="xlnet_model.ckpt"):
     load_original_checkpoint(golden_model(), str(tmp_path / "nope" / "xlnet_model.ckpt"))
+
+
+@pytest.mark.parametrize("damage, reason", [("missing", "xlnet_model.ckpt.data-00000-of-00001; No such file"),
+                                           ("cut", "Read less bytes than requested")])
+def test_a_damaged_checkpoint_is_one_error_naming_it(tmp_path, damage, reason):
+  """A checkpoint whose .data file is missing or cut short (a download or copy that stopped): one
+  DamagedCheckpointError naming it, the reason and what to do, not TensorFlow's OpError or IndexError."""
+  shutil.copytree(UNTIED, tmp_path / "ckpt")
+  prefix = str(tmp_path / "ckpt" / "xlnet_model.ckpt")
+  data = tmp_path / "ckpt" / "xlnet_model.ckpt.data-00000-of-00001"
+  if damage == "missing":
+    data.unlink()
+  else:
+    data.write_bytes(data.read_bytes()[:os.path.getsize(data) // 2])
+  for read in (lambda: checkpoint.load_weights(golden_model(), prefix), lambda: checkpoint.original_arrays(prefix)):
+    with pytest.raises(checkpoint.DamagedCheckpointError) as info:
+      read()
+    assert str(info.value).startswith(f"Checkpoint {prefix} is incomplete or damaged (") and reason in str(info.value)
+    assert str(info.value.named("--init_checkpoint")).startswith(f"--init_checkpoint {prefix} is incomplete or ")
+    assert str(info.value).endswith("); download or export it again.")
+
+
+def test_huggingface_weights_without_config_json_are_named(tmp_path):
+  (tmp_path / "model.safetensors").write_bytes(b"{}")
+  with pytest.raises(FileNotFoundError, match=rf"^{tmp_path} holds HuggingFace weights \(model.safetensors\) but no "
+                                              r"config.json\. Put the model's config.json"):
+    checkpoint.resolve_checkpoint_path(str(tmp_path))
 
 
 def test_bfloat16_model_is_close_to_float32_golden():

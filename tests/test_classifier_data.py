@@ -167,6 +167,12 @@ def test_stsb_float_labels(tmp_path):
   assert p.metric_names == ("pearsonr", "spearmanr")
   with pytest.raises(ValueError, match=r"Regression label 'high' in .*dev.tsv line 2 .* is not a number"):
     p.get_dev_examples(d)
+  for label in ("nan", "inf", "-Infinity"):  # float() takes them; the loss would not be finite
+    write(f"{d}/dev.tsv", tsv(header + ["score"], ["0", "g", "f", "y", "0", "s", "s", "x", "y", "1.0"],
+                              ["1", "g", "f", "y", "1", "s", "s", "x", "y", label]))
+    with pytest.raises(ValueError, match=rf"^Regression label '{label}' in .*dev.tsv line 3 \(task 'sts-b'\) is not "
+                                         r"a finite number\. Fix the file\.$"):
+      p.get_dev_examples(d)
   assert classifier_data.label_list_for(p, True) is None
   with pytest.raises(ValueError, match=r"'sts-b' is a regression task .*--is_regression=True"):
     classifier_data.label_list_for(p, False)

@@ -154,6 +154,24 @@ def test_evaluation_ignores_answers(tmp_path):
   assert example.orig_answer_text is None
 
 
+@pytest.mark.parametrize("qas, message", [
+    ([{"id": "q1", "question": "Where?", "answers": [{"answer_start": 15}]}],
+     r"data\[0\]\.paragraphs\[0\]\.qas\[0\]: question 'q1': every answer needs a 'text' string"),
+    ([{"id": "q1", "question": "Where?", "answers": [{"text": "the mat", "answer_start": 15}]},
+      {"id": "q2", "question": "Who?", "answers": []}, {"id": "q1", "question": "What?", "answers": []}],
+     r"data\[0\]\.paragraphs\[0\]\.qas\[2\]: question id 'q1' is also the id of data\[0\]\.paragraphs\[0\]\.qas\[0\]: "
+     r"predictions are keyed by id, so one of the two would be lost\. Give each question its own id\.$"),
+])
+def test_evaluation_needs_answer_texts_and_distinct_ids(tmp_path, qas, message):
+  """What the evaluation reads from a file to predict: an answer's text (else a KeyError after the model ran), and
+  ids that differ (predictions.json is keyed by id: a second question of the same id would silently replace the
+  first's prediction, as in the original)."""
+  path = _write_json(tmp_path, _squad(qas))
+  with pytest.raises(ValueError, match=message) as info:
+    squad_examples.read_squad_examples(path, is_training=False)
+  assert str(info.value).startswith(f"SQuAD file {path}: ") and "\n" not in str(info.value)
+
+
 @pytest.mark.parametrize("kwargs, flag", [
     (dict(max_seq_length=19, max_query_length=16, doc_stride=24), "max_seq_length"),
     (dict(max_seq_length=64, max_query_length=16, doc_stride=0), "doc_stride"),

@@ -97,6 +97,20 @@ def test_load_sentencepiece_checks_symbols(tmp_path):
   assert "plain.model lacks the XLNet special symbols" in msg and "id 3 is" in msg and "\n" not in msg
 
 
+def test_load_sentencepiece_errors_name_the_flag_that_passed_it(tmp_path):
+  """data_utils.py passes --sp_path, the fine-tuning tools --spiece_model_file: each message names the caller's flag;
+  a directory is called a directory (not a file that does not exist)."""
+  (tmp_path / "junk.model").write_bytes(b"not a model")
+  with pytest.raises(ValueError, match=r"junk.model is not a SentencePiece model .* as --spiece_model_file\.$"):
+    tk.load_sentencepiece(str(tmp_path / "junk.model"), flag="--spiece_model_file")
+  with pytest.raises(FileNotFoundError, match=r"missing.model does not exist\. Pass an existing "
+                                              r"--spiece_model_file\.$"):
+    tk.load_sentencepiece(str(tmp_path / "missing.model"), flag="--spiece_model_file")
+  with pytest.raises(ValueError, match=rf"SentencePiece model {tmp_path} is a directory\. Pass the \.model file itself "
+                                       r"as --sp_path, e\.g\. .*/spiece\.model\.$"):
+    tk.load_sentencepiece(str(tmp_path))
+
+
 def test_train_sentencepiece_ids_and_vocab_size(tmp_path):
   (tmp_path / "t.txt").write_text(open(GOLDEN_CORPUS, encoding="utf-8").read(), encoding="utf-8")
   path = tk.train_sentencepiece(str(tmp_path / "*.txt"), str(tmp_path / "out" / "sp"),

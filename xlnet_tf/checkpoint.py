@@ -8,9 +8,11 @@ the model (without `model/` for a head the original creates outside that scope, 
 Every checkpoint concern lives here: the TF1 name table, loading an original checkpoint (`load_original_checkpoint`)
 or one written by `training.Trainer` (`load_weights`, by the original names it stores under `weights/`), continuing
 either's optimizer state (`load_optimizer_state`), exporting to the original format, and listing a directory's
-checkpoints by step.
+checkpoints by step. A checkpoint whose files are damaged (a `.data-*` file missing or cut short) is one
+`DamagedCheckpointError`, not TensorFlow's error.
 """
 
+import contextlib
 import os
 import re
 
@@ -56,15 +58,63 @@ def original_variable_map(model):
   return table
 
 
+class DamagedCheckpointError(ValueError):
+  """A checkpoint whose files cannot be read whole (a `.data-*` file missing or cut short, a damaged index).
+
+  The message names the checkpoint as `name`: "Checkpoint", or the flag that passed it (`named`).
+  """
+
+  def __init__(self, path, reason, name="Checkpoint"):
+    self.path, self.reason, self.name = path, reason, name
+    super().__init__(f"{name} {path} is incomplete or damaged ({reason}); download or export it again.")
+
+  def named(self, name):
+    """The same error, the checkpoint named as `name` (e.g. "--init_checkpoint")."""
+    return DamagedCheckpointError(self.path, self.reason, name)
+
+
+@contextlib.contextmanager
+def reading(path):
+  """Turns what TensorFlow raises while reading checkpoint `path` (an OpError for a missing `.data-*` file, an
+  IndexError for one cut short, ...) into one `DamagedCheckpointError`."""
+  try:
+    yield
+  except (tf.errors.OpError, IndexError, RuntimeError) as e:
+    reason = " ".join((str(getattr(e, "message", "") or e) or type(e).__name__).split())[:200]
+    raise DamagedCheckpointError(path, reason) from None
+
+
+class Reader:
+  """`tf.train.load_checkpoint(path)`, whose reads end in `DamagedCheckpointError` where the files are damaged."""
+
+  def __init__(self, path):
+    self.path = path
+    with reading(path):
+      self._reader = tf.train.load_checkpoint(path)
+
+  def get_variable_to_shape_map(self):
+    return self._reader.get_variable_to_shape_map()
+
+  def has_tensor(self, name):
+    return self._reader.has_tensor(name)
+
+  def get_tensor(self, name):
+    with reading(self.path):
+      return self._reader.get_tensor(name)
+
+
 def resolve_checkpoint_path(ckpt_path):
   """A checkpoint prefix from a prefix, a directory (its latest checkpoint or its single `*.index`), or
-  `<dir>/latest` (the original's convention)."""
+  `<dir>/latest` (the original's convention). FileNotFoundError naming what is missing where there is none (for a
+  directory of HuggingFace weights without config.json: that file)."""
   if ckpt_path.endswith("/latest"):
     ckpt_path = os.path.dirname(ckpt_path)
   if tf.io.gfile.isdir(ckpt_path):
     latest = tf.train.latest_checkpoint(ckpt_path)
     if latest is None:
       indexes = tf.io.gfile.glob(os.path.join(ckpt_path, "*.index"))
+      if not indexes:
+        hf_checkpoint.require_config(ckpt_path)
       if len(indexes) != 1:
         raise FileNotFoundError(f"No checkpoint found in directory {ckpt_path} (found {len(indexes)} *.index "
                                 "files). Pass the checkpoint prefix, e.g. .../xlnet_model.ckpt.")
@@ -93,7 +143,7 @@ def load_original_checkpoint(model, ckpt_path):
     checkpoint), `unused` (checkpoint variables the model does not have, optimizer slots excluded).
   """
   ckpt_path = resolve_checkpoint_path(ckpt_path)
-  reader = tf.train.load_checkpoint(ckpt_path)
+  reader = Reader(ckpt_path)
   keys = {name: name for name in reader.get_variable_to_shape_map() if not _IGNORED.search(name)}
   return assign_by_name(model, reader, keys, ckpt_path)
 
@@ -103,7 +153,7 @@ def assign_by_name(model, reader, keys, source):
 
   Args:
     model: an XLNetModel.
-    reader: a `tf.train.load_checkpoint` reader.
+    reader: a `Reader` (or any reader with its methods, as `ArrayReader`).
     keys: {original name: checkpoint key} of the weights the checkpoint holds.
     source: the checkpoint's path, for messages.
 
@@ -183,7 +233,7 @@ class ArrayReader:
 
 def checkpoint_arrays(ckpt_path):
   """{name: numpy array} of every entry of a checkpoint (for tests and tools)."""
-  reader = tf.train.load_checkpoint(resolve_checkpoint_path(ckpt_path))
+  reader = Reader(resolve_checkpoint_path(ckpt_path))
   return {name: np.asarray(reader.get_tensor(name)) for name in reader.get_variable_to_shape_map()}
 
 
@@ -209,10 +259,11 @@ def load_optimizer_state(optimizer, slots, ckpt_path):
     return (f"Optimizer slots: none in HuggingFace directory {ckpt_path} (weights only), so fresh moments; "
             f"step {step()}.")
   path = resolve_checkpoint_path(ckpt_path)
-  reader = tf.train.load_checkpoint(path)
+  reader = Reader(path)
 
   if reader.has_tensor(OBJECT_GRAPH_KEY):
-    tf.train.Checkpoint(optimizer=optimizer).read(path).expect_partial()
+    with reading(path):
+      tf.train.Checkpoint(optimizer=optimizer).read(path).expect_partial()
     return f"Continued the optimizer state (slots, step {step()}) of {path}."
   found = [name for name in slots if reader.has_tensor(name)]
   for name in found:
@@ -233,7 +284,7 @@ def named_weight_keys(reader):
   """{original name: checkpoint key} of the `weights` a Trainer checkpoint holds; {} if it has none.
 
   Args:
-    reader: a `tf.train.load_checkpoint` reader of an object-based (TF2) checkpoint.
+    reader: a `Reader` of an object-based (TF2) checkpoint.
   """
   graph = trackable_object_graph_pb2.TrackableObjectGraph()
   graph.ParseFromString(reader.get_tensor(OBJECT_GRAPH_KEY))
@@ -276,7 +327,7 @@ def load_weights(model, ckpt_path):
     report = assign_by_name(model, ArrayReader(arrays), {n: n for n in arrays}, source)
     return dict(report, source=source)
   path = resolve_checkpoint_path(ckpt_path)
-  reader = tf.train.load_checkpoint(path)
+  reader = Reader(path)
   if not reader.has_tensor(OBJECT_GRAPH_KEY):
     report = load_original_checkpoint(model, path)
     logging.info("Initialised %d variables from original checkpoint %s.", len(report["loaded"]), path)
@@ -296,7 +347,7 @@ def original_arrays(ckpt_path):
   """{original name: numpy array} of the weights of an original TF1 checkpoint or one written by `Trainer`
   (optimizer slots and `global_step` left out)."""
   path = resolve_checkpoint_path(ckpt_path)
-  reader = tf.train.load_checkpoint(path)
+  reader = Reader(path)
   if reader.has_tensor(OBJECT_GRAPH_KEY):
     keys = named_weight_keys(reader)
   else:
@@ -313,7 +364,7 @@ def checkpoint_step(path):
   match = _STEP_SUFFIX.search(path)
   if match:
     return int(match.group(1))
-  reader = tf.train.load_checkpoint(path)
+  reader = Reader(path)
   for key in ("global_step", "optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"):
     if reader.has_tensor(key):
       return int(reader.get_tensor(key))

@@ -38,8 +38,12 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type="last", mo
   _check_output_dir(output_dir)
   path = checkpoint.resolve_checkpoint_path(ckpt_path)
   xlnet_config = XLNetConfig(json_path=model_config_path or os.path.join(os.path.dirname(path), "xlnet_config.json"))
-  config, weights, notes = hf_export.original_to_hf(checkpoint.original_arrays(path), xlnet_config, path,
-                                                     summary_type, task_name, allow_d_head_override)
+  try:
+    arrays = checkpoint.original_arrays(path)
+  except checkpoint.DamagedCheckpointError as e:
+    raise e.named("--input") from None
+  config, weights, notes = hf_export.original_to_hf(arrays, xlnet_config, path, summary_type, task_name,
+                                                     allow_d_head_override)
   fileio.makedirs(output_dir)
   with fileio.atomic_path(os.path.join(output_dir, "model.safetensors")) as tmp:
     save_file(weights, tmp, metadata={"format": "pt"})

@@ -79,6 +79,14 @@ def is_hf_directory(path):
       fileio.exists(os.path.join(path, name)) for name in WEIGHT_FILES)
 
 
+def require_config(directory):
+  """FileNotFoundError if `directory` holds HF weights but no `config.json` (a download or copy left incomplete)."""
+  weights = [name for name in WEIGHT_FILES if fileio.exists(os.path.join(directory, name))]
+  if weights and not fileio.exists(os.path.join(directory, CONFIG_FILE)):
+    raise FileNotFoundError(f"{directory} holds HuggingFace weights ({weights[0]}) but no {CONFIG_FILE}. Put the "
+                            f"model's {CONFIG_FILE} (downloaded with the weights) into {directory}, then rerun.")
+
+
 def read_config(directory):
   """The HF `config.json` of `directory` as a dict; a model type other than xlnet is a ValueError."""
   path = os.path.join(directory, CONFIG_FILE)

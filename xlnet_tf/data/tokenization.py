@@ -172,38 +172,36 @@ def check_special_symbols(sp_model, path="<model>"):
         f"control/user-defined symbols) or use a released XLNet spiece.model.")
 
 
-def load_sentencepiece(path):
+def load_sentencepiece(path, flag="--sp_path"):
   """Loads a SentencePiece model and checks that it has the XLNet special symbols at ids 0-8.
 
   Args:
     path: path of a `.model` file (local, or any path `tf.io.gfile` understands when it contains `://`).
+    flag: the flag that passed `path`, which the messages name (`--sp_path` in data_utils.py,
+      `--spiece_model_file` in the fine-tuning tools).
 
   Returns:
     A `sentencepiece.SentencePieceProcessor`.
 
   Raises:
     FileNotFoundError: no such file.
-    ValueError: the file is not a SentencePiece model or lacks the XLNet symbols.
+    ValueError: a directory, a file that is not a SentencePiece model, or a model that lacks the XLNet symbols.
   """
   if not path:
-    raise ValueError("No SentencePiece model given: pass --sp_path=<path to spiece.model>.")
-  if "://" in path:
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    if not tf.io.gfile.exists(path):
-      raise FileNotFoundError(f"SentencePiece model {path} does not exist. Pass an existing --sp_path.")
-    with tf.io.gfile.GFile(path, "rb") as f:
-      proto = f.read()
-  else:
-    if not os.path.isfile(path):
-      raise FileNotFoundError(f"SentencePiece model {path} does not exist. Pass an existing --sp_path.")
-    with open(path, "rb") as f:
-      proto = f.read()
+    raise ValueError(f"No SentencePiece model given: pass {flag}=<path to spiece.model>.")
+  if fileio.isdir(path):
+    raise ValueError(f"SentencePiece model {path} is a directory. Pass the .model file itself as {flag}, e.g. "
+                     f"{os.path.join(path, 'spiece.model')}.")
+  if not fileio.exists(path):
+    raise FileNotFoundError(f"SentencePiece model {path} does not exist. Pass an existing {flag}.")
+  with fileio.open_file(path, "rb") as f:
+    proto = f.read()
   sp_model = spm.SentencePieceProcessor()
   try:
     sp_model.LoadFromSerializedProto(proto)
   except (RuntimeError, OSError) as e:
     raise ValueError(f"{path} is not a SentencePiece model ({str(e).splitlines()[0] if str(e) else e!r}). "
-                     f"Pass the .model file written by scripts/train_spm.py as --sp_path.") from None
+                     f"Pass the .model file written by scripts/train_spm.py as {flag}.") from None
   check_special_symbols(sp_model, path)
   return sp_model
 

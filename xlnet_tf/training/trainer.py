@@ -103,20 +103,27 @@ class Trainer:
     """Resumes from the latest checkpoint in model_dir; else loads `init_checkpoint` (an original TF1
     checkpoint or one of ours): its weights, and with `init_optimizer_state` also the optimizer's slots and step
     where it has them (the original's `init_from_checkpoint(global_vars=True)`); else keeps the fresh
-    initialisation. Says what it did through `log_fn`. Returns the step."""
+    initialisation. Says what it did through `log_fn`. Returns the step.
+
+    Raises:
+      checkpoint.DamagedCheckpointError: `init_checkpoint`'s files cannot be read whole; the message names it as
+        --init_checkpoint.
+    """
     log_fn = log_fn or logging.info
     latest = self.checkpoints.restore_latest()
     if latest:
       self.mems.scatter()
       log_fn(f"Resumed from {latest} at step {self.step}.")
     elif init_checkpoint:
-      report = checkpoint_lib.load_weights(self.model, init_checkpoint)
-      log_fn(f"Initialised {len(report['loaded'])} variables from {report.get('source', init_checkpoint)}; kept their "
-             "initial values: "
-             f"{report['kept_initial'] or 'none'}.")
-      if init_optimizer_state:
-        slots = original_slot_map(self.optimizer, checkpoint_lib.original_variable_map(self.model))
-        log_fn(checkpoint_lib.load_optimizer_state(self.optimizer, slots, init_checkpoint))
+      try:
+        report = checkpoint_lib.load_weights(self.model, init_checkpoint)
+        log_fn(f"Initialised {len(report['loaded'])} variables from {report.get('source', init_checkpoint)}; kept "
+               f"their initial values: {report['kept_initial'] or 'none'}.")
+        if init_optimizer_state:
+          slots = original_slot_map(self.optimizer, checkpoint_lib.original_variable_map(self.model))
+          log_fn(checkpoint_lib.load_optimizer_state(self.optimizer, slots, init_checkpoint))
+      except checkpoint_lib.DamagedCheckpointError as e:
+        raise e.named("--init_checkpoint") from None
     return self.step
 
   # -- the loop: host side, then the steps it runs on the replicas ---------------------------------------------

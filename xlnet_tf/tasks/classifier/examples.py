@@ -3,6 +3,7 @@ delimited task files with one-line errors that name the file, the line and what 
 
 import csv
 import dataclasses
+import math
 import os
 
 import tensorflow as tf
@@ -57,11 +58,17 @@ def check_label(label, labels, path, line_num, task_name):
 
 
 def parse_float_label(text, path, line_num, task_name):
+  """The float of a regression label, as the original's `float(text)`; a ValueError naming the file and line for
+  one that is not a number, or not a finite one (`nan`, `inf`: float() takes them, and the loss would be NaN)."""
   try:
-    return float(text)
+    value = float(text)
   except ValueError:
     raise ValueError(f"Regression label {text!r} in {path} line {line_num} (task {task_name!r}) is not a number. "
                      "Fix the file.") from None
+  if not math.isfinite(value):
+    raise ValueError(f"Regression label {text!r} in {path} line {line_num} (task {task_name!r}) is not a finite "
+                     "number. Fix the file.")
+  return value
 
 
 class DataProcessor:

@@ -67,19 +67,36 @@ def _check_answer(path, where, qas_id, context, answer):
   return text, start
 
 
+def _check_eval_question(path, where, qa, first_of_id):
+  """ValueError unless the answers of a question to predict (if any) each have a `text` string (the evaluation
+  compares the prediction with it) and its id is not one of an earlier question (`first_of_id`: id -> where)."""
+  answers = qa.get("answers", [])
+  if not isinstance(answers, list) or not all(isinstance(a, dict) and isinstance(a.get("text"), str)
+                                              for a in answers):
+    _fail(path, where, f"question {qa['id']!r}: every answer needs a 'text' string, which the evaluation compares "
+          "the prediction with. Fix the file.")
+  key = str(qa["id"])  # predictions.json's key
+  if key in first_of_id:
+    _fail(path, where, f"question id {qa['id']!r} is also the id of {first_of_id[key]}: predictions are keyed by id, "
+          "so one of the two would be lost. Give each question its own id.")
+  first_of_id[key] = where
+
+
 def read_squad_examples(input_file, is_training):
   """Reads a SQuAD v2.0 (or v1.1) JSON file into SquadExamples, in file order, as the original.
 
   Training reads `is_impossible` (missing, as in SQuAD v1.1: False; the original raises KeyError there) and needs
-  exactly one answer per answerable question, whose text must be at its `answer_start`. Evaluation ignores the
-  answers (the evaluation reads them from the file itself) and sets is_impossible False.
+  exactly one answer per answerable question, whose text must be at its `answer_start`. Evaluation sets
+  is_impossible False and needs what the evaluation reads from the file itself: a `text` string in every answer,
+  and question ids that differ (predictions are keyed by id: the original silently keeps one of two questions with
+  the same id).
 
   Raises:
     FileNotFoundError: no such file.
     ValueError: one line naming the file, where and what is wrong (not JSON, a missing key, an answer count or
-      offset that does not hold).
+      offset that does not hold; in evaluation an answer without text, an id used twice).
   """
-  examples = []
+  examples, first_of_id = [], {}
   for a, article in enumerate(load_squad_data(input_file)):
     for p, paragraph in enumerate(article["paragraphs"]):
       where = f"data[{a}].paragraphs[{p}]"
@@ -107,5 +124,7 @@ def read_squad_examples(input_file, is_training):
           else:
             example.orig_answer_text, example.start_position = _check_answer(
                 input_file, qwhere, qa["id"], context, answers[0])
+        else:
+          _check_eval_question(input_file, qwhere, qa, first_of_id)
         examples.append(example)
   return examples

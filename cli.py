@@ -155,17 +155,17 @@ def check_configs(o, is_finetune, **fields):
 
 def check_training_flags(o, num_replicas=1, strategy="one_device"):
   """The --do_train checks the fine-tuning CLIs share: positive --train_steps, warm-up ending before training
-  does, the configs' values (`check_configs`), on TPU a --train_batch_size (global there) that splits over the
-  cores, and a --gradient_accumulation_steps that splits the per-replica batch."""
+  does, on TPU a --train_batch_size (global there) that splits over the cores, a --gradient_accumulation_steps
+  that splits the per-replica batch, and the configs' values (`check_configs`)."""
   require_positive(o, "train_steps")
   if not 0 <= o.warmup_steps < o.train_steps:
     raise FlagError(f"--warmup_steps must be at least 0 and below --train_steps (warm-up must end before training "
                     f"does). Received: --warmup_steps={o.warmup_steps}, --train_steps={o.train_steps}.")
-  check_configs(o, is_finetune=True)
   if strategy == "tpu" and o.train_batch_size % num_replicas:
     raise FlagError(f"On TPU --train_batch_size is the global batch and must be divisible by the {num_replicas} "
                     f"cores. Received: {o.train_batch_size}.")
   check_accumulation(o, o.train_batch_size // num_replicas if strategy == "tpu" else o.train_batch_size)
+  check_configs(o, is_finetune=True)
 
 
 # -- from flags to the library's plain configs (xlnet_tf/ never reads flags) --------------------------------------

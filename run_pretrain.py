@@ -54,7 +54,6 @@ def validate(o, num_replicas=1):
   if o.mem_len and o.reuse_len > o.seq_len:
     raise cli.FlagError(f"--reuse_len ({o.reuse_len}) may not exceed --seq_len ({o.seq_len}) with --mem_len.")
   cli.require_positive(o, "train_batch_size", "num_hosts")
-  cli.check_configs(o, is_finetune=False, mems_reset=o.mems_reset)
   if o.train_batch_size % o.num_hosts:
     raise cli.FlagError(f"--train_batch_size ({o.train_batch_size}) must be divisible by --num_hosts "
                         f"({o.num_hosts}).")
@@ -67,6 +66,7 @@ def validate(o, num_replicas=1):
                         f"(--train_batch_size={o.train_batch_size} over {num_replicas} replicas). Use an even "
                         "per-replica batch or --bi_data=False (with records written that way).")
   cli.check_accumulation(o, bsz_per_replica, o.bi_data)
+  cli.check_configs(o, is_finetune=False, mems_reset=o.mems_reset)
 
 
 def build_xlnet_config(o):

@@ -78,10 +78,13 @@ def test_complete_entries_are_told_from_damaged_ones(tmp_path):
     assert xla_cache.is_complete_entry(f"ram://xla_cache/{case}.pb") == found[case]
 
 
-def test_the_machine_key_changes_with_tensorflow_and_the_gpus(monkeypatch):
+def test_the_machine_key_changes_with_tensorflow_the_gpus_and_xla_options(monkeypatch):
   key = xla_cache.machine_key()
   assert re.fullmatch(r"[0-9a-f]{12}", key) and xla_cache.machine_key() == key
   monkeypatch.setattr(tf, "__version__", tf.__version__ + ".other")
+  assert xla_cache.machine_key() != key
+  monkeypatch.undo()
+  monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", "") + " --xla_cpu_enable_fast_math=true")
   assert xla_cache.machine_key() != key
   monkeypatch.undo()
   real_read = xla_cache._read

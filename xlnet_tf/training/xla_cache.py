@@ -7,7 +7,7 @@ TensorFlow reads the setting (`TF_XLA_FLAGS=--tf_xla_persistent_cache_directory`
 (the first device listing or op), so `set_flags` must come before that: the CLIs call it as soon as their flags
 are parsed, and `enable` (in `training.start`) before anything is compiled. What TensorFlow does not do, these add:
 - an entry's name carries a key of this machine (`machine_key`: TensorFlow's version, the CPU's model and features,
-  the GPUs' models), so a directory shared by other machines or kept over an upgrade never hands this one a
+  the GPUs' models, the user's XLA options), so a directory shared by other machines or kept over an upgrade never hands this one a
   program built for another (TensorFlow's own key names only the device type: "GPU", whatever the card);
 - a damaged entry (cut short by a copy, or by a full disk) makes TensorFlow fail the run at its first step; `enable`
   removes those of this machine before the run starts (each named in a warning), so they are compiled again;
@@ -48,12 +48,14 @@ def _read(path):
 
 def machine_key():
   """12 hex digits naming what a compiled program depends on here: TensorFlow's version, the CPU's model name and
-  feature flags, and the model of every NVIDIA GPU the driver lists (read from /proc, without starting TensorFlow's
-  runtime)."""
+  feature flags, the model of every NVIDIA GPU the driver lists (read from /proc, without starting TensorFlow's
+  runtime), and the XLA options the user set (`XLA_FLAGS`: a vector width or a fast-math option changes the
+  program XLA builds from the same graph, and TensorFlow's key does not see them)."""
   cpuinfo = _read("/proc/cpuinfo")
   gpu_files = sorted(glob_lib.glob("/proc/driver/nvidia/gpus/*/information"))
   gpus = [_first_value(_read(path), "Model") for path in gpu_files]
-  parts = [tf.__version__, _first_value(cpuinfo, "model name"), _first_value(cpuinfo, "flags"), *gpus]
+  parts = [tf.__version__, _first_value(cpuinfo, "model name"), _first_value(cpuinfo, "flags"), *gpus,
+           "XLA_FLAGS=" + os.environ.get("XLA_FLAGS", "")]
   return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
 
 

@@ -468,7 +468,6 @@ def test_the_vector_width_set_after_importing_tensorflow_reaches_xla(tmp_path):
 
 PAGE_FAULTS = """
 import ctypes, resource, sys
-from helpers import suite_xla_cache
 from xlnet_tf import training
 kept = training.keep_freed_memory() if sys.argv[1] != "default" else None
 if sys.argv[1] in ("input", "input_kept"):  # what Trainer.train does: a one-device strategy's input iterator

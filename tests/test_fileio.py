@@ -135,3 +135,21 @@ def test_a_directory_lock_refuses_a_second_holder_and_takes_over_a_stale_one(tmp
   with fileio.directory_lock(str(tmp_path)):
     assert (tmp_path / ".run.lock").read_text().startswith(f"{os.getpid()} ")
   assert "stale lock" in caplog.text
+
+
+def test_a_run_that_fails_in_a_directory_it_made_leaves_no_empty_directory(tmp_path):
+  for existed in (False, True):
+    target = tmp_path / f"new-{existed}"
+    if existed:
+      target.mkdir()
+    with pytest.raises(ValueError, match="bad flag"):
+      with fileio.directory_lock(str(target), "data_utils", "--save_dir"):
+        raise ValueError("bad flag")
+    assert target.exists() == existed
+  with fileio.directory_lock(str(tmp_path / "kept")):
+    pass
+  with pytest.raises(ValueError, match="late"):
+    with fileio.directory_lock(str(tmp_path / "written")):
+      (tmp_path / "written" / "part").write_text("x")
+      raise ValueError("late")
+  assert sorted(os.listdir(tmp_path)) == ["kept", "new-True", "written"]

@@ -204,11 +204,13 @@ def directory_lock(directory, name="run", what="--model_dir"):
   """Holds `{directory}/.{name}.lock` (this process's pid and host) while the body runs.
 
   A second process asking for the same lock gets a one-line ValueError naming the holder. A lock whose process is
-  gone (same host) is stale: it is taken over and a warning says so. Remote directories are not locked.
+  gone (same host) is stale: it is taken over and a warning says so. A directory made here is removed again when
+  the body fails and leaves it empty. Remote directories are not locked.
   """
   if not directory or is_remote(directory):
     yield
     return
+  created = not os.path.lexists(directory)
   try:
     makedirs(directory)
   except OSError as e:
@@ -234,14 +236,18 @@ def directory_lock(directory, name="run", what="--model_dir"):
     break
   else:
     raise ValueError(f"Could not take the lock {path}; another process keeps taking it. Use another {what}.")
+  failed = True
   try:
     yield
+    failed = False
   finally:
     try:
       with open(path) as f:
         mine = f.read() == me
       if mine:
         os.remove(path)
+      if mine and created and failed and not os.listdir(directory):
+        os.rmdir(directory)  # a run that failed before writing anything leaves no trace
     except OSError:
       pass
 

@@ -179,7 +179,7 @@ def run(o, strategy, log_fn=print):
     examples, features, record, _ = squad_records.prepare_eval_features(
         o.predict_file, sp_model, o.spiece_model_file, o.output_dir, feature_options(o), o.overwrite_data)
     orig_data = squad_examples.load_squad_data(o.predict_file)
-    orig_data = orig_data if squad_predict.has_answers(orig_data) else None
+    orig_data = orig_data if squad_examples.has_answers(orig_data) else None
     if orig_data is None and o.allow_empty_prediction and o.null_threshold is None:
       raise cli.FlagError(f"--allow_empty_prediction needs --null_threshold: --predict_file {o.predict_file} has "
                           "no answers to find the threshold on. Pass the best_f1_thresh of a dev set.")

@@ -147,6 +147,12 @@ def test_missing_file(tmp_path):
     squad_examples.read_squad_examples(str(tmp_path / "nope.json"), is_training=False)
 
 
+def test_a_file_without_answers_is_predicted_without_evaluation(tmp_path):
+  path = _write_json(tmp_path, _squad([{"id": "q1", "question": "Where?"}, {"id": "q2", "question": "Who?"}]))
+  assert len(squad_examples.read_squad_examples(path, is_training=False)) == 2
+  assert not squad_examples.has_answers(squad_examples.load_squad_data(path))
+
+
 def test_evaluation_ignores_answers(tmp_path):
   path = _write_json(tmp_path, _squad([{"id": "q1", "question": "Where?", "answers": [
       {"text": "the hat", "answer_start": 3}, {"text": "x", "answer_start": 0}]}]))
@@ -161,6 +167,10 @@ def test_evaluation_ignores_answers(tmp_path):
       {"id": "q2", "question": "Who?", "answers": []}, {"id": "q1", "question": "What?", "answers": []}],
      r"data\[0\]\.paragraphs\[0\]\.qas\[2\]: question id 'q1' is also the id of data\[0\]\.paragraphs\[0\]\.qas\[0\]: "
      r"predictions are keyed by id, so one of the two would be lost\. Give each question its own id\.$"),
+    ([{"id": "q1", "question": "Where?", "answers": [{"text": "the mat", "answer_start": 15}]},
+      {"id": "q2", "question": "Who?", "is_impossible": True}],
+     r"qas\[1\]: question 'q2' has no 'answers' list, which the evaluation reads for every question of a file that "
+     r"has answers"),
 ])
 def test_evaluation_needs_answer_texts_and_distinct_ids(tmp_path, qas, message):
   """What the evaluation reads from a file to predict: an answer's text (else a KeyError after the model ran), and

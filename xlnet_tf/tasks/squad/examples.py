@@ -67,9 +67,20 @@ def _check_answer(path, where, qas_id, context, answer):
   return text, start
 
 
-def _check_eval_question(path, where, qa, first_of_id):
-  """ValueError unless the answers of a question to predict (if any) each have a `text` string (the evaluation
-  compares the prediction with it) and its id is not one of an earlier question (`first_of_id`: id -> where)."""
+def has_answers(orig_data):
+  """Whether a SQuAD `data` list carries gold answers (any question with `answers` or `is_impossible`); the
+  hidden test set carries none."""
+  return any("answers" in qa or "is_impossible" in qa
+             for article in orig_data for paragraph in article["paragraphs"] for qa in paragraph.get("qas", []))
+
+
+def _check_eval_question(path, where, qa, first_of_id, labelled):
+  """ValueError unless the answers of a question to predict each have a `text` string (the evaluation compares
+  the prediction with it), every question has `answers` where the file is `labelled` (the evaluation reads them
+  for every question), and its id is not one of an earlier question (`first_of_id`: id -> where)."""
+  if labelled and "answers" not in qa:
+    _fail(path, where, f"question {qa['id']!r} has no 'answers' list, which the evaluation reads for every question "
+          "of a file that has answers (an unanswerable question has an empty list). Fix the file.")
   answers = qa.get("answers", [])
   if not isinstance(answers, list) or not all(isinstance(a, dict) and isinstance(a.get("text"), str)
                                               for a in answers):
@@ -88,7 +99,7 @@ def read_squad_examples(input_file, is_training):
   Training reads `is_impossible` (missing, as in SQuAD v1.1: False; the original raises KeyError there) and needs
   exactly one answer per answerable question, whose text must be at its `answer_start`. Evaluation sets
   is_impossible False and needs what the evaluation reads from the file itself: a `text` string in every answer,
-  and question ids that differ (predictions are keyed by id: the original silently keeps one of two questions with
+  an `answers` list in every question of a file that has answers, and question ids that differ (predictions are keyed by id: the original silently keeps one of two questions with
   the same id).
 
   Raises:
@@ -96,8 +107,9 @@ def read_squad_examples(input_file, is_training):
     ValueError: one line naming the file, where and what is wrong (not JSON, a missing key, an answer count or
       offset that does not hold; in evaluation an answer without text, an id used twice).
   """
-  examples, first_of_id = [], {}
-  for a, article in enumerate(load_squad_data(input_file)):
+  examples, first_of_id, data = [], {}, load_squad_data(input_file)
+  labelled = not is_training and has_answers(data)
+  for a, article in enumerate(data):
     for p, paragraph in enumerate(article["paragraphs"]):
       where = f"data[{a}].paragraphs[{p}]"
       if not isinstance(paragraph, dict) or not isinstance(paragraph.get("context"), str) or not isinstance(
@@ -125,6 +137,6 @@ def read_squad_examples(input_file, is_training):
             example.orig_answer_text, example.start_position = _check_answer(
                 input_file, qwhere, qa["id"], context, answers[0])
         else:
-          _check_eval_question(input_file, qwhere, qa, first_of_id)
+          _check_eval_question(input_file, qwhere, qa, first_of_id, labelled)
         examples.append(example)
   return examples

@@ -34,13 +34,6 @@ class EvalSet:
   max_seq_length: int
 
 
-def has_answers(orig_data):
-  """Whether a SQuAD `data` list carries gold answers (any question with `answers` or `is_impossible`); the
-  hidden test set carries none."""
-  return any("answers" in qa or "is_impossible" in qa
-             for article in orig_data for paragraph in article["paragraphs"] for qa in paragraph.get("qas", []))
-
-
 class Inference(inference.Inference):
   """A SQuAD model for prediction (`training.inference.Inference`): the head's beam through one traced step.
 

@@ -101,9 +101,13 @@ def require_file(path, flag, what):
 def require_output_dirs(o, *names, marker=None):
   """FlagError unless every named flag of the options `o` that is set names a directory this run may write: never
   an existing file; with `marker` (the directory is replaced whole) an empty directory or one holding `marker`
-  (`fileio.check_output_dir`)."""
+  (`fileio.check_output_dir`); for --model_dir, a name without glob wildcards."""
   from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
   for name in names:
+    if name == "model_dir" and o.model_dir and any(c in o.model_dir for c in "[]*?"):
+      raise FlagError(f"--model_dir {o.model_dir} has [ ] * or ? in its name, which TensorFlow's checkpoint code "
+                      "reads as wildcards (its clean-up of old checkpoints would delete those of another directory, "
+                      "such as m1 for m[1]). Pass a name without them.")
     if getattr(o, name):
       try:
         fileio.check_output_dir(getattr(o, name), f"--{name}", marker)

@@ -110,18 +110,18 @@ def validate(o, num_replicas=1, strategy="one_device"):
 
 
 def _train_records(o, sp_model, log_fn):
-  """The glob of the training records; preprocesses --train_file first when none exists."""
-  pattern = os.path.join(o.output_dir, squad_records.train_record_glob(o.spiece_model_file, o.max_seq_length,
-                                                                       o.max_query_length))
-  if fileio.glob(pattern):
-    return pattern
+  """The training record files; preprocesses --train_file first when there are none."""
+  name = squad_records.train_record_glob(o.spiece_model_file, o.max_seq_length, o.max_query_length)
+  pattern = os.path.join(o.output_dir, name)
+  if fileio.glob_in(o.output_dir, name):
+    return fileio.glob_in(o.output_dir, name)
   if not o.train_file:
     raise cli.FlagError(f"No training records match {pattern}. Run with --do_prepro=True --train_file=... first, "
                         "with the same --output_dir, --spiece_model_file, --max_seq_length and --max_query_length.")
   cli.require_file(o.train_file, "train_file", "the SQuAD training JSON")
   log_fn(f"No training records match {pattern}: preprocessing --train_file first (as --do_prepro).")
   _prepro(o, sp_model, log_fn, num_proc=1, proc_id=0)
-  return pattern
+  return fileio.glob_in(o.output_dir, name)
 
 
 def feature_options(o):
@@ -189,7 +189,7 @@ def run(o, strategy, log_fn=print):
 
   if o.do_train:
     train_files = _train_records(o, sp_model, log_fn)
-    token_checks.check_fine_tuning_ids(fileio.glob(train_files), xlnet_config.n_token, o.spiece_model_file,
+    token_checks.check_fine_tuning_ids(train_files, xlnet_config.n_token, o.spiece_model_file,
                                   rewrite="delete it and rerun (or rerun --do_prepro=True)")
     with fileio.directory_lock(o.model_dir if training.is_chief(strategy) else None):
       trainer, start, global_batch, per_replica = cli.fine_tuning_trainer(

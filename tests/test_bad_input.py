@@ -94,6 +94,8 @@ CASES = [
     ("pt-model-dir-of-another-config", "run_pretrain.py", ["--model_dir={w}/bigger", "--train_steps=6"],
      "holds checkpoints of another model"),
     ("pt-gpus-it-lacks", "run_pretrain.py", ["--num_core_per_host=4"], "--num_core_per_host=4 asks for 4"),
+    ("pt-model-dir-with-wildcards", "run_pretrain.py", ["--model_dir={w}/m[1]"],
+     "--model_dir {w}/m[1] has [ ] * or ? in its name"),
     ("pt-model-dir-is-a-file", "run_pretrain.py", ["--model_dir={w}/owned.bin"],
      "Cannot use --model_dir {w}/owned.bin as a directory: it is a file"),
     ("pt-xla-cache-dir-is-a-file", "run_pretrain.py", ["--xla_cache_dir={w}/owned.bin"],

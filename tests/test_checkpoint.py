@@ -85,6 +85,18 @@ def test_config_that_does_not_fit_is_a_clear_error(change, message):
     load_original_checkpoint(model, UNTIED)
 
 
+def test_the_latest_checkpoint_of_a_directory_named_like_a_glob_pattern(tmp_path):
+  """TensorFlow's latest_checkpoint finds none in m[1] (it checks the files with a glob); ours does."""
+  for name in ("m[1]", "m1"):
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=tf.Variable(1.0)), str(tmp_path / name),
+                                         max_to_keep=None)
+    manager.save(checkpoint_number=3 if name == "m[1]" else 7)
+  assert tf.train.latest_checkpoint(str(tmp_path / "m[1]")) is None
+  assert checkpoint.latest_checkpoint(str(tmp_path / "m[1]")) == str(tmp_path / "m[1]" / "ckpt-3")
+  assert checkpoint.resolve_checkpoint_path(str(tmp_path / "m[1]")) == str(tmp_path / "m[1]" / "ckpt-3")
+  assert checkpoint.latest_checkpoint(str(tmp_path / "none")) is None
+
+
 def test_missing_checkpoint_is_a_clear_error(tmp_path):
   with pytest.raises(FileNotFoundError, match="xlnet_model.ckpt"):
     load_original_checkpoint(golden_model(), str(tmp_path / "nope" / "xlnet_model.ckpt"))

@@ -118,6 +118,14 @@ def test_an_output_directory_that_cannot_be_written_is_named_with_its_flag(tmp_p
   fileio.check_output_dir(str(tmp_path / "ro" / "x"))  # no flag: an internal path, left to the write itself
 
 
+def test_glob_in_takes_the_directory_s_name_as_it_is(tmp_path):
+  for d in ("d[1]", "d1"):
+    (tmp_path / d).mkdir()
+    (tmp_path / d / "a.index").write_text(d)
+  assert fileio.glob_in(str(tmp_path / "d[1]"), "*.index") == [str(tmp_path / "d[1]" / "a.index")]
+  assert fileio.glob(str(tmp_path / "d[1]" / "*.index")) == [str(tmp_path / "d1" / "a.index")]  # what a glob does
+
+
 def test_glob_includes_hidden_files_as_gfile_does(tmp_path):
   for name in (".hidden.txt", "b.txt", "a.txt"):
     (tmp_path / name).write_text("x")

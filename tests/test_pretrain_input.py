@@ -4,6 +4,7 @@ original's outputs."""
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -250,6 +251,17 @@ def test_record_info_mismatch_lists_what_is_there():
     find_record_info("no/such/dir", **kw)
   with pytest.raises(ValueError, match=r"pass --record_info_dir=tests/testdata/data/records/tfrecords"):
     find_record_info("tests/testdata/data/records", **kw)
+
+
+def test_records_in_a_directory_named_like_a_glob_pattern(tmp_path):
+  """[ ] in --record_info_dir (a glob would read them as a character class and find nothing)."""
+  shutil.copytree(GOLDEN_DIR, tmp_path / "r[1]")
+  kw = dict(GOLDEN_KW)
+  kw.pop("options")
+  info = find_record_info(str(tmp_path / "r[1]"), **kw)
+  assert [os.path.dirname(f) for f in info["filenames"]] == [str(tmp_path / "r[1]")] and info["num_batch"] > 0
+  with pytest.raises(ValueError, match="Found 1 record_info file"):
+    find_record_info(str(tmp_path / "r[1]"), **dict(kw, spec=dataclasses.replace(kw["spec"], bsz_per_host=8)))
 
 
 def test_record_info_listing_a_missing_file(tmp_path):

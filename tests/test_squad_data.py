@@ -244,12 +244,12 @@ def _read_all(path, seq_length, is_training):
 def test_records_round_trip(sp_model, tmp_path, is_training):
   features, _ = data.build_features(_examples("train" if is_training else "eval"), sp_model, _opts(64, 24, 16),
                                     is_training=is_training)
-  path = str(tmp_path / "out.tf_record")
+  path = str(tmp_path / "out[1].tf_record")  # a name that reads as a glob pattern is read as the name it is
   with records.FeatureWriter(path, is_training) as writer:
     for f in features:
       writer.process_feature(f)
   assert writer.num_features == len(features) == 316
-  assert os.listdir(tmp_path) == ["out.tf_record"]
+  assert os.listdir(tmp_path) == ["out[1].tf_record"]
   got = _read_all(path, 64, is_training)
   want = records.features_to_arrays(features, 64)
   np.testing.assert_array_equal(got["unique_ids"], want["unique_id"])  # In file order.

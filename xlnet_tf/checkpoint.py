@@ -103,6 +103,15 @@ class Reader:
       return self._reader.get_tensor(name)
 
 
+def latest_checkpoint(directory):
+  """`tf.train.latest_checkpoint(directory)` for a directory of any name: TensorFlow's checks the prefix's files
+  with a glob, so in a directory named with [ ] * or ? it finds no checkpoint (a rerun then started again from step
+  0, writing over the checkpoints it did not see). None where the state file names none, or its files are gone."""
+  state = tf.train.get_checkpoint_state(directory)
+  path = state.model_checkpoint_path if state else None
+  return path if path and fileio.exists(path + ".index") else None
+
+
 def resolve_checkpoint_path(ckpt_path):
   """A checkpoint prefix from a prefix, a directory (its latest checkpoint or its single `*.index`), or
   `<dir>/latest` (the original's convention). FileNotFoundError naming what is missing where there is none (for a
@@ -110,9 +119,9 @@ def resolve_checkpoint_path(ckpt_path):
   if ckpt_path.endswith("/latest"):
     ckpt_path = os.path.dirname(ckpt_path)
   if tf.io.gfile.isdir(ckpt_path):
-    latest = tf.train.latest_checkpoint(ckpt_path)
+    latest = latest_checkpoint(ckpt_path)
     if latest is None:
-      indexes = tf.io.gfile.glob(os.path.join(ckpt_path, "*.index"))
+      indexes = fileio.glob_in(ckpt_path, "*.index")
       if not indexes:
         hf_checkpoint.require_config(ckpt_path)
       if len(indexes) != 1:
@@ -400,7 +409,7 @@ def choose_checkpoint(model_dir, explicit=None, fallback=None):
   if explicit:
     return explicit
   if model_dir and fileio.isdir(model_dir):
-    latest = tf.train.latest_checkpoint(model_dir)
+    latest = latest_checkpoint(model_dir)
     # list_checkpoints reads every checkpoint's step: only where the state file names none.
     listed = [] if latest else list_checkpoints(model_dir)
     if latest or listed:

@@ -53,6 +53,14 @@ def glob(pattern):
   return sorted(glob_lib.glob(pattern))
 
 
+def glob_in(directory, pattern):
+  """`glob(pattern)` among the entries of `directory`, whose own name is taken as it is: a local directory named
+  with [ ] * or ? (which a pattern would read as wildcards) still finds its files."""
+  if is_remote(directory):
+    return glob(os.path.join(directory, pattern))
+  return glob(os.path.join(glob_lib.escape(directory), pattern))
+
+
 def makedirs(path):
   if path:
     _gfile().makedirs(path) if is_remote(path) else os.makedirs(path, exist_ok=True)

@@ -56,7 +56,7 @@ class RunCheckpoint:
     Raises:
       ValueError: it does not fit this run's objects, or cannot be read; the message says what to do.
     """
-    latest = tf.train.latest_checkpoint(self.model_dir)
+    latest = checkpoint_lib.latest_checkpoint(self.model_dir)
     if latest:
       try:
         self.checkpoint.restore(latest).assert_existing_objects_matched()

@@ -49,11 +49,11 @@ def _show(field, value):
 
 def _mismatch_message(record_dir, pattern, asked):
   """One line: which record_info files are in `record_dir` and how their naming fields differ from `asked`."""
-  found = sorted(os.path.basename(p) for p in tf.io.gfile.glob(os.path.join(record_dir, "record_info-*.json")))
+  found = [os.path.basename(p) for p in fileio.glob_in(record_dir, "record_info-*.json")]
   head = f"No record_info file in --record_info_dir {record_dir!r} matches {pattern!r}."
   if not found:
     sub = os.path.join(record_dir, "tfrecords")
-    if tf.io.gfile.glob(os.path.join(sub, "record_info-*.json")):
+    if fileio.glob_in(sub, "record_info-*.json"):
       return f"{head} It has no record_info-*.json at all, but {sub!r} does: pass --record_info_dir={sub}."
     return (f"{head} It has no record_info-*.json at all: run data_utils.py and pass its <save_dir>/tfrecords "
             "as --record_info_dir.")
@@ -115,7 +115,7 @@ def find_record_info(record_info_dir, split, spec):
     if not tf.io.gfile.isdir(record_dir):
       raise FileNotFoundError(f"--record_info_dir {record_dir!r} is not a directory. Pass data_utils.py's "
                               "<save_dir>/tfrecords (comma-separate several directories).")
-    paths = sorted(tf.io.gfile.glob(os.path.join(record_dir, pattern)))
+    paths = fileio.glob_in(record_dir, pattern)
     if not paths:
       raise ValueError(_mismatch_message(record_dir, pattern, asked))
     for path in paths:

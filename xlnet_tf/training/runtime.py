@@ -12,6 +12,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from xlnet_tf import checkpoint
 from xlnet_tf import fileio
 from xlnet_tf.config import XLNetConfig
 from xlnet_tf.training import xla_cache
@@ -190,7 +191,7 @@ def check_run_files(model_dir, xlnet_config):
   """Before a run restores anything: ValueError if model_dir already holds checkpoints of a model with another
   config than xlnet_config (its `xlnet_config.json` says so; they could not be resumed)."""
   config_path = os.path.join(model_dir, "xlnet_config.json")
-  if fileio.exists(config_path) and tf.train.latest_checkpoint(model_dir):
+  if fileio.exists(config_path) and checkpoint.latest_checkpoint(model_dir):
     old = XLNetConfig(json_path=config_path).to_dict()
     new = xlnet_config.to_dict()
     diff = [f"{k} {old.get(k)} there, {new.get(k)} here" for k in sorted(set(old) | set(new))

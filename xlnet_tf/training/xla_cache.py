@@ -117,7 +117,7 @@ def _runtime_started():
 def _tidy(directory, prefix):
   """Removes this machine's damaged entries and stale temporary ones in `directory`; returns the damaged names."""
   damaged = []
-  for path in fileio.glob(os.path.join(directory, f"{prefix}__*")):
+  for path in fileio.glob_in(directory, f"{prefix}__*"):
     try:
       if path.endswith(".pb") and not is_complete_entry(path):
         damaged.append(os.path.basename(path))

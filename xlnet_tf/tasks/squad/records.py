@@ -144,7 +144,7 @@ def squad_dataset(input_files, seq_length, read, input_context=None, num_threads
   patterns = [input_files] if isinstance(input_files, str) else list(input_files)
   files = []
   for pattern in patterns:
-    found = fileio.glob(pattern)
+    found = [pattern] if fileio.exists(pattern) else fileio.glob(pattern)  # a file's name may hold [ ] * ?
     if not found:
       raise FileNotFoundError(f"SQuAD record {pattern} matches no file. Write the records first "
                               "(prepare_train_records / prepare_eval_features) or check --output_dir.")

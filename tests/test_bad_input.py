@@ -217,6 +217,12 @@ CASES = [
      "unknown head XLNetForQuestionAnsweringSimple"),
     ("cv-d-head-hf-cannot-express", "convert_checkpoint.py",
      ["--input=tests/testdata/model/ckpt_untied", "--task_name=toy"], "d_head=6 is not d_model / n_head"),
+    ("cv-output-dir-holds-a-tf1-model", "convert_checkpoint.py", ["--output_dir={w}/tiny_ckpt"],
+     "--output_dir {w}/tiny_ckpt already holds a model (xlnet_config.json, xlnet_model.ckpt.data-00000-of-00001, "
+     "xlnet_model.ckpt.index), which the conversion would replace"),
+    ("cv-output-dir-holds-an-hf-model", "convert_checkpoint.py",
+     ["--input={w}/tiny_ckpt/xlnet_model.ckpt", "--output_dir={w}/hf_ok"],
+     "--output_dir {w}/hf_ok already holds a model (config.json, model.safetensors)"),
     ("cv-output-dir-is-a-file", "convert_checkpoint.py", ["--output_dir={w}/tiny.json"],
      "Cannot use --output_dir {w}/tiny.json as a directory: it is a file"),
 ]

@@ -11,17 +11,39 @@ from xlnet_tf import hf_export
 from xlnet_tf.config import XLNetConfig
 
 
-def _check_output_dir(output_dir):
+_HF_FILES = (hf_checkpoint.CONFIG_FILE, *hf_checkpoint.WEIGHT_FILES)
+_ORIGINAL_FILES = ("xlnet_config.json", "xlnet_model.ckpt.*")
+
+
+def _check_output_dir(output_dir, model_files):
+  """ValueError unless --output_dir can take a converted model without replacing a model already there: none of
+  `model_files` (names or globs) may exist in it (anything else may)."""
   if not output_dir:
     raise ValueError("--output_dir is required: the directory the converted model goes to.")
   fileio.check_output_dir(output_dir, "--output_dir")
+  held = [os.path.basename(p) for name in model_files for p in fileio.glob_in(output_dir, name)]
+  if held:
+    raise ValueError(f"--output_dir {output_dir} already holds a model ({', '.join(held)}), which the conversion "
+                     "would replace; it was left as it is. Pass a new or empty directory.")
+
+
+def _read(path):
+  with fileio.open_file(path, "rb") as f:
+    return f.read()
+
+
+def _check_spiece(src_dir, output_dir):
+  """ValueError where output_dir holds a spiece.model other than the one `_copy_spiece` would copy there."""
+  src, dst = os.path.join(src_dir, "spiece.model"), os.path.join(output_dir, "spiece.model")
+  if fileio.exists(src) and fileio.exists(dst) and _read(src) != _read(dst):
+    raise ValueError(f"--output_dir {output_dir} already holds another spiece.model than {src}, which the "
+                     "conversion would replace; it was left as it is. Pass a new or empty directory.")
 
 
 def _copy_spiece(src_dir, output_dir):
   src = os.path.join(src_dir, "spiece.model")
   if fileio.exists(src):
-    with fileio.open_file(src, "rb") as f:
-      fileio.atomic_write(os.path.join(output_dir, "spiece.model"), f.read())
+    fileio.atomic_write(os.path.join(output_dir, "spiece.model"), _read(src))
     return True
   return False
 
@@ -29,14 +51,16 @@ def _copy_spiece(src_dir, output_dir):
 def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type="last", model_config_path=None,
                   allow_d_head_override=False, log_fn=print):
   """An original-format checkpoint (the original's or ours) -> an HF model directory: `model.safetensors`,
-  `config.json` and `spiece.model` (when beside the checkpoint). Every file is written atomically, the config last.
+  `config.json` and `spiece.model` (when beside the checkpoint). Every file is written atomically, the config last;
+  an output_dir that already holds a model (HF's config or weights) is refused.
 
   Args:
     model_config_path: its xlnet_config.json; None: the one beside the checkpoint.
   """
   from safetensors.numpy import save_file  # pylint: disable=import-outside-toplevel
-  _check_output_dir(output_dir)
+  _check_output_dir(output_dir, _HF_FILES)
   path = checkpoint.resolve_checkpoint_path(ckpt_path)
+  _check_spiece(os.path.dirname(path), output_dir)
   xlnet_config = XLNetConfig(json_path=model_config_path or os.path.join(os.path.dirname(path), "xlnet_config.json"))
   try:
     arrays = checkpoint.original_arrays(path)
@@ -59,7 +83,8 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type="last", mo
 def convert_to_original(directory, output_dir, task_name=None, log_fn=print):
   """An HF model directory -> `xlnet_model.ckpt` (the original's names and layouts), `xlnet_config.json` and
   `spiece.model` (when the directory has one) in output_dir, each written atomically."""
-  _check_output_dir(output_dir)
+  _check_output_dir(output_dir, _ORIGINAL_FILES)
+  _check_spiece(directory, output_dir)
   xlnet_config, arrays, info = hf_checkpoint.read_hf_checkpoint(directory, task_name)
   ckpt = os.path.join(output_dir, "xlnet_model.ckpt")
   checkpoint.write_original_checkpoint(arrays, ckpt)

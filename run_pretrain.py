@@ -102,7 +102,16 @@ def input_args(o, n_token=None):
   options = pretrain_input.ReaderOptions(perm_size=o.perm_size, use_bfloat16=o.use_bfloat16, seed=o.seed,
                                          n_token=n_token)
   return dict(record_info_dir=o.record_info_dir, split="train", spec=spec, options=options,
-              global_batch_size=o.train_batch_size)
+              global_batch_size=o.train_batch_size, batch_flag=lambda bsz_per_host: _batch_flag(o, bsz_per_host))
+
+
+def _batch_flag(o, bsz_per_host):
+  """This script's flag that reads records of data_utils.py's --bsz_per_host (bsz_per_host = --train_batch_size /
+  --num_hosts), for the line that says the records were written with another batch size."""
+  if o.num_hosts == 1:
+    return f"--train_batch_size={bsz_per_host}"
+  return (f"--train_batch_size={bsz_per_host * o.num_hosts} (the records' bsz_per_host {bsz_per_host} x "
+          f"--num_hosts={o.num_hosts})")
 
 
 def run(o, strategy, log_fn=print):

@@ -14,7 +14,10 @@
 Every stage runs the real command-line tool and prints one line (updated in place on a terminal); the tool's output
 goes to <out>/logs/<stage>.log, whose first line is the command, and <out>/commands.sh lists every command. A rerun
 in the same --out skips the finished stages and resumes an interrupted one (the tools resume from their
-checkpoints). The demo ends with a table of the results, also written to <out>/summary.json.
+checkpoints); <out>/demo_settings.json keeps the settings of the stages that wrote something, so a rerun with other
+ones is refused only where a stage's output depends on them (a failed stage locks nothing but a started
+pretraining). Bad flags, and an --out that is a file, end the demo with one line before anything is written. The
+demo ends with a table of the results, also written to <out>/summary.json.
 """
 
 import argparse
@@ -52,6 +55,8 @@ LONG = dict(num_docs=20000, pretrain_steps=6000, finetune_steps=600, num_dev=500
 # their own choices).
 SETTINGS_KEYS = ("num_docs", "vocab_size", "bi_data", "pretrain_steps", "pretrain_lr", "pretrain_warmup",
                  "num_train", "num_dev", "use_bfloat16")
+# The limits of the fixed IMDB splits (xlnet_tf.data.corpora): pretraining reviews, fine-tuning train, dev.
+MAX_DOCS, MAX_TRAIN, MAX_DEV = 20000, 20000, 5000
 
 
 def unigram_entropy(record_dir):
@@ -70,7 +75,7 @@ def unigram_entropy(record_dir):
   return float(-(p * np.log(p)).sum())
 
 
-def parse_args():
+def parse_args(argv=None):
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--out", default=None,
                       help="Output directory (default: demo_out, with --long demo_out/long). A rerun skips or resumes "
@@ -101,13 +106,38 @@ def parse_args():
   parser.add_argument("--skip_finetune", action="store_true")
   parser.add_argument("--use_bfloat16", choices=("auto", "true", "false"), default="auto",
                       help="Compute in bfloat16 (else float32 with XLA); auto: where the CPU computes it natively.")
-  args = parser.parse_args()
+  args = parser.parse_args(argv)
   for key, value in (LONG if args.long else DEFAULTS).items():
     if getattr(args, key) is None:
       setattr(args, key, value)
   if args.out is None:
     args.out = os.path.join(ROOT, "demo_out", "long") if args.long else os.path.join(ROOT, "demo_out")
+  try:
+    check_args(args)
+  except ValueError as e:
+    sys.exit(f"demo: error: {e}")
   return args
+
+
+def check_args(args):
+  """ValueError (one line naming the flag) for a value the stages cannot use, before anything is written."""
+  for name, low, high in (("num_docs", 4, MAX_DOCS), ("vocab_size", 10, None), ("pretrain_steps", 1, None),
+                          ("finetune_steps", 1, None), ("num_train", 1, MAX_TRAIN), ("num_dev", 1, MAX_DEV)):
+    value = getattr(args, name)
+    if value < low or (high is not None and value > high):
+      allowed = f"in [{low}, {high}]" if high is not None else f"at least {low}"
+      raise ValueError(f"--{name} must be {allowed}. Received: {value}.")
+  for name in ("pretrain_lr", "finetune_lr"):
+    if not getattr(args, name) > 0:
+      raise ValueError(f"--{name} must be positive. Received: {getattr(args, name)}.")
+  if args.pretrain_warmup is not None and not 0 <= args.pretrain_warmup < args.pretrain_steps:
+    raise ValueError(f"--pretrain_warmup must be at least 0 and below --pretrain_steps. Received: "
+                     f"--pretrain_warmup={args.pretrain_warmup}, --pretrain_steps={args.pretrain_steps}.")
+  seeds = args.seeds.split(",")
+  if not all(seed.strip().lstrip("-").isdigit() for seed in seeds):
+    raise ValueError(f"--seeds must be comma-separated integers, e.g. --seeds=1,2,3. Received: {args.seeds!r}.")
+  from xlnet_tf import fileio
+  fileio.check_output_dir(os.path.abspath(args.out), "--out")
 
 
 class Demo:
@@ -116,7 +146,7 @@ class Demo:
     self.args = args
     self.out = os.path.abspath(args.out)
     self.log_dir = os.path.join(self.out, "logs")
-    self.seeds = [int(seed) for seed in args.seeds.split(",")]
+    self.seeds = [int(seed) for seed in args.seeds.split(",")]  # check_args: integers
     self.stage_index = 0
     self.num_stages = 4 + (0 if args.skip_finetune else 2 * len(self.seeds))
     self.commands = []
@@ -124,13 +154,12 @@ class Demo:
     self.summary = {}
 
   def check_settings(self):
-    """Stops if --out holds a run with other data or pretraining settings."""
-    path = os.path.join(self.out, "demo_settings.json")
-    settings = {k: getattr(self.args, k) for k in SETTINGS_KEYS}
-    if os.path.exists(path):
-      with open(path) as f:
-        saved = json.load(f)
-      diff = {k: (saved.get(k), v) for k, v in settings.items() if saved.get(k) != v}
+    """Stops if --out holds a run whose finished stages used other data or pretraining settings (only the settings
+    `save_settings` kept, those of the stages that wrote something, are compared)."""
+    saved = self.saved_settings()
+    if saved is not None:
+      diff = {k: (saved[k], getattr(self.args, k)) for k in SETTINGS_KEYS if k in saved and saved[k] != getattr(
+          self.args, k)}
       if diff:
         sys.exit(f"demo: {self.out} holds a run with other settings ("
                  + ", ".join(f"{k}: {a} there, {b} now" for k, (a, b) in diff.items())
@@ -138,8 +167,21 @@ class Demo:
     elif os.path.exists(os.path.join(self.out, "corpus")):
       sys.exit(f"demo: {self.out} holds a run of an older demo (no demo_settings.json). Use another --out.")
     os.makedirs(self.log_dir, exist_ok=True)
-    with open(path, "w") as f:
-      json.dump(settings, f, indent=1)
+
+  def saved_settings(self):
+    """The settings demo_settings.json in --out keeps, or None."""
+    path = os.path.join(self.out, "demo_settings.json")
+    if not os.path.exists(path):
+      return None
+    with open(path) as f:
+      return json.load(f)
+
+  def save_settings(self, *keys):
+    """Adds the settings `keys` to demo_settings.json: a stage wrote what depends on them (or, pretraining, is about
+    to), so a rerun in this --out must keep them."""
+    from xlnet_tf import fileio
+    settings = dict(self.saved_settings() or {}, **{k: getattr(self.args, k) for k in keys})
+    fileio.write_json(os.path.join(self.out, "demo_settings.json"), settings, indent=1)
 
   def corpus(self):
     stage = Stage(self, "corpus", "IMDB text")
@@ -151,6 +193,7 @@ class Demo:
       from xlnet_tf.data import corpora
       with fileio.atomic_path(corpus_dir) as tmp:
         corpora.write_pretraining_corpus(tmp, self.args.num_docs, num_files=4)
+    self.save_settings("num_docs")
     size = sum(os.path.getsize(p) for p in glob.glob(corpus_dir + "/*.txt")) / 1e6
     stage.finish(f"{self.args.num_docs} train-split reviews, one sentence per line, 4 files ({size:.1f} MB)", skipped)
     return corpus_dir
@@ -166,6 +209,7 @@ class Demo:
       run_tool(stage, cmd, lambda line: None, self.commands)
     else:
       self.commands.append(cmd)
+    self.save_settings("vocab_size")
     stage.finish(f"vocabulary {self.args.vocab_size}, the original README's settings", skipped)
     return spm_prefix + ".model"
 
@@ -195,6 +239,7 @@ class Demo:
     else:
       self.commands.append(cmd)
       skipped = True
+    self.save_settings("bi_data")
     self.summary["unigram_entropy"] = result["unigram_entropy"]
     stage.finish(f"{result['num_batch']} batches of {BSZ} x {SEQ_LEN} tokens; unigram entropy of the targets "
                  f"{result['unigram_entropy']:.2f} nats", skipped)
@@ -215,6 +260,7 @@ class Demo:
     if skipped:
       self.commands.append(cmd)
     else:
+      self.save_settings("pretrain_steps", "pretrain_lr", "pretrain_warmup", "use_bfloat16")  # a rerun resumes it
       stage.show("starting")
       with open(progress, "a") as f:
         def show(line):
@@ -250,6 +296,7 @@ class Demo:
       from xlnet_tf.data import corpora
       with fileio.atomic_path(data_dir) as tmp:
         corpora.write_aclimdb(tmp, args.num_train, args.num_dev)
+    self.save_settings("num_train", "num_dev")
     init_flags = [f"--init_checkpoint={pretrain_dir}"] if init == "pretrained" else []
     cmd = [self.py, "run_classifier.py", "--do_train=True", "--do_eval=True", "--task_name=imdb",
            f"--data_dir={data_dir}", f"--output_dir={os.path.join(self.out, 'imdb_records')}",

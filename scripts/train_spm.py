@@ -7,6 +7,10 @@ is the README's `spm_train --vocab_size=32000 --character_coverage=0.99995 --mod
 --shuffle_input_sentence=true --input_sentence_size=10000000`, and writes `{model_prefix}.model`/`.vocab` with ids
 <unk> 0, <s> 1, </s> 2, <cls> 3, <sep> 4, <pad> 5, <mask> 6, <eod> 7, <eop> 8. Input: text, one sentence per line
 (lines over 4192 bytes are skipped by SentencePiece). Pass the same text you pretrain on, or a sample of it.
+
+Unlike `spm_train`, it does not replace an existing `{model_prefix}.model` or `.vocab` (a model others may have been
+trained with) unless --overwrite is given; a --model_prefix that is a directory is refused (the files would be written
+beside it, as `<dir>.model`). The numeric flags are checked before training, with SentencePiece's ranges.
 """
 
 import os
@@ -27,13 +31,28 @@ flags.DEFINE_integer("input_sentence_size", 10000000, "Maximum number of sentenc
 flags.DEFINE_bool("shuffle_input_sentence", True, "Shuffle the sampled sentences.")
 flags.DEFINE_bool("hard_vocab_limit", True, "False: a small corpus may give fewer pieces than --vocab_size.")
 flags.DEFINE_integer("num_threads", None, "Trainer threads (default: all CPUs).")
+flags.DEFINE_bool("overwrite", False, "Replace an existing {model_prefix}.model and .vocab.")
 flags.mark_flags_as_required(["input", "model_prefix"])
+
+
+def check_model_prefix(model_prefix, overwrite):
+  """ValueError unless --model_prefix names files this run may write: not a directory, and no existing
+  `{model_prefix}.model` or `.vocab` unless `overwrite`."""
+  if model_prefix.endswith(("/", os.sep)) or os.path.isdir(model_prefix):
+    raise ValueError(f"--model_prefix={model_prefix} is a directory; it is the start of the file names, e.g. "
+                     f"--model_prefix={os.path.join(model_prefix, 'spiece')} writes spiece.model and spiece.vocab "
+                     "there.")
+  held = [model_prefix + suffix for suffix in (".model", ".vocab") if os.path.exists(model_prefix + suffix)]
+  if held and not overwrite:
+    raise ValueError(f"--model_prefix={model_prefix} would replace {' and '.join(held)} (left as they are). Pass "
+                     "another --model_prefix, or --overwrite to replace them.")
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
   try:
+    check_model_prefix(flags.FLAGS.model_prefix, flags.FLAGS.overwrite)
     options = tokenization.SpmTrainOptions(
         vocab_size=flags.FLAGS.vocab_size, character_coverage=flags.FLAGS.character_coverage,
         model_type=flags.FLAGS.model_type, input_sentence_size=flags.FLAGS.input_sentence_size,

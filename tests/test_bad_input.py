@@ -58,6 +58,11 @@ CASES = [
     # run_pretrain.py
     ("pt-no-records-flag", "run_pretrain.py", ["--record_info_dir="], "--record_info_dir is required"),
     ("pt-records-differ", "run_pretrain.py", ["--num_predict=5"], "fnp-6"),
+    ("pt-records-of-another-batch-size", "run_pretrain.py", ["--train_batch_size=4"],
+     "bsz_per_host: files have 8, you asked 4. Pass the values data_utils.py was run with, e.g. "
+     "--train_batch_size=8."),  # run_pretrain.py has no --bsz_per_host
+    ("pt-records-of-another-batch-size-per-host", "run_pretrain.py", ["--train_batch_size=8", "--num_hosts=2"],
+     "e.g. --train_batch_size=16 (the records' bsz_per_host 8 x --num_hosts=2)."),
     ("pt-perm-size", "run_pretrain.py", ["--perm_size=6"], "--perm_size must divide"),
     ("pt-odd-batch-bi-data", "run_pretrain.py", ["--train_batch_size=3"], "bi_data needs an even"),
     ("pt-reuse-len", "run_pretrain.py", ["--reuse_len=40"], "--reuse_len must be in"),
@@ -131,6 +136,11 @@ CASES = [
     ("cls-config-mismatch", "run_classifier.py", ["--init_checkpoint={w}/other/xlnet_model.ckpt"],
      "Shape mismatch loading"),
     ("cls-corrupt-cached-records", "run_classifier.py", ["--output_dir={w}/cls_corrupt"], "is unreadable at record"),
+    ("cls-cached-records-of-another-task", "run_classifier.py",
+     ["--task_name=sts-b", "--is_regression=True", "--data_dir={w}/stsb", "--output_dir={w}/cls_other_task"],
+     "The records in {w}/cls_other_task/spiece.model.len-32.train.tf_record do not hold the features this run reads "
+     "(feature label_ids: Data types don't match. Data type: int64 but expected type: float): they were written for "
+     "another task or other settings"),  # imdb's records under the name sts-b reads: not "unreadable"
     ("cls-output-dir-is-a-file", "run_classifier.py", ["--output_dir={w}/owned.bin"],
      "Cannot use --output_dir {w}/owned.bin as a directory: it is a file"),
     ("cls-model-dir-is-a-file", "run_classifier.py", ["--model_dir={w}/owned.bin"],
@@ -335,12 +345,13 @@ def results(tmp_path_factory):
       for answer in (answer for qa in questions for answer in qa["answers"]):
         del answer["text"]
     (w / f"{name}.json").write_text(json.dumps(doc))
-  # STS-B with a regression label float() reads as nan (line 3).
-  (w / "stsb_nan").mkdir()
-  (w / "stsb_nan" / "train.tsv").write_text("".join(
-      ["index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"] +
-      [f"{i}\tmain\tx\t2012\t{i}\tnone\tnone\tA man plays guitar {i}.\tA person plays music.\t{label}\n"
-       for i, label in enumerate(["1.0", "nan", "3.5", "2.0"])]))
+  # STS-B with a regression label float() reads as nan (line 3), and a good one.
+  for name, labels in (("stsb_nan", ["1.0", "nan", "3.5", "2.0"]), ("stsb", ["1.0", "4.2", "3.5", "2.0"])):
+    (w / name).mkdir()
+    (w / name / "train.tsv").write_text("".join(
+        ["index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"] +
+        [f"{i}\tmain\tx\t2012\t{i}\tnone\tnone\tA man plays guitar {i}.\tA person plays music.\t{label}\n"
+         for i, label in enumerate(labels)]))
   race_corpus.write_race_corpus(str(w / "race"), num_train=2, num_dev=2, num_test=2, max_article_words=40,
                                 middle_max_words=30)
   # Good records, then a copy with one file truncated mid-record and a copy whose record_info names a lost file.
@@ -366,6 +377,7 @@ def results(tmp_path_factory):
   for data in (w / "half").glob("ckpt-2.data-*"):
     data.unlink()
   shutil.copytree(w / "cls_ok" / "records", w / "cls_corrupt")
+  shutil.copytree(w / "cls_ok" / "records", w / "cls_other_task")  # imdb's: integer labels
   cached = sorted(p for p in (w / "cls_corrupt").iterdir() if p.name.endswith(".tf_record") and "train" in p.name)
   cached[0].write_bytes(cached[0].read_bytes()[:200])
   # Cached fine-tuning records (the names the tools look for) holding an id beyond the vocabulary.

@@ -247,6 +247,12 @@ def test_record_info_mismatch_lists_what_is_there():
 
   with pytest.raises(ValueError, match=r"bsz_per_host: files have 4, you asked 8.*--bsz_per_host=4"):
     find_record_info(GOLDEN_DIR, **dict(kw, spec=dataclasses.replace(GOLDEN_KW["spec"], bsz_per_host=8)))
+  # run_pretrain.py has no --bsz_per_host: it names its own flag (bsz_per_host = --train_batch_size / --num_hosts).
+  with pytest.raises(ValueError, match=r"you asked 8\. Pass the values data_utils.py was run with, e\.g\. "
+                                       r"--train_batch_size=4\.$"):
+    find_record_info(GOLDEN_DIR, **dict(kw, spec=dataclasses.replace(GOLDEN_KW["spec"], uncased=False, num_predict=6,
+                                                                     bsz_per_host=8)),
+                     batch_flag=lambda bsz: f"--train_batch_size={bsz}")
   with pytest.raises(FileNotFoundError, match="--record_info_dir 'no/such/dir' is not a directory"):
     find_record_info("no/such/dir", **kw)
   with pytest.raises(ValueError, match=r"pass --record_info_dir=tests/testdata/data/records/tfrecords"):

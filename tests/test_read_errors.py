@@ -38,6 +38,34 @@ def test_names_the_file_and_the_record(tmp_path):
   assert read_errors.describe_read_error(error, None).startswith("A training record is unreadable (")
 
 
+def _parse_error(path, spec):
+  try:
+    for _ in tf.data.TFRecordDataset(str(path)).batch(2).map(lambda r: tf.io.parse_example(r, spec)):
+      pass
+  except read_errors.READ_ERRORS as e:
+    return e
+  raise AssertionError("every record parsed")
+
+
+def test_records_of_another_task_are_not_called_unreadable(tmp_path):
+  """Whole records whose features differ from the spec (cached records of a classification task, integer labels,
+  read by a regression task under the same file name): the file, the feature, and --overwrite_data; not damage."""
+  path = tmp_path / "spiece.model.len-32.train.tf_record"
+  _write_records(path, 3)
+  error = _parse_error(path, {"x": tf.io.FixedLenFeature([], tf.float32)})
+  line = read_errors.describe_read_error(error, [str(path)])
+  assert line.startswith(f"The records in {path} do not hold the features this run reads (feature x: Data types "
+                         "don't match. Data type: int64 but expected type: float): they were written for another "
+                         "task or other settings"), line
+  assert "pass --overwrite_data=True" in line and "unreadable" not in line, line
+  line = read_errors.describe_read_error(_parse_error(path, {"y": tf.io.FixedLenFeature([], tf.int64)}), None)
+  assert line.startswith("The records do not hold the features this run reads (feature y: missing)"), line
+  with pytest.raises(ValueError, match=r"\(feature x: Number of int64 values != expected\. Values size: 1 but "
+                                       r"output shape: \[2\]\).*, then rerun\.$"):
+    with read_errors.records_named([str(path)]):
+      raise _parse_error(path, {"x": tf.io.FixedLenFeature([2], tf.int64)})
+
+
 def test_an_error_that_is_not_about_a_record_is_not_described():
   assert read_errors.describe_read_error(tf.errors.InvalidArgumentError(None, None, "Incompatible shapes"), []) is None
 

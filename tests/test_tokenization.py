@@ -126,6 +126,20 @@ def test_train_sentencepiece_ids_and_vocab_size(tmp_path):
     tk.SpmTrainOptions(vocab_size=9)
 
 
+@pytest.mark.parametrize("kwargs,words", [
+    (dict(character_coverage=2), r"--character_coverage must be in \[0.98, 1.0\] .* Received: 2."),
+    (dict(character_coverage=0.9), r"--character_coverage must be in \[0.98, 1.0\]"),
+    (dict(input_sentence_size=-1), r"--input_sentence_size must be >= 0 .* Received: -1."),
+    (dict(num_threads=0), r"--num_threads must be in \[1, 1024\] .* Received: 0."),
+    (dict(num_threads=2000), r"--num_threads must be in \[1, 1024\]"),
+])
+def test_spm_train_options_are_checked_before_sentencepiece(kwargs, words):
+  """SentencePiece reports these as a bare condition of its source (`trainer_interface.cc(94) [...]`)."""
+  with pytest.raises(ValueError, match=words):
+    tk.SpmTrainOptions(vocab_size=100, **kwargs)
+  tk.SpmTrainOptions(vocab_size=100, character_coverage=1.0, input_sentence_size=0, num_threads=1024)
+
+
 def test_start_piece_table_apostrophe_quirk():
   sp = tk.load_sentencepiece(GOLDEN_SPM)
   table = tk.start_piece_table(sp)
@@ -144,6 +158,30 @@ def test_train_spm_cli(tmp_path):
   assert out.returncode == 0, out.stderr[-2000:]
   assert "XLNet special symbols at ids 0-8" in out.stdout
   assert tk.load_sentencepiece(str(tmp_path / "m.model")).GetPieceSize() <= 250
+
+
+def test_train_spm_cli_refuses_a_directory_an_existing_model_and_a_bad_coverage(tmp_path):
+  """One line each, before training; a user's model keeps its bytes unless --overwrite is given."""
+  (tmp_path / "d").mkdir()
+  (tmp_path / "mine.model").write_bytes(b"the user's model")
+  base = [sys.executable, "scripts/train_spm.py", f"--input={GOLDEN_CORPUS}", "--vocab_size=250",
+          "--hard_vocab_limit=False"]
+  cases = [(["--model_prefix=" + str(tmp_path / "d") + "/"], f"--model_prefix={tmp_path}/d/ is a directory"),
+           ([f"--model_prefix={tmp_path}/d"], f"--model_prefix={tmp_path}/d/spiece writes spiece.model"),
+           ([f"--model_prefix={tmp_path}/mine"], f"would replace {tmp_path}/mine.model (left as they are). Pass "
+                                                 "another --model_prefix, or --overwrite to replace them."),
+           ([f"--model_prefix={tmp_path}/m", "--character_coverage=2"], "--character_coverage must be in [0.98, 1.0]")]
+  for extra, words in cases:
+    out = subprocess.run(base + extra, capture_output=True, text=True, timeout=120)
+    last = out.stderr.strip().splitlines()[-1]
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert last.startswith("train_spm.py: error: ") and words in last, last
+  assert sorted(os.listdir(tmp_path)) == ["d", "mine.model"] and not os.listdir(tmp_path / "d")
+  assert (tmp_path / "mine.model").read_bytes() == b"the user's model"
+  out = subprocess.run(base + [f"--model_prefix={tmp_path}/mine", "--overwrite"], capture_output=True, text=True,
+                       timeout=120)
+  assert out.returncode == 0, out.stderr[-2000:]
+  assert tk.load_sentencepiece(str(tmp_path / "mine.model")).GetPieceSize() <= 250
 
 
 def test_expand_inputs(tmp_path):

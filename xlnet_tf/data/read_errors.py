@@ -1,5 +1,6 @@
-"""What failed when a run could not read its records: the damaged file and record, or the record holding a token
-id outside the model's vocabulary, for the one error line."""
+"""What failed when a run could not read its records: the damaged file and record, the record holding a token id
+outside the model's vocabulary, or whole records that do not hold the features the run reads (written for another
+task or settings), for the one error line."""
 
 import contextlib
 import re
@@ -15,13 +16,19 @@ from xlnet_tf.data import token_checks
 READ_ERRORS = (tf.errors.DataLossError, tf.errors.InvalidArgumentError, tf.errors.NotFoundError)
 
 _BAD_TOKEN_ID = re.compile(re.escape(records.BAD_TOKEN_ID) + r": feature (\w+), n_token=(\d+)\.")
+# What tf.io.parse_example says of a whole record whose features differ from the spec it is parsed with: a feature
+# of another type or length ("Key: label_ids, Index: 0. Data types don't match. ..."), or one it lacks.
+_OTHER_FEATURES = re.compile(r"Key: (\w+), Index: \d+\. (.*?)\s*(?:\[\[|$)|"
+                             r"Feature: (\w+) \(data type: \w+\) is required but could not be found", re.S)
 
 
 def describe_read_error(error, files):
   """The start of the line that reports `error` (one of `READ_ERRORS`, raised while reading `files`): it names
   the unreadable file and record (`records.find_corrupt_record`), or the record holding a token id outside the
-  vocabulary (`token_checks.bad_token_id_line`), and says how to fix it; every record of `files` is read again.
-  None if `error` is about no record (an InvalidArgumentError that is neither a failed Example parse nor a bad id).
+  vocabulary (`token_checks.bad_token_id_line`), or, where every record reads, says that they hold other features
+  than the run parses (cached records of another task); and says how to fix it. Every record of `files` is read
+  again. None if `error` is about no record (an InvalidArgumentError that is neither a failed Example parse nor a
+  bad id).
 
   Args:
     error: the tf.errors.OpError the input pipeline raised.
@@ -39,9 +46,26 @@ def describe_read_error(error, files):
   if isinstance(error, tf.errors.InvalidArgumentError) and "Example" not in error.message:
     return None
   found = records.find_corrupt_record(files) if files else None
+  other = _OTHER_FEATURES.search(error.message)
+  if other and not found:
+    return _other_features_line(other, files)
   where = (f"Record file {found[0]} is unreadable at record {found[1]} ({found[2]})" if found else
            f"A training record is unreadable ({quoted})")
   return f"{where}. Rewrite the file with the tool that wrote it (data_utils.py for pretraining records) or remove it"
+
+
+def _other_features_line(match, files):
+  """The line for whole records that do not hold the features the run parses (`_OTHER_FEATURES`'s `match`)."""
+  key, why = (match.group(1), " ".join(match.group(2).split()).rstrip(".")) if match.group(1) else (
+      match.group(3), "missing")
+  if not files:
+    which = "The records"
+  else:
+    which = f"The records in {files[0]}" + (f" (and {len(files) - 1} more files)" if len(files) > 1 else "")
+  return (f"{which} do not hold the features this run reads (feature {key}: {why}): they were written for another "
+          "task or other settings (e.g. the integer labels of a classification task, read as the float labels of "
+          "a regression task, under the same file name). Write them again: pass --overwrite_data=True (cached "
+          "fine-tuning records), or run data_utils.py with this run's settings (pretraining records)")
 
 
 @contextlib.contextmanager

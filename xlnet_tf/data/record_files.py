@@ -47,8 +47,9 @@ def _show(field, value):
   return str(value)
 
 
-def _mismatch_message(record_dir, pattern, asked):
-  """One line: which record_info files are in `record_dir` and how their naming fields differ from `asked`."""
+def _mismatch_message(record_dir, pattern, asked, batch_flag=None):
+  """One line: which record_info files are in `record_dir` and how their naming fields differ from `asked`; the fix
+  names the files' bsz_per_host as `batch_flag(bsz_per_host)` says (None: data_utils.py's `--bsz_per_host=N`)."""
   found = [os.path.basename(p) for p in fileio.glob_in(record_dir, "record_info-*.json")]
   head = f"No record_info file in --record_info_dir {record_dir!r} matches {pattern!r}."
   if not found:
@@ -81,14 +82,16 @@ def _mismatch_message(record_dir, pattern, asked):
         flags.append("--num_predict=None (unset)")
       elif f == "reuse_len" and v is None:
         flags.append("--reuse_len=None (unset)")
+      elif f == "bsz_per_host" and batch_flag is not None and v.isdigit():
+        flags.append(batch_flag(int(v)))
       else:
         flags.append(f"--{f}={v}")
-    fix = " Pass the values data_utils.py was run with, e.g. " + " ".join(flags) + (
-        " (bsz_per_host is the per-host batch size)." if "bsz_per_host" in best[1] else ".")
+    note = " (bsz_per_host is the per-host batch size)" if "bsz_per_host" in best[1] and batch_flag is None else ""
+    fix = " Pass the values data_utils.py was run with, e.g. " + " ".join(flags) + note + "."
   return f"{head} Found {len(found)} record_info file(s): {shown}.{fix}"
 
 
-def find_record_info(record_info_dir, split, spec):
+def find_record_info(record_info_dir, split, spec, batch_flag=None):
   """Finds the record files written by `data_utils.py` with these settings, as the original `get_input_fn`.
 
   Globs `record_info-{split}-*.<fmt>.json` (sorted) in each comma-separated directory; each listed file keeps
@@ -99,6 +102,8 @@ def find_record_info(record_info_dir, split, spec):
       `.tfrecords` files, i.e. data_utils.py's `<save_dir>/tfrecords`.
     split: str, data_utils.py's --split. spec: `PretrainDataSpec`, the data_utils.py flags the records were written
       with (they are part of the file names).
+    batch_flag: None, or int -> str: the caller's flag that gives the records' bsz_per_host, for the fix the
+      mismatch message suggests (run_pretrain.py: `--train_batch_size=N`); None: data_utils.py's `--bsz_per_host=N`.
 
   Returns:
     dict with `filenames` (list of str, record files in order), `num_batch` (int, total steps of bsz_per_host
@@ -117,7 +122,7 @@ def find_record_info(record_info_dir, split, spec):
                               "<save_dir>/tfrecords (comma-separate several directories).")
     paths = fileio.glob_in(record_dir, pattern)
     if not paths:
-      raise ValueError(_mismatch_message(record_dir, pattern, asked))
+      raise ValueError(_mismatch_message(record_dir, pattern, asked, batch_flag))
     for path in paths:
       try:
         with tf.io.gfile.GFile(path) as f:

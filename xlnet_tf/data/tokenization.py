@@ -257,8 +257,18 @@ class SpmTrainOptions:
 
   def __post_init__(self):
     if self.vocab_size <= len(special_symbols):
-      raise ValueError(f"vocab_size must exceed {len(special_symbols)} (the XLNet special symbols). "
+      raise ValueError(f"--vocab_size must exceed {len(special_symbols)} (the XLNet special symbols). "
                        f"Received: {self.vocab_size}.")
+    # SentencePiece's own checks (trainer_interface.cc), which it reports as a bare condition naming no flag.
+    if not 0.98 <= self.character_coverage <= 1.0:
+      raise ValueError(f"--character_coverage must be in [0.98, 1.0] (SentencePiece's range; the README uses "
+                       f"0.99995). Received: {self.character_coverage}.")
+    if self.input_sentence_size < 0:
+      raise ValueError(f"--input_sentence_size must be >= 0 (0: every sentence). Received: "
+                       f"{self.input_sentence_size}.")
+    if self.num_threads is not None and not 1 <= self.num_threads <= 1024:
+      raise ValueError(f"--num_threads must be in [1, 1024] (SentencePiece's range), or unset for all CPUs. Received: "
+                       f"{self.num_threads}.")
 
 
 def train_sentencepiece(inputs, model_prefix, options, *, quiet=False, **extra_options):
@@ -287,7 +297,7 @@ def train_sentencepiece(inputs, model_prefix, options, *, quiet=False, **extra_o
         control_symbols=list(CONTROL_SYMBOLS), user_defined_symbols=list(USER_DEFINED_SYMBOLS),
         input_sentence_size=options.input_sentence_size, shuffle_input_sentence=options.shuffle_input_sentence,
         hard_vocab_limit=options.hard_vocab_limit, unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
-        num_threads=options.num_threads or os.cpu_count() or 1)
+        num_threads=options.num_threads or min(os.cpu_count() or 1, 1024))
     if quiet:
       settings["minloglevel"] = 2
     settings.update(extra_options)

@@ -220,7 +220,7 @@ def _writer_bsz_per_core(record_dir, bsz_per_host, seq_len):
     return None
 
 
-def get_input_fn(record_info_dir, split, spec, options, global_batch_size=None, start_step=0):
+def get_input_fn(record_info_dir, split, spec, options, global_batch_size=None, start_step=0, batch_flag=None):
   """The original `get_input_fn`: finds the records and returns `(input_fn, record_info)`.
 
   Args:
@@ -233,6 +233,8 @@ def get_input_fn(record_info_dir, split, spec, options, global_batch_size=None, 
     global_batch_size: int or None (= bsz_per_host). bsz_per_host: the pipelines share the files and split the
       rows; bsz_per_host * num_input_pipelines: each pipeline reads its own slice of files. See module docstring.
     start_step: int, the first training step to yield (resume); with a seed the batches equal an uninterrupted run.
+    batch_flag: None or int -> str, how the caller's flags give the records' bsz_per_host when no record file
+      matches (`find_record_info`).
 
   Returns:
     input_fn(input_context=None, batch_size=None, start_step=None) -> tf.data.Dataset (start_step None: the
@@ -243,7 +245,7 @@ def get_input_fn(record_info_dir, split, spec, options, global_batch_size=None, 
   bsz_per_host, seq_len, bi_data = spec.bsz_per_host, spec.seq_len, spec.bi_data
   validate_lengths(seq_len, spec.reuse_len, options.perm_size, spec.num_predict)
   global_batch_size = bsz_per_host if global_batch_size is None else global_batch_size
-  record_info = find_record_info(record_info_dir, split, spec)
+  record_info = find_record_info(record_info_dir, split, spec, batch_flag)
   writer_bsz_per_core = None
   if bi_data:
     found = {_writer_bsz_per_core(d, bsz_per_host, seq_len) for d in str(record_info_dir).split(",") if d}

@@ -1,0 +1,72 @@
+"""scripts/demo.py without running its stages: bad flags end with one line before anything is written, and
+demo_settings.json keeps only the settings of stages that wrote something, so a corrected rerun in the same --out
+is not refused while a rerun that would mix two runs' data still is."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from scripts import demo
+
+
+@pytest.mark.parametrize("flags,words", [
+    (["--seeds=a"], "--seeds must be comma-separated integers, e.g. --seeds=1,2,3. Received: 'a'."),
+    (["--num_docs=-3"], "--num_docs must be in [4, 20000]. Received: -3."),
+    (["--num_dev=6000"], "--num_dev must be in [1, 5000]. Received: 6000."),
+    (["--pretrain_steps=0"], "--pretrain_steps must be at least 1. Received: 0."),
+    (["--vocab_size=5"], "--vocab_size must be at least 10. Received: 5."),
+    (["--finetune_lr=-1"], "--finetune_lr must be positive. Received: -1.0."),
+    (["--pretrain_warmup=10", "--pretrain_steps=10"], "--pretrain_warmup must be at least 0 and below"),
+])
+def test_bad_flags_are_one_line_before_anything_is_written(tmp_path, flags, words):
+  with pytest.raises(SystemExit) as e:
+    demo.parse_args([f"--out={tmp_path}/out", *flags])
+  assert str(e.value).startswith(f"demo: error: {words}"), e.value
+  assert not os.path.exists(tmp_path / "out")
+
+
+def test_an_out_that_is_a_file_is_refused_and_kept(tmp_path):
+  (tmp_path / "notes.txt").write_text("mine")
+  proc = subprocess.run([sys.executable, "scripts/demo.py", f"--out={tmp_path}/notes.txt"], capture_output=True,
+                        text=True, timeout=120)
+  assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+  assert proc.stderr.strip().splitlines()[-1] == (
+      f"demo: error: Cannot use --out {tmp_path}/notes.txt as a directory: it is a file, left as it is. Pass a "
+      "directory (new, or one this tool wrote).")
+  assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_settings_are_kept_once_a_stage_wrote_what_depends_on_them(tmp_path, monkeypatch):
+  from xlnet_tf.data import corpora  # pylint: disable=import-outside-toplevel
+  out = f"--out={tmp_path}/out"
+  settings = tmp_path / "out" / "demo_settings.json"
+
+  def failing(out_dir, num_docs, num_files):
+    raise OSError("no network")
+  monkeypatch.setattr(corpora, "write_pretraining_corpus", failing)
+  first = demo.Demo(demo.parse_args([out, "--num_docs=100"]))
+  first.check_settings()
+  with pytest.raises(OSError):
+    first.corpus()
+  assert not settings.exists()  # a failed first stage locks nothing: a rerun with other flags may use this --out
+
+  def writing(out_dir, num_docs, num_files):
+    os.makedirs(out_dir)
+    for i in range(num_files):
+      with open(os.path.join(out_dir, f"{i}.txt"), "w") as f:
+        f.write("text\n")
+  monkeypatch.setattr(corpora, "write_pretraining_corpus", writing)
+  second = demo.Demo(demo.parse_args([out, "--num_docs=200"]))
+  second.check_settings()
+  second.corpus()
+  assert json.loads(settings.read_text()) == {"num_docs": 200}
+  demo.Demo(demo.parse_args([out, "--num_docs=200", "--vocab_size=500"])).check_settings()  # spm not written yet
+  with pytest.raises(SystemExit, match=r"holds a run with other settings \(num_docs: 200 there, 300 now\)"):
+    demo.Demo(demo.parse_args([out, "--num_docs=300"])).check_settings()
+  second.save_settings("vocab_size")
+  assert json.loads(settings.read_text()) == {"num_docs": 200, "vocab_size": 8000}
+  with pytest.raises(SystemExit, match=r"vocab_size: 8000 there, 500 now"):
+    demo.Demo(demo.parse_args([out, "--num_docs=200", "--vocab_size=500"])).check_settings()

@@ -108,12 +108,14 @@ def _write_records(examples, label_list, o, tokenize_fn, mode, log_fn, n_token, 
   """The cached records of `examples` in --output_dir (written unless cached), their ids checked."""
   path = os.path.join(o.output_dir, classifier_features.record_file_name(o.spiece_model_file, o.max_seq_length, mode,
                                                                       o.eval_split))
+  fingerprint = classifier_features.examples_fingerprint(examples, label_list, o.max_seq_length, num_passes,
+                                                         o.spiece_model_file)
   written = classifier_features.file_based_convert_examples_to_features(
       examples, label_list, o.max_seq_length, tokenize_fn, path, num_passes=num_passes,
-      overwrite_data=o.overwrite_data)
+      overwrite_data=o.overwrite_data, fingerprint=fingerprint)
   if written is None:
-    log_fn(f"WARNING: reusing the cached {path}. Its name includes neither the task, nor the labels, nor "
-           "num_passes: pass --overwrite_data=True if any of them changed.")
+    log_fn(f"Reusing the cached {path}, made from the same examples, labels, SentencePiece model and num_passes "
+           "(or by a run that did not record them: then pass --overwrite_data=True if any changed).")
   else:
     log_fn(f"Wrote {written} examples to {path}.")
   token_checks.check_fine_tuning_ids(path, n_token, o.spiece_model_file)

@@ -370,6 +370,16 @@ def test_tfrecord_round_trip(tmp_path):
   assert classifier_features.file_based_convert_examples_to_features(examples[:1], ["neg", "pos"], 8, tokenize, out) is None
   assert classifier_features.file_based_convert_examples_to_features(examples[:1], ["neg", "pos"], 8, tokenize, out,
                                                     overwrite_data=True) == 1
+  # With the inputs' fingerprint: kept for the same examples and SentencePiece model, written again for others.
+  spm = "tests/testdata/data/spm/spiece.model"
+  write = lambda ex: classifier_features.file_based_convert_examples_to_features(
+      ex, ["neg", "pos"], 8, tokenize, out, fingerprint=classifier_features.examples_fingerprint(
+          ex, ["neg", "pos"], 8, 1, spm))
+  assert write(examples[1:2]) is None  # a file written without one (the original's): kept by its name, as there
+  os.remove(out)
+  assert write(examples[:1]) == 1 and write(examples[:1]) is None
+  assert write(examples[1:2]) == 1 and write(examples[1:2]) is None
+  assert os.path.exists(out + ".source")
 
   # Training: shuffled, repeated, fixed batch shape.
   train = classifier_features.classifier_dataset(out, 8, is_regression=False,

@@ -106,6 +106,7 @@ def test_prepro_train_predict(tiny_config, tmp_path):
     np.testing.assert_allclose(outputs[1][key], outputs[0][key], rtol=1e-5, atol=1e-5)
   assert sorted(os.listdir(tmp_path / "out")) == sorted([records.train_record_name(SPM, i, 64, 16) for i in range(2)]
                                                         + [records.eval_features_name(SPM, 64, 16),
+                                                           records.eval_features_name(SPM, 64, 16) + ".source",
                                                            records.eval_record_name(SPM, 64, 16)])
 
 

@@ -309,12 +309,25 @@ def test_prepare_eval_features_caches(sp_model, tmp_path, caplog):
           _opts(64, 24, 16))
   examples, features, record, stats = records.prepare_eval_features(*args)
   assert stats.num_features == len(features) == 316 and len(examples) == 38
-  assert sorted(os.listdir(tmp_path)) == ["spiece.model.slen-64.qlen-16.eval.features.npz",
-                                          "spiece.model.slen-64.qlen-16.eval.tf_record"]
+  npz = "spiece.model.slen-64.qlen-16.eval.features.npz"
+  assert sorted(os.listdir(tmp_path)) == [npz, npz + ".source", "spiece.model.slen-64.qlen-16.eval.tf_record"]
   _, cached, record2, stats2 = records.prepare_eval_features(*args)
   assert stats2 is None and record2 == record and cached == features
   _, _, _, stats3 = records.prepare_eval_features(*args, overwrite_data=True)
   assert stats3 is not None
+  # Another file to predict under the same cache names: written again (the original reused the first file's
+  # features for it: wrong answers under the new file's ids).
+  dev = json.load(open(args[0], encoding="utf-8"))
+  other = tmp_path / "other.json"
+  other.write_text(json.dumps(dict(dev, data=dev["data"][:1])), encoding="utf-8")
+  examples4, features4, _, stats4 = records.prepare_eval_features(str(other), *args[1:])
+  assert stats4 is not None and len(examples4) < len(examples)
+  assert max(f.example_index for f in features4) == len(examples4) - 1
+  assert "made from other inputs or settings" in caplog.text
+  # A cache without its fingerprint (the original's, or an earlier version's) is reused by its name, as there.
+  os.remove(tmp_path / (npz + ".source"))
+  _, cached5, _, stats5 = records.prepare_eval_features(*args)
+  assert stats5 is None and cached5 == features4
 
 
 def test_prepare_train_records(sp_model, tmp_path):

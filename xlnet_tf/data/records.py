@@ -1,11 +1,14 @@
 """Reading records: the one reader of record files (`record_dataset`, which honours --skip_bad_records), the
-fine-tuning records' features and datasets that the classifier, RACE and SQuAD share, and finding a damaged record.
+fine-tuning records' features and datasets that the classifier, RACE and SQuAD share, finding a damaged record,
+and whether a cached file may be reused (`cache_fingerprint`, `reusable_cache`, `mark_cache`).
 """
 
 import dataclasses
+import hashlib
 import numbers
 
 import tensorflow as tf
+from absl import logging
 
 from xlnet_tf import fileio
 
@@ -31,6 +34,39 @@ class InputFeatures:
   segment_ids: list
   label_id: object
   is_real_example: bool = True
+
+
+def cache_fingerprint(*parts):
+  """A digest of what a cached file is made from: str or bytes parts (an input file's bytes, the SentencePiece
+  model's, the settings)."""
+  digest = hashlib.sha256()
+  for part in parts:
+    data = part if isinstance(part, bytes) else str(part).encode("utf-8")
+    digest.update(len(data).to_bytes(8, "little") + data)
+  return digest.hexdigest()
+
+
+def reusable_cache(path, fingerprint):
+  """Whether the cached file `path` may serve a run whose inputs have `fingerprint`: it exists, and its fingerprint
+  file (`{path}.source`, `mark_cache`) names the same inputs. A cache without one (written by the original, or
+  before fingerprints) is reused as the original does, by name alone. A cache made from other inputs (another
+  input file or SentencePiece model under the same name) is not: the warning says it is written again."""
+  if not fileio.exists(path):
+    return False
+  source = path + ".source"
+  if not fileio.exists(source):
+    return True
+  with fileio.open_file(source) as f:
+    if f.read().strip() == fingerprint:
+      return True
+  logging.warning("The cached %s was made from other inputs or settings than this run's (%s); writing it again.",
+                  path, source)
+  return False
+
+
+def mark_cache(path, fingerprint):
+  """Writes `{path}.source`: the fingerprint of the inputs `path` was just made from (`reusable_cache`)."""
+  fileio.atomic_write(path + ".source", fingerprint + "\n")
 
 
 def is_int_at_least(value, low):

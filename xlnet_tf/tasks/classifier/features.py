@@ -138,9 +138,17 @@ def record_file_name(spiece_model_file, max_seq_length, mode, eval_split="dev"):
   return f"{spm}.len-{max_seq_length}.{eval_split}.{mode}.tf_record"
 
 
+def examples_fingerprint(examples, label_list, max_seq_length, num_passes, spiece_model_file):
+  """The `records.cache_fingerprint` of cached records: the examples (guid, texts, label), the labels, the length,
+  num_passes and the SentencePiece model's bytes (its file name alone is in the records' name)."""
+  with fileio.open_file(spiece_model_file, "rb") as f:
+    spm = f.read()
+  rows = [tuple(getattr(e, k, None) for k in ("guid", "text_a", "text_b", "label")) for e in examples]  # padding: Nones
+  return records.cache_fingerprint(repr(rows), repr(label_list), max_seq_length, num_passes, spm)
+
 
 def file_based_convert_examples_to_features(examples, label_list, max_seq_length, tokenize_fn, output_file,
-                                            num_passes=1, overwrite_data=False):
+                                            num_passes=1, overwrite_data=False, fingerprint=None):
   """Converts examples and writes them as TFRecords (atomically), as the original.
 
   Features: input_ids int64 [L], input_mask float [L] (1 = padding), segment_ids int64 [L], label_ids int64 []
@@ -151,14 +159,17 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
     label_list, max_seq_length, tokenize_fn: as `convert_single_example`.
     output_file: str, the record file.
     num_passes: int >= 1, the example list is written this many times in a row.
-    overwrite_data: bool, rewrite an existing output_file; False keeps it (the original's cache behaviour).
+    overwrite_data: bool, rewrite an existing output_file; False keeps it (the original's cache behaviour) unless
+      it was made from other inputs than `fingerprint` says.
+    fingerprint: str or None, `examples_fingerprint` of this run's inputs (`records.reusable_cache`).
 
   Returns:
     The number of records written, or None if an existing file was kept.
   """
   if not records.is_int_at_least(num_passes, 1):
     raise ValueError(f"--num_passes must be a positive integer. Received: {num_passes!r}.")
-  if tf.io.gfile.exists(output_file) and not overwrite_data:
+  reusable = records.reusable_cache(output_file, fingerprint) if fingerprint else tf.io.gfile.exists(output_file)
+  if reusable and not overwrite_data:
     logging.info("Keeping the existing tfrecord %s (set --overwrite_data to rebuild it).", output_file)
     return None
   logging.info("Creating tfrecord %s.", output_file)
@@ -182,6 +193,8 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
           features["label_ids"] = example_encoder.float_feature([float(feature.label_id)])
         features["is_real_example"] = example_encoder.int_feature([int(feature.is_real_example)])
         writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
+  if fingerprint:
+    records.mark_cache(output_file, fingerprint)
   return len(all_examples)
 
 

@@ -252,7 +252,9 @@ def prepare_train_records(train_file, sp_model, spiece_model_file, output_dir, o
 
 def prepare_eval_features(predict_file, sp_model, spiece_model_file, output_dir, options, overwrite_data=False):
   """The original's evaluation preprocessing with its cache: the record and the features file are reused when
-  both exist and overwrite_data is False, else rebuilt. options: `data.FeatureOptions`.
+  both exist, overwrite_data is False and they were made from this predict_file, SentencePiece model and options
+  (`records.reusable_cache`: the original reused them by name alone, for another --predict_file too), else
+  rebuilt. options: `data.FeatureOptions`.
 
   Returns:
     (examples, features, record path, data.ConversionStats or None when the cache was used).
@@ -261,7 +263,9 @@ def prepare_eval_features(predict_file, sp_model, spiece_model_file, output_dir,
   max_seq_length, max_query_length = options.max_seq_length, options.max_query_length
   record = os.path.join(output_dir, eval_record_name(spiece_model_file, max_seq_length, max_query_length))
   feature_file = os.path.join(output_dir, eval_features_name(spiece_model_file, max_seq_length, max_query_length))
-  if fileio.exists(record) and fileio.exists(feature_file) and not overwrite_data:
+  with fileio.open_file(predict_file, "rb") as f, fileio.open_file(spiece_model_file, "rb") as g:
+    fingerprint = records.cache_fingerprint(f.read(), g.read(), repr(options))
+  if fileio.exists(record) and records.reusable_cache(feature_file, fingerprint) and not overwrite_data:
     logging.info("Loading evaluation features from %s (set --overwrite_data to rebuild).", feature_file)
     return examples, load_eval_features(feature_file), record, None
   features = []
@@ -273,4 +277,5 @@ def prepare_eval_features(predict_file, sp_model, spiece_model_file, output_dir,
 
     stats = data.convert_examples_to_features(examples, sp_model, options, False, append)
   save_eval_features(feature_file, features, max_seq_length)
+  records.mark_cache(feature_file, fingerprint)
   return examples, features, record, stats

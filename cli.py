@@ -13,6 +13,7 @@ line.
 """
 
 import gc
+import json
 import os
 import signal
 import sys
@@ -233,6 +234,39 @@ def train_config(o, global_batch_size, tokens_per_example, **fields):
   return TrainConfig(global_batch_size=global_batch_size, tokens_per_example=tokens_per_example, **values_)
 
 
+_NOT_COMPARED = ("train_steps", "iterations", "save_steps", "max_save", "verbosity")
+
+
+def flag_changes(o):
+  """'name X there, Y here' for each flag of the options `o` whose value differs from the run_flags.json in
+  --model_dir (the run that wrote its checkpoints), paths and the loop's length and saving left out."""
+  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
+  path = os.path.join(o.model_dir, "run_flags.json") if o.model_dir else None
+  if not path or not fileio.exists(path):
+    return []
+  with fileio.open_file(path) as f:
+    there = json.load(f)
+  here = json.loads(json.dumps(vars(o), default=str))  # as run_files wrote them
+  return [f"{k} {there[k]} there, {here[k]} here" for k in sorted(set(there) & set(here))
+          if there[k] != here[k] and k not in _NOT_COMPARED and not k.endswith(("_dir", "_file", "_path", "_ckpt",
+                                                                                 "checkpoint"))]
+
+
+def restore_or_init(o, trainer, log_fn, **kwargs):
+  """`trainer.restore_or_init(o.init_checkpoint, ..., log_fn)`; where --model_dir's checkpoint cannot be resumed
+  and this run's flags differ from the run that wrote it (`flag_changes`), the error names them."""
+  from xlnet_tf import run_checkpoint  # pylint: disable=g-import-not-at-top
+  try:
+    return trainer.restore_or_init(o.init_checkpoint, log_fn=log_fn, **kwargs)
+  except run_checkpoint.CannotResume as e:
+    changes = flag_changes(o)
+    if not changes:
+      raise
+    raise FlagError(f"Cannot resume from {e.latest} ({e.reason}): it was written with other flags "
+                    f"({'; '.join(changes[:6])}{'; ...' if len(changes) > 6 else ''}; {o.model_dir}/run_flags.json). "
+                    "Rerun with that run's values, or pass another --model_dir.") from None
+
+
 def fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per_example, log_fn=print):
   """The `Trainer` of a fine-tuning CLI (run_classifier.py, run_race.py, run_squad.py) from its options `o`
   ready to train: `--train_batch_size` is global on TPU and per replica elsewhere (the original's GPU semantics);
@@ -257,7 +291,7 @@ def fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per
   chief = training.is_chief(strategy)
   if chief:
     training.check_run_files(o.model_dir, xlnet_config)
-  start = trainer.restore_or_init(o.init_checkpoint, log_fn=log_fn)  # weights only when fine-tuning
+  start = restore_or_init(o, trainer, log_fn)  # weights only when fine-tuning
   if chief:
     training.write_run_files(o.model_dir, xlnet_config, vars(o))
   return trainer, start, global_batch, per_replica

@@ -144,7 +144,7 @@ def _run(o, strategy, log_fn):
   if chief:
     training.check_run_files(o.model_dir, xlnet_config)
   trainer = build_trainer(o, strategy, xlnet_config)
-  start = trainer.restore_or_init(o.init_checkpoint, o.init_optimizer_state, log_fn)
+  start = cli.restore_or_init(o, trainer, log_fn, init_optimizer_state=o.init_optimizer_state)
   if chief:  # once restored: a run that fails before leaves the earlier run's files
     training.write_run_files(o.model_dir, xlnet_config, vars(o))
   log_fn(f"Training from step {start} to {o.train_steps} on {strategy.num_replicas_in_sync} replica(s).")

@@ -3,11 +3,21 @@
 
 import shutil
 import tempfile
+import textwrap
 
 import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import checkpoint as checkpoint_lib
+
+
+class CannotResume(ValueError):
+  """model_dir's latest checkpoint does not fit this run's objects or cannot be read (`RunCheckpoint.restore_latest`);
+  `latest` is its path, `reason` TensorFlow's."""
+
+  def __init__(self, message, latest, reason):
+    super().__init__(message)
+    self.latest, self.reason = latest, reason
 
 
 class RunCheckpoint:
@@ -54,19 +64,19 @@ class RunCheckpoint:
     """Restores model_dir's latest checkpoint; returns its path, or None if there is none.
 
     Raises:
-      ValueError: it does not fit this run's objects, or cannot be read; the message says what to do.
+      CannotResume: it does not fit this run's objects, or cannot be read; the message says what to do.
     """
     latest = checkpoint_lib.latest_checkpoint(self.model_dir)
     if latest:
       try:
         self.checkpoint.restore(latest).assert_existing_objects_matched()
       except (tf.errors.OpError, ValueError, AssertionError) as e:
-        reason = " ".join(str(getattr(e, "message", e)).split())[:200]
-        raise ValueError(f"Cannot resume from {latest} ({reason}). If this run's flags build another model than "
-                         "the run that wrote it (see run_flags.json there; e.g. --dropout or --dropatt 0 there, "
-                         "not here, which adds dropout state), rerun with its flags; if it is half-written or "
-                         f"damaged, delete its files ({latest}.*) to resume from the checkpoint before it; if it "
-                         "belongs to another model, pass another --model_dir.") from None
+        reason = textwrap.shorten(str(getattr(e, "message", e)), 300, placeholder=" ...")
+        raise CannotResume(f"Cannot resume from {latest} ({reason}). If this run's flags build another model than "
+                           "the run that wrote it (see run_flags.json there; e.g. --dropout or --dropatt 0 there, "
+                           "not here, which adds dropout state), rerun with its flags; if it is half-written or "
+                           f"damaged, delete its files ({latest}.*) to resume from the checkpoint before it; if it "
+                           "belongs to another model, pass another --model_dir.", latest, reason) from None
     return latest
 
   def save(self, step):

@@ -353,9 +353,16 @@ def cli_main(prog, body):
 
 
 def _parse_flags(argv):
-  """absl's parsing of `argv`, then what must come before TensorFlow's runtime starts, which absl's start-up
-  callbacks do before `main` (tf.distribute's lists the GPUs): XLA's cache setting (`xla_cache.set_flags`)."""
-  rest = app.parse_flags_with_usage(argv)
+  """absl's parsing of `argv` (an unknown flag or a bad value: one line `{tool}: error: ...`, exit 1), then what
+  must come before TensorFlow's runtime starts, which absl's start-up callbacks do before `main` (tf.distribute's
+  lists the GPUs): XLA's cache setting (`xla_cache.set_flags`)."""
+  try:
+    rest = absl_flags.FLAGS(argv)
+  except absl_flags.Error as e:  # absl's own report ends with a help hint, not the error (app.parse_flags_with_usage)
+    line = " ".join(str(e).split())
+    print(f"{os.path.basename(argv[0])}: error: {line}. Pass --helpshort or --helpfull to see the flags.",
+          file=sys.stderr, flush=True)
+    sys.exit(1)
   if getattr(absl_flags.FLAGS, "xla_cache_dir", None):
     from xlnet_tf.training import xla_cache  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)
     xla_cache.set_flags(absl_flags.FLAGS.xla_cache_dir)

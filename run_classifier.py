@@ -109,7 +109,7 @@ def _write_records(examples, label_list, o, tokenize_fn, mode, log_fn, n_token, 
   path = os.path.join(o.output_dir, classifier_features.record_file_name(o.spiece_model_file, o.max_seq_length, mode,
                                                                       o.eval_split))
   fingerprint = classifier_features.examples_fingerprint(examples, label_list, o.max_seq_length, num_passes,
-                                                         o.spiece_model_file)
+                                                         o.spiece_model_file, ordered=mode != "train")
   written = classifier_features.file_based_convert_examples_to_features(
       examples, label_list, o.max_seq_length, tokenize_fn, path, num_passes=num_passes,
       overwrite_data=o.overwrite_data, fingerprint=fingerprint)

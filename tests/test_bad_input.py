@@ -102,6 +102,9 @@ CASES = [
     ("pt-model-dir-of-another-config", "run_pretrain.py", ["--model_dir={w}/bigger", "--train_steps=6"],
      "holds checkpoints of another model"),
     ("pt-gpus-it-lacks", "run_pretrain.py", ["--num_core_per_host=4"], "--num_core_per_host=4 asks for 4"),
+    ("pt-unknown-flag", "run_pretrain.py", ["--bsz_per_host=8"],
+     "Unknown command line flag 'bsz_per_host'. Pass --helpshort or --helpfull to see the flags."),
+    ("pt-not-a-number", "run_pretrain.py", ["--train_steps=abc"], "flag --train_steps=abc: invalid literal for int()"),
     ("pt-model-dir-with-wildcards", "run_pretrain.py", ["--model_dir={w}/m[1]"],
      "--model_dir {w}/m[1] has [ ] * or ? in its name"),
     ("pt-model-dir-is-a-file", "run_pretrain.py", ["--model_dir={w}/owned.bin"],
@@ -236,6 +239,8 @@ CASES = [
     ("cv-output-dir-holds-an-hf-model", "convert_checkpoint.py",
      ["--input={w}/tiny_ckpt/xlnet_model.ckpt", "--output_dir={w}/hf_ok"],
      "--output_dir {w}/hf_ok already holds a model (config.json, model.safetensors)"),
+    ("cv-input-is-a-json-file", "convert_checkpoint.py", ["--input={w}/tiny.json"],
+     "{w}/tiny.json is a file, not a checkpoint. Pass a checkpoint's prefix"),
     ("cv-output-dir-is-a-file", "convert_checkpoint.py", ["--output_dir={w}/tiny.json"],
      "Cannot use --output_dir {w}/tiny.json as a directory: it is a file"),
 ]
@@ -382,6 +387,8 @@ def results(tmp_path_factory):
     data.unlink()
   shutil.copytree(w / "cls_ok" / "records", w / "cls_corrupt")
   shutil.copytree(w / "cls_ok" / "records", w / "cls_other_task")  # imdb's: integer labels
+  for source in (w / "cls_other_task").glob("*.source"):  # as the original wrote them: reused by their names
+    source.unlink()
   cached = sorted(p for p in (w / "cls_corrupt").iterdir() if p.name.endswith(".tf_record") and "train" in p.name)
   cached[0].write_bytes(cached[0].read_bytes()[:200])
   # Cached fine-tuning records (the names the tools look for) holding an id beyond the vocabulary.

@@ -160,8 +160,8 @@ def test_imdb_train_eval_predict(files, cli_runs):
   assert "kept their initial values: none" in stdout  # the original checkpoint brought the head too
   # The original cached record names.
   assert sorted(p.name for p in (out / "records").iterdir()) == [
-      "spiece.model.len-48.dev.eval.tf_record", "spiece.model.len-48.dev.predict.tf_record",
-      "spiece.model.len-48.train.tf_record"]
+      name + source for name in ("spiece.model.len-48.dev.eval.tf_record", "spiece.model.len-48.dev.predict.tf_record",
+                                 "spiece.model.len-48.train.tf_record") for source in ("", ".source")]
 
   results = eval_lines(stdout)
   assert [r["step"] for r in results] == ["3", "6", "1200"]

@@ -129,6 +129,9 @@ def resolve_checkpoint_path(ckpt_path):
                                 "files). Pass the checkpoint prefix, e.g. .../xlnet_model.ckpt.")
       latest = indexes[0][:-len(".index")]
     return latest
+  if not tf.io.gfile.exists(ckpt_path + ".index") and tf.io.gfile.exists(ckpt_path):
+    raise FileNotFoundError(f"{ckpt_path} is a file, not a checkpoint. Pass a checkpoint's prefix (its files' names "
+                            "without .index or .data-*, e.g. .../xlnet_model.ckpt) or a model directory.")
   if not tf.io.gfile.exists(ckpt_path + ".index"):
     raise FileNotFoundError(f"Checkpoint {ckpt_path} not found ({ckpt_path}.index does not exist). Pass the "
                             "prefix of a TF checkpoint, e.g. xlnet_cased_L-24_H-1024_A-16/xlnet_model.ckpt.")

@@ -297,9 +297,22 @@ def fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per
   return trainer, start, global_batch, per_replica
 
 
+_PATH_FLAG_SUFFIXES = ("_dir", "_file", "_path", "_glob", "checkpoint", "_ckpt")
+
+
+def _expand_user(name, value):
+  """A path flag's `~` (or `~user`) as the user's home, in each comma-separated part: a shell leaves the `~` of
+  `--model_dir=~/exp` as it is, and the tools made a directory named `~` in the working directory."""
+  if isinstance(value, str) and "~" in value and (name == "input" or name.endswith(_PATH_FLAG_SUFFIXES)):
+    return ",".join(os.path.expanduser(part) for part in value.split(","))
+  return value
+
+
 def values(flag_values=absl_flags.FLAGS):
-  """The script's own flags (every flag `flags.py` defined) as a plain namespace: what its `run` takes."""
-  return types.SimpleNamespace(**{f.name: f.value for f in flag_values.get_flags_for_module(flags)})
+  """The script's own flags (every flag `flags.py` defined) as a plain namespace: what its `run` takes; a path
+  flag's leading `~` is the user's home (`_expand_user`)."""
+  return types.SimpleNamespace(**{f.name: _expand_user(f.name, f.value)
+                                  for f in flag_values.get_flags_for_module(flags)})
 
 
 def defaults(define_flags, **overrides):

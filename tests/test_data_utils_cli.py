@@ -243,6 +243,13 @@ def test_bad_input_one_line_errors(bad_inputs, tmp_path, argv, message):
   assert not os.path.exists(f"{tmp_path}/out")  # Nothing written.
 
 
+def test_a_path_flag_s_tilde_is_the_home_directory():
+  """`--save_dir=~/x`: the shell leaves that `~` as it is; the tools read it as the home directory."""
+  home = os.path.expanduser("~")
+  o = cli.values(_flag_values(["--save_dir=~/out", "--input_glob=~/a/*.txt,~/b/*.txt", "--sp_path=a~b"]))
+  assert o.save_dir == f"{home}/out" and o.input_glob == f"{home}/a/*.txt,{home}/b/*.txt" and o.sp_path == "a~b"
+
+
 def test_cli_bad_input_exits_with_one_line(tmp_path):
   out = subprocess.run([sys.executable, "data_utils.py", f"--input_glob={tmp_path}/*.txt",
                         f"--sp_path={GOLDEN}/spm/spiece.model", f"--save_dir={tmp_path}/out", *GOLDEN_FLAGS],

@@ -155,6 +155,15 @@ def test_sigterm_saves_the_current_step_and_resume_is_bit_identical(record_dirs,
   assert_same_checkpoint(uninterrupted[0], str(stopped_dir / "ckpt-20"))
 
 
+def test_an_xla_flag_xla_does_not_know_ends_the_run_before_it_writes_anything(record_dirs, tmp_path):
+  """XLA reads XLA_FLAGS at its first compilation and ends the process on a flag it does not know; the run makes
+  that happen at its start (`training.read_xla_flags`), not at its first step after the lock and the run files."""
+  env = dict(os.environ, XLA_FLAGS=os.environ.get("XLA_FLAGS", "") + " --xla_no_such_flag=1")
+  proc = subprocess.run(pretrain_cmd(record_dirs["bi"], tmp_path / "run"), capture_output=True, text=True, env=env)
+  assert proc.returncode != 0 and "Unknown flag in XLA_FLAGS: --xla_no_such_flag=1" in proc.stderr, proc.stderr[-2000:]
+  assert not (tmp_path / "run").exists()
+
+
 def test_ctrl_c_before_training_ends_with_one_line(record_dirs, tmp_path):
   """Ctrl-C while the tool starts (imports: nothing written yet) and while it prepares the run (its --model_dir
   locked, no training loop yet): exit 130, one line, no traceback, no checkpoint and no lock left."""

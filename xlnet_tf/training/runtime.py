@@ -231,8 +231,8 @@ def start(*, strategy="auto", num_core_per_host=None, seed=None, deterministic=F
   (`prefer_wide_xla_vectors`), enables op determinism (`deterministic`, which needs `seed`), seeds
   Keras/TF/numpy/python (`seed`: initialisation and dropout), builds the strategy (`make_strategy`;
   `num_core_per_host` is ignored on TPU), makes float32 matmuls strict on GPUs unless `use_tf32`
-  (`set_float32_matmul_precision`) and warns when bfloat16 (`use_bfloat16`) would be emulated. The CLIs call it
-  with their flags through `cli.start`.
+  (`set_float32_matmul_precision`), warns when bfloat16 (`use_bfloat16`) would be emulated and lets XLA read
+  `XLA_FLAGS` (`read_xla_flags`). The CLIs call it with their flags through `cli.start`.
 
   Args:
     strategy: a name of `STRATEGIES`; num_core_per_host, cloud_tpu: as `make_strategy`.
@@ -250,7 +250,17 @@ def start(*, strategy="auto", num_core_per_host=None, seed=None, deterministic=F
   strategy = make_strategy(strategy, None if strategy == "tpu" else num_core_per_host, cloud_tpu)
   set_float32_matmul_precision(use_tf32, strategy)
   warn_if_emulated_bfloat16(use_bfloat16, strategy)
+  read_xla_flags()
   return strategy
+
+
+def read_xla_flags():
+  """Compiles a one-op program with XLA on the CPU (about 0.07 s), so that XLA reads `XLA_FLAGS` now: it ends the
+  process on a flag it does not know (its line names it), and a CLI calls this before it writes anything (lock,
+  run files), not at its first step. After `make_strategy`: a program run starts TensorFlow's runtime, after which
+  the CPU can no longer be split into replicas."""
+  with tf.device("/CPU:0"):
+    tf.function(lambda x: x + 1.0, jit_compile=True, autograph=False)(tf.constant(1.0))
 
 
 def fine_tuning_batch_sizes(strategy, train_batch_size):

@@ -102,8 +102,8 @@ def _prepare(o, split, tokenize_fn, n_token, log_fn):
   if info.written:
     log_fn(f"Wrote {info.num_records} examples to {info.path}.")
   else:
-    log_fn(f"WARNING: reusing the cached {info.path}. Its name includes neither max_qa_length, uncased, "
-           "fix_option_aliasing nor sorted_file_order: pass --overwrite_data=True if any of them changed.")
+    log_fn(f"Reusing the cached {info.path}, made from the same files, SentencePiece model and settings (or by a "
+           "run that did not record them). --uncased is not among them: pass --overwrite_data=True if it changed.")
   token_checks.check_fine_tuning_ids(info.path, n_token, o.spiece_model_file)
   return info
 

@@ -355,3 +355,27 @@ def test_one_of_our_checkpoints_exports_too(tmp_path):
   with pytest.raises(cli.FlagError, match="already in the hf format"):
     convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=f"{DATA}/lm_h5", to="hf",
                                         output_dir=str(tmp_path / "x")), log_fn=lambda line: None)
+
+
+def test_a_full_disk_while_converting_is_one_line_and_leaves_nothing(tmp_path):
+  """convert_checkpoint.py in both directions under a file-size limit (a write fails as on a full disk): exit 1, one
+  line with the reason (safetensors' error was a traceback; TensorFlow's lost its reason to the op's name), and no
+  file in --output_dir."""
+  import resource  # pylint: disable=import-outside-toplevel
+  import signal  # pylint: disable=import-outside-toplevel
+
+  def small_disk():
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4000, 4000))  # below the tiny model's weights
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write then fails with EFBIG, as ENOSPC would
+
+  convert.convert_to_original("tests/testdata/hf/lm_safetensors", str(tmp_path / "src"), log_fn=lambda line: None)
+  for name, flags in (("hf", [f"--input={tmp_path}/src/xlnet_model.ckpt"]),
+                      ("tf1", ["--input=tests/testdata/hf/lm_safetensors"])):
+    proc = subprocess.run([sys.executable, "convert_checkpoint.py", *flags, f"--output_dir={tmp_path / name}"],
+                          capture_output=True, text=True, timeout=300,
+                          preexec_fn=small_disk)
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert last.startswith(f"convert_checkpoint.py: error: Could not write {tmp_path / name}/") and (
+        "File too large" in last), last
+    assert not os.path.exists(tmp_path / name) or os.listdir(tmp_path / name) == []

@@ -2,6 +2,7 @@
 
 import dataclasses
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -39,7 +40,8 @@ def test_eval_records_equal_the_goldens_head_inputs(tmp_path, tokenize_fn):
                                  max_qa_length=16, eval_batch_size=5, sorted_file_order=True)
   info = records.prepare_records(config, "dev", tokenize_fn)
   assert (info.num_real, info.num_padding, info.num_records, info.written) == (8, 2, 10, True)
-  assert os.listdir(tmp_path) == ["spiece.model.len-64.dev.tf_record"]
+  assert sorted(os.listdir(tmp_path)) == ["spiece.model.len-64.dev.tf_record",
+                                          "spiece.model.len-64.dev.tf_record.source"]
   read = ReadConfig(batch_size=5, drop_remainder=True, n_token=1200)  # ids checked (1200 pieces): the same batches
   batches = list(records.race_dataset(info.path, 64, read).as_numpy_iterator())
   assert len(batches) == 2
@@ -79,11 +81,22 @@ def test_cache_is_kept_unless_overwritten(tmp_path, tokenize_fn):
   assert (again.path, again.num_real, again.written) == (first.path, None, False)
   assert os.stat(first.path).st_mtime_ns == mtime
   assert records.prepare_records(dataclasses.replace(config, overwrite_data=True), "train", tokenize_fn).written
-  assert os.listdir(tmp_path) == ["spiece.model.len-64.train.tf_record"]  # No temporary file left.
+  assert sorted(os.listdir(tmp_path)) == ["spiece.model.len-64.train.tf_record",  # no temporary file left
+                                          "spiece.model.len-64.train.tf_record.source"]
   # Training: shuffled with the seed, repeated forever, full batches.
   d = records.race_dataset(first.path, 64, ReadConfig.training(3, shuffle_buffer=2048, seed=1))
   labels = np.concatenate([b["label_ids"] for b in d.take(4).as_numpy_iterator()])
   assert labels.shape == (12,) and sorted(labels[:4].tolist()) == [0, 0, 1, 3]
+  # Another --data_dir (or level, SentencePiece model, setting) under the same cache name: written again (the
+  # original kept the first records), then kept for it.
+  other = tmp_path / "race_b"
+  shutil.copytree(DATA, other)
+  (middle,) = [p for p in sorted((other / "train" / "middle").iterdir())][:1]
+  middle.unlink()
+  moved = records.prepare_records(records.RecordsConfig(**dict(kwargs, data_dir=str(other))), "train", tokenize_fn)
+  assert moved.written and moved.num_real < 4
+  assert not records.prepare_records(records.RecordsConfig(**dict(kwargs, data_dir=str(other))), "train",
+                                     tokenize_fn).written
 
 
 def test_errors(tmp_path, tokenize_fn):

@@ -304,7 +304,7 @@ def test_arrays_round_trip(sp_model):
     assert records.features_from_arrays(records.features_to_arrays(features, 48)) == features
 
 
-def test_prepare_eval_features_caches(sp_model, tmp_path, caplog):
+def test_prepare_eval_features_caches(sp_model, tmp_path, caplog, monkeypatch):
   args = (f"{TESTDATA}/data/dev-v2.0.json", sp_model, f"{TESTDATA}/spm/spiece.model", str(tmp_path),
           _opts(64, 24, 16))
   examples, features, record, stats = records.prepare_eval_features(*args)
@@ -328,6 +328,17 @@ def test_prepare_eval_features_caches(sp_model, tmp_path, caplog):
   os.remove(tmp_path / (npz + ".source"))
   _, cached5, _, stats5 = records.prepare_eval_features(*args)
   assert stats5 is None and cached5 == features4
+  # A rebuild that fails after the record (a full disk at the features file) leaves no features file: the next run
+  # builds the pair again, never pairs one file's record with another's features.
+  def full_disk(*unused):
+    raise OSError("File too large")
+  with monkeypatch.context() as m:
+    m.setattr(records, "save_eval_features", full_disk)
+    with pytest.raises(OSError):
+      records.prepare_eval_features(*args, overwrite_data=True)
+  assert not os.path.exists(tmp_path / npz)
+  _, features6, _, stats6 = records.prepare_eval_features(*args)
+  assert stats6 is not None and features6 == features
 
 
 def test_prepare_train_records(sp_model, tmp_path):

@@ -57,6 +57,7 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type="last", mo
   Args:
     model_config_path: its xlnet_config.json; None: the one beside the checkpoint.
   """
+  from safetensors import SafetensorError  # pylint: disable=import-outside-toplevel
   from safetensors.numpy import save_file  # pylint: disable=import-outside-toplevel
   _check_output_dir(output_dir, _HF_FILES)
   path = checkpoint.resolve_checkpoint_path(ckpt_path)
@@ -70,7 +71,10 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type="last", mo
                                                      allow_d_head_override)
   fileio.makedirs(output_dir)
   with fileio.atomic_path(os.path.join(output_dir, "model.safetensors")) as tmp:
-    save_file(weights, tmp, metadata={"format": "pt"})
+    try:
+      save_file(weights, tmp, metadata={"format": "pt"})
+    except SafetensorError as e:  # a failed write (a full disk) is no OSError there
+      raise OSError(str(e)) from None
   copied = _copy_spiece(os.path.dirname(path), output_dir)
   fileio.write_json(os.path.join(output_dir, hf_checkpoint.CONFIG_FILE), config, indent=2, sort_keys=True)
   for line in notes:

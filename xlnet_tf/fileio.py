@@ -174,7 +174,8 @@ def atomic_path(path, last_suffix=None, marker=None):
       remove(p)
     op_error = type(e).__module__.startswith("tensorflow") and hasattr(e, "error_code")  # tf.errors.OpError
     if (isinstance(e, OSError) or op_error) and not isinstance(e, FileNotFoundError):
-      reason = getattr(e, "strerror", None) or " ".join(str(getattr(e, "message", e)).split())[:200]
+      message = " ".join(str(getattr(e, "message", e)).split())
+      reason = getattr(e, "strerror", None) or message.rsplit("; ", 1)[-1][:200]  # TF's: "{op and path}; {why}"
       raise OSError(f"Could not write {path} ({reason}); nothing was left under that name. Free space (or fix "
                     "the directory's permissions) and rerun.") from None
     raise

@@ -145,13 +145,27 @@ class RecordsConfig:
     data.check_lengths(self.max_seq_length, self.max_qa_length)
 
 
+def _fingerprint(c, split):
+  """The `records.cache_fingerprint` of a split's records: the bytes of every file it reads (in reading order), the
+  SentencePiece model's, and the settings that change the records."""
+  levels = [lv for lv in data.LEVELS if not (lv == "middle" and c.high_only) and not (lv == "high" and c.middle_only)]
+  parts = [repr((split, c.max_seq_length, c.max_qa_length, c.fix_option_aliasing, c.eval_batch_size))]
+  for path in [c.spiece_model_file] + [p for lv in levels for p in data.level_files(c.data_dir, split, lv,
+                                                                                    c.sorted_file_order)]:
+    with fileio.open_file(path, "rb") as f:
+      parts += [os.path.basename(path), f.read()]
+  return records.cache_fingerprint(*parts)
+
+
 def prepare_records(config, split, tokenize_fn):
   """The original `run_race.main`'s data steps for one split: read, shuffle or pad, convert, write (cached).
 
   train: if the cached file is missing (or overwrite_data), read the examples, shuffle them
   (`random.Random(shuffle_seed)`; None = unseeded, as the original) and write. dev/test: always read the
   examples (the eval step count needs them), pad them with `PaddingInputExample`s to a multiple of
-  eval_batch_size, and write unless cached.
+  eval_batch_size, and write unless cached. A cache made from other files, SentencePiece model or settings (its
+  fingerprint file says so, `records.reusable_cache`) is written again: the original reused it by name, so
+  another --data_dir, or --high_only after both levels, read the first records.
 
   Args:
     config: `RecordsConfig`.
@@ -164,8 +178,13 @@ def prepare_records(config, split, tokenize_fn):
   c = config
   path = os.path.join(c.output_dir, record_file_name(c.spiece_model_file, c.max_seq_length, split, c.high_only,
                                                      c.middle_only))
+  try:
+    fingerprint = _fingerprint(c, split)
+  except FileNotFoundError:  # no files to read: a cached training file is kept by its name, as the original does
+    fingerprint = None
+  overwrite = c.overwrite_data or (fingerprint is not None and not records.reusable_cache(path, fingerprint))
   if split == "train":
-    if fileio.exists(path) and not c.overwrite_data:
+    if fileio.exists(path) and not overwrite:
       logging.info("Keeping the existing tfrecord %s (set --overwrite_data to rebuild it).", path)
       return RecordsInfo(path=path, num_real=None, num_padding=0, written=False)
     examples = data.get_examples(c.data_dir, split, c.high_only, c.middle_only, c.sorted_file_order)
@@ -181,7 +200,9 @@ def prepare_records(config, split, tokenize_fn):
   if not examples:
     raise ValueError(f"The RACE {split} split under {c.data_dir} has no questions. Check --data_dir.")
   written = write_records(examples, tokenize_fn, path, c.max_seq_length, c.max_qa_length, c.fix_option_aliasing,
-                          c.overwrite_data)
+                          overwrite)
+  if written is not None and fingerprint is not None:
+    records.mark_cache(path, fingerprint)
   return RecordsInfo(path=path, num_real=num_real, num_padding=len(examples) - num_real,
                      written=written is not None)
 

@@ -268,6 +268,8 @@ def prepare_eval_features(predict_file, sp_model, spiece_model_file, output_dir,
   if fileio.exists(record) and records.reusable_cache(feature_file, fingerprint) and not overwrite_data:
     logging.info("Loading evaluation features from %s (set --overwrite_data to rebuild).", feature_file)
     return examples, load_eval_features(feature_file), record, None
+  for path in (feature_file + ".source", feature_file):  # the features file, written last, marks the pair whole
+    fileio.remove(path)
   features = []
   with FeatureWriter(record, is_training=False) as writer:
 

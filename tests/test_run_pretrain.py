@@ -315,6 +315,16 @@ def free_ports(n):
   return ports
 
 
+def test_mirrored_without_a_gpu_is_one_replica_on_the_cpu():
+  """--strategy=mirrored on a machine without a GPU (and a CPU not split into replicas, unlike this process's):
+  one replica on the CPU, not an error asking for --num_core_per_host=1 when it was 1."""
+  script = ("from xlnet_tf import training; s = training.make_strategy('mirrored', 1); "
+            "print(type(s).__name__, s.num_replicas_in_sync, s.extended.worker_devices)")
+  out = subprocess.run([PY, "-c", script], capture_output=True, text=True, check=True,
+                       env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
+  assert out.stdout.split()[:2] == ["MirroredStrategy", "1"] and "CPU:0" in out.stdout, out.stdout
+
+
 def test_mirrored_and_multi_worker_equal_one_device(record_dirs, tmp_path):
   records = record_dirs["uni"]
   ports = free_ports(2)

@@ -47,7 +47,7 @@ def make_strategy(name, num_core_per_host=None, cloud_tpu=CloudTPU()):
   auto (the default): as the original's GPU path, `num_core_per_host` > 1 mirrors over that many local GPUs
   (the original's `MirroredStrategy(num_gpus=num_core_per_host)`), else one device (the first GPU, else the CPU).
   one_device: the first GPU if any, else the CPU. mirrored: `num_core_per_host` local GPUs (all of them when it is
-  unset). multi_worker_mirrored: from TF_CONFIG. tpu: TPUStrategy through a TPUClusterResolver of `cloud_tpu` (a
+  unset; the CPU, one replica, where there is none). multi_worker_mirrored: from TF_CONFIG. tpu: TPUStrategy through a TPUClusterResolver of `cloud_tpu` (a
   `CloudTPU`); its replicas are the TPU's cores. A count the machine cannot honour is a ValueError (one line).
   """
   if name == "auto":
@@ -60,13 +60,13 @@ def make_strategy(name, num_core_per_host=None, cloud_tpu=CloudTPU()):
     return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
   if name == "mirrored":
     devices = _local_devices()
-    wanted = num_core_per_host or len(devices)
-    if wanted > len(devices) or not devices:
+    wanted = num_core_per_host or max(len(devices), 1)
+    if wanted > max(len(devices), 1):  # without a GPU: one replica, on the CPU
       raise ValueError(f"--num_core_per_host={wanted} asks for {wanted} replicas (one per GPU, as the original's "
                        f"MirroredStrategy), but this machine has {len(devices)} GPU(s). Pass "
                        f"--num_core_per_host={max(len(devices), 1)} and scale --train_batch_size to keep the "
                        "global batch.")
-    return tf.distribute.MirroredStrategy(devices[:wanted])
+    return tf.distribute.MirroredStrategy(devices[:wanted] or ["/cpu:0"])
   if name == "multi_worker_mirrored":
     if "TF_CONFIG" not in os.environ:
       raise ValueError("--strategy=multi_worker_mirrored needs the TF_CONFIG environment variable (cluster and "

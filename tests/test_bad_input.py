@@ -408,7 +408,7 @@ def results(tmp_path_factory):
                                                        output_dir=str(w / "race_big_ids"), max_seq_length=64,
                                                        max_qa_length=32),
                                "train", tokenization.make_tokenize_fn(sp_model))
-  _put_an_id_beyond_the_vocabulary(w / "race_big_ids", "*train*")
+  _put_an_id_beyond_the_vocabulary(w / "race_big_ids", "*train*.tf_record")
 
   case_dirs = [w / "cases" / case_id for case_id, *_ in CASES]
   runs = cli_forks.run([[tool, *base_flags(tool, w, case_dir), *[e.format(w=w) for e in extra]]

@@ -188,12 +188,16 @@ def get_examples(data_dir, split, high_only=False, middle_only=False, sorted_fil
   if high_only and middle_only:
     raise ValueError("--high_only and --middle_only exclude each other (together they select nothing). "
                      "Pass at most one.")
-  levels = [lv for lv in LEVELS if not (lv == "middle" and high_only) and not (lv == "high" and middle_only)]
   examples = []
-  for level in levels:
-    for path in level_files(data_dir, split, level, sorted_file_order):
-      examples.extend(read_race_file(path, level))
+  for path, level in split_files(data_dir, split, high_only, middle_only, sorted_file_order):
+    examples.extend(read_race_file(path, level))
   return examples
+
+
+def split_files(data_dir, split, high_only=False, middle_only=False, sorted_file_order=False):
+  """[(path, level)] of the files `get_examples` reads, in its order: middle then high (`level_files`)."""
+  levels = [lv for lv in LEVELS if not (lv == "middle" and high_only) and not (lv == "high" and middle_only)]
+  return [(path, level) for level in levels for path in level_files(data_dir, split, level, sorted_file_order)]
 
 
 # ---------------------------------------------------------------------------------------------------------------

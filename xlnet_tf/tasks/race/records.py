@@ -148,11 +148,10 @@ class RecordsConfig:
 def _fingerprint(c, split):
   """The `records.cache_fingerprint` of a split's records: the bytes of every file it reads (in reading order), the
   SentencePiece model's, and the settings that change the records."""
-  levels = [lv for lv in data.LEVELS if not (lv == "middle" and c.high_only) and not (lv == "high" and c.middle_only)]
   padding = None if split == "train" else c.eval_batch_size  # the evaluation sets are padded to its multiple
   parts = [repr((split, c.max_seq_length, c.max_qa_length, c.fix_option_aliasing, padding))]
-  for path in [c.spiece_model_file] + [p for lv in levels for p in data.level_files(c.data_dir, split, lv,
-                                                                                    c.sorted_file_order)]:
+  files = data.split_files(c.data_dir, split, c.high_only, c.middle_only, c.sorted_file_order)
+  for path in [c.spiece_model_file] + [p for p, _ in files]:
     with fileio.open_file(path, "rb") as f:
       parts += [os.path.basename(path), f.read()]
   return records.cache_fingerprint(*parts)

@@ -237,15 +237,23 @@ def train_config(o, global_batch_size, tokens_per_example, **fields):
 _NOT_COMPARED = ("train_steps", "iterations", "save_steps", "max_save", "verbosity")
 
 
+def run_flags(directory):
+  """The `run_flags.json` a training run wrote in `directory` (its flags, and what the run resolved from them, e.g.
+  run_classifier.py's `label_list`) as a dict; None where there is none (a run of the original code)."""
+  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
+  path = os.path.join(directory, "run_flags.json") if directory else None
+  if not path or not fileio.exists(path):
+    return None
+  with fileio.open_file(path) as f:
+    return json.load(f)
+
+
 def flag_changes(o):
   """'name X there, Y here' for each flag of the options `o` whose value differs from the run_flags.json in
   --model_dir (the run that wrote its checkpoints), paths and the loop's length and saving left out."""
-  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
-  path = os.path.join(o.model_dir, "run_flags.json") if o.model_dir else None
-  if not path or not fileio.exists(path):
+  there = run_flags(o.model_dir)
+  if there is None:
     return []
-  with fileio.open_file(path) as f:
-    there = json.load(f)
   here = json.loads(json.dumps(vars(o), default=str))  # as run_files wrote them
   return [f"{k} {there[k]} there, {here[k]} here" for k in sorted(set(there) & set(here))
           if there[k] != here[k] and k not in _NOT_COMPARED and not k.endswith(("_dir", "_file", "_path", "_ckpt",
@@ -267,7 +275,8 @@ def restore_or_init(o, trainer, log_fn, **kwargs):
                     "Rerun with that run's values, or pass another --model_dir.") from None
 
 
-def fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per_example, log_fn=print):
+def fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per_example, log_fn=print,
+                        resolved=None):
   """The `Trainer` of a fine-tuning CLI (run_classifier.py, run_race.py, run_squad.py) from its options `o`
   ready to train: `--train_batch_size` is global on TPU and per replica elsewhere (the original's GPU semantics);
   it resumes from `--model_dir`'s latest checkpoint or loads `--init_checkpoint`'s weights, then the chief writes
@@ -278,6 +287,8 @@ def fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per
     task: the task's loss (e.g. a `ClassifierTask`).
     xlnet_config: the model's `XLNetConfig`.
     tokens_per_example: int, for the tokens/s of the log line.
+    resolved: optional dict written into run_flags.json beside the flags: what the run resolved from them and a
+      later run must match (run_classifier.py's `label_list`).
 
   Returns:
     (trainer, the step it starts from, the global batch size, the per-replica batch size).
@@ -293,7 +304,7 @@ def fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per
     training.check_run_files(o.model_dir, xlnet_config)
   start = restore_or_init(o, trainer, log_fn)  # weights only when fine-tuning
   if chief:
-    training.write_run_files(o.model_dir, xlnet_config, vars(o))
+    training.write_run_files(o.model_dir, xlnet_config, {**vars(o), **(resolved or {})})
   return trainer, start, global_batch, per_replica
 
 

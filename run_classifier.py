@@ -18,6 +18,9 @@ Every flag of the original keeps its name and default. Semantics:
 - --init_checkpoint takes a released checkpoint (the new head keeps its initialisation), a checkpoint fine-tuned
   by the original code (head included), or a run_pretrain.py / run_classifier.py output (prefix or directory).
   A model_dir that already holds a checkpoint resumes from it instead (as the original's Estimator).
+- The label list a fine-tuning run trained with (label id = index) is kept in model_dir/run_flags.json
+  (`label_list`): eval, predict, export or a resume with other labels, or the same in another order, is refused
+  (its scores would name the wrong classes); a csv/tsv task without --labels takes that list.
 - Eval reads every checkpoint in model_dir (--eval_all_ckpt) or the last one; a checkpoint without a `-step`
   suffix is evaluated too. Prediction leaves out the eval padding examples.
 - New: --strategy, --jit_compile, --seed, --deterministic, the generic csv/tsv task flags (--text_a_column, ...),
@@ -26,6 +29,7 @@ Every flag of the original keeps its name and default. Semantics:
   shows TensorFlow's C++ start-up and compilation lines that are filtered otherwise (see cli.filter_stderr).
 """
 
+import json
 import os
 
 import cli  # first: start_script() runs before anything imports TensorFlow
@@ -96,6 +100,32 @@ def processor_options(o):
 
 
 
+def trained_labels(directory):
+  """(the run_flags.json of the run_classifier.py run that wrote `directory`'s checkpoints, the label list it
+  trained with: label id = index; None for a regression), or (None, None) where none is recorded (a run of the
+  original code, of another tool, or of a version that did not record it)."""
+  there = cli.run_flags(directory) if checkpoint.latest_checkpoint(directory) else None
+  return (there, there["label_list"]) if there and "label_list" in there else (None, None)
+
+
+def check_trained_labels(directory, label_list, o):
+  """FlagError where `directory`'s checkpoints were fine-tuned with other labels, or in another order, than
+  `label_list`: their logit i is the class that run called label_list[i], and evaluating, predicting or resuming
+  with another list would name the wrong classes, silently (e.g. `--labels=pos,neg` after training with
+  `neg,pos`)."""
+  there, trained = trained_labels(directory)
+  if there is None or trained == json.loads(json.dumps(label_list)):
+    return
+  def described(labels):
+    return "a regression task (float labels)" if labels is None else f"the labels {labels}, in that order"
+  fix = (f"Pass --labels={','.join(trained)}" if trained is not None and o.task_name.lower() in ("csv", "tsv")
+         else f"Pass the --task_name ({there.get('task_name')} there), --labels and --is_regression it was "
+              "trained with")
+  raise cli.FlagError(f"The checkpoints in {directory} were fine-tuned with {described(trained)} "
+                      f"({os.path.join(directory, 'run_flags.json')}); this run's are {described(label_list)}: "
+                      f"its scores would name the wrong classes. {fix}, or another --model_dir.")
+
+
 def build_model_args(o, label_list):
   """`classifier_task.build_model`'s arguments (head scope, n_class, summary) from the options and the label list
   (None for regression)."""
@@ -119,6 +149,8 @@ def _write_records(examples, label_list, o, tokenize_fn, mode, log_fn, n_token, 
   else:
     log_fn(f"Wrote {written} examples to {path}.")
   token_checks.check_fine_tuning_ids(path, n_token, o.spiece_model_file)
+  if written is None and label_list is not None:  # records written here hold ids of label_list by construction
+    token_checks.check_label_ids(path, len(label_list))
   return path
 
 
@@ -136,7 +168,8 @@ def _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, model_
                               xlnet_config.n_token, o.num_passes)
   trainer, start, global_batch, per_replica = cli.fine_tuning_trainer(
       o, strategy, lambda run_config: classifier_task.build_model(xlnet_config, run_config, **model_args),
-      classifier_task.ClassifierTask(scope), xlnet_config, o.max_seq_length, log_fn)
+      classifier_task.ClassifierTask(scope), xlnet_config, o.max_seq_length, log_fn,
+      resolved={"label_list": label_list})
   log_fn(f"Training {scope} from step {start} to {o.train_steps}: global batch {global_batch} "
          f"({per_replica} per replica x {strategy.num_replicas_in_sync} replica(s)).")
   return trainer.train(
@@ -157,11 +190,17 @@ def run(o, strategy, log_fn=print):
   num_replicas = strategy.num_replicas_in_sync
   validate(o, num_replicas, "tpu" if on_tpu else None)
   task_name = o.task_name.lower()
-  processor = classifier_data.get_processor(task_name, **processor_options(o))
+  options = processor_options(o)
+  if task_name in ("csv", "tsv") and o.labels is None and not o.is_regression and trained_labels(o.model_dir)[1]:
+    options["labels"] = trained_labels(o.model_dir)[1]
+    log_fn(f"Labels (those the checkpoints in --model_dir were fine-tuned with): {options['labels']}")
+  processor = classifier_data.get_processor(task_name, **options)
   sp_model = cli.sentencepiece(o)
   xlnet_config = cli.model_config(o, sp_model)
   tokenize_fn = tokenization.make_tokenize_fn(sp_model, o.uncased)
   label_list = classifier_data.label_list_for(processor, o.is_regression)
+  if o.do_train or o.do_eval:
+    check_trained_labels(o.model_dir, label_list, o)
   model_args = build_model_args(o, label_list)
   scope = model_args["scope"]
   results = {}
@@ -172,6 +211,9 @@ def run(o, strategy, log_fn=print):
 
   if not training.is_chief(strategy):
     return results  # Eval, predict and export run on the chief only (the original evaluates on one host).
+  if o.do_predict or o.export_dir:
+    ckpt = checkpoint.choose_checkpoint(o.model_dir, o.predict_ckpt)
+    check_trained_labels(os.path.dirname(checkpoint.resolve_checkpoint_path(ckpt)), label_list, o)
   if o.do_eval or o.do_predict or o.export_dir:
     inference = classifier_eval.Inference(classifier_task.build_model(
         xlnet_config, cli.create_run_config(o, is_training=False, is_finetune=True), **model_args), scope,
@@ -193,14 +235,12 @@ def run(o, strategy, log_fn=print):
   if o.do_predict:
     predict_file = _write_records(eval_examples, label_list, o, tokenize_fn, "predict", log_fn,
                                   xlnet_config.n_token)
-    ckpt = checkpoint.choose_checkpoint(o.model_dir, o.predict_ckpt)
     files = classifier_metrics.PredictionFiles(predict_dir=o.predict_dir, task_name=task_name, label_list=label_list,
                                                predict_threshold=o.predict_threshold)
     results["predict"] = classifier_eval.predict(inference, ckpt, predict_file, o.max_seq_length, o.predict_batch_size,
                                                  files)
     log_fn(f"Predictions of {ckpt}: {results['predict'][0]}, {results['predict'][1]}")
   if o.export_dir:
-    ckpt = checkpoint.choose_checkpoint(o.model_dir, o.predict_ckpt)
     inference.load(ckpt)
     results["export"] = serving.export_saved_model(inference.model, o.spiece_model_file, o.export_dir, scope,
                                                    label_list, o.max_seq_length, o.uncased)

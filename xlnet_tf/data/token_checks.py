@@ -1,4 +1,5 @@
-"""Checking records before a run uses them: their token ids must lie in the model's vocabulary.
+"""Checking records before a run uses them: their token ids must lie in the model's vocabulary (and a
+classification record's label id among the task's labels).
 
 Two checks share the wording here: every tool checks the first records on the host before it starts
 (`check_token_ids`), and every record is checked as the input pipeline reads it (`records.checked_token_ids`),
@@ -100,3 +101,19 @@ def check_fine_tuning_ids(files, n_token, spiece_model_file, rewrite="pass --ove
   check_token_ids(files, n_token, fix=(
       f"It was written with another SentencePiece model than --spiece_model_file {spiece_model_file}: {rewrite}, "
       "or pass the --model_config_path of the model it was written for."))
+
+
+def check_label_ids(path, n_class, rewrite="pass --overwrite_data=True to rewrite it"):
+  """Checks that every record of the classification records `path` holds a `label_ids` in [0, n_class): records
+  written with a longer label list (e.g. by the original code, whose cache carries no record of its labels)
+  would train with a zero loss on those examples (a one-hot of an id out of range is all zeros).
+
+  Raises:
+    ValueError: one line naming the file, the record, the largest bad label id and n_class; `rewrite` says how to
+      write the records again.
+  """
+  found, _, _ = _scan(path, n_class, "label_ids", None)
+  if found:
+    value, record = found
+    raise ValueError(f"{path} holds label id {value} (record {record}), outside the task's {n_class} labels "
+                     f"[0, {n_class}): it was written with another label list; {rewrite}.")

@@ -276,11 +276,12 @@ def atomic_files():
   signal before that pass removes every temporary and leaves every final name as it was; a write error becomes an
   OSError whose one-line message names the file being written.
 
-  Limits: a rename is atomic on a local file system, and the pass only fails there for a reason nobody checks
-  first (an I/O error), which leaves the files renamed before it new. On `gs://` (`tf.io.gfile`) a rename is a copy
-  and a delete, so the pass is not quick: signals still wait for it, but a reader may see part of the set new while
-  it runs, and a process killed outright (SIGKILL, a lost machine) or a failed copy leaves it half new. Signals are
-  held only when this runs on the main thread (only there does Python run signal handlers).
+  Limits: the set is not replaced in one atomic step, only in one pass. A process killed outright during it
+  (SIGKILL, a lost machine) leaves the files renamed before new; so does a rename that fails, which on a local file
+  system only a reason nobody checks first (an I/O error) can make. On a local file system the pass is a few
+  renames; on `gs://` (`tf.io.gfile`) each rename is a copy and a delete, so the pass is not quick: signals still
+  wait for it, but a reader may see part of the set new while it runs, and a failed copy leaves it half new. Signals
+  are held only when this runs on the main thread (only there does Python run signal handlers).
   """
   files = FileSet()
   with _removed_on_error(files._temps.values(), lambda: files._current):  # pylint: disable=protected-access

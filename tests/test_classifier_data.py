@@ -7,6 +7,7 @@ import zlib
 import numpy as np
 import pytest
 
+from xlnet_tf import fileio
 from xlnet_tf.tasks.classifier import data as classifier_data
 from xlnet_tf.tasks.classifier import features as classifier_features
 from xlnet_tf.data.records import PaddingInputExample, ReadConfig
@@ -386,6 +387,31 @@ def test_tfrecord_round_trip(tmp_path):
                                                  read=ReadConfig.training(3, shuffle_buffer=4, seed=1))
   batch = next(iter(train))
   assert batch["input_ids"].shape == (3, 8) and batch["label_ids"].shape == (3,)
+
+
+def test_a_rebuild_cut_short_keeps_the_records_and_their_fingerprint_together(tmp_path, monkeypatch):
+  """A full disk at the fingerprint file of rebuilt records: the records and the fingerprint of the run before stay,
+  and that run's inputs still reuse them (the new records beside the old fingerprint were reused for them)."""
+  examples = [InputExample("a", "11 12", label="pos"), InputExample("b", "13", "14 15", label="neg")]
+  out = str(tmp_path / classifier_features.record_file_name("spiece.model", 8, "train"))
+  write = lambda ex: classifier_features.file_based_convert_examples_to_features(
+      ex, ["neg", "pos"], 8, tokenize, out, fingerprint=classifier_features.examples_fingerprint(
+          ex, ["neg", "pos"], 8, 1, "tests/testdata/data/spm/spiece.model"))
+  assert write(examples[:1]) == 1
+  before = {path: open(path, "rb").read() for path in (out, out + ".source")}
+  open_file = fileio.open_file
+
+  def full_disk_at_the_fingerprint(path, mode="r"):
+    if ".source.tmp-" in os.path.basename(path):
+      raise OSError(28, "No space left on device")
+    return open_file(path, mode)
+  with monkeypatch.context() as m:
+    m.setattr(fileio, "open_file", full_disk_at_the_fingerprint)
+    with pytest.raises(OSError, match=f"^Could not write {out}.source \\(No space left on device\\)"):
+      write(examples[1:])
+  assert {path: open(path, "rb").read() for path in before} == before
+  assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(path) for path in before)
+  assert write(examples[:1]) is None
 
 
 def test_tfrecord_regression_and_errors(tmp_path):

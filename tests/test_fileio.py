@@ -1,9 +1,12 @@
 """The one atomic write: complete files appear under their final name, or nothing does."""
 
 import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -161,3 +164,124 @@ def test_a_run_that_fails_in_a_directory_it_made_leaves_no_empty_directory(tmp_p
       (tmp_path / "written" / "part").write_text("x")
       raise ValueError("late")
   assert sorted(os.listdir(tmp_path)) == ["kept", "new-True", "written"]
+
+
+def _old_set(tmp_path):
+  paths = [str(tmp_path / name) for name in ("a.json", "b.json", "c.tsv")]
+  for path in paths:
+    fileio.atomic_write(path, f"old {os.path.basename(path)}")
+  return paths
+
+
+def _contents(paths):
+  return [open(path).read() for path in paths]
+
+
+class _Stop(Exception):
+  pass
+
+
+@pytest.fixture
+def sigterm_handler():
+  """SIGTERM raises _Stop while the test runs, after noting its arrival in the list this yields."""
+  arrived = []
+
+  def handler(signum, frame):
+    del frame
+    arrived.append(signum)
+    raise _Stop
+  old = signal.signal(signal.SIGTERM, handler)
+  yield arrived
+  signal.signal(signal.SIGTERM, old)
+
+
+def test_a_set_of_files_replaces_the_old_set_whole(tmp_path):
+  paths = _old_set(tmp_path)
+  with fileio.atomic_files() as files:
+    files.write(paths[0], "new a")
+    files.write(paths[1], b"new b")
+    with open(files.path(paths[2]), "w") as f:  # a writer of its own
+      f.write("new c")
+    assert _contents(paths) == ["old a.json", "old b.json", "old c.tsv"]  # nothing is replaced before the end
+  assert _contents(paths) == ["new a", "new b", "new c"]
+  assert listing(tmp_path) == ["a.json", "b.json", "c.tsv"]
+  with fileio.atomic_files() as files:  # and a new directory is made
+    files.write(str(tmp_path / "new" / "x.json"), "x")
+  assert listing(tmp_path / "new") == ["x.json"]
+
+
+def test_a_failed_write_in_a_set_leaves_every_old_file_and_no_temporary(tmp_path, monkeypatch):
+  """A full disk at the 2nd file of 3: the 1st (already written to its temporary name) replaces nothing either."""
+  paths = _old_set(tmp_path)
+  write_data = fileio._write_data  # pylint: disable=protected-access
+
+  def full_disk_at_b(path, data):
+    write_data(path, data[:2])
+    if os.path.basename(path).startswith("b.json.tmp-"):
+      raise OSError(28, "No space left on device")
+    write_data(path, data)
+  monkeypatch.setattr(fileio, "_write_data", full_disk_at_b)
+  with pytest.raises(OSError, match=rf"^Could not write {paths[1]} \(No space left on device\); nothing was left"):
+    with fileio.atomic_files() as files:
+      for path in paths:
+        files.write(path, "new")
+  assert _contents(paths) == ["old a.json", "old b.json", "old c.tsv"]
+  assert listing(tmp_path) == ["a.json", "b.json", "c.tsv"]
+
+
+def test_a_file_of_a_set_that_is_a_directory_replaces_nothing(tmp_path):
+  paths = _old_set(tmp_path)
+  os.remove(paths[2])
+  os.mkdir(paths[2])
+  with pytest.raises(OSError, match=f"^Could not write {paths[2]} \\(Is a directory\\)"):
+    with fileio.atomic_files() as files:
+      for path in paths:
+        files.write(path, "new")
+  assert _contents(paths[:2]) == ["old a.json", "old b.json"]
+  assert listing(tmp_path) == ["a.json", "b.json", "c.tsv"] and not os.listdir(paths[2])
+
+
+def test_a_signal_while_a_set_is_written_leaves_every_old_file(tmp_path, sigterm_handler):
+  paths = _old_set(tmp_path)
+  with pytest.raises(_Stop):
+    with fileio.atomic_files() as files:
+      files.write(paths[0], "new")
+      files.write(paths[1], "new")
+      os.kill(os.getpid(), signal.SIGTERM)
+      files.write(paths[2], "new")
+  assert sigterm_handler == [signal.SIGTERM]
+  assert _contents(paths) == ["old a.json", "old b.json", "old c.tsv"]
+  assert listing(tmp_path) == ["a.json", "b.json", "c.tsv"]
+
+
+@pytest.mark.parametrize("other_thread", [False, True])
+def test_a_signal_while_a_set_is_renamed_waits_for_the_last_rename(tmp_path, monkeypatch, sigterm_handler,
+                                                                   other_thread):
+  """SIGTERM sent as the 1st file is renamed: its handler runs after the 3rd, so all three files are new. With
+  another thread running (as TensorFlow's are), the kernel may give it the signal: still held back."""
+  paths = _old_set(tmp_path)
+  events = sigterm_handler  # the renames and the handler's run, in order
+  rename = fileio.rename
+
+  def renaming(src, dst):
+    if not events:
+      os.kill(os.getpid(), signal.SIGTERM)
+      time.sleep(0.05)  # a handler that is not held back runs here, before the first rename
+    events.append(os.path.basename(dst))
+    rename(src, dst)
+  monkeypatch.setattr(fileio, "rename", renaming)
+  release = threading.Event()
+  thread = threading.Thread(target=release.wait, daemon=True)
+  if other_thread:
+    thread.start()
+  try:
+    with pytest.raises(_Stop):
+      with fileio.atomic_files() as files:
+        for path in paths:
+          files.write(path, "new")
+  finally:
+    release.set()
+  assert events == ["a.json", "b.json", "c.tsv", signal.SIGTERM]
+  assert _contents(paths) == ["new", "new", "new"]
+  assert listing(tmp_path) == ["a.json", "b.json", "c.tsv"]
+  assert signal.getsignal(signal.SIGTERM).__name__ == "handler"  # the test's own, put back

@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pytest
 
+from xlnet_tf import fileio
 from xlnet_tf.tasks.classifier import metrics
 
 # Binary example used below: TP at 0 and 4, FP at 1, TN at 2 and 3, FN at 5.
@@ -109,3 +110,22 @@ def test_write_predictions(tmp_path):
   assert sorted(os.listdir(d)) == ["sst-2.logits.json", "sst-2.tsv", "sts-b.logits.json", "sts-b.tsv"]
   with pytest.raises(ValueError, match="--predict_dir"):
     metrics.PredictionFiles(predict_dir=None, task_name="sst-2", label_list=["0", "1"])
+
+
+def test_a_failed_write_leaves_both_prediction_files_of_the_run_before(tmp_path, monkeypatch):
+  """run_classifier.py --do_predict on a full disk when the logits file is written: the .tsv of this run is not
+  put beside the .logits.json of the run before; both files keep that run's bytes, and nothing else is left."""
+  files = metrics.PredictionFiles(predict_dir=str(tmp_path), task_name="sst-2", label_list=["0", "1"])
+  tsv_path, json_path = metrics.write_predictions(files, [[0.0, 1.0], [2.0, 0.5]])
+  before = {path: open(path, "rb").read() for path in (tsv_path, json_path)}
+  open_file = fileio.open_file
+
+  def full_disk_at_the_logits(path, mode="r"):
+    if os.path.basename(path).startswith("sst-2.logits.json.tmp-"):
+      raise OSError(28, "No space left on device")
+    return open_file(path, mode)
+  monkeypatch.setattr(fileio, "open_file", full_disk_at_the_logits)
+  with pytest.raises(OSError, match=f"^Could not write {json_path} \\(No space left on device\\); nothing was left"):
+    metrics.write_predictions(files, [[3.0, 0.0], [0.0, 3.0], [1.0, 0.0]])
+  assert {path: open(path, "rb").read() for path in (tsv_path, json_path)} == before
+  assert sorted(os.listdir(tmp_path)) == ["sst-2.logits.json", "sst-2.tsv"]

@@ -4,20 +4,26 @@ Everything the project writes for a user (records, corpus files, JSON, checkpoin
 predictions, SavedModels, SentencePiece models) goes through `atomic_path`: the writer fills a temporary name that
 is unique to the process and the call, which is renamed onto the final name only when complete, and removed on any
 error. A reader never sees a half-written file under a final name, and two processes writing into one directory
-never share a temporary file. Nothing a user owns is replaced: a directory never replaces a file, and replaces an
-existing directory only if that is empty or holds the writer's marker file (`check_output_dir`).
+never share a temporary file. Files that are one result together (a task's prediction files) go through
+`atomic_files`: all are written first, then renamed in one pass that SIGINT and SIGTERM wait for, so a failed or
+stopped run leaves the whole set of the run before, never a mix of two runs. Nothing a user owns is replaced: a
+directory never replaces a file, and replaces an existing directory only if that is empty or holds the writer's
+marker file (`check_output_dir`).
 
 TensorFlow is imported only for remote paths, so local data tools start fast.
 """
 
 import contextlib
+import errno
 import glob as glob_lib
 import json
 import logging
 import os
 import shutil
+import signal
 import socket
 import sys
+import threading
 import uuid
 
 
@@ -142,6 +148,34 @@ def check_output_dir(path, what=None, marker=None):
                      "as a whole; it was left as it is. Pass a new or empty directory.")
 
 
+def _prepare(path):
+  """(path, its temporary name) for a writer of `path`, whose directory is checked (`check_output_dir`) and made."""
+  path = str(path).rstrip("/")
+  check_output_dir(os.path.dirname(path))
+  makedirs(os.path.dirname(path))
+  return path, temp_name(path)
+
+
+@contextlib.contextmanager
+def _removed_on_error(temporaries, named):
+  """Runs the body; on any error removes every name in `temporaries` (an iterable read then, so it may grow while
+  the body runs) and the names each one prefixes. A write error (e.g. a full disk) becomes an OSError whose
+  one-line message names `named()`, the final name being written; any other error is raised as it is."""
+  try:
+    yield
+  except BaseException as e:
+    for tmp in list(temporaries):
+      for p in [tmp] + glob(glob_lib.escape(tmp) + "*"):
+        remove(p)
+    op_error = type(e).__module__.startswith("tensorflow") and hasattr(e, "error_code")  # tf.errors.OpError
+    if (isinstance(e, OSError) or op_error) and not isinstance(e, FileNotFoundError) and named():
+      message = " ".join(str(getattr(e, "message", e)).split())
+      reason = getattr(e, "strerror", None) or message.rsplit("; ", 1)[-1][:200]  # TF's: "{op and path}; {why}"
+      raise OSError(f"Could not write {named()} ({reason}); nothing was left under that name. Free space (or fix "
+                    "the directory's permissions) and rerun.") from None
+    raise
+
+
 @contextlib.contextmanager
 def atomic_path(path, last_suffix=None, marker=None):
   """Yields a temporary name for `path`; on success moves what was written there onto `path`.
@@ -154,12 +188,8 @@ def atomic_path(path, last_suffix=None, marker=None):
   removed; a write error (e.g. a full disk) becomes an OSError whose one-line message names `path`. A directory
   above `path` that is a file is a ValueError naming it.
   """
-  path = str(path).rstrip("/")
-  check_output_dir(os.path.dirname(path))
-  makedirs(os.path.dirname(path))
-  tmp = temp_name(path)
-  written = []
-  try:
+  path, tmp = _prepare(path)
+  with _removed_on_error([tmp], lambda: path):
     yield tmp
     if exists(tmp) and isdir(tmp):
       check_output_dir(path, marker=marker or "")
@@ -169,16 +199,6 @@ def atomic_path(path, last_suffix=None, marker=None):
     written.sort(key=lambda p: last_suffix is not None and p.endswith(last_suffix))
     for p in written:
       rename(p, path + p[len(tmp):])
-  except BaseException as e:
-    for p in [tmp] + glob(glob_lib.escape(tmp) + "*"):
-      remove(p)
-    op_error = type(e).__module__.startswith("tensorflow") and hasattr(e, "error_code")  # tf.errors.OpError
-    if (isinstance(e, OSError) or op_error) and not isinstance(e, FileNotFoundError):
-      message = " ".join(str(getattr(e, "message", e)).split())
-      reason = getattr(e, "strerror", None) or message.rsplit("; ", 1)[-1][:200]  # TF's: "{op and path}; {why}"
-      raise OSError(f"Could not write {path} ({reason}); nothing was left under that name. Free space (or fix "
-                    "the directory's permissions) and rerun.") from None
-    raise
 
 
 def _replace_dir(tmp, path):
@@ -196,16 +216,106 @@ def _replace_dir(tmp, path):
     remove(old)
 
 
+def _write_data(path, data):
+  with open_file(path, "wb" if isinstance(data, bytes) else "w") as f:
+    f.write(data)
+
+
 def atomic_write(path, data):
   """Writes `data` (str: UTF-8 text, or bytes) to `path` atomically."""
   with atomic_path(path) as tmp:
-    with open_file(tmp, "wb" if isinstance(data, bytes) else "w") as f:
-      f.write(data)
+    _write_data(tmp, data)
 
 
 def write_json(path, obj, **kwargs):
   """`json.dump(obj, f, **kwargs)` to `path`, atomically."""
   atomic_write(path, json.dumps(obj, **kwargs))
+
+
+class FileSet:
+  """The files of one `atomic_files` commit, each asked for once by its final name: `write` writes one,
+  `path` gives the temporary name a writer of its own (e.g. a `tf.io.TFRecordWriter`) fills."""
+
+  def __init__(self):
+    self._temps = {}  # final name -> temporary name, in the order asked for
+    self._current = None  # the final name being written or renamed (named by a write error)
+
+  def path(self, path):
+    """The temporary name (`temp_name`) to write the one file of `path` to; its directory is made."""
+    path, tmp = _prepare(path)
+    if path in self._temps:
+      raise ValueError(f"{path} is already a file of this set: write each file once.")
+    self._temps[path] = tmp
+    self._current = path
+    return tmp
+
+  def write(self, path, data):
+    """Writes `data` (str: UTF-8 text, or bytes) as the file of `path` (to its temporary name)."""
+    _write_data(self.path(path), data)
+
+  def _commit(self):
+    for path, tmp in self._temps.items():  # checked first: a rename that fails would leave part of the set new
+      self._current = path
+      if not exists(tmp) or isdir(tmp):
+        raise ValueError(f"Nothing was written for {path}: a file of the set must be one file at its temporary name.")
+      if exists(path) and isdir(path):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    with _signals_held():
+      for path, tmp in self._temps.items():
+        self._current = path
+        rename(tmp, path)
+
+
+@contextlib.contextmanager
+def atomic_files():
+  """Yields a `FileSet`; on success all its files replace their final names together, on any error none does.
+
+  The body writes every file of the set to its temporary name (`FileSet.write`, `FileSet.path`). When it ends, the
+  temporaries are renamed onto their final names in one pass, with SIGINT and SIGTERM held back until the last
+  rename (`_signals_held`), so a stopped run cannot leave the set half new. A write error (e.g. a full disk) or a
+  signal before that pass removes every temporary and leaves every final name as it was; a write error becomes an
+  OSError whose one-line message names the file being written.
+
+  Limits: the set is not replaced in one atomic step, only in one pass. A process killed outright during it
+  (SIGKILL, a lost machine) leaves the files renamed before new; so does a rename that fails, which on a local file
+  system only a reason nobody checks first (an I/O error) can make. On a local file system the pass is a few
+  renames; on `gs://` (`tf.io.gfile`) each rename is a copy and a delete, so the pass is not quick: signals still
+  wait for it, but a reader may see part of the set new while it runs, and a failed copy leaves it half new. Signals
+  are held only when this runs on the main thread (only there does Python run signal handlers).
+  """
+  files = FileSet()
+  with _removed_on_error(files._temps.values(), lambda: files._current):  # pylint: disable=protected-access
+    yield files
+    files._commit()  # pylint: disable=protected-access
+
+
+_HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _signals_held():
+  """Holds SIGINT and SIGTERM back while the body runs; each one sent meanwhile is delivered (once) right after.
+
+  Python runs signal handlers in the main thread, but the kernel gives a signal sent to the process to any thread
+  that does not block it, and TensorFlow runs many: blocking them in the main thread alone
+  (`signal.pthread_sigmask`) would not hold back the handler. So the handlers themselves are swapped for one that
+  notes the signal, and put back before the noted signals are raised again. A handler set outside Python (which
+  `signal.getsignal` reports as None) or SIG_IGN is left alone; off the main thread nothing is held.
+  """
+  if threading.current_thread() is not threading.main_thread():
+    yield
+    return
+  held, old = [], {}
+  try:
+    for signum in _HELD_SIGNALS:
+      if signal.getsignal(signum) not in (None, signal.SIG_IGN):
+        old[signum] = signal.signal(signum, lambda sent, frame: held.append(sent))
+    yield
+  finally:
+    for signum, handler in old.items():
+      signal.signal(signum, handler)
+    for signum in dict.fromkeys(held):
+      signal.raise_signal(signum)
 
 
 @contextlib.contextmanager

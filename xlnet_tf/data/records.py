@@ -64,9 +64,12 @@ def reusable_cache(path, fingerprint):
   return False
 
 
-def mark_cache(path, fingerprint):
-  """Writes `{path}.source`: the fingerprint of the inputs `path` was just made from (`reusable_cache`)."""
-  fileio.atomic_write(path + ".source", fingerprint + "\n")
+def mark_cache(files, path, fingerprint):
+  """Adds `{path}.source`, the fingerprint of the inputs `path` is made from (`reusable_cache`), to `files`, the
+  `fileio.FileSet` that writes `path`: the two appear together. (Written after the cache, a rebuild cut short between
+  them, by a full disk or a signal, left the new cache beside the old fingerprint, and a later run with the old inputs
+  reused the new cache.)"""
+  files.write(path + ".source", fingerprint + "\n")
 
 
 def is_int_at_least(value, low):

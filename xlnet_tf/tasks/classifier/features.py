@@ -180,8 +180,8 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
   if out_dir:
     tf.io.gfile.makedirs(out_dir)
   all_examples = list(examples) * num_passes
-  with fileio.atomic_path(output_file) as tmp:
-    with tf.io.TFRecordWriter(tmp) as writer:
+  with fileio.atomic_files() as out:  # the records and their fingerprint file, together (`records.mark_cache`)
+    with tf.io.TFRecordWriter(out.path(output_file)) as writer:
       for ex_index, example in enumerate(all_examples):
         if ex_index % 10000 == 0:
           logging.info("Writing example %d of %d", ex_index, len(all_examples))
@@ -196,8 +196,8 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
           features["label_ids"] = example_encoder.float_feature([float(feature.label_id)])
         features["is_real_example"] = example_encoder.int_feature([int(feature.is_real_example)])
         writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
-  if fingerprint:
-    records.mark_cache(output_file, fingerprint)
+    if fingerprint:
+      records.mark_cache(out, output_file, fingerprint)
   return len(all_examples)
 
 

@@ -10,7 +10,6 @@ import json
 import os
 
 import numpy as np
-import tensorflow as tf
 
 from xlnet_tf import fileio
 
@@ -232,7 +231,8 @@ class PredictionFiles:
 
 
 def write_predictions(files, logits, is_real_example=None):
-  """Writes `{predict_dir}/{task}.tsv` (`index\\tprediction`, GLUE submission format) and `{task}.logits.json`.
+  """Writes `{predict_dir}/{task}.tsv` (`index\\tprediction`, GLUE submission format) and `{task}.logits.json`,
+  together (`fileio.atomic_files`): a failed or stopped write leaves both files of the run before.
 
   Args:
     files: `PredictionFiles`, the directory, task name, label list and threshold.
@@ -251,11 +251,11 @@ def write_predictions(files, logits, is_real_example=None):
       raise ValueError(f"is_real_example has {real.shape[0]} entries but there are {logits.shape[0]} logit rows.")
     logits = logits[real != 0]
   labels_out = predictions_from_logits(logits, files.label_list, files.predict_threshold)
-  tf.io.gfile.makedirs(files.predict_dir)
   task = files.task_name.lower()
   tsv_path = os.path.join(files.predict_dir, f"{task}.tsv")
   json_path = os.path.join(files.predict_dir, f"{task}.logits.json")
   lines = ["index\tprediction\n"] + [f"{i}\t{label}\n" for i, label in enumerate(labels_out)]
-  fileio.atomic_write(tsv_path, "".join(lines))
-  fileio.atomic_write(json_path, json.dumps([[float(v) for v in row] for row in logits], indent=4))
+  with fileio.atomic_files() as out:  # both files of this run, or both of the run before
+    out.write(tsv_path, "".join(lines))
+    out.write(json_path, json.dumps([[float(v) for v in row] for row in logits], indent=4))
   return tsv_path, json_path

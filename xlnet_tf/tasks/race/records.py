@@ -65,7 +65,7 @@ def serialize_features(feature):
 
 
 def write_records(examples, tokenize_fn, output_file, max_seq_length, max_qa_length, fix_option_aliasing=False,
-                  overwrite_data=False):
+                  overwrite_data=False, fingerprint=None):
   """Converts examples and writes them as one TFRecord file, atomically (the original's cache behaviour).
 
   Args:
@@ -73,6 +73,8 @@ def write_records(examples, tokenize_fn, output_file, max_seq_length, max_qa_len
     tokenize_fn, max_seq_length, max_qa_length, fix_option_aliasing: as `data.convert_single_example`.
     output_file: str, the record file (local or `gs://...`).
     overwrite_data: rewrite an existing output_file; False keeps it.
+    fingerprint: str or None, the inputs' fingerprint, written as `{output_file}.source` together with the records
+      (`records.mark_cache`); None writes none.
 
   Returns:
     The number of records written, or None if an existing file was kept.
@@ -82,14 +84,16 @@ def write_records(examples, tokenize_fn, output_file, max_seq_length, max_qa_len
     logging.info("Keeping the existing tfrecord %s (set --overwrite_data to rebuild it).", output_file)
     return None
   logging.info("Writing tfrecord %s (%d examples).", output_file, len(examples))
-  with fileio.atomic_path(output_file) as tmp:
-    with tf.io.TFRecordWriter(tmp) as writer:
+  with fileio.atomic_files() as out:
+    with tf.io.TFRecordWriter(out.path(output_file)) as writer:
       for ex_index, example in enumerate(examples):
         if ex_index % 10000 == 0:
           logging.info("Writing example %d of %d", ex_index, len(examples))
         feature = data.convert_single_example(example, tokenize_fn, max_seq_length, max_qa_length,
                                               fix_option_aliasing)
         writer.write(serialize_features(feature))
+    if fingerprint is not None:
+      records.mark_cache(out, output_file, fingerprint)
   return len(examples)
 
 
@@ -200,9 +204,7 @@ def prepare_records(config, split, tokenize_fn):
   if not examples:
     raise ValueError(f"The RACE {split} split under {c.data_dir} has no questions. Check --data_dir.")
   written = write_records(examples, tokenize_fn, path, c.max_seq_length, c.max_qa_length, c.fix_option_aliasing,
-                          overwrite)
-  if written is not None and fingerprint is not None:
-    records.mark_cache(path, fingerprint)
+                          overwrite, fingerprint)
   return RecordsInfo(path=path, num_real=num_real, num_padding=len(examples) - num_real,
                      written=written is not None)
 

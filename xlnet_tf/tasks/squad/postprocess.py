@@ -181,8 +181,9 @@ class AnswerOptions:
 
 def write_predictions(all_examples, all_features, all_results, options, output_files, orig_data, start_n_top=5,
                       end_n_top=5):
-  """The original `write_predictions`: writes predictions.json, nbest_predictions.json, null_odds.json (each
-  atomically, `json.dumps(indent=4)` as the original) and returns the evaluation.
+  """The original `write_predictions`: writes predictions.json, nbest_predictions.json, null_odds.json (together,
+  `fileio.atomic_files`: a failed or stopped write leaves the three of the run before; `json.dumps(indent=4)` as
+  the original) and returns the evaluation.
 
   Args:
     all_examples, all_features, all_results, start_n_top, end_n_top: as `compute_predictions`.
@@ -220,7 +221,8 @@ def write_predictions(all_examples, all_features, all_results, options, output_f
       out_eval["null_threshold"] = null_threshold
       out_eval.update(evaluate_lib.evaluate(orig_data, predictions))
   logging.info("Writing predictions to %s", output_prediction_file)
-  fileio.atomic_write(output_prediction_file, _dump(predictions))
-  fileio.atomic_write(output_nbest_file, _dump(all_nbest))
-  fileio.atomic_write(output_null_log_odds_file, _dump(null_odds))
+  with fileio.atomic_files() as out:  # the three files of this run, or the three of the run before
+    out.write(output_prediction_file, _dump(predictions))
+    out.write(output_nbest_file, _dump(all_nbest))
+    out.write(output_null_log_odds_file, _dump(null_odds))
   return out_eval

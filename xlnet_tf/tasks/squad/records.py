@@ -12,6 +12,7 @@ the input file, so pass overwrite_data after changing those):
          `features_to_arrays`).
 """
 
+import contextlib
 import os
 import random
 
@@ -83,17 +84,19 @@ def serialize_feature(feature, is_training):
 
 class FeatureWriter:
   """Writes InputFeatures to a TFRecord file atomically: `with FeatureWriter(path, is_training) as w:
-  w.process_feature(f)`. The file appears under its name only when the block ends without error."""
+  w.process_feature(f)`. The file appears under its name only when the block ends without error; with `files` (a
+  `fileio.FileSet`), as one file of that set, when the whole set does."""
 
-  def __init__(self, filename, is_training):
+  def __init__(self, filename, is_training, files=None):
     self.filename = filename
     self.is_training = is_training
     self.num_features = 0
+    self._files = files
     self._atomic = self._writer = None
 
   def __enter__(self):
-    self._atomic = fileio.atomic_path(self.filename)
-    self._writer = tf.io.TFRecordWriter(self._atomic.__enter__())
+    self._atomic = fileio.atomic_files() if self._files is None else contextlib.nullcontext(self._files)
+    self._writer = tf.io.TFRecordWriter(self._atomic.__enter__().path(self.filename))
     return self
 
   def process_feature(self, feature):
@@ -209,11 +212,10 @@ def features_from_arrays(arrays):
   return features
 
 
-def save_eval_features(path, features, max_seq_length):
-  """Writes features as an npz (`features_to_arrays`), atomically."""
-  with fileio.atomic_path(path) as tmp:
-    with fileio.open_file(tmp, "wb") as f:
-      np.savez(f, **features_to_arrays(features, max_seq_length))
+def save_eval_features(path, features, max_seq_length, files):
+  """Writes features as an npz (`features_to_arrays`) to `path`, as one file of `files` (a `fileio.FileSet`)."""
+  with fileio.open_file(files.path(path), "wb") as f:
+    np.savez(f, **features_to_arrays(features, max_seq_length))
 
 
 def load_eval_features(path):
@@ -268,16 +270,17 @@ def prepare_eval_features(predict_file, sp_model, spiece_model_file, output_dir,
   if fileio.exists(record) and records.reusable_cache(feature_file, fingerprint) and not overwrite_data:
     logging.info("Loading evaluation features from %s (set --overwrite_data to rebuild).", feature_file)
     return examples, load_eval_features(feature_file), record, None
-  for path in (feature_file + ".source", feature_file):  # the features file, written last, marks the pair whole
+  for path in (feature_file + ".source", feature_file):  # a rebuild cut short leaves no features: built again
     fileio.remove(path)
   features = []
-  with FeatureWriter(record, is_training=False) as writer:
+  with fileio.atomic_files() as out:  # the record, the features and their fingerprint: the three of one run
+    with FeatureWriter(record, is_training=False, files=out) as writer:
 
-    def append(feature):
-      features.append(feature)
-      writer.process_feature(feature)
+      def append(feature):
+        features.append(feature)
+        writer.process_feature(feature)
 
-    stats = data.convert_examples_to_features(examples, sp_model, options, False, append)
-  save_eval_features(feature_file, features, max_seq_length)
-  records.mark_cache(feature_file, fingerprint)
+      stats = data.convert_examples_to_features(examples, sp_model, options, False, append)
+    save_eval_features(feature_file, features, max_seq_length, out)
+    records.mark_cache(out, feature_file, fingerprint)
   return examples, features, record, stats

@@ -8,10 +8,12 @@ arrays equal transformers' by name; the export of the original-code checkpoint c
 goldens in this port (in memory) and in transformers (its outputs recorded by the generator, or live with torch).
 pytorch_model.bin needs torch: those cases are skipped without it."""
 
+import errno
 import importlib.util
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 
@@ -24,6 +26,7 @@ import cli
 from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
 from xlnet_tf import checkpoint
 from xlnet_tf import convert
+from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
 from xlnet_tf.modeling.heads import finetune_heads
 from xlnet_tf.tasks.race import task as race_task
@@ -265,6 +268,9 @@ def test_tied_biases_are_repeated_per_layer_and_spiece_is_copied(tmp_path):
   for i in range(2):
     np.testing.assert_array_equal(weights[f"transformer.layer.{i}.rel_attn.r_w_bias"], tied)
   assert (tmp_path / "hf" / "spiece.model").read_bytes() == (src / "spiece.model").read_bytes()
+  umask = os.umask(0)
+  os.umask(umask)
+  assert stat.S_IMODE((tmp_path / "hf" / "model.safetensors").stat().st_mode) == 0o666 & ~umask  # safetensors: 0600
   config = json.loads((tmp_path / "hf" / "config.json").read_text())
   assert config["untie_r"] is False and config["ff_activation"] == "relu" and config["summary_type"] == "first"
   assert any("`attn` summary" in line for line in lines)
@@ -379,3 +385,23 @@ def test_a_full_disk_while_converting_is_one_line_and_leaves_nothing(tmp_path):
     assert last.startswith(f"convert_checkpoint.py: error: Could not write {tmp_path / name}/") and (
         "File too large" in last), last
     assert not os.path.exists(tmp_path / name) or os.listdir(tmp_path / name) == []
+
+
+def test_a_conversion_that_fails_at_its_last_file_leaves_none(tmp_path, monkeypatch):
+  """The HF files are one set: the config failing to write (as on a full disk) leaves no weights behind, which a
+  rerun would refuse to replace ("already holds a model")."""
+  write = fileio._write_data  # pylint: disable=protected-access
+
+  def full_disk_at_the_config(path, data):
+    if os.path.basename(path).startswith("config.json"):  # its temporary name
+      raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    write(path, data)
+
+  src = tmp_path / "ckpt"
+  shutil.copytree(f"{MODEL}/ckpt_tied", src)
+  shutil.copy("tests/testdata/data/spm/spiece.model", src / "spiece.model")
+  monkeypatch.setattr(fileio, "_write_data", full_disk_at_the_config)
+  with pytest.raises(OSError, match=f"Could not write {tmp_path / 'hf' / 'config.json'} \\(No space left"):
+    convert.convert_to_hf(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf"), allow_d_head_override=True,
+                          log_fn=lambda line: None)
+  assert os.listdir(tmp_path / "hf") == []

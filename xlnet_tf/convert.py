@@ -2,6 +2,7 @@
 HuggingFace XLNet model directory, as `convert_checkpoint.py` does: `hf_checkpoint` maps the names and reads and
 writes HF's files, `checkpoint` reads and writes the original format."""
 
+import json
 import os
 
 from xlnet_tf import checkpoint
@@ -40,10 +41,11 @@ def _check_spiece(src_dir, output_dir):
                      "conversion would replace; it was left as it is. Pass a new or empty directory.")
 
 
-def _copy_spiece(src_dir, output_dir):
+def _copy_spiece(src_dir, output_dir, write=fileio.atomic_write):
+  """Copies src_dir's spiece.model (if any) into output_dir with `write(path, data)`; whether there was one."""
   src = os.path.join(src_dir, "spiece.model")
   if fileio.exists(src):
-    fileio.atomic_write(os.path.join(output_dir, "spiece.model"), _read(src))
+    write(os.path.join(output_dir, "spiece.model"), _read(src))
     return True
   return False
 
@@ -52,7 +54,8 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type="last", mo
                   allow_d_head_override=False, log_fn=print):
   """An original-format checkpoint (the original's or ours) -> an HF model directory: `model.safetensors`,
   `config.json` and `spiece.model` (when beside the checkpoint). Every file is written atomically, the config last;
-  an output_dir that already holds a model (HF's config or weights) is refused.
+  an output_dir that already holds a model (HF's config or weights) is refused. The three files appear together
+  (`fileio.atomic_files`), with the mode a new file gets (safetensors writes 0600).
 
   Args:
     model_config_path: its xlnet_config.json; None: the one beside the checkpoint.
@@ -70,13 +73,15 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type="last", mo
   config, weights, notes = hf_export.original_to_hf(arrays, xlnet_config, path, summary_type, task_name,
                                                      allow_d_head_override)
   fileio.makedirs(output_dir)
-  with fileio.atomic_path(os.path.join(output_dir, "model.safetensors")) as tmp:
+  with fileio.atomic_files() as out:  # one set: a conversion cut short leaves no weights without their config
+    tmp = out.path(os.path.join(output_dir, "model.safetensors"))
     try:
       save_file(weights, tmp, metadata={"format": "pt"})
     except SafetensorError as e:  # a failed write (a full disk) is no OSError there
       raise OSError(str(e)) from None
-  copied = _copy_spiece(os.path.dirname(path), output_dir)
-  fileio.write_json(os.path.join(output_dir, hf_checkpoint.CONFIG_FILE), config, indent=2, sort_keys=True)
+    fileio.give_default_mode(tmp)  # safetensors makes its file readable by its owner only
+    copied = _copy_spiece(os.path.dirname(path), output_dir, out.write)
+    out.write(os.path.join(output_dir, hf_checkpoint.CONFIG_FILE), json.dumps(config, indent=2, sort_keys=True))
   for line in notes:
     log_fn(line)
   log_fn(f"Wrote {config['architectures'][0]} ({len(weights)} arrays) from {path} to {output_dir}: "

@@ -102,6 +102,12 @@ CASES = [
     ("pt-model-dir-of-another-config", "run_pretrain.py", ["--model_dir={w}/bigger", "--train_steps=6"],
      "holds checkpoints of another model"),
     ("pt-gpus-it-lacks", "run_pretrain.py", ["--num_core_per_host=4"], "--num_core_per_host=4 asks for 4"),
+    ("pt-tpu-without-a-name", "run_pretrain.py", ["--use_tpu=True"],
+     "--strategy=tpu (or --use_tpu=True) needs the Cloud TPU to connect to, and none was named (by --tpu or the "
+     "environment's TPU_NAME). Pass --tpu=NAME"),  # TensorFlow's "Please provide a TPU Name to connect to." before
+    ("pt-tpu-named-without-use-tpu", "run_pretrain.py", ["--tpu=my-tpu"],
+     "--tpu=my-tpu is for a Cloud TPU, but the run uses none (--use_tpu=False, --strategy=auto). Pass --use_tpu=True "
+     "to run on it, or drop --tpu."),  # ignored before: the run trained on this machine
     ("pt-unknown-flag", "run_pretrain.py", ["--bsz_per_host=8"],
      "Unknown command line flag 'bsz_per_host'. Pass --helpshort or --helpfull to see the flags."),
     ("pt-not-a-number", "run_pretrain.py", ["--train_steps=abc"], "flag --train_steps=abc: invalid literal for int()"),

@@ -234,6 +234,10 @@ CASES = [
      "no *.index file in --model_dir {w}/empty_model"),
     ("cls-hf-config-mismatch", "run_classifier.py", ["--init_checkpoint={w}/hf_bad_config", "--model_config_path="],
      "config.json does not match the weights"),
+    ("cls-hf-of-another-config", "run_classifier.py",
+     ["--init_checkpoint={w}/hf_ok", "--model_config_path={w}/tiny_wide.json"],
+     "--init_checkpoint {w}/hf_ok is a HuggingFace model other than --model_config_path {w}/tiny_wide.json describes "
+     "({w}/hf_ok/config.json vs {w}/tiny_wide.json: d_head 8 vs 12; d_model 16 vs 24). Drop --model_config_path"),
     # convert_checkpoint.py
     ("cv-cut-safetensors", "convert_checkpoint.py", ["--input={w}/hf_cut"], "is not a readable safetensors file"),
     ("cv-cut-h5", "convert_checkpoint.py", ["--input={w}/hf_cut_h5"], "is not a readable tf_model.h5"),
@@ -326,6 +330,7 @@ def results(tmp_path_factory):
   (w / "empty" / "e.txt").write_text("")
   (w / "tiny.json").write_text(json.dumps(TINY))
   (w / "tiny100.json").write_text(json.dumps(dict(TINY, n_token=100)))
+  (w / "tiny_wide.json").write_text(json.dumps(dict(TINY, d_model=24, d_head=12)))
   (w / "owned.bin").write_bytes(OWNED)
   (w / "owned_dir").mkdir()
   (w / "owned_dir" / "notes.txt").write_bytes(OWNED)

@@ -200,10 +200,8 @@ def check_run_files(model_dir, xlnet_config):
   config than xlnet_config (its `xlnet_config.json` says so; they could not be resumed)."""
   config_path = os.path.join(model_dir, "xlnet_config.json")
   if fileio.exists(config_path) and checkpoint.latest_checkpoint(model_dir):
-    old = XLNetConfig(json_path=config_path).to_dict()
-    new = xlnet_config.to_dict()
-    diff = [f"{k} {old.get(k)} there, {new.get(k)} here" for k in sorted(set(old) | set(new))
-            if old.get(k) != new.get(k)]
+    diff = [f"{k} {old} there, {new} here"
+            for k, old, new in XLNetConfig(json_path=config_path).differences(xlnet_config)]
     if diff:
       raise ValueError(f"--model_dir {model_dir} holds checkpoints of another model ({config_path}: "
                        f"{'; '.join(diff)}). Resume with that config, or pass another --model_dir.")

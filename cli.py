@@ -195,11 +195,25 @@ def model_config(o, sp_model):
   return xlnet_config
 
 
+def check_tpu(o):
+  """FlagError for --tpu, --tpu_zone or --gcp_project in a run that uses no TPU: as in the original, --use_tpu
+  (or --strategy=tpu) switches the TPU on and these flags only say which one, so a run given them without the
+  switch would silently train on this machine instead."""
+  named = [name for name in ("tpu", "tpu_zone", "gcp_project") if getattr(o, name)]
+  if named and not o.use_tpu and o.strategy != "tpu":
+    given = " ".join(f"--{name}={getattr(o, name)}" for name in named)
+    raise FlagError(f"{given} {'is' if len(named) == 1 else 'are'} for a Cloud TPU, but the run uses none "
+                    f"(--use_tpu=False, --strategy={o.strategy}). Pass --use_tpu=True to run on it, or drop "
+                    f"{' and '.join(f'--{name}' for name in named)}.")
+
+
 def start(o):
   """`training.start` (the start-up of every training CLI; returns the strategy) with the options `o`'s hardware
   and run flags; `--use_tpu` means `--strategy=tpu`, as the original's switch. FlagError for --use_fp16 with
-  --use_bfloat16 (checked here, before any data is read: every training CLI starts with it)."""
+  --use_bfloat16 and for a TPU named without --use_tpu (`check_tpu`), checked here, before any data is read: every
+  training CLI starts with it."""
   check_precision(o)
+  check_tpu(o)
   from xlnet_tf import training  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)
   return training.start(strategy="tpu" if o.use_tpu else o.strategy, num_core_per_host=o.num_core_per_host,
                         seed=o.seed, deterministic=o.deterministic, use_tf32=o.use_tf32,

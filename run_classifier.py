@@ -204,6 +204,11 @@ def run(o, strategy, log_fn=print):
   model_args = build_model_args(o, label_list)
   scope = model_args["scope"]
   results = {}
+  if o.do_eval or o.do_predict:  # read (and checked) first: a bad dev file fails in seconds, not after training
+    eval_examples = processor.get_eval_examples(o.data_dir, o.eval_split)
+    log_fn(f"Num of eval samples: {len(eval_examples)}")
+    if not eval_examples:
+      raise cli.FlagError(f"Task {task_name!r} found no {o.eval_split} examples in --data_dir {o.data_dir}.")
 
   if o.do_train:
     with fileio.directory_lock(o.model_dir if training.is_chief(strategy) else None):
@@ -218,11 +223,6 @@ def run(o, strategy, log_fn=print):
     inference = classifier_eval.Inference(classifier_task.build_model(
         xlnet_config, cli.create_run_config(o, is_training=False, is_finetune=True), **model_args), scope,
         o.jit_compile)
-  if o.do_eval or o.do_predict:
-    eval_examples = processor.get_eval_examples(o.data_dir, o.eval_split)
-    log_fn(f"Num of eval samples: {len(eval_examples)}")
-    if not eval_examples:
-      raise cli.FlagError(f"Task {task_name!r} found no {o.eval_split} examples in --data_dir {o.data_dir}.")
   if o.do_eval:
     padded = classifier_features.pad_examples(eval_examples, o.eval_batch_size)
     eval_file = _write_records(padded, label_list, o, tokenize_fn, "eval", log_fn, xlnet_config.n_token)

@@ -36,6 +36,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # pylint: disable=wrong-import-position
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from xlnet_tf import stderr_filter  # pylint: disable=wrong-import-position  (the standard library only)
+if __name__ == "__main__":
+  stderr_filter.start()  # TensorFlow's start-up lines off stderr, as the CLIs' (cli.filter_stderr)
 
 from scripts import golden_check  # pylint: disable=wrong-import-position
 from scripts.golden_check import Part, Row, close, compare  # pylint: disable=wrong-import-position
@@ -238,7 +241,7 @@ PARTS = {
 
 def main(argv=None):
   """Runs the checker; returns the exit code (0: PASS, 1: FAIL)."""
-  return golden_check.main(argv, __doc__.splitlines()[0], "RACE", PARTS)
+  return golden_check.main(argv, __doc__.splitlines()[0], "RACE", PARTS, example="tests/testdata/race")
 
 
 if __name__ == "__main__":

@@ -9,34 +9,43 @@ replayed with the Trainer its CLI builds from the golden's own flags (scripts/st
 golden holds is compared: per step the loss (tower losses; logits and per-example losses), learning rate, pre-clip
 gnorm, global step and mems; the first step's gradients; after the last step every variable (relative to its own
 update), optimizer slot, beta power and the global step. Tolerances: `step_parity.TOLERANCES`, measured figures in
-docs/training_step.md. The last line is PASS (exit 0) or FAIL (exit 1).
+docs/training_step.md. The last line is PASS (exit 0) or FAIL (exit 1). A --golden_dir that is unset, missing or
+without `ckpt/xlnet_model.ckpt.index` ends it before TensorFlow loads, with one line on stderr, exit 2.
 """
 
+import functools
 import os
 import sys
 
-import tensorflow as tf
 from absl import app
 from absl import flags as absl_flags
 from absl import logging
 
-# Two-tower goldens run as two replicas: split the CPU before TensorFlow starts.
-tf.config.set_logical_device_configuration(tf.config.list_physical_devices("CPU")[0],
-                                           [tf.config.LogicalDeviceConfiguration()] * 2)
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import step_parity  # noqa: E402  pylint: disable=g-import-not-at-top,wrong-import-position
-from xlnet_tf import checkpoint as checkpoint_lib  # noqa: E402  pylint: disable=g-import-not-at-top,wrong-import-position
+import golden_check  # noqa: E402  pylint: disable=g-import-not-at-top,wrong-import-position  (numpy and absl only)
 
 absl_flags.DEFINE_string("golden_dir", None, "Directory of the training-step goldens (layout of "
                          "/work/shared/goldens/train_step).")
 absl_flags.DEFINE_list("files", None, "Golden files to replay, by name without .npz (default: every listed file). "
                        "The folder is checked for missing or unlisted files either way.")
-absl_flags.mark_flag_as_required("golden_dir")
+
+
+@functools.lru_cache(maxsize=None)
+def _replay_modules():
+  """(step_parity, xlnet_tf.checkpoint), imported once the CPU is split into two logical devices (two-tower goldens
+  run as two replicas), which must come before TensorFlow starts; not at import, so that a bad --golden_dir is told
+  before TensorFlow loads."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top,import-outside-toplevel
+  tf.config.set_logical_device_configuration(tf.config.list_physical_devices("CPU")[0],
+                                             [tf.config.LogicalDeviceConfiguration()] * 2)
+  import step_parity  # pylint: disable=g-import-not-at-top,import-outside-toplevel
+  from xlnet_tf import checkpoint  # pylint: disable=g-import-not-at-top,import-outside-toplevel
+  return step_parity, checkpoint
 
 
 def run(golden_dir, names=None, print_fn=print):
   """Checks the folder's file list, replays and compares; returns True if everything passed."""
+  step_parity, checkpoint_lib = _replay_modules()
   expected, source = step_parity.expected_files(golden_dir)
   present = sorted(f[:-len(".npz")] for f in os.listdir(golden_dir) if f.endswith(".npz"))
   all_ok = True
@@ -86,6 +95,11 @@ def _fmt(values):
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+  problem = golden_check.golden_dir_problem(absl_flags.FLAGS.golden_dir, "the training-step goldens",
+                                            os.path.join("ckpt", "xlnet_model.ckpt.index"), "tests/testdata/train_step")
+  if problem:
+    print(f"check_train_step.py: error: {problem}", file=sys.stderr, flush=True)
+    sys.exit(2)
   logging.set_verbosity(logging.WARNING)
   try:
     ok = run(absl_flags.FLAGS.golden_dir, absl_flags.FLAGS.files)

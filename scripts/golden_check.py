@@ -189,15 +189,42 @@ def run(golden_dir, parts, requested, out=None):
   return ok
 
 
-def main(argv, description, what, parts, verbose_help=None):
+def golden_dir_problem(golden_dir, what, marker, example):
+  """Why --golden_dir `golden_dir` cannot be checked (None if it can): unset, not a directory, or without the file
+  `marker` (relative to it) that every directory of `what` holds; the line names `example`, the tests' small one."""
+  fix = f"Pass the directory of {what}, such as {example} (the tests' small copy)."
+  if not golden_dir:
+    return f"--golden_dir is required. {fix}"
+  if not os.path.isdir(golden_dir):
+    state = "is not a directory" if os.path.exists(golden_dir) else "does not exist"
+    return f"--golden_dir {golden_dir} {state}. {fix}"
+  if not os.path.exists(os.path.join(golden_dir, marker)):
+    return f"--golden_dir {golden_dir} has no {marker}, so it is not a directory of {what}. {fix}"
+  return None
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+  """argparse's parser whose usage errors are one line, `{prog}: error: ...`, exit 2 (argparse's own prints its
+  usage first)."""
+
+  def error(self, message):
+    self.exit(2, f"{self.prog}: error: {message}. Pass --help to see the options.\n")
+
+
+def main(argv, description, what, parts, verbose_help=None, example=None):
   """A checker's command line: --golden_dir, --parts (and --verbose where `verbose_help` says what it shows); the
-  library's log is quiet meanwhile (and the caller's level restored). Returns the exit code (0: PASS, 1: FAIL)."""
-  parser = argparse.ArgumentParser(description=description)
+  library's log is quiet meanwhile (and the caller's level restored). Returns the exit code (0: PASS, 1: FAIL); a
+  --golden_dir that is not a golden directory (`golden_dir_problem`; `example`: a small one) or another usage error
+  ends it with one line, exit 2 (SystemExit)."""
+  parser = _ArgumentParser(description=description)
   parser.add_argument("--golden_dir", required=True, help=f"Directory of the original's {what} outputs.")
   parser.add_argument("--parts", default=",".join(parts), help=f"Comma-separated subset of {','.join(parts)}.")
   if verbose_help:
     parser.add_argument("--verbose", action="store_true", help=verbose_help)
   args = parser.parse_args(argv)
+  problem = golden_dir_problem(args.golden_dir, f"the original's {what} outputs", "meta.json", example)
+  if problem:
+    parser.exit(2, f"{parser.prog}: error: {problem}\n")
   verbosity = logging.get_verbosity()  # restored: a caller's (a test's) log level is its own
   logging.set_verbosity(logging.INFO if getattr(args, "verbose", False) else logging.ERROR)
   try:

@@ -37,6 +37,7 @@ LATE_FIX = ("Rewrite it with the SentencePiece model of the model's vocabulary (
             "records), give the model the vocabulary it was written with, or remove it")
 TINY = dict(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=24, n_token=1000, untie_r=True, ff_activation="gelu")
 RECORD_FLAGS = ["--bsz_per_host=8", "--seq_len=32", "--reuse_len=16", "--num_predict=6", "--uncased=False"]
+CSV_TASK = ["--task_name=csv", "--text_a_column=text", "--label_column=label"]
 PRETRAIN = ["--train_batch_size=8", "--seq_len=32", "--reuse_len=16", "--perm_size=8", "--num_predict=6",
             "--mem_len=12", "--n_layer=2", "--d_model=16", "--n_head=2", "--d_head=8", "--d_inner=24", "--untie_r=True",
             "--ff_activation=gelu", "--train_steps=4", "--iterations=2", "--save_steps=2", "--seed=1"]
@@ -102,6 +103,12 @@ CASES = [
     ("pt-model-dir-of-another-config", "run_pretrain.py", ["--model_dir={w}/bigger", "--train_steps=6"],
      "holds checkpoints of another model"),
     ("pt-gpus-it-lacks", "run_pretrain.py", ["--num_core_per_host=4"], "--num_core_per_host=4 asks for 4"),
+    ("pt-tpu-without-a-name", "run_pretrain.py", ["--use_tpu=True"],
+     "--strategy=tpu (or --use_tpu=True) needs the Cloud TPU to connect to, and none was named (by --tpu or the "
+     "environment's TPU_NAME). Pass --tpu=NAME"),  # TensorFlow's "Please provide a TPU Name to connect to." before
+    ("pt-tpu-named-without-use-tpu", "run_pretrain.py", ["--tpu=my-tpu"],
+     "--tpu=my-tpu is for a Cloud TPU, but the run uses none (--use_tpu=False, --strategy=auto). Pass --use_tpu=True "
+     "to run on it, or drop --tpu."),  # ignored before: the run trained on this machine
     ("pt-unknown-flag", "run_pretrain.py", ["--bsz_per_host=8"],
      "Unknown command line flag 'bsz_per_host'. Pass --helpshort or --helpfull to see the flags."),
     ("pt-not-a-number", "run_pretrain.py", ["--train_steps=abc"], "flag --train_steps=abc: invalid literal for int()"),
@@ -131,6 +138,13 @@ CASES = [
     ("cls-init-data-cut", "run_classifier.py", ["--init_checkpoint={w}/ckpt_cut/xlnet_model.ckpt"],
      "--init_checkpoint {w}/ckpt_cut/xlnet_model.ckpt is incomplete or damaged (Read less bytes than requested); "
      "download or export it again."),
+    # csv/tsv tasks: a dev file's label found before training (it was found after), advice naming --labels
+    ("cls-csv-dev-label-not-in-train", "run_classifier.py", ["--do_eval=True", *CSV_TASK, "--data_dir={w}/csv_dev"],
+     "Label 'neutral' in {w}/csv_dev/dev.csv line 3 is not one of the labels of task 'csv': ['neg', 'pos']. Fix the "
+     "file, or pass every class with --labels=neg,pos,neutral (unset, the labels are those of {w}/csv_dev/train.csv)."),
+    ("cls-csv-one-class", "run_classifier.py", [*CSV_TASK, "--data_dir={w}/csv_one_class"],
+     "{w}/csv_one_class/train.csv holds one label only ('pos'), and the labels of task 'csv' are collected from it "
+     "(--labels is unset): a classifier needs at least 2 classes. Pass every class with --labels"),
     ("cls-warmup", "run_classifier.py", ["--train_steps=4", "--warmup_steps=4"], "--warmup_steps must be"),
     ("cls-fp16-and-bf16", "run_classifier.py", ["--use_fp16=True", "--use_bfloat16=True"],
      "--use_fp16 and --use_bfloat16 are both set: pick one precision"),
@@ -220,6 +234,10 @@ CASES = [
      "no *.index file in --model_dir {w}/empty_model"),
     ("cls-hf-config-mismatch", "run_classifier.py", ["--init_checkpoint={w}/hf_bad_config", "--model_config_path="],
      "config.json does not match the weights"),
+    ("cls-hf-of-another-config", "run_classifier.py",
+     ["--init_checkpoint={w}/hf_ok", "--model_config_path={w}/tiny_wide.json"],
+     "--init_checkpoint {w}/hf_ok is a HuggingFace model other than --model_config_path {w}/tiny_wide.json describes "
+     "({w}/hf_ok/config.json vs {w}/tiny_wide.json: d_head 8 vs 12; d_model 16 vs 24). Drop --model_config_path"),
     # convert_checkpoint.py
     ("cv-cut-safetensors", "convert_checkpoint.py", ["--input={w}/hf_cut"], "is not a readable safetensors file"),
     ("cv-cut-h5", "convert_checkpoint.py", ["--input={w}/hf_cut_h5"], "is not a readable tf_model.h5"),
@@ -312,6 +330,7 @@ def results(tmp_path_factory):
   (w / "empty" / "e.txt").write_text("")
   (w / "tiny.json").write_text(json.dumps(TINY))
   (w / "tiny100.json").write_text(json.dumps(dict(TINY, n_token=100)))
+  (w / "tiny_wide.json").write_text(json.dumps(dict(TINY, d_model=24, d_head=12)))
   (w / "owned.bin").write_bytes(OWNED)
   (w / "owned_dir").mkdir()
   (w / "owned_dir" / "notes.txt").write_bytes(OWNED)
@@ -360,6 +379,13 @@ def results(tmp_path_factory):
         ["index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"] +
         [f"{i}\tmain\tx\t2012\t{i}\tnone\tnone\tA man plays guitar {i}.\tA person plays music.\t{label}\n"
          for i, label in enumerate(labels)]))
+  # csv tasks: a dev file with a label the training file lacks; a training file of one label.
+  for name, train_labels, dev_labels in (("csv_dev", ["pos", "neg"], ["pos", "neutral"]),
+                                         ("csv_one_class", ["pos", "pos"], ["pos", "pos"])):
+    (w / name).mkdir()
+    for split, labels in (("train", train_labels), ("dev", dev_labels)):
+      (w / name / f"{split}.csv").write_text("".join(["text,label\n"] + [f"a film {i},{label}\n"
+                                                                           for i, label in enumerate(labels)]))
   race_corpus.write_race_corpus(str(w / "race"), num_train=2, num_dev=2, num_test=2, max_article_words=40,
                                 middle_max_words=30)
   # Good records, then a copy with one file truncated mid-record and a copy whose record_info names a lost file.

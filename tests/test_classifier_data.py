@@ -12,7 +12,7 @@ from xlnet_tf.tasks.classifier import data as classifier_data
 from xlnet_tf.tasks.classifier import features as classifier_features
 from xlnet_tf.data.records import PaddingInputExample, ReadConfig
 from xlnet_tf.tasks.classifier.delimited import DelimitedTask
-from xlnet_tf.tasks.classifier.examples import InputExample
+from xlnet_tf.tasks.classifier.examples import InputExample, check_label
 
 
 def tokenize(text):
@@ -309,6 +309,30 @@ def test_generic_tsv_by_index_pairs_given_labels_and_regression(tmp_path):
     classifier_data.get_processor("tsv", text_a_column=0, label_column=2, has_header=False).get_labels()
   with pytest.raises(ValueError, match=r"needs the text and label columns"):
     classifier_data.get_processor("csv", text_a_column="review")
+
+
+def test_generic_csv_labels_that_do_not_fit_name_the_labels_flag(tmp_path):
+  """A label outside the label list: the advice is --labels with every class (not --task_name, which fits the tasks
+  of fixed labels), saying where the list came from; a training file of one label, without --labels, is refused."""
+  d = str(tmp_path)
+  write(f"{d}/train.csv", "text,label\na,pos\nb,neg\n")
+  write(f"{d}/dev.csv", "text,label\nc,pos\nd,neutral\n")
+  p = classifier_data.get_processor("csv", text_a_column="text", label_column="label", data_dir=d)
+  with pytest.raises(ValueError, match=r"^Label 'neutral' in .*dev.csv line 3 is not one of the labels of task 'csv': "
+                                       r"\['neg', 'pos'\]. Fix the file, or pass every class with "
+                                       r"--labels=neg,pos,neutral \(unset, the labels are those of .*train.csv\).$"):
+    p.get_dev_examples(d)
+  p = classifier_data.get_processor("csv", text_a_column="text", label_column="label", labels=["pos", "neg"])
+  with pytest.raises(ValueError, match=r"Fix the file, or pass every class with --labels=pos,neg,neutral.$"):
+    p.get_dev_examples(d)
+  with pytest.raises(ValueError, match=r"pick the task that matches it with --task_name"):  # a task of fixed labels
+    check_label("2", ["0", "1"], "f", 1, "cola")
+  write(f"{d}/train.csv", "text,label\na,pos\nb,pos\n")
+  p = classifier_data.get_processor("csv", text_a_column="text", label_column="label", data_dir=d)
+  with pytest.raises(ValueError, match=r"train.csv holds one label only \('pos'\), .* a classifier needs at least 2 "
+                                       r"classes. Pass every class with --labels \(--labels=pos,...\), or "
+                                       r"--is_regression=True if the labels are scores.$"):
+    p.get_labels()
 
 
 def test_delimited_task_is_checked_once_and_frozen():

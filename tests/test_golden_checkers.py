@@ -113,9 +113,28 @@ def test_empty_or_unknown_part_list_fails(checkers, capsys, task, parts):
 
 
 @pytest.mark.parametrize("task", ["race", "squad"])
-def test_missing_meta_fails(checkers, capsys, tmp_path, task):
+def test_unreadable_meta_fails(checkers, capsys, tmp_path, task):
+  (tmp_path / "meta.json").write_text("{")
   code, lines = _run(checkers, capsys, task, tmp_path, "features")
   assert (code, lines[-1]) == (1, "FAIL") and "meta.json unreadable" in lines[0]
+
+
+@pytest.mark.parametrize("task", ["race", "squad"])
+def test_a_golden_dir_that_is_none_is_one_line_and_exit_2(checkers, capsys, tmp_path, task):
+  """--golden_dir missing, a file, a directory without meta.json, or not given: one line on stderr naming it and
+  the tests' copy, exit 2, nothing compared (a missing one was `FAIL .../meta.json unreadable: [Errno 2] ...`, exit
+  1; argparse printed its usage before its line)."""
+  (tmp_path / "file").write_text("")
+  for argv, words in ((["--golden_dir", str(tmp_path / "nope")], f"--golden_dir {tmp_path}/nope does not exist. "),
+                      (["--golden_dir", str(tmp_path / "file")], f"--golden_dir {tmp_path}/file is not a directory. "),
+                      (["--golden_dir", str(tmp_path)], f"--golden_dir {tmp_path} has no meta.json"),
+                      ([], "the following arguments are required: --golden_dir. ")):
+    with pytest.raises(SystemExit) as e:
+      checkers[task].main(argv)
+    out, err = capsys.readouterr()
+    assert e.value.code == 2 and not out and len(err.splitlines()) == 1, (out, err)
+    assert ": error: " + words in err, err
+    assert not argv or f"such as {GOLDENS[task]} (the tests' small copy)." in err, err
 
 
 def test_a_golden_key_no_part_compares_fails(checkers, capsys, tmp_path):

@@ -275,6 +275,19 @@ def test_check_train_step_fails_when_a_listed_file_is_missing(tmp_path):
   assert "Replayed 1 of 8 files" in proc.stdout and proc.stdout.splitlines()[-1] == "FAIL"
 
 
+def test_check_train_step_refuses_a_golden_dir_that_is_none_before_tensorflow_loads(tmp_path):
+  """--golden_dir unset, missing, or a directory without ckpt/: one line on stderr, exit 2, within a second (before
+  TensorFlow loads). absl's two-line `FATAL Flags parsing error` (exit 1) and `... lists no golden files` then
+  FAIL (exit 1, after TensorFlow's start-up lines) before."""
+  for flags, words in (([], "--golden_dir is required. "), ([f"--golden_dir={tmp_path}/nope"], "does not exist. "),
+                       ([f"--golden_dir={tmp_path}"], "has no ckpt/xlnet_model.ckpt.index")):
+    proc = subprocess.run([sys.executable, "scripts/check_train_step.py", *flags], capture_output=True, text=True,
+                          timeout=60, env=ENV)
+    assert proc.returncode == 2 and not proc.stdout, proc.stdout + proc.stderr[-2000:]
+    assert proc.stderr.startswith("check_train_step.py: error: ") and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert words in proc.stderr and "such as tests/testdata/train_step" in proc.stderr, proc.stderr
+
+
 def test_global_mean_weighting_on_one_replica_replays_the_original(replays):
   """--loss_weighting=global_mean divides the gradients of the loss sum after the backward (the default divides the
   loss before it): on one replica both are the original's mean loss, so a one-tower golden must pass either way."""

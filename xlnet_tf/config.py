@@ -69,6 +69,11 @@ class XLNetConfig:
   def __eq__(self, other):
     return isinstance(other, XLNetConfig) and self.to_dict() == other.to_dict()
 
+  def differences(self, other):
+    """[(key, this config's value, `other`'s value)] for each key (sorted) where `other`, an XLNetConfig, differs."""
+    return [(k, getattr(self, k), getattr(other, k)) for k in sorted(CONFIG_KEYS)
+            if getattr(self, k) != getattr(other, k)]
+
   def __repr__(self):
     return f"XLNetConfig({', '.join(f'{k}={v!r}' for k, v in self.to_dict().items())})"
 

@@ -227,9 +227,21 @@ def read_hf_checkpoint(directory, task_name=None, cls_scope=None):
 
 
 def model_config(model_config_path, init_checkpoint):
-  """The XLNetConfig of --model_config_path, else of the HF model directory --init_checkpoint."""
+  """The XLNetConfig of --model_config_path, else of the HF model directory --init_checkpoint; where both are
+  given, a ValueError unless they describe the same model (its weights could not be loaded, or would compute
+  another function)."""
   if model_config_path:
-    return XLNetConfig(json_path=model_config_path)
+    xlnet_config = XLNetConfig(json_path=model_config_path)
+    if is_hf_directory(init_checkpoint):
+      path = os.path.join(init_checkpoint, CONFIG_FILE)
+      diff = [f"{k} {hf} vs {ours}" for k, hf, ours in
+              xlnet_config_from_hf(read_config(init_checkpoint), None, path)[0].differences(xlnet_config)]
+      if diff:
+        raise ValueError(f"--init_checkpoint {init_checkpoint} is a HuggingFace model other than --model_config_path "
+                         f"{model_config_path} describes ({path} vs {model_config_path}: {'; '.join(diff)}). Drop "
+                         f"--model_config_path ({path} then gives the model), or pass the xlnet_config.json of that "
+                         "model.")
+    return xlnet_config
   if is_hf_directory(init_checkpoint):
     return xlnet_config_from_hf(read_config(init_checkpoint), None, os.path.join(init_checkpoint, CONFIG_FILE))[0]
   raise ValueError("--model_config_path is required (the xlnet_config.json of the model), unless --init_checkpoint "

@@ -73,8 +73,16 @@ def make_strategy(name, num_core_per_host=None, cloud_tpu=CloudTPU()):
                        "task of this worker). See the README's multi-worker section.")
     return tf.distribute.MultiWorkerMirroredStrategy()
   if name == "tpu":
-    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=cloud_tpu.tpu, zone=cloud_tpu.zone,
-                                                                 project=cloud_tpu.project)
+    try:
+      resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=cloud_tpu.tpu, zone=cloud_tpu.zone,
+                                                                   project=cloud_tpu.project)
+    except ValueError:  # TensorFlow's "Please provide a TPU Name to connect to.": no name, none in the environment
+      if cloud_tpu.tpu:
+        raise
+      raise ValueError("--strategy=tpu (or --use_tpu=True) needs the Cloud TPU to connect to, and none was named "
+                       "(by --tpu or the environment's TPU_NAME). Pass --tpu=NAME (its name or grpc://ip:port; "
+                       "--tpu=local on a TPU VM), with --tpu_zone and --gcp_project where it is in another zone or "
+                       "project than this VM.") from None
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver)
@@ -192,10 +200,8 @@ def check_run_files(model_dir, xlnet_config):
   config than xlnet_config (its `xlnet_config.json` says so; they could not be resumed)."""
   config_path = os.path.join(model_dir, "xlnet_config.json")
   if fileio.exists(config_path) and checkpoint.latest_checkpoint(model_dir):
-    old = XLNetConfig(json_path=config_path).to_dict()
-    new = xlnet_config.to_dict()
-    diff = [f"{k} {old.get(k)} there, {new.get(k)} here" for k in sorted(set(old) | set(new))
-            if old.get(k) != new.get(k)]
+    diff = [f"{k} {old} there, {new} here"
+            for k, old, new in XLNetConfig(json_path=config_path).differences(xlnet_config)]
     if diff:
       raise ValueError(f"--model_dir {model_dir} holds checkpoints of another model ({config_path}: "
                        f"{'; '.join(diff)}). Resume with that config, or pass another --model_dir.")

@@ -76,10 +76,17 @@ class DelimitedProcessor(DataProcessor):
       if data_dir is None:
         raise ValueError(f"Task {self.task_name!r} collects its labels from the training file; pass data_dir "
                          "(--data_dir) or the labels (--labels).")
+      train_path = os.path.join(data_dir, self.files["train"])
       found = {ex.label for ex in self._create_examples(data_dir, "train", check_labels=False)}
       if not found:
-        raise ValueError(f"{os.path.join(data_dir, self.files['train'])} has no examples to collect labels from. "
-                         "Fix the file or pass the labels (--labels).")
+        raise ValueError(f"{train_path} has no examples to collect labels from. Fix the file or pass the labels "
+                         "(--labels).")
+      if len(found) == 1:  # a classifier of one class: its loss is zero from the start, nothing is learnt
+        label, = found
+        raise ValueError(f"{train_path} holds one label only ({label!r}), and the labels of task {self.task_name!r} "
+                         "are collected from it (--labels is unset): a classifier needs at least 2 classes. Pass "
+                         f"every class with --labels (--labels={label},...), or --is_regression=True if the labels "
+                         "are scores.")
       numeric = all(label.lstrip("-").isdigit() for label in found)
       self._labels = sorted(found, key=int if numeric else None)
     return list(self._labels)
@@ -106,6 +113,12 @@ class DelimitedProcessor(DataProcessor):
                        "names or a column index.")
     return header.index(column)
 
+  def _label_fix(self, label, labels, data_dir):
+    """What to do about a `label` outside `labels`: fix the file, or pass --labels with every class."""
+    where = ("" if self.task.labels is not None else
+             f" (unset, the labels are those of {os.path.join(data_dir, self.files['train'])})")
+    return f"Fix the file, or pass every class with --labels={','.join([*labels, label])}{where}."
+
   def _create_examples(self, data_dir, set_type, check_labels=True):
     path = os.path.join(data_dir, self.files[set_type])
     is_test = set_type == "test"
@@ -130,8 +143,8 @@ class DelimitedProcessor(DataProcessor):
         label = parse_float_label(row[label_col], path, line_num, self.task_name)
       else:
         label = row[label_col]
-        if labels is not None:
-          check_label(label, labels, path, line_num, self.task_name)
+        if labels is not None and label not in labels:
+          check_label(label, labels, path, line_num, self.task_name, fix=self._label_fix(label, labels, data_dir))
       text_b = row[b_col] if b_col is not None else None
       examples.append(InputExample(guid=f"{set_type}-{i}", text_a=row[a_col], text_b=text_b, label=label))
     return examples

@@ -51,10 +51,12 @@ def read_rows(path, task_name, delimiter, quoting):
 
 
 
-def check_label(label, labels, path, line_num, task_name):
+def check_label(label, labels, path, line_num, task_name, fix=None):
+  """ValueError naming the file and line unless `label` is one of `labels`; `fix` says what to do (default: a task's
+  fixed label set, so fix the file or pick another --task_name)."""
   if label not in labels:
     raise ValueError(f"Label {label!r} in {path} line {line_num} is not one of the labels of task {task_name!r}: "
-                     f"{labels}. Fix the file, or pick the task that matches it with --task_name.")
+                     f"{labels}. {fix or 'Fix the file, or pick the task that matches it with --task_name.'}")
 
 
 def parse_float_label(text, path, line_num, task_name):

@@ -140,15 +140,17 @@ def run(o, strategy, log_fn=print):
   xlnet_config, tokenize_fn = _model_files(o)
   model_args = dict(summary_type=o.summary_type, use_summ_proj=o.use_summ_proj)
   results = {}
+  evaluates = training.is_chief(strategy) and (o.do_eval or o.do_predict)  # on the chief only, as the original
+  if evaluates:  # read (and checked) first: a bad evaluation file fails in seconds, not after training
+    info = _prepare(o, o.eval_split, tokenize_fn, xlnet_config.n_token, log_fn)
   if o.do_train:
     with fileio.directory_lock(o.model_dir if training.is_chief(strategy) else None):
       results["train"] = train(o, strategy, xlnet_config, tokenize_fn, model_args, log_fn)
-  if not training.is_chief(strategy) or not (o.do_eval or o.do_predict):
-    return results  # Eval and predict run on the chief only (the original evaluates on one host).
+  if not evaluates:
+    return results
 
   inference = race_eval.Inference(race_task.build_model(
       xlnet_config, cli.create_run_config(o, is_training=False, is_finetune=True), **model_args), o.jit_compile)
-  info = _prepare(o, o.eval_split, tokenize_fn, xlnet_config.n_token, log_fn)
   if o.do_eval:
     checkpoints = _model_dir_checkpoints(o)
     if not o.eval_all_ckpt:

@@ -219,6 +219,8 @@ CASES = [
     # run_race.py
     ("race-missing-split", "run_race.py", ["--data_dir={w}/empty"], "{w}/empty"),
     ("race-qa-length", "run_race.py", ["--max_qa_length=61"], "--max_qa_length"),
+    ("race-bad-dev-file-with-do-eval", "run_race.py", ["--data_dir={w}/race_bad_dev", "--do_eval=True"],
+     "{w}/race_bad_dev/dev/high/bad.txt is not a RACE article file: not JSON"),
     ("race-output-dir-is-a-file", "run_race.py", ["--output_dir={w}/owned.bin"],
      "Cannot use --output_dir {w}/owned.bin as a directory: it is a file"),
     ("race-model-dir-is-a-file", "run_race.py", ["--model_dir={w}/owned.bin"],
@@ -434,6 +436,8 @@ def results(tmp_path_factory):
                                                        output_dir=str(w / "race_big_ids"), max_seq_length=64,
                                                        max_qa_length=32),
                                "train", tokenization.make_tokenize_fn(sp_model))
+  shutil.copytree(w / "race", w / "race_bad_dev")  # found before training, not after it
+  (w / "race_bad_dev" / "dev" / "high" / "bad.txt").write_text("{not json")
   _put_an_id_beyond_the_vocabulary(w / "race_big_ids", "*train*.tf_record")
 
   case_dirs = [w / "cases" / case_id for case_id, *_ in CASES]

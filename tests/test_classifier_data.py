@@ -2,11 +2,13 @@
 
 import dataclasses
 import os
+import re
 import zlib
 
 import numpy as np
 import pytest
 
+from helpers import cache_user
 from xlnet_tf import fileio
 from xlnet_tf.tasks.classifier import data as classifier_data
 from xlnet_tf.tasks.classifier import features as classifier_features
@@ -371,12 +373,13 @@ def test_record_file_names():
     classifier_features.record_file_name("spiece.model", 64, "eval", "val")
 
 
-def test_tfrecord_round_trip(tmp_path):
+def test_tfrecord_round_trip(tmp_path, monkeypatch):
   examples = [InputExample("a", "11 12", label="pos"), InputExample("b", "13", "14 15", label="neg")]
   examples = classifier_features.pad_examples(examples, 3)
   out = str(tmp_path / "rec" / classifier_features.record_file_name("spiece.model", 8, "train"))
   assert classifier_features.file_based_convert_examples_to_features(examples, ["neg", "pos"], 8, tokenize, out, num_passes=2) == 6
-  assert len(examples) == 3 and os.listdir(tmp_path / "rec") == [os.path.basename(out)]  # No temp file left.
+  name = os.path.basename(out)  # No temp file left; the lock stays (`fileio.cache_lock`).
+  assert len(examples) == 3 and sorted(os.listdir(tmp_path / "rec")) == [f".{name}.lock", name]
   batches = list(classifier_features.classifier_dataset(out, 8, is_regression=False,
                                                         read=ReadConfig(batch_size=4, n_token=16)))  # ids checked
   assert [b["input_ids"].shape[0] for b in batches] == [4, 2]
@@ -405,6 +408,12 @@ def test_tfrecord_round_trip(tmp_path):
   assert write(examples[:1]) == 1 and write(examples[:1]) is None
   assert write(examples[1:2]) == 1 and write(examples[1:2]) is None
   assert os.path.exists(out + ".source")
+  # While another run reads them, other examples do not write them again (`fileio.cache_lock`).
+  monkeypatch.setattr(fileio, "CACHE_LOCK_WAIT_S", 0.2)
+  with cache_user.reader(out):
+    with pytest.raises(ValueError, match=re.escape(f"--output_dir {tmp_path / 'rec'} is in use: another run reads "
+                                                   f"its cached {out}")):
+      write(examples[:1])
 
   # Training: shuffled, repeated, fixed batch shape.
   train = classifier_features.classifier_dataset(out, 8, is_regression=False,
@@ -434,7 +443,8 @@ def test_a_rebuild_cut_short_keeps_the_records_and_their_fingerprint_together(tm
     with pytest.raises(OSError, match=f"^Could not write {out}.source \\(No space left on device\\)"):
       write(examples[1:])
   assert {path: open(path, "rb").read() for path in before} == before
-  assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(path) for path in before)
+  assert sorted(os.listdir(tmp_path)) == sorted([f".{os.path.basename(out)}.lock"]
+                                                + [os.path.basename(path) for path in before])
   assert write(examples[:1]) is None
 
 
@@ -449,7 +459,7 @@ def test_tfrecord_regression_and_errors(tmp_path):
   bad = str(tmp_path / "bad.tf_record")
   with pytest.raises(ValueError, match="not in the label list"):
     classifier_features.file_based_convert_examples_to_features([InputExample("z", "11", label="x")], ["a"], 6, tokenize, bad)
-  assert sorted(os.listdir(tmp_path)) == ["r.tf_record"]
+  assert sorted(os.listdir(tmp_path)) == [".bad.tf_record.lock", ".r.tf_record.lock", "r.tf_record"]  # locks stay
   with pytest.raises(FileNotFoundError, match=r"bad.tf_record does not exist"):
     classifier_features.classifier_dataset(bad, 6, is_regression=False, read=ReadConfig(batch_size=2))
   with pytest.raises(ValueError, match="--num_passes"):

@@ -2,12 +2,15 @@
 
 import dataclasses
 import os
+import re
 import shutil
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from helpers import cache_user
+from xlnet_tf import fileio
 from xlnet_tf.data import tokenization
 from xlnet_tf.data.records import ReadConfig
 from xlnet_tf.tasks.race import data
@@ -40,7 +43,8 @@ def test_eval_records_equal_the_goldens_head_inputs(tmp_path, tokenize_fn):
                                  max_qa_length=16, eval_batch_size=5, sorted_file_order=True)
   info = records.prepare_records(config, "dev", tokenize_fn)
   assert (info.num_real, info.num_padding, info.num_records, info.written) == (8, 2, 10, True)
-  assert sorted(os.listdir(tmp_path)) == ["spiece.model.len-64.dev.tf_record",
+  assert sorted(os.listdir(tmp_path)) == [".spiece.model.len-64.dev.tf_record.lock",  # held till the process ends
+                                          "spiece.model.len-64.dev.tf_record",
                                           "spiece.model.len-64.dev.tf_record.source"]
   read = ReadConfig(batch_size=5, drop_remainder=True, n_token=1200)  # ids checked (1200 pieces): the same batches
   batches = list(records.race_dataset(info.path, 64, read).as_numpy_iterator())
@@ -71,7 +75,7 @@ def test_records_hold_the_original_features(tmp_path, tokenize_fn):
     assert list(feature["is_real_example"].int64_list.value) == [int(i < 4)]
 
 
-def test_cache_is_kept_unless_overwritten(tmp_path, tokenize_fn):
+def test_cache_is_kept_unless_overwritten(tmp_path, tokenize_fn, monkeypatch):
   kwargs = dict(data_dir=DATA, spiece_model_file=SPM, output_dir=str(tmp_path), max_seq_length=64, max_qa_length=16)
   config = records.RecordsConfig(shuffle_seed=3, **kwargs)
   first = records.prepare_records(config, "train", tokenize_fn)
@@ -81,7 +85,8 @@ def test_cache_is_kept_unless_overwritten(tmp_path, tokenize_fn):
   assert (again.path, again.num_real, again.written) == (first.path, None, False)
   assert os.stat(first.path).st_mtime_ns == mtime
   assert records.prepare_records(dataclasses.replace(config, overwrite_data=True), "train", tokenize_fn).written
-  assert sorted(os.listdir(tmp_path)) == ["spiece.model.len-64.train.tf_record",  # no temporary file left
+  assert sorted(os.listdir(tmp_path)) == [".spiece.model.len-64.train.tf_record.lock",  # no temporary file left
+                                          "spiece.model.len-64.train.tf_record",
                                           "spiece.model.len-64.train.tf_record.source"]
   # Training: shuffled with the seed, repeated forever, full batches.
   d = records.race_dataset(first.path, 64, ReadConfig.training(3, shuffle_buffer=2048, seed=1))
@@ -97,6 +102,14 @@ def test_cache_is_kept_unless_overwritten(tmp_path, tokenize_fn):
   assert moved.written and moved.num_real < 4
   assert not records.prepare_records(records.RecordsConfig(**dict(kwargs, data_dir=str(other))), "train",
                                      tokenize_fn).written
+  # While another run reads them, neither other inputs nor overwrite_data write them again (`fileio.cache_lock`).
+  monkeypatch.setattr(fileio, "CACHE_LOCK_WAIT_S", 0.2)
+  with cache_user.reader(moved.path):
+    for config in (records.RecordsConfig(**kwargs), records.RecordsConfig(**dict(kwargs, data_dir=str(other),
+                                                                                   overwrite_data=True))):
+      with pytest.raises(ValueError, match=re.escape(f"--output_dir {tmp_path} is in use: another run reads its "
+                                                     f"cached {moved.path}")):
+        records.prepare_records(config, "train", tokenize_fn)
 
 
 def test_errors(tmp_path, tokenize_fn):

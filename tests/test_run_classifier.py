@@ -160,10 +160,11 @@ def test_imdb_train_eval_predict(files, cli_runs):
   assert "global batch 4 (4 per replica x 1 replica(s))" in stdout
   assert "Gradient accumulation: each update sums 2 micro-batches of 2 rows per replica." in stdout
   assert "kept their initial values: none" in stdout  # the original checkpoint brought the head too
-  # The original cached record names.
-  assert sorted(p.name for p in (out / "records").iterdir()) == [
-      name + source for name in ("spiece.model.len-48.dev.eval.tf_record", "spiece.model.len-48.dev.predict.tf_record",
-                                 "spiece.model.len-48.train.tf_record") for source in ("", ".source")]
+  # The original cached record names, with their fingerprints and locks (`fileio.cache_lock`).
+  names = ("spiece.model.len-48.dev.eval.tf_record", "spiece.model.len-48.dev.predict.tf_record",
+           "spiece.model.len-48.train.tf_record")
+  assert sorted(p.name for p in (out / "records").iterdir()) == sorted(
+      [f".{name}.lock" for name in names] + [name + source for name in names for source in ("", ".source")])
 
   results = eval_lines(stdout)
   assert [r["step"] for r in results] == ["3", "6", "1200"]

@@ -63,9 +63,9 @@ def test_train_eval_predict(files, tmp_path):
   assert sorted(p.name for p in model_dir.glob("*.index")) == ["ckpt-2.index", "ckpt-4.index"]
   assert json.loads((model_dir / "xlnet_config.json").read_text()) == TINY
   assert json.loads((model_dir / "run_flags.json").read_text())["fix_option_aliasing"] is False
-  assert sorted(p.name for p in (out / "records").iterdir()) == [
-      name + source for name in ("spiece.model.len-64.dev.tf_record", "spiece.model.len-64.train.tf_record")
-      for source in ("", ".source")]
+  names = ("spiece.model.len-64.dev.tf_record", "spiece.model.len-64.train.tf_record")
+  assert sorted(p.name for p in (out / "records").iterdir()) == sorted(  # with their locks (`fileio.cache_lock`)
+      [f".{name}.lock" for name in names] + [name + source for name in names for source in ("", ".source")])
   num_dev = int(re.search(r"Num of dev samples: (\d+) \(\+(\d+) padding\)", stdout).group(1))
   assert num_dev >= 4
 

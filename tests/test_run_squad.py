@@ -107,6 +107,7 @@ def test_prepro_train_predict(tiny_config, tmp_path):
   assert sorted(os.listdir(tmp_path / "out")) == sorted([records.train_record_name(SPM, i, 64, 16) for i in range(2)]
                                                         + [records.eval_features_name(SPM, 64, 16),
                                                            records.eval_features_name(SPM, 64, 16) + ".source",
+                                                           f".{records.eval_features_name(SPM, 64, 16)}.lock",
                                                            records.eval_record_name(SPM, 64, 16)])
 
 

@@ -8,7 +8,6 @@ import hashlib
 import numbers
 
 import tensorflow as tf
-from absl import logging
 
 from xlnet_tf import fileio
 
@@ -49,19 +48,16 @@ def cache_fingerprint(*parts):
 def reusable_cache(path, fingerprint):
   """Whether the cached file `path` may serve a run whose inputs have `fingerprint`: it exists, and its fingerprint
   file (`{path}.source`, `mark_cache`) names the same inputs. A cache without one (written by the original, or
-  before fingerprints) is reused as the original does, by name alone. A cache made from other inputs (another
-  input file or SentencePiece model under the same name) is not: the warning says it is written again."""
+  before fingerprints), or a run without a fingerprint (None), goes by the name alone, as the original. A cache made
+  from other inputs (another input file or SentencePiece model under the same name) is not. Read it under the cache's
+  lock (`fileio.cache_lock`, which warns when it is written again)."""
   if not fileio.exists(path):
     return False
   source = path + ".source"
-  if not fileio.exists(source):
+  if fingerprint is None or not fileio.exists(source):
     return True
   with fileio.open_file(source) as f:
-    if f.read().strip() == fingerprint:
-      return True
-  logging.warning("The cached %s was made from other inputs or settings than this run's (%s); writing it again.",
-                  path, source)
-  return False
+    return f.read().strip() == fingerprint
 
 
 def mark_cache(files, path, fingerprint):

@@ -167,37 +167,42 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
     fingerprint: str or None, `examples_fingerprint` of this run's inputs (`records.reusable_cache`).
 
   Returns:
-    The number of records written, or None if an existing file was kept.
+    The number of records written, or None if an existing file was kept. Either way this process holds the file's
+    lock until it ends (`fileio.cache_lock`).
+
+  Raises:
+    ValueError: the file is to be written and another live run uses it.
   """
   if not records.is_int_at_least(num_passes, 1):
     raise ValueError(f"--num_passes must be a positive integer. Received: {num_passes!r}.")
-  reusable = records.reusable_cache(output_file, fingerprint) if fingerprint else tf.io.gfile.exists(output_file)
-  if reusable and not overwrite_data:
-    logging.info("Keeping the existing tfrecord %s (set --overwrite_data to rebuild it).", output_file)
-    return None
-  logging.info("Creating tfrecord %s.", output_file)
-  out_dir = os.path.dirname(output_file)
-  if out_dir:
-    tf.io.gfile.makedirs(out_dir)
-  all_examples = list(examples) * num_passes
-  with fileio.atomic_files() as out:  # the records and their fingerprint file, together (`records.mark_cache`)
-    with tf.io.TFRecordWriter(out.path(output_file)) as writer:
-      for ex_index, example in enumerate(all_examples):
-        if ex_index % 10000 == 0:
-          logging.info("Writing example %d of %d", ex_index, len(all_examples))
-        feature = convert_single_example(ex_index, example, label_list, max_seq_length, tokenize_fn)
-        features = collections.OrderedDict()
-        features["input_ids"] = example_encoder.int_feature(feature.input_ids)
-        features["input_mask"] = example_encoder.float_feature(feature.input_mask)
-        features["segment_ids"] = example_encoder.int_feature(feature.segment_ids)
-        if label_list is not None:
-          features["label_ids"] = example_encoder.int_feature([feature.label_id])
-        else:
-          features["label_ids"] = example_encoder.float_feature([float(feature.label_id)])
-        features["is_real_example"] = example_encoder.int_feature([int(feature.is_real_example)])
-        writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
-    if fingerprint:
-      records.mark_cache(out, output_file, fingerprint)
+  reusable = lambda: records.reusable_cache(output_file, fingerprint)
+  with fileio.cache_lock(output_file, reusable, overwrite_data) as reuse:  # kept from other runs while this one lives
+    if reuse:
+      logging.info("Keeping the existing tfrecord %s (set --overwrite_data to rebuild it).", output_file)
+      return None
+    logging.info("Creating tfrecord %s.", output_file)
+    out_dir = os.path.dirname(output_file)
+    if out_dir:
+      tf.io.gfile.makedirs(out_dir)
+    all_examples = list(examples) * num_passes
+    with fileio.atomic_files() as out:  # the records and their fingerprint file, together (`records.mark_cache`)
+      with tf.io.TFRecordWriter(out.path(output_file)) as writer:
+        for ex_index, example in enumerate(all_examples):
+          if ex_index % 10000 == 0:
+            logging.info("Writing example %d of %d", ex_index, len(all_examples))
+          feature = convert_single_example(ex_index, example, label_list, max_seq_length, tokenize_fn)
+          features = collections.OrderedDict()
+          features["input_ids"] = example_encoder.int_feature(feature.input_ids)
+          features["input_mask"] = example_encoder.float_feature(feature.input_mask)
+          features["segment_ids"] = example_encoder.int_feature(feature.segment_ids)
+          if label_list is not None:
+            features["label_ids"] = example_encoder.int_feature([feature.label_id])
+          else:
+            features["label_ids"] = example_encoder.float_feature([float(feature.label_id)])
+          features["is_real_example"] = example_encoder.int_feature([int(feature.is_real_example)])
+          writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
+      if fingerprint:
+        records.mark_cache(out, output_file, fingerprint)
   return len(all_examples)
 
 

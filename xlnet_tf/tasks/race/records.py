@@ -169,7 +169,9 @@ def prepare_records(config, split, tokenize_fn):
   examples (the eval step count needs them), pad them with `PaddingInputExample`s to a multiple of
   eval_batch_size, and write unless cached. A cache made from other files, SentencePiece model or settings (its
   fingerprint file says so, `records.reusable_cache`) is written again: the original reused it by name, so
-  another --data_dir, or --high_only after both levels, read the first records.
+  another --data_dir, or --high_only after both levels, read the first records. This process then holds the
+  file's lock until it ends: another run cannot write it meanwhile, and a run here that would write a file another
+  live run uses is refused with a ValueError (`fileio.cache_lock`).
 
   Args:
     config: `RecordsConfig`.
@@ -186,25 +188,26 @@ def prepare_records(config, split, tokenize_fn):
     fingerprint = _fingerprint(c, split)
   except FileNotFoundError:  # no files to read: a cached training file is kept by its name, as the original does
     fingerprint = None
-  overwrite = c.overwrite_data or (fingerprint is not None and not records.reusable_cache(path, fingerprint))
-  if split == "train":
-    if fileio.exists(path) and not overwrite:
-      logging.info("Keeping the existing tfrecord %s (set --overwrite_data to rebuild it).", path)
-      return RecordsInfo(path=path, num_real=None, num_padding=0, written=False)
-    examples = data.get_examples(c.data_dir, split, c.high_only, c.middle_only, c.sorted_file_order)
-    random.Random(c.shuffle_seed).shuffle(examples)
-    num_real = len(examples)
-  else:
-    if c.eval_batch_size is None:
-      raise ValueError(f"Preparing the {split} records needs eval_batch_size (the set is padded to a multiple of "
-                       f"it). Pass --eval_batch_size.")
-    real_examples = data.get_examples(c.data_dir, split, c.high_only, c.middle_only, c.sorted_file_order)
-    num_real = len(real_examples)
-    examples = data.pad_examples(real_examples, c.eval_batch_size)
-  if not examples:
-    raise ValueError(f"The RACE {split} split under {c.data_dir} has no questions. Check --data_dir.")
-  written = write_records(examples, tokenize_fn, path, c.max_seq_length, c.max_qa_length, c.fix_option_aliasing,
-                          overwrite, fingerprint)
+  if split != "train" and c.eval_batch_size is None:
+    raise ValueError(f"Preparing the {split} records needs eval_batch_size (the set is padded to a multiple of it). "
+                     "Pass --eval_batch_size.")
+  reusable = lambda: records.reusable_cache(path, fingerprint)
+  with fileio.cache_lock(path, reusable, c.overwrite_data) as reuse:  # kept from other runs while this one lives
+    if split == "train":
+      if reuse:
+        logging.info("Keeping the existing tfrecord %s (set --overwrite_data to rebuild it).", path)
+        return RecordsInfo(path=path, num_real=None, num_padding=0, written=False)
+      examples = data.get_examples(c.data_dir, split, c.high_only, c.middle_only, c.sorted_file_order)
+      random.Random(c.shuffle_seed).shuffle(examples)
+      num_real = len(examples)
+    else:
+      real_examples = data.get_examples(c.data_dir, split, c.high_only, c.middle_only, c.sorted_file_order)
+      num_real = len(real_examples)
+      examples = data.pad_examples(real_examples, c.eval_batch_size)
+    if not examples:
+      raise ValueError(f"The RACE {split} split under {c.data_dir} has no questions. Check --data_dir.")
+    written = write_records(examples, tokenize_fn, path, c.max_seq_length, c.max_qa_length, c.fix_option_aliasing,
+                            not reuse, fingerprint)
   return RecordsInfo(path=path, num_real=num_real, num_padding=len(examples) - num_real,
                      written=written is not None)
 

@@ -256,7 +256,9 @@ def prepare_eval_features(predict_file, sp_model, spiece_model_file, output_dir,
   """The original's evaluation preprocessing with its cache: the record and the features file are reused when
   both exist, overwrite_data is False and they were made from this predict_file, SentencePiece model and options
   (`records.reusable_cache`: the original reused them by name alone, for another --predict_file too), else
-  rebuilt. options: `data.FeatureOptions`.
+  rebuilt. options: `data.FeatureOptions`. This process then holds the features file's lock (for the three files)
+  until it ends: another run cannot write them meanwhile, and a run here that would write them while another live
+  run uses them is refused with a ValueError (`fileio.cache_lock`).
 
   Returns:
     (examples, features, record path, data.ConversionStats or None when the cache was used).
@@ -267,20 +269,22 @@ def prepare_eval_features(predict_file, sp_model, spiece_model_file, output_dir,
   feature_file = os.path.join(output_dir, eval_features_name(spiece_model_file, max_seq_length, max_query_length))
   with fileio.open_file(predict_file, "rb") as f, fileio.open_file(spiece_model_file, "rb") as g:
     fingerprint = records.cache_fingerprint(f.read(), g.read(), repr(options))
-  if fileio.exists(record) and records.reusable_cache(feature_file, fingerprint) and not overwrite_data:
-    logging.info("Loading evaluation features from %s (set --overwrite_data to rebuild).", feature_file)
-    return examples, load_eval_features(feature_file), record, None
-  for path in (feature_file + ".source", feature_file):  # a rebuild cut short leaves no features: built again
-    fileio.remove(path)
-  features = []
-  with fileio.atomic_files() as out:  # the record, the features and their fingerprint: the three of one run
-    with FeatureWriter(record, is_training=False, files=out) as writer:
+  reusable = lambda: fileio.exists(record) and records.reusable_cache(feature_file, fingerprint)
+  with fileio.cache_lock(feature_file, reusable, overwrite_data) as reuse:  # the three files' lock: see the docstring
+    if reuse:
+      logging.info("Loading evaluation features from %s (set --overwrite_data to rebuild).", feature_file)
+      return examples, load_eval_features(feature_file), record, None
+    for path in (feature_file + ".source", feature_file):  # a rebuild cut short leaves no features: built again
+      fileio.remove(path)
+    features = []
+    with fileio.atomic_files() as out:  # the record, the features and their fingerprint: the three of one run
+      with FeatureWriter(record, is_training=False, files=out) as writer:
 
-      def append(feature):
-        features.append(feature)
-        writer.process_feature(feature)
+        def append(feature):
+          features.append(feature)
+          writer.process_feature(feature)
 
-      stats = data.convert_examples_to_features(examples, sp_model, options, False, append)
-    save_eval_features(feature_file, features, max_seq_length, out)
-    records.mark_cache(out, feature_file, fingerprint)
+        stats = data.convert_examples_to_features(examples, sp_model, options, False, append)
+      save_eval_features(feature_file, features, max_seq_length, out)
+      records.mark_cache(out, feature_file, fingerprint)
   return examples, features, record, stats

@@ -20,7 +20,7 @@ import flags
 from absl import flags as absl_flags
 from absl import logging
 
-from xlnet_tf import fileio
+from xlnet_tf import locks
 from xlnet_tf.data.pretrain_spec import PretrainDataSpec
 from xlnet_tf.tasks.pretrain import data as pretrain_data
 from xlnet_tf.tasks.pretrain.writer_options import DataError, WriterOptions
@@ -48,7 +48,7 @@ def create_data(o):
 
 def body(o):
   cli.require_output_dirs(o, "save_dir")
-  with fileio.directory_lock(o.save_dir, f"data_utils-{o.split}-{o.task}-{o.pass_id}", "--save_dir"):
+  with locks.directory_lock(o.save_dir, f"data_utils-{o.split}-{o.task}-{o.pass_id}", "--save_dir"):
     record_info = create_data(o)
   if record_info is not None:
     logging.info("Wrote %d batches to %s", record_info["num_batch"], record_info["filenames"][0])

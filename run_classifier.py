@@ -41,7 +41,7 @@ import tensorflow as tf
 from absl import flags as absl_flags
 
 from xlnet_tf import checkpoint
-from xlnet_tf import fileio
+from xlnet_tf import locks
 from xlnet_tf import training
 from xlnet_tf.data import token_checks
 from xlnet_tf.data import tokenization
@@ -211,7 +211,7 @@ def run(o, strategy, log_fn=print):
       raise cli.FlagError(f"Task {task_name!r} found no {o.eval_split} examples in --data_dir {o.data_dir}.")
 
   if o.do_train:
-    with fileio.directory_lock(o.model_dir if training.is_chief(strategy) else None):
+    with locks.directory_lock(o.model_dir if training.is_chief(strategy) else None):
       results["train"] = _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, model_args, log_fn)
 
   if not training.is_chief(strategy):

@@ -16,7 +16,7 @@ if __name__ == "__main__":
 import flags
 from absl import flags as absl_flags
 from xlnet_tf import XLNetConfig, XLNetModel
-from xlnet_tf import fileio
+from xlnet_tf import locks
 from xlnet_tf import hf_checkpoint
 from xlnet_tf import training
 from xlnet_tf.config import CONFIG_KEYS
@@ -121,7 +121,7 @@ def run(o, strategy, log_fn=print):
     The last loop's {loss, gnorm, lr, step}.
   """
   validate(o, strategy.num_replicas_in_sync)
-  with fileio.directory_lock(o.model_dir if training.is_chief(strategy) else None):
+  with locks.directory_lock(o.model_dir if training.is_chief(strategy) else None):
     return _run(o, strategy, log_fn)
 
 

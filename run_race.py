@@ -36,6 +36,7 @@ from absl import flags as absl_flags
 
 from xlnet_tf import checkpoint
 from xlnet_tf import fileio
+from xlnet_tf import locks
 from xlnet_tf import training
 from xlnet_tf.data import token_checks
 from xlnet_tf.data import tokenization
@@ -144,7 +145,7 @@ def run(o, strategy, log_fn=print):
   if evaluates:  # read (and checked) first: a bad evaluation file fails in seconds, not after training
     info = _prepare(o, o.eval_split, tokenize_fn, xlnet_config.n_token, log_fn)
   if o.do_train:
-    with fileio.directory_lock(o.model_dir if training.is_chief(strategy) else None):
+    with locks.directory_lock(o.model_dir if training.is_chief(strategy) else None):
       results["train"] = train(o, strategy, xlnet_config, tokenize_fn, model_args, log_fn)
   if not evaluates:
     return results

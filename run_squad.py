@@ -38,6 +38,7 @@ from absl import flags as absl_flags
 
 from xlnet_tf import checkpoint
 from xlnet_tf import fileio
+from xlnet_tf import locks
 from xlnet_tf import training
 from xlnet_tf.data import token_checks
 from xlnet_tf.tasks.squad import data as squad_data
@@ -191,7 +192,7 @@ def run(o, strategy, log_fn=print):
     train_files = _train_records(o, sp_model, log_fn)
     token_checks.check_fine_tuning_ids(train_files, xlnet_config.n_token, o.spiece_model_file,
                                   rewrite="delete it and rerun (or rerun --do_prepro=True)")
-    with fileio.directory_lock(o.model_dir if training.is_chief(strategy) else None):
+    with locks.directory_lock(o.model_dir if training.is_chief(strategy) else None):
       trainer, start, global_batch, per_replica = cli.fine_tuning_trainer(
           o, strategy, lambda run_config: squad_task.build_model(xlnet_config, run_config), squad_task.SquadTask(),
           xlnet_config, o.max_seq_length, log_fn)

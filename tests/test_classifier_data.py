@@ -10,6 +10,7 @@ import pytest
 
 from helpers import cache_user
 from xlnet_tf import fileio
+from xlnet_tf import locks
 from xlnet_tf.tasks.classifier import data as classifier_data
 from xlnet_tf.tasks.classifier import features as classifier_features
 from xlnet_tf.data.records import PaddingInputExample, ReadConfig
@@ -378,7 +379,7 @@ def test_tfrecord_round_trip(tmp_path, monkeypatch):
   examples = classifier_features.pad_examples(examples, 3)
   out = str(tmp_path / "rec" / classifier_features.record_file_name("spiece.model", 8, "train"))
   assert classifier_features.file_based_convert_examples_to_features(examples, ["neg", "pos"], 8, tokenize, out, num_passes=2) == 6
-  name = os.path.basename(out)  # No temp file left; the lock stays (`fileio.cache_lock`).
+  name = os.path.basename(out)  # No temp file left; the lock stays (`locks.cache_lock`).
   assert len(examples) == 3 and sorted(os.listdir(tmp_path / "rec")) == [f".{name}.lock", name]
   batches = list(classifier_features.classifier_dataset(out, 8, is_regression=False,
                                                         read=ReadConfig(batch_size=4, n_token=16)))  # ids checked
@@ -408,8 +409,8 @@ def test_tfrecord_round_trip(tmp_path, monkeypatch):
   assert write(examples[:1]) == 1 and write(examples[:1]) is None
   assert write(examples[1:2]) == 1 and write(examples[1:2]) is None
   assert os.path.exists(out + ".source")
-  # While another run reads them, other examples do not write them again (`fileio.cache_lock`).
-  monkeypatch.setattr(fileio, "CACHE_LOCK_WAIT_S", 0.2)
+  # While another run reads them, other examples do not write them again (`locks.cache_lock`).
+  monkeypatch.setattr(locks, "CACHE_LOCK_WAIT_S", 0.2)
   with cache_user.reader(out):
     with pytest.raises(ValueError, match=re.escape(f"--output_dir {tmp_path / 'rec'} is in use: another run reads "
                                                    f"its cached {out}")):

@@ -2,15 +2,11 @@
 
 import os
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 
 import pytest
 
-from helpers import cache_user
 from xlnet_tf import fileio
 
 
@@ -135,70 +131,6 @@ def test_glob_includes_hidden_files_as_gfile_does(tmp_path):
     (tmp_path / name).write_text("x")
   assert [os.path.basename(p) for p in fileio.glob(str(tmp_path / "*.txt"))] == [".hidden.txt", "a.txt", "b.txt"]
 
-
-def test_a_directory_lock_refuses_a_second_holder_and_takes_over_a_stale_one(tmp_path, caplog):
-  with fileio.directory_lock(str(tmp_path)):
-    with pytest.raises(ValueError, match=rf"--model_dir {tmp_path} is in use by process {os.getpid()} on "):
-      with fileio.directory_lock(str(tmp_path)):
-        pass
-  assert not os.path.exists(tmp_path / ".run.lock")  # released
-  dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-  (tmp_path / ".run.lock").write_text(f"{int(dead.stdout)} {socket.gethostname()}")  # its process has exited
-  with fileio.directory_lock(str(tmp_path)):
-    assert (tmp_path / ".run.lock").read_text().startswith(f"{os.getpid()} ")
-  assert "stale lock" in caplog.text
-
-
-def test_a_run_that_fails_in_a_directory_it_made_leaves_no_empty_directory(tmp_path):
-  for existed in (False, True):
-    target = tmp_path / f"new-{existed}"
-    if existed:
-      target.mkdir()
-    with pytest.raises(ValueError, match="bad flag"):
-      with fileio.directory_lock(str(target), "data_utils", "--save_dir"):
-        raise ValueError("bad flag")
-    assert target.exists() == existed
-  with fileio.directory_lock(str(tmp_path / "kept")):
-    pass
-  with pytest.raises(ValueError, match="late"):
-    with fileio.directory_lock(str(tmp_path / "written")):
-      (tmp_path / "written" / "part").write_text("x")
-      raise ValueError("late")
-  assert sorted(os.listdir(tmp_path)) == ["kept", "new-True", "written"]
-
-
-
-def test_a_cache_in_use_is_shared_by_the_same_inputs_and_refused_to_others(tmp_path, monkeypatch):
-  monkeypatch.setattr(fileio, "CACHE_LOCK_WAIT_S", 0.3)
-  path = str(tmp_path / "cache")
-  first = cache_user.start(path, "inputs-1")
-  assert first.stdout.readline() == "wrote\n"
-  assert cache_user.use(path, "inputs-1") == "reused"  # a second run with the same inputs, beside the first
-  # Other inputs, or --overwrite_data: the first run reads the file again each epoch, so it is not written again.
-  for fingerprint, overwrite, why in (("inputs-2", False, "made from other inputs or settings"),
-                                      ("inputs-1", True, "which --overwrite_data=True would write again")):
-    with pytest.raises(ValueError) as e:
-      cache_user.use(path, fingerprint, overwrite)
-    assert str(e.value) == (f"--output_dir {tmp_path} is in use: another run reads its cached {path} (lock "
-                            f"{tmp_path}/.cache.lock), {why}. Pass another --output_dir, or wait for that run to "
-                            "finish.")
-  assert open(path).read() == "inputs-1" and listing(tmp_path) == [".cache.lock", "cache"]
-  first.kill()  # however a run ends, the kernel lets go of its lock
-  first.wait()
-  assert cache_user.use(path, "inputs-2") == "wrote" and open(path).read() == "inputs-2"
-
-
-def test_two_runs_with_the_same_new_inputs_write_the_cache_once(tmp_path):
-  path = tmp_path / "cache"
-  start = time.time() + 1.0  # both are running by then
-  runs = [cache_user.start(path, "inputs-1", start) for _ in range(2)]
-  try:
-    said = sorted(run.stdout.readline().strip() for run in runs)
-  finally:
-    for run in runs:
-      run.communicate("")
-  assert said == ["reused", "wrote"]  # one wrote (in 0.5 s); the other waited for it and reused its file
-  assert open(path).read() == "inputs-1" and listing(tmp_path) == [".cache.lock", "cache"]
 
 def _old_set(tmp_path):
   paths = [str(tmp_path / name) for name in ("a.json", "b.json", "c.tsv")]

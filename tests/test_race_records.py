@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from helpers import cache_user
-from xlnet_tf import fileio
+from xlnet_tf import locks
 from xlnet_tf.data import tokenization
 from xlnet_tf.data.records import ReadConfig
 from xlnet_tf.tasks.race import data
@@ -102,8 +102,8 @@ def test_cache_is_kept_unless_overwritten(tmp_path, tokenize_fn, monkeypatch):
   assert moved.written and moved.num_real < 4
   assert not records.prepare_records(records.RecordsConfig(**dict(kwargs, data_dir=str(other))), "train",
                                      tokenize_fn).written
-  # While another run reads them, neither other inputs nor overwrite_data write them again (`fileio.cache_lock`).
-  monkeypatch.setattr(fileio, "CACHE_LOCK_WAIT_S", 0.2)
+  # While another run reads them, neither other inputs nor overwrite_data write them again (`locks.cache_lock`).
+  monkeypatch.setattr(locks, "CACHE_LOCK_WAIT_S", 0.2)
   with cache_user.reader(moved.path):
     for config in (records.RecordsConfig(**kwargs), records.RecordsConfig(**dict(kwargs, data_dir=str(other),
                                                                                    overwrite_data=True))):

@@ -160,7 +160,7 @@ def test_imdb_train_eval_predict(files, cli_runs):
   assert "global batch 4 (4 per replica x 1 replica(s))" in stdout
   assert "Gradient accumulation: each update sums 2 micro-batches of 2 rows per replica." in stdout
   assert "kept their initial values: none" in stdout  # the original checkpoint brought the head too
-  # The original cached record names, with their fingerprints and locks (`fileio.cache_lock`).
+  # The original cached record names, with their fingerprints and locks (`locks.cache_lock`).
   names = ("spiece.model.len-48.dev.eval.tf_record", "spiece.model.len-48.dev.predict.tf_record",
            "spiece.model.len-48.train.tf_record")
   assert sorted(p.name for p in (out / "records").iterdir()) == sorted(

@@ -13,7 +13,7 @@ from absl import flags as absl_flags
 
 import cli
 import run_race
-from xlnet_tf import fileio
+from xlnet_tf import locks
 from xlnet_tf import training
 from xlnet_tf.tasks.race import corpus
 
@@ -64,7 +64,7 @@ def test_train_eval_predict(files, tmp_path):
   assert json.loads((model_dir / "xlnet_config.json").read_text()) == TINY
   assert json.loads((model_dir / "run_flags.json").read_text())["fix_option_aliasing"] is False
   names = ("spiece.model.len-64.dev.tf_record", "spiece.model.len-64.train.tf_record")
-  assert sorted(p.name for p in (out / "records").iterdir()) == sorted(  # with their locks (`fileio.cache_lock`)
+  assert sorted(p.name for p in (out / "records").iterdir()) == sorted(  # with their locks (`locks.cache_lock`)
       [f".{name}.lock" for name in names] + [name + source for name in names for source in ("", ".source")])
   num_dev = int(re.search(r"Num of dev samples: (\d+) \(\+(\d+) padding\)", stdout).group(1))
   assert num_dev >= 4
@@ -181,7 +181,7 @@ def test_a_second_training_run_in_the_same_model_dir_refuses_to_start(files, tmp
   model_dir = tmp_path / "model"
   fv(race_cmd(files, "--do_train=True", "--train_steps=2", "--iterations=1", f"--output_dir={tmp_path / 'rec'}",
               f"--model_dir={model_dir}")[1:])
-  with fileio.directory_lock(str(model_dir)):
+  with locks.directory_lock(str(model_dir)):
     with pytest.raises(ValueError, match=f"--model_dir {model_dir} is in use by process {os.getpid()}"):
       run_race.run(cli.values(fv), training.make_strategy("one_device"), log_fn=lambda line: None)
   assert os.listdir(model_dir) == []

@@ -14,7 +14,7 @@ from absl import flags as absl_flags
 import cli
 import run_squad
 from xlnet_tf import XLNetConfig
-from xlnet_tf import fileio
+from xlnet_tf import locks
 from xlnet_tf import training
 from xlnet_tf.data import records as records_lib
 from xlnet_tf.tasks.squad import predict as squad_predict
@@ -210,7 +210,7 @@ def test_a_second_training_run_in_the_same_model_dir_refuses_to_start(tiny_confi
   one line before it restores or writes anything, as run_pretrain.py and run_classifier.py do."""
   o = cli.defaults(run_squad.define_flags, **_bad_input_args(tiny_config, tmp_path, 0), train_file=TRAIN,
                    train_steps=2, iterations=1)
-  with fileio.directory_lock(o.model_dir):
+  with locks.directory_lock(o.model_dir):
     with pytest.raises(ValueError, match=f"--model_dir {o.model_dir} is in use by process {os.getpid()}"):
       run_squad.run(o, training.make_strategy("one_device"))
   assert os.listdir(o.model_dir) == []

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from helpers import cache_user
-from xlnet_tf import fileio
+from xlnet_tf import locks
 from xlnet_tf.data import records as records_lib
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.squad import data
@@ -313,7 +313,7 @@ def test_prepare_eval_features_caches(sp_model, tmp_path, caplog, monkeypatch):
   examples, features, record, stats = records.prepare_eval_features(*args)
   assert stats.num_features == len(features) == 316 and len(examples) == 38
   npz = "spiece.model.slen-64.qlen-16.eval.features.npz"
-  assert sorted(os.listdir(tmp_path)) == [f".{npz}.lock", npz, npz + ".source",  # the lock: `fileio.cache_lock`
+  assert sorted(os.listdir(tmp_path)) == [f".{npz}.lock", npz, npz + ".source",  # the lock: `locks.cache_lock`
                                           "spiece.model.slen-64.qlen-16.eval.tf_record"]
   _, cached, record2, stats2 = records.prepare_eval_features(*args)
   assert stats2 is None and record2 == record and cached == features
@@ -343,8 +343,8 @@ def test_prepare_eval_features_caches(sp_model, tmp_path, caplog, monkeypatch):
   assert not os.path.exists(tmp_path / npz)
   _, features6, _, stats6 = records.prepare_eval_features(*args)
   assert stats6 is not None and features6 == features
-  # While another run reads them, another file to predict does not write them again (`fileio.cache_lock`).
-  monkeypatch.setattr(fileio, "CACHE_LOCK_WAIT_S", 0.2)
+  # While another run reads them, another file to predict does not write them again (`locks.cache_lock`).
+  monkeypatch.setattr(locks, "CACHE_LOCK_WAIT_S", 0.2)
   with cache_user.reader(tmp_path / npz):
     with pytest.raises(ValueError, match=re.escape(f"--output_dir {tmp_path} is in use: another run reads its cached "
                                                    f"{tmp_path / npz}")):

@@ -1,4 +1,4 @@
-"""Another run that uses a cached file under `fileio.cache_lock`, for the tests of the caches: a process that holds
+"""Another run that uses a cached file under `locks.cache_lock`, for the tests of the caches: a process that holds
 the cache's lock until its stdin closes or it is killed.
 
 `python tests/helpers/cache_user.py PATH [FINGERPRINT [START]]` waits until the time.time() START (to start beside
@@ -13,6 +13,7 @@ import sys
 import time
 
 from xlnet_tf import fileio
+from xlnet_tf import locks
 
 
 def use(path, fingerprint, overwrite=False, write_s=0.0):
@@ -21,7 +22,7 @@ def use(path, fingerprint, overwrite=False, write_s=0.0):
   def reusable():
     return fingerprint is None or (os.path.exists(path) and open(path, encoding="utf-8").read() == fingerprint)
 
-  with fileio.cache_lock(path, reusable, overwrite) as reuse:
+  with locks.cache_lock(path, reusable, overwrite) as reuse:
     if reuse:
       return "reused"
     time.sleep(write_s)

@@ -50,7 +50,7 @@ def reusable_cache(path, fingerprint):
   file (`{path}.source`, `mark_cache`) names the same inputs. A cache without one (written by the original, or
   before fingerprints), or a run without a fingerprint (None), goes by the name alone, as the original. A cache made
   from other inputs (another input file or SentencePiece model under the same name) is not. Read it under the cache's
-  lock (`fileio.cache_lock`, which warns when it is written again)."""
+  lock (`locks.cache_lock`, which warns when it is written again)."""
   if not fileio.exists(path):
     return False
   source = path + ".source"

@@ -9,6 +9,7 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import fileio
+from xlnet_tf import locks
 from xlnet_tf.data import example_encoder
 from xlnet_tf.data import records
 from xlnet_tf.data.records import InputFeatures, PaddingInputExample
@@ -168,7 +169,7 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
 
   Returns:
     The number of records written, or None if an existing file was kept. Either way this process holds the file's
-    lock until it ends (`fileio.cache_lock`).
+    lock until it ends (`locks.cache_lock`).
 
   Raises:
     ValueError: the file is to be written and another live run uses it.
@@ -176,7 +177,7 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
   if not records.is_int_at_least(num_passes, 1):
     raise ValueError(f"--num_passes must be a positive integer. Received: {num_passes!r}.")
   reusable = lambda: records.reusable_cache(output_file, fingerprint)
-  with fileio.cache_lock(output_file, reusable, overwrite_data) as reuse:  # kept from other runs while this one lives
+  with locks.cache_lock(output_file, reusable, overwrite_data) as reuse:  # kept from other runs while this one lives
     if reuse:
       logging.info("Keeping the existing tfrecord %s (set --overwrite_data to rebuild it).", output_file)
       return None

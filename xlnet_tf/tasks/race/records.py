@@ -24,6 +24,7 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import fileio
+from xlnet_tf import locks
 from xlnet_tf.data import example_encoder
 from xlnet_tf.data import records
 from xlnet_tf.tasks.race import data
@@ -171,7 +172,7 @@ def prepare_records(config, split, tokenize_fn):
   fingerprint file says so, `records.reusable_cache`) is written again: the original reused it by name, so
   another --data_dir, or --high_only after both levels, read the first records. This process then holds the
   file's lock until it ends: another run cannot write it meanwhile, and a run here that would write a file another
-  live run uses is refused with a ValueError (`fileio.cache_lock`).
+  live run uses is refused with a ValueError (`locks.cache_lock`).
 
   Args:
     config: `RecordsConfig`.
@@ -192,7 +193,7 @@ def prepare_records(config, split, tokenize_fn):
     raise ValueError(f"Preparing the {split} records needs eval_batch_size (the set is padded to a multiple of it). "
                      "Pass --eval_batch_size.")
   reusable = lambda: records.reusable_cache(path, fingerprint)
-  with fileio.cache_lock(path, reusable, c.overwrite_data) as reuse:  # kept from other runs while this one lives
+  with locks.cache_lock(path, reusable, c.overwrite_data) as reuse:  # kept from other runs while this one lives
     if split == "train":
       if reuse:
         logging.info("Keeping the existing tfrecord %s (set --overwrite_data to rebuild it).", path)

@@ -21,6 +21,7 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import fileio
+from xlnet_tf import locks
 from xlnet_tf.data import example_encoder
 from xlnet_tf.data import records
 from xlnet_tf.tasks.squad import data
@@ -258,7 +259,7 @@ def prepare_eval_features(predict_file, sp_model, spiece_model_file, output_dir,
   (`records.reusable_cache`: the original reused them by name alone, for another --predict_file too), else
   rebuilt. options: `data.FeatureOptions`. This process then holds the features file's lock (for the three files)
   until it ends: another run cannot write them meanwhile, and a run here that would write them while another live
-  run uses them is refused with a ValueError (`fileio.cache_lock`).
+  run uses them is refused with a ValueError (`locks.cache_lock`).
 
   Returns:
     (examples, features, record path, data.ConversionStats or None when the cache was used).
@@ -270,7 +271,7 @@ def prepare_eval_features(predict_file, sp_model, spiece_model_file, output_dir,
   with fileio.open_file(predict_file, "rb") as f, fileio.open_file(spiece_model_file, "rb") as g:
     fingerprint = records.cache_fingerprint(f.read(), g.read(), repr(options))
   reusable = lambda: fileio.exists(record) and records.reusable_cache(feature_file, fingerprint)
-  with fileio.cache_lock(feature_file, reusable, overwrite_data) as reuse:  # the three files' lock: see the docstring
+  with locks.cache_lock(feature_file, reusable, overwrite_data) as reuse:  # the three files' lock: see the docstring
     if reuse:
       logging.info("Loading evaluation features from %s (set --overwrite_data to rebuild).", feature_file)
       return examples, load_eval_features(feature_file), record, None

@@ -1,0 +1,195 @@
+"""Locks between runs on local directories: a training run's `--model_dir` (`directory_lock`, one holder, named
+in the error) and a cached file that runs read (`cache_lock`: shared by the runs that read it, exclusive for the
+one that writes it, so a run never replaces a cache another live run is training on). Remote (`gs://`) paths are
+not locked.
+"""
+
+import contextlib
+import fcntl
+import logging
+import os
+import random
+import socket
+import time
+
+from xlnet_tf import fileio
+
+
+@contextlib.contextmanager
+def directory_lock(directory, name="run", what="--model_dir"):
+  """Holds `{directory}/.{name}.lock` (this process's pid and host) while the body runs.
+
+  A second process asking for the same lock gets a one-line ValueError naming the holder. A lock whose process is
+  gone (same host) is stale: it is taken over and a warning says so. A directory made here is removed again when
+  the body fails and leaves it empty. Remote directories are not locked.
+  """
+  if not directory or fileio.is_remote(directory):
+    yield
+    return
+  created = not os.path.lexists(directory)
+  try:
+    fileio.makedirs(directory)
+  except OSError as e:
+    raise ValueError(f"Cannot create {what} {directory}: {e.strerror or e}. Pass a writable directory.") from None
+  path = os.path.join(directory, f".{name}.lock")
+  me = f"{os.getpid()} {socket.gethostname()}"
+  for _ in range(2):
+    try:
+      fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+      holder = _lock_holder(path)
+      if holder is not None:
+        raise ValueError(f"{what} {directory} is in use by process {holder[0]} on {holder[1]} (lock {path}). Wait "
+                         f"for it to finish, stop it, or use another {what}.") from None
+      logging.warning("Taking over the stale lock %s (its process is gone).", path)
+      fileio.remove(path)
+      continue
+    except OSError as e:
+      raise ValueError(f"Cannot use {what} {directory}: {e.strerror or e} (writing its lock {path}). Pass a "
+                       "writable directory.") from None
+    with os.fdopen(fd, "w") as f:
+      f.write(me)
+    break
+  else:
+    raise ValueError(f"Could not take the lock {path}; another process keeps taking it. Use another {what}.")
+  failed = True
+  try:
+    yield
+    failed = False
+  finally:
+    try:
+      with open(path) as f:
+        mine = f.read() == me
+      if mine:
+        os.remove(path)
+      if mine and created and failed and not os.listdir(directory):
+        os.rmdir(directory)  # a run that failed before writing anything leaves no trace
+    except OSError:
+      pass
+
+
+def _lock_holder(path):
+  """(pid, host) of a live lock holder, or None if the lock is stale (its process is gone on this host)."""
+  try:
+    with open(path) as f:
+      pid, host = f.read().split(" ", 1)
+    pid = int(pid)
+  except (OSError, ValueError):
+    return None  # unreadable or half-written: stale
+  if host != socket.gethostname():
+    return pid, host  # another machine: cannot tell, so respect it
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return None
+  except PermissionError:
+    pass
+  return pid, host
+
+
+# The cached files this process uses: {lock path: descriptor holding its flock, shared, until the process ends}.
+_CACHE_LOCKS = {}
+# How long a run that must write a cache tries for it: a run with the same new inputs that started together writes
+# it or lets go within moments; a run that uses the cache holds it till it ends.
+CACHE_LOCK_WAIT_S = 5.0
+
+
+@contextlib.contextmanager
+def cache_lock(path, reusable, overwrite=False, what="--output_dir"):
+  """Yields whether the cached file `path` serves this run as it is (True) or must be written by the body (False),
+  and keeps other processes from writing it again while this one lives.
+
+  A process that uses a cache holds a shared `flock` on `.{name}.lock` beside it until it ends (the kernel lets go
+  then, however it ends) and writes the cache holding it exclusively. So runs with the same inputs share a cache,
+  and a run that would write one a live run uses (other inputs, or `overwrite`) is refused: it replaced the records
+  that run reads again each epoch. The steps: shared (waiting while another run writes), `reusable()`; to write,
+  exclusive, else shared again (waiting while another run writes) and `reusable()` again (another run may have
+  written the same inputs), tried for CACHE_LOCK_WAIT_S before the error. After the body it is shared, and kept.
+  Remote paths (`gs://`) are not locked; a lock that cannot be taken (a read-only directory, a file system without
+  locks) is skipped with a warning; on NFS a flock reaches other machines only where the mount locks. Lock files
+  stay: empty, they are what every run opens.
+
+  Args:
+    path: str, the cached file.
+    reusable: callable () -> bool, whether `path`, as it is, was made from this run's inputs; called under the lock.
+    overwrite: bool, write it even when it is reusable (--overwrite_data).
+    what: str, the flag that names the directory of `path`, for the message.
+
+  Raises:
+    ValueError: `path` is to be written and another live process uses it (one line: `what`, `path`, what to do).
+  """
+  path = str(path)
+  directory = os.path.dirname(path)
+  lock = os.path.join(directory, f".{os.path.basename(path)}.lock")
+  fd = held = None if fileio.is_remote(path) else _CACHE_LOCKS.get(lock)
+  if fd is None and not fileio.is_remote(path):
+    fd = _open_cache_lock(lock)
+  exclusive = False
+  try:
+    if not _flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB):
+      logging.warning("Waiting for another run to finish writing %s (lock %s).", path, lock)
+      _flock(fd, fcntl.LOCK_SH)
+    reuse = not overwrite and reusable()
+    deadline = time.monotonic() + CACHE_LOCK_WAIT_S
+    while not (reuse or exclusive):
+      exclusive = _flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a try that fails drops the shared lock
+      if not exclusive:
+        _flock(fd, fcntl.LOCK_SH)  # waits while another run writes
+      reuse = not overwrite and reusable()  # another run may have written this run's inputs meanwhile
+      if not (reuse or exclusive):
+        if time.monotonic() >= deadline:
+          why = "which --overwrite_data=True would write again" if overwrite else "made from other inputs or settings"
+          raise ValueError(f"{what} {directory} is in use: another run reads its cached {path} (lock {lock}), {why}. "
+                           f"Pass another {what}, or wait for that run to finish.")
+        _flock(fd, fcntl.LOCK_UN)  # holds nothing while it waits, so that another run with the same inputs can write
+        time.sleep(random.uniform(0.05, 0.25))  # unequal waits: two runs after one cache do not keep trying together
+  except BaseException:
+    if held is not None:
+      _flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # this process may still read it
+    elif fd is not None:
+      os.close(fd)
+    raise
+  if fd is not None:
+    _CACHE_LOCKS[lock] = fd
+  if not reuse and not overwrite and fileio.exists(path):
+    logging.warning("The cached %s was made from other inputs or settings than this run's; writing it again.", path)
+  try:
+    yield reuse
+  finally:
+    if exclusive:
+      _flock(fd, fcntl.LOCK_SH)
+  if exclusive and not reusable():  # flock(2) does not promise that the change to shared is atomic
+    raise ValueError(f"Another run wrote the cached {path} again as this run finished writing it (lock {lock}). Pass "
+                     f"another {what}, or wait for that run to finish.")
+
+
+def _open_cache_lock(lock):
+  """A descriptor of the file `lock` (made if missing) that flock works on, locked shared if that could be had at
+  once; None, with a warning, where it cannot be opened or locked."""
+  fileio.check_output_dir(os.path.dirname(lock))
+  fd = None
+  try:
+    fileio.makedirs(os.path.dirname(lock))
+    fd = os.open(lock, os.O_RDONLY | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+  except BlockingIOError:  # held exclusively by a writer: this file system locks
+    pass
+  except OSError as e:
+    if fd is not None:
+      os.close(fd)
+    logging.warning("Cannot lock %s (%s): another run could write the cache again while this one reads it.", lock,
+                    e.strerror or e)
+    return None
+  return fd
+
+
+def _flock(fd, operation):
+  """`fcntl.flock(fd, operation)`: False where LOCK_NB found the lock held by another; True where fd is None."""
+  if fd is None:
+    return True
+  try:
+    fcntl.flock(fd, operation)
+  except BlockingIOError:
+    return False
+  return True
+

@@ -92,6 +92,7 @@ _CACHE_LOCKS = {}
 # How long a run that must write a cache tries for it: a run with the same new inputs that started together writes
 # it or lets go within moments; a run that uses the cache holds it till it ends.
 CACHE_LOCK_WAIT_S = 5.0
+_JITTER = random.Random()  # its own: waiting never moves the global generator a seeded run may use
 
 
 @contextlib.contextmanager
@@ -142,7 +143,7 @@ def cache_lock(path, reusable, overwrite=False, what="--output_dir"):
           raise ValueError(f"{what} {directory} is in use: another run reads its cached {path} (lock {lock}), {why}. "
                            f"Pass another {what}, or wait for that run to finish.")
         _flock(fd, fcntl.LOCK_UN)  # holds nothing while it waits, so that another run with the same inputs can write
-        time.sleep(random.uniform(0.05, 0.25))  # unequal waits: two runs after one cache do not keep trying together
+        time.sleep(_JITTER.uniform(0.05, 0.25))  # unequal waits: two runs after one cache do not keep trying together
   except BaseException:
     if held is not None:
       _flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # this process may still read it

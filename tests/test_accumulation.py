@@ -89,8 +89,10 @@ def failed_rows(g, meta, ours, initial):
 @pytest.mark.parametrize("golden,n,flags", [
     ("pretrain_adam_gpu", 2, {}),  # mems (mem_len 20) and bi_data: micro-batches of 1 forward + 1 backward row
     # mems (mem_len 24), untie_r false, relu, no bi_data, batch 5: 5 micro-batches of 1 row
-    ("../train_step_tied/pretrain_adam_gpu", 5, {}),
-    ("finetune_cls_gpu", 4, {}),  # clip_mode indexed_slices (the CLI's default on CPU): micro-batches of 1 row
+    pytest.param("../train_step_tied/pretrain_adam_gpu", 5, {}, marks=pytest.mark.slow),
+    # clip_mode indexed_slices (the CLI's default on CPU): micro-batches of 1 row (the default suite's fine-tuning
+    # accumulation: test_run_classifier.py's test_mirrored_fine_tuning_equals_one_device)
+    pytest.param("finetune_cls_gpu", 4, {}, marks=pytest.mark.slow),
     pytest.param("finetune_cls_gpu", 4, {"clip_mode": "dense"}, marks=pytest.mark.slow),  # 2 more replays
 ])
 def test_micro_batches_give_the_whole_batch_update(golden, n, flags, replays):
@@ -145,6 +147,7 @@ def test_resume_between_updates_is_bit_identical(tmp_path):
   np.testing.assert_array_equal(second.mems.numpy(), full.mems.numpy())
 
 
+@pytest.mark.slow  # the default suite's 15 minutes
 def test_micro_batches_take_less_memory(tmp_path):
   """The peak of the CPU allocator during a classifier step (above what it held before): 2 micro-batches hold one
   micro-batch's activations at a time, so the step needs much less than the whole batch's (here about 0.57 of it;
@@ -177,6 +180,7 @@ def test_micro_batches_take_less_memory(tmp_path):
   assert results[2]["gnorm"] == pytest.approx(results[1]["gnorm"], rel=1e-5)
 
 
+@pytest.mark.slow  # the default suite's 15 minutes
 def test_bi_data_in_four_micro_batches_gives_the_whole_batch_update(tmp_path):
   """Pretraining with bi_data and mems, per-replica batch 8 ([4 forward | 4 backward] rows), in 2 and in 4
   micro-batches (each [f_i | b_i] pairs): every step's loss and gnorm, the mems after 3 steps (each row's own

@@ -129,6 +129,7 @@ def test_dropout_masks_differ_between_passes():
     assert not all(np.allclose(g, o, rtol=1e-3) for g, o in zip(first[2], other[2]) if g is not None)
 
 
+@pytest.mark.slow  # the default suite's 15 minutes
 def test_xla_gradients_equal():
   """With jit_compile (as --jit_compile compiles the trainer's forward and backward): XLA fuses the recomputed
   forward its own way, so the two agree to float32 rounding."""

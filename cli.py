@@ -124,11 +124,19 @@ def require_model_config(o):
                "--init_checkpoint is a HuggingFace model directory with config.json)")
 
 
+MAX_BATCH_SIZE = 65536  # examples a batch: far beyond an accelerator's memory at XLNet's lengths
+
+
 def require_positive(o, *names):
-  """FlagError unless every named flag of the options `o` is at least 1."""
+  """FlagError unless every named flag of the options `o` is at least 1 (a batch size also at most MAX_BATCH_SIZE:
+  an evaluation set is padded to a multiple of its batch in host memory, and --eval_batch_size=100000000 had the
+  process killed for memory without a word, as the original)."""
   for name in names:
     if getattr(o, name) < 1:
       raise FlagError(f"--{name} must be a positive integer. Received: {getattr(o, name)}.")
+    if name.endswith("batch_size") and getattr(o, name) > MAX_BATCH_SIZE:
+      raise FlagError(f"--{name}={getattr(o, name)} is more than {MAX_BATCH_SIZE} examples a batch, beyond any "
+                      f"accelerator's memory at XLNet's lengths. Pass a smaller --{name}.")
 
 
 def check_accumulation(o, bsz_per_replica, bi_data=False):
@@ -259,7 +267,12 @@ def run_flags(directory):
   if not path or not fileio.exists(path):
     return None
   with fileio.open_file(path) as f:
-    return json.load(f)
+    try:
+      return json.load(f)
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+      raise FlagError(f"{path} is damaged ({e}): it records the flags of the run that wrote the checkpoints "
+                      "there, which this run checks. Restore it from a copy of that run, or pass another "
+                      "--model_dir.") from None
 
 
 def flag_changes(o):

@@ -108,7 +108,15 @@ def trained_labels(directory):
   return (there, there["label_list"]) if there and "label_list" in there else (None, None)
 
 
-def check_trained_labels(directory, label_list, o):
+def checkpoint_dir(o):
+  """The directory whose run_flags.json describes the checkpoints this run reads: --predict_ckpt's (absolute) for
+  a run that only predicts or exports with it, else --model_dir; and the flag that names it."""
+  if o.predict_ckpt and not (o.do_train or o.do_eval):
+    return os.path.dirname(os.path.abspath(checkpoint.resolve_checkpoint_path(o.predict_ckpt))), "--predict_ckpt"
+  return o.model_dir, "--model_dir"
+
+
+def check_trained_labels(directory, label_list, o, flag="--model_dir"):
   """FlagError where `directory`'s checkpoints were fine-tuned with other labels, or in another order, than
   `label_list`: their logit i is the class that run called label_list[i], and evaluating, predicting or resuming
   with another list would name the wrong classes, silently (e.g. `--labels=pos,neg` after training with
@@ -123,7 +131,7 @@ def check_trained_labels(directory, label_list, o):
               "trained with")
   raise cli.FlagError(f"The checkpoints in {directory} were fine-tuned with {described(trained)} "
                       f"({os.path.join(directory, 'run_flags.json')}); this run's are {described(label_list)}: "
-                      f"its scores would name the wrong classes. {fix}, or another --model_dir.")
+                      f"its scores would name the wrong classes. {fix}, or another {flag}.")
 
 
 def build_model_args(o, label_list):
@@ -191,9 +199,12 @@ def run(o, strategy, log_fn=print):
   validate(o, num_replicas, "tpu" if on_tpu else None)
   task_name = o.task_name.lower()
   options = processor_options(o)
-  if task_name in ("csv", "tsv") and o.labels is None and not o.is_regression and trained_labels(o.model_dir)[1]:
-    options["labels"] = trained_labels(o.model_dir)[1]
-    log_fn(f"Labels (those the checkpoints in --model_dir were fine-tuned with): {options['labels']}")
+  trained_dir, trained_flag = checkpoint_dir(o)
+  trained = trained_labels(trained_dir)[1]
+  if task_name in ("csv", "tsv") and o.labels is None and not o.is_regression and trained:
+    options.update(labels=trained, labels_source=f"of the checkpoints in {trained_dir} "
+                                                 f"({os.path.join(trained_dir, 'run_flags.json')})")
+    log_fn(f"Labels (those the checkpoints in {trained_flag} were fine-tuned with): {trained}")
   processor = classifier_data.get_processor(task_name, **options)
   sp_model = cli.sentencepiece(o)
   xlnet_config = cli.model_config(o, sp_model)
@@ -218,7 +229,8 @@ def run(o, strategy, log_fn=print):
     return results  # Eval, predict and export run on the chief only (the original evaluates on one host).
   if o.do_predict or o.export_dir:
     ckpt = checkpoint.choose_checkpoint(o.model_dir, o.predict_ckpt)
-    check_trained_labels(os.path.dirname(checkpoint.resolve_checkpoint_path(ckpt)), label_list, o)
+    check_trained_labels(os.path.dirname(os.path.abspath(checkpoint.resolve_checkpoint_path(ckpt))), label_list, o,
+                         "--predict_ckpt" if o.predict_ckpt else "--model_dir")
   if o.do_eval or o.do_predict or o.export_dir:
     inference = classifier_eval.Inference(classifier_task.build_model(
         xlnet_config, cli.create_run_config(o, is_training=False, is_finetune=True), **model_args), scope,

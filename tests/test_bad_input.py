@@ -219,6 +219,8 @@ CASES = [
     # run_race.py
     ("race-missing-split", "run_race.py", ["--data_dir={w}/empty"], "{w}/empty"),
     ("race-qa-length", "run_race.py", ["--max_qa_length=61"], "--max_qa_length"),
+    ("race-huge-eval-batch", "run_race.py", ["--do_eval=True", "--eval_batch_size=100000000"],
+     "--eval_batch_size=100000000 is more than 65536 examples a batch"),
     ("race-bad-dev-file-with-do-eval", "run_race.py", ["--data_dir={w}/race_bad_dev", "--do_eval=True"],
      "{w}/race_bad_dev/dev/high/bad.txt is not a RACE article file: not JSON"),
     ("race-output-dir-is-a-file", "run_race.py", ["--output_dir={w}/owned.bin"],

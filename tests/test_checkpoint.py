@@ -170,3 +170,17 @@ def test_a_head_outside_the_model_scope_keeps_its_top_level_name(tmp_path):
   assert report["kept_initial"] == [] and report["unused"] == []
   np.testing.assert_array_equal(clone.heads["toplevel"].dense.kernel.numpy(),
                                 model.heads["toplevel"].dense.kernel.numpy())
+
+
+def test_a_directory_without_its_state_file_resumes_from_its_highest_step(tmp_path):
+  """Without the `checkpoint` state file (a copy that left it out) TensorFlow finds no checkpoint, and a run there
+  started again from step 0, writing over them: the training run's checkpoint of the highest step is the latest."""
+  for name in ("ckpt-2.index", "ckpt-10.index", "ckpt-30.index.tmp-1-ab", "model.ckpt.index", "ckpt-x.index"):
+    (tmp_path / name).write_bytes(b"")
+  assert checkpoint.latest_checkpoint(str(tmp_path)) == str(tmp_path / "ckpt-10")
+  (tmp_path / "checkpoint").write_text('model_checkpoint_path: "ckpt-2"\n')  # the state file, where there is one
+  assert checkpoint.latest_checkpoint(str(tmp_path)) == str(tmp_path / "ckpt-2")
+  assert checkpoint.latest_checkpoint(str(tmp_path / "none")) is None
+  (tmp_path / "other").mkdir()
+  (tmp_path / "other" / "model.ckpt.index").write_bytes(b"")
+  assert checkpoint.latest_checkpoint(str(tmp_path / "other")) is None  # not a training run's

@@ -328,6 +328,11 @@ def test_generic_csv_labels_that_do_not_fit_name_the_labels_flag(tmp_path):
   p = classifier_data.get_processor("csv", text_a_column="text", label_column="label", labels=["pos", "neg"])
   with pytest.raises(ValueError, match=r"Fix the file, or pass every class with --labels=pos,neg,neutral.$"):
     p.get_dev_examples(d)
+  p = classifier_data.get_processor("csv", text_a_column="text", label_column="label", labels=["neg", "pos"],
+                                    labels_source="of the checkpoints in m (m/run_flags.json)")
+  with pytest.raises(ValueError, match=r"\['neg', 'pos'\]. Fix the file: the labels are those of the checkpoints in m "
+                                       r"\(m/run_flags.json\).$"):  # other --labels would be refused there
+    p.get_dev_examples(d)
   with pytest.raises(ValueError, match=r"pick the task that matches it with --task_name"):  # a task of fixed labels
     check_label("2", ["0", "1"], "f", 1, "cola")
   write(f"{d}/train.csv", "text,label\na,pos\nb,pos\n")

@@ -251,3 +251,27 @@ def test_a_signal_while_a_set_is_renamed_waits_for_the_last_rename(tmp_path, mon
   assert _contents(paths) == ["new", "new", "new"]
   assert listing(tmp_path) == ["a.json", "b.json", "c.tsv"]
   assert signal.getsignal(signal.SIGTERM).__name__ == "handler"  # the test's own, put back
+
+
+@pytest.mark.parametrize("include_hidden", [True, False])
+def test_hidden_files_count_on_every_python(tmp_path, monkeypatch, include_hidden):
+  """A directory holding only `.git` or `.env` is not empty: --export_dir must not replace it whole. Python 3.10's
+  glob leaves out names with a leading dot (3.11 has include_hidden); the tools' glob adds them back."""
+  monkeypatch.setattr(fileio, "_GLOB_HAS_INCLUDE_HIDDEN", include_hidden)
+  d = tmp_path / "exp"
+  d.mkdir()
+  (d / ".env").write_text("secret")
+  (d / ".git").mkdir()
+  (d / "notes.txt").write_text("")
+  assert fileio.glob(f"{d}/*") == [f"{d}/.env", f"{d}/.git", f"{d}/notes.txt"]
+  assert fileio.glob_in(str(d), ".e*") == [f"{d}/.env"] and fileio.glob_in(str(d), "*.txt") == [f"{d}/notes.txt"]
+  (d / "notes.txt").unlink()
+  with pytest.raises(ValueError, match="it is a directory not written by this tool"):
+    fileio.check_output_dir(str(d), "--export_dir", marker="saved_model.pb")
+  assert listing(d) == [".env", ".git"]
+
+
+def test_the_root_directory_is_no_output_directory():
+  for root in ("/", "//"):
+    with pytest.raises(ValueError, match=f"Cannot use --export_dir {root} as an output directory: it is the root"):
+      fileio.check_output_dir(root, "--export_dir", marker="saved_model.pb")

@@ -4,6 +4,7 @@ original (TF1) fine-tuned checkpoints, our own checkpoints as --init_checkpoint,
 import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -450,7 +451,9 @@ def _csv_dir(path, files):
 def test_csv_labels_travel_with_the_checkpoint(files, tmp_path):
   """A csv run without --labels trains with the sorted labels of its training file and keeps them in
   run_flags.json: predicting with a directory that holds only test.csv takes them from there; predicting with
-  them in another order (which would name the wrong classes) is refused in one line, writing nothing."""
+  them in another order (which would name the wrong classes) is refused in one line, writing nothing, also where
+  the `checkpoint` state file is missing (a copy that left it out), and there training resumes from the highest
+  step instead of training over the checkpoints from step 0."""
   texts = [text[:200] for text, _ in corpora.read_movie_reviews()[:12]]
   rows = [(text, ("pos", "neg")[i % 2]) for i, text in enumerate(texts)]
   train_dir = _csv_dir(tmp_path / "train", {"train.csv": rows[:8]})
@@ -462,19 +465,29 @@ def test_csv_labels_travel_with_the_checkpoint(files, tmp_path):
                                  "--train_steps=1", f"--output_dir={tmp_path / 'records'}"]], tmp_path)
   assert code == 0, err[-3000:]
   assert json.loads((tmp_path / "model" / "run_flags.json").read_text())["label_list"] == ["neg", "pos"]
+  for copy in ("copy", "resumed"):
+    shutil.copytree(tmp_path / "model", tmp_path / copy)
+    (tmp_path / copy / "checkpoint").unlink()
+  trained = {p.name: p.read_bytes() for p in (tmp_path / "model").glob("ckpt-1.*")}
   predict = [*common, "--do_predict=True", "--eval_split=test", f"--data_dir={test_dir}"]
-  (code, err), (code_reordered, err_reordered) = cli_forks.run(
+  (code, err), (code_reordered, err_reordered), (code_resumed, err_resumed) = cli_forks.run(
       [[*predict, f"--output_dir={tmp_path / 'predict_records'}", f"--predict_dir={tmp_path / 'predict'}"],
        [*predict, "--labels=pos,neg", f"--output_dir={tmp_path / 'reordered_records'}",
-        f"--predict_dir={tmp_path / 'reordered'}"]], tmp_path)
+        f"--predict_dir={tmp_path / 'reordered'}", f"--model_dir={tmp_path / 'copy'}"],
+       [*common, "--do_train=True", f"--data_dir={train_dir}", "--train_batch_size=4", "--train_steps=2",
+        f"--output_dir={tmp_path / 'records'}", f"--model_dir={tmp_path / 'resumed'}"]], tmp_path)
   assert code == 0, err[-3000:]
+  assert code_resumed == 0, err_resumed[-3000:]
+  assert "no `checkpoint` state file" in err_resumed
+  assert {p.name: p.read_bytes() for p in (tmp_path / "resumed").glob("ckpt-1.*")} == trained
+  assert (tmp_path / "resumed" / "ckpt-2.index").exists()
   with open(tmp_path / "predict" / "csv.tsv") as f:
     predictions = list(csv.reader(f, delimiter="\t"))[1:]
   assert len(predictions) == 4 and {p[1] for p in predictions} <= {"neg", "pos"}
   assert code_reordered == 1, err_reordered[-3000:]
   assert err_reordered.strip().splitlines()[-1] == (
-      f"run_classifier.py: error: The checkpoints in {tmp_path / 'model'} were fine-tuned with the labels "
-      f"['neg', 'pos'], in that order ({tmp_path / 'model' / 'run_flags.json'}); this run's are the labels "
+      f"run_classifier.py: error: The checkpoints in {tmp_path / 'copy'} were fine-tuned with the labels "
+      f"['neg', 'pos'], in that order ({tmp_path / 'copy' / 'run_flags.json'}); this run's are the labels "
       "['pos', 'neg'], in that order: its scores would name the wrong classes. Pass --labels=neg,pos, or another "
       "--model_dir.")
   assert not (tmp_path / "reordered").exists() or not os.listdir(tmp_path / "reordered")

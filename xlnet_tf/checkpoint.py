@@ -106,10 +106,35 @@ class Reader:
 def latest_checkpoint(directory):
   """`tf.train.latest_checkpoint(directory)` for a directory of any name: TensorFlow's checks the prefix's files
   with a glob, so in a directory named with [ ] * or ? it finds no checkpoint (a rerun then started again from step
-  0, writing over the checkpoints it did not see). None where the state file names none, or its files are gone."""
+  0, writing over the checkpoints it did not see). Without a `checkpoint` state file, the training run's checkpoint
+  of the highest step (`_highest_run_checkpoint`). None where the state file names none, or its files are gone."""
   state = tf.train.get_checkpoint_state(directory)
-  path = state.model_checkpoint_path if state else None
+  if state is None:
+    return _highest_run_checkpoint(directory)
+  path = state.model_checkpoint_path
   return path if path and fileio.exists(path + ".index") else None
+
+
+_RUN_CHECKPOINT = re.compile(r"ckpt-(\d+)\.index")  # the names a training run gives its checkpoints (run_checkpoint)
+_WARNED = set()
+
+
+def _highest_run_checkpoint(directory):
+  """In a directory without a `checkpoint` state file (e.g. a copy that left it out), the training run's
+  checkpoint (`ckpt-{step}`) of the highest step, with a warning; None if it holds none. TensorFlow takes such a
+  directory for one without checkpoints: a run there started again from step 0 and wrote over them, and eval and
+  prediction skipped the checks of the run's `run_flags.json`."""
+  if not directory or not fileio.isdir(directory):
+    return None
+  steps = [int(m.group(1)) for m in map(_RUN_CHECKPOINT.fullmatch, fileio.listdir(directory)) if m]
+  if not steps:
+    return None
+  path = os.path.join(directory, f"ckpt-{max(steps)}")
+  if path not in _WARNED:
+    _WARNED.add(path)
+    logging.warning("%s has no `checkpoint` state file: its latest checkpoint is taken to be %s, the highest step.",
+                    directory, path)
+  return path
 
 
 def resolve_checkpoint_path(ckpt_path):

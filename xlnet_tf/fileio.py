@@ -15,6 +15,7 @@ TensorFlow is imported only for remote paths, so local data tools start fast.
 
 import contextlib
 import errno
+import fnmatch
 import glob as glob_lib
 import json
 import os
@@ -52,9 +53,18 @@ def glob(pattern):
   """Sorted paths matching `pattern`; local ones include hidden files, as `tf.io.gfile.glob` (the original's)."""
   if is_remote(pattern):
     return sorted(_gfile().glob(pattern))
-  if sys.version_info >= (3, 11):
+  if _GLOB_HAS_INCLUDE_HIDDEN:
     return sorted(glob_lib.glob(pattern, include_hidden=True))
-  return sorted(glob_lib.glob(pattern))
+  found = set(glob_lib.glob(pattern))  # Python 3.10: a wildcard never matches a leading dot; add those names
+  head, tail = os.path.split(pattern)
+  for directory in glob_lib.glob(head) if head else [""]:
+    if os.path.isdir(directory or "."):
+      found.update(os.path.join(directory, name) for name in fnmatch.filter(os.listdir(directory or "."), tail)
+                   if name.startswith("."))
+  return sorted(found)
+
+
+_GLOB_HAS_INCLUDE_HIDDEN = sys.version_info >= (3, 11)
 
 
 def glob_in(directory, pattern):
@@ -126,6 +136,9 @@ def check_output_dir(path, what=None, marker=None):
       locally, `path` or the directory it would be made in cannot be written; with `marker`, `path` is a non-empty
       directory without `marker`. The message names `path`, which is left as it is.
   """
+  if str(path) and not str(path).strip("/"):
+    raise ValueError(f"Cannot use {what + ' ' if what else ''}{path} as an output directory: it is the root "
+                     "directory. Pass a directory (new, or one this tool wrote).")
   path = str(path).rstrip("/")
   name = f"{what} {path}" if what else path
   above = path
@@ -139,7 +152,7 @@ def check_output_dir(path, what=None, marker=None):
     why = "on a read-only file system" if os.statvfs(above).f_flag & os.ST_RDONLY else "not writable by this user"
     which = "it is" if above == path else f"{above} is"
     raise ValueError(f"Cannot use {name}: {which} {why}. Pass a writable directory.")
-  if marker is not None and exists(path) and glob(glob_lib.escape(path) + "/*") and not (
+  if marker is not None and exists(path) and listdir(path) and not (
       marker and exists(os.path.join(path, marker))):
     held = f" (no {marker})" if marker else ""
     raise ValueError(f"Cannot use {name}: it is a directory not written by this tool{held}, which would be replaced "

@@ -24,6 +24,8 @@ class DelimitedTask:
     is_regression: bool. Float labels (run with --is_regression=True).
     train_file, dev_file, test_file: file names inside data_dir; default `{train,dev,test}.{csv|tsv}`.
     data_dir: str or None. Where get_labels() reads the training file when labels is None.
+    labels_source: str or None. Where the given labels come from, for the messages (e.g. "of the checkpoints in D
+      (D/run_flags.json)"): a label outside them then asks for the file to be fixed, not for other --labels.
   """
   task_name: str
   text_a_column: object = None
@@ -36,6 +38,7 @@ class DelimitedTask:
   dev_file: str = None
   test_file: str = None
   data_dir: str = None
+  labels_source: str = None
 
   def __post_init__(self):
     task_name, labels = self.task_name, self.labels
@@ -115,6 +118,8 @@ class DelimitedProcessor(DataProcessor):
 
   def _label_fix(self, label, labels, data_dir):
     """What to do about a `label` outside `labels`: fix the file, or pass --labels with every class."""
+    if self.task.labels_source:
+      return f"Fix the file: the labels are those {self.task.labels_source}."
     where = ("" if self.task.labels is not None else
              f" (unset, the labels are those of {os.path.join(data_dir, self.files['train'])})")
     return f"Fix the file, or pass every class with --labels={','.join([*labels, label])}{where}."

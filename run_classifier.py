@@ -112,7 +112,7 @@ def checkpoint_dir(o):
   """The directory whose run_flags.json describes the checkpoints this run reads: --predict_ckpt's (absolute) for
   a run that only predicts or exports with it, else --model_dir; and the flag that names it."""
   if o.predict_ckpt and not (o.do_train or o.do_eval):
-    return os.path.dirname(os.path.abspath(checkpoint.resolve_checkpoint_path(o.predict_ckpt))), "--predict_ckpt"
+    return checkpoint.directory_of(o.predict_ckpt), "--predict_ckpt"
   return o.model_dir, "--model_dir"
 
 
@@ -229,8 +229,8 @@ def run(o, strategy, log_fn=print):
     return results  # Eval, predict and export run on the chief only (the original evaluates on one host).
   if o.do_predict or o.export_dir:
     ckpt = checkpoint.choose_checkpoint(o.model_dir, o.predict_ckpt)
-    check_trained_labels(os.path.dirname(os.path.abspath(checkpoint.resolve_checkpoint_path(ckpt))), label_list, o,
-                         "--predict_ckpt" if o.predict_ckpt else "--model_dir")
+    check_trained_labels(checkpoint.directory_of(ckpt), label_list, o, "--predict_ckpt" if o.predict_ckpt else
+                         "--model_dir")
   if o.do_eval or o.do_predict or o.export_dir:
     inference = classifier_eval.Inference(classifier_task.build_model(
         xlnet_config, cli.create_run_config(o, is_training=False, is_finetune=True), **model_args), scope,

@@ -184,3 +184,14 @@ def test_a_directory_without_its_state_file_resumes_from_its_highest_step(tmp_pa
   (tmp_path / "other").mkdir()
   (tmp_path / "other" / "model.ckpt.index").write_bytes(b"")
   assert checkpoint.latest_checkpoint(str(tmp_path / "other")) is None  # not a training run's
+
+
+def test_the_directory_of_a_checkpoint_is_absolute(tmp_path, monkeypatch):
+  """Where a checkpoint's run files (run_flags.json) lie: a bare relative prefix gave "" before (the label check
+  of --predict_ckpt=ckpt-4 was skipped); a HuggingFace model directory is its own."""
+  hf = os.path.abspath("tests/testdata/hf/lm_safetensors")
+  (tmp_path / "ckpt-4.index").write_bytes(b"")
+  monkeypatch.chdir(tmp_path)
+  assert checkpoint.directory_of("ckpt-4") == str(tmp_path)
+  assert checkpoint.directory_of(str(tmp_path)) == str(tmp_path)  # its latest (highest) checkpoint's
+  assert checkpoint.directory_of(hf) == hf

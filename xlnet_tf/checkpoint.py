@@ -163,6 +163,14 @@ def resolve_checkpoint_path(ckpt_path):
   return ckpt_path
 
 
+def directory_of(ckpt_path):
+  """The absolute directory holding the checkpoint `ckpt_path` (as `resolve_checkpoint_path` takes it; a relative
+  prefix too), where its run's files lie; a HuggingFace model directory itself."""
+  if hf_checkpoint.is_hf_directory(ckpt_path):
+    return os.path.abspath(ckpt_path)
+  return os.path.dirname(os.path.abspath(resolve_checkpoint_path(ckpt_path)))
+
+
 def load_original_checkpoint(model, ckpt_path):
   """Loads an original-format XLNet checkpoint into `model` by variable name.
 

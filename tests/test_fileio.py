@@ -207,6 +207,47 @@ def test_a_file_of_a_set_that_is_a_directory_replaces_nothing(tmp_path):
   assert listing(tmp_path) == ["a.json", "b.json", "c.tsv"] and not os.listdir(paths[2])
 
 
+def _write_prefix(files, path, suffixes=(".index", ".data-00000-of-00001")):
+  tmp = files.prefix(path, last_suffix=".index")
+  for suffix in suffixes:
+    with open(tmp + suffix, "w") as f:
+      f.write(suffix)
+
+
+def test_a_prefix_in_a_set_moves_every_part_in_the_pass_with_the_marker_last(tmp_path, monkeypatch):
+  moved = []
+  rename = fileio.rename
+  monkeypatch.setattr(fileio, "rename", lambda src, dst: (moved.append(os.path.basename(dst)), rename(src, dst)))
+  with fileio.atomic_files() as files:
+    _write_prefix(files, str(tmp_path / "ckpt"))
+    files.write(str(tmp_path / "config.json"), "{}")
+    assert moved == []  # nothing is renamed before the end
+  assert moved == ["ckpt.data-00000-of-00001", "ckpt.index", "config.json"]
+  assert listing(tmp_path) == ["ckpt.data-00000-of-00001", "ckpt.index", "config.json"]
+  assert (tmp_path / "ckpt.index").read_text() == ".index"
+
+
+def test_a_failed_later_file_leaves_no_part_of_a_prefix_and_no_temporary(tmp_path, monkeypatch):
+  """A full disk at the file after a checkpoint's prefix: neither part appears, and nothing is left."""
+  def full_disk(path, data):
+    del path, data
+    raise OSError(28, "No space left on device")
+  with pytest.raises(OSError, match=rf"^Could not write {tmp_path / 'config.json'} \(No space left on device\)"):
+    with fileio.atomic_files() as files:
+      _write_prefix(files, str(tmp_path / "ckpt"))
+      monkeypatch.setattr(fileio, "_write_data", full_disk)
+      files.write(str(tmp_path / "config.json"), "{}")
+  assert listing(tmp_path) == []
+
+
+def test_a_prefix_with_nothing_written_replaces_nothing(tmp_path):
+  with pytest.raises(ValueError, match=f"^Nothing was written for {tmp_path / 'ckpt'}"):
+    with fileio.atomic_files() as files:
+      files.write(str(tmp_path / "config.json"), "{}")
+      files.prefix(str(tmp_path / "ckpt"), last_suffix=".index")
+  assert listing(tmp_path) == []
+
+
 def test_a_signal_while_a_set_is_written_leaves_every_old_file(tmp_path, sigterm_handler):
   paths = _old_set(tmp_path)
   with pytest.raises(_Stop):

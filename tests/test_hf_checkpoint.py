@@ -387,21 +387,34 @@ def test_a_full_disk_while_converting_is_one_line_and_leaves_nothing(tmp_path):
     assert not os.path.exists(tmp_path / name) or os.listdir(tmp_path / name) == []
 
 
-def test_a_conversion_that_fails_at_its_last_file_leaves_none(tmp_path, monkeypatch):
-  """The HF files are one set: the config failing to write (as on a full disk) leaves no weights behind, which a
-  rerun would refuse to replace ("already holds a model")."""
+@pytest.mark.parametrize("to", ["hf", "tf1"])
+def test_a_conversion_that_fails_at_its_last_file_leaves_none(tmp_path, monkeypatch, to):
+  """A converted model's files are one set, in either direction: the config failing to write (as on a full disk)
+  leaves no weights (or checkpoint parts) behind, which a rerun would refuse to replace ("already holds a model");
+  the rerun then writes the model."""
   write = fileio._write_data  # pylint: disable=protected-access
+  config_file = "config.json" if to == "hf" else "xlnet_config.json"
 
   def full_disk_at_the_config(path, data):
-    if os.path.basename(path).startswith("config.json"):  # its temporary name
+    if os.path.basename(path).startswith(config_file):  # its temporary name
       raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
     write(path, data)
 
-  src = tmp_path / "ckpt"
-  shutil.copytree(f"{MODEL}/ckpt_tied", src)
+  src, out = tmp_path / "src", tmp_path / to
+  shutil.copytree(f"{MODEL}/ckpt_tied" if to == "hf" else f"{DATA}/cls_safetensors_sharded", src)
   shutil.copy("tests/testdata/data/spm/spiece.model", src / "spiece.model")
+
+  def convert_model():
+    if to == "hf":
+      convert.convert_to_hf(str(src / "xlnet_model.ckpt"), str(out), allow_d_head_override=True,
+                            log_fn=lambda line: None)
+    else:
+      convert.convert_to_original(str(src), str(out), log_fn=lambda line: None)
+
   monkeypatch.setattr(fileio, "_write_data", full_disk_at_the_config)
-  with pytest.raises(OSError, match=f"Could not write {tmp_path / 'hf' / 'config.json'} \\(No space left"):
-    convert.convert_to_hf(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf"), allow_d_head_override=True,
-                          log_fn=lambda line: None)
-  assert os.listdir(tmp_path / "hf") == []
+  with pytest.raises(OSError, match=f"Could not write {out / config_file} \\(No space left"):
+    convert_model()
+  assert os.listdir(out) == []
+  monkeypatch.undo()
+  convert_model()
+  assert config_file in os.listdir(out) and "spiece.model" in os.listdir(out)

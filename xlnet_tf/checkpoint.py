@@ -247,16 +247,18 @@ def export_original_checkpoint(model, ckpt_path, global_step=0):
   return write_original_checkpoint(original_variable_map(model), ckpt_path, global_step)
 
 
-def write_original_checkpoint(arrays, ckpt_path, global_step=0):
+def write_original_checkpoint(arrays, ckpt_path, global_step=0, files=None):
   """Writes {original name: array or variable} as a TF1 checkpoint, plus an int64 `global_step`.
 
   The files `{ckpt_path}.index` and `{ckpt_path}.data-00000-of-00001` appear atomically (written under a
-  temporary prefix, then renamed; the index last).
+  temporary prefix, then renamed; the index last). With `files` (a `fileio.FileSet`), as one file of that set, when
+  the whole set does.
   """
   names = sorted(arrays) + ["global_step"]
   tensors = [tf.convert_to_tensor(arrays[n]) for n in names[:-1]] + [tf.constant(global_step, tf.int64)]
-  with fileio.atomic_path(ckpt_path, last_suffix=".index") as tmp:
-    tf.raw_ops.SaveV2(prefix=tmp, tensor_names=names, shape_and_slices=[""] * len(names), tensors=tensors)
+  with fileio.atomic_files() if files is None else contextlib.nullcontext(files) as out:
+    tf.raw_ops.SaveV2(prefix=out.prefix(ckpt_path, last_suffix=".index"), tensor_names=names,
+                      shape_and_slices=[""] * len(names), tensors=tensors)
   return ckpt_path
 
 

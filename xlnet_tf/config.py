@@ -62,9 +62,10 @@ class XLNetConfig:
   def to_dict(self):
     return {k: getattr(self, k) for k in CONFIG_KEYS}
 
-  def to_json(self, json_path):
-    """Writes the config as the original does (sorted keys, indent 4), atomically."""
-    fileio.write_json(json_path, self.to_dict(), indent=4, sort_keys=True)
+  def to_json(self, json_path, write=fileio.atomic_write):
+    """Writes the config as the original does (sorted keys, indent 4) with `write(path, text)`: atomically, or
+    e.g. a `fileio.FileSet`'s `write`, as one file of a set."""
+    write(json_path, json.dumps(self.to_dict(), indent=4, sort_keys=True))
 
   def __eq__(self, other):
     return isinstance(other, XLNetConfig) and self.to_dict() == other.to_dict()

@@ -91,14 +91,17 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type="last", mo
 
 def convert_to_original(directory, output_dir, task_name=None, log_fn=print):
   """An HF model directory -> `xlnet_model.ckpt` (the original's names and layouts), `xlnet_config.json` and
-  `spiece.model` (when the directory has one) in output_dir, each written atomically."""
+  `spiece.model` (when the directory has one) in output_dir. An output_dir that already holds a model (a config or
+  a checkpoint) is refused. The files appear together (`fileio.atomic_files`), the checkpoint's index after its
+  data."""
   _check_output_dir(output_dir, _ORIGINAL_FILES)
   _check_spiece(directory, output_dir)
   xlnet_config, arrays, info = hf_checkpoint.read_hf_checkpoint(directory, task_name)
   ckpt = os.path.join(output_dir, "xlnet_model.ckpt")
-  checkpoint.write_original_checkpoint(arrays, ckpt)
-  copied = _copy_spiece(directory, output_dir)
-  xlnet_config.to_json(os.path.join(output_dir, "xlnet_config.json"))
+  with fileio.atomic_files() as out:  # one set: a conversion cut short leaves no checkpoint without its config
+    checkpoint.write_original_checkpoint(arrays, ckpt, files=out)
+    copied = _copy_spiece(directory, output_dir, out.write)
+    xlnet_config.to_json(os.path.join(output_dir, "xlnet_config.json"), write=out.write)
   for line in info["notes"]:
     log_fn(line)
   log_fn(f"Wrote {ckpt} ({len(arrays)} variables, {info['description']}), xlnet_config.json"

@@ -206,10 +206,22 @@ def atomic_path(path, last_suffix=None, marker=None):
       check_output_dir(path, marker=marker or "")
       _replace_dir(tmp, path)
       return
-    written = [p for p in glob(glob_lib.escape(tmp) + "*") if not is_temp_name(p[len(tmp):])]
-    written.sort(key=lambda p: last_suffix is not None and p.endswith(last_suffix))
-    for p in written:
-      rename(p, path + p[len(tmp):])
+    _rename_parts(tmp, path, last_suffix)
+
+
+def _parts(tmp):
+  """The files written under the temporary name `tmp` as a prefix (`tmp` itself included; a writer's own
+  temporaries under it excluded), sorted."""
+  return [p for p in glob(glob_lib.escape(tmp) + "*") if not is_temp_name(p[len(tmp):])]
+
+
+def _rename_parts(tmp, path, last_suffix):
+  """Renames each `tmp + suffix` written (`_parts`) onto `path + suffix`, the one ending with `last_suffix` (None:
+  none) last, so that it marks the whole as complete."""
+  written = _parts(tmp)
+  written.sort(key=lambda p: last_suffix is not None and p.endswith(last_suffix))
+  for p in written:
+    rename(p, path + p[len(tmp):])
 
 
 def _replace_dir(tmp, path):
@@ -254,10 +266,12 @@ def write_json(path, obj, **kwargs):
 
 class FileSet:
   """The files of one `atomic_files` commit, each asked for once by its final name: `write` writes one,
-  `path` gives the temporary name a writer of its own (e.g. a `tf.io.TFRecordWriter`) fills."""
+  `path` gives the temporary name a writer of its own (e.g. a `tf.io.TFRecordWriter`) fills, `prefix` the
+  temporary prefix of files of several parts (a checkpoint's `.index` and `.data-*`)."""
 
   def __init__(self):
     self._temps = {}  # final name -> temporary name, in the order asked for
+    self._last_suffixes = {}  # final name of a prefix -> the suffix of its part renamed last (or None)
     self._current = None  # the final name being written or renamed (named by a write error)
 
   def path(self, path):
@@ -269,6 +283,14 @@ class FileSet:
     self._current = path
     return tmp
 
+  def prefix(self, path, last_suffix=None):
+    """The temporary prefix to write the files `path + suffix` to (e.g. a TF checkpoint's `.index` and `.data-*`);
+    at the commit each `tmp + suffix` becomes `path + suffix`, the one ending with `last_suffix` last (as in
+    `atomic_path`)."""
+    tmp = self.path(path)
+    self._last_suffixes[self._current] = last_suffix  # `path` as `self.path` keys it
+    return tmp
+
   def write(self, path, data):
     """Writes `data` (str: UTF-8 text, or bytes) as the file of `path` (to its temporary name)."""
     _write_data(self.path(path), data)
@@ -276,25 +298,35 @@ class FileSet:
   def _commit(self):
     for path, tmp in self._temps.items():  # checked first: a rename that fails would leave part of the set new
       self._current = path
-      if not exists(tmp) or isdir(tmp):
-        raise ValueError(f"Nothing was written for {path}: a file of the set must be one file at its temporary name.")
-      if exists(path) and isdir(path):
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+      if path in self._last_suffixes:
+        parts = _parts(tmp)
+      else:
+        parts = [tmp] if exists(tmp) else []
+      if not parts or any(isdir(p) for p in parts):
+        raise ValueError(f"Nothing was written for {path}: a file of the set must be one file at its temporary name "
+                         "(or, for a prefix, files whose names start with it).")
+      for final in (path + p[len(tmp):] for p in parts):
+        if exists(final) and isdir(final):
+          raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), final)
     with _signals_held():
       for path, tmp in self._temps.items():
         self._current = path
-        rename(tmp, path)
+        if path in self._last_suffixes:
+          _rename_parts(tmp, path, self._last_suffixes[path])
+        else:
+          rename(tmp, path)
 
 
 @contextlib.contextmanager
 def atomic_files():
   """Yields a `FileSet`; on success all its files replace their final names together, on any error none does.
 
-  The body writes every file of the set to its temporary name (`FileSet.write`, `FileSet.path`). When it ends, the
-  temporaries are renamed onto their final names in one pass, with SIGINT and SIGTERM held back until the last
-  rename (`_signals_held`), so a stopped run cannot leave the set half new. A write error (e.g. a full disk) or a
-  signal before that pass removes every temporary and leaves every final name as it was; a write error becomes an
-  OSError whose one-line message names the file being written.
+  The body writes every file of the set to its temporary name (`FileSet.write`, `FileSet.path`; files of several
+  parts under a temporary prefix, `FileSet.prefix`). When it ends, the temporaries are renamed onto their final
+  names in one pass, with SIGINT and SIGTERM held back until the last rename (`_signals_held`), so a stopped run
+  cannot leave the set half new. A write error (e.g. a full disk) or a signal before that pass removes every
+  temporary (every part of a prefix) and leaves every final name as it was; a write error becomes an OSError whose
+  one-line message names the file being written.
 
   Limits: the set is not replaced in one atomic step, only in one pass. A process killed outright during it
   (SIGKILL, a lost machine) leaves the files renamed before new; so does a rename that fails, which on a local file

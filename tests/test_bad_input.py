@@ -114,6 +114,8 @@ CASES = [
      "TPU is up"),  # TensorFlow's connection waited for good, deaf to SIGTERM and Ctrl-C
     ("pt-tpu-local-without-a-tpu", "run_pretrain.py", ["--use_tpu=True", "--tpu=local"],
      "--tpu=local: no TPU found on this machine. Run on a TPU VM, or drop --use_tpu"),  # two chained tracebacks before
+    ("pt-use-tpu-with-another-strategy", "run_pretrain.py", ["--use_tpu=True", "--strategy=mirrored"],
+     "--use_tpu=True means --strategy=tpu, but --strategy=mirrored was passed. Drop --use_tpu"),  # overridden before
     ("pt-unknown-flag", "run_pretrain.py", ["--bsz_per_host=8"],
      "Unknown command line flag 'bsz_per_host'. Pass --helpshort or --helpfull to see the flags."),
     ("pt-not-a-number", "run_pretrain.py", ["--train_steps=abc"], "flag --train_steps=abc: invalid literal for int()"),

@@ -206,7 +206,11 @@ def model_config(o, sp_model):
 def check_tpu(o):
   """FlagError for --tpu, --tpu_zone or --gcp_project in a run that uses no TPU: as in the original, --use_tpu
   (or --strategy=tpu) switches the TPU on and these flags only say which one, so a run given them without the
-  switch would silently train on this machine instead."""
+  switch would silently train on this machine instead. FlagError for --use_tpu=True with a --strategy other than
+  tpu (or the default), which --use_tpu would silently override."""
+  if o.use_tpu and o.strategy not in ("tpu", flags.DEFAULT_STRATEGY):
+    raise FlagError(f"--use_tpu=True means --strategy=tpu, but --strategy={o.strategy} was passed. Drop --use_tpu "
+                    f"to run with --strategy={o.strategy}, or drop --strategy to run on the TPU.")
   named = [name for name in ("tpu", "tpu_zone", "gcp_project") if getattr(o, name)]
   if named and not o.use_tpu and o.strategy != "tpu":
     given = " ".join(f"--{name}={getattr(o, name)}" for name in named)

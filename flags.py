@@ -93,6 +93,9 @@ def define_optimizer_flags(learning_rate, train_steps, min_lr_ratio, adam_epsilo
                        "learning-rate step) in less memory; --train_steps counts updates (new).", **fv)
 
 
+DEFAULT_STRATEGY = "auto"  # --strategy's default: the one --use_tpu=True may be given with (cli.check_tpu)
+
+
 def define_hardware_flags(num_core_per_host=None, iterations=1000, max_save=0, flag_values=flags.FLAGS):
   """[T] device, distribution and checkpointing flags, plus the new --strategy, --jit_compile, --use_tf32, --seed
   and --deterministic."""
@@ -116,7 +119,7 @@ def define_hardware_flags(num_core_per_host=None, iterations=1000, max_save=0, f
   flags.DEFINE_string("init_checkpoint", None, "Initialise the weights from this checkpoint: an original (TF1) "
                       "XLNet checkpoint such as xlnet_cased_L-24_H-1024_A-16/xlnet_model.ckpt, one of ours, or a "
                       "HuggingFace XLNet model directory (converted in memory; docs/checkpoints.md).", **fv)
-  flags.DEFINE_enum("strategy", "auto", ["auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
+  flags.DEFINE_enum("strategy", DEFAULT_STRATEGY, ["auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
                     "tf.distribute strategy (new). auto: mirrored when --num_core_per_host > 1, else one device.",
                     **fv)
   flags.DEFINE_bool("jit_compile", False, "XLA-compile the forward and backward pass, and the forward pass of "

@@ -109,6 +109,13 @@ CASES = [
     ("pt-tpu-named-without-use-tpu", "run_pretrain.py", ["--tpu=my-tpu"],
      "--tpu=my-tpu is for a Cloud TPU, but the run uses none (--use_tpu=False, --strategy=auto). Pass --use_tpu=True "
      "to run on it, or drop --tpu."),  # ignored before: the run trained on this machine
+    ("pt-tpu-refused", "run_pretrain.py", ["--strategy=tpu", "--tpu=grpc://127.0.0.1:1"],
+     "--tpu=grpc://127.0.0.1:1: cannot connect to the TPU at grpc://127.0.0.1:1 (Connection refused). Check that the "
+     "TPU is up"),  # TensorFlow's connection waited for good, deaf to SIGTERM and Ctrl-C
+    ("pt-tpu-local-without-a-tpu", "run_pretrain.py", ["--use_tpu=True", "--tpu=local"],
+     "--tpu=local: no TPU found on this machine. Run on a TPU VM, or drop --use_tpu"),  # two chained tracebacks before
+    ("pt-use-tpu-with-another-strategy", "run_pretrain.py", ["--use_tpu=True", "--strategy=mirrored"],
+     "--use_tpu=True means --strategy=tpu, but --strategy=mirrored was passed. Drop --use_tpu"),  # overridden before
     ("pt-unknown-flag", "run_pretrain.py", ["--bsz_per_host=8"],
      "Unknown command line flag 'bsz_per_host'. Pass --helpshort or --helpfull to see the flags."),
     ("pt-not-a-number", "run_pretrain.py", ["--train_steps=abc"], "flag --train_steps=abc: invalid literal for int()"),
@@ -148,6 +155,8 @@ CASES = [
     ("cls-warmup", "run_classifier.py", ["--train_steps=4", "--warmup_steps=4"], "--warmup_steps must be"),
     ("cls-fp16-and-bf16", "run_classifier.py", ["--use_fp16=True", "--use_bfloat16=True"],
      "--use_fp16 and --use_bfloat16 are both set: pick one precision"),
+    ("cls-tpu-refused", "run_classifier.py", ["--use_tpu=True", "--tpu=grpc://127.0.0.1:1"],
+     "--tpu=grpc://127.0.0.1:1: cannot connect to the TPU at grpc://127.0.0.1:1 (Connection refused)"),
     ("cls-accumulation-not-dividing", "run_classifier.py", ["--gradient_accumulation_steps=3"],
      "--gradient_accumulation_steps=3 must split the per-replica batch of 2 rows (--train_batch_size) into equal "
      "micro-batches. Use a --gradient_accumulation_steps that divides 2"),

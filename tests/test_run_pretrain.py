@@ -443,6 +443,57 @@ def test_use_tpu_connects_to_the_cloud_tpu_its_flags_name(monkeypatch):
   assert asked == [dict(tpu="grpc://10.0.0.2:8470", zone="zone-b", project="proj")]
 
 
+def test_a_tpu_name_that_cannot_be_looked_up_is_one_line_naming_tpu(monkeypatch):
+  """Off GCE, TensorFlow's lookup of a TPU name fails in urllib (the metadata server's or the Cloud TPU API's name
+  does not resolve): one line naming --tpu and its value, what could not be reached and what to pass instead."""
+  import urllib.error  # pylint: disable=import-outside-toplevel
+
+  def resolver(**kwargs):
+    raise urllib.error.URLError(socket.gaierror(-2, "Name or service not known"))
+  monkeypatch.setattr(tf.distribute.cluster_resolver, "TPUClusterResolver", resolver)
+  with pytest.raises(ValueError) as e:
+    training.make_strategy("tpu", cloud_tpu=training.CloudTPU("bogus-name", "us-central1-b"))
+  assert str(e.value) == (
+      "--tpu=bogus-name: could not reach the Cloud TPU API or the GCE metadata server to look up that TPU name "
+      "([Errno -2] Name or service not known). Pass the TPU's address as --tpu=grpc://ip:port, or run on a GCE VM "
+      "in the TPU's project (with --tpu_zone and --gcp_project where the TPU is in another zone or project).")
+  assert e.value.__suppress_context__
+
+
+def test_a_tpu_address_is_checked_before_tensorflow_connects(monkeypatch):
+  """TensorFlow's connection to a TPU worker that is not there waits for good, deaf to SIGTERM: the address must
+  take a TCP connection first (one that never answers is a line naming the wait; '' for --tpu=local is not
+  checked), and a server there that is no TPU worker is one line too."""
+  runtime._check_tpu_reachable("", "--tpu=local")
+  with socket.create_server(("127.0.0.1", 0)) as server:
+    master = f"grpc://127.0.0.1:{server.getsockname()[1]}"
+    runtime._check_tpu_reachable(master, "--tpu=t")
+
+    class Resolver:
+      def __init__(self, **kwargs):
+        pass
+
+      def master(self):
+        return master
+
+    def connect(resolver):
+      raise tf.errors.UnimplementedError(None, None, "Received http2 header with status: 404\nmore")
+    monkeypatch.setattr(tf.distribute.cluster_resolver, "TPUClusterResolver", Resolver)
+    monkeypatch.setattr(tf.config, "experimental_connect_to_cluster", connect)
+    with pytest.raises(ValueError) as e:
+      training.make_strategy("tpu", cloud_tpu=training.CloudTPU("t"))
+  assert str(e.value) == (f"--tpu=t: the server at {master} did not answer as a TPU's worker (Received http2 header "
+                          "with status: 404). Check that --tpu names the TPU or its worker's grpc://ip:port (port "
+                          "8470).")
+
+  def no_answer(address, timeout):
+    raise socket.timeout("timed out")
+  monkeypatch.setattr(socket, "create_connection", no_answer)
+  with pytest.raises(ValueError, match=r"^--tpu=t: cannot connect to the TPU at grpc://10.0.0.2:8470 \(no answer "
+                     r"within 30 s\)\. Check that the TPU is up"):
+    runtime._check_tpu_reachable("grpc://10.0.0.2:8470", "--tpu=t")
+
+
 @pytest.mark.parametrize("cpu, xla_flags, expected", [
     ({"avx512f", "avx512_bf16"}, None, "--xla_cpu_prefer_vector_width=512"),
     ({"avx512f", "amx_bf16"}, "--xla_dump_to=/d", "--xla_dump_to=/d --xla_cpu_prefer_vector_width=512"),

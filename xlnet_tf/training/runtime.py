@@ -6,6 +6,9 @@ beside the checkpoints.
 import ctypes
 import dataclasses
 import os
+import socket
+import urllib.error
+import urllib.parse
 from typing import Optional
 
 import keras
@@ -20,6 +23,7 @@ from xlnet_tf.training import xla_cache
 
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
+TPU_CONNECT_TIMEOUT_S = 30  # how long --strategy=tpu waits for a TCP connection to the TPU's worker
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,14 +45,62 @@ def _local_devices():
   return [d.name for d in cpus] if len(cpus) > 1 else []
 
 
+def _tpu_resolver(cloud_tpu, flag):
+  """The TPUClusterResolver of `cloud_tpu` (a `CloudTPU`) and its master address, grpc://host:port ('' for
+  --tpu=local). A one-line ValueError naming `flag` (how the user named the TPU) where no TPU is named or a TPU name
+  cannot be looked up."""
+  try:
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=cloud_tpu.tpu, zone=cloud_tpu.zone,
+                                                                 project=cloud_tpu.project)
+    return resolver, resolver.master()  # a TPU name is looked up here (its worker's address)
+  except ValueError as e:  # TensorFlow's "Please provide a TPU Name to connect to.": no name, none in the environment
+    if cloud_tpu.tpu:
+      raise ValueError(f"{flag}: {' '.join(str(e).split())}") from None
+    raise ValueError("--strategy=tpu (or --use_tpu=True) needs the Cloud TPU to connect to, and none was named "
+                     "(by --tpu or the environment's TPU_NAME). Pass --tpu=NAME (its name or grpc://ip:port; "
+                     "--tpu=local on a TPU VM), with --tpu_zone and --gcp_project where it is in another zone or "
+                     "project than this VM.") from None
+  except urllib.error.URLError as e:  # the GCE metadata server (project, zone) or the Cloud TPU API: off GCE
+    raise ValueError(f"{flag}: could not reach the Cloud TPU API or the GCE metadata server to look up that TPU "
+                     f"name ({e.reason}). Pass the TPU's address as --tpu=grpc://ip:port, or run on a GCE VM in the "
+                     "TPU's project (with --tpu_zone and --gcp_project where the TPU is in another zone or "
+                     "project).") from None
+
+
+def _check_tpu_reachable(master, flag, timeout_s=None):
+  """A one-line ValueError naming `flag` unless a TCP connection to the TPU's worker at `master` (grpc://host:port)
+  opens within `timeout_s` (None: TPU_CONNECT_TIMEOUT_S): TensorFlow's connection to a worker that is not there
+  blocks in C++ for good, deaf to SIGTERM and Ctrl-C. An address without host and port ('' for --tpu=local) is
+  not checked."""
+  timeout_s = TPU_CONNECT_TIMEOUT_S if timeout_s is None else timeout_s
+  try:
+    address = urllib.parse.urlsplit(master if "://" in master else f"grpc://{master}")
+    host, port = address.hostname, address.port
+  except ValueError:  # a port that is no number: TensorFlow's to report
+    return
+  if not host or not port:
+    return
+  try:
+    with socket.create_connection((host, port), timeout=timeout_s):
+      return
+  except TimeoutError:
+    reason = f"no answer within {timeout_s} s"
+  except OSError as e:  # refused, unreachable, a host name that does not resolve
+    reason = e.strerror or str(e)
+  raise ValueError(f"{flag}: cannot connect to the TPU at {master} ({reason}). Check that the TPU is up (gcloud "
+                   "compute tpus list) and that --tpu names it or its worker's grpc://ip:port (port 8470).")
+
+
 def make_strategy(name, num_core_per_host=None, cloud_tpu=CloudTPU()):
   """Builds the `tf.distribute` strategy named by --strategy, with the original's meaning of --num_core_per_host.
 
   auto (the default): as the original's GPU path, `num_core_per_host` > 1 mirrors over that many local GPUs
   (the original's `MirroredStrategy(num_gpus=num_core_per_host)`), else one device (the first GPU, else the CPU).
   one_device: the first GPU if any, else the CPU. mirrored: `num_core_per_host` local GPUs (all of them when it is
-  unset; the CPU, one replica, where there is none). multi_worker_mirrored: from TF_CONFIG. tpu: TPUStrategy through a TPUClusterResolver of `cloud_tpu` (a
-  `CloudTPU`); its replicas are the TPU's cores. A count the machine cannot honour is a ValueError (one line).
+  unset; the CPU, one replica, where there is none). multi_worker_mirrored: from TF_CONFIG. tpu: TPUStrategy
+  through a TPUClusterResolver of `cloud_tpu` (a `CloudTPU`); its replicas are the TPU's cores. A count the machine
+  cannot honour is a ValueError (one line), and so is a TPU that cannot be looked up, reached
+  (`_check_tpu_reachable`, before TensorFlow's connection, which would wait for good) or found.
   """
   if name == "auto":
     name = "mirrored" if num_core_per_host and num_core_per_host > 1 else "one_device"
@@ -73,18 +125,23 @@ def make_strategy(name, num_core_per_host=None, cloud_tpu=CloudTPU()):
                        "task of this worker). See the README's multi-worker section.")
     return tf.distribute.MultiWorkerMirroredStrategy()
   if name == "tpu":
+    flag = f"--tpu={cloud_tpu.tpu}" if cloud_tpu.tpu else "--tpu (unset: the TPU the environment names)"
+    resolver, master = _tpu_resolver(cloud_tpu, flag)
+    _check_tpu_reachable(master, flag)
     try:
-      resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=cloud_tpu.tpu, zone=cloud_tpu.zone,
-                                                                   project=cloud_tpu.project)
-    except ValueError:  # TensorFlow's "Please provide a TPU Name to connect to.": no name, none in the environment
-      if cloud_tpu.tpu:
-        raise
-      raise ValueError("--strategy=tpu (or --use_tpu=True) needs the Cloud TPU to connect to, and none was named "
-                       "(by --tpu or the environment's TPU_NAME). Pass --tpu=NAME (its name or grpc://ip:port; "
-                       "--tpu=local on a TPU VM), with --tpu_zone and --gcp_project where it is in another zone or "
-                       "project than this VM.") from None
-    tf.config.experimental_connect_to_cluster(resolver)
-    tf.tpu.experimental.initialize_tpu_system(resolver)
+      tf.config.experimental_connect_to_cluster(resolver)
+    except tf.errors.OpError as e:  # something else listens there (e.g. an HTTP server: "status: 404")
+      raise ValueError(f"{flag}: the server at {master} did not answer as a TPU's worker "
+                       f"({e.message.splitlines()[0]}). Check that --tpu names the TPU or its worker's "
+                       "grpc://ip:port (port 8470).") from None
+    try:
+      tf.tpu.experimental.initialize_tpu_system(resolver)
+    except tf.errors.NotFoundError as e:  # "TPUs not found in the cluster", after a chain of two tracebacks
+      if master:
+        raise ValueError(f"{flag}: the worker at {master} answered but has no TPU ({e.message.splitlines()[0]}). "
+                         "Pass the address of a Cloud TPU's worker.") from None
+      raise ValueError(f"{flag}: no TPU found on this machine. Run on a TPU VM, or drop --use_tpu (and "
+                       "--strategy=tpu) to train on this machine's GPUs or CPU.") from None
     return tf.distribute.TPUStrategy(resolver)
   raise ValueError(f"--strategy must be one of {STRATEGIES}. Received: {name!r}.")
 

@@ -182,9 +182,6 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
       logging.info("Keeping the existing tfrecord %s (set --overwrite_data to rebuild it).", output_file)
       return None
     logging.info("Creating tfrecord %s.", output_file)
-    out_dir = os.path.dirname(output_file)
-    if out_dir:
-      tf.io.gfile.makedirs(out_dir)
     all_examples = list(examples) * num_passes
     with fileio.atomic_files() as out:  # the records and their fingerprint file, together (`records.mark_cache`)
       with tf.io.TFRecordWriter(out.path(output_file)) as writer:

@@ -17,7 +17,6 @@ import json
 import os
 import signal
 import sys
-import threading
 import types
 
 from absl import app
@@ -42,21 +41,6 @@ def filter_stderr(argv=None):
 
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-class Stopped(BaseException):
-  """SIGINT or SIGTERM while a CLI's `main` runs outside the training loop (which stops cleanly at a step:
-  `training.preemption`), raised where the main thread is, as KeyboardInterrupt is: what is being written is
-  removed on the way out (`fileio.atomic_path`, the directory locks), and `cli_main` ends the run with one line."""
-
-  def __init__(self, signum):
-    super().__init__(signum)
-    self.signum = signum
-
-
-def _raise_stopped(signum, frame):
-  del frame
-  raise Stopped(signum)
 
 
 def _exit_while_starting(signum, frame):
@@ -378,29 +362,28 @@ def cli_main(prog, body):
   """The absl `main` of a CLI: rejects stray arguments, logs at INFO, runs `body(values())`, and ends a bad flag,
   file or value, or a failed write (ValueError, OSError, FloatingPointError) with one line `{prog}: error: ...`,
   exit 1; a run stopped by a signal with one line and exit 128 + signal: in the training loop after saving (an
-  exception with `exit_code`, `training.Interrupted`), elsewhere where it was (`Stopped`, KeyboardInterrupt)."""
+  exception with `exit_code`, `training.Interrupted`), elsewhere where it was (`preemption.stops_raised`)."""
   def main(argv):
     if len(argv) > 1:
       raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
     logging.set_verbosity(max(logging.INFO, logging.get_verbosity()))  # INFO, or DEBUG with -v 1
-    in_main_thread = threading.current_thread() is threading.main_thread()
-    old = {signum: signal.signal(signum, _raise_stopped) for signum in _SIGNALS} if in_main_thread else {}
+    from xlnet_tf.training import preemption  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)
+    noted = []
     try:
-      body(values())
+      with preemption.stops_raised() as noted:
+        body(values())
       return
-    except (ValueError, OSError, FloatingPointError) as e:
-      line, code = f"{prog}: error: " + " ".join(str(e).split()), 1
-    except (Stopped, KeyboardInterrupt) as e:
-      signum = getattr(e, "signum", signal.SIGINT)
-      line, code = (f"{prog}: stopped by {signal.Signals(signum).name}; files are written whole or not at all, so "
-                    "none was left half-written. Run the same command again."), 128 + signum
-    except Exception as e:  # pylint: disable=broad-except
-      if not hasattr(e, "exit_code"):  # e.g. training.Interrupted: stopped by a signal after saving
+    except BaseException as e:  # pylint: disable=broad-except
+      signum = None if hasattr(e, "exit_code") else preemption.stop_signal(e, noted)
+      if signum is not None:
+        line, code = (f"{prog}: stopped by {signal.Signals(signum).name}; files are written whole or not at all, "
+                      "so none was left half-written. Run the same command again."), 128 + signum
+      elif isinstance(e, (ValueError, OSError, FloatingPointError)):
+        line, code = f"{prog}: error: " + " ".join(str(e).split()), 1
+      elif hasattr(e, "exit_code"):  # e.g. training.Interrupted: stopped by a signal after saving
+        line, code = f"{prog}: {e}", e.exit_code
+      else:
         raise
-      line, code = f"{prog}: {e}", e.exit_code
-    finally:
-      for signum, handler in old.items():
-        signal.signal(signum, handler)
     gc.collect()  # TensorFlow objects of the failed run log their teardown now, not after our last line
     print(line, file=sys.stderr, flush=True)
     sys.exit(code)

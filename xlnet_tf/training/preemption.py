@@ -5,8 +5,15 @@ call returns. So the handler is also written to a pipe (`signal.set_wakeup_fd`):
 and sets `StopRequest.flag`, a variable the training loop reads before every step. The loop then ends after the
 step in progress, the trainer saves a checkpoint of that step (weights, optimizer, mems, RNG state) and raises
 `Interrupted`; the same command resumes from that step. A second Ctrl-C stops at once.
+
+Outside the training loop (`stops_raised`, what every CLI's `main` runs in) a signal raises `Stopped` where the main
+thread is, as KeyboardInterrupt would. Code it lands in may lose it: a Python call made by TensorFlow's C code
+(`TFE_Py_FastPathExecute` asks `TensorShape.__len__`) clears the exception, and a bare `except:` (`DType.max`)
+raises another in its place. So the signal is also noted: `stop_signal` reads an exception that follows it as the
+stop, and a training loop that starts after a lost one does not start (`StopRequest` raises `Stopped`).
 """
 
+import contextlib
 import os
 import signal
 import threading
@@ -25,6 +32,54 @@ class Interrupted(Exception):
     self.exit_code = 128 + signum
 
 
+class Stopped(BaseException):
+  """SIGINT or SIGTERM outside the training loop (`stops_raised`): what is being written is removed on the way out
+  (`fileio.atomic_files`, the directory locks), and the CLI ends with one line. `signum`: the signal."""
+
+  def __init__(self, signum):
+    super().__init__(signum)
+    self.signum = signum
+
+
+_noted = []  # the lists of signals the `stops_raised` that run now noted, innermost last
+
+
+@contextlib.contextmanager
+def stops_raised():
+  """Runs the body with SIGINT and SIGTERM raising `Stopped`; yields the list of the signals they raised (first
+  first), for `stop_signal`. Off the main thread (where no handler can be set) nothing changes."""
+  noted = []
+  if threading.current_thread() is not threading.main_thread():
+    yield noted
+    return
+
+  def raise_stopped(signum, frame):
+    del frame
+    noted.append(signum)
+    raise Stopped(signum)
+
+  old = {signum: signal.signal(signum, raise_stopped) for signum in _SIGNALS}
+  _noted.append(noted)
+  try:
+    yield noted
+  finally:
+    _noted.pop()  # this one: they nest
+    for signum, handler in old.items():
+      signal.signal(signum, handler)
+
+
+def stop_signal(error, noted):
+  """The signal `error` comes from: a `Stopped` or KeyboardInterrupt, itself or in its `__context__` chain (an
+  exception code raised in its place), or any exception after a signal in `noted` (a `stops_raised` list); else
+  None."""
+  seen = error
+  while seen is not None:
+    if isinstance(seen, (Stopped, KeyboardInterrupt)):
+      return getattr(seen, "signum", signal.SIGINT)
+    seen = seen.__cause__ or seen.__context__
+  return noted[0] if noted else None
+
+
 class StopRequest:
   """A context in which SIGTERM/SIGINT request a stop instead of killing the process.
 
@@ -40,6 +95,9 @@ class StopRequest:
     self._old = {}
 
   def __enter__(self):
+    lost = [signum for noted in _noted for signum in noted]
+    if lost:  # a stop requested before the loop that the code it landed in lost: the loop does not start
+      raise Stopped(lost[0])
     self.signum = None
     self.flag.assign(0)
     if threading.current_thread() is not threading.main_thread():

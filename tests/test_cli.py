@@ -1,0 +1,69 @@
+"""cli.cli_main: how a CLI's run ends when a signal lands in library code that turns it into another exception or
+loses it (`preemption.stops_raised`)."""
+
+import os
+import signal
+import time
+
+import pytest
+from absl import flags as absl_flags
+
+import cli
+from xlnet_tf.training import preemption
+
+
+def _signal_turned_into(kind):
+  def body(_):
+    converted = False
+    try:
+      os.kill(os.getpid(), signal.SIGINT)  # cli_main's handler raises preemption.Stopped here
+      time.sleep(5)
+    except:  # pylint: disable=bare-except  # as TensorFlow's DType.max: a bare except that raises TypeError
+      if kind == "chained":
+        raise TypeError("Cannot find maximum value of <dtype: 'int32'>.")  # pylint: disable=raise-missing-from
+      converted = True
+    if converted:  # raised outside the except block: no __context__ leads back to the signal
+      raise ValueError("a file list of ['f', 'n']")
+    raise AssertionError("the signal did not arrive")
+  return body
+
+
+@pytest.mark.parametrize("kind", ["chained", "unchained"])
+def test_a_signal_turned_into_another_exception_ends_as_the_stop(kind, capsys):
+  absl_flags.FLAGS.mark_as_parsed()
+  with pytest.raises(SystemExit) as ended:
+    cli.cli_main("tool.py", _signal_turned_into(kind))(["tool.py"])
+  assert ended.value.code == 128 + signal.SIGINT
+  assert capsys.readouterr().err.strip().splitlines()[-1].startswith("tool.py: stopped by SIGINT; files are written")
+  assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_an_error_without_a_signal_is_still_an_error(capsys):
+  absl_flags.FLAGS.mark_as_parsed()
+  def body(_):
+    raise ValueError("--flag must be positive.")
+  with pytest.raises(SystemExit) as ended:
+    cli.cli_main("tool.py", body)(["tool.py"])
+  assert ended.value.code == 1
+  assert capsys.readouterr().err.strip().splitlines()[-1] == "tool.py: error: --flag must be positive."
+
+
+def test_a_stop_lost_before_the_loop_stops_the_loop(capsys):
+  """A Ctrl-C that the code it landed in swallowed (TensorFlow's C code clears it): the training loop that would
+  start next does not start (`StopRequest` raises the stop); afterwards a loop starts as before."""
+  absl_flags.FLAGS.mark_as_parsed()
+  entered = []
+  def body(_):
+    try:
+      os.kill(os.getpid(), signal.SIGINT)
+      time.sleep(5)
+    except:  # pylint: disable=bare-except  # lost, as in TFE_Py_FastPathExecute
+      pass
+    with preemption.StopRequest():
+      entered.append(True)
+  with pytest.raises(SystemExit) as ended:
+    cli.cli_main("tool.py", body)(["tool.py"])
+  assert ended.value.code == 128 + signal.SIGINT and not entered
+  assert capsys.readouterr().err.strip().splitlines()[-1].startswith("tool.py: stopped by SIGINT; files are written")
+  with preemption.StopRequest() as request:
+    assert request.signum is None and int(request.flag.numpy()) == 0

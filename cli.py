@@ -43,20 +43,26 @@ def filter_stderr(argv=None):
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def _exit_while_starting(signum, frame):
+_WHEN = {False: "while starting; nothing was written.",
+         True: "after its run ended; what the run wrote is whole."}
+_main_ended = [False]  # whether a `cli_main` body has ended (then a signal no longer interrupts the start)
+
+
+def _exit_on_signal(signum, frame):
   del frame
-  line = (f"{os.path.basename(sys.argv[0])}: stopped by {signal.Signals(signum).name} while starting; nothing was "
-          "written.")
+  line = (f"{os.path.basename(sys.argv[0])}: stopped by {signal.Signals(signum).name} "
+          f"{_WHEN[_main_ended[0]]}")
   os.write(2, line.encode() + b"\n")  # not print: the interrupted code may be inside a write to sys.stderr
   os._exit(128 + signum)  # pylint: disable=protected-access
 
 
 def start_script(argv=None):
   """What a CLI run as a script does first, before it imports TensorFlow: `filter_stderr(argv)`, and SIGINT or
-  SIGTERM until its `main` runs (imports, flags: nothing written yet) end it with one line, exit 128 + signal."""
+  SIGTERM outside its `main`'s body (imports, flags: nothing written yet; or the end, after the body) end it with
+  one line, exit 128 + signal."""
   filter_stderr(argv)
   for signum in _SIGNALS:
-    signal.signal(signum, _exit_while_starting)
+    signal.signal(signum, _exit_on_signal)
 
 
 def _verbosity(argv):
@@ -384,6 +390,8 @@ def cli_main(prog, body):
         line, code = f"{prog}: {e}", e.exit_code
       else:
         raise
+    finally:
+      _main_ended[0] = True
     gc.collect()  # TensorFlow objects of the failed run log their teardown now, not after our last line
     print(line, file=sys.stderr, flush=True)
     sys.exit(code)

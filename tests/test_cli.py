@@ -1,8 +1,10 @@
 """cli.cli_main: how a CLI's run ends when a signal lands in library code that turns it into another exception or
-loses it (`preemption.stops_raised`)."""
+loses it (`preemption.stops_raised`), and when one comes after its body."""
 
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -67,3 +69,22 @@ def test_a_stop_lost_before_the_loop_stops_the_loop(capsys):
   assert capsys.readouterr().err.strip().splitlines()[-1].startswith("tool.py: stopped by SIGINT; files are written")
   with preemption.StopRequest() as request:
     assert request.signum is None and int(request.flag.numpy()) == 0
+
+
+_AFTER_MAIN = """
+import os, signal, sys
+import cli
+cli.start_script(sys.argv)
+from absl import flags as absl_flags
+absl_flags.FLAGS.mark_as_parsed()
+cli.cli_main("tool.py", lambda options: None)(["tool.py"])
+os.kill(os.getpid(), signal.SIGTERM)  # as the process ends, after main
+"""
+
+
+def test_a_signal_after_main_does_not_say_the_run_was_starting():
+  proc = subprocess.run([sys.executable, "-c", _AFTER_MAIN], capture_output=True, text=True, timeout=120,
+                        env=dict(os.environ, PYTHONPATH=os.getcwd()))
+  assert proc.returncode == 128 + signal.SIGTERM, proc.stderr[-2000:]
+  assert proc.stderr.strip().splitlines()[-1].endswith("stopped by SIGTERM after its run ended; what the run wrote "
+                                                       "is whole."), proc.stderr[-2000:]

@@ -380,14 +380,13 @@ def cli_main(prog, body):
         body(values())
       return
     except BaseException as e:  # pylint: disable=broad-except
-      signum = None if hasattr(e, "exit_code") else preemption.stop_signal(e, noted)
-      if signum is not None:
+      if hasattr(e, "exit_code"):  # e.g. training.Interrupted: stopped by a signal after saving
+        line, code = f"{prog}: {e}", e.exit_code
+      elif (signum := preemption.stop_signal(e, noted)) is not None:
         line, code = (f"{prog}: stopped by {signal.Signals(signum).name}; files are written whole or not at all, "
                       "so none was left half-written. Run the same command again."), 128 + signum
       elif isinstance(e, (ValueError, OSError, FloatingPointError)):
         line, code = f"{prog}: error: " + " ".join(str(e).split()), 1
-      elif hasattr(e, "exit_code"):  # e.g. training.Interrupted: stopped by a signal after saving
-        line, code = f"{prog}: {e}", e.exit_code
       else:
         raise
     finally:

@@ -1,6 +1,7 @@
 """run_pretrain.py end to end: CLI, kill -9 and exact resume, distributed equals one device, bad flags."""
 
 import glob
+import http.server
 import json
 import os
 import platform
@@ -11,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -461,30 +463,48 @@ def test_a_tpu_name_that_cannot_be_looked_up_is_one_line_naming_tpu(monkeypatch)
 
 
 def test_a_tpu_address_is_checked_before_tensorflow_connects(monkeypatch):
-  """TensorFlow's connection to a TPU worker that is not there waits for good, deaf to SIGTERM: the address must
-  take a TCP connection first (one that never answers is a line naming the wait; '' for --tpu=local is not
-  checked), and a server there that is no TPU worker is one line too."""
+  """TensorFlow's connection to a TPU worker that is not there, or to a port that takes the connection and never
+  answers (a tunnel whose far end is gone), waits for good, deaf to SIGTERM: the address must take a TCP
+  connection and answer an HTTP/2 client's first bytes, as TensorFlow's own gRPC server (what a TPU's worker runs)
+  does at once (either wait is a line naming it; '' for --tpu=local is not checked), and a server there that is no
+  TPU worker is one line too."""
   runtime._check_tpu_reachable("", "--tpu=local")
-  with socket.create_server(("127.0.0.1", 0)) as server:
-    master = f"grpc://127.0.0.1:{server.getsockname()[1]}"
-    runtime._check_tpu_reachable(master, "--tpu=t")
+  master = tf.distribute.Server.create_local_server().target
+  runtime._check_tpu_reachable(master, "--tpu=t", timeout_s=10)
 
-    class Resolver:
-      def __init__(self, **kwargs):
-        pass
+  class Resolver:
+    def __init__(self, **kwargs):
+      pass
 
-      def master(self):
-        return master
+    def master(self):
+      return master
 
-    def connect(resolver):
-      raise tf.errors.UnimplementedError(None, None, "Received http2 header with status: 404\nmore")
-    monkeypatch.setattr(tf.distribute.cluster_resolver, "TPUClusterResolver", Resolver)
-    monkeypatch.setattr(tf.config, "experimental_connect_to_cluster", connect)
-    with pytest.raises(ValueError) as e:
-      training.make_strategy("tpu", cloud_tpu=training.CloudTPU("t"))
+  def connect(resolver):
+    raise tf.errors.UnimplementedError(None, None, "Received http2 header with status: 404\nmore")
+  monkeypatch.setattr(tf.distribute.cluster_resolver, "TPUClusterResolver", Resolver)
+  monkeypatch.setattr(tf.config, "experimental_connect_to_cluster", connect)
+  with pytest.raises(ValueError) as e:
+    training.make_strategy("tpu", cloud_tpu=training.CloudTPU("t"))
   assert str(e.value) == (f"--tpu=t: the server at {master} did not answer as a TPU's worker (Received http2 header "
                           "with status: 404). Check that --tpu names the TPU or its worker's grpc://ip:port (port "
                           "8470).")
+
+  with socket.create_server(("127.0.0.1", 0)) as silent:
+    address = f"grpc://127.0.0.1:{silent.getsockname()[1]}"
+    with pytest.raises(ValueError) as e:
+      runtime._check_tpu_reachable(address, "--tpu=t", timeout_s=1)
+  assert str(e.value) == (f"--tpu=t: cannot connect to the TPU at {address} (it took the connection but did not "
+                          "answer within 1 s). Check that the TPU is up (gcloud compute tpus list) and that --tpu "
+                          "names it or its worker's grpc://ip:port (port 8470).")
+
+  web = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)  # HTTP/1: TensorFlow retried
+  threading.Thread(target=web.serve_forever, daemon=True).start()
+  address = f"grpc://127.0.0.1:{web.server_address[1]}"
+  with pytest.raises(ValueError, match=r"^--tpu=t: cannot connect to the TPU at grpc://127.0.0.1:\d+ \(it answered "
+                     r"'<!DOCTYPE'\.\.\., not as a TPU's worker \(a gRPC server\) does\)\. Check that the TPU is up"):
+    runtime._check_tpu_reachable(address, "--tpu=t", timeout_s=10)
+  web.shutdown()
+  web.server_close()
 
   def no_answer(address, timeout):
     raise socket.timeout("timed out")

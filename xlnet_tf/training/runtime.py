@@ -67,11 +67,30 @@ def _tpu_resolver(cloud_tpu, flag):
                      "project).") from None
 
 
+# An HTTP/2 client's first bytes: the connection preface and an empty SETTINGS frame. A gRPC server (a TPU's
+# worker) answers them at once with a SETTINGS frame of its own (RFC 9113, 3.4): 9 bytes of frame header, the type
+# (4) at byte 3, a stream id of 0 in bytes 5-8.
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def _first_answer(connection, size):
+  """Up to `size` bytes the peer of `connection` sends first (fewer where it closes the connection)."""
+  answer = b""
+  while len(answer) < size:
+    data = connection.recv(size - len(answer))
+    if not data:
+      break
+    answer += data
+  return answer
+
+
 def _check_tpu_reachable(master, flag, timeout_s=None):
-  """A one-line ValueError naming `flag` unless a TCP connection to the TPU's worker at `master` (grpc://host:port)
-  opens within `timeout_s` (None: TPU_CONNECT_TIMEOUT_S): TensorFlow's connection to a worker that is not there
-  blocks in C++ for good, deaf to SIGTERM and Ctrl-C. An address without host and port ('' for --tpu=local) is
-  not checked."""
+  """A one-line ValueError naming `flag` unless the server at `master` (grpc://host:port), the TPU's worker, takes
+  a TCP connection and answers an HTTP/2 client's first bytes as a gRPC server does, each within `timeout_s` (None:
+  TPU_CONNECT_TIMEOUT_S). TensorFlow's connection blocks in C++ for good, deaf to SIGTERM and Ctrl-C, where no
+  worker is there, where the port takes the connection and never answers (a tunnel whose far end is gone), and
+  where something other than an HTTP/2 server answers (it retries). An HTTP/2 server that is no TPU worker is left
+  to TensorFlow's connection to report. An address without host and port ('' for --tpu=local) is not checked."""
   timeout_s = TPU_CONNECT_TIMEOUT_S if timeout_s is None else timeout_s
   try:
     address = urllib.parse.urlsplit(master if "://" in master else f"grpc://{master}")
@@ -80,12 +99,23 @@ def _check_tpu_reachable(master, flag, timeout_s=None):
     return
   if not host or not port:
     return
+  connected = False
   try:
-    with socket.create_connection((host, port), timeout=timeout_s):
+    with socket.create_connection((host, port), timeout=timeout_s) as connection:
+      connected = True
+      connection.sendall(_HTTP2_PREFACE)
+      answer = _first_answer(connection, 9)
+    if len(answer) == 9 and answer[3] == 4 and answer[5:9] == bytes(4):
       return
+    if not answer:
+      reason = "it took the connection and closed it without answering"
+    else:
+      first_line = answer.decode("ascii", "replace").splitlines()[0] if answer.strip() else repr(answer)
+      reason = f"it answered {first_line!r}..., not as a TPU's worker (a gRPC server) does"
   except TimeoutError:
-    reason = f"no answer within {timeout_s} s"
-  except OSError as e:  # refused, unreachable, a host name that does not resolve
+    reason = (f"it took the connection but did not answer within {timeout_s} s" if connected else
+              f"no answer within {timeout_s} s")
+  except OSError as e:  # refused, unreachable, a host name that does not resolve, reset
     reason = e.strerror or str(e)
   raise ValueError(f"{flag}: cannot connect to the TPU at {master} ({reason}). Check that the TPU is up (gcloud "
                    "compute tpus list) and that --tpu names it or its worker's grpc://ip:port (port 8470).")

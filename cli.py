@@ -368,7 +368,8 @@ def cli_main(prog, body):
   """The absl `main` of a CLI: rejects stray arguments, logs at INFO, runs `body(values())`, and ends a bad flag,
   file or value, or a failed write (ValueError, OSError, FloatingPointError) with one line `{prog}: error: ...`,
   exit 1; a run stopped by a signal with one line and exit 128 + signal: in the training loop after saving (an
-  exception with `exit_code`, `training.Interrupted`), elsewhere where it was (`preemption.stops_raised`)."""
+  exception with `exit_code`, `training.Interrupted`), elsewhere where it was (`preemption.stops_raised`), or at
+  the end where the code it landed in lost it."""
   def main(argv):
     if len(argv) > 1:
       raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
@@ -378,7 +379,11 @@ def cli_main(prog, body):
     try:
       with preemption.stops_raised() as noted:
         body(values())
-      return
+      if not noted:
+        return
+      name = signal.Signals(noted[0]).name  # lost where it landed (`preemption.check_stop` saw no step after it)
+      line, code = (f"{prog}: stopped by {name} late: the code it landed in lost it, and the run went on to its end; "
+                    "what the run wrote is whole."), 128 + noted[0]
     except BaseException as e:  # pylint: disable=broad-except
       if hasattr(e, "exit_code"):  # e.g. training.Interrupted: stopped by a signal after saving
         line, code = f"{prog}: {e}", e.exit_code

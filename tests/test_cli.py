@@ -8,9 +8,11 @@ import sys
 import time
 
 import pytest
+import tensorflow as tf
 from absl import flags as absl_flags
 
 import cli
+from xlnet_tf.training import inference
 from xlnet_tf.training import preemption
 
 
@@ -50,17 +52,23 @@ def test_an_error_without_a_signal_is_still_an_error(capsys):
   assert capsys.readouterr().err.strip().splitlines()[-1] == "tool.py: error: --flag must be positive."
 
 
+def _lose_a_sigint():
+  """A Ctrl-C that the code it landed in swallows, as TensorFlow's C code clears it (`TFE_Py_FastPathExecute`)."""
+  try:
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(5)
+  except:  # pylint: disable=bare-except
+    return
+  raise AssertionError("the signal did not arrive")
+
+
 def test_a_stop_lost_before_the_loop_stops_the_loop(capsys):
-  """A Ctrl-C that the code it landed in swallowed (TensorFlow's C code clears it): the training loop that would
-  start next does not start (`StopRequest` raises the stop); afterwards a loop starts as before."""
+  """A Ctrl-C that the code it landed in lost: the training loop that would start next does not start
+  (`StopRequest` raises the stop); afterwards a loop starts as before."""
   absl_flags.FLAGS.mark_as_parsed()
   entered = []
   def body(_):
-    try:
-      os.kill(os.getpid(), signal.SIGINT)
-      time.sleep(5)
-    except:  # pylint: disable=bare-except  # lost, as in TFE_Py_FastPathExecute
-      pass
+    _lose_a_sigint()
     with preemption.StopRequest():
       entered.append(True)
   with pytest.raises(SystemExit) as ended:
@@ -69,6 +77,35 @@ def test_a_stop_lost_before_the_loop_stops_the_loop(capsys):
   assert capsys.readouterr().err.strip().splitlines()[-1].startswith("tool.py: stopped by SIGINT; files are written")
   with preemption.StopRequest() as request:
     assert request.signum is None and int(request.flag.numpy()) == 0
+
+
+def test_a_stop_lost_in_eval_stops_it_before_the_next_batch(capsys):
+  absl_flags.FLAGS.mark_as_parsed()
+  steps = []
+  def step(features):
+    steps.append(int(features["x"][0]))
+    if len(steps) == 2:
+      _lose_a_sigint()
+    return {"y": features["x"]}
+  def body(_):
+    inference.run_batches(step, tf.data.Dataset.range(5).batch(1).map(lambda x: {"x": x}))
+  with pytest.raises(SystemExit) as ended:
+    cli.cli_main("tool.py", body)(["tool.py"])
+  assert ended.value.code == 128 + signal.SIGINT and steps == [0, 1]
+  assert capsys.readouterr().err.strip().splitlines()[-1].startswith("tool.py: stopped by SIGINT; files are written")
+
+
+def test_a_stop_lost_with_no_step_after_it_ends_the_run_with_its_code(capsys):
+  """The run went on to its end (its files are whole), but a scheduler's SIGTERM or a Ctrl-C still ends it with
+  128 + signal, not 0."""
+  absl_flags.FLAGS.mark_as_parsed()
+  with pytest.raises(SystemExit) as ended:
+    cli.cli_main("tool.py", lambda options: _lose_a_sigint())(["tool.py"])
+  assert ended.value.code == 128 + signal.SIGINT
+  assert capsys.readouterr().err.strip().splitlines()[-1] == (
+      "tool.py: stopped by SIGINT late: the code it landed in lost it, and the run went on to its end; what the run "
+      "wrote is whole.")
+  assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 _AFTER_MAIN = """

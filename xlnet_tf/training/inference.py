@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from xlnet_tf import checkpoint
 from xlnet_tf.data import read_errors
+from xlnet_tf.training import preemption
 
 
 class Inference:
@@ -74,6 +75,7 @@ def run_batches(step, dataset, feature_keys=()):
   """
   out = {}
   for features in dataset:
+    preemption.check_stop()  # a Ctrl-C that TensorFlow's code lost in the batch before
     batch = dict(step(features))
     batch.update((k, features[k]) for k in feature_keys)
     for k, v in batch.items():

@@ -10,7 +10,8 @@ Outside the training loop (`stops_raised`, what every CLI's `main` runs in) a si
 thread is, as KeyboardInterrupt would. Code it lands in may lose it: a Python call made by TensorFlow's C code
 (`TFE_Py_FastPathExecute` asks `TensorShape.__len__`) clears the exception, and a bare `except:` (`DType.max`)
 raises another in its place. So the signal is also noted: `stop_signal` reads an exception that follows it as the
-stop, and a training loop that starts after a lost one does not start (`StopRequest` raises `Stopped`).
+stop, and the loops that call TensorFlow step by step ask `check_stop` before each step (a training loop that
+would start, every batch of eval and predict), which raises the lost stop there.
 """
 
 import contextlib
@@ -80,6 +81,14 @@ def stop_signal(error, noted):
   return noted[0] if noted else None
 
 
+def check_stop():
+  """Raises `Stopped` if a signal raised it under a `stops_raised` that runs now (`_noted`) and the code it landed
+  in lost it; else nothing (cheap enough to ask before every step)."""
+  for noted in _noted:
+    if noted:
+      raise Stopped(noted[0])
+
+
 class StopRequest:
   """A context in which SIGTERM/SIGINT request a stop instead of killing the process.
 
@@ -95,9 +104,7 @@ class StopRequest:
     self._old = {}
 
   def __enter__(self):
-    lost = [signum for noted in _noted for signum in noted]
-    if lost:  # a stop requested before the loop that the code it landed in lost: the loop does not start
-      raise Stopped(lost[0])
+    check_stop()  # a stop requested before the loop that the code it landed in lost: the loop does not start
     self.signum = None
     self.flag.assign(0)
     if threading.current_thread() is not threading.main_thread():

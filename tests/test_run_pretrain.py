@@ -462,6 +462,20 @@ def test_a_tpu_name_that_cannot_be_looked_up_is_one_line_naming_tpu(monkeypatch)
   assert e.value.__suppress_context__
 
 
+def test_a_tpu_name_without_the_google_api_client_is_one_line(monkeypatch):
+  """A TPU's name is looked up through the Cloud TPU API with the Google API client, which TensorFlow does not
+  install: its RuntimeError was a traceback."""
+  from tensorflow.python.tpu.client import client  # pylint: disable=import-outside-toplevel
+  monkeypatch.setattr(client, "_GOOGLE_API_CLIENT_INSTALLED", False)
+  with pytest.raises(ValueError) as e:
+    training.make_strategy("tpu", cloud_tpu=training.CloudTPU("my-tpu", "us-central1-b", "my-project"))
+  assert str(e.value) == (
+      "--tpu=my-tpu: looking up a TPU by its name needs the Google API client, which this Python lacks. Install it "
+      "(pip install cloud-tpu-client), or pass the TPU's address as --tpu=grpc://ip:port (gcloud compute tpus "
+      "describe NAME shows it; port 8470).")
+  assert e.value.__suppress_context__
+
+
 def test_a_tpu_address_is_checked_before_tensorflow_connects(monkeypatch):
   """TensorFlow's connection to a TPU worker that is not there, or to a port that takes the connection and never
   answers (a tunnel whose far end is gone), waits for good, deaf to SIGTERM: the address must take a TCP

@@ -48,7 +48,7 @@ def _local_devices():
 def _tpu_resolver(cloud_tpu, flag):
   """The TPUClusterResolver of `cloud_tpu` (a `CloudTPU`) and its master address, grpc://host:port ('' for
   --tpu=local). A one-line ValueError naming `flag` (how the user named the TPU) where no TPU is named or a TPU name
-  cannot be looked up."""
+  cannot be looked up (off Google Cloud, or without the Google API client TensorFlow looks it up with)."""
   try:
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=cloud_tpu.tpu, zone=cloud_tpu.zone,
                                                                  project=cloud_tpu.project)
@@ -65,6 +65,12 @@ def _tpu_resolver(cloud_tpu, flag):
                      f"name ({e.reason}). Pass the TPU's address as --tpu=grpc://ip:port, or run on a GCE VM in the "
                      "TPU's project (with --tpu_zone and --gcp_project where the TPU is in another zone or "
                      "project).") from None
+  except RuntimeError as e:  # "Missing runtime dependency on the Google API client": a name needs the Cloud TPU API
+    if "Google API client" not in str(e):
+      raise
+    raise ValueError(f"{flag}: looking up a TPU by its name needs the Google API client, which this Python lacks. "
+                     "Install it (pip install cloud-tpu-client), or pass the TPU's address as --tpu=grpc://ip:port "
+                     "(gcloud compute tpus describe NAME shows it; port 8470).") from None
 
 
 # An HTTP/2 client's first bytes: the connection preface and an empty SETTINGS frame. A gRPC server (a TPU's

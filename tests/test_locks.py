@@ -2,6 +2,7 @@
 file (shared by the runs that read it, refused to a run that would write it again)."""
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -47,6 +48,32 @@ def test_a_run_that_fails_in_a_directory_it_made_leaves_no_empty_directory(tmp_p
       raise ValueError("late")
   assert sorted(os.listdir(tmp_path)) == ["kept", "new-True", "written"]
 
+
+
+@pytest.mark.parametrize("where", ["open", "write"])
+def test_a_signal_while_the_lock_is_made_leaves_no_lock(where, tmp_path, monkeypatch):
+  """A Ctrl-C right after the lock file appears (where a run is stopped as soon as it locks its --model_dir) waits
+  till the lock is written whole, then stops the run, which removes its lock and the directory it made: an empty
+  lock was left before, and the run that held it was gone. A full disk while it is written leaves none either."""
+  monkeypatch.setattr(signal, "signal", signal.signal)  # the handler set below is put back after the test
+  signal.signal(signal.SIGINT, signal.default_int_handler)
+  real_fdopen = os.fdopen
+
+  def fdopen(fd, *args, **kwargs):
+    if where == "write":
+      os.close(fd)
+      raise OSError(28, "No space left on device")
+    signal.raise_signal(signal.SIGINT)  # its handler runs in this thread as this call returns
+    return real_fdopen(fd, *args, **kwargs)
+  monkeypatch.setattr(os, "fdopen", fdopen)
+  run_dir = tmp_path / "run"
+  with pytest.raises(KeyboardInterrupt if where == "open" else ValueError) as e:
+    with locks.directory_lock(str(run_dir)):
+      raise AssertionError("the body ran")
+  assert not run_dir.exists(), os.listdir(run_dir)
+  if where == "write":
+    assert str(e.value) == (f"Cannot use --model_dir {run_dir}: No space left on device (writing its lock "
+                            f"{run_dir}/.run.lock). Pass a writable directory.")
 
 
 def test_a_cache_in_use_is_shared_by_the_same_inputs_and_refused_to_others(tmp_path, monkeypatch):

@@ -308,7 +308,7 @@ class FileSet:
       for final in (path + p[len(tmp):] for p in parts):
         if exists(final) and isdir(final):
           raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), final)
-    with _signals_held():
+    with signals_held():
       for path, tmp in self._temps.items():
         self._current = path
         if path in self._last_suffixes:
@@ -323,7 +323,7 @@ def atomic_files():
 
   The body writes every file of the set to its temporary name (`FileSet.write`, `FileSet.path`; files of several
   parts under a temporary prefix, `FileSet.prefix`). When it ends, the temporaries are renamed onto their final
-  names in one pass, with SIGINT and SIGTERM held back until the last rename (`_signals_held`), so a stopped run
+  names in one pass, with SIGINT and SIGTERM held back until the last rename (`signals_held`), so a stopped run
   cannot leave the set half new. A write error (e.g. a full disk) or a signal before that pass removes every
   temporary (every part of a prefix) and leaves every final name as it was; a write error becomes an OSError whose
   one-line message names the file being written.
@@ -345,7 +345,7 @@ _HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 @contextlib.contextmanager
-def _signals_held():
+def signals_held():
   """Holds SIGINT and SIGTERM back while the body runs; each one sent meanwhile is delivered (once) right after.
 
   Python runs signal handlers in the main thread, but the kernel gives a signal sent to the process to any thread

@@ -33,6 +33,29 @@ def directory_lock(directory, name="run", what="--model_dir"):
     raise ValueError(f"Cannot create {what} {directory}: {e.strerror or e}. Pass a writable directory.") from None
   path = os.path.join(directory, f".{name}.lock")
   me = f"{os.getpid()} {socket.gethostname()}"
+  failed = True
+  try:
+    with fileio.signals_held():  # a Ctrl-C while the lock is made waits till it is whole and the `finally` covers it
+      _take_lock(path, me, directory, what)
+    yield
+    failed = False
+  finally:
+    try:
+      with open(path) as f:
+        if f.read() == me:
+          os.remove(path)
+    except OSError:  # none (it was not taken) or not readable
+      pass
+    try:
+      if created and failed and not os.listdir(directory):
+        os.rmdir(directory)  # a run that failed before writing anything leaves no trace
+    except OSError:
+      pass
+
+
+def _take_lock(path, me, directory, what):
+  """Makes the lock file `path` holding `me` (pid and host), taking over a stale one; a one-line ValueError where
+  a live process holds it or it cannot be written."""
   for _ in range(2):
     try:
       fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -47,25 +70,15 @@ def directory_lock(directory, name="run", what="--model_dir"):
     except OSError as e:
       raise ValueError(f"Cannot use {what} {directory}: {e.strerror or e} (writing its lock {path}). Pass a "
                        "writable directory.") from None
-    with os.fdopen(fd, "w") as f:
-      f.write(me)
-    break
-  else:
-    raise ValueError(f"Could not take the lock {path}; another process keeps taking it. Use another {what}.")
-  failed = True
-  try:
-    yield
-    failed = False
-  finally:
     try:
-      with open(path) as f:
-        mine = f.read() == me
-      if mine:
-        os.remove(path)
-      if mine and created and failed and not os.listdir(directory):
-        os.rmdir(directory)  # a run that failed before writing anything leaves no trace
-    except OSError:
-      pass
+      with os.fdopen(fd, "w") as f:
+        f.write(me)
+    except OSError as e:  # a full disk: no empty lock, which the next run would take for another's, is left
+      os.remove(path)
+      raise ValueError(f"Cannot use {what} {directory}: {e.strerror or e} (writing its lock {path}). Pass a "
+                       "writable directory.") from None
+    return
+  raise ValueError(f"Could not take the lock {path}; another process keeps taking it. Use another {what}.")
 
 
 def _lock_holder(path):

@@ -294,6 +294,43 @@ def test_a_signal_while_a_set_is_renamed_waits_for_the_last_rename(tmp_path, mon
   assert signal.getsignal(signal.SIGTERM).__name__ == "handler"  # the test's own, put back
 
 
+@pytest.mark.parametrize("kind", ["parts", "directory"])
+def test_a_signal_while_atomic_path_renames_waits_for_the_last_rename(kind, tmp_path, monkeypatch, sigterm_handler):
+  """SIGTERM sent at the first rename of a file's parts (a SentencePiece model's `.vocab`, then its `.model`) or
+  of a directory's replacement (the old one aside, the new one in, the old one removed): its handler runs after
+  the last, so the parts are all new and no old directory is left aside."""
+  target = tmp_path / "m"
+  if kind == "parts":
+    for suffix in (".model", ".vocab"):
+      (tmp_path / f"m{suffix}").write_text("old")
+  else:
+    _write_dir(target, marker="MARK")
+  events = sigterm_handler
+  rename = fileio.rename
+
+  def renaming(src, dst):
+    if not events:
+      os.kill(os.getpid(), signal.SIGTERM)
+      time.sleep(0.05)  # a handler that is not held back runs here, before the first rename
+    events.append(os.path.basename(dst))
+    rename(src, dst)
+  monkeypatch.setattr(fileio, "rename", renaming)
+  with pytest.raises(_Stop):
+    if kind == "parts":
+      with fileio.atomic_path(str(target), last_suffix=".model") as tmp:
+        for suffix in (".model", ".vocab"):
+          with open(tmp + suffix, "w") as f:
+            f.write("new")
+    else:
+      _write_dir(target, marker="MARK")
+  assert events[-1] == signal.SIGTERM and len(events) >= 3, events
+  if kind == "parts":
+    assert listing(tmp_path) == ["m.model", "m.vocab"]
+    assert _contents([tmp_path / "m.model", tmp_path / "m.vocab"]) == ["new", "new"]
+  else:
+    assert listing(tmp_path) == ["m"] and _contents([target / "MARK"]) == ["new"]
+
+
 @pytest.mark.parametrize("include_hidden", [True, False])
 def test_hidden_files_count_on_every_python(tmp_path, monkeypatch, include_hidden):
   """A directory holding only `.git` or `.env` is not empty: --export_dir must not replace it whole. Python 3.10's

@@ -197,16 +197,19 @@ def atomic_path(path, last_suffix=None, marker=None):
   `.data-*`, or SentencePiece's `.model` and `.vocab`): each `tmp + suffix` becomes `path + suffix`, the one
   ending with `last_suffix` last, so that it marks the whole as complete. On any error everything written is
   removed; a write error (e.g. a full disk) becomes an OSError whose one-line message names `path`. A directory
-  above `path` that is a file is a ValueError naming it.
+  above `path` that is a file is a ValueError naming it. SIGINT and SIGTERM wait while the renames run
+  (`signals_held`).
   """
   path, tmp = _prepare(path)
   with _removed_on_error([tmp], lambda: path):
     yield tmp
     if exists(tmp) and isdir(tmp):
       check_output_dir(path, marker=marker or "")
-      _replace_dir(tmp, path)
+      with signals_held():  # a stopped run must not leave the old directory aside, or no directory at `path`
+        _replace_dir(tmp, path)
       return
-    _rename_parts(tmp, path, last_suffix)
+    with signals_held():  # nor half the parts new (a SentencePiece `.vocab` beside the `.model` it replaced)
+      _rename_parts(tmp, path, last_suffix)
 
 
 def _parts(tmp):

@@ -116,7 +116,7 @@ def _check_tpu_reachable(master, flag, timeout_s=None):
     if not answer:
       reason = "it took the connection and closed it without answering"
     else:
-      first_line = answer.decode("ascii", "replace").splitlines()[0] if answer.strip() else repr(answer)
+      first_line = (answer.decode("ascii", "replace").strip() or "whitespace").splitlines()[0]
       reason = f"it answered {first_line!r}..., not as a TPU's worker (a gRPC server) does"
   except TimeoutError:
     reason = (f"it took the connection but did not answer within {timeout_s} s" if connected else

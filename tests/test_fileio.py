@@ -261,13 +261,9 @@ def test_a_signal_while_a_set_is_written_leaves_every_old_file(tmp_path, sigterm
   assert listing(tmp_path) == ["a.json", "b.json", "c.tsv"]
 
 
-@pytest.mark.parametrize("other_thread", [False, True])
-def test_a_signal_while_a_set_is_renamed_waits_for_the_last_rename(tmp_path, monkeypatch, sigterm_handler,
-                                                                   other_thread):
-  """SIGTERM sent as the 1st file is renamed: its handler runs after the 3rd, so all three files are new. With
-  another thread running (as TensorFlow's are), the kernel may give it the signal: still held back."""
-  paths = _old_set(tmp_path)
-  events = sigterm_handler  # the renames and the handler's run, in order
+def _sigterm_at_the_first_rename(monkeypatch, events):
+  """`fileio.rename` sends SIGTERM before its first rename; `events` (the `sigterm_handler` list) gets each rename's
+  final name, in order, beside the handler's run."""
   rename = fileio.rename
 
   def renaming(src, dst):
@@ -277,6 +273,16 @@ def test_a_signal_while_a_set_is_renamed_waits_for_the_last_rename(tmp_path, mon
     events.append(os.path.basename(dst))
     rename(src, dst)
   monkeypatch.setattr(fileio, "rename", renaming)
+
+
+@pytest.mark.parametrize("other_thread", [False, True])
+def test_a_signal_while_a_set_is_renamed_waits_for_the_last_rename(tmp_path, monkeypatch, sigterm_handler,
+                                                                   other_thread):
+  """SIGTERM sent as the 1st file is renamed: its handler runs after the 3rd, so all three files are new. With
+  another thread running (as TensorFlow's are), the kernel may give it the signal: still held back."""
+  paths = _old_set(tmp_path)
+  events = sigterm_handler  # the renames and the handler's run, in order
+  _sigterm_at_the_first_rename(monkeypatch, events)
   release = threading.Event()
   thread = threading.Thread(target=release.wait, daemon=True)
   if other_thread:
@@ -306,15 +312,7 @@ def test_a_signal_while_atomic_path_renames_waits_for_the_last_rename(kind, tmp_
   else:
     _write_dir(target, marker="MARK")
   events = sigterm_handler
-  rename = fileio.rename
-
-  def renaming(src, dst):
-    if not events:
-      os.kill(os.getpid(), signal.SIGTERM)
-      time.sleep(0.05)  # a handler that is not held back runs here, before the first rename
-    events.append(os.path.basename(dst))
-    rename(src, dst)
-  monkeypatch.setattr(fileio, "rename", renaming)
+  _sigterm_at_the_first_rename(monkeypatch, events)
   with pytest.raises(_Stop):
     if kind == "parts":
       with fileio.atomic_path(str(target), last_suffix=".model") as tmp:

@@ -12,6 +12,7 @@ TensorFlow's C++ noise stays off its stderr (`-v 1` shows everything) and a sign
 line.
 """
 
+import atexit
 import gc
 import json
 import os
@@ -420,11 +421,38 @@ def _parse_flags(argv):
 
 
 def run_script(define_flags, main):
-  """`define_flags()`, --helpshort listing them, then `app.run(main)`: the `__main__` of every CLI."""
+  """`define_flags()`, --helpshort listing them, then `app.run(main)`: the `__main__` of every CLI. Its exit ends
+  the process at once (`_end_process`)."""
   define_flags()
   for flag in absl_flags.FLAGS.get_flags_for_module(flags):  # key flags of the script, which --helpshort lists
     absl_flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
   try:
     app.run(main, flags_parser=_parse_flags)
+  except SystemExit as e:
+    code = e.code
+  else:
+    code = 0
   finally:
     stderr_filter.stop()  # every line out before the process ends (also where it ends with os._exit)
+  _end_process(code)
+
+
+def _end_process(code):
+  """Ends the process with `code` (SystemExit's: None is 0, a message is printed and is 1) as Python's shutdown
+  would, but without its teardown. Python sets SIGINT and SIGTERM back to their default actions before it tears the
+  modules down, and TensorFlow's teardown takes about half a second: a signal then killed the process without its
+  line (`_exit_on_signal`). So the atexit functions (logging's flush among them) run here, under that handler, the
+  standard streams are flushed, and `os._exit` ends the process; the tools close or flush every file they write
+  (the TensorBoard writer after each report) before."""
+  if code is None:
+    code = 0
+  elif not isinstance(code, int):
+    print(code, file=sys.stderr)
+    code = 1
+  atexit._run_exitfuncs()  # pylint: disable=protected-access
+  for stream in (sys.stdout, sys.stderr):
+    try:
+      stream.flush()
+    except (OSError, ValueError):  # a closed pipe or stream: nothing more can reach it
+      pass
+  os._exit(code)  # pylint: disable=protected-access

@@ -125,3 +125,33 @@ def test_a_signal_after_main_does_not_say_the_run_was_starting():
   assert proc.returncode == 128 + signal.SIGTERM, proc.stderr[-2000:]
   assert proc.stderr.strip().splitlines()[-1].endswith("stopped by SIGTERM after its run ended; what the run wrote "
                                                        "is whole."), proc.stderr[-2000:]
+
+
+_SLOW_TEARDOWN = """
+import sys, time
+import cli
+cli.start_script(sys.argv)
+
+class Slow:
+  def __del__(self):
+    time.sleep(3)  # as TensorFlow's teardown, after Python set the signals' default actions back
+
+sys.modules["slow_teardown"] = type(sys)("slow_teardown")
+sys.modules["slow_teardown"].held = Slow()
+def body(options):
+  print("run ended", flush=True)
+cli.run_script(lambda: None, cli.cli_main("tool.py", body))
+"""
+
+
+def test_a_signal_as_the_process_ends_does_not_kill_it_without_its_line():
+  """Python's shutdown tore the modules down with SIGTERM's default action back in place: a signal in that half
+  second killed the run (exit -15, no line). A CLI's process now ends at once after its atexit functions."""
+  proc = subprocess.Popen([sys.executable, "-c", _SLOW_TEARDOWN], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=os.getcwd()))
+  assert proc.stdout.readline() == "run ended\n"
+  time.sleep(0.5)
+  proc.send_signal(signal.SIGTERM)
+  _, err = proc.communicate(timeout=60)
+  assert proc.returncode == 0, (proc.returncode, err[-2000:])
+

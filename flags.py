@@ -372,3 +372,21 @@ def define_convert_flags(flag_values=flags.FLAGS):
                     "config.json (the original's pooling is a flag, not in the checkpoint; HF has no attn).", **fv)
   flags.DEFINE_string("model_config_path", None, "tf1 -> hf: the checkpoint's xlnet_config.json. Unset: the one "
                       "beside the checkpoint.", **fv)
+
+
+def define_train_spm_flags(flag_values=flags.FLAGS):
+  """The flags of scripts/train_spm.py: the original README's `spm_train` settings as defaults (new: the original
+  runs SentencePiece's own binary)."""
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_string("input", None, "Text files: a glob or a comma-separated list of files/globs.", **fv)
+  flags.DEFINE_string("model_prefix", None, "Output prefix: writes {model_prefix}.model and {model_prefix}.vocab.",
+                      **fv)
+  flags.DEFINE_integer("vocab_size", 32000, "Vocabulary size (the README uses 32000).", **fv)
+  flags.DEFINE_float("character_coverage", 0.99995, "Fraction of characters covered by the vocabulary.", **fv)
+  flags.DEFINE_enum("model_type", "unigram", ["unigram", "bpe", "char", "word"], "SentencePiece model type.", **fv)
+  flags.DEFINE_integer("input_sentence_size", 10000000, "Maximum number of sentences sampled for training.", **fv)
+  flags.DEFINE_bool("shuffle_input_sentence", True, "Shuffle the sampled sentences.", **fv)
+  flags.DEFINE_bool("hard_vocab_limit", True, "False: a small corpus may give fewer pieces than --vocab_size.", **fv)
+  flags.DEFINE_integer("num_threads", None, "Trainer threads (default: all CPUs).", **fv)
+  flags.DEFINE_bool("overwrite", False, "Replace an existing {model_prefix}.model and .vocab.", **fv)
+  flags.mark_flags_as_required(["input", "model_prefix"], **fv)

@@ -10,29 +10,19 @@ is the README's `spm_train --vocab_size=32000 --character_coverage=0.99995 --mod
 
 Unlike `spm_train`, it does not replace an existing `{model_prefix}.model` or `.vocab` (a model others may have been
 trained with) unless --overwrite is given; a --model_prefix that is a directory is refused (the files would be written
-beside it, as `<dir>.model`). The numeric flags are checked before training, with SentencePiece's ranges.
+beside it, as `<dir>.model`). The numeric flags are checked before training, with SentencePiece's ranges. SIGINT
+and SIGTERM stop it at once, the trainer included (it runs in a child process), with one line and nothing written.
 """
 
 import os
 import sys
 
-from absl import app
-from absl import flags
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from xlnet_tf.data import tokenization
-
-flags.DEFINE_string("input", None, "Text files: a glob or a comma-separated list of files/globs.")
-flags.DEFINE_string("model_prefix", None, "Output prefix: writes {model_prefix}.model and {model_prefix}.vocab.")
-flags.DEFINE_integer("vocab_size", 32000, "Vocabulary size (the README uses 32000).")
-flags.DEFINE_float("character_coverage", 0.99995, "Fraction of characters covered by the vocabulary.")
-flags.DEFINE_enum("model_type", "unigram", ["unigram", "bpe", "char", "word"], "SentencePiece model type.")
-flags.DEFINE_integer("input_sentence_size", 10000000, "Maximum number of sentences sampled for training.")
-flags.DEFINE_bool("shuffle_input_sentence", True, "Shuffle the sampled sentences.")
-flags.DEFINE_bool("hard_vocab_limit", True, "False: a small corpus may give fewer pieces than --vocab_size.")
-flags.DEFINE_integer("num_threads", None, "Trainer threads (default: all CPUs).")
-flags.DEFINE_bool("overwrite", False, "Replace an existing {model_prefix}.model and .vocab.")
-flags.mark_flags_as_required(["input", "model_prefix"])
+import cli  # pylint: disable=wrong-import-position  # first: start_script() runs before anything else is imported
+if __name__ == "__main__":
+  cli.start_script()
+import flags  # pylint: disable=wrong-import-position
+from xlnet_tf.data import tokenization  # pylint: disable=wrong-import-position
 
 
 def check_model_prefix(model_prefix, overwrite):
@@ -48,22 +38,19 @@ def check_model_prefix(model_prefix, overwrite):
                      "another --model_prefix, or --overwrite to replace them.")
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+def body(o):
+  check_model_prefix(o.model_prefix, o.overwrite)
+  options = tokenization.SpmTrainOptions(
+      vocab_size=o.vocab_size, character_coverage=o.character_coverage, model_type=o.model_type,
+      input_sentence_size=o.input_sentence_size, shuffle_input_sentence=o.shuffle_input_sentence,
+      hard_vocab_limit=o.hard_vocab_limit, num_threads=o.num_threads)
   try:
-    check_model_prefix(flags.FLAGS.model_prefix, flags.FLAGS.overwrite)
-    options = tokenization.SpmTrainOptions(
-        vocab_size=flags.FLAGS.vocab_size, character_coverage=flags.FLAGS.character_coverage,
-        model_type=flags.FLAGS.model_type, input_sentence_size=flags.FLAGS.input_sentence_size,
-        shuffle_input_sentence=flags.FLAGS.shuffle_input_sentence, hard_vocab_limit=flags.FLAGS.hard_vocab_limit,
-        num_threads=flags.FLAGS.num_threads)
-    path = tokenization.train_sentencepiece(flags.FLAGS.input, flags.FLAGS.model_prefix, options)
-  except (OSError, ValueError, RuntimeError) as e:
-    sys.exit(f"train_spm.py: error: {str(e).strip().splitlines()[0]}")
+    path = tokenization.train_sentencepiece(o.input, o.model_prefix, options)
+  except RuntimeError as e:  # SentencePiece's trainer: its message's first line says what
+    raise ValueError(str(e).strip().splitlines()[0]) from None
   sp = tokenization.load_sentencepiece(path)
   print(f"Wrote {path}: vocab_size={tokenization.vocab_size(sp)}, XLNet special symbols at ids 0-8.")
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run_script(flags.define_train_spm_flags, cli.cli_main("train_spm.py", body))

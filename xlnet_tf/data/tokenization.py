@@ -10,7 +10,11 @@ whose ids differ, and `train_sentencepiece` trains one with the original README'
 
 import dataclasses
 import glob as glob_lib
+import json
 import os
+import signal
+import subprocess
+import sys
 import unicodedata
 
 import numpy as np
@@ -301,6 +305,47 @@ def train_sentencepiece(inputs, model_prefix, options, *, quiet=False, **extra_o
     if quiet:
       settings["minloglevel"] = 2
     settings.update(extra_options)
-    spm.SentencePieceTrainer.Train(**settings)
+    _train_in_a_child(settings)
     load_sentencepiece(tmp_prefix + ".model")  # Checks the special ids.
   return model_prefix + ".model"
+
+
+def _train_in_a_child(settings):
+  """`spm.SentencePieceTrainer.Train(**settings)` in a child Python process. The trainer's C++ code holds the thread
+  that calls it until it is done (minutes on a large corpus), and Python's signal handlers wait for it: SIGTERM and
+  Ctrl-C would stop nothing until then. So this process only waits, which a signal interrupts, and the child is
+  killed on the way out (its files, under the caller's temporary prefix, are removed with them). The child imports
+  this module alone (not the caller's `__main__`, as multiprocessing's spawn would); its log goes to stderr.
+
+  Raises:
+    RuntimeError: SentencePiece's message where its trainer fails, or how the child ended without a result.
+  """
+  package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  env = dict(os.environ, PYTHONPATH=os.pathsep.join([package_root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+  child = subprocess.Popen([sys.executable, "-c", f"import {__name__}; {__name__}._train_here()"],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
+  try:
+    answer, _ = child.communicate(json.dumps(settings))
+  finally:
+    if child.poll() is None:  # a signal (or an error) while it trains
+      child.kill()
+      child.wait()
+  try:
+    error = json.loads(answer)["error"]
+  except (ValueError, KeyError, TypeError):
+    error = f"the SentencePiece trainer ended without a result (exit code {child.returncode})"
+  if error is not None:
+    raise RuntimeError(error)
+
+
+def _train_here():
+  """The child's side of `_train_in_a_child`: the settings from stdin (JSON), `{"error": None or SentencePiece's
+  message}` to stdout."""
+  signal.signal(signal.SIGINT, signal.SIG_DFL)  # a Ctrl-C reaches the whole process group: the parent says why
+  settings = json.load(sys.stdin)
+  try:
+    spm.SentencePieceTrainer.Train(**settings)
+    error = None
+  except Exception as e:  # pylint: disable=broad-except  # SentencePiece's RuntimeError (or OSError) goes to the parent
+    error = str(e)
+  json.dump({"error": error}, sys.stdout)

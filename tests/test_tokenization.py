@@ -162,6 +162,16 @@ def test_train_spm_cli(tmp_path):
   assert tk.load_sentencepiece(str(tmp_path / "m.model")).GetPieceSize() <= 250
 
 
+def test_a_python_object_option_trains_in_this_process(tmp_path):
+  """The trainer runs in a child process fed JSON; an option that is a Python object (SentencePiece's
+  `sentence_iterator`) cannot go there, so that call trains here, as before."""
+  lines = open(GOLDEN_CORPUS, encoding="utf-8").read().splitlines()
+  path = tk.train_sentencepiece([GOLDEN_CORPUS], str(tmp_path / "it"),
+                                tk.SpmTrainOptions(vocab_size=250, hard_vocab_limit=False), quiet=True,
+                                input=[], sentence_iterator=iter(lines))
+  assert tk.load_sentencepiece(path).GetPieceSize() <= 250
+
+
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
 def test_train_spm_stops_at_once_while_the_trainer_runs(sig, tmp_path):
   """SentencePiece's trainer is C++ that Python's signal handlers wait for: SIGTERM killed the tool with no line (its

@@ -288,7 +288,9 @@ def train_sentencepiece(inputs, model_prefix, options, *, quiet=False, **extra_o
     model_prefix: writes `{model_prefix}.model` and `{model_prefix}.vocab`.
     options: `SpmTrainOptions`, the vocabulary size and the trainer's settings.
     quiet: silence the trainer's log.
-    **extra_options: any other `spm_train` option.
+    **extra_options: any other `spm_train` option. The trainer runs in a child process that a signal to this one
+      stops at once (`_train_in_a_child`), unless an option is a Python object (SentencePiece's
+      `sentence_iterator`), which only this process can use.
 
   Returns:
     The path of the written `.model` file.
@@ -305,13 +307,18 @@ def train_sentencepiece(inputs, model_prefix, options, *, quiet=False, **extra_o
     if quiet:
       settings["minloglevel"] = 2
     settings.update(extra_options)
-    _train_in_a_child(settings)
+    try:
+      request = json.dumps(settings)
+    except TypeError:  # a Python object option (`sentence_iterator`, `model_writer`) cannot go to another process
+      spm.SentencePieceTrainer.Train(**settings)
+    else:
+      _train_in_a_child(request)
     load_sentencepiece(tmp_prefix + ".model")  # Checks the special ids.
   return model_prefix + ".model"
 
 
-def _train_in_a_child(settings):
-  """`spm.SentencePieceTrainer.Train(**settings)` in a child Python process. The trainer's C++ code holds the thread
+def _train_in_a_child(request):
+  """`spm.SentencePieceTrainer.Train(**settings)` in a child Python process, `request` the settings in JSON. The trainer's C++ code holds the thread
   that calls it until it is done (minutes on a large corpus), and Python's signal handlers wait for it: SIGTERM and
   Ctrl-C would stop nothing until then. So this process only waits, which a signal interrupts, and the child is
   killed on the way out (its files, under the caller's temporary prefix, are removed with them). The child imports
@@ -325,7 +332,7 @@ def _train_in_a_child(settings):
   child = subprocess.Popen([sys.executable, "-c", f"import {__name__}; {__name__}._train_here()"],
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
   try:
-    answer, _ = child.communicate(json.dumps(settings))
+    answer, _ = child.communicate(request)
   finally:
     if child.poll() is None:  # a signal (or an error) while it trains
       child.kill()

@@ -153,5 +153,7 @@ def test_a_signal_as_the_process_ends_does_not_kill_it_without_its_line():
   time.sleep(0.5)
   proc.send_signal(signal.SIGTERM)
   _, err = proc.communicate(timeout=60)
-  assert proc.returncode == 0, (proc.returncode, err[-2000:])
+  ended_first = proc.returncode == 0  # what it does unless the machine is slow enough to still run its atexit then
+  assert ended_first or (proc.returncode == 128 + signal.SIGTERM and err.strip().splitlines()[-1].endswith(
+      "stopped by SIGTERM after its run ended; what the run wrote is whole.")), (proc.returncode, err[-2000:])
 

@@ -318,17 +318,18 @@ def train_sentencepiece(inputs, model_prefix, options, *, quiet=False, **extra_o
 
 
 def _train_in_a_child(request):
-  """`spm.SentencePieceTrainer.Train(**settings)` in a child Python process, `request` the settings in JSON. The trainer's C++ code holds the thread
-  that calls it until it is done (minutes on a large corpus), and Python's signal handlers wait for it: SIGTERM and
-  Ctrl-C would stop nothing until then. So this process only waits, which a signal interrupts, and the child is
-  killed on the way out (its files, under the caller's temporary prefix, are removed with them). The child imports
-  this module alone (not the caller's `__main__`, as multiprocessing's spawn would); its log goes to stderr.
+  """`spm.SentencePieceTrainer.Train(**settings)` in a child Python process, `request` the settings in JSON. The
+  trainer's C++ code holds the thread that calls it until it is done (minutes on a large corpus), and Python's signal
+  handlers wait for it: SIGTERM and Ctrl-C would stop nothing until then. So this process only waits, which a signal
+  interrupts, and the child is killed on the way out (its files, under the caller's temporary prefix, are removed with
+  them). The child imports this module alone (not the caller's `__main__`, as multiprocessing's spawn would); its log
+  goes to stderr.
 
   Raises:
     RuntimeError: SentencePiece's message where its trainer fails, or how the child ended without a result.
   """
   package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-  env = dict(os.environ, PYTHONPATH=os.pathsep.join([package_root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+  env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
   child = subprocess.Popen([sys.executable, "-c", f"import {__name__}; {__name__}._train_here()"],
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
   try:

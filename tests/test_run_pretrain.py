@@ -622,3 +622,19 @@ def test_building_an_input_iterator_undoes_keep_freed_memory_and_the_trainer_mak
   results = _page_faults("input", "input_kept")
   assert results["input_kept"][0] == "True"
   assert results["input_kept"][1] * 4 < results["input"][1], results
+
+
+def test_the_run_files_are_written_as_one_set(tmp_path):
+  from xlnet_tf import XLNetConfig  # pylint: disable=import-outside-toplevel
+  config = XLNetConfig(n_layer=2, d_model=8, n_head=2, d_head=4, d_inner=16, ff_activation="gelu", untie_r=True,
+                       n_token=32)
+  (tmp_path / "xlnet_config.json").write_text("the run before's")
+  (tmp_path / "run_flags.json").mkdir()  # the second file cannot be written: the first must stay as it was
+  with pytest.raises(OSError, match="run_flags.json"):
+    training.write_run_files(str(tmp_path), config, {"seed": 1})
+  assert (tmp_path / "xlnet_config.json").read_text() == "the run before's"
+  assert sorted(p.name for p in tmp_path.iterdir()) == ["run_flags.json", "xlnet_config.json"]
+  (tmp_path / "run_flags.json").rmdir()
+  training.write_run_files(str(tmp_path), config, {"seed": 1})
+  assert XLNetConfig(str(tmp_path / "xlnet_config.json")) == config
+  assert json.loads((tmp_path / "run_flags.json").read_text()) == {"seed": 1}

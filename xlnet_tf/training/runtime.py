@@ -5,6 +5,7 @@ beside the checkpoints.
 
 import ctypes
 import dataclasses
+import json
 import os
 import socket
 import urllib.error
@@ -301,11 +302,13 @@ def check_run_files(model_dir, xlnet_config):
 
 
 def write_run_files(model_dir, xlnet_config, flags_dict):
-  """`xlnet_config.json` and `run_flags.json` in model_dir (what the original's `config.json` held, and more), each
-  written atomically. A CLI writes them once its run has restored or initialised its model: a run that fails
-  before (a bad flag, a checkpoint it cannot resume) leaves the files of the run before it as they were."""
-  xlnet_config.to_json(os.path.join(model_dir, "xlnet_config.json"))
-  fileio.write_json(os.path.join(model_dir, "run_flags.json"), flags_dict, indent=2, sort_keys=True, default=str)
+  """`xlnet_config.json` and `run_flags.json` in model_dir (what the original's `config.json` held, and more), written
+  as one set (`fileio.atomic_files`: both new or both as before). A CLI writes them once its run has restored or
+  initialised its model: a run that fails before (a bad flag, a checkpoint it cannot resume) leaves the files of
+  the run before it as they were."""
+  with fileio.atomic_files() as out:
+    xlnet_config.to_json(os.path.join(model_dir, "xlnet_config.json"), write=out.write)
+    out.write(os.path.join(model_dir, "run_flags.json"), json.dumps(flags_dict, indent=2, sort_keys=True, default=str))
 
 
 def set_float32_matmul_precision(use_tf32, strategy):

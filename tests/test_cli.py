@@ -157,3 +157,31 @@ def test_a_signal_as_the_process_ends_does_not_kill_it_without_its_line():
   assert ended_first or (proc.returncode == 128 + signal.SIGTERM and err.strip().splitlines()[-1].endswith(
       "stopped by SIGTERM after its run ended; what the run wrote is whole.")), (proc.returncode, err[-2000:])
 
+
+
+def test_the_choices_of_enum_flags_are_the_librarys():
+  """flags.py stays free of TensorFlow, so its enum flags list their choices again: they must be the library's."""
+  import flags  # pylint: disable=import-outside-toplevel
+  from xlnet_tf import config as model_config  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.modeling import heads  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.tasks.pretrain import writer_options  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.training import config as train_config  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.training import optimization, runtime, schedule  # pylint: disable=import-outside-toplevel
+  library = {"strategy": runtime.STRATEGIES, "mems_reset": train_config.MEMS_RESET,
+             "loss_weighting": train_config.LOSS_WEIGHTINGS, "decay_method": schedule.DECAY_METHODS,
+             "clip_mode": ("auto",) + optimization.CLIP_MODES, "init": model_config.INITS,
+             "summary_type": heads.SUMMARY_TYPES, "span_sampling": writer_options.SPAN_SAMPLING_CHOICES,
+             "split": writer_options.SPLIT_CHOICES}
+  seen = set()
+  for name in dir(flags):
+    if name.startswith("define_"):
+      fv = absl_flags.FlagValues()
+      getattr(flags, name)(**({"dropout": 0.1, "dropatt": 0.1} if name == "define_run_config_flags" else {}),
+                           **({"learning_rate": 1e-5, "train_steps": 1, "min_lr_ratio": 0.0}
+                              if name == "define_optimizer_flags" else {}), flag_values=fv)
+      for flag_name in set(library) & set(fv):
+        if not isinstance(fv[flag_name].parser, absl_flags.EnumParser):
+          continue  # e.g. pretraining's --summary_type, a string it does not use (as in the original)
+        assert tuple(fv[flag_name].parser.enum_values) == tuple(library[flag_name]), (name, flag_name)
+        seen.add(flag_name)
+  assert seen == set(library)

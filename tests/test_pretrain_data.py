@@ -1,6 +1,7 @@
 import bisect
 import dataclasses
 import glob
+import json
 import os
 import random
 
@@ -80,6 +81,46 @@ def test_records_equal_the_original_exactly(golden_sp, tmp_path):
   for k in FEATURES:
     np.testing.assert_array_equal(ours[k], gold[k], err_msg=k)
   assert os.listdir(tmp_path) == [os.path.basename(path)]  # No temporary file left.
+
+
+CONFIG_DIR = "tests/testdata/data_configs"
+with open(os.path.join(CONFIG_DIR, "meta.json"), encoding="utf-8") as _f:
+  CONFIG_META = json.load(_f)
+
+
+@pytest.mark.parametrize("name", list(CONFIG_META["configs"]))  # About 0.1-0.4 s each.
+def test_records_equal_the_original_in_other_configurations(name, tmp_path, monkeypatch):
+  """create_data with the flags of tests/testdata/data_configs (written by generate_data_goldens.py with the
+  original data_utils.py: bi_data False, uncased, use_eod False, seq_len 8 and 48, num_predict 1 to 32, other
+  mask_alpha/mask_beta, several cores, task and pass_id > 0, split dev, id input) and the same seeds writes the same
+  records."""
+  meta = CONFIG_META["configs"][name]
+  flags = dict(meta["flags"])
+  assert meta["np_seed"] == 100 * flags["task"] + flags["pass_id"]
+  spec = PretrainDataSpec(**{k: flags.pop(k) for k in SPEC_FIELDS})
+  options = WriterOptions(**{k: flags.pop(k) for k in OPTION_FIELDS if k in flags})
+  assert not flags, f"flags the test does not pass: {flags}"
+  # The original's seeds: numpy 100*task + pass_id (make_rngs without seed) and python's random seeded as there.
+  monkeypatch.setattr(pretrain_data, "make_rngs", lambda task, pass_id, seed=None: (
+      np.random.RandomState(100 * task + pass_id), random.Random(meta["py_seed"])))
+  info = pretrain_data.create_data(spec, options, input_glob=os.path.join(CONFIG_DIR, meta["corpus"], "*.txt"),
+                                   sp_path=GOLDEN_SPM, save_dir=str(tmp_path))
+  (path,) = info["filenames"]
+  assert os.path.basename(path) == meta["record_file"]
+  assert info["num_batch"] == meta["num_batch"]
+  ours = read_records(path, spec.seq_len)
+  gold = np.load(os.path.join(CONFIG_DIR, f"{name}.npz"))
+  ours["label"] = ours["label"][:, 0]
+  for k in FEATURES:
+    np.testing.assert_array_equal(ours[k], gold[k], err_msg=k)
+
+
+def test_flags_the_original_cannot_write_are_rejected():
+  for rejected in CONFIG_META["rejected"].values():
+    flags = dict(rejected["flags"])
+    spec = PretrainDataSpec(**{k: flags.pop(k) for k in SPEC_FIELDS})
+    with pytest.raises(pretrain_data.DataError, match="--reuse_len must be --seq_len/2"):
+      validate_options(spec, WriterOptions(**{k: v for k, v in flags.items() if k in OPTION_FIELDS}))
 
 
 def test_serialize_example_equals_protobuf_deterministic():

@@ -13,8 +13,10 @@ its last blank line, the fourth with one blank line doubled), SentencePiece mode
 
 Written to OUT_DIR: `corpus/*.txt`, `corpus_ids/*.txt` (the same as token ids), `<name>.npz` per configuration
 (every record in file order: `input`, `target` int16 [R, seq_len], `is_masked`, `seg_id` int8 [R, seq_len], `label`
-int8 [R]), `meta.json` (every configuration's flags, corpus, seeds, record file name and `num_batch`; the flags the
-original rejects) and README.md is written by hand. About 15 seconds on two cores.
+int8 [R]), for the configurations of `INPUT_GOLDENS` `<name>_input.npz` (the original `get_input_fn`'s batches, every
+feature but perm_mask, [n, bsz_per_host, ...] as small ints), `meta.json` (every configuration's flags, corpus,
+seeds, record file name and `num_batch`; the input goldens' perm_size, batch count and dtypes; the flags the original
+rejects). README.md is written by hand. About 15 seconds on two cores.
 """
 
 import argparse
@@ -63,6 +65,12 @@ CONFIGS = {
 REJECTED = {
     "seq48_reuse20": dict(seq_len=48, reuse_len=20, num_predict=12, py_seed=0),
 }
+# Configurations whose records also go through the original input pipeline (`get_input_fn`, its parser and
+# `_local_perm`): the first `batches` batches (None: all) of bsz_per_host rows, every feature but the random
+# perm_mask.
+INPUT_GOLDENS = {"uni": dict(perm_size=8, batches=None), "np30_alpha3_beta2": dict(perm_size=4, batches=None),
+                 "np32": dict(perm_size=16, batches=None), "seq8_np5": dict(perm_size=2, batches=500)}
+INPUT_FEATURES = ("input_k", "seg_id", "input_q", "target", "target_mask", "target_mapping", "label")
 FEATURE_DTYPES = {"input": np.int16, "target": np.int16, "is_masked": np.int8, "seg_id": np.int8, "label": np.int8}
 
 
@@ -139,6 +147,29 @@ def read_records(tf, path):
   return arrays
 
 
+def read_input_batches(tf, data_utils, flags, tfrecord_dir, perm_size, count):
+  """The first `count` batches of the original input pipeline (batch-major), as small ints, and their dtypes."""
+  tf.reset_default_graph()
+  tf.set_random_seed(11)
+  input_fn, _ = data_utils.get_input_fn(
+      tfrecord_dir=tfrecord_dir, split=flags["split"], bsz_per_host=flags["bsz_per_host"], seq_len=flags["seq_len"],
+      reuse_len=flags["reuse_len"], bi_data=flags["bi_data"], num_hosts=1, num_core_per_host=1, perm_size=perm_size,
+      mask_alpha=flags["mask_alpha"], mask_beta=flags["mask_beta"], uncased=flags["uncased"],
+      use_bfloat16=False, num_predict=flags["num_predict"])
+  example = tf.data.make_one_shot_iterator(input_fn({"batch_size": flags["bsz_per_host"]})).get_next()
+  config = tf.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
+  with tf.Session(config=config) as sess:
+    batches = [sess.run({k: example[k] for k in INPUT_FEATURES}) for _ in range(count)]
+  dtypes = {k: batches[0][k].dtype.name for k in INPUT_FEATURES}
+  out = {}
+  for k in INPUT_FEATURES:
+    values = np.stack([b[k] for b in batches])
+    small = values.astype(np.int16 if k in ("input_k", "target") else np.int8)
+    assert (small == values).all(), k
+    out[k] = small
+  return out, dtypes
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--xlnet_src", required=True, help="A checkout of github.com/zihangdai/xlnet (bbaa3a6).")
@@ -146,7 +177,7 @@ def main():
   args = parser.parse_args()
   tf, data_utils, prepro_utils = import_original_data_utils(args.xlnet_src)
   write_corpus(os.path.join(args.out_dir, "corpus"), os.path.join(args.out_dir, "corpus_ids"), prepro_utils)
-  meta = {"base_flags": BASE_FLAGS, "configs": {}, "rejected": {}}
+  meta = {"base_flags": BASE_FLAGS, "configs": {}, "rejected": {}, "input_goldens": {}}
   for name, config in CONFIGS.items():
     flags = flags_of(config)
     corpus = config.get("corpus", "corpus")
@@ -155,6 +186,11 @@ def main():
                           save_dir)
       (path,) = info["filenames"]
       arrays = read_records(tf, path)
+      if name in INPUT_GOLDENS:
+        perm_size, count = INPUT_GOLDENS[name]["perm_size"], INPUT_GOLDENS[name]["batches"] or info["num_batch"]
+        batches, dtypes = read_input_batches(tf, data_utils, flags, os.path.dirname(path), perm_size, count)
+        np.savez_compressed(os.path.join(args.out_dir, f"{name}_input.npz"), **batches)
+        meta["input_goldens"][name] = {"perm_size": perm_size, "batches": count, "dtypes": dtypes}
     num_records = len(arrays["label"])
     assert num_records == info["num_batch"] * flags["bsz_per_host"], (num_records, info)
     np.savez_compressed(os.path.join(args.out_dir, f"{name}.npz"), **arrays)

@@ -152,6 +152,39 @@ def test_original_records_give_the_original_batches():
                              "input_q"}
 
 
+CONFIG_DIR = "tests/testdata/data_configs"
+with open(os.path.join(CONFIG_DIR, "meta.json"), encoding="utf-8") as _f:
+  CONFIG_META = json.load(_f)
+
+
+@pytest.mark.parametrize("name", list(CONFIG_META["input_goldens"]))  # About 0.5-1 s each.
+def test_original_pipeline_features_in_other_configurations(name, tmp_path):
+  """The records of tests/testdata/data_configs (the original data_utils.py's) give the batches of the original
+  `get_input_fn` (written by generate_data_goldens.py), every feature but the random perm_mask: bi_data False,
+  num_predict 30 and 32 (SEP and CLS masked: padded targets), seq_len 8, perm_size 2 to 16."""
+  meta, golden_meta = CONFIG_META["configs"][name], CONFIG_META["input_goldens"][name]
+  flags = meta["flags"]
+  spec = PretrainDataSpec(**{k: flags[k] for k in SPEC_FIELDS})
+  with np.load(os.path.join(CONFIG_DIR, f"{name}.npz")) as npz:
+    records = [npz[k] for k in ("input", "is_masked", "target", "seg_id", "label")]
+  with tf.io.TFRecordWriter(str(tmp_path / meta["record_file"])) as writer:
+    for record in zip(*records):
+      writer.write(_example(*record))
+  with open(tmp_path / spec.filename(f"record_info-{flags['split']}-{flags['task']}-{flags['pass_id']}", "json"),
+            "w", encoding="utf-8") as f:
+    json.dump({"filenames": [f"/elsewhere/tfrecords/{meta['record_file']}"], "num_batch": meta["num_batch"]}, f)
+  input_fn, info = get_input_fn(str(tmp_path), flags["split"], spec,
+                                ReaderOptions(perm_size=golden_meta["perm_size"], n_token=1000))
+  assert info["num_batch"] == meta["num_batch"]
+  golden = np.load(os.path.join(CONFIG_DIR, f"{name}_input.npz"))
+  batches = _take(input_fn(), golden_meta["batches"])
+  for key in EXACT_KEYS:
+    assert batches[0][key].dtype.name == golden_meta["dtypes"][key], key
+    np.testing.assert_array_equal(np.stack([b[key] for b in batches]), golden[key], err_msg=key)
+  for batch in batches[:2]:
+    _check_invariants(batch, reuse_len=spec.reuse_len, perm_size=golden_meta["perm_size"])
+
+
 def test_local_perm_against_hand_worked_masks():
   # inputs:  a   b   c  SEP  d   e  SEP CLS        masked: b, c, e and the CLS (functional: not a target).
   inputs = tf.constant([10, 11, 12, SEP, 13, 14, SEP, CLS], tf.int64)

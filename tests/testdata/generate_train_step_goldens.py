@@ -174,6 +174,19 @@ def make_checkpoint(tf, function_builder, out_dir):
   return path
 
 
+def increment_after_the_learning_rate(tf, learning_rate):
+  """Makes every assignment to the global step wait for the learning rate's read: with AdamWeightDecay the original's
+  `get_train_op` increments the step with no dependency on that read, a race. Returns what was added, in words."""
+  initializers = {v.initializer.name for v in tf.global_variables()}
+  increments = [op for op in tf.get_default_graph().get_operations()
+                if op.type in ("Assign", "AssignVariableOp") and "global_step" in op.inputs[0].name and
+                op.name not in initializers]
+  for op in increments:
+    op._add_control_input(learning_rate.op)  # pylint: disable=protected-access
+  return (f"weight decay: oracle added control input {learning_rate.op.name} -> "
+          f"{', '.join(op.name for op in increments)} (learning rate read before the increment)")
+
+
 def run_steps(tf, function_builder, model_utils, golden, batches, ckpt):
   """`train_gpu.train()`'s graph for one tower, fed `batches` in turn (step k: batch k % len). Returns arrays."""
   tf.reset_default_graph()
@@ -188,11 +201,8 @@ def run_steps(tf, function_builder, model_utils, golden, batches, ckpt):
     tvars = tf.trainable_variables()
     grads = tf.gradients(loss, tvars)
     train_op, learning_rate, gnorm = model_utils.get_train_op(flags, None, grads_and_vars=list(zip(grads, tvars)))
-    if flags.weight_decay > 0:  # the increment waits for the learning rate's read (a race in the original)
-      increments = [op for op in tf.get_default_graph().get_operations()
-                    if op.type in ("Assign", "AssignVariableOp") and "global_step" in op.inputs[0].name]
-      for op in increments:
-        op._add_control_input(learning_rate.op)  # pylint: disable=protected-access
+    if flags.weight_decay > 0:
+      increment_after_the_learning_rate(tf, learning_rate)
     dense_grads = [tf.convert_to_tensor(g) for g in grads]
     gnorm_dense = tf.global_norm(dense_grads)
     model_utils.init_from_checkpoint(flags, global_vars=True)

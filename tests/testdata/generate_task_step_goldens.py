@@ -1,0 +1,248 @@
+"""Writes training-step goldens of the ORIGINAL run_squad.py and run_race.py: whole optimizer steps through their heads.
+
+  python tests/testdata/generate_task_step_goldens.py --xlnet_src=/path/to/zihangdai/xlnet \
+      --out_dir=tests/testdata/task_step
+
+Runs the original `run_squad.py` / `run_race.py` `model_fn` in TRAIN mode (github.com/zihangdai/xlnet at bbaa3a6, a
+checkout passed as --xlnet_src and never copied here) in TF1 graph mode under the installed TensorFlow, with the
+stand-ins of generate_train_step_goldens.py (`tf1_for_the_original`), a two-name `tf.estimator` stand-in (`ModeKeys`,
+`EstimatorSpec`: the spec's fields are returned as a dict) and, for run_race.py's unused module-level imports, empty
+`scipy.stats` / `sklearn.metrics`. The flags are the scripts' own absl definitions, parsed from an argv. The graph is
+the Estimator's: the global step first, then `model_fn(features, None, TRAIN, {})`, which builds
+`function_builder.get_qa_outputs` + its loss (SQuAD) or `function_builder.get_race_loss` (RACE),
+`model_utils.get_train_op` and `model_utils.init_from_checkpoint` (trainable variables). Observed, not changed: the
+head's outputs (the return value of `get_qa_outputs` / `get_race_loss`), `get_train_op`'s return value (the
+learning rate and the pre-clip gnorm model_fn drops) and the gradients `tf.clip_by_global_norm` receives (the step-1
+gradients). With weight decay the global step's increment waits for the learning rate's read (a race in the
+original; as generate_train_step_goldens.py). Each golden runs in a child process (both scripts define the same absl
+flags), and again with oneDNN switched (`alt/*`: the original's own float32 drift).
+
+Inputs: tests/testdata/squad/head/train_batch.npz (24 training features of L64_Q16_S24_cased, step k = rows
+[8k, 8k+8)) from tests/testdata/squad/ckpt; RACE: the 4 training then the 8 dev questions of L64_QA16_cased
+(tests/testdata/race/features, step k = questions [4k, 4k+4)) from tests/testdata/race/ckpt. Written, per task, to
+OUT_DIR/{squad,race}/ (a `ckpt` link to the task's checkpoint folder, MANIFEST, the npz files; see `GOLDENS`).
+About a minute on two cores. Needs only the project's .venv (TensorFlow, numpy, sentencepiece, absl).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import types
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import generate_train_step_goldens as train_step_goldens  # noqa: E402  pylint: disable=wrong-import-position
+
+COMMON = dict(dropout=0.0, dropatt=0.0, clamp_len=-1, use_bfloat16=False, init="normal", init_std=0.02,
+              init_range=0.1, use_tpu=False, num_hosts=1, num_core_per_host=1, do_train=True, train_steps=5,
+              learning_rate=1e-3, decay_method="poly", min_lr_ratio=0.0, clip=1.0)
+TASKS = {
+    "squad": dict(script="run_squad", ckpt_dir=os.path.join(HERE, "squad", "ckpt"), batch=8, steps=3,
+                  flags=dict(COMMON, max_seq_length=64, max_query_length=16, doc_stride=24, summary_type="last",
+                             train_batch_size=8, adam_epsilon=1e-6)),
+    "race": dict(script="run_race", ckpt_dir=os.path.join(HERE, "race", "ckpt"), batch=4, steps=3,
+                 flags=dict(COMMON, max_seq_length=64, max_qa_length=16, summary_type="last", use_summ_proj=True,
+                            train_batch_size=4, adam_epsilon=1e-6, uncased=False)),
+}
+GOLDENS = {
+    "squad_adam_clip1": dict(task="squad", seed=21, flags=dict(lr_layer_decay_rate=1.0, weight_decay=0.0,
+                                                               warmup_steps=0)),
+    "squad_adamwd_lrlayer075_warmup": dict(task="squad", seed=22, flags=dict(lr_layer_decay_rate=0.75,
+                                                                             weight_decay=0.01, warmup_steps=2)),
+    # RACE's pre-clip norm here is 0.66-1.43: clip 0.5 binds at every step.
+    "race_adam_clip05": dict(task="race", seed=23, flags=dict(lr_layer_decay_rate=1.0, weight_decay=0.0,
+                                                              warmup_steps=0, clip=0.5)),
+    "race_adamwd_lrlayer075_warmup_clip05": dict(task="race", seed=24, flags=dict(
+        lr_layer_decay_rate=0.75, weight_decay=0.01, warmup_steps=2, clip=0.5)),
+}
+# The per-step inputs as the model_fn's features (batch-major, the input_fn's dtypes after `_decode_record`).
+SQUAD_INPUTS = {"input_ids": np.int32, "segment_ids": np.int32, "input_mask": np.float32, "p_mask": np.float32,
+                "cls_index": np.int32, "start_positions": np.int32, "end_positions": np.int32,
+                "is_impossible": np.float32}
+RACE_INPUTS = {"input_ids": np.int32, "segment_ids": np.int32, "input_mask": np.float32, "label_ids": np.int32}
+
+
+def task_inputs(task):
+  """[K] dicts of the model_fn's features for each step (numpy, batch-major)."""
+  spec = TASKS[task]
+  b, k_steps = spec["batch"], spec["steps"]
+  if task == "squad":
+    with np.load(os.path.join(HERE, "squad", "head", "train_batch.npz")) as d:
+      rows = {k: d[k] for k in d.files}
+    rows["start_positions"], rows["end_positions"] = rows["start_position"], rows["end_position"]
+  else:
+    parts = []
+    for split in ("train", "dev"):
+      with np.load(os.path.join(HERE, "race", "features", f"L64_QA16_cased_{split}.npz")) as d:
+        parts.append({"input_ids": d["input_ids"], "segment_ids": d["segment_ids"], "input_mask": d["input_mask"],
+                      "label_ids": d["label_id"], "is_real_example": d["is_real_example"]})
+    rows = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    assert rows["is_real_example"].all()
+  dtypes = SQUAD_INPUTS if task == "squad" else RACE_INPUTS
+  assert len(rows["input_ids"]) >= b * k_steps
+  return [{k: rows[k][i * b:(i + 1) * b].astype(dtype) for k, dtype in dtypes.items()} for i in range(k_steps)]
+
+
+def original_argv(golden, script, ckpt_dir, model_dir):
+  flags = dict(TASKS[golden["task"]]["flags"], **golden["flags"])
+  flags.update(model_config_path=os.path.join(ckpt_dir, "xlnet_config.json"),
+               init_checkpoint=os.path.join(ckpt_dir, "xlnet_model.ckpt"), model_dir=model_dir)
+  return [f"{script}.py"] + [f"--{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in flags.items()], flags
+
+
+def import_script(xlnet_src, script):
+  """The original script, imported on the TF1 stand-ins; its absl flags defined."""
+  tf, data_utils, function_builder, model_utils = train_step_goldens.import_original(xlnet_src)
+  del data_utils
+  tf.estimator = types.SimpleNamespace(
+      ModeKeys=types.SimpleNamespace(TRAIN="train", EVAL="eval", PREDICT="infer"),
+      EstimatorSpec=lambda **fields: fields)
+  for name, attrs in (("scipy", {}), ("scipy.stats", dict(pearsonr=None, spearmanr=None)), ("sklearn", {}),
+                      ("sklearn.metrics", dict(matthews_corrcoef=None, f1_score=None))):
+    if script == "run_race" and name not in sys.modules:  # run_race.py's unused imports; not installed here
+      sys.modules[name] = types.ModuleType(name)
+      sys.modules[name].__dict__.update(attrs)
+  module = __import__(script)
+  return tf, function_builder, model_utils, module
+
+
+def run_golden(xlnet_src, name):
+  """One golden's K steps of the original; returns (arrays without alt/*, meta)."""
+  golden = GOLDENS[name]
+  task = TASKS[golden["task"]]
+  tf, function_builder, model_utils, module = import_script(xlnet_src, task["script"])
+  steps = task_inputs(golden["task"])
+  observed = {}
+
+  def observe(owner, attr, key):
+    real = getattr(owner, attr)
+
+    def wrapper(*args, **kwargs):
+      out = real(*args, **kwargs)
+      observed[key] = (args, out)
+      return out
+    setattr(owner, attr, wrapper)
+  observe(function_builder, "get_qa_outputs" if golden["task"] == "squad" else "get_race_loss", "head")
+  observe(model_utils, "get_train_op", "train_op")
+  observe(tf, "clip_by_global_norm", "clip")
+
+  with tempfile.TemporaryDirectory() as model_dir:
+    argv, flag_values = original_argv(golden, task["script"], task["ckpt_dir"], model_dir)
+    module.FLAGS(argv)
+    tf.reset_default_graph()
+    tf.set_random_seed(golden["seed"])
+    global_step = tf.train.get_or_create_global_step()  # the Estimator creates it before model_fn
+    features = {k: tf.placeholder(tf.as_dtype(v.dtype), v.shape, name=k) for k, v in steps[0].items()}
+    spec = module.get_model_fn()(features, None, tf.estimator.ModeKeys.TRAIN, {})
+    _, learning_rate, gnorm = observed["train_op"][1]
+    grads = list(observed["clip"][0][0])
+    if module.FLAGS.weight_decay > 0:
+      order = train_step_goldens.increment_after_the_learning_rate(tf, learning_rate)
+    tvars = tf.trainable_variables()
+    assert len(grads) == len(tvars)
+    names = [v.name[:-2] for v in tvars]
+    dense_grads = [tf.convert_to_tensor(g) for g in grads]
+    slices = {n: (g.values, g.indices) for n, g in zip(names, grads) if isinstance(g, tf.IndexedSlices)}
+    head = observed["head"][1]
+    if golden["task"] == "squad":
+      outputs = {k: head[k] for k in ("start_log_probs", "end_log_probs", "cls_logits")}
+    else:
+      outputs = {"per_example_loss": head[1], "logits": head[2]}
+    fetch = dict(outputs, loss=spec["loss"], learning_rate=learning_rate, gnorm=gnorm,
+                 gnorm_dense=tf.global_norm(dense_grads))
+    out = {k: [] for k in list(fetch) + ["global_step"]}
+    arrays = {}
+    with tf.Session(config=train_step_goldens.session_config(tf)) as sess:
+      sess.run(tf.global_variables_initializer())
+      initial = {n: sess.run(v) for n, v in zip(names, tvars)}
+      for k, inputs in enumerate(steps):
+        feed = {features[key]: value for key, value in inputs.items()}
+        extra = (dense_grads, slices) if k == 0 else ()
+        fetched, _, *first = sess.run([fetch, spec["train_op"], *extra], feed)
+        for key, value in fetched.items():
+          out[key].append(value)
+        out["global_step"].append(sess.run(global_step))
+        if k == 0:
+          arrays.update({f"grad0/{n}": g for n, g in zip(names, first[0])})
+          for n, (values, indices) in first[1].items():
+            arrays[f"grad0_slices/{n}/values"], arrays[f"grad0_slices/{n}/indices"] = values, indices.astype(np.int64)
+      final = {v.name[:-2]: sess.run(v) for v in tf.global_variables()}
+    variables = [{"name": v.name[:-2], "shape": v.shape.as_list(), "dtype": v.dtype.base_dtype.name,
+                  "trainable": v in tvars} for v in tf.global_variables()]
+  for key in SQUAD_INPUTS if golden["task"] == "squad" else RACE_INPUTS:
+    arrays[key] = np.stack([s[key] for s in steps])
+  for key, values in out.items():
+    arrays[key] = np.asarray(values, np.int64 if key == "global_step" else np.float32)
+  arrays.update({f"final/{n}": v for n, v in final.items()})
+  loaded = [n for n in names if n in final and np.array_equal(initial[n], tf.train.load_checkpoint(
+      os.path.join(task["ckpt_dir"], "xlnet_model.ckpt")).get_tensor(n))]
+  assert len(loaded) == len(names), sorted(set(names) - set(loaded))
+  slots = ("adam_m", "adam_v") if flag_values["weight_decay"] > 0 else ("Adam", "Adam_1")
+  script_flags = {k: getattr(module.FLAGS, k) for k in flag_values}
+  script_flags.update(model_dir="<local>", init_checkpoint="ckpt/xlnet_model.ckpt",
+                      model_config_path="ckpt/xlnet_config.json")
+  meta = {"mode": golden["task"], "script": f"{task['script']}.py", "config": json.load(open(os.path.join(
+              task["ckpt_dir"], "xlnet_config.json"))),
+          f"{task['script']}_flags": script_flags,
+          f"{task['script']}_argv": [a.replace(model_dir, "<local>").replace(task["ckpt_dir"], "ckpt") for a in argv],
+          "get_train_op_overrides": {}, "use_tpu_embedding_and_loss_path": False,
+          "optimizer": "AdamWeightDecayOptimizer (model_utils)" if flag_values["weight_decay"] > 0 else
+                       "tf.train.AdamOptimizer",
+          "variables": variables, "trainable_loaded_from_ckpt": len(loaded),
+          "slots": {v["name"]: {"m": f"{v['name']}/{slots[0]}", "v": f"{v['name']}/{slots[1]}"}
+                    for v in variables if v["trainable"]},
+          "grad_kinds": {n: "IndexedSlices" if n in slices else "dense" for n in names},
+          "grad_aggregation": "tf1.13", "steps": len(steps), "seed": golden["seed"],
+          "global_step_order": order if flag_values["weight_decay"] > 0 else "Adam: increment after the updates",
+          "inputs": ("squad/head/train_batch.npz rows [8k, 8k+8) (L64_Q16_S24_cased training features)"
+                     if golden["task"] == "squad" else "race/features/L64_QA16_cased_{train,dev}.npz, the 4 "
+                     "training then the 8 dev questions, step k = questions [4k, 4k+4)"),
+          "layout": "per-step arrays have a leading [K]; inputs and outputs batch-major as model_fn's features",
+          "generator": "tests/testdata/generate_task_step_goldens.py", "original_commit": "bbaa3a6",
+          "tensorflow": tf.VERSION}
+  return arrays, meta
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--xlnet_src", required=True, help="A checkout of github.com/zihangdai/xlnet (bbaa3a6).")
+  parser.add_argument("--out_dir", default=os.path.join(HERE, "task_step"))
+  parser.add_argument("--only", default=None, help="Comma-separated golden names (default: all).")
+  parser.add_argument("--child_out", default=None, help=argparse.SUPPRESS)  # one golden in this process
+  args = parser.parse_args()
+  if args.child_out:
+    arrays, meta = run_golden(args.xlnet_src, args.only)
+    np.savez(args.child_out, meta_json=np.asarray(json.dumps(meta, sort_keys=True)), **arrays)
+    return
+  names = args.only.split(",") if args.only else list(GOLDENS)
+  with tempfile.TemporaryDirectory(prefix="xlnet-task-goldens-") as tmp:
+    for name in names:
+      runs = {}
+      for kind, onednn in (("main", os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1")),
+                           ("alt", "0" if os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1") != "0" else "1")):
+        path = os.path.join(tmp, f"{name}_{kind}.npz")
+        subprocess.run([sys.executable, __file__, f"--xlnet_src={args.xlnet_src}", f"--only={name}",
+                        f"--child_out={path}"], check=True, env=dict(os.environ, TF_ENABLE_ONEDNN_OPTS=onednn))
+        with np.load(path) as d:
+          runs[kind] = {k: d[k] for k in d.files}
+      arrays, alt = runs["main"], runs["alt"]
+      arrays.update({f"alt/{k}": alt[k] for k in ("loss", "gnorm")})
+      arrays.update({f"alt/{k}": v for k, v in alt.items() if k.startswith("final/")})
+      task = GOLDENS[name]["task"]
+      folder = os.path.join(args.out_dir, task)
+      os.makedirs(folder, exist_ok=True)
+      link = os.path.join(folder, "ckpt")
+      if not os.path.lexists(link):
+        os.symlink(os.path.relpath(TASKS[task]["ckpt_dir"], folder), link)
+      np.savez_compressed(os.path.join(folder, f"{name}.npz"), **arrays)
+      print(f"{name}: loss {arrays['loss']}, lr {arrays['learning_rate']}, gnorm {arrays['gnorm']}, alt loss "
+            f"{alt['loss']}", flush=True)
+
+
+if __name__ == "__main__":
+  main()

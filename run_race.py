@@ -113,6 +113,11 @@ def _model_dir_checkpoints(o):
   return checkpoint.list_checkpoints(o.model_dir) if fileio.isdir(o.model_dir) else []
 
 
+def build_model_args(o):
+  """`race_task.build_model`'s arguments (the sequence summary) from the options."""
+  return dict(summary_type=o.summary_type, use_summ_proj=o.use_summ_proj)
+
+
 def train(o, strategy, xlnet_config, tokenize_fn, model_args, log_fn):
   """Fine-tunes on the training split as the original; returns the last training loop's loss, lr, step."""
   num_replicas = strategy.num_replicas_in_sync
@@ -139,7 +144,7 @@ def run(o, strategy, log_fn=print):
   on_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
   validate(o, strategy.num_replicas_in_sync, "tpu" if on_tpu else None)
   xlnet_config, tokenize_fn = _model_files(o)
-  model_args = dict(summary_type=o.summary_type, use_summ_proj=o.use_summ_proj)
+  model_args = build_model_args(o)
   results = {}
   evaluates = training.is_chief(strategy) and (o.do_eval or o.do_predict)  # on the chief only, as the original
   if evaluates:  # read (and checked) first: a bad evaluation file fails in seconds, not after training

@@ -1,14 +1,16 @@
 """Replays the original's recorded training steps through xlnet-tf's Trainer and compares (training-step parity).
 
 A golden file (`*.npz`, the format of `shared/goldens/train_step/README.md`) holds what the ORIGINAL
-`train_gpu.py` / `run_classifier.py` did for K optimizer steps from a TF1 checkpoint: the inputs each step (and
-tower) consumed, the loss (and tower losses, or logits and per-example losses), learning rate and pre-clip `gnorm`
-of every step, the mems, the first step's gradients and, after the last step, every variable, optimizer slot, beta
-power and the global step. `replay` builds the Trainer the way the CLI would (`cli_options`: the golden's own flags
-through run_pretrain.py's / run_classifier.py's flag definitions and Trainer builders), loads the checkpoint by its
-TF1 names as `--init_checkpoint` does, feeds the recorded inputs through `Trainer.train` one step per call and
-collects the same quantities (`Trainer.batch_gradients` for each step's tower losses and the first gradients);
-`compare` judges the differences against `TOLERANCES`. Every setting comes from the golden's `meta_json`.
+`train_gpu.py` / `run_classifier.py` / `run_squad.py` / `run_race.py` did for K optimizer steps from a TF1
+checkpoint: the inputs each step (and tower) consumed, the loss (and tower losses, or the head's outputs: logits and
+per-example losses, SQuAD's start/end log-probs and answer-class logits), learning rate and pre-clip `gnorm` of every
+step, the mems, the first step's gradients and, after the last step, every variable, optimizer slot, beta power and
+the global step (`meta_json["mode"]`: pretrain, finetune (run_classifier.py), squad or race). `replay` builds the
+Trainer the way the CLI would (`cli_options`: the golden's own flags through the script's flag definitions and
+Trainer builders), loads the checkpoint by its TF1 names as `--init_checkpoint` does, feeds the recorded inputs
+through `Trainer.train` one step per call and collects the same quantities (`Trainer.batch_gradients` for each
+step's tower losses and the first gradients); `compare` judges the differences against `TOLERANCES`. Every setting
+comes from the golden's `meta_json`.
 
 Path: a `*_tpupath` file (`meta_json["use_tpu_embedding_and_loss_path"]`: dense embedding gradient) is replayed
 with --clip_mode=dense, a `*_gpu` file with the CLI's default (auto: the original's GPU norm). Towers become the
@@ -27,9 +29,14 @@ import tensorflow as tf
 import cli
 import run_classifier
 import run_pretrain
+import run_race
+import run_squad
 from xlnet_tf import XLNetConfig
 from xlnet_tf import checkpoint as checkpoint_lib
 from xlnet_tf.tasks.classifier import task as classifier_task
+from xlnet_tf.tasks.race import data as race_data
+from xlnet_tf.tasks.race import task as race_task
+from xlnet_tf.tasks.squad import task as squad_task
 from xlnet_tf.training.slot_names import original_optimizer_state
 
 
@@ -41,12 +48,17 @@ from xlnet_tf.training.slot_names import original_optimizer_state
 TOLERANCES = {"loss": 5e-6, "tower_loss": 5e-6, "logits": 5e-6, "per_example_loss": 5e-6, "learning_rate": 1e-6,
               "gnorm": 5e-6, "new_mems": 5e-6, "grad0": 2e-5, "final": 1e-3, "final_abs": 1e-7, "noise_v": 1e-3,
               "noise_final": 5e-2, "slots": 1e-4, "beta_power": 1e-6, "global_step": 0}
+# The head outputs judged as `logits` are.
+TOLERANCE_OF = {"start_log_probs": "logits", "end_log_probs": "logits", "cls_logits": "logits"}
 
 
 # The per-step quantities each kind of golden must hold (README's tables); every one is compared. A long-horizon
 # golden (`batch_of_step`: hundreds of steps over a few stored batches) holds the mems after its last step only.
 STEP_KEYS = {"pretrain": ("loss", "tower_loss", "learning_rate", "gnorm", "global_step", "new_mems"),
              "finetune": ("loss", "per_example_loss", "logits", "learning_rate", "gnorm", "global_step"),
+             "squad": ("loss", "start_log_probs", "end_log_probs", "cls_logits", "learning_rate", "gnorm",
+                       "global_step"),
+             "race": ("loss", "per_example_loss", "logits", "learning_rate", "gnorm", "global_step"),
              "long": ("loss", "learning_rate", "gnorm", "global_step", "last_new_mems")}
 
 # The same run of the original with every matmul summing in another order (`alt/*`, where a golden holds it; see
@@ -61,7 +73,12 @@ def step_keys(g, meta):
 
 # Golden keys that are inputs (fed, not compared) or not compared, and why.
 INPUT_KEYS = {"pretrain": ("inp_k", "seg_id", "inp_q", "perm_mask", "target_mapping", "target", "target_mask"),
-              "finetune": ("input_ids", "seg_ids", "input_mask", "label_ids")}
+              "finetune": ("input_ids", "seg_ids", "input_mask", "label_ids"),
+              "squad": ("input_ids", "segment_ids", "input_mask", "p_mask", "cls_index", "start_positions",
+                        "end_positions", "is_impossible"),
+              "race": ("input_ids", "segment_ids", "input_mask", "label_ids")}
+# The CLI of each fine-tuning mode (`meta_json` holds its flags as `<script>_flags`).
+SCRIPTS = {"finetune": run_classifier, "squad": run_squad, "race": run_race}
 NOT_COMPARED = {"meta_json": "settings", "gnorm_dense": "the merged-gradient norm, for ports that merge (gnorm is "
                 "compared: the original's IndexedSlices norm, which xlnet-tf reproduces)",
                 "grad0_slices/": "the un-merged embedding rows behind gnorm[0] (gnorm and the merged grad0 are "
@@ -113,13 +130,13 @@ def expected_files(golden_dir):
 
 
 def cli_options(meta, golden_dir, model_dir, **overrides):
-  """The flag values the CLI (run_pretrain.py or run_classifier.py) would parse for the golden's run: the
-  original script's flags from meta_json, then the flags the golden's `get_train_op` saw
+  """The flag values the CLI (run_pretrain.py, run_classifier.py, run_squad.py or run_race.py) would parse for the
+  golden's run: the original script's flags from meta_json, then the flags the golden's `get_train_op` saw
   (`get_train_op_overrides`, e.g. the pretraining lr_layer_decay_rate train_gpu.py has no flag for), then
   --clip_mode=dense for a `tpupath` golden; paths point into golden_dir and model_dir. `overrides`: further flags."""
   pretrain = meta["mode"] == "pretrain"
-  script = run_pretrain if pretrain else run_classifier
-  values = dict(meta["train_gpu_flags"] if pretrain else meta["run_classifier_flags"])
+  script = run_pretrain if pretrain else SCRIPTS[meta["mode"]]
+  values = dict(meta["train_gpu_flags"] if pretrain else meta[f"{script.__name__}_flags"])
   values.update(meta["get_train_op_overrides"])
   values.update(model_dir=model_dir, init_checkpoint=_ckpt_prefix(golden_dir))
   if not pretrain:
@@ -151,16 +168,46 @@ def build_trainer(golden_dir, meta, model_dir, log_fn=None, **overrides):
     trainer = run_pretrain.build_trainer(o, strategy, run_pretrain.build_xlnet_config(o))
     trainer.restore_or_init(o.init_checkpoint, o.init_optimizer_state, log_fn)
   else:
-    model_args = run_classifier.build_model_args(o, meta.get("label_list"))
     xlnet_config = XLNetConfig(json_path=o.model_config_path)
-    trainer, _, _, _ = cli.fine_tuning_trainer(
-        o, strategy, lambda run_config: classifier_task.build_model(xlnet_config, run_config, **model_args),
-        classifier_task.ClassifierTask(model_args["scope"]), xlnet_config, o.max_seq_length, log_fn)
+    build_model, task, tokens_per_example, _ = fine_tuning_task(meta, o, xlnet_config)
+    trainer, _, _, _ = cli.fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per_example,
+                                               log_fn)
   return trainer, o
+
+
+def _numpy(names, tensors):
+  return {name: t.numpy() for name, t in zip(names, tensors)}
+
+
+def fine_tuning_task(meta, o, xlnet_config):
+  """What the fine-tuning CLI of the golden's mode builds from its options `o`.
+
+  Returns:
+    (build_model: run_config -> the task's XLNetModel, the Trainer's task, tokens per example (for the log line),
+    head_outputs: (model, batch-major features) -> {golden key: numpy array}, the head's outputs in training).
+  """
+  if meta["mode"] == "squad":
+    return (lambda run_config: squad_task.build_model(xlnet_config, run_config), squad_task.SquadTask(),
+            o.max_seq_length, lambda model, features: {k: v.numpy() for k, v in squad_task.qa_outputs(
+                model, features, training=True).items()})
+  if meta["mode"] == "race":
+    model_args = run_race.build_model_args(o)
+    return (lambda run_config: race_task.build_model(xlnet_config, run_config, **model_args), race_task.RaceTask(),
+            race_data.NUM_CHOICES * o.max_seq_length, lambda model, features: _numpy(
+                ("logits", "per_example_loss"), race_task.forward(model, features, training=True)))
+  model_args = run_classifier.build_model_args(o, meta.get("label_list"))
+  return (lambda run_config: classifier_task.build_model(xlnet_config, run_config, **model_args),
+          classifier_task.ClassifierTask(model_args["scope"]), o.max_seq_length, lambda model, features: _numpy(
+              ("logits", "per_example_loss"), classifier_task.forward(model, features, model_args["scope"],
+                                                                      training=True)))
 
 
 def batches(g, meta):
   """[K][T] dicts of batch-major features, as the CLI's input pipeline yields them (T = 1 when fine-tuning)."""
+  if meta["mode"] in ("squad", "race"):  # batch-major as recorded; RACE's [B, 4L] as our records' [B, 4, L]
+    choices = meta["mode"] == "race"
+    shape = lambda x: x.reshape(x.shape[0], race_data.NUM_CHOICES, -1) if choices and x.ndim > 1 else x
+    return [[{key: shape(g[key][k]) for key in INPUT_KEYS[meta["mode"]]}] for k in range(g["input_ids"].shape[0])]
   if meta["mode"] != "pretrain":
     return [[{"input_ids": g["input_ids"][k].T, "segment_ids": g["seg_ids"][k].T, "input_mask": g["input_mask"][k].T,
               "label_ids": g["label_ids"][k]}] for k in range(g["input_ids"].shape[0])]
@@ -226,17 +273,18 @@ def replay(path, golden_dir=None, **overrides):
       ours["last_new_mems"] = [np.stack(np.split(trainer.mems.numpy(), towers, axis=2))]
       ours["final"] = final_state(trainer)
       return g, meta, ours
-    scope = None if meta["mode"] == "pretrain" else run_classifier.build_model_args(o, meta.get("label_list"))["scope"]
+    head_outputs = None if meta["mode"] == "pretrain" else fine_tuning_task(
+        meta, o, XLNetConfig(json_path=o.model_config_path))[3]
     for k, step in enumerate(step_batches):
       tower_losses, grads = trainer.batch_gradients(data)
       if k == 0:
         ours["grad0"] = {names[id(v)]: grad for v, grad in zip(trainer.model.trainable_variables, grads)}
-      if scope is None:
+      if head_outputs is None:
         ours["tower_loss"].append(tower_losses)
       else:  # the head's outputs before this step's update
-        logits, per_example_loss = classifier_task.forward(trainer.model, step[0], scope, training=True)
-        ours["logits"].append(logits.numpy())
-        ours["per_example_loss"].append(per_example_loss.numpy())
+        for key, value in head_outputs(trainer.model, step[0]).items():
+          if key in ours:
+            ours[key].append(value)
       result = trainer.train(data, train_steps=k + 1, log_fn=lambda line: None)
       ours["loss"].append(result["loss"])
       ours["learning_rate"].append(result["lr"])
@@ -249,10 +297,21 @@ def replay(path, golden_dir=None, **overrides):
   return g, meta, ours
 
 
+MASKED = 1e29  # entries at least this large are the original's masked positions (its -1e30 logits, log-probs)
+
+
 def _rel(ours, golden):
+  """max |ours - golden| / max |golden|; masked entries (|golden| >= MASKED) must be the same in ours and are left
+  out of both maxima (inf otherwise)."""
   ours, golden = np.asarray(ours, np.float64), np.asarray(golden, np.float64)
   if ours.shape != golden.shape:
     return float("inf")
+  masked = np.abs(golden) >= MASKED
+  if np.any(np.abs(ours[masked] - golden[masked]) > 1e-6 * np.abs(golden[masked])):
+    return float("inf")
+  ours, golden = ours[~masked], golden[~masked]
+  if not golden.size:
+    return 0.0
   return float(np.max(np.abs(ours - golden))) / max(float(np.max(np.abs(golden))), 1e-12)
 
 
@@ -319,7 +378,7 @@ def compare(g, meta, ours, initial):
     elif not ours.get(key):
       missing(key, "xlnet-tf gave none")
     else:
-      tol = TOLERANCES["new_mems" if key == "last_new_mems" else key]
+      tol = TOLERANCES["new_mems" if key == "last_new_mems" else TOLERANCE_OF.get(key, key)]
       note = ""
       if f"alt/{key}" in g:
         drift = _rel(g[f"alt/{key}"], g[key])

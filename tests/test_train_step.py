@@ -385,3 +385,95 @@ def test_the_originals_own_drift_does_not_hide_a_difference():
   rows = step_parity.compare(g, meta, dict(ours, initial=ours["final"]), initial)
   assert not rows["final variables"][2], rows["final variables"]
   assert rows["final variables"][3].endswith(name)
+
+
+TASK_DIR = os.path.join("tests", "testdata", "task_step")
+TASK_GOLDENS = ("squad/squad_adam_clip1", "squad/squad_adamwd_lrlayer075_warmup", "race/race_adam_clip05",
+                "race/race_adamwd_lrlayer075_warmup_clip05")
+
+
+@pytest.fixture(scope="module")
+def task_replays():
+  """Each SQuAD and RACE golden of tests/testdata/task_step (the ORIGINAL run_squad.py / run_race.py model_fn, 3
+  steps: tests/testdata/generate_task_step_goldens.py) replayed through the Trainer run_squad.py / run_race.py build,
+  with the checkpoint it starts from."""
+  step_parity = _step_parity()
+  out = {}
+  for name in TASK_GOLDENS:
+    path = os.path.join(TASK_DIR, f"{name}.npz")
+    initial = checkpoint_lib.checkpoint_arrays(os.path.join(os.path.dirname(path), "ckpt", "xlnet_model.ckpt"))
+    out[name] = step_parity.replay(path) + (initial,)
+  return out
+
+
+def _task_failed(golden, task_replays, tamper_golden=None, tamper_ours=None):
+  return _failed(golden, tamper_golden, tamper_ours, replays=task_replays)
+
+
+@pytest.mark.parametrize("golden", TASK_GOLDENS)
+def test_original_squad_and_race_steps_replay_within_tolerance(golden, task_replays):
+  """Per step the loss, the head's outputs (SQuAD start/end log-probs and cls_logits; RACE logits and per-question
+  losses), lr (warmup, decay), the original's pre-clip gnorm (clip binding), global step; the step-1 gradients of
+  every variable, head included; after 3 steps every variable, Adam / AdamWeightDecay slot, beta power."""
+  g, meta, ours, initial = task_replays[golden]
+  rows = _step_parity().compare(g, meta, ours, initial)
+  assert not {name: row for name, row in rows.items() if not row[2]}
+  assert np.all(g["gnorm"] > meta[f"{meta['script'][:-3]}_flags"]["clip"])  # the clip binds at every step
+  expected = {"squad": {"start_log_probs", "end_log_probs", "cls_logits"}, "race": {"logits", "per_example_loss"}}
+  assert expected[meta["mode"]] <= set(rows)
+
+
+@pytest.mark.parametrize("golden,head_variable", [
+    ("squad/squad_adamwd_lrlayer075_warmup", "answer_class/dense_1/kernel"),
+    ("squad/squad_adam_clip1", "end_logits/dense_0/kernel"), ("race/race_adam_clip05", "logits/dense/kernel")])
+def test_a_head_variable_off_by_2_percent_of_its_update_fails(golden, head_variable, task_replays):
+  """Ours tampered (tampering the golden would also move it away from its `alt/*` rerun, which widens the drift)."""
+  g, initial = task_replays[golden][0], task_replays[golden][3][head_variable]
+
+  def tamper(ours):
+    ours["final"][head_variable] = ours["final"][head_variable] + 0.02 * (g[f"final/{head_variable}"] - initial)
+  assert _task_failed(golden, task_replays, tamper_ours=tamper) == {"final variables"}
+
+
+def test_a_zero_gradient_is_judged_against_the_largest_gradient(task_replays):
+  """start_logits/dense/bias shifts every start logit alike: its gradient is 0 in exact arithmetic, the original's
+  float32 value is exactly 0 and ours ~1e-8, which the variable's own scale cannot judge. Judged against the step's
+  largest gradient instead, a gradient of 1e-4 of that still fails; so does a real gradient off by 1e-4."""
+  golden = "squad/squad_adam_clip1"
+  g = task_replays[golden][0]
+  assert not np.any(g["grad0/start_logits/dense/bias"])
+  largest = max(np.max(np.abs(v)) for k, v in g.items() if k.startswith("grad0/"))
+
+  def bias_gradient(ours):
+    ours["grad0"]["start_logits/dense/bias"] = np.full([1], 1e-4 * largest, np.float32)
+  assert _task_failed(golden, task_replays, tamper_ours=bias_gradient) == {"grad0"}
+
+  def kernel_gradient(ours):
+    ours["grad0"]["start_logits/dense/kernel"] = ours["grad0"]["start_logits/dense/kernel"] * (1 + 1e-4)
+  assert _task_failed(golden, task_replays, tamper_ours=kernel_gradient) == {"grad0"}
+
+
+def test_the_squad_answer_class_loss_weight_is_the_originals(monkeypatch):
+  """The original weighs the answer-class loss 0.5: replayed with 1.0, the SQuAD golden fails from the first step."""
+  from xlnet_tf.tasks.squad import task as squad_task  # pylint: disable=import-outside-toplevel
+
+  def weighted_1(outputs, features):
+    start_loss, end_loss, cls_loss = squad_task.qa_losses(outputs, features)
+    return (start_loss + end_loss) * 0.5 + cls_loss
+  monkeypatch.setattr(squad_task, "qa_loss", weighted_1)
+  step_parity = _step_parity()
+  path = os.path.join(TASK_DIR, "squad", "squad_adam_clip1.npz")
+  g, meta, ours = step_parity.replay(path)
+  initial = checkpoint_lib.checkpoint_arrays(os.path.join(TASK_DIR, "squad", "ckpt", "xlnet_model.ckpt"))
+  failed = {name for name, row in step_parity.compare(g, meta, ours, initial).items() if not row[2]}
+  assert {"loss", "gnorm", "grad0", "final variables"} <= failed, failed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", ["squad", "race"])
+def test_check_train_step_passes_the_task_goldens(task):
+  """scripts/check_train_step.py over tests/testdata/task_step/<task> (its MANIFEST, the linked ckpt)."""
+  proc = subprocess.run([sys.executable, "scripts/check_train_step.py", f"--golden_dir={os.path.join(TASK_DIR, task)}"],
+                        capture_output=True, text=True, timeout=600, env=ENV)
+  assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
+  assert "Replayed 2 of 2 files" in proc.stdout and proc.stdout.splitlines()[-1] == "PASS"

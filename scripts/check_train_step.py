@@ -1,12 +1,14 @@
 """Replays the ORIGINAL's recorded optimizer steps through xlnet-tf's Trainer and prints PASS or FAIL.
 
   python scripts/check_train_step.py --golden_dir /work/shared/goldens/train_step [--files=pretrain_adam_gpu]
+  python scripts/check_train_step.py --golden_dir tests/testdata/task_step/squad   # or .../race
 
-`--golden_dir` has the layout of /work/shared/goldens/train_step (README.md there): `ckpt/` (a TF1 checkpoint and
-its `xlnet_config.json`), `*.npz` files, and the list of files it must hold: a MANIFEST (one name a line), else the
-table under README.md's `## Files`. A listed file that is missing, or an unlisted one, fails the check. Each file is
-replayed with the Trainer its CLI builds from the golden's own flags (scripts/step_parity.py) and every quantity the
-golden holds is compared: per step the loss (tower losses; logits and per-example losses), learning rate, pre-clip
+`--golden_dir` has the layout of /work/shared/goldens/train_step (README.md there): `ckpt/` (a TF1 checkpoint and its
+`xlnet_config.json`), `*.npz` files, and the list of files it must hold: a MANIFEST (one name a line), else the table
+under README.md's `## Files`. A listed file that is missing, or an unlisted one, fails the check. Each file is
+replayed with the Trainer its CLI (run_pretrain.py, run_classifier.py, run_squad.py, run_race.py) builds from the
+golden's own flags (scripts/step_parity.py) and every quantity the golden holds is compared: per step the loss (tower
+losses; the head's logits and per-example losses, SQuAD's start/end log-probs and cls_logits), learning rate, pre-clip
 gnorm, global step and mems; the first step's gradients; after the last step every variable (relative to its own
 update), optimizer slot, beta power and the global step. Tolerances: `step_parity.TOLERANCES`, measured figures in
 docs/training_step.md. The last line is PASS (exit 0) or FAIL (exit 1). A --golden_dir that is unset, missing or

@@ -277,6 +277,22 @@ def test_yelp5_csv(tmp_path):
     p.get_dev_examples(d)
 
 
+def test_task_files_drop_carriage_returns_as_the_originals_reader(tmp_path):
+  # The original reads GLUE and Yelp files line by line with tf.gfile, whose readline drops every CR: a lone CR
+  # inside a field joins its neighbours ("one\rtwo" -> "onetwo", other ids than "one two") and splits nothing.
+  d = str(tmp_path)
+  dev_header = MNLI_TRAIN_HEADER[:10] + ["label1", "label2", "label3", "label4", "label5", "gold_label"]
+  write(f"{d}/dev_matched.tsv", tsv(dev_header, mnli_row(0, "one\rtwo", "b\r", ["neutral"] * 6)).replace("\n", "\r\n"))
+  assert triples(classifier_data.get_processor("mnli_matched").get_dev_examples(d)) == [("onetwo", "b", "neutral")]
+  write(f"{d}/test.csv", '4,unquoted lone\rreturn\r\n"2","quoted lone\rreturn and\r\nCRLF"\n')
+  assert triples(classifier_data.get_processor("yelp5").get_dev_examples(d)) == [
+      ("unquoted lonereturn", None, "4"), ("quoted lonereturn and\nCRLF", None, "2")]
+  write(f"{d}/pos/0_1.txt", "a lone\rreturn\r\n")  # Reviews are read whole (f.read()): their CRs stay.
+  write(f"{d}/neg/0_2.txt", "x")
+  assert triples(classifier_data.get_processor("imdb")._create_examples(d)) == [  # pylint: disable=protected-access
+      ("x", None, "neg"), ("a lone\rreturn", None, "pos")]
+
+
 def test_generic_csv_by_header_name(tmp_path):
   d = str(tmp_path)
   write(f"{d}/train.csv", 'id,review,stars\n0,"good, really",10\n1,bad,2\n2,meh,10\n')

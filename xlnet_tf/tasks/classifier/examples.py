@@ -24,9 +24,10 @@ class InputExample:
 
 
 def open_text(path):
+  """A task file as UTF-8 text, its line ends untranslated (as the original's `tf.gfile.Open`)."""
   if "://" in path:
     return tf.io.gfile.GFile(path, "r")
-  return open(path, encoding="utf-8", newline="")
+  return open(path, encoding="utf-8", newline="\n")
 
 
 def require_file(path, task_name):
@@ -36,10 +37,14 @@ def require_file(path, task_name):
 
 
 def read_rows(path, task_name, delimiter, quoting):
-  """Yields (physical line number, row) for every non-empty row of a delimited file."""
+  """Yields (physical line number, row) for every non-empty row of a delimited file.
+
+  The lines end at LF only and lose every CR, as the lines of the original's `tf.gfile` reader (its readline drops
+  them): a lone CR in a field joins its neighbours ("one\\rtwo" -> "onetwo") and ends no row.
+  """
   require_file(path, task_name)
   with open_text(path) as f:
-    reader = csv.reader(f, delimiter=delimiter, quoting=quoting)
+    reader = csv.reader((line.replace("\r", "") for line in f), delimiter=delimiter, quoting=quoting)
     try:
       for row in reader:
         if row:

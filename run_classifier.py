@@ -245,8 +245,8 @@ def run(o, strategy, log_fn=print):
         inference, checkpoints, eval_file, o.max_seq_length, o.eval_batch_size, task_name, log_fn=log_fn,
         model_dir=o.model_dir)
   if o.do_predict:
-    predict_file = _write_records(eval_examples, label_list, o, tokenize_fn, "predict", log_fn,
-                                  xlnet_config.n_token)
+    predict_file = _write_records(classifier_features.predict_examples(eval_examples, o.eval_batch_size, o.do_eval),
+                                  label_list, o, tokenize_fn, "predict", log_fn, xlnet_config.n_token)
     files = classifier_metrics.PredictionFiles(predict_dir=o.predict_dir, task_name=task_name, label_list=label_list,
                                                predict_threshold=o.predict_threshold)
     results["predict"] = classifier_eval.predict(inference, ckpt, predict_file, o.max_seq_length, o.predict_batch_size,

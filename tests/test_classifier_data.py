@@ -114,6 +114,15 @@ def test_pad_examples():
     classifier_features.pad_examples(examples, 0)
 
 
+def test_predict_examples_hold_the_eval_padding_with_do_eval():
+  # The original padded its one eval list in place, then wrote the predict records from it.
+  examples = [InputExample(str(i), "11") for i in range(5)]
+  assert classifier_features.predict_examples(examples, 4, do_eval=False) == examples
+  padded = classifier_features.predict_examples(examples, 4, do_eval=True)
+  assert padded[:5] == examples and len(padded) == 8 and len(examples) == 5
+  assert all(isinstance(e, PaddingInputExample) for e in padded[5:])
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Processors on small files in their original layouts.
 

@@ -181,6 +181,8 @@ def test_imdb_train_eval_predict(files, cli_runs):
   assert results[2]["path"].endswith("model.ckpt")
   assert float(results[2]["eval_accuracy"]) == pytest.approx(np.mean(np.argmax(expected, 1) == labels))
 
+  # The predict records hold the 3 eval padding examples too, as the original's (--do_eval padded its list).
+  assert sum(1 for _ in tf.data.TFRecordDataset(str(out / "records" / names[1]))) == 15
   # Predictions of the latest checkpoint (ckpt-6): 12 real dev examples (the 3 eval padding examples are not
   # written), in processor order.
   assert f"Predictions of {model_dir / 'ckpt-6'}" in stdout

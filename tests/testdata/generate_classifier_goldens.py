@@ -4,8 +4,9 @@
       --out_dir=tests/testdata/classifier
 
 Writes the raw task files (`write_raw`: the original layouts of imdb, yelp5, MNLI and STS-B, with hard text:
-accents, ``''`` quotes, `<br />`, runs of spaces, a BOM, CRLF, lone CR, NEL and LS, non-ASCII digits, digit-comma pieces, texts that
-need truncation alone and as a pair, empty and blank text_b, short and blank lines) to OUT_DIR/raw, then runs the
+accents, ``''`` quotes, `<br />`, runs of spaces, a BOM, CRLF, lone CR, NEL and LS, non-ASCII digits, digit-comma
+pieces, texts that need truncation alone and as a pair, empty and blank text_b, short and blank lines) to
+OUT_DIR/raw, then runs the
 original `run_classifier.main` (github.com/zihangdai/xlnet at bbaa3a6, a checkout passed as --xlnet_src and never
 copied here) under `tensorflow.compat.v1` (`generate_train_step_goldens.tf1_for_the_original`) once per
 configuration (`configs`), with --do_train, --do_eval and --do_predict and its FLAGS set as a namespace. Its
@@ -43,11 +44,14 @@ FEATURES = ("input_ids", "input_mask", "segment_ids", "label_ids", "is_real_exam
 # The original main's flags that the data path reads; the rest are the original's defaults where they matter.
 BASE_FLAGS = dict(do_train=True, do_eval=True, do_predict=True, eval_split="dev", eval_batch_size=4,
                   predict_batch_size=4, train_batch_size=4, num_passes=1, overwrite_data=False, use_tpu=False,
-                  save_steps=None, iterations=1000, train_steps=1000, predict_ckpt=None, eval_all_ckpt=False, num_core_per_host=1)
+                  save_steps=None, iterations=1000, train_steps=1000, predict_ckpt=None, eval_all_ckpt=False,
+                  num_core_per_host=1)
 
 # Hard text, mixed into every task's files.
-ACCENTS = "Caf\u00e9 na\u00efve r\u00e9sum\u00e9 \u2014 \u201csmart\u201d and ``latex'' QUOTES, \u00c9L\u00c8VE \u00e5ngstr\u00f6m"
-DIGITS = "In 1999, 2,000 fans paid $3,50, then \u0661\u0662\u0663 \uff14\uff15\uff16 \u00b2\u00b3 \u00bd and 7,"
+ACCENTS = ("Caf\u00e9 na\u00efve r\u00e9sum\u00e9 \u2014 \u201csmart\u201d and ``latex'' QUOTES, \u00c9L\u00c8VE "
+           "\u00e5ngstr\u00f6m")
+DIGITS = ("In 1999, 2,000 fans paid $3,50, then \u0661\u0662\u0663 \uff14\uff15\uff16 \u00b2\u00b3 \u00bd "
+          "and 7,")
 SPACES = "  lots   of\u00a0 spaces\u3000and \u2003 odd   blanks  "
 MISC = "\ufb01ne \ufb02at \u2460 \u212b \u00bd Stra\u00dfe \u4e2d\u6587 \ud55c\uad6d\uc5b4 emoji \U0001f600 tab-free"
 

@@ -250,6 +250,9 @@ def define_classifier_flags(flag_values=flags.FLAGS):
   flags.DEFINE_string("cls_scope", None, "Classifier layer scope: the head is classification_{cls_scope}, "
                       "default classification_{task_name}.", **fv)
   flags.DEFINE_bool("is_regression", False, "Whether it's a regression task.", **fv)
+  flags.DEFINE_bool("sorted_file_order", False, "imdb: read the review files sorted by name. False: in the order "
+                    "the directory lists them (tf.io.gfile.listdir, the original's; it varies between file systems, "
+                    "and so do the example and prediction order). See docs/design.md (new).", **fv)
   # The generic csv/tsv task (new): {train,dev,test}.{csv,tsv} in --data_dir.
   flags.DEFINE_string("text_a_column", None, "csv/tsv tasks: column of the first text (index or header name).",
                       **fv)

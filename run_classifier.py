@@ -24,6 +24,7 @@ Every flag of the original keeps its name and default. Semantics:
 - Eval reads every checkpoint in model_dir (--eval_all_ckpt) or the last one; a checkpoint without a `-step`
   suffix is evaluated too. Prediction leaves out the eval padding examples.
 - New: --strategy, --jit_compile, --seed, --deterministic, the generic csv/tsv task flags (--text_a_column, ...),
+  --sorted_file_order (imdb's files sorted by name, not in the directory's order)
   and --export_dir (a SavedModel that classifies raw text; see xlnet_tf/serving.py).
 - `-v 1` (absl's --verbosity=1) logs the first five examples' features, id by id, as the original did at INFO, and
   shows TensorFlow's C++ start-up and compilation lines that are filtered otherwise (see cli.filter_stderr).
@@ -91,9 +92,10 @@ def validate(o, num_replicas=1, strategy="one_device"):
 
 
 def processor_options(o):
-  """The csv/tsv task options that were set (get_processor rejects them for the other tasks)."""
+  """The csv/tsv task options and --sorted_file_order (imdb) that were set (get_processor rejects them for the
+  other tasks)."""
   options = dict(text_a_column=o.text_a_column, text_b_column=o.text_b_column, label_column=o.label_column,
-                 labels=o.labels, has_header=o.has_header)
+                 labels=o.labels, has_header=o.has_header, sorted_file_order=o.sorted_file_order or None)
   if (o.task_name or "").lower() in ("csv", "tsv"):
     options.update(is_regression=o.is_regression or None, data_dir=o.data_dir or None)
   return options

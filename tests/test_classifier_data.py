@@ -7,6 +7,7 @@ import zlib
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from helpers import cache_user
 from xlnet_tf import fileio
@@ -259,13 +260,31 @@ def test_imdb_layout(tmp_path):
   write(f"{d}/train/unsup/3_0.txt", "unlabelled")
   write(f"{d}/test/pos/0_10.txt", "Fine.")
   write(f"{d}/test/neg/0_1.txt", "Bad.")
-  p = classifier_data.get_processor("imdb")
+  p = classifier_data.get_processor("imdb", sorted_file_order=True)
   assert triples(p.get_train_examples(d)) == [("Dull.", None, "neg"), ("Awful really.", None, "neg"),
                                                ("Great film.  Loved it.", None, "pos")]
   assert triples(p.get_dev_examples(d)) == [("Bad.", None, "neg"), ("Fine.", None, "pos")]
   assert p.get_labels() == ["neg", "pos"]
   with pytest.raises(FileNotFoundError, match=r"train/neg of \*.txt reviews, which does not exist"):
     p.get_train_examples(str(tmp_path))
+
+
+def test_imdb_reads_the_files_in_the_listing_order_unless_sorted(tmp_path, monkeypatch):
+  # The original lists with tf.gfile.ListDirectory: the file system's order, not sorted (docs/design.md).
+  d = str(tmp_path)
+  for name in ("0_3.txt", "10_2.txt", "2_1.txt"):
+    write(f"{d}/train/neg/{name}", name)
+  write(f"{d}/train/pos/1_9.txt", "1_9.txt")
+  listdir = tf.io.gfile.listdir
+  monkeypatch.setattr(tf.io.gfile, "listdir", lambda path: sorted(listdir(path), reverse=True))
+  texts = lambda p: [e.text_a for e in p.get_train_examples(d)]
+  assert texts(classifier_data.get_processor("imdb")) == ["2_1.txt", "10_2.txt", "0_3.txt", "1_9.txt"]
+  sorted_order = ["0_3.txt", "10_2.txt", "2_1.txt", "1_9.txt"]
+  assert texts(classifier_data.get_processor("IMDB", sorted_file_order=True)) == sorted_order
+  assert texts(classifier_data.ImdbProcessor(sorted_file_order=True)) == sorted_order
+  assert classifier_data.get_processor("yelp5", sorted_file_order=False).task_name == "yelp5"
+  with pytest.raises(ValueError, match=r"--sorted_file_order only applies to --task_name=imdb"):
+    classifier_data.get_processor("yelp5", sorted_file_order=True)
 
 
 def test_yelp5_csv(tmp_path):
@@ -502,7 +521,6 @@ def test_every_record_is_checked_against_the_vocabulary_as_it_is_read(tmp_path):
   stops the fine-tuning reader with the marked error when that record is read; `read_errors.records_named` turns
   it into one line naming the file and the record. Unchecked, the record reads."""
   from xlnet_tf.data import read_errors  # pylint: disable=import-outside-toplevel
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
   examples = [InputExample(str(i), "5000" if i == 300 else "11 12", label="pos") for i in range(320)]
   out = str(tmp_path / "train.tf_record")
   classifier_features.file_based_convert_examples_to_features(examples, ["neg", "pos"], 8, tokenize, out)

@@ -148,9 +148,16 @@ class _TrainTestProcessor(DataProcessor):
 
 
 class ImdbProcessor(_TrainTestProcessor):
-  """aclImdb: `{data_dir}/{train,test}/{neg,pos}/*txt`; dev (and test) read `test/`; `<br />` becomes a space."""
+  """aclImdb: `{data_dir}/{train,test}/{neg,pos}/*txt`; dev (and test) read `test/`; `<br />` becomes a space.
+
+  Files are read in the order `tf.io.gfile.listdir` gives (the original's `tf.gfile.ListDirectory`: the file
+  system's, not sorted), or sorted by name with `sorted_file_order=True`.
+  """
   task_name = "imdb"
   train_name, test_name = "train", "test"
+
+  def __init__(self, sorted_file_order=False):
+    self.sorted_file_order = bool(sorted_file_order)
 
   def get_labels(self):
     return ["neg", "pos"]
@@ -162,7 +169,8 @@ class ImdbProcessor(_TrainTestProcessor):
       if not tf.io.gfile.isdir(cur_dir):
         raise FileNotFoundError(f"Task 'imdb' needs the directory {cur_dir} of *.txt reviews, which does not exist. "
                                 "Point --data_dir at the aclImdb directory (holding train/ and test/).")
-      for filename in sorted(tf.io.gfile.listdir(cur_dir)):
+      names = tf.io.gfile.listdir(cur_dir)
+      for filename in sorted(names) if self.sorted_file_order else names:
         if not filename.endswith("txt"):
           continue
         path = os.path.join(cur_dir, filename)
@@ -208,19 +216,24 @@ TASK_NAMES = tuple(_PROCESSORS)
 def get_processor(task_name, **options):
   """Returns the processor of `task_name` (case-insensitive, as `--task_name`).
 
-  Options (the fields of `DelimitedTask` but its task_name) apply only to the `csv`/`tsv` tasks; options whose value
-  is None are ignored, so a CLI may pass all of its flags.
+  Options (the fields of `DelimitedTask` but its task_name) apply only to the `csv`/`tsv` tasks, and
+  `sorted_file_order` (`ImdbProcessor`) only to `imdb`; options whose value is None (or False for
+  sorted_file_order) are ignored, so a CLI may pass all of its flags.
   """
   name = (task_name or "").lower()
   if name not in _PROCESSORS:
     raise ValueError(f"Unknown --task_name {task_name!r}. Known tasks: {', '.join(TASK_NAMES)}.")
   options = {k: v for k, v in options.items() if v is not None}
+  sorted_file_order = options.pop("sorted_file_order", False)
+  if sorted_file_order and name != "imdb":
+    raise ValueError(f"--sorted_file_order only applies to --task_name=imdb (a directory of files), not to "
+                     f"--task_name={name}. Remove it.")
   if name in ("csv", "tsv"):
     return DelimitedProcessor(DelimitedTask(task_name=name, **options))
   if options:
     raise ValueError(f"Options {sorted(options)} only apply to the csv/tsv tasks, not to --task_name={name}. "
                      "Remove them.")
-  return _PROCESSORS[name]()
+  return ImdbProcessor(sorted_file_order=sorted_file_order) if name == "imdb" else _PROCESSORS[name]()
 
 
 def label_list_for(processor, is_regression):

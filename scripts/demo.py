@@ -306,7 +306,7 @@ class Demo:
            "--eval_batch_size=64", f"--learning_rate={args.finetune_lr}", f"--use_bfloat16={self.bf16}",
            f"--jit_compile={self.jit}", f"--train_steps={args.finetune_steps}",
            f"--warmup_steps={min(20, args.finetune_steps // 5)}", f"--save_steps={args.finetune_steps}",
-           "--iterations=50", f"--seed={seed}"]
+           "--iterations=50", f"--seed={seed}", "--sorted_file_order=True"]
     result = stage.load(cmd[1:])
     skipped = result is not None
     if skipped:

@@ -2,6 +2,7 @@
 see /work/shared/goldens/README.md for how they were made)."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -100,3 +101,74 @@ def test_layer_outputs_match_original():
   finally:
     transformer.layer_stack = original_stack
   assert_close(np.stack(layer_outputs), golden["layer_outputs_h"])
+
+
+CONFIG_DATA = "tests/testdata/model_configs"
+CONFIG_CASES = sorted(name[:-len(".npz")] for name in os.listdir(CONFIG_DATA) if name.endswith(".npz"))
+
+
+def build_config_model(golden):
+  """XLNetModel with a model_configs golden's configuration (meta_json), loaded from its checkpoint."""
+  meta = json.loads(str(golden["meta_json"]))
+  ckpt_dir = f"{DATA}/ckpt_{meta['ckpt']}"
+  config = XLNetConfig(json_path=f"{ckpt_dir}/xlnet_config.json")
+  run_config = RunConfig(**meta["run_config"])
+  heads = meta["heads"]
+  head_layers = None if heads is None else finetune_heads(
+      config, run_config, heads["summary_type"], heads["use_summ_proj"], heads["cls"], heads["reg"])
+  model = XLNetModel(config, run_config, attn_type=meta["attn_type"], heads=head_layers)
+  report = load_original_checkpoint(model, f"{ckpt_dir}/xlnet_model.ckpt")
+  return model, meta, report
+
+
+def run_config_golden(model, meta, golden, output_only=False):
+  """{golden key: our value} on a model_configs golden's inputs (absent inputs are None, as in the original run);
+  output_only: the network's output alone."""
+  get = lambda key: golden[key] if key in golden.files else None  # noqa: E731
+  mems = None if get("mems") is None else [tf.constant(m) for m in golden["mems"]]
+  ours = {}
+  if meta["pretrain"]:
+    output, new_mems = model(golden["inp_k"], get("seg_id"), get("input_mask"), mems=mems,
+                             perm_mask=golden["perm_mask"], target_mapping=golden["target_mapping"],
+                             inp_q=golden["inp_q"])
+    if output_only:
+      return output
+    ours["lm_logits"] = model.get_lm_logits(output)
+    ours["lm_loss"] = model.get_lm_loss(output, golden["target"])
+    ours["total_loss"] = tf.reduce_sum(ours["lm_loss"] * golden["target_mask"]) / tf.reduce_sum(golden["target_mask"])
+  else:
+    output, new_mems = model(golden["input_ids"], get("seg_ids"), get("input_mask"), mems=mems)
+    if output_only:
+      return output
+    pooled = model.get_pooled_out(output, get("input_mask"))
+    ours["pooled"] = pooled
+    for scope in meta["heads"]["cls"]:
+      ours[f"cls_logits_{scope}"] = model.get_head_logits(pooled, f"classification_{scope}")
+    for scope in meta["heads"]["reg"]:
+      ours[f"reg_logits_{scope}"] = model.get_head_logits(pooled, f"regression_{scope}")
+  ours["output"] = output
+  if "new_mems" in golden.files:
+    ours["new_mems"] = tf.stack(new_mems)
+  else:  # mem_len 0 or None: the original caches nothing
+    assert new_mems is None or all(m is None for m in new_mems), new_mems
+  return ours
+
+
+@pytest.mark.parametrize("case", CONFIG_CASES)
+def test_config_outputs_match_original(case):
+  """Configurations tests/testdata/model misses (tests/testdata/model_configs/README.md): the same tolerance."""
+  golden = np.load(f"{CONFIG_DATA}/{case}.npz")
+  model, meta, report = build_config_model(golden)
+  ours = run_config_golden(model, meta, golden)
+  for key, value in ours.items():
+    assert_close(value, golden[key], err_msg=key)
+  assert report["kept_initial"] == []
+  # The first layer's output (the query stream's when pretraining), through a model truncated to one layer.
+  stack = model.transformer.layer_stack
+  try:
+    model.transformer.layer_stack = stack[:1]
+    first = run_config_golden(model, meta, golden, output_only=True)
+  finally:
+    model.transformer.layer_stack = stack
+  key = "layer_outputs_g" if meta["pretrain"] else "layer_outputs_h"
+  assert_close(first, golden[key][0], err_msg=f"{key}[0]")

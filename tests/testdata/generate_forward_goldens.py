@@ -11,11 +11,14 @@ tests/testdata/model/ckpt_{untied,tied}. As for those goldens, the original's `a
 `relative_positional_encoding` (always False on a tensor: `bi_data` cannot run upstream) is removed from the
 source before it is compiled; nothing else is changed. `attn_type` "uni" (which `XLNetModel` hard-codes to "bi") is
 passed by wrapping `modeling.transformer_xl`; each layer's content (and query) stream output is recorded by
-wrapping `modeling.positionwise_ffn`. `CASES` lists the configurations; model_configs/README.md says what each one
-adds to tests/testdata/model. About a minute on two cores. Needs only the project's .venv.
+wrapping `modeling.positionwise_ffn`. bfloat16 cases build the graph in `tf.tpu.bfloat16_scope()`, as
+`function_builder.get_loss` does, with the stand-ins' variables in their input's dtype (`in_input_dtype`, as TF1's
+own layers). `CASES` lists the configurations; model_configs/README.md says what each one adds to
+tests/testdata/model. About 30 seconds on two cores. Needs only the project's .venv.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -62,8 +65,8 @@ CASES = {
                            dict(mlen=16, run=dict(mem_len=20))),
     "finetune_memlen0": ("mems (mlen 4) with mem_len 0: no new memory (the original returns None per layer)",
                          dict(mlen=4, run=dict(mem_len=0))),
-    "finetune_no_mask_no_seg": ("input_mask None and seg_ids None (no padding mask, no segment term), ids at "
-                                "the vocabulary's end", dict(no_mask=True, no_seg=True)),
+    "finetune_no_mask_no_seg": ("input_mask and seg_ids None (no padding mask, no segment term)",
+                                dict(no_mask=True, no_seg=True)),
     "finetune_uni_no_mask": ("uni with input_mask None (the causal mask alone)",
                              dict(attn_type="uni", no_mask=True)),
     "finetune_tpu": ("use_tpu True: the one-hot embedding lookup", dict(run=dict(use_tpu=True))),
@@ -84,6 +87,10 @@ CASES = {
     "pretrain_uni_bidata_clamp": ("two-stream, uni, bi_data (bsz 4), clamp_len 3, same_length False, mems",
                                   dict(pretrain=True, attn_type="uni", mlen=4,
                                        run=dict(bi_data=True, clamp_len=3, mem_len=6, reuse_len=6))),
+    "finetune_bf16": ("use_bfloat16 (bfloat16_scope: float32 variables read as bfloat16), mems (mlen 4, mem_len 6)",
+                      dict(bf16=True, mlen=4, run=dict(use_bfloat16=True, mem_len=6, reuse_len=5))),
+    "pretrain_bf16_tpu": ("two-stream in bfloat16 with use_tpu (the one-hot LM loss runs in bfloat16), mems",
+                          dict(pretrain=True, bf16=True, mlen=4, run=dict(use_bfloat16=True, use_tpu=True, mem_len=6))),
     "pretrain_no_seg_long_mems": ("two-stream with seg_id None, mems longer than the sequence (mlen 16)",
                                   dict(pretrain=True, no_seg=True, mlen=16, run=dict(mem_len=16, reuse_len=6))),
 }
@@ -100,11 +107,24 @@ def import_original(xlnet_src):
   assert source.count("assert bsz%2 == 0") == 1, "not the original modeling.py of bbaa3a6"
   modeling = types.ModuleType("modeling")
   modeling.__file__ = path
-  exec(compile(source.replace("assert bsz%2 == 0", "pass"), path, "exec"), modeling.__dict__)  # pylint: disable=exec-used
+  code = compile(source.replace("assert bsz%2 == 0", "pass"), path, "exec")
+  exec(code, modeling.__dict__)  # pylint: disable=exec-used
   sys.modules["modeling"] = modeling
   sys.path.insert(0, xlnet_src)
   import xlnet  # pylint: disable=import-outside-toplevel
   return tf, xlnet, modeling
+
+
+def in_input_dtype(tf, stand_in):
+  """A stand-in (`dense`, `layer_norm`) whose variables have its input's dtype, as TF1's own layers: under
+  `bfloat16_scope`, float32 variables read as bfloat16."""
+  def wrapped(inputs, *args, **kwargs):
+    def getter(next_getter, *getter_args, **getter_kwargs):
+      getter_kwargs["dtype"] = inputs.dtype.base_dtype
+      return next_getter(*getter_args, **getter_kwargs)
+    with tf.variable_scope(tf.get_variable_scope(), custom_getter=getter, auxiliary_name_scope=False):
+      return stand_in(inputs, *args, **kwargs)
+  return wrapped
 
 
 def finetune_inputs(rng, seq_len, bsz, no_mask):
@@ -183,7 +203,13 @@ def run_case(tf, xlnet, modeling, ckpt, name, settings, seed):
     data["mems"] = rng.randn(config["n_layer"], mlen, BSZ, config["d_model"]).astype(np.float32)
 
   tf.reset_default_graph()
-  feeds = {k: tf.constant(v) for k, v in data.items() if k != "pad_lens"}
+  bf16 = settings.get("bf16", False)
+  if bf16:  # float inputs as the original's input functions give them with use_bfloat16; stored as read
+    for key, value in data.items():
+      if value.dtype == np.float32:
+        data[key] = tf.Session().run(tf.cast(tf.cast(value, tf.bfloat16), tf.float32))
+  feeds = {k: tf.cast(tf.constant(v), tf.bfloat16) if bf16 and v.dtype == np.float32 else tf.constant(v)
+           for k, v in data.items() if k != "pad_lens"}
   layer_outputs = []
   ffn, transformer_xl = modeling.positionwise_ffn, modeling.transformer_xl
 
@@ -194,6 +220,11 @@ def run_case(tf, xlnet, modeling, ckpt, name, settings, seed):
 
   modeling.positionwise_ffn = recording_ffn
   modeling.transformer_xl = lambda **kw: transformer_xl(**dict(kw, attn_type=attn_type))
+  precision_scope = tf.tpu.bfloat16_scope() if bf16 else contextlib.nullcontext()
+  stand_ins = tf.layers.dense, tf.contrib.layers.layer_norm
+  if bf16:
+    tf.layers.dense, tf.contrib.layers.layer_norm = (in_input_dtype(tf, f) for f in stand_ins)
+  precision_scope.__enter__()
   try:
     xlnet_config = xlnet.XLNetConfig(json_path=os.path.join(ckpt_dir, "xlnet_config.json"))
     run_config = xlnet.RunConfig(**run)
@@ -237,6 +268,9 @@ def run_case(tf, xlnet, modeling, ckpt, name, settings, seed):
         _, fetch[f"reg_logits_{scope}"] = modeling.regression_loss(
             hidden=pooled, labels=labels.astype(np.float32), initializer=model.get_initializer(),
             scope=f"regression_{scope}", return_logits=True)
+  precision_scope.__exit__(None, None, None)
+  tf.layers.dense, tf.contrib.layers.layer_norm = stand_ins
+  fetch = {k: tf.cast(v, tf.float32) for k, v in fetch.items()}
   variables = tf.global_variables()
   saved = {n for n, _ in tf.train.list_variables(os.path.join(ckpt_dir, "xlnet_model.ckpt"))}
   missing = [v.name for v in variables if v.name[:-2] not in saved]

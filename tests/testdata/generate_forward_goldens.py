@@ -42,7 +42,7 @@ RUN = dict(is_training=False, use_tpu=False, use_bfloat16=False, dropout=0.1, dr
 # name: (what differs from tests/testdata/model, settings). Settings: run (RunConfig fields), attn_type, mlen (input
 # memory length; 0: none), seq, no_mask / no_seg (input_mask / seg_ids None), summary (summary_type, use_summ_proj),
 # pretrain (two-stream with perm_mask, target_mapping unless num_predict is None), input_mask in pretraining,
-# ckpts (default both).
+# ckpts (default both). A case's seed is 100 + its index here: add new cases at the end.
 CASES = {
     "finetune_uni": ("fine-tuning with attn_type uni (causal mask + padding mask)", dict(attn_type="uni")),
     "finetune_uni_same_length_mems": ("fine-tuning, uni, same_length, mems (mlen 4, mem_len 6, reuse_len 5)",

@@ -148,8 +148,9 @@ def _write_records(examples, label_list, o, tokenize_fn, mode, log_fn, n_token, 
   """The cached records of `examples` in --output_dir (written unless cached), their ids checked."""
   path = os.path.join(o.output_dir, classifier_features.record_file_name(o.spiece_model_file, o.max_seq_length, mode,
                                                                       o.eval_split))
+  ordered = mode != "train" or o.seed is not None  # a seeded run's shuffle is one order: a cache must hold it
   fingerprint = classifier_features.examples_fingerprint(examples, label_list, o.max_seq_length, num_passes,
-                                                         o.spiece_model_file, ordered=mode != "train")
+                                                         o.spiece_model_file, ordered=ordered)
   written = classifier_features.file_based_convert_examples_to_features(
       examples, label_list, o.max_seq_length, tokenize_fn, path, num_passes=num_passes,
       overwrite_data=o.overwrite_data, fingerprint=fingerprint)

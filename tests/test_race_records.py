@@ -81,9 +81,14 @@ def test_cache_is_kept_unless_overwritten(tmp_path, tokenize_fn, monkeypatch):
   first = records.prepare_records(config, "train", tokenize_fn)
   assert (first.num_real, first.num_padding, first.written) == (4, 0, True)
   mtime = os.stat(first.path).st_mtime_ns
-  again = records.prepare_records(records.RecordsConfig(**kwargs), "train", tokenize_fn)
+  again = records.prepare_records(config, "train", tokenize_fn)
   assert (again.path, again.num_real, again.written) == (first.path, None, False)
   assert os.stat(first.path).st_mtime_ns == mtime
+  # The seed makes one order: another seed's records, or an unseeded run's, are written again; an unseeded run
+  # reuses the records of the same inputs (shuffled anew by each run: any order is one it could have drawn).
+  assert records.prepare_records(dataclasses.replace(config, shuffle_seed=4), "train", tokenize_fn).written
+  assert records.prepare_records(records.RecordsConfig(**kwargs), "train", tokenize_fn).written
+  assert not records.prepare_records(records.RecordsConfig(**kwargs), "train", tokenize_fn).written
   assert records.prepare_records(dataclasses.replace(config, overwrite_data=True), "train", tokenize_fn).written
   assert sorted(os.listdir(tmp_path)) == [".spiece.model.len-64.train.tf_record.lock",  # no temporary file left
                                           "spiece.model.len-64.train.tf_record",

@@ -508,3 +508,22 @@ def test_cached_records_with_a_label_id_beyond_the_labels_are_refused(tmp_path):
   with pytest.raises(ValueError, match=r"train.tf_record holds label id 2 \(record 2\), outside the task's 2 labels "
                                        r"\[0, 2\): it was written with another label list; pass --overwrite_data"):
     token_checks.check_label_ids(path, 2)
+
+
+def test_a_seeded_run_does_not_reuse_training_records_of_another_order(tmp_path):
+  """Training records are shuffled before they are written: an unseeded run reuses a cache of the same examples in
+  any order, a seeded run (--seed: one order) only a cache in its own order (another seed's, or another
+  --sorted_file_order's, is written again)."""
+  examples = [classifier_data.InputExample(f"train-{i}", f"{i} {i + 1}", label=("neg", "pos")[i % 2])
+              for i in range(4)]
+  lines = []
+  write = lambda ex, seed: run_classifier._write_records(  # pylint: disable=protected-access
+      ex, ["neg", "pos"], cli.defaults(run_classifier.define_flags, output_dir=str(tmp_path), spiece_model_file=SPM,
+                                       max_seq_length=8, seed=seed),
+      lambda text: [int(w) for w in text.split()], "train", lines.append, 1000)
+  write(examples, None)
+  write(examples[::-1], None)
+  write(examples[::-1], 1)
+  write(examples[::-1], 1)
+  write(examples, 2)
+  assert [line.split()[0] for line in lines] == ["Wrote", "Reusing", "Wrote", "Reusing", "Wrote"]

@@ -148,9 +148,9 @@ def record_file_name(spiece_model_file, max_seq_length, mode, eval_split="dev"):
 
 def examples_fingerprint(examples, label_list, max_seq_length, num_passes, spiece_model_file, ordered=True):
   """The `records.cache_fingerprint` of cached records: the examples (guid, texts, label; in their order where
-  `ordered`: evaluation and prediction; as a set for the training records, whose examples are shuffled before they
-  are written, unseeded without --seed), the labels, the length, num_passes and the SentencePiece model's bytes
-  (its file name alone is in the records' name)."""
+  `ordered`: evaluation and prediction, and training with --seed, whose shuffle then makes one order; as a set for
+  the training records of an unseeded run, shuffled anew by each run), the labels, the length, num_passes and the
+  SentencePiece model's bytes (its file name alone is in the records' name)."""
   with fileio.open_file(spiece_model_file, "rb") as f:
     spm = f.read()
   rows = [repr(tuple(getattr(e, k, None) for k in ("guid", "text_a", "text_b", "label"))) for e in examples]

@@ -152,9 +152,12 @@ class RecordsConfig:
 
 def _fingerprint(c, split):
   """The `records.cache_fingerprint` of a split's records: the bytes of every file it reads (in reading order), the
-  SentencePiece model's, and the settings that change the records."""
+  SentencePiece model's, and the settings that change the records, the training shuffle's seed where it is set
+  (one order; an unseeded run's records are shuffled anew by each run)."""
   padding = None if split == "train" else c.eval_batch_size  # the evaluation sets are padded to its multiple
   parts = [repr((split, c.max_seq_length, c.max_qa_length, c.fix_option_aliasing, padding))]
+  if split == "train" and c.shuffle_seed is not None:
+    parts.append(repr(("shuffle_seed", c.shuffle_seed)))
   files = data.split_files(c.data_dir, split, c.high_only, c.middle_only, c.sorted_file_order)
   for path in [c.spiece_model_file] + [p for p, _ in files]:
     with fileio.open_file(path, "rb") as f:

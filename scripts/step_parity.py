@@ -56,13 +56,14 @@ TOLERANCE_OF = {"start_log_probs": "logits", "end_log_probs": "logits", "cls_log
 
 
 # The per-step quantities each kind of golden must hold (README's tables); every one is compared. A long-horizon
-# golden (`batch_of_step`: hundreds of steps over a few stored batches) holds the mems after its last step only.
+# golden (`batch_of_step`: hundreds of steps over a few stored batches) holds the step's figures the Trainer reports
+# every step ("long"; no head outputs) and, when pretraining, the mems after its last step only.
 STEP_KEYS = {"pretrain": ("loss", "tower_loss", "learning_rate", "gnorm", "global_step", "new_mems"),
              "finetune": ("loss", "per_example_loss", "logits", "learning_rate", "gnorm", "global_step"),
              "squad": ("loss", "start_log_probs", "end_log_probs", "cls_logits", "learning_rate", "gnorm",
                        "global_step"),
              "race": ("loss", "per_example_loss", "logits", "learning_rate", "gnorm", "global_step"),
-             "long": ("loss", "learning_rate", "gnorm", "global_step", "last_new_mems")}
+             "long": ("loss", "learning_rate", "gnorm", "global_step")}
 
 # The same run of the original with every matmul summing in another order (`alt/*`, where a golden holds it; see
 # tests/testdata/generate_train_step_goldens.py): a quantity may then differ from the golden by up to
@@ -71,7 +72,9 @@ DRIFT_FACTOR = {"loss": 2, "gnorm": 2, "new_mems": 2, "last_new_mems": 2, "final
 
 
 def step_keys(g, meta):
-  return STEP_KEYS["long" if "batch_of_step" in g else meta["mode"]]
+  if "batch_of_step" not in g:
+    return STEP_KEYS[meta["mode"]]
+  return STEP_KEYS["long"] + (("last_new_mems",) if meta["mode"] == "pretrain" else ())
 
 
 # Golden keys that are inputs (fed, not compared) or not compared, and why.
@@ -255,8 +258,9 @@ def replay(path, golden_dir=None, **overrides):
   g, meta = load(path)
   step_batches = batches(g, meta)
   long = "batch_of_step" in g
-  if long:
+  if long:  # one loop per step (--iterations=1), so that every step reports its figures
     step_batches = [step_batches[i] for i in g["batch_of_step"]]
+    overrides = dict({"iterations": 1}, **overrides)
   towers = len(step_batches[0])
   data = dataset_fn(step_batches)
   ours = {key: [] for key in step_keys(g, meta)}
@@ -268,12 +272,13 @@ def replay(path, golden_dir=None, **overrides):
     variables = checkpoint_lib.original_variable_map(trainer.model)
     names = {id(v): name for name, v in variables.items()}
     ours["initial"] = {name: v.numpy() for name, v in variables.items()}
-    if long:  # one run of every step, as run_pretrain.py trains; each step's figures at full precision
+    if long:  # one run of every step, as the CLIs train; each step's figures at full precision
       metrics = []
       trainer.train(data, train_steps=len(step_batches), log_fn=lambda line: None, metrics_fn=metrics.append)
       for key, name in (("loss", "loss"), ("learning_rate", "lr"), ("gnorm", "gnorm"), ("global_step", "step")):
         ours[key] = [m[name] for m in metrics]
-      ours["last_new_mems"] = [np.stack(np.split(trainer.mems.numpy(), towers, axis=2))]
+      if "last_new_mems" in ours:
+        ours["last_new_mems"] = [np.stack(np.split(trainer.mems.numpy(), towers, axis=2))]
       ours["final"] = final_state(trainer)
       return g, meta, ours
     head_outputs = None if meta["mode"] == "pretrain" else fine_tuning_task(

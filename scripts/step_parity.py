@@ -368,6 +368,33 @@ def grad0_diffs(golden, ours):
   return diffs, noise
 
 
+def noise_variables(finals, slot_names):
+  """The variables whose gradient was rounding noise at every step (zero in exact arithmetic, e.g. the bias of logits
+  under a softmax; see grad0_diffs): the golden's largest sqrt(v) below TOLERANCES["grad0_noise"] of the largest
+  sqrt(v) of any variable. `finals`: {TF1 name: the golden's final value}; `slot_names`: meta_json["slots"]."""
+  roots = {n: float(np.sqrt(np.max(finals[s["v"]]))) for n, s in slot_names.items()
+           if s["v"] in finals and finals[s["v"]].size}
+  largest = max(roots.values(), default=0.0)
+  return sorted(n for n, root in roots.items() if root < TOLERANCES["grad0_noise"] * largest)
+
+
+def slot_diffs(finals, slot_names, slots):
+  """`diff(slot name, values)`: max |values - golden| over the golden slot's largest magnitude, or, for a slot of a
+  variable whose gradient is rounding noise (`noise_variables`: its moments are float32 noise, 1e-9 where the others
+  are 1e-2), over the largest golden slot of its kind (m or v), as grad0_diffs judges such a gradient."""
+  noise = set(noise_variables(finals, slot_names))
+  kind = {s[key]: key for n, s in slot_names.items() for key in ("m", "v")}
+  largest = {key: max((float(np.max(np.abs(finals[n]), initial=0.0)) for n in slots if kind.get(n) == key),
+                      default=0.0) for key in ("m", "v")}
+
+  def diff(name, values):
+    if name.rsplit("/", 1)[0] not in noise or name not in kind:
+      return _rel(values, finals[name])
+    scale = largest[kind[name]]
+    return _rel(np.append(np.ravel(values), scale), np.append(np.ravel(finals[name]), scale))
+  return diff
+
+
 def compare(g, meta, ours, initial):
   """Judges a replay: {row name: (worst difference, tolerance, ok, note)} (see TOLERANCES). Every quantity the golden
   holds is compared; a quantity the golden should hold but lacks, or ours lacks, or a golden key this checker does
@@ -462,14 +489,17 @@ def compare(g, meta, ours, initial):
           f"over {TOLERANCES['final']:.0e} (in {len(noisy)} variables)")
   slots = [n for n in finals if n in ours_final and n.endswith(SLOT_SUFFIXES)]
   if slots:
-    tols = {n: max(TOLERANCES["slots"], DRIFT_FACTOR["slots"] * _rel(g[f"alt/final/{n}"], finals[n]))
+    slot_diff = slot_diffs(finals, meta.get("slots", {}), slots)
+    tols = {n: max(TOLERANCES["slots"], DRIFT_FACTOR["slots"] * slot_diff(n, g[f"alt/final/{n}"]))
             if f"alt/final/{n}" in g else TOLERANCES["slots"] for n in slots}
-    diffs = {n: _rel(ours_final[n], finals[n]) for n in slots}
+    diffs = {n: slot_diff(n, ours_final[n]) for n in slots}
     worst = max(slots, key=lambda n: diffs[n] / tols[n])
+    noise = noise_variables(finals, meta.get("slots", {}))
     check("final slots", diffs[worst], tols[worst], all(diffs[n] <= tols[n] for n in slots),
           f"worst {worst}" + (" (the original against itself: "
-                              f"{_rel(g[f'alt/final/{worst}'], finals[worst]):.1e})" if f"alt/final/{worst}" in g
-                              else ""))
+                              f"{slot_diff(worst, g[f'alt/final/{worst}']):.1e})" if f"alt/final/{worst}" in g
+                              else "") + (f"; {len(noise)} variables' gradients in the rounding noise, their slots "
+                                          f"judged against the largest slot: {', '.join(noise)}" if noise else ""))
   for n in ("beta1_power", "beta2_power"):
     if n in finals and n in ours_final:
       check(f"final {n}", _rel(ours_final[n], finals[n]), TOLERANCES["beta_power"])

@@ -237,6 +237,9 @@ def define_classifier_flags(flag_values=flags.FLAGS):
   # Evaluation and prediction.
   flags.DEFINE_bool("do_eval", False, "Whether to do eval.", **fv)
   flags.DEFINE_float("predict_threshold", 0, "Threshold for binary prediction (on logit1 - logit0).", **fv)
+  flags.DEFINE_bool("predict_eval_padding", True, "With --do_eval, the prediction files end with rows for the eval "
+                    "padding examples (up to a multiple of --eval_batch_size), as the original's, which padded the "
+                    "one example list it evaluated and predicted. False: the real examples only (new).", **fv)
   flags.DEFINE_enum("eval_split", "dev", ["dev", "test"], "Could be dev or test.", **fv)
   flags.DEFINE_integer("eval_batch_size", 128, "Batch size for evaluation.", **fv)
   flags.DEFINE_integer("predict_batch_size", 128, "Batch size for prediction.", **fv)

@@ -22,9 +22,10 @@ Every flag of the original keeps its name and default. Semantics:
   (`label_list`): eval, predict, export or a resume with other labels, or the same in another order, is refused
   (its scores would name the wrong classes); a csv/tsv task without --labels takes that list.
 - Eval reads every checkpoint in model_dir (--eval_all_ckpt) or the last one; a checkpoint without a `-step`
-  suffix is evaluated too. Prediction leaves out the eval padding examples.
+  suffix is evaluated too. With --do_eval, prediction also writes rows for the eval padding examples, as the
+  original (--predict_eval_padding=False leaves them out).
 - New: --strategy, --jit_compile, --seed, --deterministic, the generic csv/tsv task flags (--text_a_column, ...),
-  --sorted_file_order (imdb's files sorted by name, not in the directory's order)
+  --sorted_file_order (imdb's files sorted by name, not in the directory's order), --predict_eval_padding
   and --export_dir (a SavedModel that classifies raw text; see xlnet_tf/serving.py).
 - `-v 1` (absl's --verbosity=1) logs the first five examples' features, id by id, as the original did at INFO, and
   shows TensorFlow's C++ start-up and compilation lines that are filtered otherwise (see cli.filter_stderr).
@@ -253,7 +254,7 @@ def run(o, strategy, log_fn=print):
     files = classifier_metrics.PredictionFiles(predict_dir=o.predict_dir, task_name=task_name, label_list=label_list,
                                                predict_threshold=o.predict_threshold)
     results["predict"] = classifier_eval.predict(inference, ckpt, predict_file, o.max_seq_length, o.predict_batch_size,
-                                                 files)
+                                                 files, keep_padding=o.predict_eval_padding)
     log_fn(f"Predictions of {ckpt}: {results['predict'][0]}, {results['predict'][1]}")
   if o.export_dir:
     inference.load(ckpt)

@@ -115,7 +115,8 @@ def cli_runs(files, tmp_path_factory):
     the latest (ckpt-6). With --jit_compile=True: XLA compiles the training step (each of its 2 micro-batches:
     --gradient_accumulation_steps=2) and the evaluation and prediction forward (checked against the Python path
     below).
-  stsb: the README's STS-B command (paths changed, steps cut), then eval, predict and --export_dir.
+  stsb: the README's STS-B command (paths changed, steps cut), then eval, predict (the 10 real examples only:
+    --predict_eval_padding=False) and --export_dir.
   """
   out = {name: tmp_path_factory.mktemp(name) for name in ("imdb", "stsb")}
   original = str(out["imdb"] / "model" / "model.ckpt")
@@ -132,7 +133,7 @@ def cli_runs(files, tmp_path_factory):
           f"--model_dir={out['stsb'] / 'model'}", f"--predict_dir={out['stsb'] / 'pred'}",
           f"--export_dir={out['stsb'] / 'export'}", "--train_batch_size=8", "--num_hosts=1", "--num_core_per_host=4",
           "--learning_rate=5e-5", "--train_steps=4", "--warmup_steps=2", "--save_steps=2", "--is_regression=True",
-          "--eval_batch_size=8", task="sts-b"),
+          "--eval_batch_size=8", "--predict_eval_padding=False", task="sts-b"),
   }
   # --num_core_per_host=4 means 4 replicas (the original's MirroredStrategy(num_gpus=4)): 4 logical CPUs here.
   cmds["stsb"] = [PY, "tests/helpers/logical_cpus.py", "4", *cmds["stsb"][1:]]
@@ -183,15 +184,17 @@ def test_imdb_train_eval_predict(files, cli_runs):
 
   # The predict records hold the 3 eval padding examples too, as the original's (--do_eval padded its list).
   assert sum(1 for _ in tf.data.TFRecordDataset(str(out / "records" / names[1]))) == 15
-  # Predictions of the latest checkpoint (ckpt-6): 12 real dev examples (the 3 eval padding examples are not
-  # written), in processor order.
+  # Predictions of the latest checkpoint (ckpt-6): 12 real dev examples in processor order, then the 3 eval
+  # padding examples, as the original wrote them (--predict_eval_padding's default; the stsb run leaves them out).
   assert f"Predictions of {model_dir / 'ckpt-6'}" in stdout
   with open(out / "predict" / "imdb.tsv") as f:
     rows = list(csv.reader(f, delimiter="\t"))
-  assert rows[0] == ["index", "prediction"] and [r[0] for r in rows[1:]] == [str(i) for i in range(12)]
+  assert rows[0] == ["index", "prediction"] and [r[0] for r in rows[1:]] == [str(i) for i in range(15)]
   logits = np.array(json.loads((out / "predict" / "imdb.logits.json").read_text()))
-  assert logits.shape == (12, 2)
+  assert logits.shape == (15, 2)
   assert [r[1] for r in rows[1:]] == ["pos" if b - a > 0 else "neg" for a, b in logits]
+  np.testing.assert_allclose(logits[12], logits[14], rtol=1e-5, atol=1e-6)  # padding: one all-padding input
+  logits = logits[:12]
   # Eval of ckpt-6: its accuracy and loss follow from the predicted logits.
   assert float(results[1]["eval_accuracy"]) == pytest.approx(np.mean(np.argmax(logits, 1) == labels))
   log_softmax = logits - np.log(np.exp(logits).sum(1, keepdims=True))

@@ -100,12 +100,12 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
   return results, best
 
 
-def predict(inference, ckpt_path, predict_file, max_seq_length, predict_batch_size, files):
+def predict(inference, ckpt_path, predict_file, max_seq_length, predict_batch_size, files, keep_padding=False):
   """Writes the prediction files (`files`: `metrics.PredictionFiles`, `{predict_dir}/{task}.tsv` and
   `{task}.logits.json`) for the records of `predict_file`.
 
-  Padding examples (is_real_example = 0) are left out (the original predicted them too when --do_eval had
-  padded the shared example list).
+  Padding examples (is_real_example = 0; the predict records hold them after --do_eval, as the original's) are
+  left out, unless keep_padding (`--predict_eval_padding`, the original's files: a row for every record).
 
   Returns:
     (tsv_path, json_path).
@@ -116,4 +116,5 @@ def predict(inference, ckpt_path, predict_file, max_seq_length, predict_batch_si
                                                                   n_token=inference.n_token))
   out = inference.run_records(dataset, [predict_file])
   logging.info("Predicted %d examples with %s.", int(np.sum(out["is_real_example"])), ckpt_path)
-  return metrics.write_predictions(files, out["logits"], is_real_example=out["is_real_example"])
+  real = None if keep_padding else out["is_real_example"]
+  return metrics.write_predictions(files, out["logits"], is_real_example=real)

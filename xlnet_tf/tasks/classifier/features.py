@@ -125,7 +125,7 @@ def pad_examples(examples, batch_size):
 def predict_examples(eval_examples, eval_batch_size, do_eval):
   """The examples of the predict records, as the original's: with --do_eval, the eval examples `pad_examples` padded
   (the original padded its one example list in place before writing the predict records), else the examples alone.
-  The padding examples' predictions are left out of the prediction files (`metrics.write_predictions`)."""
+  Their predictions end the prediction files, as the original's, unless --predict_eval_padding=False."""
   return pad_examples(eval_examples, eval_batch_size) if do_eval else list(eval_examples)
 
 

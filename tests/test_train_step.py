@@ -397,9 +397,14 @@ def task_replays():
   """Each SQuAD and RACE golden of tests/testdata/task_step (the ORIGINAL run_squad.py / run_race.py model_fn, 3
   steps: tests/testdata/generate_task_step_goldens.py) replayed through the Trainer run_squad.py / run_race.py build,
   with the checkpoint it starts from."""
+  return _replay_task_goldens(TASK_GOLDENS)
+
+
+def _replay_task_goldens(names):
+  """{name: step_parity.replay of tests/testdata/task_step/{name}.npz + (the arrays of its folder's checkpoint,)}."""
   step_parity = _step_parity()
   out = {}
-  for name in TASK_GOLDENS:
+  for name in names:
     path = os.path.join(TASK_DIR, f"{name}.npz")
     initial = checkpoint_lib.checkpoint_arrays(os.path.join(os.path.dirname(path), "ckpt", "xlnet_model.ckpt"))
     out[name] = step_parity.replay(path) + (initial,)
@@ -486,13 +491,7 @@ LONG_TASK_GOLDENS = ("squad/squad_adamwd_lrlayer075_long", "classifier/finetune_
 def long_task_replays():
   """The long-horizon fine-tuning goldens of tests/testdata/task_step (300 steps of the ORIGINAL run_squad.py /
   run_classifier.py model_fn cycling 20 batches) replayed through the CLI's Trainer, with their checkpoints."""
-  step_parity = _step_parity()
-  out = {}
-  for name in LONG_TASK_GOLDENS:
-    path = os.path.join(TASK_DIR, f"{name}.npz")
-    initial = checkpoint_lib.checkpoint_arrays(os.path.join(os.path.dirname(path), "ckpt", "xlnet_model.ckpt"))
-    out[name] = step_parity.replay(path) + (initial,)
-  return out
+  return _replay_task_goldens(LONG_TASK_GOLDENS)
 
 
 @pytest.mark.parametrize("golden", LONG_TASK_GOLDENS)

@@ -63,8 +63,9 @@ def test_records_and_eval_equal_the_original_main(name, tmp_path):
   config = META["configs"][name]
   o = options_for(config, tmp_path)
   lines = []
-  xlnet_config, tokenize_fn = run_race._model_files(o)  # pylint: disable=protected-access
-  run_race._prepare(o, "train", tokenize_fn, xlnet_config.n_token, lines.append)  # what train() writes first  # pylint: disable=protected-access
+  # pylint: disable=protected-access
+  xlnet_config, tokenize_fn = run_race._model_files(o)
+  run_race._prepare(o, "train", tokenize_fn, xlnet_config.n_token, lines.append)  # the records train() writes first
   result = run_race.run(o, training.make_strategy("one_device"), log_fn=lines.append)
 
   # The record files: the same names, every record equal, in the same order.

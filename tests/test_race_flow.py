@@ -54,7 +54,7 @@ def options_for(config, tmp_path):
       spiece_model_file=os.path.join(TESTDATA, META["spm"]),
       model_config_path=os.path.join(TESTDATA, META["ckpt"], "xlnet_config.json"),
       init_checkpoint=os.path.join(TESTDATA, META["ckpt"], "xlnet_model.ckpt"), output_dir=str(tmp_path / "out"),
-      model_dir=str(tmp_path / "model"), dropout=0.0, dropatt=0.0, sorted_file_order=True, seed=config["seed"],
+      model_dir=str(tmp_path / "model"), do_predict=True, predict_dir=str(tmp_path / "pred"), dropout=0.0, dropatt=0.0, sorted_file_order=True, seed=config["seed"],
       **flags)  # --seed: random.seed(seed) + random.shuffle
 
 
@@ -86,6 +86,13 @@ def test_records_and_eval_equal_the_original_main(name, tmp_path):
   evaluated = race_data.pad_examples(race_data.get_examples(o.data_dir, o.eval_split, o.high_only, o.middle_only,
                                                             sorted_file_order=True), o.eval_batch_size)
   assert [example_key(e) for e in evaluated] == config["files"]["eval"]["examples"]
+
+  # The model_fn's logits of the real questions (ours: the predictions file of the same checkpoint).
+  with np.load(os.path.join(GOLDEN, f"{name}.npz")) as golden:
+    real = golden["eval_is_real_example"] == 1
+    want_logits = golden["eval_logits"][real]
+  with open(result["predict"]["path"], encoding="utf-8") as f:
+    np.testing.assert_allclose([e["logits"] for e in json.load(f)], want_logits, atol=1e-5)
 
   # The metrics the original logs: eval_accuracy and eval_loss over the real questions, the Estimator's loss.
   (got,) = result["eval"]

@@ -66,6 +66,9 @@ def test_task_metrics():
   loss = [1, 2, 3, 4, 5, 6, 100]
   got = metrics.task_metrics("MRPC", logits, labels, weights, per_example_loss=loss)
   assert got == pytest.approx({"eval_accuracy": 4 / 6, "eval_f1": 2 / 3, "eval_loss": 21 / 6})
+  # The original's metrics in float32, as its tf.metrics report them; GLUE's F1 (new) in float64.
+  assert (got["eval_accuracy"], got["eval_loss"]) == (float(np.float32(4) / np.float32(6)), 3.5)
+  assert got["eval_accuracy"] != 4 / 6 and got["eval_f1"] == 2 / 3
   got = metrics.task_metrics("cola", np.array(PRED), LABEL)
   assert got == pytest.approx({"eval_accuracy": 4 / 6, "eval_matthews_corr": 1 / 3})
   got = metrics.task_metrics("sts-b", [[1.0], [2.0], [3.0]], [1.0, 2.0, 4.0])

@@ -1,6 +1,8 @@
 """Eval and predict: loading a fine-tuned checkpoint and running a model over evaluation batches, the one runner
 every task's eval and predict share (a task says what its step returns and how to tell a fine-tuned head)."""
 
+import math
+
 import numpy as np
 import tensorflow as tf
 
@@ -81,3 +83,22 @@ def run_batches(step, dataset, feature_keys=()):
     for k, v in batch.items():
       out.setdefault(k, []).append(np.asarray(v))
   return {k: np.concatenate(v) for k, v in out.items()}
+
+
+def batches_of(values, batch_size=None):
+  """`values` (an array, batch first) cut into the batches an eval reader gives: `batch_size` each, the last one
+  smaller where they do not divide; one batch when batch_size is None."""
+  return np.split(values, range(batch_size, len(values), batch_size)) if batch_size else [values]
+
+
+def tf_metrics_mean(values, weights=None, batch_size=None):
+  """`tf.metrics.mean(values, weights)` updated once per batch of `batch_size` (`batches_of`), in its float32, as
+  the original's eval reports its metrics: per batch the sums of values * weights and of weights, accumulated, then
+  divided (1/3 is 0.3333333432674408, as the original logs it). weights None: all 1. NaN when they sum to 0."""
+  weights = np.ones(len(values), np.float32) if weights is None else np.asarray(weights, np.float32)
+  values = np.asarray(values, np.float32) * weights
+  total, count = np.float32(0), np.float32(0)
+  for v, w in zip(batches_of(values, batch_size), batches_of(weights, batch_size)):
+    total += np.sum(v, dtype=np.float32)
+    count += np.sum(w, dtype=np.float32)
+  return float(total / count) if count else math.nan

@@ -11,6 +11,7 @@ from absl import logging
 
 from xlnet_tf.data import records
 from xlnet_tf.training import inference
+from xlnet_tf.training.inference import batches_of, tf_metrics_mean
 from xlnet_tf.tasks.classifier import features as classifier_data
 from xlnet_tf.tasks.classifier import metrics
 from xlnet_tf.tasks.classifier.task import forward
@@ -84,8 +85,11 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
     inference.load(path)
     out = inference.run_records(dataset, [eval_file])
     result = metrics.task_metrics(task_name, out["logits"], out["label_ids"], weights=out["is_real_example"],
-                                  per_example_loss=out["loss"], is_regression=is_regression)
-    result["loss"] = float(np.mean(out["loss"]))  # As the Estimator's `loss`: padding examples included.
+                                  per_example_loss=out["loss"], is_regression=is_regression, batch_size=eval_batch_size)
+    # As the Estimator's `loss`: the mean of the batches' mean losses (padding examples included), in float32.
+    batch_loss = [np.mean(b, dtype=np.float32) for b in batches_of(np.asarray(out["loss"], np.float32),
+                                                                   eval_batch_size)]
+    result["loss"] = tf_metrics_mean(batch_loss, batch_size=1)
     result["global_step"] = step
     result["step"] = step
     result["path"] = path

@@ -12,6 +12,7 @@ import os
 import numpy as np
 
 from xlnet_tf import fileio
+from xlnet_tf.training import inference
 
 
 F1_TASKS = ("mrpc", "qqp")
@@ -44,16 +45,11 @@ def _vectors(name_a, a, name_b, b, weights):
   return a, b, w
 
 
-def weighted_mean(values, weights=None):
-  """Mean of values: float [N] weighted by weights (e.g. eval_loss from the per-example loss)."""
-  v, _, w = _vectors("values", values, "values", values, weights)
-  return float(np.sum(w * v) / np.sum(w))
-
-
 def accuracy(predictions, labels, weights=None):
-  """Weighted fraction of predictions: int [N] equal to labels: int [N] (as `tf.metrics.accuracy`)."""
+  """Weighted fraction of predictions: int [N] equal to labels: int [N], in float32 as `tf.metrics.accuracy`
+  reports it (the counts are exact in float32: batching changes nothing)."""
   p, l, w = _vectors("predictions", predictions, "labels", labels, weights)
-  return float(np.sum(w * (p == l)) / np.sum(w))
+  return inference.tf_metrics_mean(p == l, w)
 
 
 def pearson_correlation(x, y, weights=None):
@@ -152,8 +148,9 @@ _METRIC_FNS = {"accuracy": accuracy, "f1": f1_score, "matthews_corr": matthews_c
                "pearsonr": pearson_correlation, "spearmanr": spearman_correlation}
 
 
-def task_metrics(task_name, logits, labels, weights=None, per_example_loss=None, is_regression=None):
-  """The eval metrics of a task, named as the original logs them (`eval_accuracy`, `eval_pearsonr`, ...).
+def task_metrics(task_name, logits, labels, weights=None, per_example_loss=None, is_regression=None, batch_size=None):
+  """The eval metrics of a task, named as the original logs them (`eval_accuracy`, `eval_pearsonr`, ...); the
+  original's (accuracy, loss) in float32 as its `tf.metrics`, the new ones (GLUE's) and Pearson in float64.
 
   Args:
     task_name: str, `--task_name`.
@@ -161,8 +158,9 @@ def task_metrics(task_name, logits, labels, weights=None, per_example_loss=None,
       [N, 1] predicted scores.
     labels: int [N] class ids, or float [N] scores for regression.
     weights: float [N], is_real_example (1 = counts, 0 = eval padding). None: all count.
-    per_example_loss: float [N] or None; given, `eval_loss` is its weighted mean.
+    per_example_loss: float [N] or None; given, `eval_loss` is its weighted mean (`tf.metrics.mean`'s float32).
     is_regression: bool or None (None: True only for sts-b).
+    batch_size: the eval batch size the N examples came in (the order of `eval_loss`'s float32 sums).
 
   Returns:
     dict of floats, e.g. {"eval_accuracy": .., "eval_f1": .., "eval_loss": ..}.
@@ -179,7 +177,7 @@ def task_metrics(task_name, logits, labels, weights=None, per_example_loss=None,
     predictions = logits
   result = {f"eval_{name}": _METRIC_FNS[name](predictions, labels, weights) for name in names}
   if per_example_loss is not None:
-    result["eval_loss"] = weighted_mean(per_example_loss, weights)
+    result["eval_loss"] = inference.tf_metrics_mean(per_example_loss, weights, batch_size)
   return result
 
 

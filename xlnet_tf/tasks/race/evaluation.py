@@ -59,17 +59,6 @@ class Inference(inference.Inference):
     return {k: out.get(k, np.zeros([0])) for k in ("logits", "loss", "label_ids", "is_real_example", "batch_loss")}
 
 
-def _tf_metrics_mean(values, weights, num_batches):
-  """`tf.metrics.mean(values, weights)` over `num_batches` equal batches, in its float32: per batch the sums of
-  values * weights and of weights, accumulated, then divided. NaN when the weights sum to 0."""
-  values = np.asarray(values, np.float32) * np.asarray(weights, np.float32)
-  total, count = np.float32(0), np.float32(0)
-  for v, w in zip(np.array_split(values, num_batches), np.array_split(np.asarray(weights, np.float32), num_batches)):
-    total += np.sum(v, dtype=np.float32)
-    count += np.sum(w, dtype=np.float32)
-  return float(total / count) if count else math.nan
-
-
 def eval_metrics(logits, loss, label_ids, is_real_example, batch_loss):
   """The original's eval numbers (see the module docstring) from `Inference.run`'s arrays, in float32 as its
   `tf.metrics` compute them (1/3 is 0.3333333432674408, as the original reports and logs it).
@@ -77,12 +66,12 @@ def eval_metrics(logits, loss, label_ids, is_real_example, batch_loss):
   Returns:
     dict: eval_accuracy, eval_loss, loss (floats; NaN when there is no real question).
   """
-  num_batches = max(len(batch_loss), 1)
+  batch_size = max(len(loss) // max(len(batch_loss), 1), 1)  # the eval records are padded to full batches
   correct = np.argmax(logits, axis=-1) == np.asarray(label_ids)
   return {
-      "eval_accuracy": _tf_metrics_mean(correct, is_real_example, num_batches),
-      "eval_loss": _tf_metrics_mean(loss, is_real_example, num_batches),
-      "loss": _tf_metrics_mean(batch_loss, np.ones(len(batch_loss)), num_batches),
+      "eval_accuracy": inference.tf_metrics_mean(correct, is_real_example, batch_size),
+      "eval_loss": inference.tf_metrics_mean(loss, is_real_example, batch_size),
+      "loss": inference.tf_metrics_mean(batch_loss, batch_size=1),
   }
 
 

@@ -411,6 +411,12 @@ def checkpoint_step(path):
   match = _STEP_SUFFIX.search(path)
   if match:
     return int(match.group(1))
+  return recorded_step(path)
+
+
+def recorded_step(path):
+  """The step a checkpoint holds, whatever its name: its `global_step` variable (original; what an Estimator's
+  evaluate reports as `global_step`) or optimizer step (ours); None if it records none."""
   reader = Reader(path)
   for key in ("global_step", "optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"):
     if reader.has_tensor(key):

@@ -9,6 +9,7 @@ import re
 import numpy as np
 from absl import logging
 
+from xlnet_tf import checkpoint
 from xlnet_tf.data import records
 from xlnet_tf.training import inference
 from xlnet_tf.training.inference import batches_of, tf_metrics_mean
@@ -70,7 +71,8 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
     model_dir: str, where `checkpoints` were listed (named when there are none).
 
   Returns:
-    (results, best): the list of per-checkpoint dicts (eval_* metrics, eval_loss, loss, global_step, step, path),
+    (results, best): the list of per-checkpoint dicts (eval_* metrics, eval_loss, loss, global_step: the
+    checkpoint's global_step variable, step: the one in its name, path),
     and the best of them by eval_pearsonr (regression) or eval_accuracy.
   """
   is_regression = inference.is_regression
@@ -90,7 +92,9 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
     batch_loss = [np.mean(b, dtype=np.float32) for b in batches_of(np.asarray(out["loss"], np.float32),
                                                                    eval_batch_size)]
     result["loss"] = tf_metrics_mean(batch_loss, batch_size=1)
-    result["global_step"] = step
+    # As the Estimator's: the checkpoint's global_step variable (the step in its name goes to `step`).
+    recorded = checkpoint.recorded_step(path)
+    result["global_step"] = step if recorded is None else recorded
     result["step"] = step
     result["path"] = path
     results.append(result)

@@ -240,6 +240,8 @@ def define_classifier_flags(flag_values=flags.FLAGS):
   flags.DEFINE_bool("predict_eval_padding", True, "With --do_eval, the prediction files end with rows for the eval "
                     "padding examples (up to a multiple of --eval_batch_size), as the original's, which padded the "
                     "one example list it evaluated and predicted. False: the real examples only (new).", **fv)
+  flags.DEFINE_bool("glue_metrics", False, "Eval also reports GLUE's metrics that the original did not for its "
+                    "tasks (STS-B: eval_spearmanr). False: the original's metrics and `Eval result` lines (new).", **fv)
   flags.DEFINE_enum("eval_split", "dev", ["dev", "test"], "Could be dev or test.", **fv)
   flags.DEFINE_integer("eval_batch_size", 128, "Batch size for evaluation.", **fv)
   flags.DEFINE_integer("predict_batch_size", 128, "Batch size for prediction.", **fv)

@@ -25,7 +25,8 @@ Every flag of the original keeps its name and default. Semantics:
   suffix is evaluated too. With --do_eval, prediction also writes rows for the eval padding examples, as the
   original (--predict_eval_padding=False leaves them out).
 - New: --strategy, --jit_compile, --seed, --deterministic, the generic csv/tsv task flags (--text_a_column, ...),
-  --sorted_file_order (imdb's files sorted by name, not in the directory's order), --predict_eval_padding
+  --sorted_file_order (imdb's files sorted by name, not in the directory's order), --predict_eval_padding,
+  --glue_metrics (STS-B's eval_spearmanr, which the original did not report)
   and --export_dir (a SavedModel that classifies raw text; see xlnet_tf/serving.py).
 - `-v 1` (absl's --verbosity=1) logs the first five examples' features, id by id, as the original did at INFO, and
   shows TensorFlow's C++ start-up and compilation lines that are filtered otherwise (see cli.filter_stderr).
@@ -247,7 +248,7 @@ def run(o, strategy, log_fn=print):
       checkpoints = checkpoints[-1:]
     results["eval"], results["best"] = classifier_eval.evaluate_checkpoints(
         inference, checkpoints, eval_file, o.max_seq_length, o.eval_batch_size, task_name, log_fn=log_fn,
-        model_dir=o.model_dir)
+        model_dir=o.model_dir, glue_metrics=o.glue_metrics)
   if o.do_predict:
     predict_file = _write_records(classifier_features.predict_examples(eval_examples, o.eval_batch_size, o.do_eval),
                                   label_list, o, tokenize_fn, "predict", log_fn, xlnet_config.n_token)

@@ -58,7 +58,7 @@ def _format_result(title, result):
 
 
 def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval_batch_size, task_name,
-                         log_fn=print, model_dir=None):
+                         log_fn=print, model_dir=None, glue_metrics=False):
   """Evaluates each checkpoint on the eval records, as the original's eval mode.
 
   Args:
@@ -69,6 +69,7 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
     task_name: str, selects the metrics (`metrics.task_metrics`).
     log_fn: where the `Eval result` / `Best result` lines go.
     model_dir: str, where `checkpoints` were listed (named when there are none).
+    glue_metrics: also GLUE's metrics the original did not report for its tasks (STS-B: eval_spearmanr).
 
   Returns:
     (results, best): the list of per-checkpoint dicts (eval_* metrics, eval_loss, loss, global_step: the
@@ -87,7 +88,8 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
     inference.load(path)
     out = inference.run_records(dataset, [eval_file])
     result = metrics.task_metrics(task_name, out["logits"], out["label_ids"], weights=out["is_real_example"],
-                                  per_example_loss=out["loss"], is_regression=is_regression, batch_size=eval_batch_size)
+                                  per_example_loss=out["loss"], is_regression=is_regression, batch_size=eval_batch_size,
+                                  glue_metrics=glue_metrics)
     # As the Estimator's `loss`: the mean of the batches' mean losses (padding examples included), in float32.
     batch_loss = [np.mean(b, dtype=np.float32) for b in batches_of(np.asarray(out["loss"], np.float32),
                                                                    eval_batch_size)]

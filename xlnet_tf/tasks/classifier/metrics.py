@@ -125,13 +125,14 @@ def f1_score(predictions, labels, weights=None):
   return float(2 * tp / denom) if denom > 0 else 0.0
 
 
-def metric_names(task_name, is_regression=None):
-  """The metrics a task reports (keys of task_metrics without `eval_`; `loss` comes on top when given)."""
+def metric_names(task_name, is_regression=None, glue_metrics=True):
+  """The metrics a task reports (keys of task_metrics without `eval_`; `loss` comes on top when given).
+  glue_metrics False: the original's tasks report the original's metrics only (STS-B: no spearmanr)."""
   task = (task_name or "").lower()
   if is_regression is None:
     is_regression = task in REGRESSION_TASKS
   if is_regression:
-    return ("pearsonr", "spearmanr")
+    return ("pearsonr",) if not glue_metrics and task in REGRESSION_TASKS else ("pearsonr", "spearmanr")
   if task in F1_TASKS:
     return ("accuracy", "f1")
   if task in MATTHEWS_TASKS:
@@ -148,7 +149,8 @@ _METRIC_FNS = {"accuracy": accuracy, "f1": f1_score, "matthews_corr": matthews_c
                "pearsonr": pearson_correlation, "spearmanr": spearman_correlation}
 
 
-def task_metrics(task_name, logits, labels, weights=None, per_example_loss=None, is_regression=None, batch_size=None):
+def task_metrics(task_name, logits, labels, weights=None, per_example_loss=None, is_regression=None, batch_size=None,
+                 glue_metrics=True):
   """The eval metrics of a task, named as the original logs them (`eval_accuracy`, `eval_pearsonr`, ...); the
   original's (accuracy, loss) in float32 as its `tf.metrics`, the new ones (GLUE's) and Pearson in float64.
 
@@ -161,11 +163,12 @@ def task_metrics(task_name, logits, labels, weights=None, per_example_loss=None,
     per_example_loss: float [N] or None; given, `eval_loss` is its weighted mean (`tf.metrics.mean`'s float32).
     is_regression: bool or None (None: True only for sts-b).
     batch_size: the eval batch size the N examples came in (the order of `eval_loss`'s float32 sums).
+    glue_metrics: False: the original's tasks get the original's metrics only (`metric_names`).
 
   Returns:
     dict of floats, e.g. {"eval_accuracy": .., "eval_f1": .., "eval_loss": ..}.
   """
-  names = metric_names(task_name, is_regression)
+  names = metric_names(task_name, is_regression, glue_metrics)
   logits = np.asarray(logits)
   if "pearsonr" in names:
     if logits.ndim == 2 and logits.shape[1] == 1:

@@ -1,8 +1,8 @@
 """run_classifier.py's eval and predict against the ORIGINAL run_classifier.py `main()` (tests/testdata/classifier_flow,
 written by tests/testdata/generate_classifier_flow_goldens.py): over the same checkpoints (--eval_all_ckpt or the
 last), the `Eval result | ...` and `Best result | ...` lines (keys, order, formatting; accuracy, steps and paths
-exactly, losses within 2e-6 or 1e-6 relative, Pearson within PEARSON_ATOL), the returned metrics, and the prediction files
-(`{task}.tsv` labels exactly, regression values and `{task}.logits.json` within 1e-5)."""
+exactly, losses within 2e-6 or 1e-6 relative, Pearson within PEARSON_ATOL), the returned metrics, and the
+prediction files (`{task}.tsv` labels exactly, regression values and `{task}.logits.json` within 1e-5)."""
 
 import json
 import os

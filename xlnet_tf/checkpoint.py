@@ -414,14 +414,14 @@ def checkpoint_step(path):
   return recorded_step(path)
 
 
-def recorded_step(path):
+def recorded_step(path, default=None):
   """The step a checkpoint holds, whatever its name: its `global_step` variable (original; what an Estimator's
-  evaluate reports as `global_step`) or optimizer step (ours); None if it records none."""
+  evaluate reports as `global_step`) or optimizer step (ours); `default` if it records none."""
   reader = Reader(path)
   for key in ("global_step", "optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"):
     if reader.has_tensor(key):
       return int(reader.get_tensor(key))
-  return None
+  return default
 
 
 def list_checkpoints(model_dir):

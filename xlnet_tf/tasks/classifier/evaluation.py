@@ -95,8 +95,7 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
                                                                    eval_batch_size)]
     result["loss"] = tf_metrics_mean(batch_loss, batch_size=1)
     # As the Estimator's: the checkpoint's global_step variable (the step in its name goes to `step`).
-    recorded = checkpoint.recorded_step(path)
-    result["global_step"] = step if recorded is None else recorded
+    result["global_step"] = checkpoint.recorded_step(path, default=step)
     result["step"] = step
     result["path"] = path
     results.append(result)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from helpers.example_records import FEATURES, read_records
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.classifier import data as classifier_data
 from xlnet_tf.tasks.classifier import features as classifier_features
@@ -16,7 +17,6 @@ from xlnet_tf.tasks.classifier import features as classifier_features
 GOLDEN = "tests/testdata/classifier"
 META = json.load(open(os.path.join(GOLDEN, "meta.json"), encoding="utf-8"))
 SPM = os.path.join("tests/testdata", META["spm"])
-FEATURES = ("input_ids", "input_mask", "segment_ids", "label_ids", "is_real_example")
 
 
 @pytest.fixture(scope="module")
@@ -30,22 +30,6 @@ def example_key(example):
     return "<pad>"
   text = json.dumps([example.text_a, example.text_b, example.label])
   return hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
-
-
-def read_records(path):
-  """Every record of a file as arrays (in file order) and the kind of each feature."""
-  out, kinds = {k: [] for k in FEATURES}, None
-  for raw in tf.data.TFRecordDataset(path).as_numpy_iterator():
-    feature = tf.train.Example.FromString(raw).features.feature
-    assert sorted(feature) == sorted(FEATURES)
-    record_kinds = {k: feature[k].WhichOneof("kind") for k in FEATURES}
-    assert kinds in (None, record_kinds)
-    kinds = record_kinds
-    for k in FEATURES:
-      out[k].append(list(getattr(feature[k], kinds[k]).value))
-  arrays = {k: np.array(v) for k, v in out.items()}
-  arrays["label_ids"], arrays["is_real_example"] = arrays["label_ids"][:, 0], arrays["is_real_example"][:, 0]
-  return arrays, kinds
 
 
 def write_ours(config, sp_model, out_dir):

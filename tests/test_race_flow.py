@@ -9,8 +9,8 @@ import random
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
+from helpers.example_records import FEATURES, read_records
 import cli
 import run_race
 from xlnet_tf import training
@@ -19,7 +19,6 @@ from xlnet_tf.tasks.race import data as race_data
 GOLDEN = "tests/testdata/race_flow"
 TESTDATA = "tests/testdata"
 META = json.loads(open(os.path.join(GOLDEN, "meta.json"), encoding="utf-8").read())
-FEATURES = ("input_ids", "input_mask", "segment_ids", "label_ids", "is_real_example")
 
 
 def example_key(example):
@@ -28,23 +27,6 @@ def example_key(example):
     return "<pad>"
   text = json.dumps([example.context, list(example.qa_list), example.label, example.level])
   return hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
-
-
-def read_records(path):
-  """Every record of a file, in file order: ({feature: array [R, ...]}, {feature: kind})."""
-  rows, kinds = {k: [] for k in FEATURES}, None
-  for raw in tf.data.TFRecordDataset(path).as_numpy_iterator():
-    feature = tf.train.Example.FromString(raw).features.feature
-    assert sorted(feature) == sorted(FEATURES)
-    record_kinds = {k: feature[k].WhichOneof("kind") for k in FEATURES}
-    assert kinds in (None, record_kinds)
-    kinds = record_kinds
-    for k in FEATURES:
-      rows[k].append(list(getattr(feature[k], kinds[k]).value))
-  arrays = {k: np.array(v) for k, v in rows.items()}
-  for k in ("label_ids", "is_real_example"):
-    arrays[k] = arrays[k][:, 0]
-  return arrays, kinds
 
 
 def options_for(config, tmp_path):

@@ -80,7 +80,7 @@ def test_records_equal_the_original(name, sp_model, tmp_path):  # pylint: disabl
     file_name, keys = written[kind]
     assert file_name == expected["name"]
     assert keys == expected["examples"], f"{kind}: the examples (or their order) differ"
-    arrays, kinds = read_records(os.path.join(tmp_path, file_name))
+    arrays, kinds = read_records(os.path.join(tmp_path, file_name), FEATURES)
     assert kinds == expected["feature_kinds"], kind
     for k in FEATURES:
       want = golden[f"{kind}_{k}"]

@@ -55,7 +55,7 @@ def test_records_and_eval_equal_the_original_main(name, tmp_path):
   assert written == sorted(f["name"] for f in config["files"].values())
   with np.load(os.path.join(GOLDEN, f"{name}.npz")) as golden:
     for kind, file in config["files"].items():
-      got, kinds = read_records(os.path.join(o.output_dir, file["name"]))
+      got, kinds = read_records(os.path.join(o.output_dir, file["name"]), FEATURES)
       assert kinds == file["feature_kinds"], kind
       for k in FEATURES:
         np.testing.assert_array_equal(got[k], golden[f"{kind}_{k}"], err_msg=f"{kind} {k}")

@@ -9,8 +9,8 @@ import os
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
+from helpers.example_records import read_records
 import cli
 import run_squad
 from xlnet_tf import training
@@ -24,19 +24,6 @@ with open(f"{GOLDENS}/meta.json", encoding="utf-8") as _f:
   META = json.load(_f)
 HEAD_KEYS = ("unique_ids", "start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index",
              "cls_logits")
-
-
-def read_records(path):
-  """{feature: array} of every record of a file, in file order, and each feature's kind ({}, None when empty)."""
-  values, kinds = {}, None
-  for raw in tf.data.TFRecordDataset(path).as_numpy_iterator():
-    feature = tf.train.Example.FromString(raw).features.feature
-    record_kinds = {k: feature[k].WhichOneof("kind") for k in feature}
-    assert kinds in (None, record_kinds)
-    kinds = record_kinds
-    for k in feature:
-      values.setdefault(k, []).append(list(getattr(feature[k], kinds[k]).value))
-  return {k: np.array(v)[:, 0] if len(v[0]) == 1 else np.array(v) for k, v in values.items()}, kinds
 
 
 class StandInTrainer:

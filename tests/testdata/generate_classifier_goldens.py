@@ -213,26 +213,39 @@ def import_original(xlnet_src):
   return tf, run_classifier
 
 
-def read_records(tf, path):
-  """Every record of a file (FEATURES, in file order) and the kind of each feature (`int64_list`/`float_list`)."""
-  out, kinds = {k: [] for k in FEATURES}, None
+def read_example_records(tf, path, names):
+  """Every record of a file ({feature: array [R, width], or [R] where the width is 1}, file order) and each
+  feature's kind (`int64_list`/`float_list`); ({}, None) for an empty file. Every record holds exactly `names`."""
+  out, kinds = {k: [] for k in names}, None
   for raw in tf.python_io.tf_record_iterator(path):
     feature = tf.train.Example.FromString(raw).features.feature
-    assert list(feature) == list(FEATURES) or sorted(feature) == sorted(FEATURES), list(feature)
-    record_kinds = {k: feature[k].WhichOneof("kind") for k in FEATURES}
+    assert sorted(feature) == sorted(names), list(feature)
+    record_kinds = {k: feature[k].WhichOneof("kind") for k in names}
     assert kinds in (None, record_kinds), (kinds, record_kinds)
     kinds = record_kinds
-    for k in FEATURES:
+    for k in names:
       out[k].append(list(getattr(feature[k], kinds[k]).value))
+  if kinds is None:  # an empty file
+    return {}, None
   arrays = {}
-  for k in FEATURES:
+  for k in names:
     values = np.array(out[k])
-    if k in ("label_ids", "is_real_example"):
+    if values.shape[1] == 1:
       values = values[:, 0]
-    dtype = {"input_ids": np.int32, "input_mask": np.float32, "segment_ids": np.int8, "is_real_example": np.int8,
-             "label_ids": np.float32 if kinds[k] == "float_list" else np.int32}[k]
+    dtype = np.float32 if kinds[k] == "float_list" else np.int64
     assert (values.astype(dtype) == values).all(), k
     arrays[k] = values.astype(dtype)
+  return arrays, kinds
+
+
+def read_records(tf, path):
+  """Every record of a file (FEATURES, in file order), as compact arrays, and the kind of each feature."""
+  arrays, kinds = read_example_records(tf, path, FEATURES)
+  for k in FEATURES:
+    dtype = {"input_ids": np.int32, "input_mask": np.float32, "segment_ids": np.int8, "is_real_example": np.int8,
+             "label_ids": np.float32 if kinds[k] == "float_list" else np.int32}[k]
+    assert (arrays[k].astype(dtype) == arrays[k]).all(), k
+    arrays[k] = arrays[k].astype(dtype)
   return arrays, kinds
 
 

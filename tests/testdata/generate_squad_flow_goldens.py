@@ -31,6 +31,9 @@ import types
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import generate_classifier_goldens as classifier_goldens  # pylint: disable=wrong-import-position
+
 SQUAD = os.path.join(HERE, "squad")
 SPM = os.path.join(SQUAD, "spm", "spiece.model")
 TRAIN = os.path.join(SQUAD, "data", "train-v2.0.json")
@@ -131,7 +134,6 @@ class StandInEstimator:
 
 
 def import_original(xlnet_src):
-  sys.path.insert(0, HERE)
   from generate_train_step_goldens import tf1_for_the_original  # pylint: disable=import-outside-toplevel
   tf = tf1_for_the_original()
   tf.contrib.data = types.SimpleNamespace(
@@ -183,31 +185,6 @@ def load_spm():
   sp_model = spm.SentencePieceProcessor()
   sp_model.Load(SPM)
   return sp_model
-
-
-def read_records(tf, path, names):
-  """Every record of a file ({feature: array}, file order) and each feature's kind (`int64_list`/`float_list`);
-  ({}, None) for an empty file."""
-  out, kinds = {k: [] for k in names}, None
-  for raw in tf.python_io.tf_record_iterator(path):
-    feature = tf.train.Example.FromString(raw).features.feature
-    assert sorted(feature) == sorted(names), list(feature)
-    record_kinds = {k: feature[k].WhichOneof("kind") for k in names}
-    assert kinds in (None, record_kinds), (kinds, record_kinds)
-    kinds = record_kinds
-    for k in names:
-      out[k].append(list(getattr(feature[k], kinds[k]).value))
-  if kinds is None:  # an empty file
-    return {}, None
-  arrays = {}
-  for k in names:
-    values = np.array(out[k])
-    if values.shape[1] == 1:
-      values = values[:, 0]
-    dtype = np.float32 if kinds[k] == "float_list" else np.int64
-    assert (values.astype(dtype) == values).all(), k
-    arrays[k] = values.astype(dtype)
-  return arrays, kinds
 
 
 def pickle_arrays(features, max_seq_length):
@@ -267,7 +244,8 @@ def run_setting(tf, run_squad, globbed, logged, name, changes, proc_ids, seed, o
     for f in meta["output_dir"]:
       path = os.path.join(output_dir, f)
       if f.endswith(".tf_record"):
-        values, kinds = read_records(tf, path, TRAIN_FEATURES if ".train." in f else EVAL_FEATURES)
+        names = TRAIN_FEATURES if ".train." in f else EVAL_FEATURES
+        values, kinds = classifier_goldens.read_example_records(tf, path, names)
         arrays.update({f"{f}/{k}": v for k, v in values.items()})
         meta["records"][f] = {"kinds": kinds, "num": len(values.get("unique_ids", []))}
       elif f.endswith(".pkl"):

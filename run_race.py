@@ -18,7 +18,8 @@ Every flag of the original keeps its name and default. Semantics:
   Estimator did.
 - Eval reads the last checkpoint of model_dir (the original's), or all of them with --eval_all_ckpt (new), and logs
   the original's `Eval | eval_accuracy ... | eval_loss ... | loss ... | global_step ... |` per checkpoint:
-  eval_accuracy and eval_loss over the real questions, loss the Estimator's (the padding questions included).
+  eval_accuracy and eval_loss over the real questions, loss the Estimator's (the padding questions included),
+  global_step the step the checkpoint records (the Estimator's, not the number in the file name).
 - New: --strategy, --jit_compile, --seed (also seeds the shuffle of the training questions; unset: unseeded like
   the original), --deterministic, --fix_option_aliasing, --eval_all_ckpt, and the predict mode (--do_predict,
   --predict_dir, --predict_ckpt): `[high.|middle.]{eval_split}.predictions.json` with each question's chosen option
@@ -161,6 +162,8 @@ def run(o, strategy, log_fn=print):
     checkpoints = _model_dir_checkpoints(o)
     if not o.eval_all_ckpt:
       checkpoints = checkpoints[-1:]
+    # As the Estimator's: the global_step each checkpoint records (the number in its name where it records none).
+    checkpoints = [(checkpoint.recorded_step(path, default=step), path) for step, path in checkpoints]
     if not checkpoints and o.init_checkpoint:
       log_fn(f"No checkpoint in --model_dir {o.model_dir}: evaluating --init_checkpoint {o.init_checkpoint} (as the "
              "original's Estimator).")

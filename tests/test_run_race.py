@@ -4,6 +4,7 @@ original's Estimator evaluates it, one-line errors for bad input, the original's
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -91,17 +92,23 @@ def test_train_eval_predict(files, tmp_path):
   assert not list((out / "pred").glob("*tmp*"))
 
 
+def golden_options(tmp_path, **overrides):
+  """The goldens' --do_eval run: their data, vocabulary, config and checkpoint (as --init_checkpoint)."""
+  return cli.defaults(
+      run_race.define_flags, **{**dict(
+          do_eval=True, data_dir=os.path.join(GOLDEN, "data"),
+          spiece_model_file=os.path.join(GOLDEN, "spm", "spiece.model"),
+          model_config_path=os.path.join(GOLDEN, "ckpt", "xlnet_config.json"),
+          init_checkpoint=os.path.join(GOLDEN, "ckpt", "xlnet_model.ckpt"), output_dir=str(tmp_path / "records"),
+          model_dir=str(tmp_path / "model"), max_seq_length=64, max_qa_length=16, eval_batch_size=5, dropout=0.0,
+          dropatt=0.0, sorted_file_order=True), **overrides})  # the goldens' file order (meta.json) is the sorted one
+
+
 def test_eval_of_the_original_checkpoint_equals_the_goldens(tmp_path):
   """The goldens' run: --do_eval with --init_checkpoint and an empty model_dir (the original Estimator then
   evaluates the initial, i.e. init_checkpoint's, weights)."""
   meta = json.loads(open(os.path.join(GOLDEN, "meta.json")).read())["head"]
-  options = cli.defaults(
-      run_race.define_flags, do_eval=True, data_dir=os.path.join(GOLDEN, "data"),
-      spiece_model_file=os.path.join(GOLDEN, "spm", "spiece.model"),
-      model_config_path=os.path.join(GOLDEN, "ckpt", "xlnet_config.json"),
-      init_checkpoint=os.path.join(GOLDEN, "ckpt", "xlnet_model.ckpt"), output_dir=str(tmp_path / "records"),
-      model_dir=str(tmp_path / "model"), max_seq_length=64, max_qa_length=16, eval_batch_size=5, dropout=0.0,
-      dropatt=0.0, sorted_file_order=True)  # the goldens' file order (meta.json file_order) is the sorted one
+  options = golden_options(tmp_path)
   lines = []
   result = run_race.run(options, training.make_strategy("one_device"), log_fn=lines.append)
   (got,) = result["eval"]
@@ -110,6 +117,23 @@ def test_eval_of_the_original_checkpoint_equals_the_goldens(tmp_path):
   assert got["loss"] == pytest.approx(meta["estimator_loss"], abs=1e-5)
   assert got["global_step"] == 0
   assert any(line.startswith("Eval | eval_accuracy 0.125 | eval_loss 1.3881") for line in lines)
+
+
+def test_eval_reports_the_global_step_the_checkpoint_records(tmp_path):
+  """As the original's Estimator: `global_step` is the checkpoint's variable, not the number in its file name (the
+  goldens' checkpoint records 0; here it lies in --model_dir as `model.ckpt-7`)."""
+  model_dir = tmp_path / "model"
+  model_dir.mkdir()
+  source = os.path.join(GOLDEN, "ckpt", "xlnet_model.ckpt")
+  for suffix in (".index", ".data-00000-of-00001"):
+    shutil.copy(source + suffix, model_dir / ("model.ckpt-7" + suffix))
+  lines = []
+  result = run_race.run(golden_options(tmp_path, init_checkpoint=None), training.make_strategy("one_device"),
+                        log_fn=lines.append)
+  (got,) = result["eval"]
+  assert got["path"] == str(model_dir / "model.ckpt-7") and got["global_step"] == 0
+  assert got["eval_accuracy"] == 0.125
+  assert any(line.startswith("Eval | eval_accuracy 0.125 |") and line.endswith("| global_step 0 | ") for line in lines)
 
 
 def _bad_data(files, tmp_path):

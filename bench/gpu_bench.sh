@@ -16,7 +16,7 @@
 # there and point PERF_HARNESS_DIR at it (the calls of the 2026-11-28 run: docs/performance_log.md).
 # Env: PERF_HARNESS_DIR (default .kit/perf: ../shared/perf with the kit's perf_extra), KIT_DIR (as .kit/unpack.sh),
 #      BENCH_STEPS / BENCH_WARMUP (20 / 5), BENCH_FILTER (regex on row names), BENCH_RUN_TIMEOUT_S (150),
-#      BENCH_DEVICE_CHECK=0 (HF on the CPU at tiny sizes: a plumbing check without a GPU).
+#      BENCH_DEVICE_CHECK=0 (PyTorch on the CPU, small peaks: a plumbing check without a GPU, with BENCH_FILTER).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PHASE="${1:?usage: bash bench/gpu_bench.sh hf|project|table}"
@@ -35,7 +35,7 @@ common=(--steps "${BENCH_STEPS:-20}" --warmup "${BENCH_WARMUP:-5}" --threads 16 
 mkdir -p "$BD/logs"; touch "$RES"
 el() { echo $(( $(date +%s) - T0 )); }
 
-# run NAME KIND ARGS...   KIND: hf (run_hf_gpu.py), proj (bench/run_project.py), py (a script of the harness)
+# run NAME KIND ARGS...   KIND: hf (run_hf_gpu.py), proj (bench/run_project.py), py (a Python script and its args)
 run() {
   local name="$1" kind="$2"; shift 2
   [[ "$name" =~ $FILTER ]] || return 0
@@ -64,10 +64,10 @@ run() {
   fi
 }
 
-# rows NAME_PREFIX KIND: the rows of one implementation, most important first (the issue's `gpu` size, then the
+# rows PREFIX KIND BF16_FLAG TF32_FLAG: the rows of one implementation, most important first (the issue's `gpu` size, then the
 # base pretraining step in bfloat16 for the fraction of the card's peak, then TF32, then the rest)
 rows() {
-  local p="$1" kind="$2" bf="$3" tf32="$4"; shift 4
+  local p="$1" kind="$2" bf="$3" tf32="$4"
   run "${p}_fp32_pretrain_step_gpu"  "$kind" --workload pretrain_step --size gpu
   run "${p}_bf16_pretrain_step_gpu"  "$kind" --workload pretrain_step --size gpu "$bf"
   run "${p}_fp32_finetune_fwd_gpu"   "$kind" --workload finetune_fwd --size gpu

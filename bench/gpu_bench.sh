@@ -55,7 +55,8 @@ run() {
   local rc=$?
   local line; line="$(grep -a '^{' "$BD/logs/$name.out" | tail -1)"
   if [[ -n "$line" ]]; then
-    printf '%s\n' "$line" | python3 -c "import json,sys; r=json.loads(sys.stdin.read()); r.update(run='$name', run_wall_s=$(( $(date +%s) - t1 )), rc=$rc); print(json.dumps(r))" >> "$RES"
+    printf '%s\n' "$line" | python3 -c "import json, sys; r = json.loads(sys.stdin.read()); \
+r.update(run='$name', run_wall_s=$(( $(date +%s) - t1 )), rc=$rc); print(json.dumps(r))" >> "$RES"
     echo "$line"
   fi
   if [[ $rc != 0 ]]; then
@@ -98,6 +99,9 @@ case "$PHASE" in
     rows project proj --mixed_bf16 --use_tf32
     # run_pretrain.py twice with one --xla_cache_dir (and once without): the nested XLA programs of the default step
     run compile_cache_small py "$ROOT/bench/compile_cache.py" --size=small --nojit_compile --harness_dir "$PERF"
+    # the host's side of each op of the base step (is the host what bounds it?)
+    run profile_bf16_pretrain_step_base py "$ROOT/bench/profile_step.py" --workload pretrain_step --size base \
+        --mixed_bf16 --threads 16 --inter-threads 16 --warmup 5 --steps 3
     run project_no_nested_xla_fp32_pretrain_step_gpu proj --workload pretrain_step --size gpu --no_nested_xla
     run project_xla_bf16_finetune_fwd_gpu   proj --workload finetune_fwd --size gpu --mixed_bf16 --jit_compile
     run compile_cache_small_xla py "$ROOT/bench/compile_cache.py" --size=small --no_reference --harness_dir "$PERF"
@@ -123,6 +127,9 @@ for c in (r for r in rows if r.get("bench") == "compile_cache"):
   print("%s (jit_compile %s): %s" % (c["run"], c["jit_compile"], "; ".join(
       "%s: first step %.2f s, later %.3f s, compile ~%.2f s" % (x["run"], x["first_step_s"], x["step_s"], x["compile_s"])
       for x in c["runs"])))
+for c in (r for r in rows if r.get("bench") == "profile_step"):
+  print("%s: %d ops per step; the host's op events %.1f ms per step, busy %.1f ms, idle %.1f ms" % (
+      c["run"], c["ops_per_step"], c["op_ms_per_step"], c["busy_ms_per_step"], c["idle_ms_per_step"]))
 runs = [r for r in rows if "median_step_s" in r]
 prec = lambda r: "bf16" if "+bf16" in r["impl"] else "tf32" if "+tf32" in r["impl"] else "fp32"
 hf = {(r["workload"], r["size"], prec(r)): r["median_step_s"] for r in runs if r["impl"].startswith("hf_torch")}

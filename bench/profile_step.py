@@ -6,14 +6,17 @@ per part of the step.
   .venv/bin/python bench/profile_step.py --workload finetune_fwd --size small --logdir /tmp/trace
 
 Flags: the harness's (`--workload`, `--size`, `--threads`, `--inter-threads`, `--warmup`, `--steps` = traced
-steps), plus `--logdir` (keep the trace there, for TensorBoard's profile plugin), `--top` (rows per table).
+steps), plus `--logdir` (keep the trace there, for TensorBoard's profile plugin), `--top` (rows per table),
+`--mixed_bf16` (as `bench/run_project.py`'s). The last line is a JSON line of the totals per step.
 PERF_HARNESS_DIR: the harness (default ../shared/perf; its `common.py` builds the inputs).
 
 Op time is the sum of the executor's op events (`tf_Compute` threads of the host plane); with 2 intra-op threads
 one op's event covers its work on both, but ops that run at the same time on the inter-op threads each count, so
 the total can exceed the step's wall time (2.6 s of op time in a 1.45 s small pretraining step); read the shares.
 The "wall ms" columns split the wall time instead (`wall_shares`): an op that runs alone gets all of that time, two
-ops that run at once half each, so they add up to the step's wall time less the time no op ran.
+ops that run at once half each, so they add up to the step's wall time less the time no op ran. On a GPU the
+host's op events are each op's host side (the executor and the kernel's launch): their busy time against the
+step's time says whether the host bounds the step.
 Parts: the optimizer (`xl_net_adam/`), the tied LM head and its loss (`lm_loss`, the cross-entropy), clipping and the
 embedding rows' norm, the nested XLA-compiled functions (GELU, LayerNorm, cross-entropy, dropout bits: their runs
 carry no op name, so forward and backward are one part), and the rest split into forward and backward
@@ -23,6 +26,7 @@ carry no op name, so forward and backward are one part), and the rest split into
 import argparse
 import collections
 import glob
+import json
 import os
 import sys
 import tempfile
@@ -76,7 +80,7 @@ def op_events(logdir):
       continue
     for event in line.events:
       name = plane.event_metadata[event.metadata_id].name
-      if name == "CpuExecutable::ExecuteAsyncOnStream":
+      if name in ("CpuExecutable::ExecuteAsyncOnStream", "GpuExecutable::ExecuteAsyncOnStream"):
         # A nested jit_compile function's run (the XLA-compiled element-wise functions): its events carry no op
         # name; the executor's `ExecutorState::ProcessAsync::Start` event around it is skipped as a container.
         yield "xla", XLA_FUNCTIONS, *_span(line, event)
@@ -121,10 +125,11 @@ def main():
   pre_p = argparse.ArgumentParser(add_help=False)
   pre_p.add_argument("--logdir", default=None)
   pre_p.add_argument("--top", type=int, default=15)
+  pre_p.add_argument("--mixed_bf16", action="store_true", help="as bench/run_project.py's")
   own, rest = pre_p.parse_known_args()
   cfg = common.parse_args("project", rest)
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  step, _, _ = run_project.build_step(cfg, project_dir=os.path.dirname(HERE))
+  step, _, _ = run_project.build_step(cfg, mixed_bf16=own.mixed_bf16, project_dir=os.path.dirname(HERE))
   for _ in range(cfg["warmup_steps"]):
     step()
   traced = cfg["timed_steps"] if "--steps" in " ".join(rest) else 3
@@ -162,6 +167,10 @@ def main():
     print(f"{name:<28} {1e3 * seconds:9.1f} {100 * seconds / total:6.1f}% {1e3 * wall_type[name]:9.1f} "
           f"{count[name] // traced:9d}")
   print(f"\ntrace: {logdir}")
+  print(json.dumps(dict(bench="profile_step", workload=cfg["workload"], size=cfg["size"], mixed_bf16=own.mixed_bf16,
+                        traced_steps=traced, ops_per_step=sum(count.values()) // traced,
+                        op_ms_per_step=round(1e3 * total, 2), busy_ms_per_step=round(1e3 * wall, 2),
+                        idle_ms_per_step=round(idle * 1e-9 / traced, 2))))
 
 
 if __name__ == "__main__":

@@ -440,6 +440,18 @@ def test_a_head_variable_off_by_2_percent_of_its_update_fails(golden, head_varia
   assert _task_failed(golden, task_replays, tamper_ours=tamper) == {"final variables"}
 
 
+def test_a_variable_trained_on_rounding_noise_is_judged_by_adams_reach(task_replays):
+  """start_logits/dense/bias's gradient is rounding noise at every step: Adam moves it by up to about the learning
+  rate per step, in a direction the machine's rounding sets (on an AVX2 CPU ours ends 4x the golden's update away
+  from it). So `final noise variables` judges it by that reach: moved by 10x the summed learning rate, it fails."""
+  golden = "squad/squad_adamwd_lrlayer075_warmup"
+  lr_sum = float(np.sum(task_replays[golden][0]["learning_rate"]))
+
+  def tamper(ours):
+    ours["final"]["start_logits/dense/bias"] = ours["final"]["start_logits/dense/bias"] + 10 * lr_sum
+  assert _task_failed(golden, task_replays, tamper_ours=tamper) == {"final noise variables"}
+
+
 def test_a_zero_gradient_is_judged_against_the_largest_gradient(task_replays):
   """start_logits/dense/bias shifts every start logit alike: its gradient is 0 in exact arithmetic, the original's
   float32 value is exactly 0 and ours ~1e-8, which the variable's own scale cannot judge. Judged against the step's

@@ -21,9 +21,10 @@ ATOL = 1e-5
 # bfloat16 keeps 8 significant bits (rounding 2^-8 = 0.004 relative). The original runs layer norm, the softmax and the
 # residual sums in bfloat16 too, in another order; over two layers ours differs from it by up to 0.056 times the
 # golden's magnitude (tests/testdata/model_configs, *_bf16*), as much as the original's bfloat16 differs from its own
-# float32. The tolerance is 20 bfloat16 roundings (0.08) of the magnitude (at least 1); a wrong configuration
-# differs by 0.6 or more.
-ATOL_BF16 = 0.08
+# float32. On a CPU without native bfloat16 (AVX2: TensorFlow runs its own kernels there, not oneDNN's, which made
+# the goldens) the difference reaches 0.16 (tied_finetune_bf16's pooled output, 2026-11-28). The tolerance is 0.2
+# of the magnitude (at least 1); a wrong configuration differs by 0.6 or more.
+ATOL_BF16 = 0.2
 
 
 def assert_close(actual, desired, err_msg="", tolerance=ATOL):

@@ -482,7 +482,8 @@ def compare(g, meta, ours, initial):
     missing("final: no initial", f"the checkpoint lacks {no_initial[:3]}")
   variables = [n for n in variables if n in initial]
   slot_names = meta.get("slots", {})
-  noisy_vars = [n for n in variables if n in set(noise_variables(finals, slot_names))]
+  noise = set(noise_variables(finals, slot_names))
+  noisy_vars = [n for n in variables if n in noise]
   if noisy_vars:
     bound = ADAM_STEP_BOUND * float(np.sum(np.asarray(g["learning_rate"], np.float64)))
     worst, ok = 0.0, True

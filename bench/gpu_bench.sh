@@ -96,19 +96,34 @@ case "$PHASE" in
     # shellcheck disable=SC1091
     source "$KIT_DIR/env.sh"
     echo "[bench] $(date -u +%FT%TZ) phase project, budget ${BUDGET}s"
-    rows project proj --mixed_bf16 --use_tf32
-    # run_pretrain.py twice with one --xla_cache_dir (and once without): the nested XLA programs of the default step
-    run compile_cache_small py "$ROOT/bench/compile_cache.py" --size=small --nojit_compile --harness_dir "$PERF"
-    # the host's side of each op of the base step (is the host what bounds it?)
-    run profile_bf16_pretrain_step_base py "$ROOT/bench/profile_step.py" --workload pretrain_step --size base \
-        --mixed_bf16 --threads 16 --inter-threads 16 --warmup 5 --steps 3
-    run project_no_nested_xla_fp32_pretrain_step_gpu proj --workload pretrain_step --size gpu --no_nested_xla
-    run project_xla_bf16_finetune_fwd_gpu   proj --workload finetune_fwd --size gpu --mixed_bf16 --jit_compile
-    run compile_cache_small_xla py "$ROOT/bench/compile_cache.py" --size=small --no_reference --harness_dir "$PERF"
-    run project_xla_bf16_pretrain_step_gpu  proj --workload pretrain_step --size gpu --mixed_bf16 --jit_compile
-    run project_xla_fp32_finetune_fwd_gpu   proj --workload finetune_fwd --size gpu --jit_compile
-    run project_xla_fp32_pretrain_step_gpu  proj --workload pretrain_step --size gpu --jit_compile
+    # The profiler's GPU tracing needs CUDA 12's CUPTI (libcupti.so.12), which neither the kit nor the machine has:
+    # BENCH_CUPTI_DIR names a folder with it (from the nvidia-cuda-cupti-cu12 wheel); without it the profiles are the
+    # host's side only.
+    [[ -n "${BENCH_CUPTI_DIR:-}" ]] && export LD_LIBRARY_PATH="$BENCH_CUPTI_DIR:$LD_LIBRARY_PATH"
+    # The issue's rows first, each eager row beside its --jit_compile one, then the profiles (the host's side and,
+    # with CUPTI, the GPU's), then the rest.
+    for prec in fp32 bf16; do
+      flag=(); [[ $prec == bf16 ]] && flag=(--mixed_bf16)
+      run "project_${prec}_pretrain_step_gpu"     proj --workload pretrain_step --size gpu "${flag[@]}"
+      run "project_xla_${prec}_pretrain_step_gpu" proj --workload pretrain_step --size gpu "${flag[@]}" --jit_compile
+      run "project_${prec}_finetune_fwd_gpu"      proj --workload finetune_fwd --size gpu "${flag[@]}"
+      run "project_xla_${prec}_finetune_fwd_gpu"  proj --workload finetune_fwd --size gpu "${flag[@]}" --jit_compile
+    done
+    run project_bf16_pretrain_step_base     proj --workload pretrain_step --size base --mixed_bf16
     run project_xla_bf16_pretrain_step_base proj --workload pretrain_step --size base --mixed_bf16 --jit_compile
+    prof=("$ROOT/bench/profile_step.py" --threads 16 --inter-threads 16 --warmup 5 --steps 3)
+    run profile_fp32_finetune_fwd_gpu   py "${prof[@]}" --workload finetune_fwd --size gpu
+    run profile_bf16_pretrain_step_base py "${prof[@]}" --workload pretrain_step --size base --mixed_bf16
+    run profile_fp32_pretrain_step_gpu  py "${prof[@]}" --workload pretrain_step --size gpu
+    run project_fp32_pretrain_step_base proj --workload pretrain_step --size base
+    run project_tf32_pretrain_step_gpu  proj --workload pretrain_step --size gpu --use_tf32
+    run project_tf32_finetune_fwd_gpu   proj --workload finetune_fwd --size gpu --use_tf32
+    run project_bf16_finetune_fwd_base  proj --workload finetune_fwd --size base --mixed_bf16
+    run project_fp32_finetune_fwd_base  proj --workload finetune_fwd --size base
+    # run_pretrain.py twice with one --xla_cache_dir (and once without): the step's nested XLA programs, then --jit_compile
+    run compile_cache_small py "$ROOT/bench/compile_cache.py" --size=small --nojit_compile --harness_dir "$PERF"
+    run compile_cache_small_xla py "$ROOT/bench/compile_cache.py" --size=small --no_reference --harness_dir "$PERF"
+    run project_no_nested_xla_fp32_pretrain_step_gpu proj --workload pretrain_step --size gpu --no_nested_xla
     run compile_cache_gpu_xla_bf16 py "$ROOT/bench/compile_cache.py" --size=gpu --steps=3 --use_bfloat16 --no_reference \
         --harness_dir "$PERF"
     ;;
@@ -128,8 +143,11 @@ for c in (r for r in rows if r.get("bench") == "compile_cache"):
       "%s: first step %.2f s, later %.3f s, compile ~%.2f s" % (x["run"], x["first_step_s"], x["step_s"], x["compile_s"])
       for x in c["runs"])))
 for c in (r for r in rows if r.get("bench") == "profile_step"):
-  print("%s: %d ops per step; the host's op events %.1f ms per step, busy %.1f ms, idle %.1f ms" % (
-      c["run"], c["ops_per_step"], c["op_ms_per_step"], c["busy_ms_per_step"], c["idle_ms_per_step"]))
+  print("%s: %d ops per step; the host's op events %.1f ms per step, busy %.1f ms, idle %.1f ms%s" % (
+      c["run"], c["ops_per_step"], c["op_ms_per_step"], c["busy_ms_per_step"], c["idle_ms_per_step"],
+      "; GPU: %d kernels, busy %.1f ms of %.1f ms, by op type %s" % (
+          c["gpu_kernels_per_step"], c["gpu_busy_ms_per_step"], c["gpu_span_ms_per_step"], c["gpu_ms_by_op_type"])
+      if "gpu_busy_ms_per_step" in c else ""))
 runs = [r for r in rows if "median_step_s" in r]
 prec = lambda r: "bf16" if "+bf16" in r["impl"] else "tf32" if "+tf32" in r["impl"] else "fp32"
 hf = {(r["workload"], r["size"], prec(r)): r["median_step_s"] for r in runs if r["impl"].startswith("hf_torch")}

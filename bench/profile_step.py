@@ -16,7 +16,9 @@ the total can exceed the step's wall time (2.6 s of op time in a 1.45 s small pr
 The "wall ms" columns split the wall time instead (`wall_shares`): an op that runs alone gets all of that time, two
 ops that run at once half each, so they add up to the step's wall time less the time no op ran. On a GPU the
 host's op events are each op's host side (the executor and the kernel's launch): their busy time against the
-step's time says whether the host bounds the step.
+step's time says whether the host bounds the step. Where the profiler's CUPTI library loads (CUDA 12's
+libcupti.so.12 on the library path), the GPU's own kernels are summed too: per launching op type, the longest
+kernels, and the time some kernel ran per step (`device_events`, `device_summary`).
 Parts: the optimizer (`xl_net_adam/`), the tied LM head and its loss (`lm_loss`, the cross-entropy), clipping and the
 embedding rows' norm, the nested XLA-compiled functions (GELU, LayerNorm, cross-entropy, dropout bits: their runs
 carry no op name, so forward and backward are one part), and the rest split into forward and backward
@@ -67,13 +69,18 @@ def _plain_type(op_type):
   return op_type
 
 
-def op_events(logdir):
-  """(op name, op type, start, end) of every executor op event in the trace under logdir; times in picoseconds."""
+def read_space(logdir):
+  """The trace under logdir, an XSpace."""
   from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=import-outside-toplevel
   (path,) = glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb"))
   space = xplane_pb2.XSpace()
   with open(path, "rb") as f:
     space.ParseFromString(f.read())
+  return space
+
+
+def op_events(space):
+  """(op name, op type, start, end) of every executor op event of the XSpace's host plane; times in picoseconds."""
   (plane,) = [p for p in space.planes if p.name == "/host:CPU"]
   for line in plane.lines:
     if not line.name.startswith("tf_Compute"):
@@ -89,6 +96,46 @@ def op_events(logdir):
       op_type = _plain_type(op_type)
       if op_name and op_type not in CONTAINERS:
         yield op_name, op_type, *_span(line, event)
+
+
+def device_events(space):
+  """(kernel, op type, start, end) of every kernel and copy on a GPU's streams in the XSpace (picoseconds); none
+  when the trace has no GPU plane (no GPU, or CUPTI did not load). The op type is that of the TensorFlow op that
+  launched it (its `tf_op` stat, "name:type"); a kernel of a nested XLA-compiled function has the fusion's name only
+  and counts as `XLA_FUNCTIONS`. An event on two lines of one stream counts once."""
+  seen = set()
+  for plane in space.planes:
+    if not plane.name.startswith("/device:GPU"):
+      continue
+    stat_names = {i: m.name for i, m in plane.stat_metadata.items()}
+    for line in plane.lines:
+      if not line.name.startswith("Stream"):
+        continue
+      for event in line.events:
+        kernel = plane.event_metadata[event.metadata_id].name
+        start, end = _span(line, event)
+        if (kernel, start, end) in seen:
+          continue
+        seen.add((kernel, start, end))
+        op_type = XLA_FUNCTIONS
+        for stat in event.stats:
+          if stat_names.get(stat.metadata_id) == "tf_op":
+            value = stat.str_value or stat_names.get(stat.ref_value, "")
+            op_type = _plain_type(value.rpartition(":")[2]) or XLA_FUNCTIONS
+        yield kernel, op_type, start, end
+
+
+def busy_time(spans):
+  """The time in which at least one of the (start, end) spans runs."""
+  busy, last_end = 0, None
+  for start, end in sorted(spans):
+    if last_end is None or start > last_end:
+      busy += end - start
+      last_end = end
+    elif end > last_end:
+      busy += end - last_end
+      last_end = end
+  return busy
 
 
 def _span(line, event):
@@ -139,7 +186,8 @@ def main():
     step()
   tf.profiler.experimental.stop()
 
-  events = list(op_events(logdir))
+  space = read_space(logdir)
+  events = list(op_events(space))
   shares, idle = wall_shares([(start, end) for _, _, start, end in events])
   by_part, by_type, count = collections.Counter(), collections.Counter(), collections.Counter()
   wall_part, wall_type = collections.Counter(), collections.Counter()
@@ -166,11 +214,39 @@ def main():
   for name, seconds in by_type.most_common(own.top):
     print(f"{name:<28} {1e3 * seconds:9.1f} {100 * seconds / total:6.1f}% {1e3 * wall_type[name]:9.1f} "
           f"{count[name] // traced:9d}")
+  totals = dict(bench="profile_step", workload=cfg["workload"], size=cfg["size"], mixed_bf16=own.mixed_bf16,
+                traced_steps=traced, ops_per_step=sum(count.values()) // traced, op_ms_per_step=round(1e3 * total, 2),
+                busy_ms_per_step=round(1e3 * wall, 2), idle_ms_per_step=round(idle * 1e-9 / traced, 2))
+  totals.update(device_summary(list(device_events(space)), traced, own.top))
   print(f"\ntrace: {logdir}")
-  print(json.dumps(dict(bench="profile_step", workload=cfg["workload"], size=cfg["size"], mixed_bf16=own.mixed_bf16,
-                        traced_steps=traced, ops_per_step=sum(count.values()) // traced,
-                        op_ms_per_step=round(1e3 * total, 2), busy_ms_per_step=round(1e3 * wall, 2),
-                        idle_ms_per_step=round(idle * 1e-9 / traced, 2))))
+  print(json.dumps(totals))
+
+
+def device_summary(kernels, traced, top):
+  """Prints where a GPU's time goes (kernel time per op type and the longest kernels) and returns its totals for the
+  JSON line: the time some kernel ran per step against the step's wall time says whether the GPU waits for the host."""
+  if not kernels:
+    print("\nno GPU kernels in the trace (no GPU, or the profiler's CUPTI library did not load)")
+    return {}
+  per_type, per_kernel, count = collections.Counter(), collections.Counter(), collections.Counter()
+  for kernel, op_type, start, end in kernels:
+    per_type[op_type] += (end - start) * 1e-9 / traced
+    per_kernel[kernel] += (end - start) * 1e-9 / traced
+    count[op_type] += 1
+  busy = busy_time([(start, end) for _, _, start, end in kernels]) * 1e-9 / traced
+  first, last = min(k[2] for k in kernels), max(k[3] for k in kernels)
+  span = (last - first) * 1e-9 / traced
+  print(f"\nGPU: some kernel running {busy:.1f} ms per step of the {span:.1f} ms from the first kernel to the last "
+        f"({len(kernels) // traced} kernels and copies per step)")
+  print(f"{'op type (GPU)':<60} {'ms/step':>9} {'kernels/step':>13}")
+  for name, ms in per_type.most_common(top):
+    print(f"{name[:60]:<60} {ms:9.2f} {count[name] // traced:13d}")
+  print(f"{'kernel':<60} {'ms/step':>9}")
+  for name, ms in per_kernel.most_common(top):
+    print(f"{name[:60]:<60} {ms:9.2f}")
+  return dict(gpu_kernels_per_step=len(kernels) // traced, gpu_busy_ms_per_step=round(busy, 2),
+              gpu_span_ms_per_step=round(span, 2),
+              gpu_ms_by_op_type={k: round(v, 2) for k, v in per_type.most_common(top)})
 
 
 if __name__ == "__main__":

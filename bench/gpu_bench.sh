@@ -120,7 +120,7 @@ case "$PHASE" in
     run project_tf32_finetune_fwd_gpu   proj --workload finetune_fwd --size gpu --use_tf32
     run project_bf16_finetune_fwd_base  proj --workload finetune_fwd --size base --mixed_bf16
     run project_fp32_finetune_fwd_base  proj --workload finetune_fwd --size base
-    # run_pretrain.py twice with one --xla_cache_dir (and once without): the step's nested XLA programs, then --jit_compile
+    # run_pretrain.py twice with one --xla_cache_dir (and once without): nested XLA programs, then --jit_compile
     run compile_cache_small py "$ROOT/bench/compile_cache.py" --size=small --nojit_compile --harness_dir "$PERF"
     run compile_cache_small_xla py "$ROOT/bench/compile_cache.py" --size=small --no_reference --harness_dir "$PERF"
     run project_no_nested_xla_fp32_pretrain_step_gpu proj --workload pretrain_step --size gpu --no_nested_xla

@@ -244,6 +244,8 @@ def run(o, strategy, log_fn=print):
     padded = classifier_features.pad_examples(eval_examples, o.eval_batch_size)
     eval_file = _write_records(padded, label_list, o, tokenize_fn, "eval", log_fn, xlnet_config.n_token)
     checkpoints = checkpoint.list_checkpoints(o.model_dir)
+    for _, prefix in checkpoints:  # as the original, every checkpoint found, before --eval_all_ckpt picks
+      log_fn(f"Add {prefix} to eval list.")
     if not o.eval_all_ckpt:
       checkpoints = checkpoints[-1:]
     results["eval"], results["best"] = classifier_eval.evaluate_checkpoints(

@@ -276,6 +276,9 @@ def test_stsb_regression_with_the_readme_flags(files, cli_runs):
   lines = []
   result = run_classifier.run(options, training.make_strategy("one_device"), log_fn=lines.append)
   assert [r["step"] for r in result["eval"]] == [2, 4]
+  model = out / "model"
+  assert [line for line in lines if line.endswith("to eval list.")] == [
+      f"Add {model / f'ckpt-{step}'} to eval list." for step in (2, 4)]  # the original's lines, by step
   assert result["eval"][1]["eval_pearsonr"] == pytest.approx(float(results[0]["eval_pearsonr"]), abs=1e-6)
   assert sum(line.startswith("Eval result | eval_loss") for line in lines) == 2
 

@@ -16,7 +16,8 @@
 # there and point PERF_HARNESS_DIR at it (the calls of the 2026-11-28 run: docs/performance_log.md).
 # Env: PERF_HARNESS_DIR (default .kit/perf: ../shared/perf with the kit's perf_extra), KIT_DIR (as .kit/unpack.sh),
 #      BENCH_STEPS / BENCH_WARMUP (20 / 5), BENCH_FILTER (regex on row names), BENCH_RUN_TIMEOUT_S (150),
-#      BENCH_DEVICE_CHECK=0 (PyTorch on the CPU, small peaks: a plumbing check without a GPU, with BENCH_FILTER).
+#      BENCH_DEVICE_CHECK=0 (PyTorch on the CPU, small peaks: a plumbing check without a GPU, with BENCH_FILTER),
+#      BENCH_CUPTI_DIR (a folder with CUDA 12's libcupti.so.12: the profile rows then sum the GPU's kernels too).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PHASE="${1:?usage: bash bench/gpu_bench.sh hf|project|table}"

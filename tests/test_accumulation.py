@@ -23,6 +23,8 @@ from xlnet_tf.tasks.classifier import task as classifier_task
 from xlnet_tf.tasks.pretrain.task import PretrainTask
 from xlnet_tf.training import accumulation
 
+from helpers.allocator_stats import NEEDS_CPU_STATS
+
 GOLDEN_DIR = os.path.join("tests", "testdata", "train_step")
 
 
@@ -148,6 +150,7 @@ def test_resume_between_updates_is_bit_identical(tmp_path):
 
 
 @pytest.mark.slow  # the default suite's 15 minutes
+@NEEDS_CPU_STATS
 def test_micro_batches_take_less_memory(tmp_path):
   """The peak of the CPU allocator during a classifier step (above what it held before): 2 micro-batches hold one
   micro-batch's activations at a time, so the step needs much less than the whole batch's (here about 0.57 of it;

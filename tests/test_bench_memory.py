@@ -12,6 +12,8 @@ import types
 
 import pytest
 
+from helpers.allocator_stats import NEEDS_CPU_STATS
+
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "memory.py")
 spec = importlib.util.spec_from_file_location("bench_memory", SCRIPT)
 memory = importlib.util.module_from_spec(spec)
@@ -162,6 +164,7 @@ def _tiny_config(tmp_path):
 
 
 @pytest.mark.slow
+@NEEDS_CPU_STATS  # the rows' peaks
 def test_the_benchmark_prints_a_row_for_a_tiny_model(tmp_path):
   config = _tiny_config(tmp_path)
   done = subprocess.run([sys.executable, SCRIPT, f"--model_config={config}", "--seq_lens=16", "--combos=fp32",
@@ -174,6 +177,7 @@ def test_the_benchmark_prints_a_row_for_a_tiny_model(tmp_path):
 
 
 @pytest.mark.slow
+@NEEDS_CPU_STATS  # the rows' peaks
 def test_micro_batch_measures_a_tiny_model(tmp_path):
   """--micro_batch's real probes (two fresh processes) print a row per combo with the peaks (of the whole probe and
   of the steps after the first: at most the whole's) and s/step."""

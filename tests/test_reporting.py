@@ -13,20 +13,7 @@ from xlnet_tf.config import RunConfig, XLNetConfig
 from xlnet_tf.tasks.classifier import task as classifier_task
 from xlnet_tf.training import reporting
 
-
-def _cpu_allocator_counts():
-  """Whether TensorFlow's CPU allocator keeps statistics on this machine: oneDNN's does, and TensorFlow turns oneDNN
-  on by default only on CPUs with AVX-512 VNNI/BF16 or AMX. Elsewhere (an AVX2 CPU) `get_memory_info("CPU:0")`
-  raises and the progress line leaves the figure out (docs/performance.md#memory)."""
-  try:
-    tf.config.experimental.get_memory_info("CPU:0")
-    return True
-  except ValueError:
-    return False
-
-
-NEEDS_CPU_STATS = pytest.mark.skipif(not _cpu_allocator_counts(), reason="TensorFlow's CPU allocator keeps no "
-                                     "statistics on this CPU (oneDNN is off by default without AVX-512 VNNI/BF16)")
+from helpers.allocator_stats import NEEDS_CPU_STATS
 
 
 @pytest.mark.parametrize("seconds, text", [(0, "0h00m00s"), (59.9, "0h00m59s"), (3723, "1h02m03s"),

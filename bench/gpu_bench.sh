@@ -101,8 +101,13 @@ case "$PHASE" in
     # BENCH_CUPTI_DIR names a folder with it (from the nvidia-cuda-cupti-cu12 wheel); without it the profiles are the
     # host's side only.
     [[ -n "${BENCH_CUPTI_DIR:-}" ]] && export LD_LIBRARY_PATH="$BENCH_CUPTI_DIR:$LD_LIBRARY_PATH"
-    # The rows first, each eager row beside its --jit_compile one, then the profiles (the host's side and,
-    # with CUPTI, the GPU's), then the rest.
+    # The profiles first (the host's side and, with CUPTI, the GPU's kernels: what two runs of the rows did not reach,
+    # and what the next change needs), then the rows, each eager row beside its --jit_compile one, then the rest.
+    prof=("$ROOT/bench/profile_step.py" --threads 16 --inter-threads 16 --warmup 5 --steps 3)
+    run profile_fp32_finetune_fwd_gpu   py "${prof[@]}" --workload finetune_fwd --size gpu
+    run profile_bf16_finetune_fwd_gpu   py "${prof[@]}" --workload finetune_fwd --size gpu --mixed_bf16
+    run profile_fp32_pretrain_step_gpu  py "${prof[@]}" --workload pretrain_step --size gpu
+    run profile_bf16_pretrain_step_base py "${prof[@]}" --workload pretrain_step --size base --mixed_bf16
     for prec in fp32 bf16; do
       flag=(); [[ $prec == bf16 ]] && flag=(--mixed_bf16)
       run "project_${prec}_pretrain_step_gpu"     proj --workload pretrain_step --size gpu "${flag[@]}"
@@ -112,10 +117,6 @@ case "$PHASE" in
     done
     run project_bf16_pretrain_step_base     proj --workload pretrain_step --size base --mixed_bf16
     run project_xla_bf16_pretrain_step_base proj --workload pretrain_step --size base --mixed_bf16 --jit_compile
-    prof=("$ROOT/bench/profile_step.py" --threads 16 --inter-threads 16 --warmup 5 --steps 3)
-    run profile_fp32_finetune_fwd_gpu   py "${prof[@]}" --workload finetune_fwd --size gpu
-    run profile_bf16_pretrain_step_base py "${prof[@]}" --workload pretrain_step --size base --mixed_bf16
-    run profile_fp32_pretrain_step_gpu  py "${prof[@]}" --workload pretrain_step --size gpu
     run project_fp32_pretrain_step_base proj --workload pretrain_step --size base
     run project_tf32_pretrain_step_gpu  proj --workload pretrain_step --size gpu --use_tf32
     run project_tf32_finetune_fwd_gpu   proj --workload finetune_fwd --size gpu --use_tf32
@@ -144,8 +145,9 @@ for c in (r for r in rows if r.get("bench") == "compile_cache"):
       "%s: first step %.2f s, later %.3f s, compile ~%.2f s" % (x["run"], x["first_step_s"], x["step_s"], x["compile_s"])
       for x in c["runs"])))
 for c in (r for r in rows if r.get("bench") == "profile_step"):
-  print("%s: %d ops per step; the host's op events %.1f ms per step, busy %.1f ms, idle %.1f ms%s" % (
-      c["run"], c["ops_per_step"], c["op_ms_per_step"], c["busy_ms_per_step"], c["idle_ms_per_step"],
+  print("%s: %s%s" % (c["run"], "%d ops per step; the host's op events %.1f ms per step, busy %.1f ms, idle %.1f ms" % (
+      c["ops_per_step"], c["op_ms_per_step"], c["busy_ms_per_step"], c["idle_ms_per_step"]) if "ops_per_step" in c
+      else "no host op events",
       "; GPU: %d kernels, busy %.1f ms of %.1f ms, by op type %s" % (
           c["gpu_kernels_per_step"], c["gpu_busy_ms_per_step"], c["gpu_span_ms_per_step"], c["gpu_ms_by_op_type"])
       if "gpu_busy_ms_per_step" in c else ""))

@@ -81,7 +81,12 @@ def read_space(logdir):
 
 def op_events(space):
   """(op name, op type, start, end) of every executor op event of the XSpace's host plane; times in picoseconds."""
-  (plane,) = [p for p in space.planes if p.name == "/host:CPU"]
+  for plane in space.planes:
+    if plane.name == "/host:CPU":
+      yield from _host_op_events(plane)
+
+
+def _host_op_events(plane):
   for line in plane.lines:
     if not line.name.startswith("tf_Compute"):
       continue
@@ -187,7 +192,22 @@ def main():
   tf.profiler.experimental.stop()
 
   space = read_space(logdir)
+  totals = dict(bench="profile_step", workload=cfg["workload"], size=cfg["size"], mixed_bf16=own.mixed_bf16,
+                traced_steps=traced)
   events = list(op_events(space))
+  if events:
+    totals.update(host_summary(events, cfg, traced, own.top))
+  else:  # a trace whose host plane names its threads otherwise: say what it has, and go on to the GPU's kernels
+    print("no executor op events in the trace; its planes and lines: %s" % "; ".join(
+        "%s: %s" % (p.name, ", ".join(sorted({line.name for line in p.lines})[:12])) for p in space.planes))
+  totals.update(device_summary(list(device_events(space)), traced, own.top))
+  print(f"\ntrace: {logdir}")
+  print(json.dumps(totals))
+
+
+def host_summary(events, cfg, traced, top):
+  """Prints where the host's op time goes (per part of the step and per op type) and returns its totals for the
+  JSON line."""
   shares, idle = wall_shares([(start, end) for _, _, start, end in events])
   by_part, by_type, count = collections.Counter(), collections.Counter(), collections.Counter()
   wall_part, wall_type = collections.Counter(), collections.Counter()
@@ -204,22 +224,18 @@ def main():
   matmul_s = sum(by_type[t] for t in MATMULS)
   print(f"{cfg['workload']} {cfg['size']}, {cfg['threads']} threads: {total:.3f} s of op time per step "
         f"({traced} traced steps); matmuls {matmul_s:.3f} s = {100 * matmul_s / total:.0f} %, "
-        f"{model_gflop / matmul_s:.0f} GFLOP/s over the model's {model_gflop:.1f} GFLOP")
+        f"{model_gflop / max(matmul_s, 1e-12):.0f} GFLOP/s over the model's {model_gflop:.1f} GFLOP")
   print(f"wall time: {wall:.3f} s per step with some op running, {idle * 1e-12 / traced:.3f} s with none (between "
         f"the first op and the last); wall ms = each op's share of it (time beside other ops split between them)")
   print(f"\n{'part of the step':<28} {'ms/step':>9} {'share':>7} {'wall ms':>9}")
   for name, seconds in by_part.most_common():
     print(f"{name:<28} {1e3 * seconds:9.1f} {100 * seconds / total:6.1f}% {1e3 * wall_part[name]:9.1f}")
   print(f"\n{'op type':<28} {'ms/step':>9} {'share':>7} {'wall ms':>9} {'ops/step':>9}")
-  for name, seconds in by_type.most_common(own.top):
+  for name, seconds in by_type.most_common(top):
     print(f"{name:<28} {1e3 * seconds:9.1f} {100 * seconds / total:6.1f}% {1e3 * wall_type[name]:9.1f} "
           f"{count[name] // traced:9d}")
-  totals = dict(bench="profile_step", workload=cfg["workload"], size=cfg["size"], mixed_bf16=own.mixed_bf16,
-                traced_steps=traced, ops_per_step=sum(count.values()) // traced, op_ms_per_step=round(1e3 * total, 2),
-                busy_ms_per_step=round(1e3 * wall, 2), idle_ms_per_step=round(idle * 1e-9 / traced, 2))
-  totals.update(device_summary(list(device_events(space)), traced, own.top))
-  print(f"\ntrace: {logdir}")
-  print(json.dumps(totals))
+  return dict(ops_per_step=sum(count.values()) // traced, op_ms_per_step=round(1e3 * total, 2),
+              busy_ms_per_step=round(1e3 * wall, 2), idle_ms_per_step=round(idle * 1e-9 / traced, 2))
 
 
 def device_summary(kernels, traced, top):

@@ -137,13 +137,25 @@ def test_gelu_is_the_tanh_approximation():
   np.testing.assert_allclose(ops.gelu_inference(x).numpy(), expected, atol=1e-6)
 
 
-def test_ffn_without_training_uses_the_fusable_gelu_with_the_same_numbers():
+def test_ffn_without_training_uses_the_fusable_gelu_where_it_fuses_with_the_same_numbers():
   ffn = layers.PositionwiseFFN(16, 64, dropout=0.0, ff_activation="gelu", kernel_initializer="normal")
   x = tf.constant(np.random.RandomState(0).randn(5, 3, 16).astype(np.float32))
   ffn(x)
-  assert ffn.inference_activation is ops.gelu_inference and ffn.activation is ops.gelu
+  fused = ops.tf_gelu_fuses(tf.float32)
+  assert ffn.inference_activation is (ops.gelu_inference if fused else ops.gelu) and ffn.activation is ops.gelu
+  bf16 = layers.PositionwiseFFN(16, 64, ff_activation="gelu", dtype="mixed_bfloat16")
+  assert bf16.inference_activation is ops.gelu  # the bfloat16 bias add is a plain add: nothing to fuse into
   trained, inferred = tf.function(ffn)(x, training=True).numpy(), tf.function(ffn)(x, training=False).numpy()
   np.testing.assert_allclose(inferred, trained, atol=2e-6)
+
+
+def test_tf_gelu_fuses_only_with_onednn_in_float32_on_the_cpu(monkeypatch):
+  from tensorflow.python.util import _pywrap_util_port  # pylint: disable=import-outside-toplevel
+  onednn = _pywrap_util_port.IsMklEnabled()  # on for x86 CPUs with AVX512_VNNI, AVX512_BF16, AVX-VNNI or AMX
+  assert ops.tf_gelu_fuses(tf.float32) is onednn
+  assert not ops.tf_gelu_fuses(tf.bfloat16) and not ops.tf_gelu_fuses("float16")
+  monkeypatch.setattr(tf.config, "get_visible_devices", lambda kind=None: ["a GPU"] if kind == "GPU" else [])
+  assert not ops.tf_gelu_fuses(tf.float32)
 
 
 def _grads(fn, *args):

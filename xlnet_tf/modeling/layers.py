@@ -148,7 +148,7 @@ class PositionwiseFFN(keras.layers.Layer):
     self.ff_activation = ff_activation
     self.kernel_initializer = keras.initializers.get(kernel_initializer)
     self.activation = ops.get_activation(ff_activation)
-    self.inference_activation = ops.get_activation(ff_activation, training=False)
+    self.inference_activation = ops.get_activation(ff_activation, training=False, dtype=self.compute_dtype)
     policy = self.dtype_policy
     self.layer_1 = keras.layers.Dense(d_inner, activation=self.activation,
                                       kernel_initializer=self.kernel_initializer, name="layer_1", dtype=policy)

@@ -119,19 +119,34 @@ def gelu_dropout(x, keep):
 def gelu_inference(x):
   """`gelu` (the same function, equal up to float32 rounding) written as TF's own `tf.nn.gelu(approximate=True)`.
 
-  Grappler fuses that pattern with a preceding MatMul+BiasAdd into one oneDNN kernel (float32 on CPU), which makes
-  the fine-tuning forward's first FFN layer faster; it cannot fuse `gelu`, whose custom gradient wraps it. Its
+  Where `tf_gelu_fuses`, grappler fuses that pattern with a preceding MatMul+BiasAdd into one oneDNN kernel, which
+  makes the fine-tuning forward's first FFN layer faster; it cannot fuse `gelu`, whose custom gradient wraps it. Its
   autodiff gradient is slower than `gelu`'s, so use it where no gradient is taken.
   """
   return tf.nn.gelu(x, approximate=True)
 
 
-def get_activation(ff_activation, training=True):
-  """The activation `ff_activation` names; with training=False, the form that is fastest without a gradient."""
+def tf_gelu_fuses(dtype):
+  """Whether `gelu_inference` runs fused into the MatMul+BiasAdd before it in `rows.dense_rows`: grappler's remapper
+  fuses them with oneDNN's kernels only (TensorFlow turns oneDNN on for x86 CPUs with AVX512_VNNI, AVX512_BF16,
+  AVX-VNNI or AMX, or with TF_ENABLE_ONEDNN_OPTS=1), in float32 (the bfloat16 bias add is a plain add) and on the
+  CPU (no GPU visible). Elsewhere (an AVX2 CPU, a GPU) TF's GELU is seven element-wise kernels and `gelu` one
+  XLA-compiled pass, the faster there (docs/performance.md)."""
+  try:
+    from tensorflow.python.util import _pywrap_util_port  # pylint: disable=import-outside-toplevel
+    onednn = _pywrap_util_port.IsMklEnabled()
+  except (ImportError, AttributeError):  # a TensorFlow without the query: take the form that is right everywhere
+    onednn = False
+  return tf.as_dtype(dtype) == tf.float32 and onednn and not tf.config.get_visible_devices("GPU")
+
+
+def get_activation(ff_activation, training=True, dtype=tf.float32):
+  """The activation `ff_activation` names; with training=False, the form that is fastest without a gradient for
+  activations of `dtype` (`tf_gelu_fuses`)."""
   if ff_activation == "relu":
     return tf.nn.relu
   if ff_activation == "gelu":
-    return gelu if training else gelu_inference
+    return gelu_inference if not training and tf_gelu_fuses(dtype) else gelu
   raise ValueError(f"ff_activation must be 'relu' or 'gelu'. Received: {ff_activation!r}.")
 
 

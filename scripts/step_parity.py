@@ -402,11 +402,10 @@ def noise_variables(finals, slot_names):
   return sorted(n for n, root in roots.items() if root < TOLERANCES["grad0_noise"] * largest)
 
 
-def slot_diffs(finals, slot_names, slots):
+def slot_diffs(finals, slot_names, slots, noise):
   """`diff(slot name, values)`: max |values - golden| over the golden slot's largest magnitude, or, for a slot of a
-  variable whose gradient is rounding noise (`noise_variables`: its moments are float32 noise, 1e-9 where the others
-  are 1e-2), over the largest golden slot of its kind (m or v), as grad0_diffs judges such a gradient."""
-  noise = set(noise_variables(finals, slot_names))
+  variable in `noise` (`noise_variables`: its gradient is rounding noise, its moments float32 noise, 1e-9 where the
+  others are 1e-2), over the largest golden slot of its kind (m or v), as grad0_diffs judges such a gradient."""
   kind = {s[key]: key for n, s in slot_names.items() for key in ("m", "v")}
   largest = {key: max((float(np.max(np.abs(finals[n]), initial=0.0)) for n in slots if kind.get(n) == key),
                       default=0.0) for key in ("m", "v")}
@@ -500,7 +499,7 @@ def compare(g, meta, ours, initial):
     missing("final: no initial", f"the checkpoint lacks {no_initial[:3]}")
   variables = [n for n in variables if n in initial]
   slot_names = meta.get("slots", {})
-  noise = set(noise_variables(finals, slot_names))
+  noise = noise_variables(finals, slot_names)
   noisy_vars = [n for n in variables if n in noise]
   if noisy_vars:
     bound = ADAM_STEP_BOUND * float(np.sum(np.asarray(g["learning_rate"], np.float64)))
@@ -521,12 +520,11 @@ def compare(g, meta, ours, initial):
           f"over {TOLERANCES['final']:.0e} (in {len(noisy)} variables)")
   slots = [n for n in finals if n in ours_final and n.endswith(SLOT_SUFFIXES)]
   if slots:
-    slot_diff = slot_diffs(finals, meta.get("slots", {}), slots)
+    slot_diff = slot_diffs(finals, slot_names, slots, set(noise))
     tols = {n: max(TOLERANCES["slots"], DRIFT_FACTOR["slots"] * slot_diff(n, g[f"alt/final/{n}"]))
             if f"alt/final/{n}" in g else TOLERANCES["slots"] for n in slots}
     diffs = {n: slot_diff(n, ours_final[n]) for n in slots}
     worst = max(slots, key=lambda n: diffs[n] / tols[n])
-    noise = noise_variables(finals, meta.get("slots", {}))
     check("final slots", diffs[worst], tols[worst], all(diffs[n] <= tols[n] for n in slots),
           f"worst {worst}" + (" (the original against itself: "
                               f"{slot_diff(worst, g[f'alt/final/{worst}']):.1e})" if f"alt/final/{worst}" in g

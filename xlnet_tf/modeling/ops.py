@@ -130,7 +130,7 @@ def tf_gelu_fuses(dtype):
   """Whether `gelu_inference` runs fused into the MatMul+BiasAdd before it in `rows.dense_rows`: grappler's remapper
   fuses them with oneDNN's kernels only (TensorFlow turns oneDNN on for x86 CPUs with AVX512_VNNI, AVX512_BF16,
   AVX-VNNI or AMX, or with TF_ENABLE_ONEDNN_OPTS=1), in float32 (the bfloat16 bias add is a plain add) and on the
-  CPU (no GPU visible). Elsewhere (an AVX2 CPU, a GPU) TF's GELU is seven element-wise kernels and `gelu` one
+  CPU (no GPU visible). Elsewhere (an AVX2 CPU, a GPU) TF's GELU is nine element-wise kernels and `gelu` one
   XLA-compiled pass, the faster there (docs/performance.md)."""
   try:
     from tensorflow.python.util import _pywrap_util_port  # pylint: disable=import-outside-toplevel

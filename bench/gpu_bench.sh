@@ -36,7 +36,8 @@ common=(--steps "${BENCH_STEPS:-20}" --warmup "${BENCH_WARMUP:-5}" --threads 16 
 mkdir -p "$BD/logs"; touch "$RES"
 el() { echo $(( $(date +%s) - T0 )); }
 
-# run NAME KIND ARGS...   KIND: hf (run_hf_gpu.py), proj (bench/run_project.py), py (a Python script and its args)
+# run NAME KIND ARGS...   KIND: hf (run_hf_gpu.py), proj (bench/run_project.py), projenv (the same with the first
+# argument, VAR=value, in its environment), py (a Python script and its args)
 run() {
   local name="$1" kind="$2"; shift 2
   [[ "$name" =~ $FILTER ]] || return 0
@@ -48,6 +49,7 @@ run() {
   case "$kind" in
     hf)   cmd=(python3 "$PERF/run_hf_gpu.py" --device "$DEV" "${common[@]}" "$@") ;;
     proj) cmd=(python3 "$ROOT/bench/run_project.py" --project-dir "$ROOT" "${common[@]}" "$@") ;;
+    projenv) cmd=(env "$1" python3 "$ROOT/bench/run_project.py" --project-dir "$ROOT" "${common[@]}" "${@:2}") ;;
     py)   cmd=(python3 "$@") ;;
   esac
   echo "[bench +${now}s] $name (timeout ${t}s)"
@@ -126,6 +128,9 @@ case "$PHASE" in
     run compile_cache_small py "$ROOT/bench/compile_cache.py" --size=small --nojit_compile --harness_dir "$PERF"
     run compile_cache_small_xla py "$ROOT/bench/compile_cache.py" --size=small --no_reference --harness_dir "$PERF"
     run project_no_nested_xla_fp32_pretrain_step_gpu proj --workload pretrain_step --size gpu --no_nested_xla
+    # What XLA's autotuning of the GPU's matmuls costs in compile time (its warm-up) and gives in step time.
+    run project_xla_noautotune_bf16_pretrain_step_gpu projenv XLA_FLAGS=--xla_gpu_autotune_level=0 \
+        --workload pretrain_step --size gpu --mixed_bf16 --jit_compile
     run compile_cache_gpu_xla_bf16 py "$ROOT/bench/compile_cache.py" --size=gpu --steps=3 --use_bfloat16 --no_reference \
         --harness_dir "$PERF"
     ;;

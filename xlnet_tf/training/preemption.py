@@ -1,7 +1,7 @@
 """Stopping a training run cleanly on SIGTERM (what a preempted cloud VM and most schedulers send) or SIGINT.
 
 A signal cannot interrupt a `tf.function` that runs many steps, and Python runs its signal handlers only when that
-call returns. So the handler is also written to a pipe (`signal.set_wakeup_fd`): a watcher thread reads it at once
+call returns. So the signal is also written to a pipe (`signal.set_wakeup_fd`): a watcher thread reads it at once
 and sets `StopRequest.flag`, a variable the training loop reads before every step. The loop then ends after the
 step in progress, the trainer saves a checkpoint of that step (weights, optimizer, mems, RNG state) and raises
 `Interrupted`; the same command resumes from that step. A second Ctrl-C stops at once.
@@ -17,6 +17,7 @@ would start, every batch of eval and predict), which raises the lost stop there.
 import contextlib
 import os
 import signal
+import sys
 import threading
 
 import tensorflow as tf
@@ -48,7 +49,10 @@ _noted = []  # the lists of signals the `stops_raised` that run now noted, inner
 @contextlib.contextmanager
 def stops_raised():
   """Runs the body with SIGINT and SIGTERM raising `Stopped`; yields the list of the signals they raised (first
-  first), for `stop_signal`. Off the main thread (where no handler can be set) nothing changes."""
+  first), for `stop_signal`. An exception that C code could not raise and reports as "unraisable" is not printed
+  when it comes from the stop (TensorFlow's `nest.flatten` asks `isinstance(x, Mapping)`; a signal that lands in
+  that check's Python code is reported as a SystemError's traceback, and lost): the CLI's one line says it. Off the
+  main thread (where no handler can be set) nothing changes."""
   noted = []
   if threading.current_thread() is not threading.main_thread():
     yield noted
@@ -59,12 +63,18 @@ def stops_raised():
     noted.append(signum)
     raise Stopped(signum)
 
+  def unless_stopped(unraisable):
+    if stop_signal(unraisable.exc_value, []) is None:
+      old_unraisable(unraisable)
+
   old = {signum: signal.signal(signum, raise_stopped) for signum in _SIGNALS}
+  old_unraisable, sys.unraisablehook = sys.unraisablehook, unless_stopped
   _noted.append(noted)
   try:
     yield noted
   finally:
     _noted.pop()  # this one: they nest
+    sys.unraisablehook = old_unraisable
     for signum, handler in old.items():
       signal.signal(signum, handler)
 
@@ -106,6 +116,7 @@ class StopRequest:
   def __enter__(self):
     check_stop()  # a stop requested before the loop that the code it landed in lost: the loop does not start
     self.signum = None
+    self._sigints = 0
     self.flag.assign(0)
     if threading.current_thread() is not threading.main_thread():
       return self  # Signal handlers can only be installed from the main thread: no clean stop then.
@@ -119,12 +130,17 @@ class StopRequest:
     self._watcher.start()
     return self
 
-  def _handle(self, signum, frame):  # runs in the main thread, between TensorFlow calls
+  def _handle(self, signum, frame):
+    """Runs in the main thread wherever Python is: also inside TensorFlow's tracing of the training loop, under the
+    lock of the graph it builds. A TensorFlow op here (`flag.assign`) joined that graph and waited on that lock:
+    the run hung. So it only notes the signal; the watcher, which saw it first, sets the flag. A second Ctrl-C is
+    the second this handler sees (the watcher notes the first one too, while a loop runs and this waits)."""
     del frame
-    if self.signum is not None and signum == signal.SIGINT:
-      raise KeyboardInterrupt
-    self.signum = signum
-    self.flag.assign(1)
+    if signum == signal.SIGINT:
+      self._sigints += 1
+      if self._sigints > 1:
+        raise KeyboardInterrupt
+    self.signum = self.signum or signum
 
   def _watch(self):  # sees the signal while a tf.function runs
     while True:

@@ -133,8 +133,9 @@ class StopRequest:
   def _handle(self, signum, frame):
     """Runs in the main thread wherever Python is: also inside TensorFlow's tracing of the training loop, under the
     lock of the graph it builds. A TensorFlow op here (`flag.assign`) joined that graph and waited on that lock:
-    the run hung. So it only notes the signal; the watcher, which saw it first, sets the flag. A second Ctrl-C is
-    the second this handler sees (the watcher notes the first one too, while a loop runs and this waits)."""
+    the run hung. So it only notes the signal; the watcher, to which each signal is also written, sets the flag.
+    A second Ctrl-C is the second this handler sees (the watcher notes the first one too, while a loop runs and
+    this waits)."""
     del frame
     if signum == signal.SIGINT:
       self._sigints += 1

@@ -365,9 +365,22 @@ def defaults(define_flags, **overrides):
   return options
 
 
+_OUT_OF_MEMORY = ("Out of memory (%s): the device cannot hold what the run needs. Make its batches or sequences "
+                  "smaller, or run on a device with more memory.")
+
+
+def _failed_allocation(error):
+  """What a TensorFlow out-of-memory error could not allocate (`out_of_memory.allocation`), or None."""
+  if "tensorflow" not in sys.modules:
+    return None
+  from xlnet_tf.training import out_of_memory  # pylint: disable=g-import-not-at-top
+  return out_of_memory.allocation(error)
+
+
 def cli_main(prog, body):
   """The absl `main` of a CLI: rejects stray arguments, logs at INFO, runs `body(values())`, and ends a bad flag,
-  file or value, or a failed write (ValueError, OSError, FloatingPointError) with one line `{prog}: error: ...`,
+  file or value, a failed write, or a device out of memory (ValueError, OSError, FloatingPointError, MemoryError,
+  TensorFlow's out-of-memory ResourceExhaustedError) with one line `{prog}: error: ...`,
   exit 1; a run stopped by a signal with one line and exit 128 + signal: in the training loop after saving (an
   exception with `exit_code`, `training.Interrupted`), elsewhere where it was (`preemption.stops_raised`), or at
   the end where the code it landed in lost it."""
@@ -391,8 +404,10 @@ def cli_main(prog, body):
       elif (signum := preemption.stop_signal(e, noted)) is not None:
         line, code = (f"{prog}: stopped by {signal.Signals(signum).name}; files are written whole or not at all, "
                       "so none was left half-written. Run the same command again."), 128 + signum
-      elif isinstance(e, (ValueError, OSError, FloatingPointError)):
-        line, code = f"{prog}: error: " + " ".join(str(e).split()), 1
+      elif isinstance(e, (ValueError, OSError, FloatingPointError, MemoryError)):
+        line, code = f"{prog}: error: " + (" ".join(str(e).split()) or _OUT_OF_MEMORY % "Python's MemoryError"), 1
+      elif (allocation := _failed_allocation(e)) is not None:  # outside the steps, which name their flags
+        line, code = f"{prog}: error: " + _OUT_OF_MEMORY % allocation, 1
       else:
         raise
     finally:

@@ -200,6 +200,14 @@ CASES = [
     ("cls-eval-no-checkpoint", "run_classifier.py",
      ["--do_train=False", "--do_eval=True", "--eval_all_ckpt=True", "--model_dir={w}/empty_model"],
      "no *.index file in --model_dir {w}/empty_model"),
+    # Out of memory (these cases run with 4 GiB of address space to add: `HEADROOM`); a traceback before.
+    ("cls-out-of-memory-in-a-step", "run_classifier.py", ["--max_seq_length=16384"],
+     "Out of memory at step 1 ("),  # TensorFlow's allocator's words or XLA's, whichever op fails first
+    ("cls-out-of-memory-in-evaluation", "run_classifier.py",
+     ["--do_train=False", "--do_eval=True", "--model_dir={w}/cls_ok/model", "--max_seq_length=16384",
+      "--eval_batch_size=8"],
+     "Out of memory running the model over {w}/cases/cls-out-of-memory-in-evaluation/records/"
+     "spiece.model.len-16384.dev.eval.tf_record ("),
     # run_squad.py
     ("squad-not-json", "run_squad.py", ["--train_file={w}/latin1/x.txt"], "{w}/latin1/x.txt is not UTF-8"),
     ("squad-doc-stride", "run_squad.py", ["--doc_stride=45"], "--doc_stride=45 is not below the paragraph window"),
@@ -275,6 +283,9 @@ CASES = [
     ("cv-output-dir-is-a-file", "convert_checkpoint.py", ["--output_dir={w}/tiny.json"],
      "Cannot use --output_dir {w}/tiny.json as a directory: it is a file"),
 ]
+
+# Bytes of address space a case may add to what it has when it starts: a device of that size (cli_forks).
+HEADROOM = {"cls-out-of-memory-in-a-step": 4 << 30, "cls-out-of-memory-in-evaluation": 4 << 30}
 
 
 def base_flags(tool, w, case_dir):
@@ -453,7 +464,8 @@ def results(tmp_path_factory):
 
   case_dirs = [w / "cases" / case_id for case_id, *_ in CASES]
   runs = cli_forks.run([[tool, *base_flags(tool, w, case_dir), *[e.format(w=w) for e in extra]]
-                        for (_, tool, extra, _), case_dir in zip(CASES, case_dirs)], logs)
+                        for (_, tool, extra, _), case_dir in zip(CASES, case_dirs)], logs,
+                       headrooms=[HEADROOM.get(case_id) for case_id, *_ in CASES])
   return {case[0]: (*run, w, case_dir) for case, run, case_dir in zip(CASES, runs, case_dirs)}
 
 

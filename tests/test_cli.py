@@ -1,5 +1,5 @@
 """cli.cli_main: how a CLI's run ends when a signal lands in library code that turns it into another exception or
-loses it (`preemption.stops_raised`), and when one comes after its body."""
+loses it (`preemption.stops_raised`), when one comes after its body, and when memory runs out."""
 
 import collections.abc
 import gc
@@ -53,6 +53,22 @@ def test_an_error_without_a_signal_is_still_an_error(capsys):
     cli.cli_main("tool.py", body)(["tool.py"])
   assert ended.value.code == 1
   assert capsys.readouterr().err.strip().splitlines()[-1] == "tool.py: error: --flag must be positive."
+
+
+@pytest.mark.parametrize("body, line", [
+    (lambda _: tf.zeros([2 ** 46]),  # out of memory outside a training step or evaluation (which name their flags)
+     "tool.py: error: Out of memory (OOM when allocating tensor with shape[70368744177664] and type float on CPU:0 by "
+     "allocator cpu): the device cannot hold what the run needs. Make its batches or sequences smaller, or run on a "
+     "device with more memory."),
+    (lambda _: [0] * 2 ** 62, "tool.py: error: Out of memory (Python's MemoryError): the device cannot hold what "
+                              "the run needs. Make its batches or sequences smaller, or run on a device with more "
+                              "memory.")], ids=["tensorflow", "python"])
+def test_out_of_memory_is_one_line(body, line, capsys):
+  absl_flags.FLAGS.mark_as_parsed()
+  with pytest.raises(SystemExit) as ended:
+    cli.cli_main("tool.py", body)(["tool.py"])
+  assert ended.value.code == 1
+  assert capsys.readouterr().err.strip().splitlines()[-1] == line
 
 
 def _lose_a_sigint():

@@ -1,7 +1,9 @@
 """Runs many command lines of the CLIs with one TensorFlow import: `run([[tool.py, flag, ...], ...], log_dir)` from a
 test, which starts `python tests/helpers/cli_forks.py JOBS_JSON PARALLEL`.
 
-JOBS_JSON holds [{"argv": [tool.py, flag, ...], "stderr": path}, ...], the tools in one directory. This process
+JOBS_JSON holds [{"argv": [tool.py, flag, ...], "stderr": path, "headroom": bytes or null}, ...], the tools in one
+directory; a job with a headroom runs with its address space limited to what it has at the fork plus that many
+bytes (RLIMIT_AS), so that a bigger allocation fails as out of memory would on a device that small. This process
 imports every tool named there (as a module, which imports TensorFlow and the package but runs nothing), then forks
 one child per job, at most PARALLEL at a time. A child runs the tool as `python tool.py flags...` would (`runpy`
 with `__name__ == "__main__"`), its stderr (Python's and the C++ runtime's) into the job's file, its stdout
@@ -15,6 +17,7 @@ without paying the ~5 s TensorFlow import for each.
 
 import json
 import os
+import resource
 import runpy
 import subprocess
 import sys
@@ -27,13 +30,15 @@ except ImportError:  # run as a script: tests/helpers is sys.path[0]
   import suite_xla_cache
 
 
-def run(argvs, log_dir, parallel=3):
+def run(argvs, log_dir, parallel=3, headrooms=None):
   """Runs each [tool.py, flags...] (tools relative to the working directory) as its command line would, with
   CUDA_VISIBLE_DEVICES="" and TF_CPP_MIN_LOG_LEVEL=2; [(returncode, stderr), ...] in order. Logs go to a new
-  directory under log_dir."""
+  directory under log_dir. headrooms: None, or per command line the bytes of address space it may add (None:
+  no limit)."""
   batch = tempfile.mkdtemp(dir=log_dir)
-  jobs = [{"argv": [str(a) for a in argv], "stderr": os.path.join(batch, f"{i}.stderr")}
-          for i, argv in enumerate(argvs)]
+  headrooms = headrooms or [None] * len(argvs)
+  jobs = [{"argv": [str(a) for a in argv], "stderr": os.path.join(batch, f"{i}.stderr"), "headroom": headroom}
+          for i, (argv, headroom) in enumerate(zip(argvs, headrooms))]
   with open(os.path.join(batch, "jobs.json"), "w", encoding="utf-8") as f:
     json.dump(jobs, f)
   proc = subprocess.run([sys.executable, __file__, os.path.join(batch, "jobs.json"), str(parallel)],
@@ -45,7 +50,11 @@ def run(argvs, log_dir, parallel=3):
   return [(code, open(job["stderr"], encoding="utf-8", errors="replace").read()) for code, job in zip(codes, jobs)]
 
 
-def _child(argv, stderr_path):
+def _child(argv, stderr_path, headroom):
+  if headroom:
+    with open("/proc/self/statm", encoding="ascii") as f:
+      size = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    resource.setrlimit(resource.RLIMIT_AS, (size + headroom, resource.RLIM_INFINITY))
   err = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
   null = os.open(os.devnull, os.O_WRONLY)
   os.dup2(err, 2)
@@ -83,7 +92,7 @@ def main(jobs_path, parallel):
       sys.stderr.flush()
       pid = os.fork()
       if pid == 0:
-        _child(job["argv"], job["stderr"])
+        _child(job["argv"], job["stderr"], job.get("headroom"))
       running[pid] = i
     pid, status = os.wait()
     codes[running.pop(pid)] = os.waitstatus_to_exitcode(status)

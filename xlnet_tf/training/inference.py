@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from xlnet_tf import checkpoint
 from xlnet_tf.data import read_errors
-from xlnet_tf.training import preemption
+from xlnet_tf.training import out_of_memory, preemption
 
 
 class Inference:
@@ -54,11 +54,16 @@ class Inference:
     """The step's outputs and the passed-through features over a dataset of feature batches (`run_batches`)."""
     return run_batches(self._step, dataset, self.feature_keys)
 
-  def run_records(self, dataset, files):
+  def run_records(self, dataset, files, batch_flag="--eval_batch_size"):
     """`run` over a dataset read from the record `files`: a record that cannot be read, or holds a token id
     outside the vocabulary, ends it with a ValueError of one line naming the file and record
-    (`read_errors.records_named`)."""
-    with read_errors.records_named(files):
+    (`read_errors.records_named`); a batch the device cannot hold, with a MemoryError of one line naming
+    `batch_flag` (the flag of the dataset's batch size) and the other flags that make it fit
+    (`out_of_memory.reported`)."""
+    run_config = self.model.run_config
+    half = "" if run_config.use_bfloat16 or run_config.use_fp16 else f", or {out_of_memory.HALF_PRECISION}"
+    fixes = f"The batch needs more memory than the device has: pass a smaller {batch_flag} or --max_seq_length{half}"
+    with read_errors.records_named(files), out_of_memory.reported(f"running the model over {files[0]}", fixes):
       return self.run(dataset)
 
 

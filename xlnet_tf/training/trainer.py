@@ -37,7 +37,7 @@ from absl import logging
 from xlnet_tf import checkpoint as checkpoint_lib
 from xlnet_tf.data import read_errors, records
 from xlnet_tf.run_checkpoint import RunCheckpoint
-from xlnet_tf.training import accumulation, optimization, preemption
+from xlnet_tf.training import accumulation, optimization, out_of_memory, preemption
 from xlnet_tf.training.loss_scale import DynamicLossScale, loss_scale_for
 from xlnet_tf.training.mems import Mems
 from xlnet_tf.training.reporting import Progress, memory_device
@@ -92,6 +92,7 @@ class Trainer:
                              language_model=getattr(task, "is_language_model", False),
                              memory_device=memory_device(strategy))
     self._loop_fn = None
+    self._loop_steps = None  # (first, last) step of the loop call running
     self._gradients_fn = None
 
   @property
@@ -144,6 +145,8 @@ class Trainer:
       preemption.Interrupted: SIGTERM or SIGINT arrived; the step in progress was finished and saved.
       ValueError: a record could not be read, or holds a token id outside the vocabulary (the message names the
         file and record); nothing was saved.
+      MemoryError: the device ran out of memory in a step (the message says which flags make it fit); nothing was
+        saved.
     """
     train_steps = train_steps or self.config.train_steps
     start = self.step
@@ -162,9 +165,37 @@ class Trainer:
     keep_freed_memory_after_input()  # building the iterator reset glibc's mmap threshold
     if self._loop_fn is None:
       self._loop_fn = self._build_loop()
-    then = lambda: f", then rerun; nothing was saved, the latest checkpoint is {self.checkpoints.latest()}"
-    with self._stop, read_errors.records_named(data_files, then):
+    nothing_saved = lambda: f"nothing was saved, the latest checkpoint is {self.checkpoints.latest()}"
+    with self._stop, read_errors.records_named(data_files, lambda: f", then rerun; {nothing_saved()}"), \
+        out_of_memory.reported(self._steps_in_flight, self._memory_fixes(),
+                               lambda: f"; {nothing_saved()}"):
       return self._train_loops(iterator, start, train_steps, log_fn, metrics_fn)
+
+  def _steps_in_flight(self):
+    """The steps of the loop call that failed, as its error line names them ("at step 5", "in steps 5-8"; the
+    optimizer's step count can have moved on before an op of the step failed)."""
+    first, last = self._loop_steps
+    return f"at step {first}" if first == last else f"in steps {first}-{last}"
+
+  def _memory_fixes(self):
+    """The sentence of the out-of-memory line (`out_of_memory.reported`): the flags that make this run's step
+    fit, those it does not use yet first."""
+    run_config = self.model.run_config
+    fixes = []
+    more = out_of_memory.larger_accumulation(self.bsz_per_replica // self._row_groups,
+                                             self.config.gradient_accumulation_steps)
+    if more:
+      fixes.append(f"--gradient_accumulation_steps={more} (the same updates from fewer rows at a time)")
+    if not run_config.recompute_grad:
+      fixes.append("--recompute_grad (each layer's activations computed again in the backward pass)")
+    if not (run_config.use_bfloat16 or run_config.use_fp16):
+      fixes.append(out_of_memory.HALF_PRECISION)
+    if getattr(self.task, "is_language_model", False):
+      fixes.append("a smaller --mem_len or records of a shorter --seq_len (data_utils.py)")
+    else:
+      fixes.append("a smaller --max_seq_length or --train_batch_size")
+    listed = fixes[0] if len(fixes) == 1 else ", ".join(fixes[:-1]) + " or " + fixes[-1]
+    return f"The step needs more memory than the device has: pass {listed}"
 
   def _train_loops(self, iterator, start, train_steps, log_fn, metrics_fn):
     last = {}
@@ -175,6 +206,7 @@ class Trainer:
       if self.config.save_steps:
         num_steps = min(num_steps, self.config.save_steps - step % self.config.save_steps)
       t0 = time.time()
+      self._loop_steps = (step + 1, step + num_steps)
       loss, gnorm, lr, done = self._loop_fn(iterator, tf.constant(num_steps))
       loss, gnorm, lr, done = float(loss), float(gnorm), float(lr), int(done)
       elapsed = time.time() - t0

@@ -123,7 +123,7 @@ def predict(inference, ckpt_path, predict_file, max_seq_length, predict_batch_si
   dataset = classifier_data.classifier_dataset(predict_file, max_seq_length, inference.is_regression,
                                                records.ReadConfig(batch_size=predict_batch_size,
                                                                   n_token=inference.n_token))
-  out = inference.run_records(dataset, [predict_file])
+  out = inference.run_records(dataset, [predict_file], "--predict_batch_size")
   logging.info("Predicted %d examples with %s.", int(np.sum(out["is_real_example"])), ckpt_path)
   real = None if keep_padding else out["is_real_example"]
   return metrics.write_predictions(files, out["logits"], is_real_example=real)

@@ -82,7 +82,7 @@ def predict_checkpoint(inference, ckpt_path, eval_set, predict_dir, predict_batc
   inference.load(ckpt_path)
   dataset = records.squad_dataset(eval_set.record, eval_set.max_seq_length,
                                   records_lib.ReadConfig(batch_size=predict_batch_size, n_token=inference.n_token))
-  outputs = inference.run_records(dataset, [eval_set.record])
+  outputs = inference.run_records(dataset, [eval_set.record], "--predict_batch_size")
   logging.info("Predicted %d features with %s.", len(outputs["unique_ids"]), ckpt_path)
   results = postprocess.raw_results_from_arrays(outputs)
   paths = [os.path.join(predict_dir, name) for name in OUTPUT_FILES]

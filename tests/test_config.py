@@ -29,6 +29,8 @@ def test_reads_released_style_json():
     (dict(ff_activation="swish"), "ff_activation"),
     (dict(untie_r="yes"), "untie_r"),
     (dict(d_model=0), "d_model"),
+    (dict(d_model=15), "'d_model' must be even: the relative positional embedding is d_model/2 sines and as many "
+                       "cosines. Received: 15"),  # a traceback from inside the traced step before
 ])
 def test_bad_fields_name_the_key(change, message):
   fields = dict(FIELDS, **change)

@@ -58,6 +58,9 @@ class XLNetConfig:
     if self.ff_activation not in FF_ACTIVATIONS:
       raise ValueError(f"XLNet config key 'ff_activation' must be one of {FF_ACTIVATIONS}. "
                        f"Received: {self.ff_activation!r} (from {source}).")
+    if self.d_model % 2:  # the original fails on it inside its graph: a positional embedding of d_model + 1
+      raise ValueError(f"XLNet config key 'd_model' must be even: the relative positional embedding is d_model/2 "
+                       f"sines and as many cosines. Received: {self.d_model} (from {source}).")
 
   def to_dict(self):
     return {k: getattr(self, k) for k in CONFIG_KEYS}

@@ -81,13 +81,16 @@ class FlagError(ValueError):
   """A flag value the run cannot use; `cli_main` prints it as one line."""
 
 
-def require_file(path, flag, what):
-  """FlagError unless --{flag} names an existing file or directory (`what`: what the user should pass)."""
+def require_file(path, flag, what, directory_ok=False):
+  """FlagError unless --{flag} names an existing file (or, with directory_ok, directory); `what`: what the user
+  should pass."""
   from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)
   if not path:
     raise FlagError(f"--{flag} is required: {what}.")
   if not fileio.exists(path):
     raise FlagError(f"--{flag}={path} does not exist. Pass {what}.")
+  if not directory_ok and fileio.isdir(path):
+    raise FlagError(f"--{flag}={path} is a directory. Pass {what}.")
 
 
 def require_output_dirs(o, *names, marker=None):

@@ -66,6 +66,9 @@ def validate(o, num_replicas=1):
                         f"(--train_batch_size={o.train_batch_size} over {num_replicas} replicas). Use an even "
                         "per-replica batch or --bi_data=False (with records written that way).")
   cli.check_accumulation(o, bsz_per_replica, o.bi_data)
+  if o.model_config_path:
+    cli.require_file(o.model_config_path, "model_config_path", "the xlnet_config.json of the model, or leave it "
+                     "unset (--n_layer, --d_model, ... then give the model)")
   cli.check_configs(o, is_finetune=False, mems_reset=o.mems_reset)
 
 

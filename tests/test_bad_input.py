@@ -96,6 +96,8 @@ CASES = [
     ("pt-init-config-mismatch", "run_pretrain.py", ["--init_checkpoint={w}/other/xlnet_model.ckpt"],
      "Shape mismatch loading {w}/other/xlnet_model.ckpt"),
     ("pt-init-missing", "run_pretrain.py", ["--init_checkpoint={w}/nowhere/xlnet_model.ckpt"], "nowhere"),
+    ("pt-model-config-is-a-directory", "run_pretrain.py", ["--model_config_path={w}/empty"],
+     "--model_config_path={w}/empty is a directory. Pass the xlnet_config.json of the model, or leave it unset"),
     ("pt-init-data-missing", "run_pretrain.py", ["--init_checkpoint={w}/ckpt_half/xlnet_model.ckpt"],
      "--init_checkpoint {w}/ckpt_half/xlnet_model.ckpt is incomplete or damaged "
      "({w}/ckpt_half/xlnet_model.ckpt.data-00000-of-00001; No such file or directory); download or export it again."),
@@ -136,6 +138,8 @@ CASES = [
     ("cls-unknown-task", "run_classifier.py", ["--task_name=nosuchtask"], "Unknown --task_name 'nosuchtask'"),
     ("cls-empty-data-dir", "run_classifier.py", ["--data_dir={w}/empty"], "needs the directory"),
     ("cls-seq-too-short", "run_classifier.py", ["--max_seq_length=2"], "--max_seq_length must be at least 3"),
+    ("cls-model-config-is-a-directory", "run_classifier.py", ["--model_config_path={w}/empty"],
+     "--model_config_path={w}/empty is a directory. Pass the xlnet_config.json of the model"),  # a traceback before
     ("cls-missing-spm", "run_classifier.py", ["--spiece_model_file={w}/missing.model"], "does not exist"),
     ("cls-spm-garbage", "run_classifier.py", ["--spiece_model_file={w}/garbage.model"],
      "Pass the .model file written by scripts/train_spm.py as --spiece_model_file."),  # not data_utils' --sp_path
@@ -210,6 +214,8 @@ CASES = [
      "spiece.model.len-16384.dev.eval.tf_record ("),
     # run_squad.py
     ("squad-not-json", "run_squad.py", ["--train_file={w}/latin1/x.txt"], "{w}/latin1/x.txt is not UTF-8"),
+    ("squad-train-file-is-a-directory", "run_squad.py", ["--train_file={w}/empty"],
+     "--train_file={w}/empty is a directory. Pass the SQuAD training JSON."),  # "[Errno 21] Is a directory" before
     ("squad-doc-stride", "run_squad.py", ["--doc_stride=45"], "--doc_stride=45 is not below the paragraph window"),
     ("squad-output-dir-is-a-file", "run_squad.py", ["--output_dir={w}/owned.bin"],
      "Cannot use --output_dir {w}/owned.bin as a directory: it is a file"),

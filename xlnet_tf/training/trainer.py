@@ -92,7 +92,7 @@ class Trainer:
                              language_model=getattr(task, "is_language_model", False),
                              memory_device=memory_device(strategy))
     self._loop_fn = None
-    self._loop_steps = None  # (first, last) step of the loop call running
+    self._loop_steps = None  # (first, last) step of the loop call running (`_steps_in_flight`)
     self._gradients_fn = None
 
   @property
@@ -165,6 +165,7 @@ class Trainer:
     keep_freed_memory_after_input()  # building the iterator reset glibc's mmap threshold
     if self._loop_fn is None:
       self._loop_fn = self._build_loop()
+    self._loop_steps = (start + 1, start + 1)
     nothing_saved = lambda: f"nothing was saved, the latest checkpoint is {self.checkpoints.latest()}"
     with self._stop, read_errors.records_named(data_files, lambda: f", then rerun; {nothing_saved()}"), \
         out_of_memory.reported(self._steps_in_flight, self._memory_fixes(),

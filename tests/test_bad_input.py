@@ -205,13 +205,13 @@ CASES = [
      ["--do_train=False", "--do_eval=True", "--eval_all_ckpt=True", "--model_dir={w}/empty_model"],
      "no *.index file in --model_dir {w}/empty_model"),
     # Out of memory (these cases run with 4 GiB of address space to add: `HEADROOM`); a traceback before.
-    ("cls-out-of-memory-in-a-step", "run_classifier.py", ["--max_seq_length=16384"],
+    ("cls-out-of-memory-in-a-step", "run_classifier.py", ["--max_seq_length=65536"],
      "Out of memory at step 1 ("),  # TensorFlow's allocator's words or XLA's, whichever op fails first
     ("cls-out-of-memory-in-evaluation", "run_classifier.py",
-     ["--do_train=False", "--do_eval=True", "--model_dir={w}/cls_ok/model", "--max_seq_length=16384",
+     ["--do_train=False", "--do_eval=True", "--model_dir={w}/cls_ok/model", "--max_seq_length=65536",
       "--eval_batch_size=8"],
      "Out of memory running the model over {w}/cases/cls-out-of-memory-in-evaluation/records/"
-     "spiece.model.len-16384.dev.eval.tf_record ("),
+     "spiece.model.len-65536.dev.eval.tf_record ("),
     # run_squad.py
     ("squad-not-json", "run_squad.py", ["--train_file={w}/latin1/x.txt"], "{w}/latin1/x.txt is not UTF-8"),
     ("squad-train-file-is-a-directory", "run_squad.py", ["--train_file={w}/empty"],

@@ -47,8 +47,8 @@ class RecordedHead:
   def load(self, path):
     del path
 
-  def run_records(self, dataset, files):
-    del files
+  def run_records(self, dataset, files, batch_flag="--eval_batch_size"):
+    del files, batch_flag
     unique_ids = np.concatenate([batch["unique_ids"].numpy() for batch in dataset])
     row = {int(u): r for r, u in enumerate(self.head["unique_ids"])}
     assert sorted(row) == sorted(unique_ids.tolist())

@@ -119,6 +119,46 @@ def test_one_ctrl_c_while_a_loop_runs_requests_a_stop():
       time.sleep(5)
 
 
+_SPIN = """
+import tensorflow as tf
+from xlnet_tf.training import preemption
+
+@tf.function
+def spin(n):  # a call that does not read the flag: a long step, or XLA compiling the loop
+  return tf.while_loop(lambda i: i < n, lambda i: i + 1, [tf.constant(0, tf.int64)])
+
+with preemption.StopRequest():
+  spin(tf.constant(1, tf.int64))
+  print("spinning", flush=True)
+  spin(tf.constant(10 ** 13, tf.int64))  # days
+"""
+
+
+def test_a_second_ctrl_c_inside_a_tensorflow_call_ends_the_process(tmp_path):
+  """Python's handler cannot run while the main thread is inside a TensorFlow call; a second Ctrl-C there waited
+  for the call to end (minutes for XLA compiling the loop on a GPU, here days). The watcher now ends the process
+  after `FORCE_AFTER_S` with one line, exit 130."""
+  script = tmp_path / "spin.py"
+  script.write_text(_SPIN)
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=dict(os.environ, PYTHONPATH=root))
+  try:
+    assert proc.stdout.readline() == "spinning\n"
+    time.sleep(0.5)  # inside the call
+    for _ in range(2):
+      proc.send_signal(signal.SIGINT)
+      time.sleep(0.2)
+    _, err = proc.communicate(timeout=30)
+  finally:
+    proc.kill()
+  assert proc.returncode == 128 + signal.SIGINT, err[-2000:]
+  assert err.strip().splitlines()[-1] == (
+      "spin.py: stopped by a second SIGINT inside a TensorFlow call (a step, or XLA compiling the loop), without "
+      "saving the step in progress; files are written whole or not at all. Run the same command again to resume "
+      "from the latest checkpoint."), err[-2000:]
+
+
 def test_a_stop_that_tensorflow_reports_as_unraisable_prints_no_traceback(capsys):
   """TensorFlow's `nest.flatten` asks `isinstance(x, Mapping)` from C; a Ctrl-C landing in that check's Python code
   (the first check of each type: as `tf.data.TFRecordDataset` first reads a file list) raised the stop there, and

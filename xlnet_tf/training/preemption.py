@@ -4,7 +4,9 @@ A signal cannot interrupt a `tf.function` that runs many steps, and Python runs 
 call returns. So the signal is also written to a pipe (`signal.set_wakeup_fd`): a watcher thread reads it at once
 and sets `StopRequest.flag`, a variable the training loop reads before every step. The loop then ends after the
 step in progress, the trainer saves a checkpoint of that step (weights, optimizer, mems, RNG state) and raises
-`Interrupted`; the same command resumes from that step. A second Ctrl-C stops at once.
+`Interrupted`; the same command resumes from that step. A second Ctrl-C stops at once: Python's handler raises
+KeyboardInterrupt, or, where the main thread is inside a TensorFlow call that no signal interrupts (a long step,
+XLA compiling the loop), the watcher ends the process as kill -9 would, files whole and the step not saved.
 
 Outside the training loop (`stops_raised`, what every CLI's `main` runs in) a signal raises `Stopped` where the main
 thread is, as KeyboardInterrupt would. Code it lands in may lose it: a Python call made by TensorFlow's C code
@@ -19,10 +21,14 @@ import os
 import signal
 import sys
 import threading
+import time
 
 import tensorflow as tf
 
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# How long the watcher waits, after a second Ctrl-C, for Python's handler to take it before it ends the process:
+# the handler runs within microseconds unless the main thread is inside a TensorFlow call.
+FORCE_AFTER_S = 2.0
 
 
 class Interrupted(Exception):
@@ -144,6 +150,7 @@ class StopRequest:
     self.signum = self.signum or signum
 
   def _watch(self):  # sees the signal while a tf.function runs
+    sigints = 0
     while True:
       try:
         data = os.read(self._read_fd, 1)
@@ -154,6 +161,28 @@ class StopRequest:
       if data[0] in [int(s) for s in _SIGNALS]:
         self.signum = self.signum or data[0]
         self.flag.assign(1)
+        sigints += data[0] == signal.SIGINT
+        if sigints == 2:
+          self._exit_unless_handled()
+
+  def _exit_unless_handled(self):
+    """A second Ctrl-C: Python's handler raises KeyboardInterrupt where the main thread is. If the handler has not
+    run within `FORCE_AFTER_S` (once for Ctrl-Cs that came while the main thread was in C: then the stop goes on
+    as for one, saving its step), the main thread is inside a TensorFlow call (a step of a large model, XLA
+    compiling the loop: minutes on a GPU) that no signal interrupts, and the process ends here with one line, as
+    kill -9 would: every file is written whole or not at all (a write in progress leaves its temporary name, the
+    `--model_dir` lock is taken over by the next run), and the step in progress is not saved."""
+    handled = self._sigints
+    deadline = time.monotonic() + FORCE_AFTER_S
+    while time.monotonic() < deadline:
+      if self._sigints > handled or self._sigints > 1:  # Python took it (or is raising KeyboardInterrupt)
+        return
+      time.sleep(0.02)
+    prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
+    os.write(2, (f"{prog}: stopped by a second SIGINT inside a TensorFlow call (a step, or XLA compiling the loop), "
+                 "without saving the step in progress; files are written whole or not at all. Run the same command "
+                 "again to resume from the latest checkpoint.\n").encode())
+    os._exit(128 + signal.SIGINT)  # pylint: disable=protected-access
 
   def __exit__(self, *exc_info):
     if not self._old:

@@ -2,6 +2,7 @@
 before the process dies), and `-v 1` shows everything."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -44,6 +45,78 @@ SIGNAL = [
     "E0000 00:00:1795809770.541177    4380 cpu_aot_loader.cc:220] Loading XLA:CPU AOT result. Target machine feature "
     "+avx512fp16 is not  supported on the host machine. This could lead to execution errors such as SIGILL.",
 ]
+
+
+# TensorFlow 2.21's report of an allocation its BFC allocator (the GPU's) could not make, as written on a CPU with
+# TF_CPU_ALLOCATOR_USE_BFC=true (the 21 bins' lines cut to 2), then the lines after it.
+OOM_REPORT = [
+    "W0000 00:00:1795935976.826648   22963 bfc_allocator.cc:502] Allocator (bfc_cpu_allocator_for_gpu) ran out of "
+    "memory trying to allocate 762.94MiB (rounded to 800000000)requested by op Fill",
+    "If the cause is memory fragmentation maybe the environment variable 'TF_GPU_ALLOCATOR=cuda_malloc_async' will "
+    "improve the situation. ",
+    "Current allocation summary follows.",
+    "Current allocation summary follows.",
+    "I0000 00:00:1795935976.826796   22963 bfc_allocator.cc:1049] BFCAllocator dump for bfc_cpu_allocator_for_gpu",
+    "I0000 00:00:1795935976.826805   22963 bfc_allocator.cc:1056] Bin (256): \tTotal Chunks: 1, Chunks in use: 1. "
+    "256B allocated for chunks. 256B in use in bin. 4B client-requested in use in bin.",
+    "I0000 00:00:1795935976.826933   22963 bfc_allocator.cc:1056] Bin (268435456): \tTotal Chunks: 0, Chunks in use: "
+    "0. 0B allocated for chunks. 0B in use in bin. 0B client-requested in use in bin.",
+    "I0000 00:00:1795935976.826938   22963 bfc_allocator.cc:1072] Bin for 762.94MiB was 256.00MiB, Chunk State: ",
+    "I0000 00:00:1795935976.826944   22963 bfc_allocator.cc:1085] Next region of size 4194304",
+    "I0000 00:00:1795935976.826953   22963 bfc_allocator.cc:1105] InUse at 7f8e51af9040 of size 4194304 next "
+    "18446744073709551615",
+    "I0000 00:00:1795935976.826965   22963 bfc_allocator.cc:1105] Free  at 7f8e526fb140 of size 2096896 next "
+    "18446744073709551615",
+    "I0000 00:00:1795935976.826968   22963 bfc_allocator.cc:1110]      Summary of in-use Chunks by size: ",
+    "I0000 00:00:1795935976.826972   22963 bfc_allocator.cc:1113] 1 Chunks of size 256 totalling 256B",
+    "I0000 00:00:1795935976.826982   22963 bfc_allocator.cc:1117] Sum Total of in-use chunks: 4.00MiB",
+    "I0000 00:00:1795935976.826985   22963 bfc_allocator.cc:1119] Total size in pool: 6.00MiB memory_limit_: "
+    "256.00MiB available size: 250.00MiB curr_region_allocation_bytes_: 8.00MiB",
+    "I0000 00:00:1795935976.826991   22963 bfc_allocator.cc:1128] Stats: ",
+    "Limit:                       256.00MiB",
+    "InUse:                         4.00MiB",
+    "NumAllocs:                           3",
+    "LargestFreeBlock:                   0B",
+    "",
+    "W0000 00:00:1795935976.827000   22963 bfc_allocator.cc:513] ****************************************xx*___",
+    "W0000 00:00:1795935976.827036   22963 op_kernel.cc:1858] OP_REQUIRES failed at constant_op.cc:176 : "
+    "RESOURCE_EXHAUSTED: OOM when allocating tensor with shape[200000000] and type float on "
+    "/job:localhost/replica:0/task:0/device:CPU:0 by allocator bfc_cpu_allocator_for_gpu",
+    "W0000 00:00:1795926041.049613    9208 local_rendezvous.cc:412] Local rendezvous is aborting with status: "
+    "RESOURCE_EXHAUSTED: OOM when allocating tensor with shape[2,2,16384,16384] and type float on "
+    "/job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu",
+    "\t [[{{function_node while_cond_1_true_1216}}{{node while/cond_1/model_1/transformer_1/MatMul_4}}]]",
+    "Hint: If you want to see a list of allocated tensors when OOM happens, add report_tensor_allocations_upon_oom "
+    "to RunOptions for current allocation info. This isn't available when running in Eager mode.",
+    "",
+    # XLA's words (a nested XLA function of run_classifier.py's step)
+    "W0000 00:00:1795936220.162740   23764 local_rendezvous.cc:412] Local rendezvous is aborting with status: "
+    "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 512.00MiB.",
+    "\t [[{{function_node while_cond_1_true_1216}}{{node while/cond_1/model_1/transformer_1/PartitionedCall_10}}]]",
+    "Hint: If you want to see a list of allocated tensors when OOM happens, add report_tensor_allocations_upon_oom "
+    "to RunOptions for current allocation info. This isn't available when running in Eager mode.",
+    " [tf-allocator-allocation-error='']",
+]
+AFTER_THE_REPORT = [
+    "loss: 3",  # the program's own, right after the report
+    "W0000 00:00:1795926041.049907    9208 cpu_allocator_impl.cc:82] Allocation of 8589934592 exceeds 10% of free "
+    "system memory.",
+    "",  # a blank line after another line
+    "W0000 00:00:1795935976.827036   22963 op_kernel.cc:1858] OP_REQUIRES failed at strided_slice_op.cc:117 : "
+    "INVALID_ARGUMENT: slice index 5 of dimension 0 out of bounds.",
+    "\t [[{{node strided_slice}}]]",
+    "W0000 00:00:1795935966.826648   22963 bfc_allocator.cc:291] Allocator (GPU_0_bfc) ran out of memory trying to "
+    "allocate 124.59MiB with freed_by_count=0. The caller indicates that this is not a failure, but may mean that "
+    "there could be performance gains if more memory were available.",
+    "tool.py: error: Out of memory at step 1 (OOM when allocating tensor with shape[200000000] and type float).",
+]
+
+
+def test_an_out_of_memory_report_is_dropped_and_what_follows_it_kept():
+  got = list(stderr_filter.kept(OOM_REPORT + AFTER_THE_REPORT[:1] + OOM_REPORT + AFTER_THE_REPORT[1:]))
+  assert got == AFTER_THE_REPORT
+  assert list(stderr_filter.kept(line.encode() + b"\n" for line in OOM_REPORT + AFTER_THE_REPORT)) == [
+      line.encode() + b"\n" for line in AFTER_THE_REPORT]
 
 
 @pytest.mark.parametrize("line", NOISE)
@@ -91,6 +164,31 @@ def test_verbosity_1_shows_everything():
   for argv in (["tool.py", "-v", "1"], ["tool.py", "--verbosity=1", "--seed=1"]):
     got, lines = _stderr_of_a_process(argv)
     assert got == lines
+
+
+# A CLI (cli.start_script, cli.run_script) whose body makes an allocation larger than the BFC allocator's limit.
+_OOM_SCRIPT = """
+import os, sys
+sys.path.insert(0, os.getcwd())
+import cli
+cli.start_script()
+import tensorflow as tf
+def body(_):
+  return tf.zeros([200_000_000]) + 1
+cli.run_script(lambda: None, cli.cli_main("tool.py", body))
+"""
+
+
+def test_a_cli_out_of_memory_prints_its_line_without_tensorflow_s_report():
+  """TensorFlow's BFC allocator (the GPU's, here on the CPU with 256 MiB) runs out of memory at the default log
+  level: of the 40 lines TensorFlow writes (the allocator's dump, the kernel's and the rendezvous's errors), none
+  reaches stderr; the CLI's line does."""
+  env = dict(os.environ, TF_CPU_ALLOCATOR_USE_BFC="true", TF_CPU_BFC_MEM_LIMIT_IN_MB="256", TF_CPP_MIN_LOG_LEVEL="0",
+             CUDA_VISIBLE_DEVICES="")
+  proc = subprocess.run([sys.executable, "-c", _OOM_SCRIPT], capture_output=True, text=True, env=env, timeout=120)
+  lines = proc.stderr.splitlines()
+  assert proc.returncode == 1 and len(lines) == 1, proc.stderr[-3000:]
+  assert lines[0].startswith("tool.py: error: Out of memory (OOM when allocating tensor with shape[200000000]"), lines
 
 
 def test_the_cli_modules_import_no_tensorflow_and_define_no_flag():

@@ -4,11 +4,12 @@ a command-line tool's stderr.
 TensorFlow's C++ libraries write to file descriptor 2 directly, past Python's logging: at start-up (build flags,
 oneDNN's notice, the CUDA probe on a machine without a GPU) and while the first steps are traced and compiled
 (grappler's cost estimator on bfloat16 ops it has no cost for, oneDNN falling back to Eigen for int32 ops, XLA's
-service start). None of them says anything about the run. `start()` puts a pipe on descriptor 2 whose reader, a
-small child process (this file run as a script), passes every line on to the real stderr except those `NOISE`
-matches; `stop()` closes the pipe and waits until the last line is out. A process rather than a thread, so that a
-line written just before a crash (a fatal check's message) still reaches the terminal: the reader drains the pipe
-after this process is gone.
+service start). None of them says anything about the run. Nor does TensorFlow's report of an out-of-memory error
+(the GPU allocator's dump: hundreds of lines), which the CLI states in its own last line. `start()` puts a pipe on
+descriptor 2 whose reader, a small child process (this file run as a script), passes every line on to the real
+stderr except those (`kept`); `stop()` closes the pipe and waits until the last line is out. A process rather than
+a thread, so that a line written just before a crash (a fatal check's message) still reaches the terminal: the
+reader drains the pipe after this process is gone.
 
 Only the standard library here: the reader starts without the package (`python -I -S`).
 """
@@ -51,6 +52,29 @@ NOISE = re.compile(
     r"|functional_saver\.py:\d+\] Sharding callback duration: "
     r"))")
 
+# Out of memory. A CLI turns every out-of-memory error into its own line (`training.out_of_memory`: the allocation,
+# the flags that make the step fit), so TensorFlow's report of it is dropped: the allocator's dump (BFC, the GPU's
+# allocator: the bins, every chunk of the pool, hundreds of lines), the kernel's and the rendezvous's copies of the
+# error, and the lines that continue them. A message that begins a report (`OOM_REPORT`) starts one; its other lines
+# (`OOM_REPORT_LINE`) are dropped until a line that is neither.
+OOM_REPORT = re.compile(
+    _LOG_PREFIX + r"(?:"
+    r"bfc_allocator\.cc:\d+\] Allocator \(.*\) ran out of memory trying to allocate (?!.*with freed_by_count)"
+    r"|(?:op_kernel\.cc:\d+\] OP_REQUIRES failed at .*|local_rendezvous\.cc:\d+\] Local rendezvous is aborting "
+    r"with status): RESOURCE_EXHAUSTED: "
+    # The allocators', XLA's and a TPU's words, as `training.out_of_memory` reads them.
+    r"(?i:OOM when allocating|Out of memory|Failed to allocate|Attempting to reserve)"
+    r")")
+OOM_REPORT_LINE = re.compile(
+    r"^(?:" + _LOG_PREFIX + r"bfc_allocator\.cc:\d+\] "  # the dump, its occupancy map last
+    r"|If the cause is memory fragmentation maybe the environment variable "
+    r"|Current allocation summary follows\.$"
+    r"|(?:Limit|InUse|MaxInUse|NumAllocs|MaxAllocSize|Reserved|PeakReserved|LargestFreeBlock): +\S+$"  # Stats
+    r"|\t \[\[.*\]\]$"  # the node the rendezvous's error came from
+    r"| \[[\w-]+='.*'\]$"  # the error's payload (XLA's: [tf-allocator-allocation-error=''])
+    r"|Hint: If you want to see a list of allocated tensors when OOM happens"
+    r"|\s*$)")
+
 _reader = []  # [(the reader process, descriptor 2 as it was)] while the filter runs
 
 
@@ -59,8 +83,21 @@ def is_noise(line):
   return bool(NOISE.match(line))
 
 
+def kept(lines):
+  """The lines of the iterable `lines` (str or bytes) that a user is shown: neither `NOISE` nor part of TensorFlow's
+  report of an out-of-memory error (`OOM_REPORT`), each as soon as it is read."""
+  in_report = False
+  for line in lines:
+    text = (line.decode("utf-8", "replace") if isinstance(line, bytes) else line).rstrip("\n")
+    if in_report and OOM_REPORT_LINE.match(text):
+      continue
+    in_report = bool(OOM_REPORT.match(text))
+    if not in_report and not is_noise(text):
+      yield line
+
+
 def start():
-  """Filters descriptor 2 of this process (and of the processes it starts) through `NOISE` until `stop()` or exit.
+  """Filters descriptor 2 of this process (and of the processes it starts) through `kept` until `stop()` or exit.
 
   Returns:
     True if the filter runs now; False if it already ran or descriptor 2 cannot be redirected (then nothing
@@ -105,12 +142,11 @@ def stop(timeout=10.0):
 
 
 def _relay(source, sink):
-  """Copies lines from binary file `source` to binary file `sink`, except the noise, each as soon as it is read."""
+  """Copies the `kept` lines from binary file `source` to binary file `sink`, each as soon as it is read."""
   try:
-    for line in source:
-      if not is_noise(line.decode("utf-8", "replace")):
-        sink.write(line)
-        sink.flush()
+    for line in kept(source):
+      sink.write(line)
+      sink.flush()
   except BrokenPipeError:  # the terminal or the reading process is gone: nothing left to show
     pass
 

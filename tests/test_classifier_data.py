@@ -244,6 +244,24 @@ def test_glue_processor(tmp_path, task, train_text, train_expected, test_text, t
     p.get_train_examples(d)
 
 
+@pytest.mark.parametrize("task,options,placeholder", [
+    ("sts-b", {}, "0.0"), ("mnli_matched", {}, "'contradiction'"), ("cola", {}, "'0'"),
+    ("csv", dict(text_a_column=0, label_column=1, labels=["neg", "pos"]), "'neg'"),
+    ("tsv", dict(text_a_column=0, label_column=1, is_regression=True), "0.0"),
+    ("imdb", {}, None), ("yelp5", {}, None)])
+def test_evaluating_a_test_file_without_labels_is_warned_of(task, options, placeholder):
+  """GLUE's and the csv/tsv tasks' test files have no labels: their examples get a placeholder, and an evaluation
+  of them (--do_eval --eval_split=test, which the original runs all the same) gets a warning naming it. imdb's and
+  yelp5's test files have labels; a dev file always has."""
+  p = classifier_data.get_processor(task, **options)
+  assert p.placeholder_labels_note("dev") is None
+  note = p.placeholder_labels_note("test")
+  if placeholder is None:
+    assert note is None
+  else:
+    assert f"placeholder label {placeholder}," in note and note.startswith("--eval_split=test: the test examples"), note
+
+
 def test_glue_metric_names():
   assert classifier_data.get_processor("mrpc").metric_names == ("accuracy", "f1")
   assert classifier_data.get_processor("qqp").metric_names == ("accuracy", "f1")

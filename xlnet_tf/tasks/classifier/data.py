@@ -33,6 +33,7 @@ class GLUEProcessor(DataProcessor):
   test_text_a_column, test_text_b_column = None, None  # None: same as train.
   contains_header = True
   test_contains_header = True
+  test_has_labels = False
   labels = ("0", "1")
 
   def get_labels(self):

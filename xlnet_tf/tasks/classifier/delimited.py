@@ -60,6 +60,7 @@ class DelimitedProcessor(DataProcessor):
   `DelimitedTask`). Test examples get the placeholder label `get_labels()[0]` (0.0 for regression); their label
   column is not read.
   """
+  test_has_labels = False
 
   def __init__(self, task):
     self.task = task

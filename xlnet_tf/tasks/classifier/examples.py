@@ -87,6 +87,7 @@ class DataProcessor:
   """
   task_name = None
   is_regression = False
+  test_has_labels = True  # False: the test file has no label column, its examples get a placeholder label
 
   def get_train_examples(self, data_dir):
     raise NotImplementedError()
@@ -105,6 +106,17 @@ class DataProcessor:
     if eval_split not in EVAL_SPLITS:
       raise ValueError(f"--eval_split must be one of {EVAL_SPLITS}. Received: {eval_split!r}.")
     return self.get_dev_examples(data_dir) if eval_split == "dev" else self.get_test_examples(data_dir)
+
+  def placeholder_labels_note(self, eval_split):
+    """The warning an evaluation of `eval_split` deserves when its examples carry the placeholder label (a test
+    file without labels: GLUE's, a csv/tsv task's), else None. The original evaluates them all the same, and its
+    metrics then compare the predictions with the placeholder."""
+    if eval_split != "test" or self.test_has_labels:
+      return None
+    placeholder = 0.0 if self.is_regression else self.get_labels()[0]
+    return (f"--eval_split=test: the test examples of task {self.task_name!r} have no labels; each one gets the "
+            f"placeholder label {placeholder!r}, as in the original, so the eval metrics compare the predictions with "
+            "it and say nothing of the model. Pass --do_predict for the test predictions, or --eval_split=dev.")
 
   @property
   def metric_names(self):

@@ -6,17 +6,20 @@ safetensors, pytorch_model.bin, sharded bin, tf_model.h5), the converted checkpo
 transformers' hidden states and logits within 2e-5, the QA head's arrays equal HF's. TF1 -> HF: the exported
 arrays equal transformers' by name; the export of the original-code checkpoint ckpt_untied reproduces the original's
 goldens in this port (in memory) and in transformers (its outputs recorded by the generator, or live with torch).
-pytorch_model.bin needs torch: those cases are skipped without it."""
+pytorch_model.bin is read without torch (`xlnet_tf/torch_pickle.py`), in both of torch's layouts."""
 
 import errno
 import importlib.util
 import json
 import os
+import pickle
 import shutil
 import stat
 import subprocess
 import sys
+import zipfile
 
+import ml_dtypes
 import numpy as np
 import pytest
 from safetensors.numpy import load_file
@@ -28,6 +31,7 @@ from xlnet_tf import checkpoint
 from xlnet_tf import convert
 from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
+from xlnet_tf import hf_weights
 from xlnet_tf.modeling.heads import finetune_heads
 from xlnet_tf.tasks.race import task as race_task
 from xlnet_tf.tasks.squad import task as squad_task
@@ -36,10 +40,8 @@ DATA = "tests/testdata/hf"
 MODEL = "tests/testdata/model"
 ATOL = 2e-5
 HAS_TORCH = importlib.util.find_spec("torch") is not None
-needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="pytorch_model.bin needs torch (not installed)")
-DIRS = ["lm_safetensors", "lm_bin", "lm_h5", "cls_safetensors_sharded", "cls_bin", "cls_h5", "mc_safetensors",
-        "mc_bin_sharded", "mc_h5", "qa_safetensors", "qa_bin"]
-PARAMS = [pytest.param(d, marks=needs_torch if "_bin" in d else ()) for d in DIRS]
+DIRS = ["lm_safetensors", "lm_bin", "lm_h5", "cls_safetensors_sharded", "cls_bin", "cls_bin_legacy", "cls_h5",
+        "mc_safetensors", "mc_bin_sharded", "mc_h5", "qa_safetensors", "qa_bin"]
 # The same weights as PyTorch wrote them (safetensors), for each head.
 REFERENCE = {"lm": "lm_safetensors", "cls": "cls_safetensors_sharded", "mc": "mc_safetensors", "qa": "qa_safetensors"}
 
@@ -94,7 +96,7 @@ def _check_outputs(head, model):
   return diffs
 
 
-@pytest.mark.parametrize("name", PARAMS)
+@pytest.mark.parametrize("name", DIRS)
 def test_hf_to_tf1_matches_transformers(name, tmp_path):
   """The CLI's TF1 checkpoint, loaded by the original-checkpoint loader, gives transformers' outputs; the in-memory
   load reads the same arrays."""
@@ -282,9 +284,14 @@ def test_tied_biases_are_repeated_per_layer_and_spiece_is_copied(tmp_path):
 
 
 def _corrupt_copies(root):
-  """HF directories with a cut safetensors file, a cut h5, a config that does not fit the weights."""
-  for name, src in (("cut_safetensors", "lm_safetensors"), ("cut_h5", "lm_h5"), ("bad_config", "cls_h5")):
+  """HF directories with a cut safetensors file, a cut h5, a cut pytorch_model.bin of each of torch's formats, a
+  config that does not fit the weights."""
+  for name, src in (("cut_safetensors", "lm_safetensors"), ("cut_h5", "lm_h5"), ("bad_config", "cls_h5"),
+                    ("cut_bin", "cls_bin"), ("cut_legacy_bin", "cls_bin_legacy")):
     shutil.copytree(f"{DATA}/{src}", root / name)
+  for name in ("cut_bin", "cut_legacy_bin"):
+    weights = root / name / "pytorch_model.bin"
+    weights.write_bytes(weights.read_bytes()[:-2000])
   weights = root / "cut_safetensors" / "model.safetensors"
   weights.write_bytes(weights.read_bytes()[:3000])
   h5 = root / "cut_h5" / "tf_model.h5"
@@ -296,6 +303,8 @@ def _corrupt_copies(root):
 
 @pytest.mark.parametrize("case,words", [
     ("cut_safetensors", "is not a readable safetensors file"), ("cut_h5", "is not a readable tf_model.h5"),
+    ("cut_bin", "is not a readable PyTorch weights file"),
+    ("cut_legacy_bin", r"is not a readable PyTorch weights file \(a storage of \d+ float32 elements has \d+ bytes\)"),
     ("bad_config", "config.json does not match the weights"), ("qa_simple", "unknown head XLNetForQuestionAnsweringSimple"),
     ("several_heads", "holds several heads"), ("d_head", "d_head=6 is not d_model / n_head"),
     ("output_is_a_file", "as a directory: it is a file")])
@@ -312,10 +321,35 @@ def test_bad_inputs_are_one_line(case, words, tmp_path):
   assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.skipif(HAS_TORCH, reason="torch is installed")
-def test_a_bin_without_torch_says_what_to_do(tmp_path):
-  with pytest.raises(ValueError, match="needs torch .* model.safetensors"):
-    hf_checkpoint.read_hf_checkpoint(f"{DATA}/lm_bin")
+@pytest.mark.parametrize("name,dtype", [("cls_bin_fp16_legacy", np.float16), ("cls_bin_bf16", ml_dtypes.bfloat16)])
+def test_a_half_precision_bin_gives_its_values_as_float32(name, dtype):
+  """pytorch_model.bin in float16 (torch's format before 1.6) or bfloat16 (a zip archive), read without torch: every
+  weight is the float32 one rounded to that type, as torch's `.to(dtype)` rounds, then widened back."""
+  half, _ = hf_weights.read_weights(f"{DATA}/{name}")
+  full, _ = hf_weights.read_weights(f"{DATA}/cls_bin")
+  assert sorted(half) == sorted(full)
+  for key, array in full.items():
+    assert half[key].dtype == np.float32, key
+    np.testing.assert_array_equal(half[key], array.astype(dtype).astype(np.float32), err_msg=key)
+
+
+class _RunsACommand:
+  def __reduce__(self):
+    return (os.system, (f"touch {_RunsACommand.witness}",))
+
+
+def test_a_bin_that_would_run_code_is_refused_without_running_it(tmp_path):
+  """A pytorch_model.bin whose pickle calls os.system (what a malicious download holds): refused by name, and the
+  command never runs. Only ordered dicts, tensors and storages are made."""
+  _RunsACommand.witness = tmp_path / "ran"
+  directory = tmp_path / "model"
+  directory.mkdir()
+  with zipfile.ZipFile(directory / "pytorch_model.bin", "w") as archive:
+    archive.writestr("pytorch_model/data.pkl", pickle.dumps({"w": _RunsACommand()}, protocol=2))
+  with pytest.raises(ValueError, match=r"pytorch_model.bin is not a readable PyTorch weights file \(it holds a "
+                                       r"(posix|os)\.system, which is not part of a state dict of tensors\)"):
+    hf_weights.read_weights(str(directory))
+  assert not _RunsACommand.witness.exists()
 
 
 def test_run_classifier_fine_tunes_from_an_hf_directory(tmp_path):

@@ -1,10 +1,10 @@
 """HuggingFace XLNet checkpoints <-> the original's (TF1) variable names and layouts.
 
 An HF model directory holds `config.json` and its weights in one of: `model.safetensors` (or shards with
-`model.safetensors.index.json`), `pytorch_model.bin` (or shards with `pytorch_model.bin.index.json`; reading it
-needs torch) or `tf_model.h5` (transformers' TF classes, Keras 2 h5). Every format is read into PyTorch names and
-layouts (`transformer.layer.0.ff.layer_1.weight` [d_inner, d_model]) by `hf_weights.py`; one table, here, maps those
-to the original's names (`hf_export.py` reads it the other way):
+`model.safetensors.index.json`), `pytorch_model.bin` (or shards with `pytorch_model.bin.index.json`; read without
+torch by `torch_pickle.py`) or `tf_model.h5` (transformers' TF classes, Keras 2 h5). Every format is read into
+PyTorch names and layouts (`transformer.layer.0.ff.layer_1.weight` [d_inner, d_model]) by `hf_weights.py`; one
+table, here, maps those to the original's names (`hf_export.py` reads it the other way):
 
   transformer.word_embedding.weight            model/transformer/word_embedding/lookup_table
   transformer.mask_emb                         model/transformer/mask_emb/mask_emb

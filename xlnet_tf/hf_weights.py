@@ -1,6 +1,7 @@
 """Reading the weights of a HuggingFace XLNet model directory: `model.safetensors` (or shards), `pytorch_model.bin`
-(or shards; needs torch) or `tf_model.h5` (transformers' TF classes), every format into PyTorch names and layouts
-(`transformer.layer.0.ff.layer_1.weight` [d_inner, d_model]) for `hf_checkpoint`'s name map."""
+(or shards; read without torch: `torch_pickle`) or `tf_model.h5` (transformers' TF classes), every format into
+PyTorch names and layouts (`transformer.layer.0.ff.layer_1.weight` [d_inner, d_model]) for `hf_checkpoint`'s name
+map."""
 
 import json
 import os
@@ -9,6 +10,7 @@ import re
 import numpy as np
 
 from xlnet_tf import fileio
+from xlnet_tf import torch_pickle
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                 "pytorch_model.bin.index.json", "tf_model.h5")
@@ -21,20 +23,6 @@ def _read_safetensors(path):
   except Exception as e:  # pylint: disable=broad-except  (SafetensorError, or an OSError of a cut file)
     raise ValueError(f"{path} is not a readable safetensors file ({' '.join(str(e).split())[:160]}). "
                      "Download it again.") from None
-
-
-def _read_bin(path):
-  try:
-    import torch  # pylint: disable=import-outside-toplevel
-  except ImportError:
-    raise ValueError(f"{path} is a PyTorch pickle: reading it needs torch (pip install torch), or use the model's "
-                     "model.safetensors (HF hub: the safetensors file of the same model).") from None
-  try:
-    state = torch.load(path, map_location="cpu", weights_only=True)
-  except Exception as e:  # pylint: disable=broad-except
-    raise ValueError(f"{path} is not a readable PyTorch weights file ({' '.join(str(e).split())[:160]}). "
-                     "Download it again.") from None
-  return {name: t.detach().float().numpy() if t.is_floating_point() else t.numpy() for name, t in state.items()}
 
 
 _H5_LAYER = re.compile(r"/layer_\._(\d+)/")
@@ -68,7 +56,7 @@ def _read_h5(path):
 def read_weights(directory):
   """({HF name: numpy array} in PyTorch names and layouts, the file read) of an HF model directory; the first of
   safetensors, sharded safetensors, pytorch_model.bin (sharded), tf_model.h5 that it holds."""
-  for name, reader in (("model.safetensors", _read_safetensors), ("pytorch_model.bin", _read_bin)):
+  for name, reader in (("model.safetensors", _read_safetensors), ("pytorch_model.bin", torch_pickle.load)):
     path = os.path.join(directory, name)
     if fileio.exists(path):
       return reader(path), name

@@ -27,6 +27,11 @@ and, for the export direction (TF1 -> HF), after the project venv has written th
                                         class with these heads, only TFXLNetForQuestionAnsweringSimple)
   qa_simple XLNetForQuestionAnsweringSimple  qa_simple_safetensors/ (a head the original lacks: refused)
 
+`bin_variants` (torch alone, after `models`) saves cls_bin's weights again as torch's format before 1.6
+(`cls_bin_legacy/`, float32; `cls_bin_fp16_legacy/`, float16) and in bfloat16 (`cls_bin_bf16/`):
+
+  /tmp/oracle-venv/bin/python tests/testdata/generate_hf_checkpoints.py bin_variants
+
 and `{head}_outputs.npz`: the BATCH-MAJOR inputs (`input_ids`, `token_type_ids`, `attention_mask` [B, L]; multiple
 choice [B, 4, L]; left padding, two segments) and transformers' eval-mode outputs: `hidden` (last_hidden_state
 [B, L, H], multiple choice [4B, L, H]) and `logits` (LM [B, L, V], classification [B, 3], multiple choice [B, 4]).
@@ -204,13 +209,27 @@ def load_exports(args):
   np.savez_compressed(os.path.join(args.out, "export_untied.npz"), meta_json=json.dumps(meta, indent=1), **arrays)
 
 
+def bin_variants(args):
+  """cls_bin's state dict, loaded and saved again by torch alone, as the older files users hold: torch's format
+  before 1.6 (not a zip archive; XLNet's checkpoints on the hub date from 2019), and in half precision."""
+  import torch  # pylint: disable=import-outside-toplevel
+  state = torch.load(os.path.join(args.out, "cls_bin", "pytorch_model.bin"), weights_only=True)
+  for name, dtype, zipped in (("cls_bin_legacy", torch.float32, False), ("cls_bin_fp16_legacy", torch.float16, False),
+                              ("cls_bin_bf16", torch.bfloat16, True)):
+    out = os.path.join(args.out, name)
+    os.makedirs(out, exist_ok=True)
+    shutil.copy(os.path.join(args.out, "cls_bin", "config.json"), out)
+    torch.save({k: v.to(dtype) if v.is_floating_point() else v for k, v in state.items()},
+               os.path.join(out, "pytorch_model.bin"), _use_new_zipfile_serialization=zipped)
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("step", choices=["models", "export", "load_exports"])
+  parser.add_argument("step", choices=["models", "export", "load_exports", "bin_variants"])
   parser.add_argument("--out", default=OUT)
   parser.add_argument("--work_dir", default="/tmp/hf_export_work")
   args = parser.parse_args()
-  {"models": models, "export": export, "load_exports": load_exports}[args.step](args)
+  {"models": models, "export": export, "load_exports": load_exports, "bin_variants": bin_variants}[args.step](args)
 
 
 if __name__ == "__main__":

@@ -346,9 +346,28 @@ def _expand_user(name, value):
 
 def values(flag_values=absl_flags.FLAGS):
   """The script's own flags (every flag `flags.py` defined) as a plain namespace: what its `run` takes; a path
-  flag's leading `~` is the user's home (`_expand_user`)."""
-  return types.SimpleNamespace(**{f.name: _expand_user(f.name, f.value)
-                                  for f in flag_values.get_flags_for_module(flags)})
+  flag's leading `~` is the user's home (`_expand_user`), a HuggingFace hub cache directory given as the model to
+  read its snapshot (`_hub_snapshot`)."""
+  options = types.SimpleNamespace(**{f.name: _expand_user(f.name, f.value)
+                                     for f in flag_values.get_flags_for_module(flags)})
+  for name in ("init_checkpoint", "input"):
+    if getattr(options, name, None):
+      setattr(options, name, _hub_snapshot(name, getattr(options, name)))
+  return options
+
+
+def _hub_snapshot(name, path):
+  """--{name}=path, or the model directory inside it where it is a HuggingFace hub cache directory
+  (`hf_checkpoint.hub_snapshot`: ~/.cache/huggingface/hub/models--xlnet--xlnet-base-cased, what `from_pretrained`
+  downloaded), with a log line naming it."""
+  if not os.path.isdir(os.path.join(path, "snapshots")):  # local only: a hub cache is on the user's disk
+    return path
+  from xlnet_tf import hf_checkpoint  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)
+  snapshot = hf_checkpoint.hub_snapshot(path)
+  if snapshot is None:
+    return path
+  logging.info("--%s %s is a HuggingFace hub cache directory: reading its model %s.", name, path, snapshot)
+  return snapshot
 
 
 def defaults(define_flags, **overrides):

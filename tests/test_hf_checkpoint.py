@@ -352,10 +352,42 @@ def test_a_bin_that_would_run_code_is_refused_without_running_it(tmp_path):
   assert not _RunsACommand.witness.exists()
 
 
+def _hub_cache(model_dir, cache, commits, main=None):
+  """A HuggingFace hub cache directory `cache` as `from_pretrained` leaves it: the files of `model_dir` in
+  `blobs/`, linked from `snapshots/<commit>/` for each of `commits`, and `refs/main` holding `main` (if given)."""
+  (cache / "blobs").mkdir(parents=True)
+  for name in os.listdir(model_dir):
+    shutil.copy(os.path.join(model_dir, name), cache / "blobs" / name)
+    for commit in commits:
+      (cache / "snapshots" / commit).mkdir(parents=True, exist_ok=True)
+      os.symlink(os.path.join("..", "..", "blobs", name), cache / "snapshots" / commit / name)
+  if main is not None:
+    (cache / "refs").mkdir()
+    (cache / "refs" / "main").write_text(main)
+  return cache
+
+
+def test_a_hub_cache_directory_reads_its_snapshot(tmp_path):
+  """`hub_snapshot`: the snapshot refs/main names; without refs/main, the only one; several and none named: a
+  ValueError naming where to look; a model directory or a TF1 checkpoint's directory: None."""
+  one = _hub_cache(f"{DATA}/cls_bin", tmp_path / "one", ["a1"])
+  assert hf_checkpoint.hub_snapshot(str(one)) == str(one / "snapshots" / "a1")
+  two = _hub_cache(f"{DATA}/cls_bin", tmp_path / "two", ["a1", "b2"], main="b2\n")
+  assert hf_checkpoint.hub_snapshot(str(two)) == str(two / "snapshots" / "b2")
+  assert hf_checkpoint.is_hf_directory(hf_checkpoint.hub_snapshot(str(two)))
+  (two / "refs" / "main").write_text("c3")  # a commit whose snapshot was deleted
+  with pytest.raises(ValueError, match=r"hub cache directory with 2 snapshots and no refs/main naming one of them. "
+                                       r"Pass the snapshot to read: .*/two/snapshots/<commit>"):
+    hf_checkpoint.hub_snapshot(str(two))
+  for plain in (f"{DATA}/cls_bin", f"{MODEL}/ckpt_untied", str(tmp_path / "two" / "snapshots" / "a1")):
+    assert hf_checkpoint.hub_snapshot(plain) is None
+
+
 def test_run_classifier_fine_tunes_from_an_hf_directory(tmp_path):
-  """run_classifier.py --init_checkpoint=<HF dir> without --model_config_path: the log names what it loaded, the
-  loss is finite and a checkpoint is written. The HF directory is a converted tiny model (n_token 1000, for the
-  test SentencePiece model)."""
+  """run_classifier.py --init_checkpoint=<HF hub cache directory> (what `from_pretrained` downloaded) without
+  --model_config_path: its snapshot is read, the log names it and what it loaded, the loss is finite and a
+  checkpoint is written. The HF directory is a converted tiny model (n_token 1000, for the test SentencePiece
+  model)."""
   from xlnet_tf.data import corpora  # pylint: disable=import-outside-toplevel
   config = XLNetConfig(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=24, ff_activation="gelu", untie_r=True,
                        n_token=1000)
@@ -364,15 +396,19 @@ def test_run_classifier_fine_tunes_from_an_hf_directory(tmp_path):
   checkpoint.export_original_checkpoint(XLNetModel(config, rc, heads=finetune_heads(config, rc)), str(ckpt))
   config.to_json(str(tmp_path / "tf1" / "xlnet_config.json"))
   convert.convert_to_hf(str(ckpt), str(tmp_path / "hf"), log_fn=lambda line: None)
+  cache = _hub_cache(str(tmp_path / "hf"), tmp_path / "hub" / "models--me--xlnet-tiny", ["e5f6", "c0ffee"],
+                     main="c0ffee")
   corpora.write_aclimdb(str(tmp_path / "imdb"), num_train=8, num_dev=4, seed=1)
   proc = subprocess.run(
       [sys.executable, "run_classifier.py", "--do_train=True", "--task_name=imdb", f"--data_dir={tmp_path}/imdb",
-       "--spiece_model_file=tests/testdata/data/spm/spiece.model", f"--init_checkpoint={tmp_path}/hf",
+       "--spiece_model_file=tests/testdata/data/spm/spiece.model", f"--init_checkpoint={cache}",
        "--max_seq_length=32", f"--output_dir={tmp_path}/records", f"--model_dir={tmp_path}/model",
        "--train_batch_size=2", "--train_steps=2", "--iterations=1", "--seed=1"],
       capture_output=True, text=True, timeout=300)
   assert proc.returncode == 0, proc.stderr[-3000:]
-  assert f"from {tmp_path}/hf (HuggingFace XLNetLMHeadModel, model.safetensors)" in proc.stdout
+  assert (f"--init_checkpoint {cache} is a HuggingFace hub cache directory: reading its model "
+          f"{cache}/snapshots/c0ffee.") in proc.stderr
+  assert f"from {cache}/snapshots/c0ffee (HuggingFace XLNetLMHeadModel, model.safetensors)" in proc.stdout
   assert list((tmp_path / "model").glob("ckpt-2.index"))
   assert "nan" not in proc.stdout.lower()
 

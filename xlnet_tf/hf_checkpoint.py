@@ -79,6 +79,27 @@ def is_hf_directory(path):
       fileio.exists(os.path.join(path, name)) for name in WEIGHT_FILES)
 
 
+def hub_snapshot(path):
+  """The model directory inside a HuggingFace hub cache directory (`models--xlnet--xlnet-base-cased`, where
+  `from_pretrained` downloads to: `refs/main` names a commit, `snapshots/<commit>/` holds the model's files as links
+  into `blobs/`): `snapshots/<refs/main>`, else its only snapshot; None when `path` is not such a directory. A cache
+  with several snapshots and no usable `refs/main` is a ValueError naming them."""
+  snapshots = os.path.join(path, "snapshots")
+  if not fileio.isdir(snapshots) or is_hf_directory(path):
+    return None
+  ref = os.path.join(path, "refs", "main")
+  if fileio.exists(ref):
+    with fileio.open_file(ref) as f:
+      commit = f.read().strip()
+    if commit and fileio.isdir(os.path.join(snapshots, commit)):
+      return os.path.join(snapshots, commit)
+  names = sorted(fileio.listdir(snapshots))
+  if len(names) != 1:
+    raise ValueError(f"{path} is a HuggingFace hub cache directory with {len(names)} snapshots and no refs/main "
+                     f"naming one of them. Pass the snapshot to read: {snapshots}/<commit>.")
+  return os.path.join(snapshots, names[0])
+
+
 def require_config(directory):
   """FileNotFoundError if `directory` holds HF weights but no `config.json` (a download or copy left incomplete)."""
   weights = [name for name in WEIGHT_FILES if fileio.exists(os.path.join(directory, name))]

@@ -93,6 +93,19 @@ def require_file(path, flag, what, directory_ok=False):
     raise FlagError(f"--{flag}={path} is a directory. Pass {what}.")
 
 
+def require_spiece_model(o):
+  """FlagError unless --spiece_model_file names a file (a directory passes: its loader's line names the file to
+  pass). Unset where the model to start from has a spiece.model beside it (a released checkpoint's directory, a
+  HuggingFace model directory): the line names that file."""
+  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
+  what = "the SentencePiece model (spiece.model) of the model"
+  if not o.spiece_model_file and o.init_checkpoint:
+    directory = o.init_checkpoint if fileio.isdir(o.init_checkpoint) else os.path.dirname(o.init_checkpoint)
+    if fileio.exists(os.path.join(directory, "spiece.model")):
+      what += f", such as {os.path.join(directory, 'spiece.model')} beside --init_checkpoint"
+  require_file(o.spiece_model_file, "spiece_model_file", what, directory_ok=True)
+
+
 def require_output_dirs(o, *names, marker=None):
   """FlagError unless every named flag of the options `o` that is set names a directory this run may write: never
   an existing file; with `marker` (the directory is replaced whole) an empty directory or one holding `marker`

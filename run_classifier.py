@@ -72,8 +72,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
   if (o.task_name or "").lower() not in classifier_data.TASK_NAMES:
     raise cli.FlagError(f"Unknown --task_name {o.task_name!r}. Known tasks: {', '.join(classifier_data.TASK_NAMES)}.")
   cli.require_model_config(o)
-  cli.require_file(o.spiece_model_file, "spiece_model_file", "the SentencePiece model (spiece.model) of the model",
-                   directory_ok=True)  # the loader's line for a directory names the file to pass
+  cli.require_spiece_model(o)
   if not o.model_dir:
     raise cli.FlagError("--model_dir is required: where the fine-tuned checkpoints go (and are read by eval).")
   if o.do_train or o.do_eval or o.do_predict:

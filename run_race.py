@@ -61,8 +61,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
   if not (o.do_train or o.do_eval or o.do_predict):
     raise cli.FlagError("At least one of --do_train, --do_eval or --do_predict must be True.")
   cli.require_model_config(o)
-  cli.require_file(o.spiece_model_file, "spiece_model_file", "the SentencePiece model (spiece.model) of the model",
-                   directory_ok=True)  # the loader's line for a directory names the file to pass
+  cli.require_spiece_model(o)
   if not o.model_dir:
     raise cli.FlagError("--model_dir is required: where the fine-tuned checkpoints go (and are read by eval).")
   if not o.data_dir or not fileio.isdir(o.data_dir):

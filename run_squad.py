@@ -64,8 +64,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
   """One-line errors for flag values the run cannot use (before anything heavy starts)."""
   if not (o.do_prepro or o.do_train or o.do_predict):
     raise cli.FlagError("At least one of --do_prepro, --do_train and --do_predict must be True.")
-  cli.require_file(o.spiece_model_file, "spiece_model_file", "the SentencePiece model (spiece.model) of the model",
-                   directory_ok=True)  # the loader's line for a directory names the file to pass
+  cli.require_spiece_model(o)
   if not o.output_dir:
     raise cli.FlagError("--output_dir is required: where the tfrecords (and the cached evaluation features) go.")
   cli.require_output_dirs(o, "output_dir", "model_dir", "predict_dir")

@@ -321,3 +321,19 @@ def test_the_choices_of_enum_flags_are_the_librarys():
         assert tuple(fv[flag_name].parser.enum_values) == tuple(library[flag_name]), (name, flag_name)
         seen.add(flag_name)
   assert seen == set(library)
+
+
+def test_a_missing_spiece_model_flag_names_the_one_beside_the_checkpoint(tmp_path):
+  """--spiece_model_file unset: where --init_checkpoint (a directory, or a checkpoint prefix) has a spiece.model
+  beside it, as a released model's directory and an HF model directory do, the line names that file."""
+  import types  # pylint: disable=import-outside-toplevel
+  (tmp_path / "spiece.model").write_bytes(b"pieces")
+  for init in (str(tmp_path), str(tmp_path / "xlnet_model.ckpt")):
+    with pytest.raises(cli.FlagError) as error:
+      cli.require_spiece_model(types.SimpleNamespace(spiece_model_file=None, init_checkpoint=init))
+    assert str(error.value) == ("--spiece_model_file is required: the SentencePiece model (spiece.model) of the model, "
+                                f"such as {tmp_path / 'spiece.model'} beside --init_checkpoint.")
+  for init in (None, str(tmp_path / "elsewhere" / "xlnet_model.ckpt")):
+    with pytest.raises(cli.FlagError, match=r"^--spiece_model_file is required: the SentencePiece model "
+                                            r"\(spiece.model\) of the model\.$"):
+      cli.require_spiece_model(types.SimpleNamespace(spiece_model_file=None, init_checkpoint=init))

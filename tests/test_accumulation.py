@@ -121,6 +121,7 @@ def test_micro_batches_under_xla_give_the_whole_batch_update(replays):
   assert not failed_rows(as_golden(g, meta, whole), meta, micro, whole["initial"])
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: test_micro_batches_give_the_whole_batch_update
 def test_resume_between_updates_is_bit_identical(tmp_path):
   """4 updates of 2 micro-batches (pretraining: mems, bi_data), interrupted after update 2 (checkpoint, then a new
   Trainer that resumes from it), end bit-identical to an uninterrupted run: weights, slots, step and mems. An

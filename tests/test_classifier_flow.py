@@ -63,7 +63,11 @@ def assert_results_equal(got, want, where):
       assert float(g) == pytest.approx(float(w), **tolerance), (where, k)
 
 
-@pytest.mark.parametrize("name", sorted(META["configs"]))
+SLOW_CONFIGS = ("mnli_mismatched_last_uncased", "sts-b_all")  # the default suite's 15 minutes: each task once
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_CONFIGS else n
+                                  for n in sorted(META["configs"])])
 def test_eval_and_predict_equal_the_original_main(name, tmp_path):
   config = META["configs"][name]
   o = options_for(config, tmp_path)

@@ -134,6 +134,7 @@ with preemption.StopRequest():
 """
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the one-Ctrl-C tests
 def test_a_second_ctrl_c_inside_a_tensorflow_call_ends_the_process(tmp_path):
   """Python's handler cannot run while the main thread is inside a TensorFlow call; a second Ctrl-C there waited
   for the call to end (minutes for XLA compiling the loop on a GPU, here days). The watcher now ends the process

@@ -157,6 +157,7 @@ def test_gradients_not_finite_at_the_minimum_scale_stop_the_run(tmp_path):
     trainer.train(dataset_fn, train_steps=3, log_fn=lambda _: None)
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: run_pretrain's SIGTERM resume
 def test_resume_is_bit_identical_scale_included(tmp_path):
   """8 steps in one go equal 4, a checkpoint, a new Trainer restoring it, and 4 more: weights, slots, step, mems and
   the loss scale (which overflows and grows in these steps: from 2**17, doubling after 2 good steps, it went
@@ -228,6 +229,7 @@ def test_one_replica_overflowing_skips_the_step_on_both(tmp_path):
     np.testing.assert_array_equal(values[0], values[1])
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: float16 trains like float32
 def test_run_classifier_trains_evaluates_and_predicts_with_use_fp16(tmp_path):
   """run_classifier.py end to end with --use_fp16 (two replicas: the test above): the log lines count skipped
   steps, evaluation and prediction run in float16 and give finite numbers."""

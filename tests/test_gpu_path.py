@@ -84,9 +84,14 @@ def _training_loop_kernels(tmp_path, kind, run_config, jit_compile):
   return check_training_loop(trainer, _features(kind, np.random.default_rng(0)))
 
 
+SLOW = pytest.mark.slow  # the default suite's 15 minutes: by default pretraining in two precisions, classifier, race
+
+
 @pytest.mark.parametrize("kind, use_bfloat16, jit_compile", [
-    ("pretrain", False, False), ("pretrain", True, False), ("pretrain", False, True), ("pretrain", True, True),
-    ("classifier", False, False), ("squad", False, False), ("squad", True, False), ("race", False, True)])
+    ("pretrain", False, False), pytest.param("pretrain", True, False, marks=SLOW),
+    pytest.param("pretrain", False, True, marks=SLOW), ("pretrain", True, True),
+    ("classifier", False, False), pytest.param("squad", False, False, marks=SLOW),
+    pytest.param("squad", True, False, marks=SLOW), ("race", False, True)])
 def test_every_op_of_the_training_loop_runs_on_a_gpu(tmp_path, precision_policy, kind, use_bfloat16, jit_compile):
   precision_policy(use_bfloat16)
   missing, checked = _training_loop_kernels(tmp_path, kind, _run_config(True, use_bfloat16, kind), jit_compile)
@@ -95,7 +100,8 @@ def test_every_op_of_the_training_loop_runs_on_a_gpu(tmp_path, precision_policy,
   assert ("BatchMatMulV2", jit_compile) in checked and ("ResourceApplyAdam", False) in checked
 
 
-@pytest.mark.parametrize("kind, jit_compile", [("pretrain", False), ("pretrain", True), ("squad", False)])
+@pytest.mark.parametrize("kind, jit_compile", [("pretrain", False), pytest.param("pretrain", True, marks=SLOW),
+                                               pytest.param("squad", False, marks=SLOW)])
 def test_every_op_of_the_float16_training_loop_runs_on_a_gpu(tmp_path, kind, jit_compile):
   """--use_fp16: the loss-scaled step (the gradients, the replicas' finiteness, the update or the skip in a
   `tf.cond`, the scale's update) has GPU kernels too."""
@@ -106,8 +112,8 @@ def test_every_op_of_the_float16_training_loop_runs_on_a_gpu(tmp_path, kind, jit
 
 
 @pytest.mark.parametrize("kind, use_bfloat16, jit_compile", [
-    ("classifier", False, False), ("classifier", True, True), ("squad", False, False), ("squad", True, True),
-    ("race", False, False), ("race", False, True)])
+    ("classifier", False, False), ("classifier", True, True), pytest.param("squad", False, False, marks=SLOW),
+    ("squad", True, True), pytest.param("race", False, False, marks=SLOW), ("race", False, True)])
 def test_every_op_of_the_inference_forward_runs_on_a_gpu(precision_policy, kind, use_bfloat16, jit_compile):
   precision_policy(use_bfloat16)
   model = _model_fn(kind, _run_config(False, use_bfloat16, kind))()

@@ -492,7 +492,7 @@ def _attention_products(graph):
   return sum(op.type == "BatchMatMulV2" for op in graph.get_operations())
 
 
-@pytest.mark.parametrize("two_stream", [False, True])
+@pytest.mark.parametrize("two_stream", [pytest.param(False, marks=pytest.mark.slow), True])  # slow: 15 minutes
 def test_inference_chains_split_the_batch_with_the_same_outputs(two_stream, monkeypatch):
   # On a CPU with 2 or more inter-op threads, inference runs the batch as independent chains of layers (5 examples
   # in 3 chains: 2, 2, 1), with every batched input split: the outputs and new mems are those of one chain.
@@ -596,8 +596,9 @@ def _addn_fan_ins(fn):
   return sorted(len(op.inputs) for op in graph.get_operations() if op.type == "AddN")
 
 
-@pytest.mark.parametrize("untie_r,two_stream,with_mems,summary", [
-    (True, True, True, None), (False, True, False, None), (False, False, True, "attn"), (True, False, False, "last")])
+@pytest.mark.parametrize("untie_r,two_stream,with_mems,summary", [  # two of them slow: the default suite's 15 min
+    (True, True, True, None), pytest.param(False, True, False, None, marks=pytest.mark.slow),
+    pytest.param(False, False, True, "attn", marks=pytest.mark.slow), (True, False, False, "last")])
 def test_no_gradient_is_an_addn_of_three_or_more_terms(untie_r, two_stream, with_mems, summary):
   # TF's CPU AddN adds 3 or more inputs in an order that depends on op scheduling (see `layers`), which broke the
   # bit-exact resume of run_pretrain.py --deterministic about once in a thousand steps.

@@ -18,7 +18,7 @@ def nested_xla():
   ops.set_nested_xla(True)
 
 
-@pytest.mark.parametrize("pretrain", [True, False])
+@pytest.mark.parametrize("pretrain", [pytest.param(True, marks=pytest.mark.slow), False])  # slow: 15 minutes
 def test_the_step_without_nested_xla_equals_the_step_with_it(nested_xla, pretrain):
   """Two forward-backward passes with dropout (two streams and mems in pretraining): losses, mems, every gradient
   and the dropout RNG state agree to float32 rounding (XLA fuses and orders some float operations differently)."""
@@ -41,7 +41,7 @@ def test_without_nested_xla_the_graph_holds_no_xla_program(nested_xla):
 
 
 @pytest.mark.skipif(not tf.test.is_built_with_cuda(), reason="this TensorFlow build has no GPU kernels")
-@pytest.mark.parametrize("kind", ["pretrain", "classifier"])
+@pytest.mark.parametrize("kind", ["pretrain", pytest.param("classifier", marks=pytest.mark.slow)])  # slow: 15 min
 def test_without_nested_xla_every_op_of_the_training_loop_runs_on_a_gpu(tmp_path, nested_xla, kind):
   nested_xla(False)
   missing, checked = _training_loop_kernels(tmp_path, kind, gpu_run_config(True, False, kind), False)

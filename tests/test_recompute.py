@@ -177,7 +177,7 @@ def _train(recompute_grad, pretrain, strategy, jit_compile, tmp_path, steps=3):
 
 
 @pytest.mark.parametrize("pretrain, strategy, jit_compile", [
-    (False, "one_device", False), (True, "mirrored", False),
+    (False, "one_device", False), pytest.param(True, "mirrored", False, marks=pytest.mark.slow),
     pytest.param(True, "one_device", True, marks=pytest.mark.slow)])
 def test_trainer_runs_equal(tmp_path, pretrain, strategy, jit_compile):
   """A few Trainer steps with --recompute_grad (dropout 0.1; a one-CPU MirroredStrategy replica context, XLA)
@@ -243,6 +243,7 @@ def test_two_replicas_with_dropout_equal():
   assert result["n"] > 40 and result["max_diff"] <= 1e-6
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: test_trainer_runs_equal
 def test_resume_mid_run_is_bit_identical(tmp_path):
   """With --recompute_grad and dropout (pretraining: mems, two streams), 4 steps stopped after 2 (checkpoint, then
   a new Trainer that resumes from it) end bit-identical to 4 uninterrupted steps: the checkpoint's dropout RNG

@@ -152,6 +152,7 @@ def cli_run(cli_runs, name):
   return stdout, out
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: mirrored fine-tuning, test_classifier_flow
 def test_imdb_train_eval_predict(files, cli_runs):
   stdout, out = cli_run(cli_runs, "imdb")
   model_dir = out / "model"
@@ -456,6 +457,7 @@ def _csv_dir(path, files):
   return path
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the sweep's cls-csv cases
 def test_csv_labels_travel_with_the_checkpoint(files, tmp_path):
   """A csv run without --labels trains with the sorted labels of its training file and keeps them in
   run_flags.json: predicting with a directory that holds only test.csv takes them from there; predicting with

@@ -100,6 +100,7 @@ def assert_same_checkpoint(a_path, b_path):
   return a
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the SIGTERM resume
 def test_kill_9_then_resume_is_bit_identical(record_dirs, uninterrupted, tmp_path):
   full_ckpt, full_stdout = uninterrupted
   assert "[20] | gnorm" in full_stdout and "pplx" in full_stdout and "tokens/s" in full_stdout
@@ -213,6 +214,7 @@ def test_kill_9_and_sigterm_with_gradient_accumulation_resume_bit_identical(reco
   assert_same_checkpoint(str(tmp_path / "full" / "ckpt-20"), str(stopped / "ckpt-20"))
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: test_checkpoint.py and test_fileio.py's atomic writes
 def test_a_full_disk_while_saving_keeps_the_last_checkpoint(record_dirs, uninterrupted, tmp_path):
   """A checkpoint that cannot be written (here a file-size limit below its size: the write fails as on a full
   disk) ends the run with one line naming it; the previous checkpoint stays the latest, and a rerun resumes from it
@@ -245,6 +247,7 @@ def test_a_full_disk_while_saving_keeps_the_last_checkpoint(record_dirs, uninter
   assert_same_checkpoint(uninterrupted[0], str(run_dir / "ckpt-20"))
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the sweep's pt-corrupt-record
 def test_a_corrupt_record_file_names_itself(record_dirs, tmp_path):
   records = tmp_path / "records"
   shutil.copytree(os.path.dirname(record_dirs["uni"]), records)
@@ -273,6 +276,7 @@ def test_a_corrupt_record_file_names_itself(record_dirs, tmp_path):
   assert tf.train.latest_checkpoint(str(tmp_path / "skip")).endswith("ckpt-20")
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: test_locks.py
 def test_a_second_run_in_the_same_model_dir_refuses_to_start(record_dirs, tmp_path):
   first = subprocess.Popen(pretrain_cmd(record_dirs["bi"], tmp_path / "model", "--train_steps=100000"),
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
@@ -327,6 +331,7 @@ def test_mirrored_without_a_gpu_is_one_replica_on_the_cpu():
   assert out.stdout.split()[:2] == ["MirroredStrategy", "1"] and "CPU:0" in out.stdout, out.stdout
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: test_optimization's mirrored step
 def test_mirrored_and_multi_worker_equal_one_device(record_dirs, tmp_path):
   records = record_dirs["uni"]
   ports = free_ports(2)
@@ -606,6 +611,7 @@ def _page_faults(*modes):
   return results
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: a CPU-memory setting, measured by bench/memory.py
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="keep_freed_memory tunes glibc's malloc only")
 def test_keep_freed_memory_reuses_freed_buffers_instead_of_faulting_them_in_again():
   results = _page_faults("default", "keep")
@@ -614,6 +620,7 @@ def test_keep_freed_memory_reuses_freed_buffers_instead_of_faulting_them_in_agai
   assert results["keep"][1] * 4 < results["default"][1], results
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: a CPU-memory setting, measured by bench/memory.py
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="keep_freed_memory tunes glibc's malloc only")
 def test_building_an_input_iterator_undoes_keep_freed_memory_and_the_trainer_makes_it_again():
   # TF 2.21's GeneratorDataset kernel (inside every tf.distribute input iterator) sets mallopt(M_MMAP_THRESHOLD,

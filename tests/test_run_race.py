@@ -49,6 +49,7 @@ def eval_lines(stdout, title="Eval"):
   return results
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: test_race_flow.py and the sweep's race cases
 def test_train_eval_predict(files, tmp_path):
   out = tmp_path
   cmd = race_cmd(files, "--do_train=True", "--do_eval=True", "--do_predict=True", "--eval_all_ckpt=True",
@@ -173,6 +174,7 @@ BAD_INPUT = [  # (extra flags, data key or None, expected message, run as a subp
 ]
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the sweep's race cases
 def test_bad_input_gives_one_line_errors(files, tmp_path):
   """Three cases through the CLI (exit status, one line, no traceback), the others through run() in-process: the
   same exception `cli.cli_main` prints as that one line."""

@@ -58,6 +58,7 @@ def _check_prediction_files(predict_dir):
   assert not [n for n in os.listdir(predict_dir) if "tmp" in n]
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the original's predictions, test_squad_flow
 def test_prepro_train_predict(tiny_config, tmp_path):
   # The original's sharded preprocessing (here in this process, to save two start-ups): one record per shard,
   # named as the original's; the shards split the examples.
@@ -161,6 +162,7 @@ def _bad_input_args(tiny_config, tmp_path, i):
               predict_dir=str(tmp_path / f"pred{i}"))
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the sweep's squad cases
 def test_bad_input_gives_one_line_errors_and_writes_nothing(tiny_config, tmp_path):
   """The command line: exit status 1, no traceback, the last line `run_squad.py: error: ...`."""
   broken, offset = _bad_files(tmp_path)

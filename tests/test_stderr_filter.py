@@ -179,6 +179,7 @@ cli.run_script(lambda: None, cli.cli_main("tool.py", body))
 """
 
 
+@pytest.mark.slow  # the default suite's 15 minutes (10 s of it the allocator's retry); by default: kept()
 def test_a_cli_out_of_memory_prints_its_line_without_tensorflow_s_report():
   """TensorFlow's BFC allocator (the GPU's, here on the CPU with 256 MiB) runs out of memory at the default log
   level: of the 40 lines TensorFlow writes (the allocator's dump, the kernel's and the rendezvous's errors), none

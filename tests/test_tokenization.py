@@ -172,6 +172,7 @@ def test_a_python_object_option_trains_in_this_process(tmp_path):
   assert tk.load_sentencepiece(path).GetPieceSize() <= 250
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: test_cli.py's stops
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
 def test_train_spm_stops_at_once_while_the_trainer_runs(sig, tmp_path):
   """SentencePiece's trainer is C++ that Python's signal handlers wait for: SIGTERM killed the tool with no line (its
@@ -207,6 +208,7 @@ def test_train_spm_stops_at_once_while_the_trainer_runs(sig, tmp_path):
   assert not os.listdir(out_dir)
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: scripts/demo.sh's use of train_spm.py
 def test_train_spm_cli_refuses_a_directory_an_existing_model_and_a_bad_coverage(tmp_path):
   """One line each, before training; a user's model keeps its bytes unless --overwrite is given."""
   (tmp_path / "d").mkdir()

@@ -263,6 +263,7 @@ def test_expected_files_come_from_the_readme_table(tmp_path):
           "finetune_cls_adamwd_lrlayer075_clip005_gpu"} <= set(names)
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the tampered replays of this file
 def test_check_train_step_fails_when_a_listed_file_is_missing(tmp_path):
   """A folder holding one of the MANIFEST's files: that one passes, the check FAILs (exit 1) naming the others."""
   for name in ("ckpt", "MANIFEST", "finetune_reg_gpu.npz"):
@@ -348,6 +349,7 @@ def test_train_makes_the_malloc_settings_again_after_building_its_iterator(monke
 TIED_DIR = os.path.join("tests", "testdata", "train_step_tied")
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the shared goldens' replay
 def test_original_steps_beyond_the_shared_goldens_replay_within_the_originals_own_drift():
   """tests/testdata/train_step_tied (written with the ORIGINAL code by tests/testdata/generate_train_step_goldens.py):
   untie_r false, relu, clamp_len 6, mem_len 24, batch 5; 3 steps of Adam and of AdamWeightDecay (GPU and TPU
@@ -362,6 +364,7 @@ def test_original_steps_beyond_the_shared_goldens_replay_within_the_originals_ow
   assert "Replayed 5 of 5 files" in proc.stdout and proc.stdout.splitlines()[-1] == "PASS"
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the shared goldens' replay
 def test_the_long_horizon_sees_a_gradient_norm_slightly_off():
   """The 300-step Adam golden replayed with the merged (dense) embedding norm, 0.1-2 % off the original's on this
   path: the trajectory leaves the original's by far more than the original's own drift, and the check fails."""
@@ -506,6 +509,7 @@ def long_task_replays():
   return _replay_task_goldens(LONG_TASK_GOLDENS)
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the SQuAD/RACE goldens' 3-step replay
 @pytest.mark.parametrize("golden", LONG_TASK_GOLDENS)
 def test_fine_tuning_over_300_steps_tracks_the_original_within_its_own_drift(golden, long_task_replays):
   """Every step's loss and gnorm within twice what the original's rerun in another summation order moves (`alt/*`),
@@ -520,6 +524,7 @@ def test_fine_tuning_over_300_steps_tracks_the_original_within_its_own_drift(gol
   assert "alt/loss" in g and "alt/gnorm" in g
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the zero-gradient judgement
 def test_a_slot_of_a_rounding_noise_gradient_is_judged_against_the_largest_slot(long_task_replays):
   """SQuAD's start_logits/dense/bias has a gradient that is zero in exact arithmetic: after 300 steps its Adam moments
   are float32 noise (m ~3e-9, the largest m 3e-2) that the original's two runs already place 26 % apart (ours: 84 %).
@@ -539,6 +544,7 @@ def test_a_slot_of_a_rounding_noise_gradient_is_judged_against_the_largest_slot(
   assert _failed(golden, tamper_ours=real_slot, replays=long_task_replays) == {"final slots"}
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the pretraining long horizon's
 def test_the_fine_tuning_long_horizon_sees_a_gradient_norm_slightly_off():
   """run_classifier.py's 300 Adam steps replayed with the merged (dense) embedding norm, up to 8 % off the original's
   (padding ids repeat in every batch): the clip scales differently and the trajectory leaves the original's."""

@@ -37,6 +37,7 @@ def entries(cache_dir):
   return {name: os.stat(os.path.join(cache_dir, name)).st_mtime_ns for name in os.listdir(cache_dir)}
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: this file's other tests
 def test_a_second_run_loads_every_program_and_a_damaged_entry_is_compiled_again(tmp_path):
   cache = tmp_path / "cache"
   losses, _ = run(tmp_path / "first", cache)

@@ -433,7 +433,7 @@ def test_one_of_our_checkpoints_exports_too(tmp_path):
                                         output_dir=str(tmp_path / "x")), log_fn=lambda line: None)
 
 
-@pytest.mark.slow  # the default suite's 15 minutes; by default: the sweep's full-disk cases
+@pytest.mark.slow  # the default suite's 15 minutes; by default: full-disk records (test_bad_input), test_fileio
 def test_a_full_disk_while_converting_is_one_line_and_leaves_nothing(tmp_path):
   """convert_checkpoint.py in both directions under a file-size limit (a write fails as on a full disk): exit 1, one
   line with the reason (safetensors' error was a traceback; TensorFlow's lost its reason to the op's name), and no

@@ -214,7 +214,7 @@ def test_kill_9_and_sigterm_with_gradient_accumulation_resume_bit_identical(reco
   assert_same_checkpoint(str(tmp_path / "full" / "ckpt-20"), str(stopped / "ckpt-20"))
 
 
-@pytest.mark.slow  # the default suite's 15 minutes; by default: test_checkpoint.py and test_fileio.py's atomic writes
+@pytest.mark.slow  # the default suite's 15 minutes; by default: full-disk records (test_bad_input), test_fileio
 def test_a_full_disk_while_saving_keeps_the_last_checkpoint(record_dirs, uninterrupted, tmp_path):
   """A checkpoint that cannot be written (here a file-size limit below its size: the write fails as on a full
   disk) ends the run with one line naming it; the previous checkpoint stays the latest, and a rerun resumes from it

@@ -544,7 +544,7 @@ def test_a_slot_of_a_rounding_noise_gradient_is_judged_against_the_largest_slot(
   assert _failed(golden, tamper_ours=real_slot, replays=long_task_replays) == {"final slots"}
 
 
-@pytest.mark.slow  # the default suite's 15 minutes; by default: the pretraining long horizon's
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the shared goldens' replay
 def test_the_fine_tuning_long_horizon_sees_a_gradient_norm_slightly_off():
   """run_classifier.py's 300 Adam steps replayed with the merged (dense) embedding norm, up to 8 % off the original's
   (padding ids repeat in every batch): the clip scales differently and the trajectory leaves the original's."""

@@ -492,7 +492,8 @@ def _attention_products(graph):
   return sum(op.type == "BatchMatMulV2" for op in graph.get_operations())
 
 
-@pytest.mark.parametrize("two_stream", [pytest.param(False, marks=pytest.mark.slow), True])  # slow: 15 minutes
+@pytest.mark.slow  # the default suite's 15 minutes; by default: test_classifier_flow
+@pytest.mark.parametrize("two_stream", [False, True])
 def test_inference_chains_split_the_batch_with_the_same_outputs(two_stream, monkeypatch):
   # On a CPU with 2 or more inter-op threads, inference runs the batch as independent chains of layers (5 examples
   # in 3 chains: 2, 2, 1), with every batched input split: the outputs and new mems are those of one chain.

@@ -109,7 +109,7 @@ def _assert_same_run(recomputed, plain, rtol=1e-6, atol=1e-7):
     np.testing.assert_array_equal(state, state_plain)
 
 
-@pytest.mark.parametrize("dropout", [0.0, 0.3])
+@pytest.mark.parametrize("dropout", [pytest.param(0.0, marks=pytest.mark.slow), 0.3])  # slow: 15 minutes
 def test_fine_tuning_gradients_equal(dropout):
   _assert_same_run(_steps(True, False, dropout=dropout), _steps(False, False, dropout=dropout))
 
@@ -193,7 +193,7 @@ def test_trainer_runs_equal(tmp_path, pretrain, strategy, jit_compile):
 
 
 @pytest.mark.skipif(not tf.test.is_built_with_cuda(), reason="this TensorFlow build has no GPU kernels")
-@pytest.mark.parametrize("jit_compile", [False, True])
+@pytest.mark.parametrize("jit_compile", [pytest.param(False, marks=pytest.mark.slow), True])  # slow: 15 minutes
 def test_every_op_of_the_recomputed_step_runs_on_a_gpu(tmp_path, jit_compile):
   """As tests/test_gpu_path.py: the recomputation adds no op without a GPU kernel (or XLA's) to the loop."""
   trainer = training.Trainer(

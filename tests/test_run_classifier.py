@@ -241,6 +241,7 @@ def test_pretraining_checkpoints_initialise_a_classifier(tmp_path):
       classifier_eval.Inference(model, "classification_imdb").load(path)
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the original's regression step and flow
 def test_stsb_regression_with_the_readme_flags(files, cli_runs):
   """The README's STS-B command (paths changed; steps cut to fit a test), then eval, predict and the SavedModel."""
   stdout, out = cli_run(cli_runs, "stsb")
@@ -310,6 +311,7 @@ BAD_INPUT = [  # (extra flags, task, data dir key or None, expected message)
 ]
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the sweep's cls cases
 def test_bad_input_gives_one_line_errors(files, tmp_path):
   dirs = _bad_input_dirs(files, tmp_path)
   cmds = [classifier_cmd(files, f"--output_dir={tmp_path / f'rec{i}'}", f"--model_dir={tmp_path / f'model{i}'}",

@@ -41,7 +41,8 @@ def test_without_nested_xla_the_graph_holds_no_xla_program(nested_xla):
 
 
 @pytest.mark.skipif(not tf.test.is_built_with_cuda(), reason="this TensorFlow build has no GPU kernels")
-@pytest.mark.parametrize("kind", ["pretrain", pytest.param("classifier", marks=pytest.mark.slow)])  # slow: 15 min
+@pytest.mark.slow  # the default suite's 15 minutes; by default: test_gpu_path.py
+@pytest.mark.parametrize("kind", ["pretrain", "classifier"])
 def test_without_nested_xla_every_op_of_the_training_loop_runs_on_a_gpu(tmp_path, nested_xla, kind):
   nested_xla(False)
   missing, checked = _training_loop_kernels(tmp_path, kind, gpu_run_config(True, False, kind), False)

@@ -418,6 +418,7 @@ def _task_failed(golden, task_replays, tamper_golden=None, tamper_ours=None):
   return _failed(golden, tamper_golden, tamper_ours, replays=task_replays)
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the shared goldens' replay, test_squad/race_flow
 @pytest.mark.parametrize("golden", TASK_GOLDENS)
 def test_original_squad_and_race_steps_replay_within_tolerance(golden, task_replays):
   """Per step the loss, the head's outputs (SQuAD start/end log-probs and cls_logits; RACE logits and per-question
@@ -431,6 +432,7 @@ def test_original_squad_and_race_steps_replay_within_tolerance(golden, task_repl
   assert expected[meta["mode"]] <= set(rows)
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the shared goldens' tampered replays
 @pytest.mark.parametrize("golden,head_variable", [
     ("squad/squad_adamwd_lrlayer075_warmup", "answer_class/dense_1/kernel"),
     ("squad/squad_adam_clip1", "end_logits/dense_0/kernel"), ("race/race_adam_clip05", "logits/dense/kernel")])
@@ -443,6 +445,7 @@ def test_a_head_variable_off_by_2_percent_of_its_update_fails(golden, head_varia
   assert _task_failed(golden, task_replays, tamper_ours=tamper) == {"final variables"}
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the shared goldens' tampered replays
 def test_a_variable_trained_on_rounding_noise_is_judged_by_adams_reach(task_replays):
   """start_logits/dense/bias's gradient is rounding noise at every step: Adam moves it by up to about the learning
   rate per step, in a direction the machine's rounding sets (on an AVX2 CPU ours ends 4x the golden's update away
@@ -455,6 +458,7 @@ def test_a_variable_trained_on_rounding_noise_is_judged_by_adams_reach(task_repl
   assert _task_failed(golden, task_replays, tamper_ours=tamper) == {"final noise variables"}
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the shared goldens' tampered replays
 def test_a_zero_gradient_is_judged_against_the_largest_gradient(task_replays):
   """start_logits/dense/bias shifts every start logit alike: its gradient is 0 in exact arithmetic, the original's
   float32 value is exactly 0 and ours ~1e-8, which the variable's own scale cannot judge. Judged against the step's
@@ -524,7 +528,7 @@ def test_fine_tuning_over_300_steps_tracks_the_original_within_its_own_drift(gol
   assert "alt/loss" in g and "alt/gnorm" in g
 
 
-@pytest.mark.slow  # the default suite's 15 minutes; by default: the zero-gradient judgement
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the shared goldens' tampered replays
 def test_a_slot_of_a_rounding_noise_gradient_is_judged_against_the_largest_slot(long_task_replays):
   """SQuAD's start_logits/dense/bias has a gradient that is zero in exact arithmetic: after 300 steps its Adam moments
   are float32 noise (m ~3e-9, the largest m 3e-2) that the original's two runs already place 26 % apart (ours: 84 %).

@@ -65,9 +65,10 @@ class _Tensor:
     values = self.storage.values
     if len(self.stride) != len(self.size) or self.offset < 0 or min(self.stride + self.size, default=0) < 0:
       raise ValueError(f"a tensor of shape {self.size}, strides {self.stride}, offset {self.offset}")
-    end = self.offset + sum((n - 1) * s for n, s in zip(self.size, self.stride)) if 0 not in self.size else 0
-    if end >= values.size and 0 not in self.size:
-      raise ValueError(f"a tensor of shape {self.size} reaches element {end} of a storage of {values.size}")
+    if 0 not in self.size:
+      end = self.offset + sum((n - 1) * s for n, s in zip(self.size, self.stride))
+      if end >= values.size:
+        raise ValueError(f"a tensor of shape {self.size} reaches element {end} of a storage of {values.size}")
     view = np.lib.stride_tricks.as_strided(values[self.offset:], self.size,
                                            [s * values.itemsize for s in self.stride], writeable=False)
     array = np.array(view)
@@ -84,8 +85,8 @@ def _rebuild_parameter(data, *unused):  # an nn.Parameter: its tensor
 
 
 class _Unpickler(pickle.Unpickler):
-  """Makes ordered dicts, tensors and storages (`storage(key, type, numel)` gives each key's one `_Storage`);
-  refuses every other class."""
+  """Makes ordered dicts, tensors and storages (one `_Storage` per key, kept in the dict `storages`); refuses every
+  other class. Without `storages`, a pickle that refers to a storage is refused."""
 
   _CLASSES = {("collections", "OrderedDict"): collections.OrderedDict,
               ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
@@ -93,9 +94,9 @@ class _Unpickler(pickle.Unpickler):
               ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
               ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter}
 
-  def __init__(self, file, storage=None):
+  def __init__(self, file, storages=None):
     super().__init__(file)
-    self._storage = storage
+    self._storages = storages
 
   def find_class(self, module, name):
     if module == "torch" and name in _STORAGE_DTYPES:
@@ -105,22 +106,15 @@ class _Unpickler(pickle.Unpickler):
     raise pickle.UnpicklingError(f"it holds a {module}.{name}, which is not part of a state dict of tensors")
 
   def persistent_load(self, pid):
-    if self._storage is None or not (isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage"
+    if self._storages is None or not (isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage"
                                      and isinstance(pid[1], _StorageType)):
       raise pickle.UnpicklingError(f"it refers to {str(pid)[:80]}, which is not a storage")
     if len(pid) > 5 and pid[5] is not None:  # a view into another storage: torch before 1.0
       raise pickle.UnpicklingError("it holds a storage view (torch before 1.0): save it again with a newer torch")
-    return self._storage(str(pid[2]), pid[1].dtype, int(pid[4]))
-
-
-def _storages():
-  """(a `storage(key, dtype, numel)` function for `_Unpickler`, the dict of storages it made by key)."""
-  made = {}
-  def storage(key, dtype, numel):
-    if key not in made:
-      made[key] = _Storage(dtype, numel)
-    return made[key]
-  return storage, made
+    key = str(pid[2])
+    if key not in self._storages:
+      self._storages[key] = _Storage(pid[1].dtype, int(pid[4]))
+    return self._storages[key]
 
 
 def _load_zip(archive):
@@ -130,9 +124,9 @@ def _load_zip(archive):
   prefix = pickles[0][:-len("data.pkl")]
   byteorder = (archive.read(prefix + "byteorder").decode().strip() if prefix + "byteorder" in archive.namelist()
                else "little")
-  storage, made = _storages()
-  state = _Unpickler(io.BytesIO(archive.read(pickles[0])), storage).load()
-  for key, stored in made.items():
+  storages = {}
+  state = _Unpickler(io.BytesIO(archive.read(pickles[0])), storages).load()
+  for key, stored in storages.items():
     stored.fill(archive.read(f"{prefix}data/{key}"), byteorder)
   return state
 
@@ -146,12 +140,12 @@ def _load_legacy(data):
     raise ValueError(f"its format version is {version}, not {_LEGACY_VERSION}")
   system = _Unpickler(stream).load()
   byteorder = "little" if not isinstance(system, dict) or system.get("little_endian", True) else "big"
-  storage, made = _storages()
-  state = _Unpickler(stream, storage).load()
+  storages = {}
+  state = _Unpickler(stream, storages).load()
   keys = _Unpickler(stream).load()
   position = stream.tell()
   for key in keys:
-    stored = made[str(key)]
+    stored = storages[str(key)]
     numel = struct.unpack_from("<q" if byteorder == "little" else ">q", data, position)[0]
     if numel != stored.numel:
       raise ValueError(f"storage {key} has {numel} elements where the pickle says {stored.numel}")

@@ -57,13 +57,15 @@ NOISE = re.compile(
 # allocator: the bins, every chunk of the pool, hundreds of lines), the kernel's and the rendezvous's copies of the
 # error, and the lines that continue them. A message that begins a report (`OOM_REPORT`) starts one; its other lines
 # (`OOM_REPORT_LINE`) are dropped until a line that is neither.
+# What TensorFlow's allocators (`OOM when allocating tensor ...`), XLA (`Out of memory while trying to allocate ...`,
+# `Failed to allocate ...`) and a TPU (`Attempting to reserve ... That was not possible`) say, case aside, as against
+# other RESOURCE_EXHAUSTED errors (a quota, too many open files); `training.out_of_memory` reads errors by it too.
+MEMORY_WORDS = r"\bOOM when allocating|out of memory|failed to allocate|attempting to reserve"
 OOM_REPORT = re.compile(
     _LOG_PREFIX + r"(?:"
     r"bfc_allocator\.cc:\d+\] Allocator \(.*\) ran out of memory trying to allocate (?!.*with freed_by_count)"
     r"|(?:op_kernel\.cc:\d+\] OP_REQUIRES failed at .*|local_rendezvous\.cc:\d+\] Local rendezvous is aborting "
-    r"with status): RESOURCE_EXHAUSTED: "
-    # The allocators', XLA's and a TPU's words, as `training.out_of_memory` reads them.
-    r"(?i:OOM when allocating|Out of memory|Failed to allocate|Attempting to reserve)"
+    r"with status): RESOURCE_EXHAUSTED: (?i:" + MEMORY_WORDS + r")"
     r")")
 OOM_REPORT_LINE = re.compile(
     r"^(?:" + _LOG_PREFIX + r"bfc_allocator\.cc:\d+\] "  # the dump, its occupancy map last

@@ -7,11 +7,11 @@ import re
 
 import tensorflow as tf
 
+from xlnet_tf import stderr_filter
+
 HALF_PRECISION = "--use_bfloat16 (--use_fp16 on a GPU without bfloat16)"  # half the activations' bytes
-# What TensorFlow's allocators (`OOM when allocating tensor ...`), XLA (`Out of memory while trying to allocate ...`,
-# `Failed to allocate ...`) and a TPU (`Attempting to reserve ... That was not possible`) say, as against other
-# ResourceExhaustedErrors (a quota, too many open files), which pass through as they are.
-_MEMORY = re.compile(r"\bOOM when allocating|out of memory|failed to allocate|attempting to reserve", re.I)
+# An out-of-memory error's words (`stderr_filter.MEMORY_WORDS`); other ResourceExhaustedErrors pass through as they are.
+_MEMORY = re.compile(stderr_filter.MEMORY_WORDS, re.I)
 # Left out of the line: the function's node ("{{function_node __inference_...}} OOM when ..."), the device's job
 # prefix (".../device:GPU:0" -> "GPU:0") and an eager op's name ("... [Op:Fill] name: ").
 _NOISE = re.compile(r"\{\{[^}]*\}\}|/job:[^/\s]+/replica:\d+/task:\d+/device:|\[Op:\w+\]( name:.*)?$")

@@ -6,9 +6,12 @@
   python convert_checkpoint.py --input=exp/imdb/model.ckpt-1000 --model_config_path=xlnet_config.json \\
       --output_dir=imdb-hf --task_name=imdb
 
-To TF1: `xlnet_model.ckpt` (the original's variable names and layouts), `xlnet_config.json`, and `spiece.model`
-when the HF directory has one. To HF: `model.safetensors` and `config.json` (and `spiece.model`). The name map and
-what is not converted: docs/checkpoints.md. Every file is written atomically.
+  # a pretraining checkpoint -> its weights alone, as released (the original's model_utils.py --clean_input_ckpt)
+  python convert_checkpoint.py --input=exp/pretrain/ckpt-100000 --to=tf1 --output_dir=my_xlnet
+
+To TF1: `xlnet_model.ckpt` (the original's variable names and layouts, no optimizer state), `xlnet_config.json`,
+and `spiece.model` when the input has one. To HF: `model.safetensors` and `config.json` (and `spiece.model`). The
+name map and what is not converted: docs/checkpoints.md. Every file is written atomically.
 """
 
 import cli  # first: start_script() runs before anything imports TensorFlow
@@ -34,9 +37,11 @@ def run(o, log_fn=print):
     raise cli.FlagError("--output_dir is required: the directory the converted model goes to.")
   source = "hf" if hf_checkpoint.is_hf_directory(o.input) else "tf1"
   target = o.to or ("tf1" if source == "hf" else "hf")
-  if source == target:
-    raise cli.FlagError(f"--input {o.input} is already in the {target} format (--to={target}). Pass --to="
-                        f"{'hf' if target == 'tf1' else 'tf1'} or another --input.")
+  if source == target == "hf":
+    raise cli.FlagError(f"--input {o.input} is already in the hf format (--to=hf). Pass --to=tf1 or another "
+                        "--input.")
+  if target == "tf1" and source == "tf1":
+    return convert.clean_checkpoint(o.input, o.output_dir, o.model_config_path, log_fn=log_fn)
   if target == "tf1":
     return convert.convert_to_original(o.input, o.output_dir, o.task_name, log_fn=log_fn)
   return convert.convert_to_hf(o.input, o.output_dir, o.task_name, o.summary_type, o.model_config_path,

@@ -372,14 +372,15 @@ def define_convert_flags(flag_values=flags.FLAGS):
                       **fv)
   flags.DEFINE_string("output_dir", None, "Directory for the converted model (created if absent).", **fv)
   flags.DEFINE_enum("to", None, ["tf1", "hf"], "Target format. Unset: the other one (hf for a checkpoint, tf1 for "
-                    "an HF directory).", **fv)
+                    "an HF directory). tf1 for a checkpoint: its weights alone, without the optimizer's state (the "
+                    "original model_utils.py's --clean_input_ckpt).", **fv)
   flags.DEFINE_string("task_name", None, "tf1: the classification head becomes classification_{task_name} "
                       "(regression_ for one label; unset: the HF config's finetuning_task, else `hf`). hf: picks the "
                       "classification_{task_name} (or regression_) head when the checkpoint holds several.", **fv)
   flags.DEFINE_enum("summary_type", "last", ["last", "first", "mean", "attn"], "hf: the summary_type written to "
                     "config.json (the original's pooling is a flag, not in the checkpoint; HF has no attn).", **fv)
-  flags.DEFINE_string("model_config_path", None, "tf1 -> hf: the checkpoint's xlnet_config.json. Unset: the one "
-                      "beside the checkpoint.", **fv)
+  flags.DEFINE_string("model_config_path", None, "A checkpoint's xlnet_config.json (to hf, or to tf1 "
+                      "from a checkpoint). Unset: the one beside the checkpoint.", **fv)
 
 
 def define_train_spm_flags(flag_values=flags.FLAGS):

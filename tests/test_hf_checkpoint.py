@@ -433,6 +433,29 @@ def test_one_of_our_checkpoints_exports_too(tmp_path):
                                         output_dir=str(tmp_path / "x")), log_fn=lambda line: None)
 
 
+def test_an_original_checkpoint_with_adam_slots_cleans_to_its_weights(tmp_path):
+  """--to=tf1 on an original-format checkpoint: the optimizer's slots (`/Adam`, `/Adam_1`, `/adam_m`, `/adam_v`),
+  beta powers and step are left out, as the original's clean_ckpt leaves them; the weights are read back equal; a
+  --model_config_path that does not fit them is refused before anything is written."""
+  weights = checkpoint.original_arrays(f"{MODEL}/ckpt_untied")
+  slots = {f"{name}/{suffix}": np.full_like(a, 0.5) for name, a in weights.items()
+           for suffix in (("Adam", "Adam_1") if "layer_0" in name else ("adam_m", "adam_v"))}
+  slots.update(beta1_power=np.float32(0.9), beta2_power=np.float32(0.99))
+  trained = checkpoint.write_original_checkpoint({**weights, **slots}, str(tmp_path / "run" / "model.ckpt-7"), 7)
+  shutil.copy(f"{MODEL}/ckpt_untied/xlnet_config.json", tmp_path / "run")
+  mismatched = cli.defaults(convert_checkpoint.define_flags, input=trained, to="tf1", output_dir=str(tmp_path / "x"),
+                            model_config_path=f"{MODEL}/ckpt_tied/xlnet_config.json")
+  with pytest.raises(ValueError, match="the config does not match the checkpoint: model/transformer/r_w_bias"):
+    convert_checkpoint.run(mismatched, log_fn=lambda line: None)
+  assert not (tmp_path / "x").exists()
+  convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=str(tmp_path / "run"), to="tf1",
+                                      output_dir=str(tmp_path / "clean")), log_fn=lambda line: None)
+  cleaned = checkpoint.checkpoint_arrays(str(tmp_path / "clean" / "xlnet_model.ckpt"))
+  assert sorted(cleaned) == sorted([*weights, "global_step"]) and cleaned["global_step"] == 0
+  for name, array in weights.items():
+    np.testing.assert_array_equal(cleaned[name], array, err_msg=name)
+
+
 @pytest.mark.slow  # the default suite's 15 minutes; by default: full-disk records (test_bad_input), test_fileio
 def test_a_full_disk_while_converting_is_one_line_and_leaves_nothing(tmp_path):
   """convert_checkpoint.py in both directions under a file-size limit (a write fails as on a full disk): exit 1, one

@@ -158,6 +158,36 @@ def test_sigterm_saves_the_current_step_and_resume_is_bit_identical(record_dirs,
   assert_same_checkpoint(uninterrupted[0], str(stopped_dir / "ckpt-20"))
 
 
+def test_a_pretraining_checkpoint_cleans_to_its_weights_as_released(uninterrupted, tmp_path):
+  """convert_checkpoint.py --to=tf1 on a run's ckpt-20 (the original model_utils.py's --clean_input_ckpt): the
+  weights alone under the original names, equal to the run's, global_step 0, the run's xlnet_config.json beside them
+  byte for byte; a second clean into the same directory is refused and leaves it as it is."""
+  import cli  # pylint: disable=import-outside-toplevel
+  import convert_checkpoint  # pylint: disable=import-outside-toplevel
+  from xlnet_tf import checkpoint  # pylint: disable=import-outside-toplevel
+  ckpt, release = uninterrupted[0], tmp_path / "release"
+  options = cli.defaults(convert_checkpoint.define_flags, input=ckpt, to="tf1", output_dir=str(release))
+  lines = []
+  convert_checkpoint.run(options, log_fn=lines.append)
+  weights = checkpoint.original_arrays(ckpt)
+  cleaned = checkpoint_values(str(release / "xlnet_model.ckpt"))
+  assert sorted(cleaned) == sorted([*weights, "global_step"]) and "model/transformer/layer_1/ff/layer_2/kernel" in weights
+  assert cleaned["global_step"] == 0
+  for name, array in weights.items():
+    np.testing.assert_array_equal(cleaned[name], array, err_msg=name)
+  with open(os.path.join(os.path.dirname(ckpt), "xlnet_config.json"), "rb") as a, \
+       open(release / "xlnet_config.json", "rb") as b:
+    assert a.read() == b.read()
+  assert sorted(os.listdir(release)) == ["xlnet_config.json", "xlnet_model.ckpt.data-00000-of-00001",
+                                         "xlnet_model.ckpt.index"]
+  assert lines == [f"Wrote {release}/xlnet_model.ckpt ({len(weights)} variables: the weights of {ckpt}, without its "
+                   "optimizer state), xlnet_config.json."]
+  before = {name: (release / name).read_bytes() for name in os.listdir(release)}
+  with pytest.raises(ValueError, match="already holds a model"):
+    convert_checkpoint.run(options, log_fn=lines.append)
+  assert {name: (release / name).read_bytes() for name in os.listdir(release)} == before
+
+
 def test_an_xla_flag_xla_does_not_know_ends_the_run_before_it_writes_anything(record_dirs, tmp_path):
   """XLA reads XLA_FLAGS at its first compilation and ends the process on a flag it does not know; the run makes
   that happen at its start (`training.read_xla_flags`), not at its first step after the lock and the run files."""

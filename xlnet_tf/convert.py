@@ -1,6 +1,7 @@
 """Converting a checkpoint between the original's format (TF1 names; the original's checkpoints and ours) and a
-HuggingFace XLNet model directory, as `convert_checkpoint.py` does: `hf_checkpoint` maps the names and reads and
-writes HF's files, `checkpoint` reads and writes the original format."""
+HuggingFace XLNet model directory, or to the original's format with its weights only, as `convert_checkpoint.py`
+does: `hf_checkpoint` maps the names and reads and writes HF's files, `checkpoint` reads and writes the original
+format."""
 
 import json
 import os
@@ -106,4 +107,40 @@ def convert_to_original(directory, output_dir, task_name=None, log_fn=print):
     log_fn(line)
   log_fn(f"Wrote {ckpt} ({len(arrays)} variables, {info['description']}), xlnet_config.json"
          f"{', spiece.model' if copied else ''} from {directory}.")
+  return ckpt
+
+
+def clean_checkpoint(ckpt_path, output_dir, model_config_path=None, log_fn=print):
+  """An original-format checkpoint (the original's or ours, e.g. a pretraining run's `ckpt-N` with its optimizer
+  state) -> its weights alone as the original's released checkpoint: `xlnet_model.ckpt` (the original names,
+  `global_step` 0, no optimizer slot), with `xlnet_config.json` (model_config_path, else the one beside the
+  checkpoint, copied as it is once it matches the weights) and `spiece.model` (when beside the checkpoint), as the
+  original `model_utils.py --clean_input_ckpt` does (it writes `model.ckpt-0` and no other file). An output_dir that
+  already holds a model is refused; the files appear together (`fileio.atomic_files`)."""
+  _check_output_dir(output_dir, _ORIGINAL_FILES)
+  path = checkpoint.resolve_checkpoint_path(ckpt_path)
+  src_dir = os.path.dirname(path)
+  _check_spiece(src_dir, output_dir)
+  try:
+    arrays = checkpoint.original_arrays(path)
+  except checkpoint.DamagedCheckpointError as e:
+    raise e.named("--input") from None
+  config_path = model_config_path or os.path.join(src_dir, "xlnet_config.json")
+  if model_config_path or fileio.exists(config_path):
+    hf_export.check_config(arrays, XLNetConfig(json_path=config_path), path)
+  else:
+    config_path = None
+  ckpt = os.path.join(output_dir, "xlnet_model.ckpt")
+  fileio.makedirs(output_dir)
+  with fileio.atomic_files() as out:  # one set, as convert_to_original's
+    checkpoint.write_original_checkpoint(arrays, ckpt, files=out)
+    copied = _copy_spiece(src_dir, output_dir, out.write)
+    if config_path:
+      out.write(os.path.join(output_dir, "xlnet_config.json"), _read(config_path))
+  written = ", ".join(["xlnet_config.json"] * bool(config_path) + ["spiece.model"] * copied)
+  log_fn(f"Wrote {ckpt} ({len(arrays)} variables: the weights of {path}, without its optimizer state)"
+         f"{', ' + written if written else ''}.")
+  if not config_path:
+    log_fn(f"No xlnet_config.json beside {path}: pass --model_config_path to write the model's config beside its "
+           "weights.")
   return ckpt

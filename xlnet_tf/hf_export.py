@@ -23,6 +23,16 @@ def _expected_shapes(c):
   return shapes
 
 
+def check_config(arrays, xlnet_config, source):
+  """ValueError unless the backbone of {original name: array} has the shapes of xlnet_config (every one present)."""
+  bad = [f"{n}: {'missing' if n not in arrays else list(arrays[n].shape)} (config: {s})"
+         for n, s in _expected_shapes(xlnet_config).items() if n not in arrays or list(arrays[n].shape) != s]
+  if bad:
+    raise ValueError(f"{source}: the config does not match the checkpoint: {'; '.join(bad[:3])}"
+                     f"{f'; and {len(bad) - 3} more' if len(bad) > 3 else ''}. Pass the xlnet_config.json that came "
+                     "with it (--model_config_path).")
+
+
 def _export_head(arrays, task_name, source):
   """(HF architecture, the scope its `{scope}` names stand for) of the head a checkpoint holds."""
   cls_scopes = sorted({m.group(1) for m in map(re.compile(r"^model/((?:classification|regression)_.+)/logit/kernel$")
@@ -59,13 +69,7 @@ def original_to_hf(arrays, xlnet_config, source, summary_type="last", task_name=
   if summary_type not in SUMMARY_TYPES:
     raise ValueError(f"--summary_type {summary_type!r} cannot be exported: HF's XLNet pools with one of "
                      f"{SUMMARY_TYPES} (it has no `attn`).")
-  expected = _expected_shapes(c)
-  bad = [f"{n}: {'missing' if n not in arrays else list(arrays[n].shape)} (config: {s})"
-         for n, s in expected.items() if n not in arrays or list(arrays[n].shape) != s]
-  if bad:
-    raise ValueError(f"{source}: the config does not match the checkpoint: {'; '.join(bad[:3])}"
-                     f"{f'; and {len(bad) - 3} more' if len(bad) > 3 else ''}. Pass the xlnet_config.json that came "
-                     "with it (--model_config_path).")
+  check_config(arrays, c, source)
   architecture, scope = _export_head(arrays, task_name, source)
   if c.d_head * c.n_head != c.d_model and not allow_d_head_override:
     raise ValueError(f"{source}: d_head={c.d_head} is not d_model / n_head = {c.d_model} / {c.n_head}; HuggingFace's "

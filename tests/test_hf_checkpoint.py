@@ -298,6 +298,11 @@ def _corrupt_copies(root):
   h5.write_bytes(h5.read_bytes()[:20000])
   config = json.loads((root / "bad_config" / "config.json").read_text())
   (root / "bad_config" / "config.json").write_text(json.dumps(dict(config, d_inner=12)))
+  for name, text in (("config_list", json.dumps([config])), ("string_size", json.dumps(dict(config, d_model="16"))),
+                     ("no_heads", json.dumps(dict(config, n_head=0))),
+                     ("string_eps", json.dumps(dict(config, layer_norm_eps="1e-12")))):
+    shutil.copytree(f"{DATA}/cls_h5", root / name)
+    (root / name / "config.json").write_text(text)
   return root
 
 
@@ -305,7 +310,11 @@ def _corrupt_copies(root):
     ("cut_safetensors", "is not a readable safetensors file"), ("cut_h5", "is not a readable tf_model.h5"),
     ("cut_bin", "is not a readable PyTorch weights file"),
     ("cut_legacy_bin", r"is not a readable PyTorch weights file \(a storage of \d+ float32 elements has \d+ bytes\)"),
-    ("bad_config", "config.json does not match the weights"), ("qa_simple", "unknown head XLNetForQuestionAnsweringSimple"),
+    ("bad_config", "config.json does not match the weights"),
+    ("config_list", "config.json holds a json list, not an object of settings"),
+    ("string_size", "config.json's sizes must be positive integers; received d_model '16'"),
+    ("no_heads", "config.json's sizes must be positive integers; received n_head 0"),
+    ("string_eps", "layer_norm_eps '1e-12' cannot be expressed"), ("qa_simple", "unknown head XLNetForQuestionAnsweringSimple"),
     ("several_heads", "holds several heads"), ("d_head", "d_head=6 is not d_model / n_head"),
     ("output_is_a_file", "as a directory: it is a file")])
 def test_bad_inputs_are_one_line(case, words, tmp_path):

@@ -116,6 +116,9 @@ def read_config(directory):
       config = json.load(f)
   except (json.JSONDecodeError, UnicodeDecodeError) as e:
     raise ValueError(f"{path} is not valid json ({e}). Pass a HuggingFace XLNet model directory.") from None
+  if not isinstance(config, dict):
+    raise ValueError(f"{path} holds a json {type(config).__name__}, not an object of settings. Pass a HuggingFace "
+                     "XLNet model directory.")
   if config.get("model_type") != "xlnet":
     raise ValueError(f"{path} has model_type {config.get('model_type')!r}, not 'xlnet'. Pass an XLNet model.")
   return config
@@ -124,6 +127,17 @@ def read_config(directory):
 # ------------------------------------------------------------------------------------------------------------
 # HF -> the original.
 # ------------------------------------------------------------------------------------------------------------
+
+_HF_SIZES = {"n_layer": 24, "d_model": 1024, "n_head": 16, "d_inner": 4096, "vocab_size": 32000}  # HF's defaults
+
+
+def _is_number(value):
+  return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_size(value):
+  return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
 
 def xlnet_config_from_hf(config, weights, source):
   """(XLNetConfig, notes) of an HF config dict, checked against the weights' shapes (None: not checked)."""
@@ -137,12 +151,18 @@ def xlnet_config_from_hf(config, weights, source):
     raise ValueError(f"{source}: ff_activation {activation!r} has no counterpart in the original XLNet (relu, gelu "
                      "= HF gelu_new).")
   eps = config.get("layer_norm_eps", 1e-12)
-  if abs(eps - 1e-12) > 1e-15:
-    raise ValueError(f"{source}: layer_norm_eps {eps} cannot be expressed; the original XLNet uses 1e-12.")
-  n_layer, d_model, n_head = config.get("n_layer", 24), config.get("d_model", 1024), config.get("n_head", 16)
-  fields = dict(n_layer=n_layer, d_model=d_model, n_head=n_head, d_head=config.get("d_head", d_model // n_head),
-                d_inner=config.get("d_inner", 4096), ff_activation="relu" if activation == "relu" else "gelu",
-                untie_r=True, n_token=config.get("vocab_size", 32000))
+  if not _is_number(eps) or abs(eps - 1e-12) > 1e-15:
+    raise ValueError(f"{source}: layer_norm_eps {eps!r} cannot be expressed; the original XLNet uses 1e-12.")
+  sizes = {key: config.get(key, default) for key, default in _HF_SIZES.items()}
+  derived = sizes["d_model"] // sizes["n_head"] if _is_size(sizes["d_model"]) and _is_size(sizes["n_head"]) else 1
+  sizes["d_head"] = config.get("d_head", derived)  # HF's XLNetConfig: d_model // n_head
+  bad = [f"{key} {value!r}" for key, value in sizes.items() if not _is_size(value)]
+  if bad:
+    raise ValueError(f"{source}: config.json's sizes must be positive integers; received {', '.join(bad)}. Use the "
+                     "config.json that came with the weights.")
+  n_layer, d_model, n_head = sizes["n_layer"], sizes["d_model"], sizes["n_head"]
+  fields = dict(n_layer=n_layer, d_model=d_model, n_head=n_head, d_head=sizes["d_head"], d_inner=sizes["d_inner"],
+                ff_activation="relu" if activation == "relu" else "gelu", untie_r=True, n_token=sizes["vocab_size"])
   if weights is None:
     return XLNetConfig(**fields), notes
   expected = {"transformer.word_embedding.weight": [fields["n_token"], d_model],

@@ -216,6 +216,8 @@ CASES = [
     ("squad-not-json", "run_squad.py", ["--train_file={w}/latin1/x.txt"], "{w}/latin1/x.txt is not UTF-8"),
     ("squad-train-file-is-a-directory", "run_squad.py", ["--train_file={w}/empty"],
      "--train_file={w}/empty is a directory. Pass the SQuAD training JSON."),  # "[Errno 21] Is a directory" before
+    ("squad-train-file-without-questions", "run_squad.py", ["--train_file={w}/squad_no_questions.json"],
+     "hold no feature (a --train_file without questions was preprocessed), so training would wait"),  # a hang before
     ("squad-doc-stride", "run_squad.py", ["--doc_stride=45"], "--doc_stride=45 is not below the paragraph window"),
     ("squad-output-dir-is-a-file", "run_squad.py", ["--output_dir={w}/owned.bin"],
      "Cannot use --output_dir {w}/owned.bin as a directory: it is a file"),
@@ -402,6 +404,7 @@ def results(tmp_path_factory):
       for answer in (answer for qa in questions for answer in qa["answers"]):
         del answer["text"]
     (w / f"{name}.json").write_text(json.dumps(doc))
+  (w / "squad_no_questions.json").write_text(json.dumps({"version": "v2.0", "data": []}))
   # STS-B with a regression label float() reads as nan (line 3), and a good one.
   for name, labels in (("stsb_nan", ["1.0", "nan", "3.5", "2.0"]), ("stsb", ["1.0", "4.2", "3.5", "2.0"])):
     (w / name).mkdir()

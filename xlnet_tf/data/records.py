@@ -225,6 +225,16 @@ def resumable_dataset_fn(make_dataset, seed):
 _READ_LIMITS = {}
 
 
+def holds_a_record(files):
+  """Whether any of the TFRecord `files` holds a record (read up to the first). Training repeats its files forever:
+  over files that hold none, the first batch never comes. A file that cannot be read counts as holding one (the
+  training loop's reading reports it by name)."""
+  try:
+    return bool(list(record_dataset(files).take(1)))
+  except tf.errors.DataLossError:
+    return True
+
+
 def record_dataset(files):
   """`tf.data.TFRecordDataset(files)`; a file found damaged by `skip_unreadable_records` is read only up to its
   first unreadable record."""

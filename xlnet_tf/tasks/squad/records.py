@@ -154,6 +154,10 @@ def squad_dataset(input_files, seq_length, read, input_context=None, num_threads
                               "(prepare_train_records / prepare_eval_features) or check --output_dir.")
     files.extend(found)
   decode = records.batch_decoder(name_to_features(seq_length, read.is_training), read.n_token)
+  if read.is_training and not records.holds_a_record(files):
+    raise ValueError(f"The SQuAD training records {', '.join(files)} hold no feature (a --train_file without "
+                     "questions was preprocessed), so training would wait for its first batch forever. Preprocess a "
+                     "--train_file that has questions: --do_prepro=True --train_file=..., with the same --output_dir.")
   if read.is_training:
     d = tf.data.Dataset.from_tensor_slices(files).shuffle(len(files), seed=read.seed).repeat()
     d = d.interleave(records.record_dataset, cycle_length=min(num_threads, len(files)),

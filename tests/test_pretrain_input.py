@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from xlnet_tf.data.pretrain_spec import PretrainDataSpec
-from xlnet_tf.data.record_files import find_record_info
+from xlnet_tf.data.record_files import find_record_info, read_corpus_info
 from xlnet_tf.tasks.pretrain.input import ReaderOptions, get_dataset, get_input_fn, validate_lengths
 from xlnet_tf.tasks.pretrain.parser import local_perm, parse_record
 
@@ -483,3 +483,16 @@ def test_every_record_is_checked_against_the_vocabulary_as_it_is_read(tmp_path):
   assert read_errors.describe_read_error(error.value, [path]).startswith(
       f"{path} holds token id 5000 (record 300), outside the model's vocabulary [0, n_token=1000). Rewrite it")
   assert len(_take(read(5001), 80)) == 80
+
+
+@pytest.mark.parametrize("text,problem", [('{"vocab_size": 10', r"\(Expecting ',' delimiter"),
+                                          ("[1000]", r"\(a json list, not an object\)")])
+def test_a_damaged_corpus_info_is_refused_not_guessed(text, problem, tmp_path):
+  """corpus_info.json gives the model's n_token: one that cannot be read is an error naming it (it was taken as
+  absent, and the model got n_token 32000 beside 1000-piece records, exit 0); none at all is None."""
+  (tmp_path / "tfrecords").mkdir()
+  assert read_corpus_info(str(tmp_path / "tfrecords")) is None
+  (tmp_path / "corpus_info.json").write_text(text)
+  with pytest.raises(ValueError, match=f"{tmp_path}/corpus_info.json, the corpus_info.json data_utils.py wrote with "
+                                       f"these records, cannot be read {problem}.*pass --n_token"):
+    read_corpus_info(str(tmp_path / "tfrecords"))

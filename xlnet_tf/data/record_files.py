@@ -147,7 +147,9 @@ def find_record_info(record_info_dir, split, spec, batch_flag=None):
 
 
 def read_corpus_info(record_dir):
-  """data_utils.py's `corpus_info.json` for a records directory, or None if there is none or it is unreadable.
+  """data_utils.py's `corpus_info.json` for a records directory (a dict), or None if there is none; one that cannot
+  be read as a json object is a ValueError (the vocabulary it holds sets the model's n_token: guessing it would
+  train a model of another vocabulary).
 
   `data_utils.py` writes it in `<save_dir>`, the parent of the `tfrecords/` directory the trainer is given; a copy
   beside the records is found too. `record_dir` may be comma-separated (the first one with a file wins).
@@ -155,10 +157,17 @@ def read_corpus_info(record_dir):
   for one_dir in str(record_dir).split(","):
     for path in (os.path.join(one_dir, "corpus_info.json"),
                  os.path.join(os.path.dirname(os.path.normpath(one_dir)), "corpus_info.json")):
+      if not fileio.exists(path):
+        continue
       try:
-        if fileio.exists(path):
-          with fileio.open_file(path) as f:
-            return json.load(f)
-      except (OSError, ValueError):
-        return None
+        with fileio.open_file(path) as f:
+          info = json.load(f)
+      except (OSError, ValueError) as e:
+        info = e
+      if not isinstance(info, dict):
+        problem = f"({info})" if isinstance(info, Exception) else f"(a json {type(info).__name__}, not an object)"
+        raise ValueError(f"{path}, the corpus_info.json data_utils.py wrote with these records, cannot be read "
+                         f"{problem}. Write the records again with data_utils.py, or delete the file and pass "
+                         "--n_token, the records' vocabulary size.")
+      return info
   return None

@@ -15,6 +15,7 @@ line.
 import atexit
 import gc
 import json
+import math
 import os
 import signal
 import sys
@@ -360,9 +361,13 @@ def _expand_user(name, value):
 def values(flag_values=absl_flags.FLAGS):
   """The script's own flags (every flag `flags.py` defined) as a plain namespace: what its `run` takes; a path
   flag's leading `~` is the user's home (`_expand_user`), a HuggingFace hub cache directory given as the model to
-  read its snapshot (`_hub_snapshot`)."""
-  options = types.SimpleNamespace(**{f.name: _expand_user(f.name, f.value)
-                                     for f in flag_values.get_flags_for_module(flags)})
+  read its snapshot (`_hub_snapshot`). A float flag that is nan or infinite is a FlagError (absl takes
+  `--learning_rate=nan`; a run trained to its first non-finite loss, and wrote a run_flags.json that is no json)."""
+  own = flag_values.get_flags_for_module(flags)
+  for f in own:
+    if isinstance(f.value, float) and not math.isfinite(f.value):
+      raise FlagError(f"--{f.name} must be a finite number. Received: {f.value}.")
+  options = types.SimpleNamespace(**{f.name: _expand_user(f.name, f.value) for f in own})
   for name in ("init_checkpoint", "input"):
     if getattr(options, name, None):
       setattr(options, name, _hub_snapshot(name, getattr(options, name)))

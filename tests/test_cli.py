@@ -338,3 +338,18 @@ def test_a_missing_spiece_model_flag_names_the_one_beside_the_checkpoint(tmp_pat
     with pytest.raises(cli.FlagError, match=r"^--spiece_model_file is required: the SentencePiece model "
                                             r"\(spiece.model\) of the model\.$"):
       cli.require_spiece_model(types.SimpleNamespace(spiece_model_file=None, init_checkpoint=init))
+
+
+@pytest.mark.parametrize("arg,line", [("--learning_rate=nan", "--learning_rate must be a finite number. Received: nan."),
+                                      ("--clip=inf", "--clip must be a finite number. Received: inf."),
+                                      ("--dropout=-inf", "--dropout must be a finite number. Received: -inf.")])
+def test_a_float_flag_that_is_not_finite_is_refused(arg, line):
+  """absl parses nan and inf as floats: `--learning_rate=nan` trained to the first non-finite loss and wrote a
+  run_flags.json that no json reader takes. `values()` refuses them for every float flag."""
+  import run_pretrain  # pylint: disable=import-outside-toplevel
+  flag_values = absl_flags.FlagValues()
+  run_pretrain.define_flags(flag_values=flag_values)
+  flag_values(["run_pretrain.py", arg])
+  with pytest.raises(cli.FlagError) as error:
+    cli.values(flag_values)
+  assert str(error.value) == line

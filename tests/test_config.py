@@ -31,12 +31,33 @@ def test_reads_released_style_json():
     (dict(d_model=0), "d_model"),
     (dict(d_model=15), "'d_model' must be even: the relative positional embedding is d_model/2 sines and as many "
                        "cosines. Received: 15"),  # a traceback from inside the traced step before
+    # A run hung building the model, and an out-of-memory line advised smaller batches, before:
+    (dict(n_layer=10**30), "describes 7.67e\\+32 weights, 2.79e\\+21 TiB in float32, more than any device holds"),
+    (dict(d_inner=10**12), "describes 3.4e\\+13 weights, 124 TiB in float32, .* Check its sizes: n_layer 2, d_model 8, "
+                           "n_head 2, d_head 6, d_inner 1000000000000"),
 ])
 def test_bad_fields_name_the_key(change, message):
   fields = dict(FIELDS, **change)
   fields = {k: v for k, v in fields.items() if v is not None}
   with pytest.raises(ValueError, match=message):
     XLNetConfig(**fields)
+
+
+def test_the_weights_are_counted_as_the_released_models_have_them():
+  large = XLNetConfig(json_path="tests/testdata/model/ckpt_untied/xlnet_config.json")
+  for key, value in dict(n_layer=24, d_model=1024, n_head=16, d_head=64, d_inner=4096, n_token=32000).items():
+    setattr(large, key, value)
+  assert large.num_weights() == 360_267_776  # transformers' XLNetModel of xlnet-large-cased, without mask_emb
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[1, 2, 3]", "holds a json list, not an object with the keys"),
+    ('{"model_type": "xlnet", "d_model": 8}', "is a HuggingFace config.json \\(model_type 'xlnet'\\), not the "
+                                            "original's xlnet_config.json. Pass its directory as --init_checkpoint")])
+def test_a_json_that_is_no_xlnet_config_says_what_it_is(text, message, tmp_path):
+  (tmp_path / "config.json").write_text(text)
+  with pytest.raises(ValueError, match=message):
+    XLNetConfig(json_path=str(tmp_path / "config.json"))
 
 
 def test_missing_file_is_clear(tmp_path):

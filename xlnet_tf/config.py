@@ -14,6 +14,7 @@ CONFIG_KEYS = ("n_layer", "d_model", "n_head", "d_head", "d_inner", "ff_activati
 _KEY_TYPES = {"n_layer": int, "d_model": int, "n_head": int, "d_head": int, "d_inner": int,
               "ff_activation": str, "untie_r": bool, "n_token": int}
 FF_ACTIVATIONS = ("relu", "gelu")
+MAX_WEIGHT_BYTES = 2**40  # float32 weights beyond this fit no device: a config that asks for them is a typo
 INITS = ("normal", "uniform")
 
 
@@ -36,7 +37,16 @@ class XLNetConfig:
         try:
           fields = json.load(f)
         except json.JSONDecodeError as e:
-          raise ValueError(f"XLNet config file {json_path} is not valid json: {e}") from None
+          raise ValueError(f"XLNet config file {json_path} is not valid json: {e}. Pass the xlnet_config.json of "
+                           "the model.") from None
+      if not isinstance(fields, dict):
+        raise ValueError(f"XLNet config file {json_path} holds a json {type(fields).__name__}, not an object with "
+                         f"the keys {list(CONFIG_KEYS)}. Pass the xlnet_config.json of the model.")
+      if "model_type" in fields:
+        raise ValueError(f"XLNet config file {json_path} is a HuggingFace config.json (model_type "
+                         f"{fields['model_type']!r}), not the original's xlnet_config.json. Pass its directory as "
+                         "--init_checkpoint and leave --model_config_path unset (its config.json then gives the "
+                         "model), or write an xlnet_config.json with convert_checkpoint.py.")
       source = json_path
     else:
       source = "the fields passed to XLNetConfig"
@@ -61,6 +71,18 @@ class XLNetConfig:
     if self.d_model % 2:  # the original fails on it inside its graph: a positional embedding of d_model + 1
       raise ValueError(f"XLNet config key 'd_model' must be even: the relative positional embedding is d_model/2 "
                        f"sines and as many cosines. Received: {self.d_model} (from {source}).")
+    if self.num_weights() * 4 > MAX_WEIGHT_BYTES:
+      raise ValueError(f"XLNet config from {source} describes {self.num_weights():.3g} weights, "
+                       f"{self.num_weights() * 4 / 2**40:.3g} TiB in float32, more than any device holds (each "
+                       f"replica holds all of them; XLNet-Large has 3.6e+08). Check its sizes: n_layer "
+                       f"{self.n_layer}, d_model {self.d_model}, n_head {self.n_head}, d_head {self.d_head}, "
+                       f"d_inner {self.d_inner}, n_token {self.n_token}.")
+
+  def num_weights(self):
+    """The number of weights of the backbone (the word embedding, the layers, their relative-attention biases)."""
+    attention = self.n_head * self.d_head
+    per_layer = 5 * self.d_model * attention + 2 * self.d_model * self.d_inner + self.d_inner + 5 * self.d_model
+    return self.n_token * self.d_model + self.n_layer * (per_layer + 5 * attention)
 
   def to_dict(self):
     return {k: getattr(self, k) for k in CONFIG_KEYS}

@@ -47,7 +47,11 @@ def body(o):
   try:
     path = tokenization.train_sentencepiece(o.input, o.model_prefix, options)
   except RuntimeError as e:  # SentencePiece's trainer: its message's first line says what
-    raise ValueError(str(e).strip().splitlines()[0]) from None
+    line = str(e).strip().splitlines()[0]
+    if "Vocabulary size" in line:  # e.g. `INTERNAL: src/trainer_interface.cc(744) [...] Vocabulary size too high`
+      line = (f"--vocab_size={o.vocab_size} does not fit --input: {line[line.index('Vocabulary size'):]} Or pass "
+              "--hard_vocab_limit=false to accept fewer pieces.")
+    raise ValueError(line) from None
   sp = tokenization.load_sentencepiece(path)
   print(f"Wrote {path}: vocab_size={tokenization.vocab_size(sp)}, XLNet special symbols at ids 0-8.")
 

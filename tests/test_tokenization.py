@@ -219,18 +219,39 @@ def test_train_spm_cli_refuses_a_directory_an_existing_model_and_a_bad_coverage(
            ([f"--model_prefix={tmp_path}/d"], f"--model_prefix={tmp_path}/d/spiece writes spiece.model"),
            ([f"--model_prefix={tmp_path}/mine"], f"would replace {tmp_path}/mine.model (left as they are). Pass "
                                                  "another --model_prefix, or --overwrite to replace them."),
-           ([f"--model_prefix={tmp_path}/m", "--character_coverage=2"], "--character_coverage must be in [0.98, 1.0]")]
+           ([f"--model_prefix={tmp_path}/m", "--character_coverage=2"], "--character_coverage must be in [0.98, 1.0]"),
+           ([f"--model_prefix={tmp_path}/m", "--vocab_size=100000", "--hard_vocab_limit=True"],
+            "--vocab_size=100000 does not fit --input: Vocabulary size too high (100000). Please set it to a value <=")]
   for extra, words in cases:
     out = subprocess.run(base + extra, capture_output=True, text=True, timeout=120)
     last = out.stderr.strip().splitlines()[-1]
     assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert last.startswith("train_spm.py: error: ") and words in last, last
-  assert sorted(os.listdir(tmp_path)) == ["d", "mine.model"] and not os.listdir(tmp_path / "d")
+  assert sorted(os.listdir(tmp_path)) == ["d", "mine.model"] and not os.listdir(tmp_path / "d")  # m.*: none
   assert (tmp_path / "mine.model").read_bytes() == b"the user's model"
   out = subprocess.run(base + [f"--model_prefix={tmp_path}/mine", "--overwrite"], capture_output=True, text=True,
                        timeout=120)
   assert out.returncode == 0, out.stderr[-2000:]
   assert tk.load_sentencepiece(str(tmp_path / "mine.model")).GetPieceSize() <= 250
+
+
+@pytest.mark.parametrize("files,words", [
+    (["dir"], "--input: {t}/dir is a directory. Make --input match text files only."),
+    (["empty.txt", "blank.txt"], "--input: {t}/blank.txt, {t}/empty.txt hold no text."),
+    (["latin1.txt"], "--input: {t}/latin1.txt is not UTF-8 text (byte 0xe9 at offset 3)."),
+])
+def test_training_sentencepiece_on_what_is_no_text_is_one_line_naming_the_file(files, words, tmp_path):
+  """SentencePiece's own lines named no file and said nothing to do (`FAILED_PRECONDITION: "D": Is a directory`,
+  `[!sentences_.empty()]`), and it trained on a Latin-1 file until its vocabulary fell short; nothing is written."""
+  (tmp_path / "dir").mkdir()
+  (tmp_path / "empty.txt").write_bytes(b"")
+  (tmp_path / "blank.txt").write_bytes(b"\n  \n\n")
+  (tmp_path / "latin1.txt").write_bytes("caf\u00e9 au lait\n".encode("latin-1"))
+  with pytest.raises(ValueError) as error:
+    tk.train_sentencepiece([str(tmp_path / name) for name in files], str(tmp_path / "out" / "sp"),
+                           tk.SpmTrainOptions(vocab_size=250))
+  assert str(error.value).startswith(words.format(t=tmp_path))
+  assert not (tmp_path / "out").exists()
 
 
 def test_expand_inputs(tmp_path):

@@ -8,6 +8,7 @@ Every XLNet vocabulary reserves ids 0-8 for the symbols in `special_symbols`. `l
 whose ids differ, and `train_sentencepiece` trains one with the original README's settings and checks the ids.
 """
 
+import codecs
 import dataclasses
 import glob as glob_lib
 import json
@@ -240,6 +241,27 @@ def expand_inputs(inputs):
   return sorted(set(files))
 
 
+def check_text_files(files, flag="--input", head_bytes=1 << 20):
+  """ValueError unless `files` are text SentencePiece can train on: no directory, each file's first `head_bytes`
+  UTF-8, and some line that is not blank. (SentencePiece's own errors name no file: `Is a directory`, or an
+  assertion on its sentence count or vocabulary.)"""
+  has_text = False
+  for path in files:
+    if os.path.isdir(path):
+      raise ValueError(f"{flag}: {path} is a directory. Make {flag} match text files only.")
+    with open(path, "rb") as f:
+      head = f.read(head_bytes)
+      try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=len(head) < head_bytes)
+      except UnicodeDecodeError as e:
+        raise ValueError(f"{flag}: {path} is not UTF-8 text (byte 0x{head[e.start]:02x} at offset {e.start}). "
+                         "Convert it to UTF-8 (e.g. iconv -f latin1 -t utf-8), or leave it out.") from None
+      has_text = has_text or bool(head.strip()) or any(line.strip() for line in f)
+  if not has_text:
+    raise ValueError(f"{flag}: {', '.join(files[:3])}{' ...' if len(files) > 3 else ''} hold no text. Pass text "
+                     "files, one sentence per line.")
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SpmTrainOptions:
   """`spm_train`'s settings for `train_sentencepiece`; the defaults are the original README's (scripts/train_spm.py's
@@ -296,6 +318,7 @@ def train_sentencepiece(inputs, model_prefix, options, *, quiet=False, **extra_o
     The path of the written `.model` file.
   """
   files = expand_inputs(inputs)
+  check_text_files(files)
   with fileio.atomic_path(model_prefix, last_suffix=".model") as tmp_prefix:  # the .model file is renamed last
     settings = dict(
         input=files, model_prefix=tmp_prefix, vocab_size=options.vocab_size,

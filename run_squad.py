@@ -179,6 +179,9 @@ def run(o, strategy, log_fn=print):
   if o.do_predict:  # Read and convert --predict_file before training: its errors then cost no training.
     examples, features, record, _ = squad_records.prepare_eval_features(
         o.predict_file, sp_model, o.spiece_model_file, o.output_dir, feature_options(o), o.overwrite_data)
+    if not features:  # before training: nothing to predict at its end
+      raise cli.FlagError(f"--predict_file {o.predict_file} holds no question to predict. Pass a SQuAD file with "
+                          "questions (e.g. dev-v2.0.json).")
     orig_data = squad_examples.load_squad_data(o.predict_file)
     orig_data = orig_data if squad_examples.has_answers(orig_data) else None
     if orig_data is None and o.allow_empty_prediction and o.null_threshold is None:

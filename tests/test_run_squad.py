@@ -207,6 +207,18 @@ def test_bad_flags_are_refused_before_anything_is_written(tiny_config, tmp_path,
   _nothing_written(tmp_path, 0)
 
 
+def test_a_predict_file_without_questions_is_refused_before_training(tiny_config, tmp_path):
+  """A --predict_file that gives no feature ended, after the training, in `The evaluation record holds no feature`
+  (no flag, no file); it is refused as soon as it is read, before any training."""
+  empty = tmp_path / "empty.json"
+  empty.write_text(json.dumps({"version": "v2.0", "data": []}))
+  o = cli.defaults(run_squad.define_flags, **_bad_input_args(tiny_config, tmp_path, 0), train_file=TRAIN,
+                   do_predict=True, predict_file=str(empty), train_steps=2, iterations=1)
+  with pytest.raises(ValueError, match=f"--predict_file {empty} holds no question to predict"):
+    run_squad.run(o, training.make_strategy("one_device"))
+  assert not os.path.exists(o.model_dir)
+
+
 def test_a_second_training_run_in_the_same_model_dir_refuses_to_start(tiny_config, tmp_path):
   """While a run trains in --model_dir (here: this process holds its lock), another training run there stops with
   one line before it restores or writes anything, as run_pretrain.py and run_classifier.py do."""

@@ -442,6 +442,13 @@ def test_one_of_our_checkpoints_exports_too(tmp_path):
                                         output_dir=str(tmp_path / "x")), log_fn=lambda line: None)
 
 
+def test_the_head_is_read_from_architectures_a_list_or_one_name():
+  """`architectures` is a list in transformers' files; one name alone was read letter by letter (`unknown head X`)."""
+  for architectures in (["XLNetForQuestionAnswering"], "XLNetForQuestionAnswering"):
+    assert hf_checkpoint.architecture_of({"architectures": architectures}, {}) == "XLNetForQuestionAnswering"
+  assert hf_checkpoint.architecture_of({}, {"lm_loss.bias": None}) == "XLNetLMHeadModel"
+
+
 def test_an_original_checkpoint_with_adam_slots_cleans_to_its_weights(tmp_path):
   """--to=tf1 on an original-format checkpoint: the optimizer's slots (`/Adam`, `/Adam_1`, `/adam_m`, `/adam_v`),
   beta powers and step are left out, as the original's clean_ckpt leaves them; the weights are read back equal; a

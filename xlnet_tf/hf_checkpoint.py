@@ -182,6 +182,8 @@ def xlnet_config_from_hf(config, weights, source):
 def architecture_of(config, weights):
   """The HF class of a model directory: `architectures[0]` of its config, else what its weights hold."""
   architectures = config.get("architectures") or []
+  if isinstance(architectures, str):  # one name where transformers writes a list of them
+    architectures = [architectures]
   if architectures:
     return architectures[0]
   if "start_logits.dense.weight" in weights:

@@ -22,6 +22,7 @@ import cli  # pylint: disable=wrong-import-position  # first: start_script() run
 if __name__ == "__main__":
   cli.start_script()
 import flags  # pylint: disable=wrong-import-position
+from xlnet_tf import fileio  # pylint: disable=wrong-import-position
 from xlnet_tf.data import tokenization  # pylint: disable=wrong-import-position
 
 
@@ -32,6 +33,8 @@ def check_model_prefix(model_prefix, overwrite):
     raise ValueError(f"--model_prefix={model_prefix} is a directory; it is the start of the file names, e.g. "
                      f"--model_prefix={os.path.join(model_prefix, 'spiece')} writes spiece.model and spiece.vocab "
                      "there.")
+  if os.path.dirname(model_prefix):
+    fileio.check_output_dir(os.path.dirname(model_prefix), "--model_prefix's directory")
   held = [model_prefix + suffix for suffix in (".model", ".vocab") if os.path.exists(model_prefix + suffix)]
   if held and not overwrite:
     raise ValueError(f"--model_prefix={model_prefix} would replace {' and '.join(held)} (left as they are). Pass "
@@ -49,8 +52,9 @@ def body(o):
   except RuntimeError as e:  # SentencePiece's trainer: its message's first line says what
     line = str(e).strip().splitlines()[0]
     if "Vocabulary size" in line:  # e.g. `INTERNAL: src/trainer_interface.cc(744) [...] Vocabulary size too high`
-      line = (f"--vocab_size={o.vocab_size} does not fit --input: {line[line.index('Vocabulary size'):]} Or pass "
-              "--hard_vocab_limit=false to accept fewer pieces.")
+      line = f"--vocab_size={o.vocab_size} does not fit --input: {line[line.index('Vocabulary size'):]}"
+      if "too high" in line:
+        line += " Or pass --hard_vocab_limit=false to accept fewer pieces."
     raise ValueError(line) from None
   sp = tokenization.load_sentencepiece(path)
   print(f"Wrote {path}: vocab_size={tokenization.vocab_size(sp)}, XLNet special symbols at ids 0-8.")

@@ -220,6 +220,8 @@ def test_train_spm_cli_refuses_a_directory_an_existing_model_and_a_bad_coverage(
            ([f"--model_prefix={tmp_path}/mine"], f"would replace {tmp_path}/mine.model (left as they are). Pass "
                                                  "another --model_prefix, or --overwrite to replace them."),
            ([f"--model_prefix={tmp_path}/m", "--character_coverage=2"], "--character_coverage must be in [0.98, 1.0]"),
+           ([f"--model_prefix={tmp_path}/mine.model/sp"],
+            f"Cannot use --model_prefix's directory {tmp_path}/mine.model as a directory: it is a file"),
            ([f"--model_prefix={tmp_path}/m", "--vocab_size=100000", "--hard_vocab_limit=True"],
             "--vocab_size=100000 does not fit --input: Vocabulary size too high (100000). Please set it to a value <=")]
   for extra, words in cases:

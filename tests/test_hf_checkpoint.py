@@ -392,6 +392,7 @@ def test_a_hub_cache_directory_reads_its_snapshot(tmp_path):
     assert hf_checkpoint.hub_snapshot(plain) is None
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the hub cache's snapshot, an HF directory's load
 def test_run_classifier_fine_tunes_from_an_hf_directory(tmp_path):
   """run_classifier.py --init_checkpoint=<HF hub cache directory> (what `from_pretrained` downloaded) without
   --model_config_path: its snapshot is read, the log names it and what it loaded, the loss is finite and a

@@ -153,13 +153,13 @@ def _write_records(examples, label_list, o, tokenize_fn, mode, log_fn, n_token, 
                                                                       o.eval_split))
   ordered = mode != "train" or o.seed is not None  # a seeded run's shuffle is one order: a cache must hold it
   fingerprint = classifier_features.examples_fingerprint(examples, label_list, o.max_seq_length, num_passes,
-                                                         o.spiece_model_file, ordered=ordered)
+                                                         o.spiece_model_file, o.uncased, ordered=ordered)
   written = classifier_features.file_based_convert_examples_to_features(
       examples, label_list, o.max_seq_length, tokenize_fn, path, num_passes=num_passes,
       overwrite_data=o.overwrite_data, fingerprint=fingerprint)
   if written is None:
-    log_fn(f"Reusing the cached {path}, made from the same examples, labels, SentencePiece model and num_passes "
-           "(or by a run that did not record them: then pass --overwrite_data=True if any changed).")
+    log_fn(f"Reusing the cached {path}, made from the same examples, labels, SentencePiece model, --uncased and "
+           "num_passes (or by a run that did not record them: then pass --overwrite_data=True if any changed).")
   else:
     log_fn(f"Wrote {written} examples to {path}.")
   token_checks.check_fine_tuning_ids(path, n_token, o.spiece_model_file)

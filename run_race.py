@@ -97,15 +97,15 @@ def _prepare(o, split, tokenize_fn, n_token, log_fn):
       data_dir=o.data_dir, spiece_model_file=o.spiece_model_file, output_dir=o.output_dir,
       max_seq_length=o.max_seq_length, max_qa_length=o.max_qa_length, eval_batch_size=o.eval_batch_size,
       high_only=o.high_only, middle_only=o.middle_only, fix_option_aliasing=o.fix_option_aliasing,
-      overwrite_data=o.overwrite_data, shuffle_seed=o.seed, sorted_file_order=o.sorted_file_order)
+      overwrite_data=o.overwrite_data, shuffle_seed=o.seed, sorted_file_order=o.sorted_file_order, uncased=o.uncased)
   info = race_records.prepare_records(config, split, tokenize_fn)
   if info.num_real is not None:
     log_fn(f"Num of {split} samples: {info.num_real}" + (f" (+{info.num_padding} padding)" if info.num_padding else ""))
   if info.written:
     log_fn(f"Wrote {info.num_records} examples to {info.path}.")
   else:
-    log_fn(f"Reusing the cached {info.path}, made from the same files, SentencePiece model and settings (or by a "
-           "run that did not record them). --uncased is not among them: pass --overwrite_data=True if it changed.")
+    log_fn(f"Reusing the cached {info.path}, made from the same files, SentencePiece model and settings, --uncased "
+           "included (or by a run that did not record them: then pass --overwrite_data=True if any changed).")
   token_checks.check_fine_tuning_ids(info.path, n_token, o.spiece_model_file)
   return info
 

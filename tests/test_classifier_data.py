@@ -468,13 +468,14 @@ def test_tfrecord_round_trip(tmp_path, monkeypatch):
                                                     overwrite_data=True) == 1
   # With the inputs' fingerprint: kept for the same examples and SentencePiece model, written again for others.
   spm = "tests/testdata/data/spm/spiece.model"
-  write = lambda ex: classifier_features.file_based_convert_examples_to_features(
+  write = lambda ex, uncased=False: classifier_features.file_based_convert_examples_to_features(
       ex, ["neg", "pos"], 8, tokenize, out, fingerprint=classifier_features.examples_fingerprint(
-          ex, ["neg", "pos"], 8, 1, spm))
+          ex, ["neg", "pos"], 8, 1, spm, uncased))
   assert write(examples[1:2]) is None  # a file written without one (the original's): kept by its name, as there
   os.remove(out)
   assert write(examples[:1]) == 1 and write(examples[:1]) is None
   assert write(examples[1:2]) == 1 and write(examples[1:2]) is None
+  assert write(examples[1:2], uncased=True) == 1  # the same text lower-cased: other ids (it was reused, cased)
   assert os.path.exists(out + ".source")
   # While another run reads them, other examples do not write them again (`locks.cache_lock`).
   monkeypatch.setattr(locks, "CACHE_LOCK_WAIT_S", 0.2)
@@ -497,7 +498,7 @@ def test_a_rebuild_cut_short_keeps_the_records_and_their_fingerprint_together(tm
   out = str(tmp_path / classifier_features.record_file_name("spiece.model", 8, "train"))
   write = lambda ex: classifier_features.file_based_convert_examples_to_features(
       ex, ["neg", "pos"], 8, tokenize, out, fingerprint=classifier_features.examples_fingerprint(
-          ex, ["neg", "pos"], 8, 1, "tests/testdata/data/spm/spiece.model"))
+          ex, ["neg", "pos"], 8, 1, "tests/testdata/data/spm/spiece.model", False))
   assert write(examples[:1]) == 1
   before = {path: open(path, "rb").read() for path in (out, out + ".source")}
   open_file = fileio.open_file

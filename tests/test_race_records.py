@@ -89,6 +89,7 @@ def test_cache_is_kept_unless_overwritten(tmp_path, tokenize_fn, monkeypatch):
   assert records.prepare_records(dataclasses.replace(config, shuffle_seed=4), "train", tokenize_fn).written
   assert records.prepare_records(records.RecordsConfig(**kwargs), "train", tokenize_fn).written
   assert not records.prepare_records(records.RecordsConfig(**kwargs), "train", tokenize_fn).written
+  assert records.prepare_records(records.RecordsConfig(uncased=True, **kwargs), "train", tokenize_fn).written  # reused cased before
   assert records.prepare_records(dataclasses.replace(config, overwrite_data=True), "train", tokenize_fn).written
   assert sorted(os.listdir(tmp_path)) == [".spiece.model.len-64.train.tf_record.lock",  # no temporary file left
                                           "spiece.model.len-64.train.tf_record",

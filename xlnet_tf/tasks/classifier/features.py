@@ -146,16 +146,16 @@ def record_file_name(spiece_model_file, max_seq_length, mode, eval_split="dev"):
   return f"{spm}.len-{max_seq_length}.{eval_split}.{mode}.tf_record"
 
 
-def examples_fingerprint(examples, label_list, max_seq_length, num_passes, spiece_model_file, ordered=True):
+def examples_fingerprint(examples, label_list, max_seq_length, num_passes, spiece_model_file, uncased, ordered=True):
   """The `records.cache_fingerprint` of cached records: the examples (guid, texts, label; in their order where
   `ordered`: evaluation and prediction, and training with --seed, whose shuffle then makes one order; as a set for
-  the training records of an unseeded run, shuffled anew by each run), the labels, the length, num_passes and the
-  SentencePiece model's bytes (its file name alone is in the records' name)."""
+  the training records of an unseeded run, shuffled anew by each run), the labels, the length, num_passes, the
+  SentencePiece model's bytes (its file name alone is in the records' name) and `uncased` (the text lower-cased)."""
   with fileio.open_file(spiece_model_file, "rb") as f:
     spm = f.read()
   rows = [repr(tuple(getattr(e, k, None) for k in ("guid", "text_a", "text_b", "label"))) for e in examples]
   return records.cache_fingerprint(repr(rows if ordered else sorted(rows)), repr(label_list), max_seq_length,
-                                   num_passes, spm)
+                                   num_passes, spm, f"uncased={bool(uncased)}")
 
 
 def file_based_convert_examples_to_features(examples, label_list, max_seq_length, tokenize_fn, output_file,

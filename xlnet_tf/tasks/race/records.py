@@ -132,6 +132,7 @@ class RecordsConfig:
       directory's order (`data.level_files`).
     overwrite_data: rewrite a cached file. shuffle_seed: the training shuffle's seed (None = unseeded, as the
       original).
+    uncased: whether the tokenizer lower-cases the text (only in the cache's fingerprint: the tokenizer is passed).
   """
   data_dir: str
   spiece_model_file: str
@@ -145,6 +146,7 @@ class RecordsConfig:
   overwrite_data: bool = False
   shuffle_seed: int = None
   sorted_file_order: bool = False
+  uncased: bool = False
 
   def __post_init__(self):
     data.check_lengths(self.max_seq_length, self.max_qa_length)
@@ -155,7 +157,7 @@ def _fingerprint(c, split):
   SentencePiece model's, and the settings that change the records, the training shuffle's seed where it is set
   (one order; an unseeded run's records are shuffled anew by each run)."""
   padding = None if split == "train" else c.eval_batch_size  # the evaluation sets are padded to its multiple
-  parts = [repr((split, c.max_seq_length, c.max_qa_length, c.fix_option_aliasing, padding))]
+  parts = [repr((split, c.max_seq_length, c.max_qa_length, c.fix_option_aliasing, padding, c.uncased))]
   if split == "train" and c.shuffle_seed is not None:
     parts.append(repr(("shuffle_seed", c.shuffle_seed)))
   files = data.split_files(c.data_dir, split, c.high_only, c.middle_only, c.sorted_file_order)

@@ -195,3 +195,15 @@ def test_the_directory_of_a_checkpoint_is_absolute(tmp_path, monkeypatch):
   assert checkpoint.directory_of("ckpt-4") == str(tmp_path)
   assert checkpoint.directory_of(str(tmp_path)) == str(tmp_path)  # its latest (highest) checkpoint's
   assert checkpoint.directory_of(hf) == hf
+
+
+def test_a_resume_says_that_init_checkpoint_is_not_read(tmp_path):
+  """A --model_dir holding checkpoints continues them and --init_checkpoint is not read (the original's Estimator
+  did the same); the resume line says so, where the flag was dropped without a word."""
+  from test_fp16 import make_trainer  # pylint: disable=import-outside-toplevel
+  make_trainer(tmp_path, False).checkpoints.manager.save(checkpoint_number=0)
+  lines = []
+  assert make_trainer(tmp_path, False).restore_or_init("released/xlnet_model.ckpt", log_fn=lines.append) == 0
+  assert lines == [f"Resumed from {tmp_path}/ckpt-0 at step 0. --init_checkpoint released/xlnet_model.ckpt is not "
+                   "read: a --model_dir holding checkpoints continues them (as the original's Estimator); pass a new "
+                   "--model_dir to start from it."]

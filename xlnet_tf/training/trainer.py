@@ -114,7 +114,9 @@ class Trainer:
     latest = self.checkpoints.restore_latest()
     if latest:
       self.mems.scatter()
-      log_fn(f"Resumed from {latest} at step {self.step}.")
+      log_fn(f"Resumed from {latest} at step {self.step}." + (
+          f" --init_checkpoint {init_checkpoint} is not read: a --model_dir holding checkpoints continues them (as "
+          "the original's Estimator); pass a new --model_dir to start from it." if init_checkpoint else ""))
     elif init_checkpoint:
       try:
         report = checkpoint_lib.load_weights(self.model, init_checkpoint)

@@ -114,8 +114,13 @@ def _train_records(o, sp_model, log_fn):
   """The training record files; preprocesses --train_file first when there are none."""
   name = squad_records.train_record_glob(o.spiece_model_file, o.max_seq_length, o.max_query_length)
   pattern = os.path.join(o.output_dir, name)
-  if fileio.glob_in(o.output_dir, name):
-    return fileio.glob_in(o.output_dir, name)
+  found = fileio.glob_in(o.output_dir, name)
+  if found:
+    if o.train_file:
+      log_fn(f"Training on the records already in --output_dir ({', '.join(found)}), as the original: --train_file "
+             f"{o.train_file} is not read. If they came from another --train_file, SentencePiece model, --uncased "
+             "or --doc_stride, rerun --do_prepro=True (or delete them) first.")
+    return found
   if not o.train_file:
     raise cli.FlagError(f"No training records match {pattern}. Run with --do_prepro=True --train_file=... first, "
                         "with the same --output_dir, --spiece_model_file, --max_seq_length and --max_query_length.")

@@ -219,6 +219,20 @@ def test_a_predict_file_without_questions_is_refused_before_training(tiny_config
   assert not os.path.exists(o.model_dir)
 
 
+def test_training_on_records_already_there_says_that_the_train_file_is_not_read(tiny_config, tmp_path):
+  """As the original, --do_train reads the training records in --output_dir when there are some; a --train_file
+  given beside them was dropped without a word (another file's records trained, exit 0)."""
+  o = cli.defaults(run_squad.define_flags, **_bad_input_args(tiny_config, tmp_path, 0), train_file=DEV)
+  os.makedirs(o.output_dir)
+  cached = os.path.join(o.output_dir, records.train_record_name(SPM, 0, 64, 16))
+  open(cached, "wb").close()
+  lines = []
+  assert run_squad._train_records(o, None, lines.append) == [cached]  # pylint: disable=protected-access
+  assert lines == [f"Training on the records already in --output_dir ({cached}), as the original: --train_file {DEV} "
+                   "is not read. If they came from another --train_file, SentencePiece model, --uncased or "
+                   "--doc_stride, rerun --do_prepro=True (or delete them) first."]
+
+
 def test_a_second_training_run_in_the_same_model_dir_refuses_to_start(tiny_config, tmp_path):
   """While a run trains in --model_dir (here: this process holds its lock), another training run there stops with
   one line before it restores or writes anything, as run_pretrain.py and run_classifier.py do."""

@@ -122,6 +122,8 @@ def require_output_dirs(o, *names, marker=None):
         fileio.check_output_dir(getattr(o, name), f"--{name}", marker)
       except ValueError as e:
         raise FlagError(str(e)) from None
+
+
 def require_model_config(o):
   """FlagError unless --model_config_path names a file, or is omitted and --init_checkpoint is a HuggingFace model
   directory (its config.json then gives the model)."""

@@ -45,6 +45,7 @@ from absl import flags as absl_flags
 from absl import logging
 
 from xlnet_tf import checkpoint
+from xlnet_tf import fileio
 from xlnet_tf import locks
 from xlnet_tf import training
 from xlnet_tf.data import token_checks
@@ -84,6 +85,10 @@ def validate(o, num_replicas=1, strategy="one_device"):
     raise cli.FlagError("--do_predict needs --predict_dir: where {task}.tsv and {task}.logits.json go.")
   cli.require_output_dirs(o, "model_dir", "output_dir", "predict_dir")
   cli.require_output_dirs(o, "export_dir", marker=serving.SAVED_MODEL_MARKER)  # replaced whole
+  for name in ("model_dir", "output_dir", "predict_dir", "data_dir", "init_checkpoint"):
+    if o.export_dir and getattr(o, name) and fileio.is_within(getattr(o, name), o.export_dir):
+      raise cli.FlagError(f"--export_dir {o.export_dir} is (or holds) --{name} {getattr(o, name)}, and the "
+                          "SavedModel replaces its directory whole. Pass another --export_dir.")
   try:
     classifier_features.check_max_seq_length(o.max_seq_length, is_pair=False)
   except ValueError as e:

@@ -537,3 +537,18 @@ def test_a_seeded_run_does_not_reuse_training_records_of_another_order(tmp_path)
   write(examples[::-1], 1)
   write(examples, 2)
   assert [line.split()[0] for line in lines] == ["Wrote", "Reusing", "Wrote", "Reusing", "Wrote"]
+
+
+@pytest.mark.parametrize("name", ["predict_dir", "output_dir", "model_dir"])
+def test_an_export_dir_that_is_another_output_dir_is_refused_before_the_run(name, tmp_path):
+  """The SavedModel replaces --export_dir whole: the same directory as another output flag (or one holding it) was
+  refused only after the training or prediction, with a line naming no flag."""
+  dirs = dict(output_dir=tmp_path / "records", model_dir=tmp_path / "model", predict_dir=tmp_path / "pred")
+  dirs[name] = tmp_path / "export" / ("" if name == "predict_dir" else "inside")
+  o = cli.defaults(run_classifier.define_flags, task_name="imdb", data_dir=str(tmp_path), do_predict=True,
+                   model_config_path="tests/testdata/model/ckpt_untied/xlnet_config.json", spiece_model_file=SPM,
+                   export_dir=str(tmp_path / "export"), **{k: str(v) for k, v in dirs.items()})
+  with pytest.raises(cli.FlagError, match=f"--export_dir {tmp_path}/export is \\(or holds\\) --{name} "):
+    run_classifier.validate(o)
+  o.export_dir = str(tmp_path / "exported")
+  run_classifier.validate(o)

@@ -30,6 +30,12 @@ def is_remote(path):
   return "://" in str(path)
 
 
+def is_within(path, directory):
+  """Whether `path` is `directory` or lies inside it (by name: local paths made absolute, links not followed)."""
+  full = lambda p: str(p).rstrip("/") if is_remote(p) else os.path.abspath(p)
+  return (full(path) + "/").startswith(full(directory) + "/")
+
+
 def _gfile():
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   return tf.io.gfile

@@ -207,3 +207,26 @@ def test_a_resume_says_that_init_checkpoint_is_not_read(tmp_path):
   assert lines == [f"Resumed from {tmp_path}/ckpt-0 at step 0. --init_checkpoint released/xlnet_model.ckpt is not "
                    "read: a --model_dir holding checkpoints continues them (as the original's Estimator); pass a new "
                    "--model_dir to start from it."]
+
+
+def test_a_checkpoint_deleted_after_the_listing_is_skipped_and_the_rest_evaluated(tmp_path):
+  """--eval_all_ckpt beside a training run with --max_save: a listed checkpoint deleted before its turn is skipped
+  with a line (the whole evaluation ended there, advising another checkpoint prefix); a checkpoint that is
+  there but unreadable is still an error; none left is one line."""
+  tiny = dict(n_layer=1, d_model=8, n_head=2, d_head=4, d_inner=8, ff_activation="gelu", untie_r=True, n_token=20)
+  model = XLNetModel(XLNetConfig(**tiny), RunConfig(is_training=False, use_tpu=False, use_bfloat16=False,
+                                                    dropout=0.0, dropatt=0.0))
+  model(tf.zeros([4, 1], tf.int32), tf.zeros([4, 1], tf.int32), tf.zeros([4, 1]))
+  listed = [(step, export_original_checkpoint(model, str(tmp_path / f"ckpt-{step}"))) for step in (1, 2, 3)]
+  for path in tf.io.gfile.glob(str(tmp_path / "ckpt-2.*")):
+    os.remove(path)
+  lines = []
+  work = lambda step, path: sorted(tf.train.load_checkpoint(path).get_variable_to_shape_map())[0]
+  assert [s for s, _, _ in checkpoint.each_remaining(listed, work, lines.append)] == [1, 3]
+  assert lines == [f"Skipped {tmp_path}/ckpt-2: it was deleted after its directory was listed (a training run there "
+                   "keeps its last --max_save checkpoints)."]
+  os.remove(str(tmp_path / "ckpt-3.data-00000-of-00001"))
+  with pytest.raises(checkpoint.DamagedCheckpointError):
+    checkpoint.each_remaining(listed[2:], lambda step, path: checkpoint.original_arrays(path), lines.append)
+  with pytest.raises(FileNotFoundError, match=f"Every checkpoint listed was deleted before it was read \\({tmp_path}"):
+    checkpoint.each_remaining(listed[1:2], work, lines.append)

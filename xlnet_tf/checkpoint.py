@@ -442,6 +442,26 @@ def list_checkpoints(model_dir):
   return sorted(entries, key=lambda e: (-1 if e[0] is None else e[0], e[1]))
 
 
+def each_remaining(checkpoints, work, log_fn):
+  """[(step, path, work(step, path))] for the listed `checkpoints` ([(step, path)]), skipping with a line each one
+  deleted since it was listed: a training run in the same --model_dir keeps only its last --max_save, and an
+  evaluation beside it stopped at the first one gone. FileNotFoundError if every one is gone."""
+  done = []
+  for step, path in checkpoints:
+    try:
+      done.append((step, path, work(step, path)))
+    except (FileNotFoundError, DamagedCheckpointError, tf.errors.NotFoundError):
+      if tf.io.gfile.exists(path + ".index"):
+        raise
+      log_fn(f"Skipped {path}: it was deleted after its directory was listed (a training run there keeps its last "
+             "--max_save checkpoints).")
+  if checkpoints and not done:
+    listed = ", ".join(p for _, p in checkpoints)
+    raise FileNotFoundError(f"Every checkpoint listed was deleted before it was read ({listed}). Rerun once a "
+                            "training run in that directory has saved, or raise its --max_save.")
+  return done
+
+
 def choose_checkpoint(model_dir, explicit=None, fallback=None):
   """The one checkpoint to predict or export with: `explicit` (--predict_ckpt) if given, else model_dir's latest
   (its `checkpoint` state file), else its highest step, else `fallback` (e.g. --init_checkpoint where the

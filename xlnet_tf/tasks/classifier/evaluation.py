@@ -83,8 +83,8 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
   dataset = classifier_data.classifier_dataset(eval_file, max_seq_length, is_regression,
                                                records.ReadConfig(batch_size=eval_batch_size,
                                                                   n_token=inference.n_token))
-  results = []
-  for step, path in checkpoints:
+
+  def evaluate(step, path):
     inference.load(path)
     out = inference.run_records(dataset, [eval_file])
     result = metrics.task_metrics(task_name, out["logits"], out["label_ids"], weights=out["is_real_example"],
@@ -98,9 +98,11 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
     result["global_step"] = checkpoint.recorded_step(path, default=step)
     result["step"] = step
     result["path"] = path
-    results.append(result)
     log_fn("=" * 80)
     log_fn(_format_result("Eval result", result))
+    return result
+
+  results = [result for _, _, result in checkpoint.each_remaining(checkpoints, evaluate, log_fn)]
   key = metrics.best_metric_key(is_regression)
   rank = lambda r: -math.inf if r[key] is None or math.isnan(r[key]) else r[key]
   best = sorted(results, key=rank, reverse=True)[0]

@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from xlnet_tf import checkpoint
 from xlnet_tf import fileio
 from xlnet_tf.data import records as records_lib
 from xlnet_tf.training import inference
@@ -108,17 +109,19 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
                             "--init_checkpoint. Train first (--do_train=True) or point --model_dir at the "
                             "fine-tuning output.")
   dataset = eval_dataset(eval_file, max_seq_length, eval_batch_size, inference.n_token)
-  results = []
-  for step, path in checkpoints:
+
+  def evaluate(step, path):
     inference.load(path)
     out = inference.run_records(dataset, [eval_file])
     result = eval_metrics(out["logits"], out["loss"], out["label_ids"], out["is_real_example"], out["batch_loss"])
     result.update(global_step=step, path=path)
-    results.append(result)
     log_fn("=" * 80)
     log_fn(f"Evaluated {path}: {len(out['loss'])} questions ({int(np.sum(out['is_real_example']))} real)")
     log_fn(format_result("Eval", result))
     log_fn("=" * 80)
+    return result
+
+  results = [result for _, _, result in checkpoint.each_remaining(checkpoints, evaluate, log_fn)]
   rank = lambda r: -math.inf if math.isnan(r["eval_accuracy"]) else r["eval_accuracy"]
   best = sorted(results, key=rank, reverse=True)[0]
   if len(results) > 1:

@@ -14,6 +14,7 @@ import os
 
 from absl import logging
 
+from xlnet_tf import checkpoint
 from xlnet_tf.data import records as records_lib
 from xlnet_tf.training import inference
 from xlnet_tf.tasks.squad import postprocess
@@ -110,14 +111,16 @@ def predict_checkpoints(inference, checkpoints, eval_set, predict_dir, predict_b
     (results, best): per-checkpoint dicts (the evaluation, plus step, path and predict_dir), and the best one
     (None without answers or with one checkpoint).
   """
-  results = []
-  for step, path in checkpoints:
+
+  def predict(step, path):
     out_dir = predict_dir if len(checkpoints) == 1 else os.path.join(predict_dir, os.path.basename(path))
     result = dict(predict_checkpoint(inference, path, eval_set, out_dir, predict_batch_size, options))
     result.update(step=step, path=path, predict_dir=out_dir)
-    results.append(result)
     log_fn("=" * 80)
     log_fn(format_result("Result", result))
+    return result
+
+  results = [result for _, _, result in checkpoint.each_remaining(checkpoints, predict, log_fn)]
   best = None
   if len(results) > 1 and eval_set.orig_data is not None:
     if target_eval_key not in results[0]:

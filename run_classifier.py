@@ -223,6 +223,7 @@ def run(o, strategy, log_fn=print):
   label_list = classifier_data.label_list_for(processor, o.is_regression)
   if o.do_train or o.do_eval:
     check_trained_labels(o.model_dir, label_list, o)
+    cli.check_trained_model(o, o.model_dir, xlnet_config)
   model_args = build_model_args(o, label_list)
   scope = model_args["scope"]
   results = {}
@@ -242,8 +243,9 @@ def run(o, strategy, log_fn=print):
     return results  # Eval, predict and export run on the chief only (the original evaluates on one host).
   if o.do_predict or o.export_dir:
     ckpt = checkpoint.choose_checkpoint(o.model_dir, o.predict_ckpt)
-    check_trained_labels(checkpoint.directory_of(ckpt), label_list, o, "--predict_ckpt" if o.predict_ckpt else
-                         "--model_dir")
+    flag = "--predict_ckpt" if o.predict_ckpt else "--model_dir"
+    check_trained_labels(checkpoint.directory_of(ckpt), label_list, o, flag)
+    cli.check_trained_model(o, checkpoint.directory_of(ckpt), xlnet_config, flag)
   if o.do_eval or o.do_predict or o.export_dir:
     inference = classifier_eval.Inference(classifier_task.build_model(
         xlnet_config, cli.create_run_config(o, is_training=False, is_finetune=True), **model_args), scope,

@@ -146,6 +146,7 @@ def run(o, strategy, log_fn=print):
   validate(o, strategy.num_replicas_in_sync, "tpu" if on_tpu else None)
   xlnet_config, tokenize_fn = _model_files(o)
   model_args = build_model_args(o)
+  cli.check_trained_model(o, o.model_dir, xlnet_config)
   results = {}
   evaluates = training.is_chief(strategy) and (o.do_eval or o.do_predict)  # on the chief only, as the original
   if evaluates:  # read (and checked) first: a bad evaluation file fails in seconds, not after training
@@ -172,6 +173,8 @@ def run(o, strategy, log_fn=print):
         inference, checkpoints, info.path, o.max_seq_length, o.eval_batch_size, log_fn=log_fn, model_dir=o.model_dir)
   if o.do_predict:
     ckpt = checkpoint.choose_checkpoint(o.model_dir, o.predict_ckpt, o.init_checkpoint)
+    if o.predict_ckpt:
+      cli.check_trained_model(o, checkpoint.directory_of(ckpt), xlnet_config, "--predict_ckpt")
     examples = race_data.get_examples(o.data_dir, o.eval_split, o.high_only, o.middle_only,
                                        o.sorted_file_order)
     level = "high." if o.high_only else "middle." if o.middle_only else ""

@@ -289,16 +289,17 @@ def is_chief(strategy):
                                                    "chief" not in resolver.cluster_spec().as_dict())
 
 
-def check_run_files(model_dir, xlnet_config):
-  """Before a run restores anything: ValueError if model_dir already holds checkpoints of a model with another
-  config than xlnet_config (its `xlnet_config.json` says so; they could not be resumed)."""
+def check_run_files(model_dir, xlnet_config, flag="--model_dir"):
+  """Before a run restores or reads anything: ValueError if model_dir already holds checkpoints of a model with
+  another config than xlnet_config (its `xlnet_config.json` says so: they could not be resumed, and another
+  ff_activation would load and compute other numbers); `flag` names model_dir in the message."""
   config_path = os.path.join(model_dir, "xlnet_config.json")
   if fileio.exists(config_path) and checkpoint.latest_checkpoint(model_dir):
     diff = [f"{k} {old} there, {new} here"
             for k, old, new in XLNetConfig(json_path=config_path).differences(xlnet_config)]
     if diff:
-      raise ValueError(f"--model_dir {model_dir} holds checkpoints of another model ({config_path}: "
-                       f"{'; '.join(diff)}). Resume with that config, or pass another --model_dir.")
+      raise ValueError(f"{flag} {model_dir} holds checkpoints of another model ({config_path}: "
+                       f"{'; '.join(diff)}). Use that config, or pass another {flag}.")
 
 
 def write_run_files(model_dir, xlnet_config, flags_dict):

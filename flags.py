@@ -377,8 +377,10 @@ def define_convert_flags(flag_values=flags.FLAGS):
   flags.DEFINE_string("task_name", None, "tf1: the classification head becomes classification_{task_name} "
                       "(regression_ for one label; unset: the HF config's finetuning_task, else `hf`). hf: picks the "
                       "classification_{task_name} (or regression_) head when the checkpoint holds several.", **fv)
-  flags.DEFINE_enum("summary_type", "last", ["last", "first", "mean", "attn"], "hf: the summary_type written to "
-                    "config.json (the original's pooling is a flag, not in the checkpoint; HF has no attn).", **fv)
+  flags.DEFINE_enum("summary_type", None, ["last", "first", "mean", "attn"], "hf: the summary_type written to "
+                    "config.json. Unset: the one the checkpoint was fine-tuned with (the run_flags.json "
+                    "run_classifier.py / run_race.py wrote beside it), else last (the original's pooling is a flag, "
+                    "not in its checkpoints). HF has no attn.", **fv)
   flags.DEFINE_string("model_config_path", None, "A checkpoint's xlnet_config.json (to hf, or to tf1 "
                       "from a checkpoint). Unset: the one beside the checkpoint.", **fv)
 

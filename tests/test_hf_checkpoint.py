@@ -443,6 +443,28 @@ def test_one_of_our_checkpoints_exports_too(tmp_path):
                                         output_dir=str(tmp_path / "x")), log_fn=lambda line: None)
 
 
+def test_the_export_pools_and_names_labels_as_the_fine_tuning_run_did(tmp_path):
+  """A checkpoint with run_classifier.py's run_flags.json beside it exports with that run's --summary_type and its
+  labels as id2label (it was `last` and LABEL_i whatever the run did); another --summary_type is refused; a
+  pretraining run's (whose --summary_type pools nothing) is not read."""
+  src = tmp_path / "run"
+  shutil.copytree(f"{MODEL}/ckpt_untied", src)
+  (src / "run_flags.json").write_text(json.dumps({"summary_type": "mean", "label_list": ["a", "b", "c"]}))
+  convert.convert_to_hf(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf"), task_name="toy",
+                        allow_d_head_override=True, log_fn=lambda _: None)
+  config = json.loads((tmp_path / "hf" / "config.json").read_text())
+  assert config["summary_type"] == "mean" and config["id2label"] == {"0": "a", "1": "b", "2": "c"}
+  assert config["label2id"] == {"a": 0, "b": 1, "c": 2}
+  with pytest.raises(ValueError, match="--summary_type last, but .* was fine-tuned with --summary_type=mean"):
+    convert.convert_to_hf(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf2"), task_name="toy", summary_type="last",
+                          allow_d_head_override=True)
+  (src / "run_flags.json").write_text(json.dumps({"summary_type": "mean", "record_info_dir": "proc_data"}))
+  convert.convert_to_hf(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf3"), task_name="toy",
+                        allow_d_head_override=True, log_fn=lambda _: None)
+  config = json.loads((tmp_path / "hf3" / "config.json").read_text())
+  assert config["summary_type"] == "last" and config["id2label"]["0"] == "LABEL_0"
+
+
 def test_the_head_is_read_from_architectures_a_list_or_one_name():
   """`architectures` is a list in transformers' files; one name alone was read letter by letter (`unknown head X`)."""
   for architectures in (["XLNetForQuestionAnswering"], "XLNetForQuestionAnswering"):

@@ -51,7 +51,20 @@ def _copy_spiece(src_dir, output_dir, write=fileio.atomic_write):
   return False
 
 
-def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type="last", model_config_path=None,
+def _fine_tuned_with(ckpt_dir):
+  """(summary_type, label_list) of the run_classifier.py / run_race.py run that wrote the checkpoints in ckpt_dir
+  (its run_flags.json), None for what it does not record (the original's checkpoints record neither)."""
+  path = os.path.join(ckpt_dir, "run_flags.json")
+  try:
+    flags = json.loads(_read(path)) if fileio.exists(path) else {}
+  except ValueError:
+    flags = {}
+  if not isinstance(flags, dict) or "record_info_dir" in flags:  # run_pretrain.py's --summary_type pools nothing
+    return None, None
+  return flags.get("summary_type"), flags.get("label_list")
+
+
+def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, model_config_path=None,
                   allow_d_head_override=False, log_fn=print):
   """An original-format checkpoint (the original's or ours) -> an HF model directory: `model.safetensors`,
   `config.json` and `spiece.model` (when beside the checkpoint). Every file is written atomically, the config last;
@@ -59,6 +72,8 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type="last", mo
   (`fileio.atomic_files`), with the mode a new file gets (safetensors writes 0600).
 
   Args:
+    summary_type: the pooling config.json states; None: the one the checkpoint was fine-tuned with (the run_flags.json
+      beside it; its labels name HF's id2label too), else `last`. Another one than that run's is a ValueError.
     model_config_path: its xlnet_config.json; None: the one beside the checkpoint.
   """
   from safetensors import SafetensorError  # pylint: disable=import-outside-toplevel
@@ -67,12 +82,18 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type="last", mo
   path = checkpoint.resolve_checkpoint_path(ckpt_path)
   _check_spiece(os.path.dirname(path), output_dir)
   xlnet_config = XLNetConfig(json_path=model_config_path or os.path.join(os.path.dirname(path), "xlnet_config.json"))
+  trained_summary, label_list = _fine_tuned_with(os.path.dirname(path))
+  if summary_type and trained_summary and summary_type != trained_summary:
+    raise ValueError(f"--summary_type {summary_type}, but {path} was fine-tuned with --summary_type={trained_summary} "
+                     f"({os.path.join(os.path.dirname(path), 'run_flags.json')}): the HF model would pool otherwise. "
+                     "Leave --summary_type unset.")
+  summary_type = summary_type or trained_summary or "last"
   try:
     arrays = checkpoint.original_arrays(path)
   except checkpoint.DamagedCheckpointError as e:
     raise e.named("--input") from None
   config, weights, notes = hf_export.original_to_hf(arrays, xlnet_config, path, summary_type, task_name,
-                                                     allow_d_head_override)
+                                                     allow_d_head_override, label_list)
   fileio.makedirs(output_dir)
   with fileio.atomic_files() as out:  # one set: a conversion cut short leaves no weights without their config
     tmp = out.path(os.path.join(output_dir, "model.safetensors"))

@@ -55,7 +55,8 @@ def _export_head(arrays, task_name, source):
   return heads[0] if heads else ("XLNetLMHeadModel", None)
 
 
-def original_to_hf(arrays, xlnet_config, source, summary_type="last", task_name=None, allow_d_head_override=False):
+def original_to_hf(arrays, xlnet_config, source, summary_type="last", task_name=None, allow_d_head_override=False,
+                   label_list=None):
   """(HF config dict, {HF name: array}, notes) of an original checkpoint's arrays and its XLNetConfig.
 
   Args:
@@ -64,6 +65,8 @@ def original_to_hf(arrays, xlnet_config, source, summary_type="last", task_name=
     task_name: picks the `classification_{task_name}` (or `regression_`) head when the checkpoint has several.
     allow_d_head_override: write a config with d_head != d_model / n_head (transformers refuses to load it unless
       `d_head` is set on the config object after construction; for tests).
+    label_list: the class names of a classification head (logit i is label_list[i]; run_classifier.py's
+      run_flags.json records them) for config.json's id2label; None (or another length): LABEL_i.
   """
   c = xlnet_config
   if summary_type not in SUMMARY_TYPES:
@@ -109,8 +112,10 @@ def original_to_hf(arrays, xlnet_config, source, summary_type="last", task_name=
       summary_last_dropout=0.1, dropout=0.1, tie_word_embeddings=True)
   if "logits_proj.weight" in weights and architecture == "XLNetForSequenceClassification":
     n_labels = weights["logits_proj.weight"].shape[0]
-    config["id2label"] = {str(i): f"LABEL_{i}" for i in range(n_labels)}
-    config["label2id"] = {f"LABEL_{i}": i for i in range(n_labels)}
+    names = [str(n) for n in label_list] if label_list and len(label_list) == n_labels else None
+    names = names if names and len(set(names)) == n_labels else [f"LABEL_{i}" for i in range(n_labels)]
+    config["id2label"] = {str(i): name for i, name in enumerate(names)}
+    config["label2id"] = {name: i for i, name in enumerate(names)}
     config["finetuning_task"] = scope.split("/")[1].split("_", 1)[1]
     if scope.startswith("model/regression_"):
       config["problem_type"] = "regression"

@@ -59,6 +59,15 @@ def test_new_head_keeps_initial_values_and_is_reported():
   assert "model/transformer/layer_1/ff/layer_2/kernel" in report["loaded"]
 
 
+def test_a_head_of_another_number_of_classes_is_named_as_the_head_not_the_config():
+  """The checkpoint's classification_toy has 3 classes; a model whose toy head has 2 cannot load it. The line said
+  that the config did not fit and asked for the xlnet_config.json, which fits."""
+  with pytest.raises(ValueError, match=r"\(its task head has another number of classes than this task's; pass the "
+                                       r"labels it was fine-tuned with, or start the head afresh under another name "
+                                       r"\(run_classifier.py: --cls_scope\)\): model/classification_toy/logit/"):
+    load_original_checkpoint(golden_model(cls_heads={"toy": 2}, reg_heads=[]), f"{UNTIED}/xlnet_model.ckpt")
+
+
 def test_optimizer_slots_and_global_step_are_ignored(tmp_path):
   arrays = checkpoint_arrays(UNTIED)
   extra = {f"{n}/Adam": v for n, v in arrays.items() if n.startswith("model/")}
@@ -74,7 +83,8 @@ def test_optimizer_slots_and_global_step_are_ignored(tmp_path):
 
 
 @pytest.mark.parametrize("change, message", [
-    (dict(d_inner=12), r"model/transformer/layer_0/ff/layer_1/kernel: checkpoint \[8, 11\] vs model \[8, 12\]"),
+    (dict(d_inner=12), r"the config does not fit the checkpoint; use the xlnet_config.json that came with it\): "
+                       r"model/transformer/layer_0/ff/layer_1/kernel: checkpoint \[8, 11\] vs model \[8, 12\]"),
     (dict(untie_r=False), r"model/transformer/r_w_bias: checkpoint \[2, 2, 6\] vs model \[2, 6\]"),
     (dict(n_layer=3), r"missing from the checkpoint: \['model/transformer/layer_2/"),
     (dict(n_layer=1), r"checkpoint variables the model lacks: \['model/transformer/layer_1/"),

@@ -216,12 +216,15 @@ def assign_by_name(model, reader, keys, source):
         f"{missing_backbone[:8]}{' ...' if len(missing_backbone) > 8 else ''}; checkpoint variables the model "
         f"lacks: {extra_backbone[:8]}{' ...' if len(extra_backbone) > 8 else ''}. Use the xlnet_config.json "
         "that came with the checkpoint.")
-  mismatched = [f"{n}: checkpoint {shapes[n]} vs model {list(v.shape)}"
-                for n, v in table.items() if n in shapes and shapes[n] != list(v.shape)]
+  names = [n for n, v in table.items() if n in shapes and shapes[n] != list(v.shape)]
+  mismatched = [f"{n}: checkpoint {shapes[n]} vs model {list(table[n].shape)}" for n in names]
   if mismatched:
     more = f"; and {len(mismatched) - 3} more" if len(mismatched) > 3 else ""
-    raise ValueError(f"Shape mismatch loading {source} (the config does not fit the checkpoint; use the "
-                     f"xlnet_config.json that came with it): " + "; ".join(mismatched[:3]) + more)
+    heads_only = not any(n.startswith(("model/transformer/", "model/lm_loss/")) for n in names)
+    what = ("its task head has another number of classes than this task's; pass the labels it was fine-tuned with, "
+            "or start the head afresh under another name (run_classifier.py: --cls_scope)" if heads_only else
+            "the config does not fit the checkpoint; use the xlnet_config.json that came with it")
+    raise ValueError(f"Shape mismatch loading {source} ({what}): " + "; ".join(mismatched[:3]) + more)
 
   loaded, kept = [], []
   for name, var in table.items():

@@ -332,6 +332,11 @@ def restore_or_init(o, trainer, log_fn, **kwargs):
   try:
     return trainer.restore_or_init(o.init_checkpoint, log_fn=log_fn, **kwargs)
   except run_checkpoint.CannotResume as e:
+    foreign = sorted(set(run_flags(o.model_dir) or {}) - set(vars(o)) - {"label_list"})  # label_list: resolved
+    if foreign:
+      raise FlagError(f"Cannot resume from {e.latest}: --model_dir {o.model_dir} holds the checkpoints of another "
+                      f"tool (its run_flags.json has flags this one lacks: {', '.join(foreign[:4])}"
+                      f"{', ...' if len(foreign) > 4 else ''}). Pass another --model_dir.") from None
     changes = flag_changes(o)
     if not changes:
       raise

@@ -134,7 +134,8 @@ CASES = [
     # run_classifier.py
     ("cls-dropatt-negative", "run_classifier.py", ["--dropatt=-0.5"], "`dropatt` must be in [0, 1)"),
     ("cls-model-dir-of-a-pretraining-run", "run_classifier.py", ["--model_dir={w}/pt_ok"],
-     "Cannot resume from {w}/pt_ok/ckpt-2"),
+     "Cannot resume from {w}/pt_ok/ckpt-2: --model_dir {w}/pt_ok holds the checkpoints of another tool (its "
+     "run_flags.json has flags this one lacks: "),  # it advised this run's flag values before
     ("cls-unknown-task", "run_classifier.py", ["--task_name=nosuchtask"], "Unknown --task_name 'nosuchtask'"),
     ("cls-empty-data-dir", "run_classifier.py", ["--data_dir={w}/empty"], "needs the directory"),
     ("cls-seq-too-short", "run_classifier.py", ["--max_seq_length=2"], "--max_seq_length must be at least 3"),

@@ -289,7 +289,7 @@ def run_flags(directory):
                       "--model_dir.") from None
 
 
-_POOLING = ("summary_type", "use_summ_proj")  # the head's flags: another value loads the same weights and pools otherwise
+_POOLING = ("summary_type", "use_summ_proj")  # another value loads the same weights and pools otherwise
 
 
 def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):

@@ -275,18 +275,13 @@ _NOT_COMPARED = ("train_steps", "iterations", "save_steps", "max_save", "verbosi
 
 def run_flags(directory):
   """The `run_flags.json` a training run wrote in `directory` (its flags, and what the run resolved from them, e.g.
-  run_classifier.py's `label_list`) as a dict; None where there is none (a run of the original code)."""
-  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
-  path = os.path.join(directory, "run_flags.json") if directory else None
-  if not path or not fileio.exists(path):
-    return None
-  with fileio.open_file(path) as f:
-    try:
-      return json.load(f)
-    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
-      raise FlagError(f"{path} is damaged ({e}): it records the flags of the run that wrote the checkpoints "
-                      "there, which this run checks. Restore it from a copy of that run, or pass another "
-                      "--model_dir.") from None
+  run_classifier.py's `label_list`) as a dict; None where there is none (a run of the original code); a damaged
+  one is a FlagError (`training.read_run_flags`)."""
+  from xlnet_tf import training  # pylint: disable=g-import-not-at-top
+  try:
+    return training.read_run_flags(directory)
+  except ValueError as e:
+    raise FlagError(str(e)) from None
 
 
 _POOLING = ("summary_type", "use_summ_proj")  # another value loads the same weights and pools otherwise

@@ -446,13 +446,13 @@ def list_checkpoints(model_dir):
 
 
 def each_remaining(checkpoints, work, log_fn):
-  """[(step, path, work(step, path))] for the listed `checkpoints` ([(step, path)]), skipping with a line each one
+  """[work(step, path)] for the listed `checkpoints` ([(step, path)]), skipping with a line each one
   deleted since it was listed: a training run in the same --model_dir keeps only its last --max_save, and an
   evaluation beside it stopped at the first one gone. FileNotFoundError if every one is gone."""
   done = []
   for step, path in checkpoints:
     try:
-      done.append((step, path, work(step, path)))
+      done.append(work(step, path))
     except (FileNotFoundError, DamagedCheckpointError, tf.errors.NotFoundError):
       if tf.io.gfile.exists(path + ".index"):
         raise

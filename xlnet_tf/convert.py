@@ -54,12 +54,12 @@ def _copy_spiece(src_dir, output_dir, write=fileio.atomic_write):
 def _fine_tuned_with(ckpt_dir):
   """(summary_type, label_list) of the run_classifier.py / run_race.py run that wrote the checkpoints in ckpt_dir
   (its run_flags.json), None for what it does not record (the original's checkpoints record neither)."""
-  path = os.path.join(ckpt_dir, "run_flags.json")
+  from xlnet_tf.training import runtime  # pylint: disable=import-outside-toplevel  (the converter needs no trainer)
   try:
-    flags = json.loads(_read(path)) if fileio.exists(path) else {}
-  except ValueError:
+    flags = runtime.read_run_flags(ckpt_dir) or {}
+  except ValueError:  # a damaged one: as none
     flags = {}
-  if not isinstance(flags, dict) or "record_info_dir" in flags:  # run_pretrain.py's --summary_type pools nothing
+  if "record_info_dir" in flags:  # run_pretrain.py's --summary_type pools nothing
     return None, None
   return flags.get("summary_type"), flags.get("label_list")
 

@@ -112,8 +112,9 @@ def original_to_hf(arrays, xlnet_config, source, summary_type="last", task_name=
       summary_last_dropout=0.1, dropout=0.1, tie_word_embeddings=True)
   if "logits_proj.weight" in weights and architecture == "XLNetForSequenceClassification":
     n_labels = weights["logits_proj.weight"].shape[0]
-    names = [str(n) for n in label_list] if label_list and len(label_list) == n_labels else None
-    names = names if names and len(set(names)) == n_labels else [f"LABEL_{i}" for i in range(n_labels)]
+    names = [str(n) for n in label_list or []]
+    if not len(names) == len(set(names)) == n_labels:
+      names = [f"LABEL_{i}" for i in range(n_labels)]
     config["id2label"] = {str(i): name for i, name in enumerate(names)}
     config["label2id"] = {name: i for i, name in enumerate(names)}
     config["finetuning_task"] = scope.split("/")[1].split("_", 1)[1]

@@ -1,7 +1,7 @@
 """Training: the one `tf.distribute` loop (`trainer`) and its config (`config.TrainConfig`), the start-up every
 CLI shares (`runtime`), the optimizer."""
 
-from xlnet_tf.training.runtime import (STRATEGIES, CloudTPU, check_run_files, cpu_has_native_bfloat16,
+from xlnet_tf.training.runtime import (STRATEGIES, CloudTPU, check_run_files, read_run_flags, cpu_has_native_bfloat16,
                                        fine_tuning_batch_sizes, is_chief, keep_freed_memory, keep_freed_memory_after_input, make_strategy,
                                        prefer_wide_xla_vectors, set_float32_matmul_precision, start,
                                        warn_if_emulated_bfloat16, write_run_files)
@@ -10,6 +10,6 @@ from xlnet_tf.training.preemption import Interrupted
 from xlnet_tf.training.trainer import Trainer
 
 __all__ = ["STRATEGIES", "CloudTPU", "LOSS_WEIGHTINGS", "check_run_files", "MEMS_RESET", "Interrupted", "TrainConfig", "Trainer",
-           "fine_tuning_batch_sizes", "cpu_has_native_bfloat16", "is_chief", "keep_freed_memory",
+           "fine_tuning_batch_sizes", "cpu_has_native_bfloat16", "read_run_flags", "is_chief", "keep_freed_memory",
            "keep_freed_memory_after_input", "start", "make_strategy", "prefer_wide_xla_vectors",
            "set_float32_matmul_precision", "warn_if_emulated_bfloat16", "write_run_files"]

@@ -312,6 +312,25 @@ def write_run_files(model_dir, xlnet_config, flags_dict):
     out.write(os.path.join(model_dir, "run_flags.json"), json.dumps(flags_dict, indent=2, sort_keys=True, default=str))
 
 
+def read_run_flags(directory):
+  """The `run_flags.json` of `write_run_files` in `directory` as a dict; None where there is none (a run of the
+  original code). One that is not a json object is a ValueError naming it."""
+  path = os.path.join(directory, "run_flags.json") if directory else None
+  if not path or not fileio.exists(path):
+    return None
+  with fileio.open_file(path) as f:
+    try:
+      flags = json.load(f)
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+      flags = e
+  if not isinstance(flags, dict):
+    problem = flags if isinstance(flags, ValueError) else f"a json {type(flags).__name__}, not an object"
+    raise ValueError(f"{path} is damaged ({problem}): it records the flags of the run that wrote the checkpoints "
+                     "there, which this run checks. Restore it from a copy of that run, or pass another "
+                     "--model_dir.")
+  return flags
+
+
 def set_float32_matmul_precision(use_tf32, strategy):
   """Strict float32 matmuls on GPUs, unless use_tf32 (`--use_tf32`); a TPU strategy is left as it is.
 

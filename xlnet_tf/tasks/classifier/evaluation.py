@@ -102,7 +102,7 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
     log_fn(_format_result("Eval result", result))
     return result
 
-  results = [result for _, _, result in checkpoint.each_remaining(checkpoints, evaluate, log_fn)]
+  results = checkpoint.each_remaining(checkpoints, evaluate, log_fn)
   key = metrics.best_metric_key(is_regression)
   rank = lambda r: -math.inf if r[key] is None or math.isnan(r[key]) else r[key]
   best = sorted(results, key=rank, reverse=True)[0]

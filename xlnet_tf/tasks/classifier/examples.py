@@ -114,8 +114,9 @@ class DataProcessor:
     if eval_split != "test" or self.test_has_labels:
       return None
     return (f"--eval_split=test: the test examples of task {self.task_name!r} have no labels; each one gets the "
-            f"placeholder label {self.get_labels()[0]!r}, as in the original, so the eval metrics compare the predictions with "
-            "it and say nothing of the model. Pass --do_predict for the test predictions, or --eval_split=dev.")
+            f"placeholder label {self.get_labels()[0]!r}, as in the original, so the eval metrics compare the "
+            "predictions with it and say nothing of the model. Pass --do_predict for the test predictions, or "
+            "--eval_split=dev.")
 
   @property
   def metric_names(self):

@@ -121,7 +121,7 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
     log_fn("=" * 80)
     return result
 
-  results = [result for _, _, result in checkpoint.each_remaining(checkpoints, evaluate, log_fn)]
+  results = checkpoint.each_remaining(checkpoints, evaluate, log_fn)
   rank = lambda r: -math.inf if math.isnan(r["eval_accuracy"]) else r["eval_accuracy"]
   best = sorted(results, key=rank, reverse=True)[0]
   if len(results) > 1:

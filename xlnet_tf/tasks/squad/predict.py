@@ -120,7 +120,7 @@ def predict_checkpoints(inference, checkpoints, eval_set, predict_dir, predict_b
     log_fn(format_result("Result", result))
     return result
 
-  results = [result for _, _, result in checkpoint.each_remaining(checkpoints, predict, log_fn)]
+  results = checkpoint.each_remaining(checkpoints, predict, log_fn)
   best = None
   if len(results) > 1 and eval_set.orig_data is not None:
     if target_eval_key not in results[0]:

@@ -243,6 +243,37 @@ def test_bad_input_one_line_errors(bad_inputs, tmp_path, argv, message):
   assert not os.path.exists(f"{tmp_path}/out")  # Nothing written.
 
 
+def test_too_little_text_for_one_batch_writes_nothing(bad_inputs, tmp_path):
+  """The original writes a record file of 0 batches and exits 0 (the trainer refuses it later): one line, no file."""
+  fv = _flag_values([f"--input_glob={bad_inputs}/corpus/*.txt", f"--sp_path={GOLDEN}/spm/spiece.model",
+                     f"--save_dir={tmp_path}/out", *GOLDEN_FLAGS])
+  with pytest.raises(pd.DataError, match=r"^Task 0 has \d+ tokens, too few for one batch of 4 rows of 32 tokens: no "
+                                         r"record was written. Add text or lower --bsz_per_host/--seq_len.$"):
+    data_utils.create_data(cli.values(fv))
+  assert os.listdir(f"{tmp_path}/out") == ["tfrecords"] and not os.listdir(f"{tmp_path}/out/tfrecords")
+
+
+def test_records_of_a_task_this_num_task_lacks_are_another_run_s(tmp_path):
+  """Records of task 1 of an earlier --num_task=2 run, then a --num_task=1 run into the same --save_dir: the trainer
+  would read both (it globs record_info-train-*). Refused before anything is written; task 1 of a --num_task=2 run
+  is not refused."""
+  out = tmp_path / "out"
+  (out / "tfrecords").mkdir(parents=True)
+  stale = out / f"tfrecords/record_info-train-1-0.{GOLDEN_NAME}.json"
+  stale.write_text('{"filenames": ["x"], "num_batch": 3}')
+  args = [f"--input_glob={GOLDEN}/corpus/imdb-0.txt", f"--sp_path={GOLDEN}/spm/spiece.model", f"--save_dir={out}",
+          *GOLDEN_FLAGS]
+  with pytest.raises(pd.DataError) as e:
+    data_utils.create_data(cli.values(_flag_values(args)))
+  assert str(e.value) == (
+      f"{stale} is the record_info of task 1, which --num_task=1 does not have: it is another data_utils.py run's, "
+      f"and run_pretrain.py would read its records with these. Delete it (and the .tfrecords it lists) or pass "
+      f"another --save_dir.")
+  assert sorted(p.name for p in out.rglob("*")) == sorted(["tfrecords", stale.name])
+  info = data_utils.create_data(cli.values(_flag_values(args + ["--num_task=2"])))
+  assert info["num_batch"] > 0 and (out / "corpus_info.json").exists()
+
+
 def test_a_path_flag_s_tilde_is_the_home_directory():
   """`--save_dir=~/x`: the shell leaves that `~` as it is; the tools read it as the home directory."""
   home = os.path.expanduser("~")

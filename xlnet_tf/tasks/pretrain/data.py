@@ -16,8 +16,9 @@ sorted feature keys).
 
 Differences from the original that do not change the records: `vocab_size` in corpus_info.json is the model's real
 vocabulary size (the original hard-codes 32000); outputs are written under a temporary name and renamed when
-complete; corpus_info.json is written after this task's input was read without error; bad input raises `DataError`
-with a one-line message.
+complete; corpus_info.json is written after this task's records; a task too short for one batch writes nothing
+(the original writes a file of 0 batches); record files of a task that this --num_task has not (those of another
+run, which the trainer would read with these) are refused; bad input raises `DataError` with a one-line message.
 """
 
 import logging
@@ -168,8 +169,25 @@ def create_tfrecords(save_dir, data, sent_ids, spec, options, *, start_table, rn
           i += reuse_len
           continue
         break
+    if num_batch == 0:  # Raised inside atomic_path: the empty file is not left behind.
+      raise DataError(f"Task {options.task} has {data.size} tokens, too few for one batch of {bsz_per_host} rows "
+                      f"of {seq_len} tokens: no record was written. Add text or lower --bsz_per_host/--seq_len.")
   _LOG.info("Done writing %s. Num of batches: %d", save_path, num_batch)
   return save_path, num_batch
+
+
+def _check_no_other_run(tfrecord_dir, spec, options):
+  """Refuses record_info files of this split and shape whose task this --num_task does not have (k >= num_task):
+  they are another run's, and the trainer, which reads every `record_info-{split}-*` of the shape, would mix them
+  in. Raises `DataError`."""
+  from xlnet_tf.data.record_files import record_info_glob  # pylint: disable=g-import-not-at-top  (imports TF)
+  prefix = f"record_info-{options.split}-"
+  for path in fileio.glob_in(tfrecord_dir, record_info_glob(options.split, spec)):
+    task = os.path.basename(path)[len(prefix):].split("-", 1)[0]
+    if task.isdigit() and int(task) >= options.num_task:
+      raise DataError(f"{path} is the record_info of task {task}, which --num_task={options.num_task} does not "
+                      f"have: it is another data_utils.py run's, and run_pretrain.py would read its records with "
+                      f"these. Delete it (and the .tfrecords it lists) or pass another --save_dir.")
 
 
 def create_data(spec, options, *, input_glob, sp_path, save_dir):
@@ -238,6 +256,14 @@ def create_data(spec, options, *, input_glob, sp_path, save_dir):
   except Exception as e:  # pylint: disable=broad-except  (OSError, or tf.errors.OpError for remote paths)
     raise DataError(f"Cannot create {tfrecord_dir}: {getattr(e, 'strerror', None) or e}. Pass a writable "
                     f"--save_dir.") from None
+  _check_no_other_run(tfrecord_dir, spec, options)
+
+  rngs = make_rngs(task, pass_id, options.seed)
+  data, sent_ids, perm = combine_shards(shards, rngs[0])
+  _LOG.info("Using perm indices %s for pass %d", perm, pass_id)
+  del shards
+  save_path, num_batch = create_tfrecords(tfrecord_dir, data, sent_ids, spec, options,
+                                          start_table=tokenization.start_piece_table(sp), rngs=rngs)
   if task == 0:
     corpus_info = {
         # The original writes its hard-coded VOCAB_SIZE=32000 here; we write the model's real size.
@@ -256,16 +282,6 @@ def create_data(spec, options, *, input_glob, sp_path, save_dir):
         "input_glob": input_glob,
     }
     fileio.write_json(os.path.join(save_dir, "corpus_info.json"), corpus_info)
-
-  rngs = make_rngs(task, pass_id, options.seed)
-  data, sent_ids, perm = combine_shards(shards, rngs[0])
-  _LOG.info("Using perm indices %s for pass %d", perm, pass_id)
-  del shards
-  save_path, num_batch = create_tfrecords(tfrecord_dir, data, sent_ids, spec, options,
-                                          start_table=tokenization.start_piece_table(sp), rngs=rngs)
-  if num_batch == 0:
-    _LOG.warning("Wrote 0 batches: task %d has %d tokens, too few for %d rows of %d tokens. Add text or lower "
-                 "--bsz_per_host/--seq_len.", task, data.size, spec.bsz_per_host, spec.seq_len)
   record_info = {"filenames": [save_path], "num_batch": num_batch}
   record_name = spec.filename(f"record_info-{options.basename}", "json")
   fileio.write_json(os.path.join(tfrecord_dir, record_name), record_info)

@@ -291,6 +291,9 @@ CASES = [
      "{w}/tiny.json is a file, not a checkpoint. Pass a checkpoint's prefix"),
     ("cv-output-dir-is-a-file", "convert_checkpoint.py", ["--output_dir={w}/tiny.json"],
      "Cannot use --output_dir {w}/tiny.json as a directory: it is a file"),
+    ("cv-output-dir-is-the-input", "convert_checkpoint.py", ["--output_dir={w}/hf_ok/"],
+     "--output_dir {w}/hf_ok/ is the directory of the --input: the converted model would be written beside the one "
+     "it is made from. Pass a new or empty directory."),
 ]
 
 # Bytes of address space a case may add to what it has when it starts: a device of that size (cli_forks).

@@ -17,12 +17,16 @@ _HF_FILES = (hf_checkpoint.CONFIG_FILE, *hf_checkpoint.WEIGHT_FILES)
 _ORIGINAL_FILES = ("xlnet_config.json", "xlnet_model.ckpt.*")
 
 
-def _check_output_dir(output_dir, model_files):
+def _check_output_dir(output_dir, model_files, input_dir):
   """ValueError unless --output_dir can take a converted model without replacing a model already there: none of
-  `model_files` (names or globs) may exist in it (anything else may)."""
+  `model_files` (names or globs) may exist in it (anything else may), and it is not the directory of the --input
+  (which would then hold two models, one of them read in place of the other)."""
   if not output_dir:
     raise ValueError("--output_dir is required: the directory the converted model goes to.")
   fileio.check_output_dir(output_dir, "--output_dir")
+  if os.path.abspath(output_dir) == os.path.abspath(input_dir):
+    raise ValueError(f"--output_dir {output_dir} is the directory of the --input: the converted model would be "
+                     "written beside the one it is made from. Pass a new or empty directory.")
   held = [os.path.basename(p) for name in model_files for p in fileio.glob_in(output_dir, name)]
   if held:
     raise ValueError(f"--output_dir {output_dir} already holds a model ({', '.join(held)}), which the conversion "
@@ -78,8 +82,8 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
   """
   from safetensors import SafetensorError  # pylint: disable=import-outside-toplevel
   from safetensors.numpy import save_file  # pylint: disable=import-outside-toplevel
-  _check_output_dir(output_dir, _HF_FILES)
   path = checkpoint.resolve_checkpoint_path(ckpt_path)
+  _check_output_dir(output_dir, _HF_FILES, os.path.dirname(path))
   _check_spiece(os.path.dirname(path), output_dir)
   xlnet_config = XLNetConfig(json_path=model_config_path or os.path.join(os.path.dirname(path), "xlnet_config.json"))
   trained_summary, label_list = _fine_tuned_with(os.path.dirname(path))
@@ -116,7 +120,7 @@ def convert_to_original(directory, output_dir, task_name=None, log_fn=print):
   `spiece.model` (when the directory has one) in output_dir. An output_dir that already holds a model (a config or
   a checkpoint) is refused. The files appear together (`fileio.atomic_files`), the checkpoint's index after its
   data."""
-  _check_output_dir(output_dir, _ORIGINAL_FILES)
+  _check_output_dir(output_dir, _ORIGINAL_FILES, directory)
   _check_spiece(directory, output_dir)
   xlnet_config, arrays, info = hf_checkpoint.read_hf_checkpoint(directory, task_name)
   ckpt = os.path.join(output_dir, "xlnet_model.ckpt")
@@ -138,9 +142,9 @@ def clean_checkpoint(ckpt_path, output_dir, model_config_path=None, log_fn=print
   checkpoint, copied as it is once it matches the weights) and `spiece.model` (when beside the checkpoint), as the
   original `model_utils.py --clean_input_ckpt` does (it writes `model.ckpt-0` and no other file). An output_dir that
   already holds a model is refused; the files appear together (`fileio.atomic_files`)."""
-  _check_output_dir(output_dir, _ORIGINAL_FILES)
   path = checkpoint.resolve_checkpoint_path(ckpt_path)
   src_dir = os.path.dirname(path)
+  _check_output_dir(output_dir, _ORIGINAL_FILES, src_dir)
   _check_spiece(src_dir, output_dir)
   try:
     arrays = checkpoint.original_arrays(path)

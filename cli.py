@@ -320,9 +320,28 @@ def flag_changes(o):
                                                                                  "checkpoint"))]
 
 
-def restore_or_init(o, trainer, log_fn, **kwargs):
-  """`trainer.restore_or_init(o.init_checkpoint, ..., log_fn)`; where --model_dir's checkpoint cannot be resumed
-  and this run's flags differ from the run that wrote it (`flag_changes`), the error names them."""
+def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
+  """Starts a training run in --model_dir: the chief checks that the checkpoints there are of this model
+  (`training.check_run_files`), `trainer.restore_or_init(o.init_checkpoint, ..., log_fn)` resumes or initialises,
+  then the chief writes the run files (xlnet_config.json; run_flags.json with `resolved` beside the flags: what the
+  run resolved from them and a later run must match, such as run_classifier.py's `label_list`). A run that fails
+  before leaves the earlier run's files. A run that resumed keeps the earlier run's --init_checkpoint there: the
+  weights came from it, and this run's was not read. Where --model_dir's checkpoint cannot be resumed and this run's
+  flags differ from the run that wrote it (`flag_changes`), the error names them. Returns the step."""
+  from xlnet_tf import checkpoint, run_checkpoint, training  # pylint: disable=g-import-not-at-top
+  chief = training.is_chief(trainer.strategy)
+  if chief:
+    training.check_run_files(o.model_dir, xlnet_config)
+  start = _restore_or_init(o, trainer, log_fn, **kwargs)
+  if chief:
+    flags_dict = {**vars(o), **(resolved or {})}
+    if checkpoint.latest_checkpoint(o.model_dir):  # resumed: this run has saved nothing yet
+      flags_dict["init_checkpoint"] = (run_flags(o.model_dir) or {}).get("init_checkpoint")
+    training.write_run_files(o.model_dir, xlnet_config, flags_dict)
+  return start
+
+
+def _restore_or_init(o, trainer, log_fn, **kwargs):
   from xlnet_tf import run_checkpoint  # pylint: disable=g-import-not-at-top
   try:
     return trainer.restore_or_init(o.init_checkpoint, log_fn=log_fn, **kwargs)
@@ -364,12 +383,7 @@ def fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per
   config = train_config(o, global_batch, tokens_per_example,
                         iterations=min(o.iterations, o.save_steps) if o.save_steps else o.iterations)
   trainer = training.Trainer(strategy, lambda: build_model(run_config), task, o.model_dir, config)
-  chief = training.is_chief(strategy)
-  if chief:
-    training.check_run_files(o.model_dir, xlnet_config)
-  start = restore_or_init(o, trainer, log_fn)  # weights only when fine-tuning
-  if chief:
-    training.write_run_files(o.model_dir, xlnet_config, {**vars(o), **(resolved or {})})
+  start = restore_or_init(o, trainer, xlnet_config, log_fn, resolved)  # weights only when fine-tuning
   return trainer, start, global_batch, per_replica
 
 

@@ -143,13 +143,8 @@ def _run(o, strategy, log_fn):
   log_fn(f"Found {len(record_info['filenames'])} record files, {record_info['num_batch']} batches of "
          f"{data['spec'].bsz_per_host} rows.")
   check_vocabulary(o, xlnet_config, record_info["filenames"])
-  chief = training.is_chief(strategy)
-  if chief:
-    training.check_run_files(o.model_dir, xlnet_config)
   trainer = build_trainer(o, strategy, xlnet_config)
-  start = cli.restore_or_init(o, trainer, log_fn, init_optimizer_state=o.init_optimizer_state)
-  if chief:  # once restored: a run that fails before leaves the earlier run's files
-    training.write_run_files(o.model_dir, xlnet_config, vars(o))
+  start = cli.restore_or_init(o, trainer, xlnet_config, log_fn, init_optimizer_state=o.init_optimizer_state)
   log_fn(f"Training from step {start} to {o.train_steps} on {strategy.num_replicas_in_sync} replica(s).")
 
   result = trainer.train(lambda input_context, start_step: input_fn(input_context, start_step=start_step),

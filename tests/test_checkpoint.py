@@ -1,7 +1,9 @@
 """Original-format checkpoints: load, export, round trip, and the errors of a config that does not fit."""
 
+import json
 import os
 import shutil
+import types
 
 import keras
 import numpy as np
@@ -217,6 +219,20 @@ def test_a_resume_says_that_init_checkpoint_is_not_read(tmp_path):
   assert lines == [f"Resumed from {tmp_path}/ckpt-0 at step 0. --init_checkpoint released/xlnet_model.ckpt is not "
                    "read: a --model_dir holding checkpoints continues them (as the original's Estimator); pass a new "
                    "--model_dir to start from it."]
+
+
+def test_a_resumed_run_keeps_the_init_checkpoint_its_weights_came_from(tmp_path):
+  """run_flags.json names the --init_checkpoint the weights came from: a resumed run does not read its own, and wrote
+  it there all the same (the model then read as one fine-tuned from a checkpoint it never saw)."""
+  import cli  # pylint: disable=import-outside-toplevel
+  from test_fp16 import CONFIG, make_trainer  # pylint: disable=import-outside-toplevel
+  options = lambda init: types.SimpleNamespace(model_dir=str(tmp_path), init_checkpoint=init)
+  first = make_trainer(tmp_path, False)
+  assert cli.restore_or_init(options(None), first, XLNetConfig(**CONFIG), print) == 0
+  first.checkpoints.manager.save(checkpoint_number=0)
+  resumed = make_trainer(tmp_path, False)
+  assert cli.restore_or_init(options("released/xlnet_model.ckpt"), resumed, XLNetConfig(**CONFIG), print) == 0
+  assert json.load(open(tmp_path / "run_flags.json")) == {"model_dir": str(tmp_path), "init_checkpoint": None}
 
 
 def test_a_checkpoint_deleted_after_the_listing_is_skipped_and_the_rest_evaluated(tmp_path):

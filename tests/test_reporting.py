@@ -27,6 +27,7 @@ def test_the_progress_line_and_the_scalars(tmp_path, language_model):
   progress = reporting.Progress(str(tmp_path), chief=True, tokens_per_step=4 * 7, language_model=language_model)
   lines = []
   progress.begin(start=0, train_steps=10, log_fn=lines.append)
+  assert not os.listdir(tmp_path)  # a run that fails before its first report leaves no empty events file
   progress.report(step=2, loss=2.0, gnorm=1.5, lr=1e-4, steps=2, seconds=0.5)
   head, tail = lines[0].split(" | 4.00 steps/s, 112 tokens/s, ETA ")
   lm = " | pplx    7.39, bpc  2.8854" if language_model else ""

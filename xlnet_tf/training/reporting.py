@@ -41,7 +41,7 @@ def peak_memory_bytes(device):
 class Progress:
   """The per-loop report of a run: one line (step, gnorm, lr, loss, for a language model perplexity and bits per
   character, throughput, ETA, the peak memory) and `train/*` scalars in `model_dir`'s TensorBoard log (on the
-  chief only).
+  chief only; its events file is made at the first report).
 
   Args:
     model_dir: str, where the TensorBoard events go.
@@ -56,7 +56,8 @@ class Progress:
     self.tokens_per_step = tokens_per_step
     self.language_model = language_model
     self.memory_device = memory_device
-    self._writer = tf.summary.create_file_writer(model_dir) if chief else tf.summary.create_noop_writer()
+    self._model_dir = model_dir if chief else None
+    self._writer = None  # made at the first report: a run that fails before adds no empty events file
     self._start = self._train_steps = self._t_start = self._log_fn = None
 
   def begin(self, start, train_steps, log_fn):
@@ -77,6 +78,9 @@ class Progress:
     self._log_fn(f"[{step}] | gnorm {gnorm:.2f} lr {lr:8.6f} | loss {loss:.4f}{lm} | {steps_per_sec:.2f} steps/s, "
            f"{tokens_per_sec:.0f} tokens/s, ETA {format_seconds(eta)}"
            + ("" if skipped is None else f" | skipped {skipped}") + mem)
+    if self._writer is None:
+      self._writer = (tf.summary.create_file_writer(self._model_dir) if self._model_dir
+                      else tf.summary.create_noop_writer())
     with self._writer.as_default(step=step):
       tf.summary.scalar("train/total_loss", loss)
       tf.summary.scalar("train/lr", lr)

@@ -109,6 +109,7 @@ class Trainer:
     Raises:
       checkpoint.DamagedCheckpointError: `init_checkpoint`'s files cannot be read whole; the message names it as
         --init_checkpoint.
+      FileNotFoundError: there is no checkpoint at `init_checkpoint`; the message names --init_checkpoint.
     """
     log_fn = log_fn or logging.info
     latest = self.checkpoints.restore_latest()
@@ -127,6 +128,8 @@ class Trainer:
           log_fn(checkpoint_lib.load_optimizer_state(self.optimizer, slots, init_checkpoint))
       except checkpoint_lib.DamagedCheckpointError as e:
         raise e.named("--init_checkpoint") from None
+      except FileNotFoundError as e:  # the message names the path, not the flag
+        raise FileNotFoundError(f"--init_checkpoint: {e}") from None
     return self.step
 
   # -- the loop: host side, then the steps it runs on the replicas ---------------------------------------------

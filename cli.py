@@ -124,14 +124,26 @@ def require_output_dirs(o, *names, marker=None):
         raise FlagError(str(e)) from None
 
 
+def model_source(o):
+  """(path, flag) of the checkpoint whose HuggingFace config.json gives the model where --model_config_path is
+  unset: --init_checkpoint, else --predict_ckpt (a run that predicts or exports a HuggingFace model directory);
+  (None, None) where neither is set."""
+  if o.init_checkpoint:
+    return o.init_checkpoint, "--init_checkpoint"
+  if getattr(o, "predict_ckpt", None):
+    return o.predict_ckpt, "--predict_ckpt"
+  return None, None
+
+
 def require_model_config(o):
-  """FlagError unless --model_config_path names a file, or is omitted and --init_checkpoint is a HuggingFace model
+  """FlagError unless --model_config_path names a file, or is omitted and `model_source` is a HuggingFace model
   directory (its config.json then gives the model)."""
   from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
-  if not o.model_config_path and o.init_checkpoint and fileio.exists(os.path.join(o.init_checkpoint, "config.json")):
+  source, _ = model_source(o)
+  if not o.model_config_path and source and fileio.exists(os.path.join(source, "config.json")):
     return
   require_file(o.model_config_path, "model_config_path", "the xlnet_config.json of the model (it may be omitted when "
-               "--init_checkpoint is a HuggingFace model directory with config.json)")
+               "--init_checkpoint, or --predict_ckpt, is a HuggingFace model directory with config.json)")
 
 
 MAX_BATCH_SIZE = 65536  # examples a batch: far beyond an accelerator's memory at XLNet's lengths
@@ -202,13 +214,14 @@ def sentencepiece(o):
 
 
 def model_config(o, sp_model):
-  """The XLNetConfig of --model_config_path (or of an --init_checkpoint that carries one), checked against the
-  SentencePiece model: a piece id past the model's n_token would be an embedding row it does not have."""
+  """The XLNetConfig of --model_config_path (or of the HuggingFace model directory `model_source` names), checked
+  against the SentencePiece model: a piece id past the model's n_token would be an embedding row it does not have."""
   from xlnet_tf import hf_checkpoint  # pylint: disable=g-import-not-at-top
-  xlnet_config = hf_checkpoint.model_config(o.model_config_path, o.init_checkpoint)
+  source, flag = model_source(o)
+  xlnet_config = hf_checkpoint.model_config(o.model_config_path, source, flag)
   if sp_model.GetPieceSize() > xlnet_config.n_token:
     raise FlagError(f"The SentencePiece model {o.spiece_model_file} has {sp_model.GetPieceSize()} pieces, more than "
-                    f"the model's n_token={xlnet_config.n_token} ({o.model_config_path or o.init_checkpoint}). "
+                    f"the model's n_token={xlnet_config.n_token} ({o.model_config_path or source}). "
                     "Pass the spiece.model the model was trained with.")
   return xlnet_config
 
@@ -408,7 +421,7 @@ def values(flag_values=absl_flags.FLAGS):
     if isinstance(f.value, float) and not math.isfinite(f.value):
       raise FlagError(f"--{f.name} must be a finite number. Received: {f.value}.")
   options = types.SimpleNamespace(**{f.name: _expand_user(f.name, f.value) for f in own})
-  for name in ("init_checkpoint", "input"):
+  for name in ("init_checkpoint", "predict_ckpt", "input"):
     if getattr(options, name, None):
       setattr(options, name, _hub_snapshot(name, getattr(options, name)))
   return options

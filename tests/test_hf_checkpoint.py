@@ -423,6 +423,34 @@ def test_run_classifier_fine_tunes_from_an_hf_directory(tmp_path):
   assert "nan" not in proc.stdout.lower()
 
 
+def test_a_prediction_from_an_hf_directory_takes_the_model_from_its_config_json(tmp_path):
+  """--do_predict --predict_ckpt=<HF directory> without --model_config_path: its config.json gives the model, as
+  --init_checkpoint's does (the run asked for --model_config_path); a --model_config_path of another model is
+  refused naming --predict_ckpt."""
+  import types  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.data import tokenization  # pylint: disable=import-outside-toplevel
+  config = XLNetConfig(n_layer=1, d_model=16, n_head=2, d_head=8, d_inner=24, ff_activation="gelu", untie_r=True,
+                       n_token=1000)
+  rc = _run_config()
+  ckpt = tmp_path / "tf1" / "xlnet_model.ckpt"
+  checkpoint.export_original_checkpoint(XLNetModel(config, rc, heads=finetune_heads(config, rc)), str(ckpt))
+  config.to_json(str(tmp_path / "tf1" / "xlnet_config.json"))
+  convert.convert_to_hf(str(ckpt), str(tmp_path / "hf"), log_fn=lambda line: None)
+  sp = tokenization.load_sentencepiece("tests/testdata/data/spm/spiece.model")
+  o = types.SimpleNamespace(model_config_path="", init_checkpoint=None, predict_ckpt=str(tmp_path / "hf"),
+                            spiece_model_file="tests/testdata/data/spm/spiece.model")
+  cli.require_model_config(o)
+  assert not cli.model_config(o, sp).differences(config)
+  o.model_config_path = str(tmp_path / "wide.json")
+  XLNetConfig(**{**config.to_dict(), "d_inner": 32}).to_json(o.model_config_path)
+  with pytest.raises(ValueError, match=f"^--predict_ckpt {tmp_path}/hf is a HuggingFace model other than "
+                                       f"--model_config_path {tmp_path}/wide.json describes"):
+    cli.model_config(o, sp)
+  o.model_config_path, o.predict_ckpt = "", None
+  with pytest.raises(cli.FlagError, match="--model_config_path is required"):
+    cli.require_model_config(o)
+
+
 def test_one_of_our_checkpoints_exports_too(tmp_path):
   """A checkpoint in Trainer's layout (the original names under `weights/`) with the xlnet_config.json beside it
   (as run_*.py write them) exports to HF like an original one; --to the input's own format is refused."""

@@ -269,21 +269,21 @@ def read_hf_checkpoint(directory, task_name=None, cls_scope=None):
   return xlnet_config, arrays, info
 
 
-def model_config(model_config_path, init_checkpoint):
-  """The XLNetConfig of --model_config_path, else of the HF model directory --init_checkpoint; where both are
-  given, a ValueError unless they describe the same model (its weights could not be loaded, or would compute
-  another function)."""
+def model_config(model_config_path, init_checkpoint, flag="--init_checkpoint"):
+  """The XLNetConfig of --model_config_path, else of the HF model directory --init_checkpoint (`flag` names it in
+  the messages); where both are given, a ValueError unless they describe the same model (its weights could not be
+  loaded, or would compute another function)."""
   path = os.path.join(init_checkpoint, CONFIG_FILE) if is_hf_directory(init_checkpoint) else None
   xlnet_config = XLNetConfig(json_path=model_config_path) if model_config_path else None
   hf_config = xlnet_config_from_hf(read_config(init_checkpoint), None, path)[0] if path else None
   if xlnet_config is None:
     if hf_config is None:
       raise ValueError("--model_config_path is required (the xlnet_config.json of the model), unless "
-                       "--init_checkpoint is a HuggingFace model directory with config.json.")
+                       f"{flag} is a HuggingFace model directory with config.json.")
     return hf_config
   diff = [f"{k} {hf} vs {ours}" for k, hf, ours in hf_config.differences(xlnet_config)] if hf_config else []
   if diff:
-    raise ValueError(f"--init_checkpoint {init_checkpoint} is a HuggingFace model other than --model_config_path "
+    raise ValueError(f"{flag} {init_checkpoint} is a HuggingFace model other than --model_config_path "
                      f"{model_config_path} describes ({path} vs {model_config_path}: {'; '.join(diff)}). Drop "
                      f"--model_config_path ({path} then gives the model), or pass the xlnet_config.json of that "
                      "model.")

@@ -116,10 +116,7 @@ def _train_records(o, sp_model, log_fn):
   pattern = os.path.join(o.output_dir, name)
   found = fileio.glob_in(o.output_dir, name)
   if found:
-    if o.train_file:
-      log_fn(f"Training on the records already in --output_dir ({', '.join(found)}), as the original: --train_file "
-             f"{o.train_file} is not read. If they came from another --train_file, SentencePiece model, --uncased "
-             "or --doc_stride, rerun --do_prepro=True (or delete them) first.")
+    _check_train_records(o, sp_model, found, log_fn)
     return found
   if not o.train_file:
     raise cli.FlagError(f"No training records match {pattern}. Run with --do_prepro=True --train_file=... first, "
@@ -128,6 +125,39 @@ def _train_records(o, sp_model, log_fn):
   log_fn(f"No training records match {pattern}: preprocessing --train_file first (as --do_prepro).")
   _prepro(o, sp_model, log_fn, num_proc=1, proc_id=0)
   return fileio.glob_in(o.output_dir, name)
+
+
+def _check_train_records(o, sp_model, found, log_fn):
+  """The training records already in --output_dir, which --do_train reads as the original (not --train_file): a
+  FlagError where their fingerprints (`squad_records.train_fingerprint`) show that they are not one --do_prepro run,
+  or (with --train_file) not one of this --train_file, SentencePiece model, feature options and --num_proc
+  (= the records found); records without one (the original's) are read by their names alone, with a log line."""
+  made = [squad_records.recorded_fingerprint(path) for path in found]
+  known = [m for m in made if m is not None]
+  if o.train_file and known:
+    cli.require_file(o.train_file, "train_file", "the SQuAD training JSON")
+  expected = (squad_records.train_fingerprint(o.train_file, sp_model, feature_options(o), len(found))
+              if o.train_file and known else None)
+  if len(set(known)) > 1:
+    problem = ("were made by different --do_prepro runs (another --train_file, SentencePiece model, feature flag "
+               "or --num_proc)")
+  elif expected and known[0] != expected:
+    problem = (f"were not made from --train_file {o.train_file} with this run's SentencePiece model, --uncased, "
+               f"--doc_stride and --max_query_length in one --do_prepro run of --num_proc={len(found)}")
+  else:
+    problem = None
+  if problem:
+    raise cli.FlagError(f"The training records in --output_dir {o.output_dir} "
+                        f"({', '.join(os.path.basename(p) for p in found)}) {problem}: training would read other data "
+                        "than this run's. Delete them and rerun --do_prepro=True with this run's flags, or pass "
+                        "another --output_dir.")
+  if o.train_file and len(known) < len(found):
+    log_fn(f"Training on the records already in --output_dir ({', '.join(found)}), as the original: --train_file "
+           f"{o.train_file} is not read. If they came from another --train_file, SentencePiece model, --uncased "
+           "or --doc_stride, rerun --do_prepro=True (or delete them) first.")
+  elif o.train_file:
+    log_fn(f"Training on the records already in --output_dir ({', '.join(found)}), made from --train_file "
+           f"{o.train_file} with these flags (as the original, it is not preprocessed again).")
 
 
 def feature_options(o):

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -231,6 +232,34 @@ def test_training_on_records_already_there_says_that_the_train_file_is_not_read(
   assert lines == [f"Training on the records already in --output_dir ({cached}), as the original: --train_file {DEV} "
                    "is not read. If they came from another --train_file, SentencePiece model, --uncased or "
                    "--doc_stride, rerun --do_prepro=True (or delete them) first."]
+
+
+def test_training_records_made_from_other_data_are_refused(tiny_config, tmp_path):
+  """The training records --do_prepro wrote carry a fingerprint of what they were made from: --do_train with
+  another --train_file or --doc_stride than theirs (the original trained on them, exit 0), or with the stale record of
+  an earlier --do_prepro of more --num_proc beside them (mixed in), is refused; the same flags train on them."""
+  prepro, train_records = run_squad._prepro, run_squad._train_records  # pylint: disable=protected-access
+  other = json.load(open(TRAIN, encoding="utf-8"))
+  other["data"] = other["data"][1:]
+  (tmp_path / "other.json").write_text(json.dumps(other), encoding="utf-8")
+  other = str(tmp_path / "other.json")
+  o = cli.defaults(run_squad.define_flags, **_bad_input_args(tiny_config, tmp_path, 0), train_file=TRAIN)
+  sp_model = cli.sentencepiece(o)
+  os.makedirs(o.output_dir)
+  prepro(o, sp_model, print, num_proc=1, proc_id=0)
+  lines = []
+  found = train_records(o, sp_model, lines.append)
+  assert len(found) == 1 and lines == [f"Training on the records already in --output_dir ({found[0]}), made from "
+                                       f"--train_file {TRAIN} with these flags (as the original, it is not "
+                                       "preprocessed again)."]
+  for change in (dict(train_file=other), dict(doc_stride=16)):
+    with pytest.raises(cli.FlagError, match=f"^The training records in --output_dir {o.output_dir} "
+                                            rf"\({os.path.basename(found[0])}\) were not made from --train_file "):
+      train_records(types.SimpleNamespace(**{**vars(o), **change}), sp_model, print)
+  prepro(types.SimpleNamespace(**{**vars(o), "train_file": other}), sp_model, print, num_proc=2, proc_id=1)
+  for train_file in (TRAIN, None):
+    with pytest.raises(cli.FlagError, match="were made by different --do_prepro runs"):
+      train_records(types.SimpleNamespace(**{**vars(o), "train_file": train_file}), sp_model, print)
 
 
 def test_a_second_training_run_in_the_same_model_dir_refuses_to_start(tiny_config, tmp_path):

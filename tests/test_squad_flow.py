@@ -79,7 +79,9 @@ def test_flow_equals_the_originals(name, stand_ins, tmp_path):
     o = cli.defaults(run_squad.define_flags, do_prepro=True, train_file=f"{SQUAD}/data/train-v2.0.json",
                      num_proc=flags["num_proc"], proc_id=proc_id, **common)
     run_squad.run(o, strategy, log_fn=lambda line: None)
-  assert sorted(os.listdir(tmp_path / "out")) == golden["prepro_files"]
+  # The original's files, each training record with its fingerprint (`records.train_fingerprint`).
+  assert sorted(os.listdir(tmp_path / "out")) == sorted(golden["prepro_files"] +
+                                                        [f + ".source" for f in golden["prepro_files"]])
 
   base = META["base_flags"]
   o = cli.defaults(run_squad.define_flags, do_train=True, do_predict=True, predict_file=f"{SQUAD}/data/dev-v2.0.json",
@@ -101,7 +103,8 @@ def test_flow_equals_the_originals(name, stand_ins, tmp_path):
   (pkl,) = [f for f in golden["output_dir"] if f.endswith(".pkl")]
   npz = pkl[:-len(".pkl")] + ".npz"
   assert sorted(os.listdir(tmp_path / "out")) == sorted(
-      [f for f in golden["output_dir"] if f != pkl] + [npz, npz + ".source", f".{npz}.lock"])
+      [f for f in golden["output_dir"] if f != pkl] + [npz, npz + ".source", f".{npz}.lock"] +
+      [f + ".source" for f in golden["prepro_files"]])
   for f, want in golden["records"].items():
     values, kinds = read_records(str(tmp_path / "out" / f))
     assert kinds == want["kinds"], f

@@ -238,7 +238,8 @@ def load_eval_features(path):
 def prepare_train_records(train_file, sp_model, spiece_model_file, output_dir, options, num_proc=1, proc_id=0,
                           shuffle_seed=None):
   """The original `--do_prepro` step: examples[proc_id::num_proc], shuffled, converted, written to
-  `output_dir/train_record_name(...)` (always rewritten, as the original).
+  `output_dir/train_record_name(...)` (always rewritten, as the original), with its fingerprint
+  (`train_fingerprint`) in `{record}.source`.
 
   options: `data.FeatureOptions`. shuffle_seed: int or None (None = unseeded, as the original's `random.shuffle`).
 
@@ -252,9 +253,29 @@ def prepare_train_records(train_file, sp_model, spiece_model_file, output_dir, o
   path = os.path.join(output_dir, train_record_name(spiece_model_file, proc_id, options.max_seq_length,
                                                     options.max_query_length))
   logging.info("Writing %d training examples to %s", len(examples), path)
-  with FeatureWriter(path, is_training=True) as writer:
-    stats = data.convert_examples_to_features(examples, sp_model, options, True, writer.process_feature)
+  with fileio.atomic_files() as out:  # the record and its fingerprint together
+    with FeatureWriter(path, is_training=True, files=out) as writer:
+      stats = data.convert_examples_to_features(examples, sp_model, options, True, writer.process_feature)
+    records.mark_cache(out, path, train_fingerprint(train_file, sp_model, options, num_proc))
   return path, stats
+
+
+def train_fingerprint(train_file, sp_model, options, num_proc):
+  """What `prepare_train_records` makes a record from (`records.cache_fingerprint`): the bytes of the training JSON,
+  the SentencePiece model, the `data.FeatureOptions` and num_proc (which splits the examples)."""
+  with fileio.open_file(train_file, "rb") as f:
+    return records.cache_fingerprint(f.read(), sp_model.serialized_model_proto(), repr(options),
+                                     f"num_proc={num_proc}")
+
+
+def recorded_fingerprint(path):
+  """The fingerprint `prepare_train_records` wrote beside the record `path`, or None (a record of the original's
+  `--do_prepro`, or of a version that wrote none)."""
+  source = path + ".source"
+  if not fileio.exists(source):
+    return None
+  with fileio.open_file(source) as f:
+    return f.read().strip()
 
 
 def prepare_eval_features(predict_file, sp_model, spiece_model_file, output_dir, options, overwrite_data=False):

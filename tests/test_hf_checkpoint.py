@@ -393,19 +393,26 @@ def test_a_hub_cache_directory_reads_its_snapshot(tmp_path):
 
 
 @pytest.mark.slow  # the default suite's 15 minutes; by default: the hub cache's snapshot, an HF directory's load
+def _tiny_hf_directory(tmp_path, n_layer):
+  """tmp_path/hf: the HF export of a tiny model of the test SentencePiece model's 1000 ids (from tmp_path/tf1, its
+  original checkpoint); its XLNetConfig."""
+  config = XLNetConfig(n_layer=n_layer, d_model=16, n_head=2, d_head=8, d_inner=24, ff_activation="gelu",
+                       untie_r=True, n_token=1000)
+  rc = _run_config()
+  ckpt = tmp_path / "tf1" / "xlnet_model.ckpt"
+  checkpoint.export_original_checkpoint(XLNetModel(config, rc, heads=finetune_heads(config, rc)), str(ckpt))
+  config.to_json(str(tmp_path / "tf1" / "xlnet_config.json"))
+  convert.convert_to_hf(str(ckpt), str(tmp_path / "hf"), log_fn=lambda line: None)
+  return config
+
+
 def test_run_classifier_fine_tunes_from_an_hf_directory(tmp_path):
   """run_classifier.py --init_checkpoint=<HF hub cache directory> (what `from_pretrained` downloaded) without
   --model_config_path: its snapshot is read, the log names it and what it loaded, the loss is finite and a
   checkpoint is written. The HF directory is a converted tiny model (n_token 1000, for the test SentencePiece
   model)."""
   from xlnet_tf.data import corpora  # pylint: disable=import-outside-toplevel
-  config = XLNetConfig(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=24, ff_activation="gelu", untie_r=True,
-                       n_token=1000)
-  rc = _run_config()
-  ckpt = tmp_path / "tf1" / "xlnet_model.ckpt"
-  checkpoint.export_original_checkpoint(XLNetModel(config, rc, heads=finetune_heads(config, rc)), str(ckpt))
-  config.to_json(str(tmp_path / "tf1" / "xlnet_config.json"))
-  convert.convert_to_hf(str(ckpt), str(tmp_path / "hf"), log_fn=lambda line: None)
+  _tiny_hf_directory(tmp_path, n_layer=2)
   cache = _hub_cache(str(tmp_path / "hf"), tmp_path / "hub" / "models--me--xlnet-tiny", ["e5f6", "c0ffee"],
                      main="c0ffee")
   corpora.write_aclimdb(str(tmp_path / "imdb"), num_train=8, num_dev=4, seed=1)
@@ -429,13 +436,7 @@ def test_a_prediction_from_an_hf_directory_takes_the_model_from_its_config_json(
   refused naming --predict_ckpt."""
   import types  # pylint: disable=import-outside-toplevel
   from xlnet_tf.data import tokenization  # pylint: disable=import-outside-toplevel
-  config = XLNetConfig(n_layer=1, d_model=16, n_head=2, d_head=8, d_inner=24, ff_activation="gelu", untie_r=True,
-                       n_token=1000)
-  rc = _run_config()
-  ckpt = tmp_path / "tf1" / "xlnet_model.ckpt"
-  checkpoint.export_original_checkpoint(XLNetModel(config, rc, heads=finetune_heads(config, rc)), str(ckpt))
-  config.to_json(str(tmp_path / "tf1" / "xlnet_config.json"))
-  convert.convert_to_hf(str(ckpt), str(tmp_path / "hf"), log_fn=lambda line: None)
+  config = _tiny_hf_directory(tmp_path, n_layer=1)
   sp = tokenization.load_sentencepiece("tests/testdata/data/spm/spiece.model")
   o = types.SimpleNamespace(model_config_path="", init_checkpoint=None, predict_ckpt=str(tmp_path / "hf"),
                             spiece_model_file="tests/testdata/data/spm/spiece.model")

@@ -341,7 +341,7 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
   before leaves the earlier run's files. A run that resumed keeps the earlier run's --init_checkpoint there: the
   weights came from it, and this run's was not read. Where --model_dir's checkpoint cannot be resumed and this run's
   flags differ from the run that wrote it (`flag_changes`), the error names them. Returns the step."""
-  from xlnet_tf import checkpoint, run_checkpoint, training  # pylint: disable=g-import-not-at-top
+  from xlnet_tf import checkpoint, training  # pylint: disable=g-import-not-at-top
   chief = training.is_chief(trainer.strategy)
   if chief:
     training.check_run_files(o.model_dir, xlnet_config)

@@ -303,6 +303,28 @@ def _corrupt_copies(root):
                      ("string_eps", json.dumps(dict(config, layer_norm_eps="1e-12")))):
     shutil.copytree(f"{DATA}/cls_h5", root / name)
     (root / name / "config.json").write_text(text)
+  # Incomplete weights: a tensor left out of a safetensors file; a shard index that leaves out a shard; a shard
+  # replaced by another; indexes of another shape, or naming a shard by a path.
+  from safetensors.numpy import save_file  # pylint: disable=import-outside-toplevel
+  shutil.copytree(f"{DATA}/lm_safetensors", root / "no_ff_weight")
+  weights = load_file(str(root / "no_ff_weight" / "model.safetensors"))
+  del weights["transformer.layer.1.ff.layer_1.weight"]
+  save_file(weights, str(root / "no_ff_weight" / "model.safetensors"))
+  sharded = "cls_safetensors_sharded"
+  index_name = "model.safetensors.index.json"
+  index = json.loads(open(f"{DATA}/{sharded}/{index_name}").read())
+  first, second = sorted(set(index["weight_map"].values()))
+  for name, text in (("index_of_one_shard", json.dumps(dict(index, weight_map={
+                         k: v for k, v in index["weight_map"].items() if v == first}))),
+                     ("index_a_list", "[]"), ("weight_map_a_list", json.dumps({"weight_map": []})),
+                     ("shard_a_path", json.dumps(dict(index, weight_map={
+                         k: f"../{v}" for k, v in index["weight_map"].items()}))),
+                     ("shard_swapped", None)):
+    shutil.copytree(f"{DATA}/{sharded}", root / name)
+    if text is None:
+      shutil.copy(root / name / first, root / name / second)
+    else:
+      (root / name / index_name).write_text(text)
   return root
 
 
@@ -316,7 +338,14 @@ def _corrupt_copies(root):
     ("no_heads", "config.json's sizes must be positive integers; received n_head 0"),
     ("string_eps", "layer_norm_eps '1e-12' cannot be expressed"), ("qa_simple", "unknown head XLNetForQuestionAnsweringSimple"),
     ("several_heads", "holds several heads"), ("d_head", "d_head=6 is not d_model / n_head"),
-    ("output_is_a_file", "as a directory: it is a file")])
+    ("output_is_a_file", "as a directory: it is a file"),
+    ("no_ff_weight", r"\(XLNetLMHeadModel\) lacks transformer.layer.1.ff.layer_1.weight: its weights are incomplete"),
+    ("index_of_one_shard", r"\(XLNetForSequenceClassification\) lacks sequence_summary.summary.weight, "
+                           "sequence_summary.summary.bias, logits_proj.weight, logits_proj.bias"),
+    ("shard_swapped", "model-00002-of-00002.safetensors lacks logits_proj.bias, .*index.json places there: the shard "
+                      "is another one or damaged"),
+    ("index_a_list", "is not a valid shard index"), ("weight_map_a_list", "is not a valid shard index"),
+    ("shard_a_path", "is not a valid shard index")])
 def test_bad_inputs_are_one_line(case, words, tmp_path):
   root = _corrupt_copies(tmp_path)
   inputs = {"qa_simple": f"{DATA}/qa_simple_safetensors", "several_heads": f"{MODEL}/ckpt_untied",

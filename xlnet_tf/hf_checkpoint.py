@@ -224,6 +224,14 @@ def hf_to_original(config, weights, source, task_name=None, cls_scope=None):
   else:
     scope = f"model/{cls_scope or classification_scope(config, task_name)}/logit"
   table = {**BACKBONE, **ARCHITECTURES[architecture]}
+  use_proj = config.get("summary_use_proj", True)  # without it, the heads have no summary projection
+  expected = [*(n for n in table if use_proj or not n.startswith("sequence_summary.")),
+              *(f"transformer.layer.{i}.{n}" for i in range(xlnet_config.n_layer) for n in LAYER_NAMES)]
+  missing = [n for n in expected if n not in weights]
+  if missing:
+    raise ValueError(f"{source} ({architecture}) lacks {', '.join(missing[:4])}"
+                     f"{f' and {len(missing) - 4} more' if len(missing) > 4 else ''}: its weights are incomplete (a "
+                     "download cut short, or a shard left out). Download the model again.")
   arrays, stacked, unknown = {}, {n: {} for n in STACKED}, []
   for name, array in weights.items():
     array = np.asarray(array, np.float32)

@@ -53,6 +53,22 @@ def _read_h5(path):
   return weights
 
 
+def _read_weight_map(index):
+  """The `weight_map` of a shard index json ({weight name: shard file name in the same directory}); a ValueError
+  naming the file where it is not one (another shape, or a shard named by a path, which could lie outside)."""
+  try:
+    with fileio.open_file(index) as f:
+      weight_map = json.load(f)["weight_map"]
+  except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError) as e:
+    raise ValueError(f"{index} is not a valid shard index ({type(e).__name__}: {e}). Download it again.") from None
+  if not isinstance(weight_map, dict) or not all(
+      isinstance(n, str) and isinstance(s, str) and s and s == os.path.basename(s) and s not in (".", "..")
+      for n, s in weight_map.items()):
+    raise ValueError(f"{index} is not a valid shard index (its weight_map must map weight names to the file names "
+                     "of shards beside it). Download it again.")
+  return weight_map
+
+
 def read_weights(directory):
   """({HF name: numpy array} in PyTorch names and layouts, the file read) of an HF model directory; the first of
   safetensors, sharded safetensors, pytorch_model.bin (sharded), tf_model.h5 that it holds."""
@@ -62,18 +78,19 @@ def read_weights(directory):
       return reader(path), name
     index = path + ".index.json"
     if fileio.exists(index):
-      try:
-        with fileio.open_file(index) as f:
-          shards = sorted(set(json.load(f)["weight_map"].values()))
-      except (json.JSONDecodeError, KeyError, UnicodeDecodeError) as e:
-        raise ValueError(f"{index} is not a valid shard index ({e}). Download it again.") from None
+      weight_map = _read_weight_map(index)
       weights = {}
-      for shard in shards:
+      for shard in sorted(set(weight_map.values())):
         shard_path = os.path.join(directory, shard)
         if not fileio.exists(shard_path):
           raise ValueError(f"{index} names {shard}, which is not in {directory}. Download every shard.")
-        weights.update(reader(shard_path))
-      return weights, f"{name} ({len(shards)} shards)"
+        held = reader(shard_path)
+        lacking = [n for n, s in weight_map.items() if s == shard and n not in held]
+        if lacking:
+          raise ValueError(f"{shard_path} lacks {', '.join(sorted(lacking)[:3])}, which {index} places there: the "
+                           "shard is another one or damaged. Download it again.")
+        weights.update(held)
+      return weights, f"{name} ({len(set(weight_map.values()))} shards)"
   path = os.path.join(directory, "tf_model.h5")
   if fileio.exists(path):
     return _read_h5(path), "tf_model.h5"

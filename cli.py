@@ -297,14 +297,15 @@ def run_flags(directory):
     raise FlagError(str(e)) from None
 
 
-_POOLING = ("summary_type", "use_summ_proj")  # another value loads the same weights and pools otherwise
+# Another value loads the same weights and pools otherwise (summary_type, use_summ_proj) or reads other tokens.
+_TRAINED_WITH = ("summary_type", "use_summ_proj", "uncased")
 
 
 def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
   """FlagError where the checkpoints in `directory` (`flag` names it) were fine-tuned as another model than the
-  options `o` build: another xlnet_config.json (`training.check_run_files`) or another pooling (`_POOLING` in its
-  run_flags.json). Both load without a shape mismatch: an evaluation, a prediction, an export or a resume went on
-  with other numbers, exit 0."""
+  options `o` build: another xlnet_config.json (`training.check_run_files`), or another pooling or casing
+  (`_TRAINED_WITH` in its run_flags.json). Both load without a shape mismatch: an evaluation, a prediction, an export
+  or a resume went on with other numbers, exit 0."""
   from xlnet_tf import checkpoint, training  # pylint: disable=g-import-not-at-top
   if not directory or not checkpoint.latest_checkpoint(directory):
     return
@@ -313,12 +314,13 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
   except ValueError as e:
     raise FlagError(str(e)) from None
   there = run_flags(directory) or {}
-  changed = [f"--{k}={there[k]} there, {getattr(o, k)} here" for k in _POOLING if k in there and hasattr(o, k)
+  changed = [f"--{k}={there[k]} there, {getattr(o, k)} here" for k in _TRAINED_WITH if k in there and hasattr(o, k)
              and there[k] != getattr(o, k)]
   if changed:
-    raise FlagError(f"The checkpoints in {flag} {directory} were fine-tuned with another pooling "
+    raise FlagError(f"The checkpoints in {flag} {directory} were fine-tuned with other flags "
                     f"({'; '.join(changed)}; {os.path.join(directory, 'run_flags.json')}): the same weights would "
-                    f"pool otherwise and score other numbers. Pass the values there, or another {flag}.")
+                    f"pool otherwise or read other tokens, and score other numbers. Pass the values there, or another "
+                    f"{flag}.")
 
 
 def flag_changes(o):

@@ -356,14 +356,15 @@ def test_a_float_flag_that_is_not_finite_is_refused(arg, line):
 
 
 def test_checkpoints_of_another_model_or_pooling_are_refused_before_they_are_read(tmp_path):
-  """Another ff_activation, or another --summary_type / --use_summ_proj than the checkpoints were fine-tuned with,
-  loads without a shape mismatch: an evaluation, prediction, export or resume went on with other numbers, exit 0."""
+  """Another ff_activation, or another --summary_type / --use_summ_proj / --uncased than the checkpoints were
+  fine-tuned with, loads without a shape mismatch: an evaluation, prediction, export or resume went on with other
+  numbers, exit 0."""
   import run_classifier  # pylint: disable=import-outside-toplevel
   from xlnet_tf import XLNetConfig  # pylint: disable=import-outside-toplevel
   config = XLNetConfig(json_path="tests/testdata/model/ckpt_untied/xlnet_config.json")
   config.to_json(str(tmp_path / "xlnet_config.json"))
-  (tmp_path / "run_flags.json").write_text('{"summary_type": "mean", "use_summ_proj": true}')
-  o = cli.defaults(run_classifier.define_flags, summary_type="mean")
+  (tmp_path / "run_flags.json").write_text('{"summary_type": "mean", "use_summ_proj": true, "uncased": true}')
+  o = cli.defaults(run_classifier.define_flags, summary_type="mean", uncased=True)
   cli.check_trained_model(o, str(tmp_path), config)  # no checkpoint yet: nothing to check
   (tmp_path / "ckpt-4.index").write_bytes(b"")
   cli.check_trained_model(o, str(tmp_path), config)
@@ -375,6 +376,9 @@ def test_checkpoints_of_another_model_or_pooling_are_refused_before_they_are_rea
   with pytest.raises(cli.FlagError) as error:
     cli.check_trained_model(o, str(tmp_path), config)
   assert str(error.value) == (
-      f"The checkpoints in --model_dir {tmp_path} were fine-tuned with another pooling (--summary_type=mean there, "
+      f"The checkpoints in --model_dir {tmp_path} were fine-tuned with other flags (--summary_type=mean there, "
       f"last here; --use_summ_proj=True there, False here; {tmp_path}/run_flags.json): the same weights would pool "
-      "otherwise and score other numbers. Pass the values there, or another --model_dir.")
+      "otherwise or read other tokens, and score other numbers. Pass the values there, or another --model_dir.")
+  o.summary_type, o.use_summ_proj, o.uncased = "mean", True, False  # cased text for a model trained on uncased
+  with pytest.raises(cli.FlagError, match=r"fine-tuned with other flags \(--uncased=True there, False here; "):
+    cli.check_trained_model(o, str(tmp_path), config)

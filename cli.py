@@ -344,6 +344,7 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
   weights came from it, and this run's was not read. Where --model_dir's checkpoint cannot be resumed and this run's
   flags differ from the run that wrote it (`flag_changes`), the error names them. Returns the step."""
   from xlnet_tf import checkpoint, training  # pylint: disable=g-import-not-at-top
+  _check_apart_from_init_checkpoint(o)
   chief = training.is_chief(trainer.strategy)
   if chief:
     training.check_run_files(o.model_dir, xlnet_config)
@@ -354,6 +355,24 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
       flags_dict["init_checkpoint"] = (run_flags(o.model_dir) or {}).get("init_checkpoint")
     training.write_run_files(o.model_dir, xlnet_config, flags_dict)
   return start
+
+
+def _check_apart_from_init_checkpoint(o):
+  """FlagError where a run that starts from --init_checkpoint would train in its directory (a released model's, a
+  HuggingFace download): its checkpoints and run files (xlnet_config.json) would go beside the model it starts from,
+  which the original's README warns against. A --model_dir already holding this tool's checkpoints resumes them
+  and reads no --init_checkpoint."""
+  from xlnet_tf import checkpoint  # pylint: disable=g-import-not-at-top
+  if not o.init_checkpoint or checkpoint.latest_checkpoint(o.model_dir):
+    return
+  try:
+    init_dir = checkpoint.directory_of(o.init_checkpoint)
+  except FileNotFoundError:  # said by the trainer, naming --init_checkpoint
+    return
+  if init_dir == os.path.abspath(o.model_dir):
+    raise FlagError(f"--model_dir {o.model_dir} is the directory of --init_checkpoint {o.init_checkpoint}: the run "
+                    "would write its checkpoints and run files (xlnet_config.json) beside the model it starts from. "
+                    "Pass a separate --model_dir.")
 
 
 def _restore_or_init(o, trainer, log_fn, **kwargs):

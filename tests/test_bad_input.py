@@ -168,6 +168,10 @@ CASES = [
      "micro-batches. Use a --gradient_accumulation_steps that divides 2"),
     ("cls-accumulation-not-positive", "run_classifier.py", ["--gradient_accumulation_steps=0"],
      "--gradient_accumulation_steps must be a positive integer. Received: 0."),
+    ("cls-model-dir-is-the-released-model-s", "run_classifier.py",
+     ["--init_checkpoint={w}/released/xlnet_model.ckpt", "--model_dir={w}/released"],
+     "--model_dir {w}/released is the directory of --init_checkpoint {w}/released/xlnet_model.ckpt: the run would "
+     "write its checkpoints and run files (xlnet_config.json) beside the model it starts from"),
     ("cls-config-mismatch", "run_classifier.py", ["--init_checkpoint={w}/other/xlnet_model.ckpt"],
      "Shape mismatch loading"),
     ("cls-corrupt-cached-records", "run_classifier.py", ["--output_dir={w}/cls_corrupt"], "is unreadable at record"),
@@ -387,7 +391,7 @@ def results(tmp_path_factory):
   (w / "hf_bad_config" / "config.json").write_text(json.dumps(dict(hf_config, d_inner=TINY["d_inner"] + 1)))
   # Damaged downloads: a TF1 checkpoint without its data file, one whose data file is cut short, HF weights without
   # their config.json; a file that is no SentencePiece model.
-  for name in ("ckpt_half", "ckpt_cut"):
+  for name in ("ckpt_half", "ckpt_cut", "released"):
     shutil.copytree(w / "tiny_ckpt", w / name)
   (w / "ckpt_half" / "xlnet_model.ckpt.data-00000-of-00001").unlink()
   data = w / "ckpt_cut" / "xlnet_model.ckpt.data-00000-of-00001"
@@ -499,12 +503,15 @@ def test_bad_input(results, case_id, tool, extra, words):
 
 def test_failed_runs_leave_the_run_files_of_the_run_before(results):
   """Two runs that fail in a finished run's --model_dir (a flag it refuses; a checkpoint of another task it cannot
-  resume): the run's run_flags.json and checkpoints are as that run left them."""
+  resume): the run's run_flags.json and checkpoints are as that run left them. A released model's directory given as
+  --model_dir is as it was."""
   for case_id in ("pt-bad-dropout-in-a-run-s-model-dir", "cls-model-dir-of-a-pretraining-run"):
     assert results[case_id][0] == 1
   w = results["cls-model-dir-of-a-pretraining-run"][2]
   assert (w / "pt_ok" / "run_flags.json").read_bytes() == (w / "pt_ok_run_flags.json").read_bytes()
   assert sorted(p.name for p in (w / "pt_ok").glob("ckpt-*.index")) == ["ckpt-2.index"]
+  assert sorted(os.listdir(w / "released")) == sorted(os.listdir(w / "tiny_ckpt"))
+  assert (w / "released" / "xlnet_config.json").read_bytes() == (w / "tiny_ckpt" / "xlnet_config.json").read_bytes()
 
 
 def test_the_sweep_is_wide():

@@ -272,7 +272,8 @@ def run(o, strategy, log_fn=print):
   if o.export_dir:
     inference.load(ckpt)
     results["export"] = serving.export_saved_model(inference.model, o.spiece_model_file, o.export_dir, scope,
-                                                   label_list, o.max_seq_length, o.uncased)
+                                                   label_list, o.max_seq_length, o.uncased,
+                                                   processor.text_replacements)
     log_fn(f"Exported {ckpt} as a SavedModel to {o.export_dir} (signatures serving_default(text_a), "
            "classify_pair(text_a, text_b)).")
   return results

@@ -117,6 +117,20 @@ def test_digit_comma_rule_is_exact(data):
   assert sum(a != b for a, b in zip(raw, rule)) > len(texts) // 2
 
 
+def test_the_task_s_text_replacements_are_in_the_graph(data):
+  """The imdb reader replaces `<br />` by a space before tokenizing: the export does the same to raw reviews (it
+  classified them with the tags' pieces, other logits than --do_predict's)."""
+  from xlnet_tf.tasks.classifier.data import ImdbProcessor  # pylint: disable=import-outside-toplevel
+  sp = tokenization.load_sentencepiece(data["spm"])
+  module = serving.ClassifierModule(_model(), data["spm"], "classification_imdb", ["neg", "pos"], SEQ_LEN, False,
+                                    ImdbProcessor.text_replacements)
+  raw = ["Loved it.<br /><br />Really great, 10/10!", "<br />", "a<br/>b <br />c"]
+  graph = module.encode(tf.constant(raw))["input_ids"].numpy()
+  read = [t.strip().replace("<br />", " ") for t in raw]
+  np.testing.assert_array_equal(graph, python_features(read, [None] * len(read), sp)["input_ids"])
+  assert not np.array_equal(graph, python_features(raw, [None] * len(raw), sp)["input_ids"])
+
+
 def _model(regression=False, seed=0):
   run_config = RunConfig(is_training=False, use_tpu=False, use_bfloat16=False, dropout=0.1, dropatt=0.1)
   scope = "regression_sts-b" if regression else "classification_imdb"

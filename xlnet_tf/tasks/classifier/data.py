@@ -156,6 +156,7 @@ class ImdbProcessor(_TrainTestProcessor):
   """
   task_name = "imdb"
   train_name, test_name = "train", "test"
+  text_replacements = (("<br />", " "),)  # the HTML line breaks of the reviews (also in the exported SavedModel)
 
   def __init__(self, sorted_file_order=False):
     self.sorted_file_order = bool(sorted_file_order)
@@ -177,7 +178,9 @@ class ImdbProcessor(_TrainTestProcessor):
         path = os.path.join(cur_dir, filename)
         try:
           with open_text(path) as f:
-            text = f.read().strip().replace("<br />", " ")
+            text = f.read().strip()
+          for old, new in self.text_replacements:
+            text = text.replace(old, new)
         except UnicodeDecodeError as e:
           raise ValueError(f"{path} is not UTF-8 text ({e}). Re-encode it as UTF-8.") from None
         examples.append(InputExample(guid=f"{os.path.basename(split_dir)}-{label}-{filename}", text_a=text,

@@ -84,9 +84,12 @@ class DataProcessor:
   Attributes:
     task_name: str, the registry name (`--task_name`).
     is_regression: bool, float labels and a regression head (run with --is_regression=True).
+    text_replacements: ((old, new), ...) the reader applies to every text before tokenization (imdb: `<br />`);
+      the exported SavedModel applies them to its raw input too.
   """
   task_name = None
   is_regression = False
+  text_replacements = ()
   test_has_labels = True  # False: the test file has no label column, its examples get a placeholder label
 
   def get_train_examples(self, data_dir):

@@ -7,8 +7,9 @@ and `label` string [B] (the label of the largest logit); for regression, `score`
 value). The callable functions `encode(text_a)` and `encode_pair(text_a, text_b)` return the model inputs
 `input_ids` int32 [B, L], `segment_ids` int32 [B, L] and `input_mask` float32 [B, L] (1 = padding).
 
-The graph repeats the Python path (`tokenization.preprocess_text` + `encode_ids` + `convert_single_example`):
-1. whitespace runs (every character `str.isspace` accepts) become one space, ends stripped; ` `` ` and `''`
+The graph repeats the Python path (the task reader's `text_replacements`, e.g. imdb's `<br />` -> space, then
+`tokenization.preprocess_text` + `encode_ids` + `convert_single_example`):
+1. the task's text replacements; whitespace runs (every character `str.isspace` accepts) become one space, ends stripped; ` `` ` and `''`
    become `"`; NFKD (`tf_text.normalize_utf8`) and removal of the characters with a non-zero Unicode combining
    class (the table is Python's `unicodedata`, built at export time); lower-casing when uncased;
 2. the SentencePiece model via `tf_text.SentencepieceTokenizer`, then the original's digit-comma rule (a piece
@@ -129,10 +130,12 @@ class ClassifierModule(tf.Module):
     label_list: list of label strings (classification) or None (regression).
     max_seq_length: int, L.
     uncased: bool, lower-case the text (the --uncased of training).
+    text_replacements: ((old, new), ...) applied to every text first: the task reader's (`DataProcessor`).
   """
 
-  def __init__(self, model, spiece_model_file, scope, label_list, max_seq_length, uncased):
+  def __init__(self, model, spiece_model_file, scope, label_list, max_seq_length, uncased, text_replacements=()):
     super().__init__(name="xlnet_classifier")
+    self.text_replacements = tuple(text_replacements)
     classifier_features.check_max_seq_length(max_seq_length, is_pair=False)
     self.model = model
     self._model_variables = list(model.variables)  # Tracked explicitly (Keras lists are not, see training.py).
@@ -162,6 +165,8 @@ class ClassifierModule(tf.Module):
 
   def _tokenize(self, text):
     """string [B] -> int32 RaggedTensor [B, (T)], the ids of `encode_ids(preprocess_text(text))`."""
+    for old, new in self.text_replacements:
+      text = tf.strings.regex_replace(text, f"\\Q{old}\\E", new)  # RE2: between \Q and \E, literal text
     ids = self.tokenizer.tokenize(preprocess_text_graph(text, lower=self.uncased))
     flat_ids = ids.flat_values  # [N]
     starts = tf.gather(self._replacement_starts, flat_ids)  # [N]
@@ -218,7 +223,8 @@ class ClassifierModule(tf.Module):
 SAVED_MODEL_MARKER = "saved_model.pb"  # in every SavedModel directory
 
 
-def export_saved_model(model, spiece_model_file, export_dir, scope, label_list, max_seq_length, uncased):
+def export_saved_model(model, spiece_model_file, export_dir, scope, label_list, max_seq_length, uncased,
+                       text_replacements=()):
   """Exports `ClassifierModule(...)` as a SavedModel in export_dir (written to a temporary directory, then
   moved into place). An existing export_dir is replaced only if it is empty or a SavedModel (`saved_model.pb`);
   a file, or a directory holding anything else, is a ValueError and left as it is.
@@ -227,7 +233,7 @@ def export_saved_model(model, spiece_model_file, export_dir, scope, label_list, 
     export_dir.
   """
   fileio.check_output_dir(export_dir, "the SavedModel directory", SAVED_MODEL_MARKER)
-  module = ClassifierModule(model, spiece_model_file, scope, label_list, max_seq_length, uncased)
+  module = ClassifierModule(model, spiece_model_file, scope, label_list, max_seq_length, uncased, text_replacements)
   signatures = {"serving_default": module.classify.get_concrete_function(),
                 "classify_pair": module.classify_pair.get_concrete_function()}
   parent = os.path.dirname(os.path.abspath(export_dir))

@@ -400,4 +400,9 @@ def define_train_spm_flags(flag_values=flags.FLAGS):
   flags.DEFINE_bool("hard_vocab_limit", True, "False: a small corpus may give fewer pieces than --vocab_size.", **fv)
   flags.DEFINE_integer("num_threads", None, "Trainer threads (default: all CPUs).", **fv)
   flags.DEFINE_bool("overwrite", False, "Replace an existing {model_prefix}.model and .vocab.", **fv)
+  from xlnet_tf.data.tokenization import CONTROL_SYMBOLS, USER_DEFINED_SYMBOLS  # pylint: disable=g-import-not-at-top
+  flags.DEFINE_string("control_symbols", ",".join(CONTROL_SYMBOLS), "spm_train's flag, accepted with the original "
+                      "README's value only: the tools need these symbols at ids 3-7.", **fv)
+  flags.DEFINE_string("user_defined_symbols", ",".join(USER_DEFINED_SYMBOLS), "spm_train's flag, accepted with the "
+                      "original README's value only (<eop> at id 8, then the pieces it keeps whole).", **fv)
   flags.mark_flags_as_required(["input", "model_prefix"], **fv)

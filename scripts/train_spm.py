@@ -41,7 +41,18 @@ def check_model_prefix(model_prefix, overwrite):
                      "another --model_prefix, or --overwrite to replace them.")
 
 
+def check_symbols(o):
+  """ValueError where --control_symbols or --user_defined_symbols (spm_train's flags, which the original README
+  passes) are not the built-in values: the tools find the XLNet symbols by those ids."""
+  for name, value in (("control_symbols", tokenization.CONTROL_SYMBOLS),
+                      ("user_defined_symbols", tokenization.USER_DEFINED_SYMBOLS)):
+    if tuple(getattr(o, name).split(",")) != value:
+      raise ValueError(f"--{name}={getattr(o, name)}: the XLNet tools need --{name}={','.join(value)} (their ids are "
+                       f"fixed); drop the flag, that value is built in.")
+
+
 def body(o):
+  check_symbols(o)
   check_model_prefix(o.model_prefix, o.overwrite)
   options = tokenization.SpmTrainOptions(
       vocab_size=o.vocab_size, character_coverage=o.character_coverage, model_type=o.model_type,

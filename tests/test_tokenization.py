@@ -155,11 +155,17 @@ def test_start_piece_table_apostrophe_quirk():
 def test_train_spm_cli(tmp_path):
   (tmp_path / "a.txt").write_text(open(GOLDEN_CORPUS, encoding="utf-8").read(), encoding="utf-8")
   cmd = [sys.executable, "scripts/train_spm.py", f"--input={tmp_path}/a.txt,{tmp_path}/*.txt",
-         f"--model_prefix={tmp_path}/m", "--vocab_size=250", "--hard_vocab_limit=False"]
-  out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+         f"--model_prefix={tmp_path}/m", "--vocab_size=250", "--hard_vocab_limit=False",
+         "--control_symbols=<cls>,<sep>,<pad>,<mask>,<eod>", '--user_defined_symbols=<eop>,.,(,),",-,–,£,€']
+  out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)  # the original README's spm_train flags
   assert out.returncode == 0, out.stderr[-2000:]
   assert "XLNet special symbols at ids 0-8" in out.stdout
   assert tk.load_sentencepiece(str(tmp_path / "m.model")).GetPieceSize() <= 250
+  out = subprocess.run([*cmd[:3], f"--model_prefix={tmp_path}/n", "--control_symbols=<cls>,<sep>"],
+                       capture_output=True, text=True, timeout=120)
+  assert out.returncode == 1 and out.stderr.strip().splitlines()[-1] == (
+      "train_spm.py: error: --control_symbols=<cls>,<sep>: the XLNet tools need "
+      "--control_symbols=<cls>,<sep>,<pad>,<mask>,<eod> (their ids are fixed); drop the flag, that value is built in.")
 
 
 def test_a_python_object_option_trains_in_this_process(tmp_path):

@@ -129,28 +129,29 @@ def _train_records(o, sp_model, log_fn):
 
 def _check_train_records(o, sp_model, found, log_fn):
   """The training records already in --output_dir, which --do_train reads as the original (not --train_file): a
-  FlagError where their fingerprints (`squad_records.train_fingerprint`) show that they are not one --do_prepro run,
-  or (with --train_file) not one of this --train_file, SentencePiece model, feature options and --num_proc
-  (= the records found); records without one (the original's) are read by their names alone, with a log line."""
+  FlagError where what was recorded beside them (`squad_records.recorded_fingerprint`) shows that they are not of
+  one --do_prepro run (another run's beside them), or (with --train_file) not of this --train_file, SentencePiece
+  model and feature flags; a log line where some --proc_id's record is missing (the original trains on the rest);
+  records without a fingerprint (the original's) are read by their names alone, with a log line."""
   made = [squad_records.recorded_fingerprint(path) for path in found]
   known = [m for m in made if m is not None]
-  if o.train_file and known:
-    cli.require_file(o.train_file, "train_file", "the SQuAD training JSON")
-  expected = (squad_records.train_fingerprint(o.train_file, sp_model, feature_options(o), len(found))
-              if o.train_file and known else None)
+  problem = None
   if len(set(known)) > 1:
     problem = ("were made by different --do_prepro runs (another --train_file, SentencePiece model, feature flag "
                "or --num_proc)")
-  elif expected and known[0] != expected:
-    problem = (f"were not made from --train_file {o.train_file} with this run's SentencePiece model, --uncased, "
-               f"--doc_stride and --max_query_length in one --do_prepro run of --num_proc={len(found)}")
-  else:
-    problem = None
+  if known and o.train_file and not problem:
+    cli.require_file(o.train_file, "train_file", "the SQuAD training JSON")
+    if squad_records.train_fingerprint(o.train_file, sp_model, feature_options(o)) != known[0][0]:
+      problem = (f"were not made from --train_file {o.train_file} with this run's SentencePiece model, --uncased, "
+                 "--doc_stride and --max_query_length")
   if problem:
     raise cli.FlagError(f"The training records in --output_dir {o.output_dir} "
-                        f"({', '.join(os.path.basename(p) for p in found)}) {problem}: training would read other data "
-                        "than this run's. Delete them and rerun --do_prepro=True with this run's flags, or pass "
-                        "another --output_dir.")
+                        f"({', '.join(os.path.basename(p) for p in found)}) {problem}. Delete them and rerun "
+                        "--do_prepro=True for every --proc_id with this run's flags, or pass another --output_dir.")
+  if known and len(known) == len(found) < known[0][1]:  # the original trains on them too
+    log_fn(f"Training on {len(found)} of the {known[0][1]} records of a --do_prepro --num_proc={known[0][1]} run "
+           f"(in --output_dir: {', '.join(os.path.basename(p) for p in found)}): part of the data. Run --do_prepro "
+           "for the other --proc_id first to train on all of it.")
   if o.train_file and len(known) < len(found):
     log_fn(f"Training on the records already in --output_dir ({', '.join(found)}), as the original: --train_file "
            f"{o.train_file} is not read. If they came from another --train_file, SentencePiece model, --uncased "

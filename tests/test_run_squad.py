@@ -235,9 +235,10 @@ def test_training_on_records_already_there_says_that_the_train_file_is_not_read(
 
 
 def test_training_records_made_from_other_data_are_refused(tiny_config, tmp_path):
-  """The training records --do_prepro wrote carry a fingerprint of what they were made from: --do_train with
-  another --train_file or --doc_stride than theirs (the original trained on them, exit 0), or with the stale record of
-  an earlier --do_prepro of more --num_proc beside them (mixed in), is refused; the same flags train on them."""
+  """The training records --do_prepro wrote carry a fingerprint of what they were made from and its --num_proc:
+  --do_train with another --train_file or --doc_stride than theirs (the original trained on them, exit 0), with the
+  stale record of another --do_prepro beside them (mixed in), is refused; a --proc_id's record missing is said (the
+  original trains on part of the data); the same flags train on them."""
   prepro, train_records = run_squad._prepro, run_squad._train_records  # pylint: disable=protected-access
   other = json.load(open(TRAIN, encoding="utf-8"))
   other["data"] = other["data"][1:]
@@ -260,6 +261,17 @@ def test_training_records_made_from_other_data_are_refused(tiny_config, tmp_path
   for train_file in (TRAIN, None):
     with pytest.raises(cli.FlagError, match="were made by different --do_prepro runs"):
       train_records(types.SimpleNamespace(**{**vars(o), "train_file": train_file}), sp_model, print)
+  half = types.SimpleNamespace(**{**vars(o), "output_dir": str(tmp_path / "half")})
+  os.makedirs(half.output_dir)
+  prepro(half, sp_model, print, num_proc=2, proc_id=0)  # proc_id 1 never ran
+  lines = []
+  train_records(half, sp_model, lines.append)
+  assert lines[0] == ("Training on 1 of the 2 records of a --do_prepro --num_proc=2 run (in --output_dir: "
+                      "spiece.model.0.slen-64.qlen-16.train.tf_record): part of the data. Run --do_prepro for the "
+                      "other --proc_id first to train on all of it.")
+  prepro(half, sp_model, print, num_proc=2, proc_id=1)
+  lines = []
+  assert len(train_records(half, sp_model, lines.append)) == 2 and not any("part of the data" in l for l in lines)
 
 
 def test_a_second_training_run_in_the_same_model_dir_refuses_to_start(tiny_config, tmp_path):

@@ -239,7 +239,7 @@ def prepare_train_records(train_file, sp_model, spiece_model_file, output_dir, o
                           shuffle_seed=None):
   """The original `--do_prepro` step: examples[proc_id::num_proc], shuffled, converted, written to
   `output_dir/train_record_name(...)` (always rewritten, as the original), with its fingerprint
-  (`train_fingerprint`) in `{record}.source`.
+  (`train_fingerprint`) and num_proc in `{record}.source`.
 
   options: `data.FeatureOptions`. shuffle_seed: int or None (None = unseeded, as the original's `random.shuffle`).
 
@@ -256,26 +256,26 @@ def prepare_train_records(train_file, sp_model, spiece_model_file, output_dir, o
   with fileio.atomic_files() as out:  # the record and its fingerprint together
     with FeatureWriter(path, is_training=True, files=out) as writer:
       stats = data.convert_examples_to_features(examples, sp_model, options, True, writer.process_feature)
-    records.mark_cache(out, path, train_fingerprint(train_file, sp_model, options, num_proc))
+    records.mark_cache(out, path, f"{train_fingerprint(train_file, sp_model, options)} num_proc={num_proc}")
   return path, stats
 
 
-def train_fingerprint(train_file, sp_model, options, num_proc):
+def train_fingerprint(train_file, sp_model, options):
   """What `prepare_train_records` makes a record from (`records.cache_fingerprint`): the bytes of the training JSON,
-  the SentencePiece model, the `data.FeatureOptions` and num_proc (which splits the examples)."""
+  the SentencePiece model and the `data.FeatureOptions`."""
   with fileio.open_file(train_file, "rb") as f:
-    return records.cache_fingerprint(f.read(), sp_model.serialized_model_proto(), repr(options),
-                                     f"num_proc={num_proc}")
+    return records.cache_fingerprint(f.read(), sp_model.serialized_model_proto(), repr(options))
 
 
 def recorded_fingerprint(path):
-  """The fingerprint `prepare_train_records` wrote beside the record `path`, or None (a record of the original's
-  `--do_prepro`, or of a version that wrote none)."""
+  """(`train_fingerprint`, num_proc) that `prepare_train_records` wrote beside the record `path`, or None (a record
+  of the original's `--do_prepro`, or of a version that wrote none)."""
   source = path + ".source"
   if not fileio.exists(source):
     return None
   with fileio.open_file(source) as f:
-    return f.read().strip()
+    fingerprint, _, num_proc = f.read().strip().partition(" num_proc=")
+  return (fingerprint, int(num_proc)) if num_proc.isdigit() else None
 
 
 def prepare_eval_features(predict_file, sp_model, spiece_model_file, output_dir, options, overwrite_data=False):

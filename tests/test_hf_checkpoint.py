@@ -325,6 +325,15 @@ def _corrupt_copies(root):
       shutil.copy(root / name / first, root / name / second)
     else:
       (root / name / index_name).write_text(text)
+  # Directories without usable weights: shards without their index, a config and tokenizer alone, a weights file
+  # that is a broken link (an unfinished hub download).
+  shutil.copytree(f"{DATA}/{sharded}", root / "shards_without_index")
+  (root / "shards_without_index" / index_name).unlink()
+  (root / "no_weights").mkdir()
+  shutil.copy(f"{DATA}/{sharded}/config.json", root / "no_weights")
+  shutil.copy("tests/testdata/data/spm/spiece.model", root / "no_weights")
+  shutil.copytree(root / "no_weights", root / "broken_link")
+  os.symlink(root / "blobs" / "abc.incomplete", root / "broken_link" / "model.safetensors")
   return root
 
 
@@ -345,14 +354,18 @@ def _corrupt_copies(root):
     ("shard_swapped", "model-00002-of-00002.safetensors lacks logits_proj.bias, .*index.json places there: the shard "
                       "is another one or damaged"),
     ("index_a_list", "is not a valid shard index"), ("weight_map_a_list", "is not a valid shard index"),
-    ("shard_a_path", "is not a valid shard index")])
+    ("shard_a_path", "is not a valid shard index"),
+    ("shards_without_index", r"holds weight shards \(model-00001-of-00002.safetensors, ...\) but not their index "
+                             "model.safetensors.index.json. Download it too."),
+    ("no_weights", "holds config.json, spiece.model but no model weights"),
+    ("broken_link", r"broken_link/model.safetensors is a broken link \(a download cut short\?\)")])
 def test_bad_inputs_are_one_line(case, words, tmp_path):
   root = _corrupt_copies(tmp_path)
   inputs = {"qa_simple": f"{DATA}/qa_simple_safetensors", "several_heads": f"{MODEL}/ckpt_untied",
             "d_head": f"{MODEL}/ckpt_untied/xlnet_model.ckpt", "output_is_a_file": f"{DATA}/lm_h5"}
   extra = {"d_head": dict(task_name="toy")}.get(case, {})
   output_dir = f"{DATA}/lm_outputs.npz" if case == "output_is_a_file" else str(tmp_path / "out")
-  with pytest.raises(ValueError, match=words) as error:
+  with pytest.raises((ValueError, FileNotFoundError), match=words) as error:
     convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=inputs.get(case, str(root / case)),
                                         output_dir=output_dir, **extra), log_fn=lambda line: None)
   assert "\n" not in str(error.value)
@@ -479,6 +492,10 @@ def test_a_prediction_from_an_hf_directory_takes_the_model_from_its_config_json(
   o.model_config_path, o.predict_ckpt = "", None
   with pytest.raises(cli.FlagError, match="--model_config_path is required"):
     cli.require_model_config(o)
+  (tmp_path / "hf" / "model.safetensors").unlink()  # config.json and no weights: said so (not "pass a config")
+  o.init_checkpoint = str(tmp_path / "hf")
+  with pytest.raises(FileNotFoundError, match=f"^{tmp_path}/hf holds config.json but no model weights"):
+    cli.model_config(o, sp)
 
 
 def test_one_of_our_checkpoints_exports_too(tmp_path):

@@ -100,12 +100,36 @@ def hub_snapshot(path):
   return os.path.join(snapshots, names[0])
 
 
+_MODEL_FILES = (CONFIG_FILE, "spiece.model", "tokenizer.json", "tokenizer_config.json")  # beside the weights
+
+
 def require_config(directory):
-  """FileNotFoundError if `directory` holds HF weights but no `config.json` (a download or copy left incomplete)."""
+  """FileNotFoundError where `directory` holds part of an HF model directory and no TF checkpoint (`*.index`),
+  naming what is missing: weights without `config.json`; a weights file that is a broken link (a download cut
+  short); weight shards without their index; a config or tokenizer without weights."""
+  if fileio.is_remote(directory) or fileio.glob_in(directory, "*.index"):
+    return
+  broken = [name for name in WEIGHT_FILES if os.path.islink(os.path.join(directory, name))
+            and not os.path.exists(os.path.join(directory, name))]
+  if broken:
+    raise FileNotFoundError(f"{os.path.join(directory, broken[0])} is a broken link (a download cut short?). "
+                            "Download the model again.")
   weights = [name for name in WEIGHT_FILES if fileio.exists(os.path.join(directory, name))]
   if weights and not fileio.exists(os.path.join(directory, CONFIG_FILE)):
     raise FileNotFoundError(f"{directory} holds HuggingFace weights ({weights[0]}) but no {CONFIG_FILE}. Put the "
                             f"model's {CONFIG_FILE} (downloaded with the weights) into {directory}, then rerun.")
+  if weights:
+    return
+  for pattern, index in (("*-of-*.safetensors", "model.safetensors.index.json"),
+                         ("*-of-*.bin", "pytorch_model.bin.index.json")):
+    shards = fileio.glob_in(directory, pattern)
+    if shards:
+      raise FileNotFoundError(f"{directory} holds weight shards ({os.path.basename(shards[0])}, ...) but not their "
+                              f"index {index}. Download it too.")
+  present = [name for name in _MODEL_FILES if fileio.exists(os.path.join(directory, name))]
+  if present:
+    raise FileNotFoundError(f"{directory} holds {', '.join(present)} but no model weights (none of "
+                            f"{', '.join(WEIGHT_FILES)}, and no TF checkpoint). Download the weights too.")
 
 
 def read_config(directory):
@@ -281,6 +305,8 @@ def model_config(model_config_path, init_checkpoint, flag="--init_checkpoint"):
   """The XLNetConfig of --model_config_path, else of the HF model directory --init_checkpoint (`flag` names it in
   the messages); where both are given, a ValueError unless they describe the same model (its weights could not be
   loaded, or would compute another function)."""
+  if init_checkpoint and fileio.isdir(init_checkpoint):
+    require_config(init_checkpoint)  # a directory without weights says so, not that a config is missing
   path = os.path.join(init_checkpoint, CONFIG_FILE) if is_hf_directory(init_checkpoint) else None
   xlnet_config = XLNetConfig(json_path=model_config_path) if model_config_path else None
   hf_config = xlnet_config_from_hf(read_config(init_checkpoint), None, path)[0] if path else None

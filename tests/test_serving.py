@@ -129,6 +129,8 @@ def test_the_task_s_text_replacements_are_in_the_graph(data):
   read = [t.strip().replace("<br />", " ") for t in raw]
   np.testing.assert_array_equal(graph, python_features(read, [None] * len(read), sp)["input_ids"])
   assert not np.array_equal(graph, python_features(raw, [None] * len(raw), sp)["input_ids"])
+  with pytest.raises(tf.errors.InvalidArgumentError, match="text_a and text_b must hold as many texts"):
+    module.encode_pair(tf.constant(raw), tf.constant(raw[:2]))
 
 
 def _model(regression=False, seed=0):

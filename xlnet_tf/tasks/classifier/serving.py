@@ -180,6 +180,11 @@ class ClassifierModule(tf.Module):
   def _encode(self, text_a, text_b=None):
     """The model inputs of texts (pairs when text_b is given): int32 ids and segments, float mask, [B, L]."""
     seq_len = self.max_seq_length
+    if text_b is not None:  # a clear error, not a failed gather deep in the graph
+      check = tf.debugging.assert_equal(tf.size(text_a), tf.size(text_b), message="classify_pair: text_a and text_b "
+                                        "must hold as many texts (one pair each)")
+      with tf.control_dependencies([check]):
+        text_a = tf.identity(text_a)
     a = self._tokenize(text_a)
     if text_b is None:
       b = tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int32), tf.zeros([a.nrows()], tf.int64))

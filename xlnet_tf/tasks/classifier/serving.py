@@ -9,9 +9,10 @@ value). The callable functions `encode(text_a)` and `encode_pair(text_a, text_b)
 
 The graph repeats the Python path (the task reader's `text_replacements`, e.g. imdb's `<br />` -> space, then
 `tokenization.preprocess_text` + `encode_ids` + `convert_single_example`):
-1. the task's text replacements; whitespace runs (every character `str.isspace` accepts) become one space, ends stripped; ` `` ` and `''`
-   become `"`; NFKD (`tf_text.normalize_utf8`) and removal of the characters with a non-zero Unicode combining
-   class (the table is Python's `unicodedata`, built at export time); lower-casing when uncased;
+1. the task's text replacements; whitespace runs (every character `str.isspace` accepts) become one space, ends
+   stripped; ` `` ` and `''` become `"`; NFKD (`tf_text.normalize_utf8`) and removal of the characters with a
+   non-zero Unicode combining class (the table is Python's `unicodedata`, built at export time); lower-casing when
+   uncased;
 2. the SentencePiece model via `tf_text.SentencepieceTokenizer`, then the original's digit-comma rule (a piece
    such as `▁2000,` becomes `▁2000`, `,`): the rule depends on the piece alone, so every such vocabulary piece's
    replacement is computed at export time with the Python rule and applied in the graph by a table lookup;

@@ -165,7 +165,13 @@ class ClassifierModule(tf.Module):
     self.classify_pair = function(self._classify, 2)
 
   def _tokenize(self, text):
-    """string [B] -> int32 RaggedTensor [B, (T)], the ids of `encode_ids(preprocess_text(text))`."""
+    """string [B] -> int32 RaggedTensor [B, (T)], the ids of `encode_ids(preprocess_text(text))`; an
+    InvalidArgumentError for a text that is not UTF-8 (the Python path refuses such a file)."""
+    utf8 = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
+    check = tf.debugging.Assert(tf.reduce_all(tf.equal(utf8, text)),  # data: the line alone, not the bytes
+                                ["a text is not UTF-8: send UTF-8 encoded strings"])
+    with tf.control_dependencies([check]):
+      text = tf.identity(text)
     for old, new in self.text_replacements:
       text = tf.strings.regex_replace(text, f"\\Q{old}\\E", new)  # RE2: between \Q and \E, literal text
     ids = self.tokenizer.tokenize(preprocess_text_graph(text, lower=self.uncased))

@@ -448,6 +448,7 @@ def _tiny_hf_directory(tmp_path, n_layer):
   return config
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the hub cache and HF directory tests in-process
 def test_run_classifier_fine_tunes_from_an_hf_directory(tmp_path):
   """run_classifier.py --init_checkpoint=<HF hub cache directory> (what `from_pretrained` downloaded) without
   --model_config_path: its snapshot is read, the log names it and what it loaded, the loss is finite and a

@@ -414,6 +414,7 @@ def test_kill_9_then_resume_on_two_replicas_is_bit_identical(files, tmp_path):
     np.testing.assert_array_equal(values["killed"][key], value, err_msg=key)
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: test_optimization's and test_recompute's two replicas
 def test_mirrored_fine_tuning_equals_one_device(files, tmp_path):
   """2 replicas (2 logical CPUs) x 2 rows train the same weights as one device x 4 rows (seeded, no dropout), the
   replicas with --recompute_grad (the same gradients); so do 2 replicas x 2 micro-batches of 1 row

@@ -361,8 +361,8 @@ def _export(config, path):
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-  """Builds the bad inputs in a workspace, runs every case; {case id: (returncode, stderr, workspace, case dir)}."""
+def workspace(tmp_path_factory):
+  """Builds the bad inputs in a workspace: (the workspace, a directory for the cases' logs)."""
   w = tmp_path_factory.mktemp("bad")
   logs = tmp_path_factory.mktemp("bad_logs")
   for name in ("none", "latin1", "empty"):
@@ -480,15 +480,48 @@ def results(tmp_path_factory):
   (w / "race_bad_dev" / "dev" / "high" / "bad.txt").write_text("{not json")
   _put_an_id_beyond_the_vocabulary(w / "race_big_ids", "*train*.tf_record")
 
-  case_dirs = [w / "cases" / case_id for case_id, *_ in CASES]
+  return w, logs
+
+
+def _run_cases(cases, w, logs):
+  """Runs the cases in the workspace w; {case id: (returncode, stderr, workspace, case dir)}."""
+  case_dirs = [w / "cases" / case_id for case_id, *_ in cases]
   runs = cli_forks.run([[tool, *base_flags(tool, w, case_dir), *[e.format(w=w) for e in extra]]
-                        for (_, tool, extra, _), case_dir in zip(CASES, case_dirs)], logs,
-                       headrooms=[HEADROOM.get(case_id) for case_id, *_ in CASES])
-  return {case[0]: (*run, w, case_dir) for case, run, case_dir in zip(CASES, runs, case_dirs)}
+                        for (_, tool, extra, _), case_dir in zip(cases, case_dirs)], logs,
+                       headrooms=[HEADROOM.get(case_id) for case_id, *_ in cases])
+  return {case[0]: (*run, w, case_dir) for case, run, case_dir in zip(cases, runs, case_dirs)}
 
 
-@pytest.mark.parametrize("case_id,tool,extra,words", CASES, ids=[c[0] for c in CASES])
+# The cases that take longest (a device out of memory, an id found at record 300 of a training run): the default
+# suite's 15 minutes; by default: tests/test_out_of_memory.py and cls-eval-reads-an-id-beyond-n-token.
+SLOW_CASE_IDS = ("cls-out-of-memory-in-a-step", "cls-out-of-memory-in-evaluation",
+                 "cls-train-reads-an-id-beyond-n-token")
+DEFAULT_CASES = [case for case in CASES if case[0] not in SLOW_CASE_IDS]
+SLOW_CASES = [case for case in CASES if case[0] in SLOW_CASE_IDS]
+
+
+@pytest.fixture(scope="module")
+def results(workspace):
+  return _run_cases(DEFAULT_CASES, *workspace)
+
+
+@pytest.fixture(scope="module")
+def slow_results(workspace):
+  return _run_cases(SLOW_CASES, *workspace)
+
+
+@pytest.mark.parametrize("case_id,tool,extra,words", DEFAULT_CASES, ids=[c[0] for c in DEFAULT_CASES])
 def test_bad_input(results, case_id, tool, extra, words):
+  _check(results, case_id, tool, words)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case_id,tool,extra,words", SLOW_CASES, ids=[c[0] for c in SLOW_CASES])
+def test_bad_input_that_takes_long(slow_results, case_id, tool, extra, words):
+  _check(slow_results, case_id, tool, words)
+
+
+def _check(results, case_id, tool, words):
   code, stderr, w, case_dir = results[case_id]
   assert code == 1, stderr[-3000:]
   assert "Traceback" not in stderr, stderr[-3000:]
@@ -515,7 +548,8 @@ def test_failed_runs_leave_the_run_files_of_the_run_before(results):
 
 
 def test_the_sweep_is_wide():
-  assert len(CASES) >= 25 and len({c[1] for c in CASES}) == 6
+  assert len(DEFAULT_CASES) >= 25 and len({c[1] for c in DEFAULT_CASES}) == 6
+  assert set(SLOW_CASE_IDS) == {c[0] for c in SLOW_CASES}
 
 
 def test_skip_bad_records_reads_each_damaged_file_up_to_its_first_bad_record(tmp_path, monkeypatch):

@@ -149,18 +149,23 @@ def _step_parity():
   return importlib.import_module("step_parity")
 
 
+REPLAYED_HERE = ("pretrain_adam_gpu", "finetune_cls_adamwd_lrlayer075_clip005_gpu")  # by the `replays` fixture
+
+
 def test_original_training_steps_replay_within_tolerance():
-  """scripts/check_train_step.py over the copied goldens: every file of the MANIFEST is replayed and PASSes
-  (per-step loss, tower losses / logits, lr, gnorm, mems; step-1 gradients; final variables, slots, beta powers,
-  global step)."""
-  proc = subprocess.run([sys.executable, "scripts/check_train_step.py", f"--golden_dir={GOLDEN_DIR}"],
-                        capture_output=True, text=True, timeout=600, env=ENV)
-  assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
+  """scripts/check_train_step.py over the copied goldens: every file of the MANIFEST but the two the `replays`
+  fixture replays in this process (test_untampered_replay_passes: the default suite's 15 minutes) is replayed and
+  PASSes (per-step loss, tower losses / logits, lr, gnorm, mems; step-1 gradients; final variables, slots, beta
+  powers, global step)."""
   files = sorted(f[:-len(".npz")] for f in os.listdir(GOLDEN_DIR) if f.endswith(".npz"))
-  assert len(files) == 8
-  for name in files:
+  assert len(files) == 8 and set(REPLAYED_HERE) <= set(files)
+  rest = [name for name in files if name not in REPLAYED_HERE]
+  proc = subprocess.run([sys.executable, "scripts/check_train_step.py", f"--golden_dir={GOLDEN_DIR}",
+                         f"--files={','.join(rest)}"], capture_output=True, text=True, timeout=600, env=ENV)
+  assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
+  for name in rest:
     assert f"{name}.npz: PASS" in proc.stdout, proc.stdout
-  assert "Replayed 8 of 8 files (8 listed in" in proc.stdout
+  assert "Replayed 6 of 6 files (8 listed in" in proc.stdout
   assert proc.stdout.splitlines()[-1] == "PASS"
 
 
@@ -171,7 +176,7 @@ def replays():
   step_parity = _step_parity()
   initial = checkpoint_lib.checkpoint_arrays(os.path.join(GOLDEN_DIR, "ckpt", "xlnet_model.ckpt"))
   out = {}
-  for name in ("pretrain_adam_gpu", "finetune_cls_adamwd_lrlayer075_clip005_gpu"):
+  for name in REPLAYED_HERE:
     out[name] = step_parity.replay(os.path.join(GOLDEN_DIR, f"{name}.npz")) + (initial,)
   return out
 
@@ -188,7 +193,7 @@ def _failed(golden, tamper_golden=None, tamper_ours=None, replays=None):
   return {name for name, row in _step_parity().compare(g, meta, ours, initial).items() if not row[2]}
 
 
-@pytest.mark.parametrize("golden", ["pretrain_adam_gpu", "finetune_cls_adamwd_lrlayer075_clip005_gpu"])
+@pytest.mark.parametrize("golden", REPLAYED_HERE)
 def test_untampered_replay_passes(golden, replays):
   assert not _failed(golden, replays=replays)
 

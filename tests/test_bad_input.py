@@ -170,8 +170,9 @@ CASES = [
      "--gradient_accumulation_steps must be a positive integer. Received: 0."),
     ("cls-model-dir-is-the-released-model-s", "run_classifier.py",
      ["--init_checkpoint={w}/released/xlnet_model.ckpt", "--model_dir={w}/released"],
-     "--model_dir {w}/released is the directory of --init_checkpoint {w}/released/xlnet_model.ckpt: the run would "
-     "write its checkpoints and run files (xlnet_config.json) beside the model it starts from"),
+     "--model_dir {w}/released is the directory of --init_checkpoint {w}/released/xlnet_model.ckpt, which holds the "
+     "model's xlnet_config.json: the run would write over it and put its checkpoints beside the model it starts "
+     "from"),
     ("cls-config-mismatch", "run_classifier.py", ["--init_checkpoint={w}/other/xlnet_model.ckpt"],
      "Shape mismatch loading"),
     ("cls-corrupt-cached-records", "run_classifier.py", ["--output_dir={w}/cls_corrupt"], "is unreadable at record"),

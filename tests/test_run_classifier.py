@@ -237,7 +237,8 @@ def test_pretraining_checkpoints_initialise_a_classifier(tmp_path):
     assert len(report["loaded"]) == len(table) - 4
     for name in report["loaded"]:
       np.testing.assert_array_equal(table[name].numpy(), values[name], err_msg=name)
-    with pytest.raises(ValueError, match="has no fine-tuned model/classification_imdb"):
+    with pytest.raises(ValueError, match=r"has no fine-tuned model/classification_imdb .*; it holds no "
+                                         r"classification head \(a pretrained checkpoint, or another task's\)"):
       classifier_eval.Inference(model, "classification_imdb").load(path)
 
 

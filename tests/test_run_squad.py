@@ -62,14 +62,15 @@ def _check_prediction_files(predict_dir):
 @pytest.mark.slow  # the default suite's 15 minutes; by default: the original's predictions, test_squad_flow
 def test_prepro_train_predict(tiny_config, tmp_path):
   # The original's sharded preprocessing (here in this process, to save two start-ups): one record per shard,
-  # named as the original's; the shards split the examples.
+  # named as the original's, with its fingerprint (.source); the shards split the examples.
   lines = []
   for i in range(2):
     o = cli.defaults(run_squad.define_flags, do_prepro=True, train_file=TRAIN, num_proc=2, proc_id=i, seed=3,
                      spiece_model_file=SPM, output_dir=str(tmp_path / "out"), max_seq_length=64,
                      max_query_length=16, doc_stride=24)
     run_squad.run(o, training.make_strategy("one_device"), log_fn=lines.append)
-  assert sorted(os.listdir(tmp_path / "out")) == [records.train_record_name(SPM, i, 64, 16) for i in range(2)]
+  assert sorted(os.listdir(tmp_path / "out")) == sorted(records.train_record_name(SPM, i, 64, 16) + suffix
+                                                         for i in range(2) for suffix in ("", ".source"))
   assert [line.split(" of ")[1].split(" ")[0] for line in lines] == ["19", "19"]  # of 38 examples
   common = [PY, "run_squad.py", f"--spiece_model_file={SPM}", f"--output_dir={tmp_path / 'out'}", *WINDOW]
   proc = subprocess.run(
@@ -106,7 +107,8 @@ def test_prepro_train_predict(tiny_config, tmp_path):
         str(tmp_path / "out" / records.eval_record_name(SPM, 64, 16)), 64, records_lib.ReadConfig(batch_size=8))))
   for key in ("start_top_log_probs", "end_top_log_probs", "cls_logits"):
     np.testing.assert_allclose(outputs[1][key], outputs[0][key], rtol=1e-5, atol=1e-5)
-  assert sorted(os.listdir(tmp_path / "out")) == sorted([records.train_record_name(SPM, i, 64, 16) for i in range(2)]
+  assert sorted(os.listdir(tmp_path / "out")) == sorted([records.train_record_name(SPM, i, 64, 16) + suffix
+                                                         for i in range(2) for suffix in ("", ".source")]
                                                         + [records.eval_features_name(SPM, 64, 16),
                                                            records.eval_features_name(SPM, 64, 16) + ".source",
                                                            f".{records.eval_features_name(SPM, 64, 16)}.lock",

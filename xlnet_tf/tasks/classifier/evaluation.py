@@ -38,9 +38,12 @@ class Inference(inference.Inference):
     missing = [n for n in report["kept_initial"] if n.startswith(f"model/{self.scope}/") or "sequnece_summary" in n]
     if missing:
       heads = sorted({n.split("/")[1] for n in report["unused"] if re.match(r"model/(classification|regression)_", n)})
+      held = (f"it holds the classification heads {', '.join(heads)}. Evaluate a fine-tuned checkpoint, or set "
+              "--cls_scope / --task_name to the head it holds." if heads else
+              "it holds no classification head (a pretrained checkpoint, or another task's). Evaluate a checkpoint "
+              "run_classifier.py fine-tuned.")
       raise ValueError(f"Checkpoint {ckpt_path} has no fine-tuned {missing[0].rsplit('/', 2)[0]} (it lacks "
-                       f"{missing[0]}); it holds the heads {heads or 'none'}. Evaluate a fine-tuned checkpoint, or "
-                       "set --cls_scope / --task_name to the head it holds.")
+                       f"{missing[0]}); {held}")
 
   def run(self, dataset):
     """Runs the model over a dataset of feature batches (`classifier_data.classifier_dataset`).

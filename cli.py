@@ -363,17 +363,18 @@ def _check_apart_from_init_checkpoint(o):
   checkpoints beside the model, which the original's README warns against. A bare checkpoint there (an original
   run's model.ckpt) is allowed, as by the original; a --model_dir already holding this tool's checkpoints resumes
   them and reads no --init_checkpoint."""
-  from xlnet_tf import checkpoint, hf_checkpoint  # pylint: disable=g-import-not-at-top
+  from xlnet_tf import checkpoint  # pylint: disable=g-import-not-at-top
   if not o.init_checkpoint or checkpoint.latest_checkpoint(o.model_dir):
     return
   try:
     init_dir = checkpoint.directory_of(o.init_checkpoint)
   except FileNotFoundError:  # said by the trainer, naming --init_checkpoint
     return
+  # xlnet_config.json: a released model; config.json: a HuggingFace model directory (it has one whenever it is one).
   held = [name for name in ("xlnet_config.json", "config.json") if os.path.exists(os.path.join(init_dir, name))]
-  if init_dir == os.path.abspath(o.model_dir) and (held or hf_checkpoint.is_hf_directory(init_dir)):
+  if init_dir == os.path.abspath(o.model_dir) and held:
     raise FlagError(f"--model_dir {o.model_dir} is the directory of --init_checkpoint {o.init_checkpoint}, which "
-                    f"holds the model's {' and '.join(held) or 'files'}: the run would write over "
+                    f"holds the model's {' and '.join(held)}: the run would write over "
                     f"{'them' if len(held) != 1 else 'it'} and put its checkpoints beside the model it starts from. "
                     "Pass a separate --model_dir.")
 

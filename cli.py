@@ -14,6 +14,7 @@ line.
 
 import atexit
 import gc
+import hashlib
 import json
 import math
 import os
@@ -299,6 +300,18 @@ def run_flags(directory):
 
 # Another value loads the same weights and pools otherwise (summary_type, use_summ_proj) or reads other tokens.
 _TRAINED_WITH = ("summary_type", "use_summ_proj", "uncased")
+# run_flags.json's digest of the SentencePiece model a fine-tuning run read (`spiece_digest`): its path alone may name
+# another model later (a file replaced, or another machine), which turns the same text into other ids.
+_SPIECE_DIGEST = "spiece_model_sha256"
+
+
+def spiece_digest(o):
+  """The sha256 of --spiece_model_file's bytes; None for a tool without that flag."""
+  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
+  if not getattr(o, "spiece_model_file", None):
+    return None
+  with fileio.open_file(o.spiece_model_file, "rb") as f:
+    return hashlib.sha256(f.read()).hexdigest()
 
 
 def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
@@ -316,6 +329,10 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
   there = run_flags(directory) or {}
   changed = [f"--{k}={there[k]} there, {getattr(o, k)} here" for k in _TRAINED_WITH if k in there and hasattr(o, k)
              and there[k] != getattr(o, k)]
+  recorded = there.get(_SPIECE_DIGEST)
+  if recorded and getattr(o, "spiece_model_file", None) and recorded != spiece_digest(o):
+    changed.append(f"--spiece_model_file={there.get('spiece_model_file')} there, {o.spiece_model_file} here: another "
+                   "SentencePiece model (its sha256 differs)")
   if changed:
     raise FlagError(f"The checkpoints in {flag} {directory} were fine-tuned with other flags "
                     f"({'; '.join(changed)}; {os.path.join(directory, 'run_flags.json')}): the same weights would "
@@ -351,6 +368,8 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
   start = _restore_or_init(o, trainer, log_fn, **kwargs)
   if chief:
     flags_dict = {**vars(o), **(resolved or {})}
+    if digest := spiece_digest(o):
+      flags_dict[_SPIECE_DIGEST] = digest
     if checkpoint.latest_checkpoint(o.model_dir):  # resumed: this run has saved nothing yet
       flags_dict["init_checkpoint"] = (run_flags(o.model_dir) or {}).get("init_checkpoint")
     training.write_run_files(o.model_dir, xlnet_config, flags_dict)
@@ -384,7 +403,7 @@ def _restore_or_init(o, trainer, log_fn, **kwargs):
   try:
     return trainer.restore_or_init(o.init_checkpoint, log_fn=log_fn, **kwargs)
   except run_checkpoint.CannotResume as e:
-    foreign = sorted(set(run_flags(o.model_dir) or {}) - set(vars(o)) - {"label_list"})  # label_list: resolved
+    foreign = sorted(set(run_flags(o.model_dir) or {}) - set(vars(o)) - {"label_list", _SPIECE_DIGEST})  # resolved
     if foreign:
       raise FlagError(f"Cannot resume from {e.latest}: --model_dir {o.model_dir} holds the checkpoints of another "
                       f"tool (its run_flags.json has flags this one lacks: {', '.join(foreign[:4])}"

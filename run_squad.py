@@ -177,16 +177,20 @@ def _prepro(o, sp_model, log_fn, num_proc, proc_id):
   return path
 
 
-def _predict_checkpoints(o):
-  """[(step, prefix)] to predict with (see the module docstring)."""
+def _predict_checkpoints(o, xlnet_config):
+  """[(step, prefix)] to predict with (see the module docstring), fine-tuned as this run's model
+  (`cli.check_trained_model`)."""
   if o.predict_all_ckpt:
     found = checkpoint.list_checkpoints(o.model_dir)
     if not found:
       raise FileNotFoundError(f"No checkpoint to predict with: no *.index file in --model_dir {o.model_dir}. Train "
                               "first (--do_train=True), or pass --predict_ckpt or --init_checkpoint.")
+    cli.check_trained_model(o, o.model_dir, xlnet_config)
     return found
-  path = checkpoint.resolve_checkpoint_path(checkpoint.choose_checkpoint(
-      o.model_dir, o.predict_ckpt or (o.init_checkpoint if not o.do_train else None)))
+  chosen = o.predict_ckpt or (o.init_checkpoint if not o.do_train else None)
+  path = checkpoint.resolve_checkpoint_path(checkpoint.choose_checkpoint(o.model_dir, chosen))
+  flag = "--predict_ckpt" if o.predict_ckpt else "--init_checkpoint" if chosen else "--model_dir"
+  cli.check_trained_model(o, checkpoint.directory_of(path), xlnet_config, flag)
   return [(checkpoint.checkpoint_step(path), path)]
 
 
@@ -209,8 +213,10 @@ def run(o, strategy, log_fn=print):
     results["prepro"] = _prepro(o, sp_model, log_fn, o.num_proc, o.proc_id)
     return results
   xlnet_config = cli.model_config(o, sp_model)
+  if o.do_train:
+    cli.check_trained_model(o, o.model_dir, xlnet_config)
   # Resolved first when no training comes first, so that a missing checkpoint fails before anything is written.
-  predict_ckpts = _predict_checkpoints(o) if o.do_predict and not o.do_train else None
+  predict_ckpts = _predict_checkpoints(o, xlnet_config) if o.do_predict and not o.do_train else None
   eval_set = None
   if o.do_predict:  # Read and convert --predict_file before training: its errors then cost no training.
     examples, features, record, _ = squad_records.prepare_eval_features(
@@ -243,6 +249,7 @@ def run(o, strategy, log_fn=print):
           log_fn=log_fn, data_files=train_files)
 
   if o.do_predict and training.is_chief(strategy):  # Prediction runs on the chief only.
+    predict_ckpts = predict_ckpts or _predict_checkpoints(o, xlnet_config)
     inference = squad_predict.Inference(squad_task.build_model(
         xlnet_config, cli.create_run_config(o, is_training=False, is_finetune=True)), o.start_n_top, o.end_n_top,
         o.jit_compile)
@@ -250,7 +257,7 @@ def run(o, strategy, log_fn=print):
         n_best_size=o.n_best_size, max_answer_length=o.max_answer_length, allow_last_token=o.allow_last_token,
         allow_empty_prediction=o.allow_empty_prediction, null_threshold=o.null_threshold)
     results["predict"], results["best"] = squad_predict.predict_checkpoints(
-        inference, predict_ckpts or _predict_checkpoints(o), eval_set, o.predict_dir, o.predict_batch_size, options,
+        inference, predict_ckpts, eval_set, o.predict_dir, o.predict_batch_size, options,
         o.target_eval_key, log_fn=log_fn)
   return results
 

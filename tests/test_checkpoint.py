@@ -1,5 +1,6 @@
 """Original-format checkpoints: load, export, round trip, and the errors of a config that does not fit."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -233,6 +234,30 @@ def test_a_resumed_run_keeps_the_init_checkpoint_its_weights_came_from(tmp_path)
   resumed = make_trainer(tmp_path, False)
   assert cli.restore_or_init(options("released/xlnet_model.ckpt"), resumed, XLNetConfig(**CONFIG), print) == 0
   assert json.load(open(tmp_path / "run_flags.json")) == {"model_dir": str(tmp_path), "init_checkpoint": None}
+
+
+def test_checkpoints_fine_tuned_with_another_sentencepiece_model_are_refused(tmp_path):
+  """run_flags.json keeps the sha256 of the SentencePiece model the run read: evaluating, predicting or resuming with
+  another model (of the same name, or at the same path replaced) turned the same text into other ids, exit 0. The
+  same model at another path is accepted."""
+  import cli  # pylint: disable=import-outside-toplevel
+  from test_fp16 import CONFIG, make_trainer  # pylint: disable=import-outside-toplevel
+  spm, other = "tests/testdata/data/spm/spiece.model", "tests/testdata/squad/spm/spiece.model"
+  options = lambda model: types.SimpleNamespace(model_dir=str(tmp_path), init_checkpoint=None, spiece_model_file=model)
+  trainer = make_trainer(tmp_path, False)
+  assert cli.restore_or_init(options(spm), trainer, XLNetConfig(**CONFIG), print) == 0
+  trainer.checkpoints.manager.save(checkpoint_number=0)
+  assert json.load(open(tmp_path / "run_flags.json"))["spiece_model_sha256"] == hashlib.sha256(
+      open(spm, "rb").read()).hexdigest()
+  shutil.copy(spm, tmp_path / "copied.model")
+  cli.check_trained_model(options(str(tmp_path / "copied.model")), str(tmp_path), XLNetConfig(**CONFIG))
+  with pytest.raises(cli.FlagError) as error:
+    cli.check_trained_model(options(other), str(tmp_path), XLNetConfig(**CONFIG), "--predict_ckpt")
+  assert str(error.value) == (
+      f"The checkpoints in --predict_ckpt {tmp_path} were fine-tuned with other flags (--spiece_model_file={spm} "
+      f"there, {other} here: another SentencePiece model (its sha256 differs); {tmp_path}/run_flags.json): the same "
+      "weights would pool otherwise or read other tokens, and score other numbers. Pass the values there, or another "
+      "--predict_ckpt.")
 
 
 def test_a_checkpoint_deleted_after_the_listing_is_skipped_and_the_rest_evaluated(tmp_path):

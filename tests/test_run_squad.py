@@ -287,6 +287,22 @@ def test_a_second_training_run_in_the_same_model_dir_refuses_to_start(tiny_confi
   assert os.listdir(o.model_dir) == []
 
 
+def test_predicting_with_checkpoints_fine_tuned_otherwise_is_refused(tmp_path, tiny_config):
+  """run_squad.py predicted with checkpoints fine-tuned on uncased text (their run_flags.json says so) given cased
+  text, or with another SentencePiece model, exit 0: refused as run_classifier.py and run_race.py refuse it."""
+  config = XLNetConfig(json_path=tiny_config)
+  config.to_json(str(tmp_path / "xlnet_config.json"))
+  (tmp_path / "ckpt-4.index").write_bytes(b"")
+  (tmp_path / "run_flags.json").write_text('{"uncased": true}')
+  o = cli.defaults(run_squad.define_flags, spiece_model_file=SPM, model_dir=str(tmp_path), do_predict=True,
+                   do_train=False)
+  with pytest.raises(cli.FlagError, match=r"^The checkpoints in --model_dir .* fine-tuned with other flags "
+                                          r"\(--uncased=True there, False here; "):
+    run_squad._predict_checkpoints(o, config)  # pylint: disable=protected-access
+  o.uncased, o.predict_ckpt = True, str(tmp_path / "ckpt-4")
+  assert run_squad._predict_checkpoints(o, config) == [(4, str(tmp_path / "ckpt-4"))]  # pylint: disable=protected-access
+
+
 ORIGINAL_SQUAD_FLAGS = {  # the original run_squad.py's 55 flags and defaults
     "do_prepro": False, "num_proc": 1, "proc_id": 0, "model_config_path": None, "dropout": 0.1, "dropatt": 0.1,
     "clamp_len": -1, "summary_type": "last", "use_bfloat16": False, "init": "normal", "init_std": 0.02,

@@ -27,6 +27,14 @@ def record_info_glob(split, spec):
   return spec.filename(f"record_info-{split}-*", "json")
 
 
+def record_info_task(path):
+  """The task number in the name of the record_info file `path` (`record_info-{split}-{task}-{pass}.bsz-...json`);
+  None where the name is not the original's."""
+  m = _NAME_RE.match(os.path.basename(path))
+  task = m and m.group("task_pass").split("-", 1)[0]
+  return int(task) if task and task.isdigit() else None
+
+
 def _name_fields(split, spec):
   """The naming fields of `split` and a `PretrainDataSpec` as the file name spells them (None = field absent)."""
   return {"split": str(split), "bsz_per_host": str(spec.bsz_per_host), "seq_len": str(spec.seq_len),

@@ -180,11 +180,10 @@ def _check_no_other_run(tfrecord_dir, spec, options):
   """Refuses record_info files of this split and shape whose task this --num_task does not have (k >= num_task):
   they are another run's, and the trainer, which reads every `record_info-{split}-*` of the shape, would mix them
   in. Raises `DataError`."""
-  from xlnet_tf.data.record_files import record_info_glob  # pylint: disable=g-import-not-at-top  (imports TF)
-  prefix = f"record_info-{options.split}-"
-  for path in fileio.glob_in(tfrecord_dir, record_info_glob(options.split, spec)):
-    task = os.path.basename(path)[len(prefix):].split("-", 1)[0]
-    if task.isdigit() and int(task) >= options.num_task:
+  from xlnet_tf.data import record_files  # pylint: disable=g-import-not-at-top  (imports TF)
+  for path in fileio.glob_in(tfrecord_dir, record_files.record_info_glob(options.split, spec)):
+    task = record_files.record_info_task(path)
+    if task is not None and task >= options.num_task:
       raise DataError(f"{path} is the record_info of task {task}, which --num_task={options.num_task} does not "
                       f"have: it is another data_utils.py run's, and run_pretrain.py would read its records with "
                       f"these. Delete it (and the .tfrecords it lists) or pass another --save_dir.")

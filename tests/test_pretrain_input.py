@@ -485,6 +485,30 @@ def test_every_record_is_checked_against_the_vocabulary_as_it_is_read(tmp_path):
   assert len(_take(read(5001), 80)) == 80
 
 
+@pytest.mark.parametrize("kept,start_step,held", [(8, 0, "8"), (9, 0, "9"), (24, 3, "more than 20")],
+                         ids=["cut_at_a_step", "cut_inside_a_step", "longer"])
+def test_a_record_file_of_another_length_than_its_record_info_is_named(kept, start_step, held, tmp_path):
+  """A record file cut short at a record boundary (a copy interrupted there) reads as complete to TensorFlow: the
+  steps after it were read with their rows shifted, exit 0. Each file is checked to hold the steps its record_info
+  says as it is read (also from a resumed step), and `read_errors` names it."""
+  from xlnet_tf.data import read_errors  # pylint: disable=import-outside-toplevel
+  record_dir = str(tmp_path / "records")
+  _write_records(record_dir, 0, 5)
+  _write_records(record_dir, 1, 3)
+  (path,) = [p for p in tf.io.gfile.glob(f"{record_dir}/train-0-0.*.tfrecords")]
+  rows = [r.numpy() for r in tf.data.TFRecordDataset(path)] + [b"extra"] * 4
+  with tf.io.TFRecordWriter(path) as writer:
+    for row in rows[:kept]:
+      writer.write(row)
+  input_fn, _ = get_input_fn(record_dir, start_step=start_step, **_small_kw(seed=1))
+  with pytest.raises(tf.errors.InvalidArgumentError) as error:
+    _take(input_fn(), 8)
+  assert read_errors.describe_read_error(error.value, [path]) == (
+      f"Record file {path} holds {held} records, but its record_info says 5 batches of 4 (20): it was cut short (a "
+      "copy or a write that stopped?) or changed after data_utils.py wrote it, and the rows of every later step would "
+      "be shifted. Copy it again, or write it again with data_utils.py")
+
+
 @pytest.mark.parametrize("text,problem", [('{"vocab_size": 10', r"\(Expecting ',' delimiter"),
                                           ("[1000]", r"\(a json list, not an object\)")])
 def test_a_damaged_corpus_info_is_refused_not_guessed(text, problem, tmp_path):

@@ -16,6 +16,8 @@ from xlnet_tf.data import token_checks
 READ_ERRORS = (tf.errors.DataLossError, tf.errors.InvalidArgumentError, tf.errors.NotFoundError)
 
 _BAD_TOKEN_ID = re.compile(re.escape(records.BAD_TOKEN_ID) + r": feature (\w+), n_token=(\d+)\.")
+_WRONG_RECORD_COUNT = re.compile(re.escape(records.WRONG_RECORD_COUNT) +
+                                 r":\] \[(.*?)\] \[(\d+)\] \[(\d+)\] \[(\d+)\] \[(\d+)\]")
 # What tf.io.parse_example says of a whole record whose features differ from the spec it is parsed with: a feature
 # of another type or length ("Key: label_ids, Index: 0. Data types don't match. ..."), or one it lacks.
 _OTHER_FEATURES = re.compile(r"Key: (\w+), Index: \d+\. (.*?)\s*(?:\[\[|$)|"
@@ -43,6 +45,9 @@ def describe_read_error(error, files):
     found = token_checks.bad_token_id_line(files, n_token, fix, key, num_records=None) if files else None
     return found or (f"A record holds a token id outside the model's vocabulary [0, n_token={n_token}) ({quoted}). "
                      f"{fix}")
+  wrong_count = _WRONG_RECORD_COUNT.search(error.message)
+  if wrong_count:
+    return _wrong_count_line(*wrong_count.groups())
   if isinstance(error, tf.errors.InvalidArgumentError) and "Example" not in error.message:
     return None
   found = records.find_corrupt_record(files) if files else None
@@ -52,6 +57,17 @@ def describe_read_error(error, files):
   where = (f"Record file {found[0]} is unreadable at record {found[1]} ({found[2]})" if found else
            f"A training record is unreadable ({quoted})")
   return f"{where}. Rewrite the file with the tool that wrote it (data_utils.py for pretraining records) or remove it"
+
+
+def _wrong_count_line(path, steps, bsz, step, rows):
+  """The line for a pretraining record file of another length than its record_info says
+  (`records.counted_record_dataset`'s assertion: the step it failed at and the rows read there)."""
+  steps, bsz, step, rows = int(steps), int(bsz), int(step), int(rows)
+  held = f"more than {steps * bsz}" if step >= steps and rows else str(step * bsz + rows)
+  return (f"Record file {path} holds {held} records, but its record_info says {steps} batches of {bsz} "
+          f"({steps * bsz}): it was cut short (a copy or a write that stopped?) or changed after data_utils.py wrote "
+          "it, and the rows of every later step would be shifted. Copy it again, or write it again with "
+          "data_utils.py")
 
 
 def _other_features_line(match, files):

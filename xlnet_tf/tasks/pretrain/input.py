@@ -59,7 +59,7 @@ import numpy as np
 import tensorflow as tf
 
 from xlnet_tf.data.record_files import find_record_info, read_corpus_info
-from xlnet_tf.data.records import checked_token_ids, has_read_limits, record_dataset
+from xlnet_tf.data.records import checked_token_ids, counted_record_dataset, has_read_limits, record_dataset
 from xlnet_tf.tasks.pretrain.parser import parse_record
 
 
@@ -120,13 +120,16 @@ def validate_lengths(seq_len, reuse_len, perm_size, num_predict=None):
 
 
 def _record_stream(file_names, file_num_batch, bsz_per_host, first_pos, cache):
-  """Raw records repeated forever, starting at stream position `first_pos` (records, counted across epochs)."""
-  full = record_dataset(file_names)
-  if cache:
-    full = full.cache()  # raw serialized records in memory, as the original
+  """Raw records repeated forever, starting at stream position `first_pos` (records, counted across epochs). Where
+  each file's steps are known (`file_num_batch`), every file is checked to hold them (`counted_record_dataset`)."""
   counts = None
   if file_num_batch is not None and all(n is not None for n in file_num_batch) and not has_read_limits():
     counts = [n * bsz_per_host for n in file_num_batch]
+  read = (lambda first: counted_record_dataset(file_names[first:], file_num_batch[first:], bsz_per_host)) if counts \
+      else (lambda first: record_dataset(file_names[first:]))
+  full = read(0)
+  if cache:
+    full = full.cache()  # raw serialized records in memory, as the original
   if first_pos == 0:
     return full.repeat()
   if counts is None:  # per-file sizes unknown: skip record by record (cheap, nothing is parsed)
@@ -136,7 +139,7 @@ def _record_stream(file_names, file_num_batch, bsz_per_host, first_pos, cache):
   while offset >= counts[file_idx]:
     offset -= counts[file_idx]
     file_idx += 1
-  head = record_dataset(file_names[file_idx:]).skip(offset)  # the rest of the current epoch
+  head = read(file_idx).skip(offset)  # the rest of the current epoch
   return head.concatenate(full.repeat())
 
 

@@ -319,7 +319,10 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
   options `o` build: another xlnet_config.json (`training.check_run_files`), or another pooling or casing
   (`_TRAINED_WITH` in its run_flags.json). Both load without a shape mismatch: an evaluation, a prediction, an export
   or a resume went on with other numbers, exit 0."""
-  from xlnet_tf import checkpoint, training  # pylint: disable=g-import-not-at-top
+  from xlnet_tf import checkpoint, hf_checkpoint, training  # pylint: disable=g-import-not-at-top
+  if directory and hf_checkpoint.is_hf_directory(directory):
+    _check_hf_pooling(o, directory, flag)
+    return
   if not directory or not checkpoint.latest_checkpoint(directory):
     return
   try:
@@ -338,6 +341,26 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
                     f"({'; '.join(changed)}; {os.path.join(directory, 'run_flags.json')}): the same weights would "
                     f"pool otherwise or read other tokens, and score other numbers. Pass the values there, or another "
                     f"{flag}.")
+
+
+def _check_hf_pooling(o, directory, flag):
+  """FlagError where the HuggingFace classification or multiple-choice model in `directory` pools otherwise than the
+  options `o` say (its config.json's summary_type and summary_use_proj): its head ran on another summary, exit 0."""
+  from xlnet_tf import hf_checkpoint  # pylint: disable=g-import-not-at-top
+  try:
+    config = hf_checkpoint.read_config(directory)
+  except ValueError as e:
+    raise FlagError(str(e)) from None
+  if hf_checkpoint.architecture_of(config, {}) not in ("XLNetForSequenceClassification", "XLNetForMultipleChoice"):
+    return
+  there = {"summary_type": config.get("summary_type", "last"), "use_summ_proj": config.get("summary_use_proj", True)}
+  changed = [f"{'summary_use_proj' if k == 'use_summ_proj' else k} {there[k]} there, --{k}={getattr(o, k)} here"
+             for k in there if hasattr(o, k) and there[k] != getattr(o, k)]
+  if changed:
+    raise FlagError(f"{flag} {directory} pools otherwise ({'; '.join(changed)}; "
+                    f"{os.path.join(directory, hf_checkpoint.CONFIG_FILE)}): its head would read another summary and "
+                    f"score other numbers. Pass " + " ".join(f"--{k}={there[k]}" for k in there
+                                                             if hasattr(o, k) and there[k] != getattr(o, k)) + ".")
 
 
 def flag_changes(o):

@@ -385,3 +385,20 @@ def test_checkpoints_of_another_model_or_pooling_are_refused_before_they_are_rea
   o.summary_type, o.use_summ_proj, o.uncased = "mean", True, False  # cased text for a model trained on uncased
   with pytest.raises(cli.FlagError, match=r"fine-tuned with other flags \(--uncased=True there, False here; "):
     cli.check_trained_model(o, str(tmp_path), config)
+
+
+def test_a_huggingface_classifier_that_pools_otherwise_is_refused():
+  """An HF classification model pools as its config.json says (summary_type, summary_use_proj): predicting with it
+  under another --summary_type ran its head on another summary, exit 0."""
+  import run_classifier  # pylint: disable=import-outside-toplevel
+  hf = "tests/testdata/hf/cls_bin"  # summary_type mean, summary_use_proj true
+  o = cli.defaults(run_classifier.define_flags, summary_type="mean")
+  cli.check_trained_model(o, hf, None, "--predict_ckpt")
+  o.summary_type, o.use_summ_proj = "last", False
+  with pytest.raises(cli.FlagError) as error:
+    cli.check_trained_model(o, hf, None, "--predict_ckpt")
+  assert str(error.value) == (
+      f"--predict_ckpt {hf} pools otherwise (summary_type mean there, --summary_type=last here; summary_use_proj True "
+      f"there, --use_summ_proj=False here; {hf}/config.json): its head would read another summary and score other "
+      "numbers. Pass --summary_type=mean --use_summ_proj=True.")
+  cli.check_trained_model(o, "tests/testdata/hf/qa_bin", None, "--predict_ckpt")  # no pooled head

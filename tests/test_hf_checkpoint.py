@@ -534,11 +534,20 @@ def test_the_export_pools_and_names_labels_as_the_fine_tuning_run_did(tmp_path):
   with pytest.raises(ValueError, match="--summary_type last, but .* was fine-tuned with --summary_type=mean"):
     convert.convert_to_hf(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf2"), task_name="toy", summary_type="last",
                           allow_d_head_override=True)
-  (src / "run_flags.json").write_text(json.dumps({"summary_type": "mean", "record_info_dir": "proc_data"}))
-  convert.convert_to_hf(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf3"), task_name="toy",
+  # The weights alone (--to=tf1) keep the run's flags beside them: exported to HF from there, it pooled with `last`.
+  convert.clean_checkpoint(str(src / "xlnet_model.ckpt"), str(tmp_path / "clean"), log_fn=lambda _: None)
+  convert.convert_to_hf(str(tmp_path / "clean" / "xlnet_model.ckpt"), str(tmp_path / "hf4"), task_name="toy",
                         allow_d_head_override=True, log_fn=lambda _: None)
+  assert json.loads((tmp_path / "hf4" / "config.json").read_text()) == config
+  (src / "run_flags.json").write_text(json.dumps({"summary_type": "mean", "record_info_dir": "proc_data"}))
+  lines = []
+  convert.convert_to_hf(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf3"), task_name="toy",
+                        allow_d_head_override=True, log_fn=lines.append)
   config = json.loads((tmp_path / "hf3" / "config.json").read_text())
   assert config["summary_type"] == "last" and config["id2label"]["0"] == "LABEL_0"
+  assert (f"Its pooling is unknown (no --summary_type, and no run_flags.json of the run that fine-tuned it beside "
+          f"{src / 'xlnet_model.ckpt'}): config.json says summary_type 'last', the original's default. Convert again "
+          "with --summary_type if it was fine-tuned with another.") in lines
 
 
 def test_the_head_is_read_from_architectures_a_list_or_one_name():

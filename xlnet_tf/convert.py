@@ -38,19 +38,20 @@ def _read(path):
     return f.read()
 
 
-def _check_spiece(src_dir, output_dir):
-  """ValueError where output_dir holds a spiece.model other than the one `_copy_spiece` would copy there."""
-  src, dst = os.path.join(src_dir, "spiece.model"), os.path.join(output_dir, "spiece.model")
+def _check_copy(src_dir, output_dir, name="spiece.model"):
+  """ValueError where output_dir holds a file `name` other than the one `_copy` would copy there."""
+  src, dst = os.path.join(src_dir, name), os.path.join(output_dir, name)
   if fileio.exists(src) and fileio.exists(dst) and _read(src) != _read(dst):
-    raise ValueError(f"--output_dir {output_dir} already holds another spiece.model than {src}, which the "
+    raise ValueError(f"--output_dir {output_dir} already holds another {name} than {src}, which the "
                      "conversion would replace; it was left as it is. Pass a new or empty directory.")
 
 
-def _copy_spiece(src_dir, output_dir, write=fileio.atomic_write):
-  """Copies src_dir's spiece.model (if any) into output_dir with `write(path, data)`; whether there was one."""
-  src = os.path.join(src_dir, "spiece.model")
+def _copy(src_dir, output_dir, write=fileio.atomic_write, name="spiece.model"):
+  """Copies src_dir's spiece.model (or other file `name`), if any, into output_dir with `write(path, data)`;
+  whether there was one."""
+  src = os.path.join(src_dir, name)
   if fileio.exists(src):
-    write(os.path.join(output_dir, "spiece.model"), _read(src))
+    write(os.path.join(output_dir, name), _read(src))
     return True
   return False
 
@@ -84,13 +85,14 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
   from safetensors.numpy import save_file  # pylint: disable=import-outside-toplevel
   path = checkpoint.resolve_checkpoint_path(ckpt_path)
   _check_output_dir(output_dir, _HF_FILES, os.path.dirname(path))
-  _check_spiece(os.path.dirname(path), output_dir)
+  _check_copy(os.path.dirname(path), output_dir)
   xlnet_config = XLNetConfig(json_path=model_config_path or os.path.join(os.path.dirname(path), "xlnet_config.json"))
   trained_summary, label_list = _fine_tuned_with(os.path.dirname(path))
   if summary_type and trained_summary and summary_type != trained_summary:
     raise ValueError(f"--summary_type {summary_type}, but {path} was fine-tuned with --summary_type={trained_summary} "
                      f"({os.path.join(os.path.dirname(path), 'run_flags.json')}): the HF model would pool otherwise. "
                      "Leave --summary_type unset.")
+  unknown_summary = not (summary_type or trained_summary)
   summary_type = summary_type or trained_summary or "last"
   try:
     arrays = checkpoint.original_arrays(path)
@@ -106,8 +108,12 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
     except SafetensorError as e:  # a failed write (a full disk) is no OSError there
       raise OSError(str(e)) from None
     fileio.give_default_mode(tmp)  # safetensors makes its file readable by its owner only
-    copied = _copy_spiece(os.path.dirname(path), output_dir, out.write)
+    copied = _copy(os.path.dirname(path), output_dir, out.write)
     out.write(os.path.join(output_dir, hf_checkpoint.CONFIG_FILE), json.dumps(config, indent=2, sort_keys=True))
+  if unknown_summary and config["architectures"][0] in ("XLNetForSequenceClassification", "XLNetForMultipleChoice"):
+    notes.append(f"Its pooling is unknown (no --summary_type, and no run_flags.json of the run that fine-tuned it "
+                 f"beside {path}): config.json says summary_type 'last', the original's default. Convert again with "
+                 "--summary_type if it was fine-tuned with another.")
   for line in notes:
     log_fn(line)
   log_fn(f"Wrote {config['architectures'][0]} ({len(weights)} arrays) from {path} to {output_dir}: "
@@ -121,12 +127,12 @@ def convert_to_original(directory, output_dir, task_name=None, log_fn=print):
   a checkpoint) is refused. The files appear together (`fileio.atomic_files`), the checkpoint's index after its
   data."""
   _check_output_dir(output_dir, _ORIGINAL_FILES, directory)
-  _check_spiece(directory, output_dir)
+  _check_copy(directory, output_dir)
   xlnet_config, arrays, info = hf_checkpoint.read_hf_checkpoint(directory, task_name)
   ckpt = os.path.join(output_dir, "xlnet_model.ckpt")
   with fileio.atomic_files() as out:  # one set: a conversion cut short leaves no checkpoint without its config
     checkpoint.write_original_checkpoint(arrays, ckpt, files=out)
-    copied = _copy_spiece(directory, output_dir, out.write)
+    copied = _copy(directory, output_dir, out.write)
     xlnet_config.to_json(os.path.join(output_dir, "xlnet_config.json"), write=out.write)
   for line in info["notes"]:
     log_fn(line)
@@ -145,7 +151,8 @@ def clean_checkpoint(ckpt_path, output_dir, model_config_path=None, log_fn=print
   path = checkpoint.resolve_checkpoint_path(ckpt_path)
   src_dir = os.path.dirname(path)
   _check_output_dir(output_dir, _ORIGINAL_FILES, src_dir)
-  _check_spiece(src_dir, output_dir)
+  for name in ("spiece.model", "run_flags.json"):
+    _check_copy(src_dir, output_dir, name)
   try:
     arrays = checkpoint.original_arrays(path)
   except checkpoint.DamagedCheckpointError as e:
@@ -159,10 +166,13 @@ def clean_checkpoint(ckpt_path, output_dir, model_config_path=None, log_fn=print
   fileio.makedirs(output_dir)
   with fileio.atomic_files() as out:  # one set, as convert_to_original's
     checkpoint.write_original_checkpoint(arrays, ckpt, files=out)
-    copied = _copy_spiece(src_dir, output_dir, out.write)
+    copied = _copy(src_dir, output_dir, out.write)
+    # The flags of the run that trained the weights: how it pooled, its labels, its casing and SentencePiece model.
+    flags = _copy(src_dir, output_dir, out.write, "run_flags.json")
     if config_path:
       out.write(os.path.join(output_dir, "xlnet_config.json"), _read(config_path))
-  written = ", ".join(["xlnet_config.json"] * bool(config_path) + ["spiece.model"] * copied)
+  written = ", ".join(["xlnet_config.json"] * bool(config_path) + ["spiece.model"] * copied +
+                      ["run_flags.json"] * flags)
   log_fn(f"Wrote {ckpt} ({len(arrays)} variables: the weights of {path}, without its optimizer state)"
          f"{', ' + written if written else ''}.")
   if not config_path:

@@ -14,7 +14,6 @@ line.
 
 import atexit
 import gc
-import hashlib
 import json
 import math
 import os
@@ -308,10 +307,7 @@ _SPIECE_DIGEST = "spiece_model_sha256"
 def spiece_digest(o):
   """The sha256 of --spiece_model_file's bytes; None for a tool without that flag."""
   from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
-  if not getattr(o, "spiece_model_file", None):
-    return None
-  with fileio.open_file(o.spiece_model_file, "rb") as f:
-    return hashlib.sha256(f.read()).hexdigest()
+  return fileio.sha256(o.spiece_model_file) if getattr(o, "spiece_model_file", None) else None
 
 
 def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):

@@ -15,6 +15,7 @@ sys.path.insert(0, os.getcwd())  # The repository root (tests/conftest.py chdirs
 import cli  # noqa: E402  pylint: disable=wrong-import-position
 import data_utils  # noqa: E402  pylint: disable=wrong-import-position
 import flags  # noqa: E402  pylint: disable=wrong-import-position
+from xlnet_tf import fileio
 from xlnet_tf.data import corpora
 from xlnet_tf.data import tokenization as tk
 from xlnet_tf.data.pretrain_spec import PretrainDataSpec
@@ -63,8 +64,14 @@ def test_cli_writes_what_the_original_wrote(tmp_path):
           *GOLDEN_FLAGS)
   gold_dir = f"{GOLDEN}/records"
   assert sorted(os.listdir(save_dir)) == sorted(os.listdir(gold_dir)) == ["corpus_info.json", "tfrecords"]
-  assert sorted(os.listdir(f"{save_dir}/tfrecords")) == sorted(os.listdir(f"{gold_dir}/tfrecords")) == [
+  assert sorted(os.listdir(f"{gold_dir}/tfrecords")) == [
       f"record_info-train-0-0.{GOLDEN_NAME}.json", f"train-0-0.{GOLDEN_NAME}.tfrecords"]
+  # and the writer file beside the records (ours alone: how they were written beyond their name and record_info)
+  assert sorted(os.listdir(f"{save_dir}/tfrecords")) == sorted(
+      [*os.listdir(f"{gold_dir}/tfrecords"), f"train-0-0.{GOLDEN_NAME}.tfrecords.writer.json"])
+  assert json.load(open(f"{save_dir}/tfrecords/train-0-0.{GOLDEN_NAME}.tfrecords.writer.json")) == {
+      "num_core_per_host": 1, "sp_model_sha256": fileio.sha256(f"{GOLDEN}/spm/spiece.model"), "num_task": 1,
+      "pass_id": 0, "input_files": sorted(glob.glob(f"{GOLDEN}/corpus/*.txt"))}
 
   # record_info: the original stores os.path.join(save_dir, "tfrecords", name) as given (it ran with
   # --save_dir=goldens/data/records); the json text is otherwise identical.
@@ -272,6 +279,39 @@ def test_records_of_a_task_this_num_task_lacks_are_another_run_s(tmp_path):
   assert sorted(p.name for p in out.rglob("*")) == sorted(["tfrecords", stale.name])
   info = data_utils.create_data(cli.values(_flag_values(args + ["--num_task=2"])))
   assert info["num_batch"] > 0 and (out / "corpus_info.json").exists()
+
+
+def test_records_that_would_not_fit_with_another_run_s_are_refused(tmp_path):
+  """Workers (or later runs) writing into one --save_dir: records of another SentencePiece model (the same ids of
+  two vocabularies, trained on as one, exit 0), or of a --num_task that puts a text file of this task into another
+  record file of the same pass (its text trained on twice), are refused before anything is written, by the writer
+  files beside the records; the reader refuses such a mix as well, and reads bi_data's row layout from them."""
+  from xlnet_tf.data import record_files  # pylint: disable=import-outside-toplevel
+  out = tmp_path / "out"
+  args = [f"--input_glob={GOLDEN}/corpus/*.txt", f"--save_dir={out}", *GOLDEN_FLAGS]
+  data_utils.create_data(cli.values(_flag_values(args + [f"--sp_path={GOLDEN}/spm/spiece.model", "--num_task=2"])))
+  first = out / f"tfrecords/train-0-0.{GOLDEN_NAME}.tfrecords"
+  other_model = "tests/testdata/squad/spm/spiece.model"
+  before = sorted(p.name for p in out.rglob("*"))
+  with pytest.raises(pd.DataError) as e:
+    data_utils.create_data(cli.values(_flag_values(args + [f"--sp_path={other_model}", "--num_task=3", "--task=1"])))
+  assert str(e.value) == (
+      f"Record file {out}/tfrecords/train-1-0.{GOLDEN_NAME}.tfrecords was written with another SentencePiece model "
+      f"(--sp_path) than {first} ({out}/tfrecords/train-1-0.{GOLDEN_NAME}.tfrecords.writer.json): the same ids would "
+      "mean other pieces, and a run reads both. Write them with the same data_utils.py flags, or keep them in "
+      "separate directories.")
+  with pytest.raises(pd.DataError, match=f"^{GOLDEN}/corpus/imdb-2.txt is in record files {first} and {out}/"
+                                         f"tfrecords/train-2-0.{GOLDEN_NAME}.tfrecords of one pass"):
+    data_utils.create_data(cli.values(_flag_values(args + [f"--sp_path={GOLDEN}/spm/spiece.model", "--num_task=3",
+                                                           "--task=2"])))
+  assert sorted(p.name for p in out.rglob("*")) == before
+  data_utils.create_data(cli.values(_flag_values(args + [f"--sp_path={GOLDEN}/spm/spiece.model", "--num_task=3",
+                                                         "--task=0"])))  # the same task again: rewritten
+  writers = [(str(first), record_files.writer_info(str(first))),
+             ("b", dict(record_files.writer_info(str(first)), input_files=[], num_core_per_host=2))]
+  assert record_files.check_writers(writers[:1], True) == 1 and record_files.check_writers(writers, False) is None
+  with pytest.raises(ValueError, match="^Record file b was written with another --num_core_per_host than "):
+    record_files.check_writers(writers, True)
 
 
 def test_a_path_flag_s_tilde_is_the_home_directory():

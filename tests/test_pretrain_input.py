@@ -351,6 +351,20 @@ def test_bi_data_rows_must_match_the_writer_cores():
     input_fn(batch_size=1)
 
 
+def test_bi_data_rows_are_checked_against_the_writer_files_before_corpus_info(tmp_path):
+  """The row layout comes from the writer file beside each record file: corpus_info.json is the last task-0 run's
+  of its --save_dir (another seq_len's, say), or was not copied with the records; records laid out for 2 cores then
+  trained on 1 replica with half its rows in the other direction, exit 0."""
+  shutil.copytree(os.path.dirname(GOLDEN_DIR), tmp_path / "records")  # with its corpus_info.json: 1 core
+  (record,) = tf.io.gfile.glob(f"{tmp_path}/records/tfrecords/*.tfrecords")
+  with open(record + ".writer.json", "w") as f:
+    json.dump({"num_core_per_host": 2, "input_files": ["a.txt"], "pass_id": 0}, f)
+  input_fn, _ = get_input_fn(str(tmp_path / "records" / "tfrecords"), **GOLDEN_KW)
+  with pytest.raises(ValueError, match="num_core_per_host = 2 rows per core, but each replica would get 4"):
+    input_fn()
+  assert len(_take(input_fn(batch_size=2), 1)) == 1
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Seeds, resume and sharding
 # ----------------------------------------------------------------------------------------------------------------

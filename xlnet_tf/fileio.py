@@ -17,6 +17,7 @@ import contextlib
 import errno
 import fnmatch
 import glob as glob_lib
+import hashlib
 import json
 import os
 import shutil
@@ -91,6 +92,12 @@ def open_file(path, mode="r"):
   if is_remote(path):
     return _gfile().GFile(path, mode)
   return open(path, mode, encoding=None if "b" in mode else "utf-8")
+
+
+def sha256(path):
+  """The hex sha256 of the file's bytes (what identifies a SentencePiece model, whatever its path)."""
+  with open_file(path, "rb") as f:
+    return hashlib.sha256(f.read()).hexdigest()
 
 
 def remove(path):

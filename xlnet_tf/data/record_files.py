@@ -154,6 +154,66 @@ def find_record_info(record_info_dir, split, spec, batch_flag=None):
   return info
 
 
+# Beside each record file, data_utils.py (not the original's) writes `{record file}.writer.json`: how the file was
+# written beyond its name and record_info (which stay the original's): num_core_per_host, sp_model_sha256 (of the
+# SentencePiece model's bytes), num_task, pass_id and input_files (the text files it read).
+WRITER_SUFFIX = ".writer.json"
+
+
+def writer_info(record_path):
+  """The writer file data_utils.py wrote beside the record file `record_path` (a dict), or None: the original's
+  records have none (one that cannot be read counts as none)."""
+  path = record_path + WRITER_SUFFIX
+  if not fileio.exists(path):
+    return None
+  try:
+    with fileio.open_file(path) as f:
+      info = json.load(f)
+  except (OSError, ValueError):
+    return None
+  return info if isinstance(info, dict) else None
+
+
+def check_writers(named_infos, bi_data):
+  """ValueError where record files that one run would read were written by data_utils.py runs that do not fit
+  together, by their writer files (`writer_info`; files without one are not checked): another SentencePiece model
+  (the same ids would mean other pieces); with bi_data, another --num_core_per_host (another row layout); a text
+  file in two record files of one pass (its text trained on twice: runs of another --num_task into one --save_dir).
+
+  Args:
+    named_infos: [(record file, its writer info or None)].
+    bi_data: bool, the records' layout.
+
+  Returns:
+    Their num_core_per_host where a writer file says it (with bi_data), else None.
+  """
+  named_infos = [(name, info) for name, info in named_infos if info]
+  keys = [("sp_model_sha256", "another SentencePiece model (--sp_path)", "the same ids would mean other pieces")]
+  if bi_data:
+    keys.append(("num_core_per_host", "another --num_core_per_host", "its bi_data rows are laid out for other cores"))
+  for key, what, why in keys:
+    first = {}
+    for name, info in named_infos:
+      if info.get(key) is not None:
+        first.setdefault(info[key], name)
+    if len(first) > 1:
+      (_, a), (_, b) = list(first.items())[:2]
+      raise ValueError(f"Record file {b} was written with {what} than {a} ({b}{WRITER_SUFFIX}): {why}, and a run "
+                       "reads both. Write them with the same data_utils.py flags, or keep them in separate "
+                       "directories.")
+  seen = {}
+  for name, info in named_infos:
+    for text in info.get("input_files") or []:
+      other = seen.setdefault((info.get("pass_id"), text), name)
+      if other != name:
+        raise ValueError(f"{text} is in record files {other} and {name} of one pass (their {WRITER_SUFFIX} "
+                         "files): its text would be trained on twice (data_utils.py runs of another --num_task into "
+                         "one --save_dir?). Delete the records of one of those runs, or write all with one "
+                         "--num_task.")
+  cores = {info.get("num_core_per_host") for _, info in named_infos} - {None}
+  return cores.pop() if bi_data and len(cores) == 1 else None
+
+
 def read_corpus_info(record_dir):
   """data_utils.py's `corpus_info.json` for a records directory (a dict), or None if there is none; one that cannot
   be read as a json object is a ValueError (the vocabulary it holds sets the model's n_token: guessing it would

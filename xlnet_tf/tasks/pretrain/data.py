@@ -21,6 +21,7 @@ complete; corpus_info.json is written after this task's records; a task too shor
 run, which the trainer would read with these) are refused; bad input raises `DataError` with a one-line message.
 """
 
+import json
 import logging
 import os
 import random
@@ -176,17 +177,31 @@ def create_tfrecords(save_dir, data, sent_ids, spec, options, *, start_table, rn
   return save_path, num_batch
 
 
-def _check_no_other_run(tfrecord_dir, spec, options):
-  """Refuses record_info files of this split and shape whose task this --num_task does not have (k >= num_task):
-  they are another run's, and the trainer, which reads every `record_info-{split}-*` of the shape, would mix them
-  in. Raises `DataError`."""
+def _check_no_other_run(tfrecord_dir, spec, options, writer):
+  """Refuses the records of other runs that the trainer, which reads every `record_info-{split}-*` of this split and
+  shape, would read with this run's: a record_info whose task this --num_task does not have (k >= num_task), and
+  record files whose writer files (`record_files.check_writers`) do not fit this run's `writer` info (another
+  SentencePiece model; with bi_data another --num_core_per_host; a text file of this task in another record file of
+  this pass). Raises `DataError`."""
   from xlnet_tf.data import record_files  # pylint: disable=g-import-not-at-top  (imports TF)
+  ours = os.path.join(tfrecord_dir, spec.filename(options.basename, "tfrecords"))
+  named = []
   for path in fileio.glob_in(tfrecord_dir, record_files.record_info_glob(options.split, spec)):
     task = record_files.record_info_task(path)
     if task is not None and task >= options.num_task:
       raise DataError(f"{path} is the record_info of task {task}, which --num_task={options.num_task} does not "
                       f"have: it is another data_utils.py run's, and run_pretrain.py would read its records with "
                       f"these. Delete it (and the .tfrecords it lists) or pass another --save_dir.")
+    try:
+      with fileio.open_file(path) as f:
+        listed = [os.path.join(tfrecord_dir, os.path.basename(n)) for n in json.load(f)["filenames"]]
+    except (OSError, ValueError, KeyError, TypeError):  # said by the trainer, which reads it
+      continue
+    named += [(name, record_files.writer_info(name)) for name in listed if name != ours]  # ours: written again
+  try:
+    record_files.check_writers([*named, (ours, writer)], spec.bi_data)
+  except ValueError as e:
+    raise DataError(str(e)) from None
 
 
 def create_data(spec, options, *, input_glob, sp_path, save_dir):
@@ -194,7 +209,8 @@ def create_data(spec, options, *, input_glob, sp_path, save_dir):
 
   Writes `save_dir/corpus_info.json` (task 0), `save_dir/tfrecords/{split}-{task}-{pass_id}.<fmt>.tfrecords` and
   `save_dir/tfrecords/record_info-{split}-{task}-{pass_id}.<fmt>.json` with `filenames` (the tfrecord path as
-  `os.path.join(save_dir, "tfrecords", name)`, like the original) and `num_batch`. Task k reads
+  `os.path.join(save_dir, "tfrecords", name)`, like the original) and `num_batch`, and beside the record file its
+  writer file (`record_files.WRITER_SUFFIX`, ours alone). Task k reads
   `sorted(glob(input_glob))[k::num_task]`.
 
   Args:
@@ -255,7 +271,9 @@ def create_data(spec, options, *, input_glob, sp_path, save_dir):
   except Exception as e:  # pylint: disable=broad-except  (OSError, or tf.errors.OpError for remote paths)
     raise DataError(f"Cannot create {tfrecord_dir}: {getattr(e, 'strerror', None) or e}. Pass a writable "
                     f"--save_dir.") from None
-  _check_no_other_run(tfrecord_dir, spec, options)
+  writer = {"num_core_per_host": options.num_core_per_host, "sp_model_sha256": fileio.sha256(sp_path),
+            "num_task": num_task, "pass_id": pass_id, "input_files": task_file_paths}
+  _check_no_other_run(tfrecord_dir, spec, options, writer)
 
   rngs = make_rngs(task, pass_id, options.seed)
   data, sent_ids, perm = combine_shards(shards, rngs[0])
@@ -281,6 +299,8 @@ def create_data(spec, options, *, input_glob, sp_path, save_dir):
         "input_glob": input_glob,
     }
     fileio.write_json(os.path.join(save_dir, "corpus_info.json"), corpus_info)
+  from xlnet_tf.data import record_files  # pylint: disable=g-import-not-at-top  (imports TF)
+  fileio.write_json(save_path + record_files.WRITER_SUFFIX, writer)  # before its record_info, which marks the end
   record_info = {"filenames": [save_path], "num_batch": num_batch}
   record_name = spec.filename(f"record_info-{options.basename}", "json")
   fileio.write_json(os.path.join(tfrecord_dir, record_name), record_info)

@@ -40,7 +40,8 @@ A pipeline yields per-replica batches in row order: consecutive elements go to c
 `distribute_datasets_from_function` assigns them. Without an InputContext, `input_fn(batch_size=k)` yields
 consecutive k-row chunks of each step (the original per-core batches); k defaults to bsz_per_host.
 With `bi_data`, each replica's rows must be one writer core's [forward | backward] rows: b must equal the
-`bsz_per_host // num_core_per_host` of the writer (checked against `corpus_info.json` when it is found).
+`bsz_per_host // num_core_per_host` of the writer (checked against the writer files data_utils.py writes beside
+its records, `record_files.check_writers`, else against `corpus_info.json` when it is found).
 
 Randomness. The masked positions are fixed in the records; the factorisation order is sampled while parsing.
 Without `seed` it is random (like the original, new orders every epoch). With `seed`, the order of a record is a
@@ -57,8 +58,9 @@ import random
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
-from xlnet_tf.data.record_files import find_record_info, read_corpus_info
+from xlnet_tf.data.record_files import check_writers, find_record_info, read_corpus_info, writer_info
 from xlnet_tf.data.records import checked_token_ids, counted_record_dataset, has_read_limits, record_dataset
 from xlnet_tf.tasks.pretrain.parser import parse_record
 
@@ -249,11 +251,18 @@ def get_input_fn(record_info_dir, split, spec, options, global_batch_size=None, 
   validate_lengths(seq_len, spec.reuse_len, options.perm_size, spec.num_predict)
   global_batch_size = bsz_per_host if global_batch_size is None else global_batch_size
   record_info = find_record_info(record_info_dir, split, spec, batch_flag)
+  writer_cores = check_writers([(f, writer_info(f)) for f in record_info["filenames"]], bi_data)
   writer_bsz_per_core = None
-  if bi_data:
+  if bi_data and writer_cores:
+    writer_bsz_per_core = bsz_per_host // writer_cores
+  elif bi_data:  # the original's records: corpus_info.json, which the last data_utils.py run of task 0 wrote
     found = {_writer_bsz_per_core(d, bsz_per_host, seq_len) for d in str(record_info_dir).split(",") if d}
     found.discard(None)
     writer_bsz_per_core = found.pop() if len(found) == 1 else None
+    if writer_bsz_per_core is None:
+      logging.warning("bi_data: the records' --num_core_per_host is unknown (no writer file beside them, no "
+                      "corpus_info.json of their settings): each replica must get one writer core's [forward | "
+                      "backward] rows, bsz_per_host // num_core_per_host, which cannot be checked here.")
   file_names, file_num_batch = record_info["filenames"], record_info["file_num_batch"]
   first_step = start_step
 

@@ -187,6 +187,13 @@ def test_stsb_float_labels(tmp_path):
     with pytest.raises(ValueError, match=rf"^Regression label '{label}' in .*dev.tsv line 3 \(task 'sts-b'\) is not "
                                          r"a finite number\. Fix the file\.$"):
       p.get_dev_examples(d)
+  write(f"{d}/dev.tsv", tsv(header + ["score"], ["0", "g", "f", "y", "0", "s", "s", "x", "y", "37.5"]))
+  with pytest.raises(ValueError, match=r"^Regression label '37.5' in .*dev.tsv line 2 \(task 'sts-b'\) is outside "
+                                       r"STS-B's scale \[0, 5\]\."):
+    p.get_dev_examples(d)
+  write(f"{d}/dev.tsv", tsv(["0", "g", "f", "y", "0", "s", "s", "x", "y", "2.5"]))  # no header row
+  with pytest.raises(ValueError, match=r"dev.tsv line 1 is data, not the header row sts-b files start with"):
+    p.get_dev_examples(d)
   assert classifier_data.label_list_for(p, True) is None
   with pytest.raises(ValueError, match=r"'sts-b' is a regression task .*--is_regression=True"):
     classifier_data.label_list_for(p, False)
@@ -242,6 +249,11 @@ def test_glue_processor(tmp_path, task, train_text, train_expected, test_text, t
   line = len(bad[0].split("\n")) + 1
   with pytest.raises(ValueError, match=rf"Label 'maybe' in .*train.tsv line {line} is not one of the labels"):
     p.get_train_examples(d)
+  # A file without its header row lost its first example, skipped as the header, without a word.
+  for split, text in (("train", train_text), ("test", test_text))[0 if p.contains_header else 1:]:
+    write(f"{d}/{split}.tsv", text.split("\n", 1)[1])
+    with pytest.raises(ValueError, match=rf"{split}.tsv line 1 is data, not the header row {task} files start with"):
+      getattr(p, f"get_{split}_examples")(d)
 
 
 @pytest.mark.parametrize("task,options,placeholder", [
@@ -318,9 +330,12 @@ def test_yelp5_csv(tmp_path):
   write(f"{d}/test.csv", '"3","ok"\n"6","too good"\n')
   with pytest.raises(ValueError, match=r"Label '6' in .*test.csv line 2 is not one of the labels of task 'yelp5'"):
     p.get_dev_examples(d)
-  write(f"{d}/test.csv", '"3"\n')
-  with pytest.raises(ValueError, match=r"test.csv line 1 must have 2 columns"):
-    p.get_dev_examples(d)
+  for row in ('"3"', '"3","A title","the review"'):  # more: a title column read as the text
+    write(f"{d}/test.csv", row + "\n")
+    with pytest.raises(ValueError, match=r"test.csv line 1 must have 2 columns \(label, text\); it has "):
+      p.get_dev_examples(d)
+  write(f"{d}/test.csv", '\ufeff"3","ok"\n')  # a byte-order mark (Excel's "CSV UTF-8") is no text
+  assert triples(p.get_dev_examples(d)) == [("ok", None, "3")]
 
 
 def test_task_files_drop_carriage_returns_as_the_originals_reader(tmp_path):

@@ -52,6 +52,23 @@ class GLUEProcessor(DataProcessor):
     check_label(text, self.get_labels(), path, line_num, self.task_name)
     return text
 
+  def _check_header(self, row, path, line_num, is_test):
+    """ValueError where the row the original skips as the file's header holds data: a file without its header
+    lost its first example without a word (and a test file's predictions were written one row off). Data has an
+    integer index first (a test file's rows) or a label in its label column; a header, column names."""
+    if is_test:
+      looks_like_data = row[0].strip().isdigit()
+    elif self.label_column >= len(row):
+      return
+    elif self.is_regression:
+      looks_like_data = _is_float(row[self.label_column])
+    else:
+      looks_like_data = row[self.label_column] in self.get_labels()
+    if looks_like_data:
+      raise ValueError(f"{path} line {line_num} is data, not the header row {self.task_name} files start with "
+                       f"({row[0][:20]!r}...): the first line is skipped as the header, so this example would be "
+                       "lost. Put the file's header row back (the first line of the GLUE file).")
+
   def _create_examples(self, path, set_type):
     is_test = set_type == "test"
     header = self.test_contains_header if is_test else self.contains_header
@@ -60,6 +77,7 @@ class GLUEProcessor(DataProcessor):
     examples = []
     for i, (line_num, row) in enumerate(read_rows(path, self.task_name, "\t", csv.QUOTE_NONE)):
       if i == 0 and header:
+        self._check_header(row, path, line_num, is_test)
         continue
       needed = [a_col] + ([b_col] if b_col is not None else []) + ([] if is_test else [self.label_column])
       if any(c >= len(row) for c in needed):
@@ -91,7 +109,12 @@ class StsbProcessor(GLUEProcessor):
   labels = (0.0,)
 
   def _label(self, text, path, line_num):
-    return parse_float_label(text, path, line_num, self.task_name)
+    value = parse_float_label(text, path, line_num, self.task_name)
+    if not 0 <= value <= 5:  # a score of another scale, or of a shifted column: trained and scored on, exit 0
+      raise ValueError(f"Regression label {text!r} in {path} line {line_num} (task {self.task_name!r}) is outside "
+                       "STS-B's scale [0, 5]. Fix the file, or read a task of another scale with --task_name=tsv "
+                       "--is_regression=True.")
+    return value
 
 
 class ColaProcessor(GLUEProcessor):
@@ -199,12 +222,21 @@ class Yelp5Processor(_TrainTestProcessor):
   def _create_examples(self, path):
     examples = []
     for i, (line_num, row) in enumerate(read_rows(path, self.task_name, ",", csv.QUOTE_MINIMAL)):
-      if len(row) < 2:
-        raise ValueError(f"{path} line {line_num} must have 2 columns (label, text); it has {len(row)}. Fix the file.")
+      if len(row) != 2:  # more: a title column (Amazon's, Yahoo's layout) read as the text, exit 0
+        raise ValueError(f"{path} line {line_num} must have 2 columns (label, text); it has {len(row)}. Fix the file, "
+                         "or read it with --task_name=csv and --text_a_column, --label_column.")
       check_label(row[0], self.get_labels(), path, line_num, self.task_name)
       text = row[1].replace('""', '"').replace('\\"', '"')
       examples.append(InputExample(guid=str(i), text_a=text, label=row[0]))
     return examples
+
+
+def _is_float(text):
+  try:
+    float(text)
+  except ValueError:
+    return False
+  return True
 
 
 _PROCESSORS = collections.OrderedDict([

@@ -40,11 +40,15 @@ def read_rows(path, task_name, delimiter, quoting):
   """Yields (physical line number, row) for every non-empty row of a delimited file.
 
   The lines end at LF only and lose every CR, as the lines of the original's `tf.gfile` reader (its readline drops
-  them): a lone CR in a field joins its neighbours ("one\\rtwo" -> "onetwo") and ends no row.
+  them): a lone CR in a field joins its neighbours ("one\\rtwo" -> "onetwo") and ends no row. A byte-order mark
+  at the start of the file (Excel's "CSV UTF-8") is no text: it is dropped (it became part of the first field, so
+  a header column could not be named and the quotes of a first quoted field were read as text).
   """
   require_file(path, task_name)
   with open_text(path) as f:
-    reader = csv.reader((line.replace("\r", "") for line in f), delimiter=delimiter, quoting=quoting)
+    lines = ((line[1:] if i == 0 and line.startswith("\ufeff") else line).replace("\r", "")
+             for i, line in enumerate(f))
+    reader = csv.reader(lines, delimiter=delimiter, quoting=quoting)
     try:
       for row in reader:
         if row:

@@ -221,6 +221,10 @@ def test_bad_layout_and_flags(tmp_path):
   with pytest.raises(FileNotFoundError, match="dev/high does not exist.*--data_dir"):
     data.get_examples(root, "dev")
   assert len(data.get_examples(root, "dev", middle_only=True)) == 1
+  os.makedirs(os.path.join(root, "dev", "high"))  # there, but empty: the middle level alone was evaluated
+  with pytest.raises(ValueError, match=r"dev/high holds no article file \(an unpacking cut short\?\)\. Put "
+                                              r"RACE's dev/high files there, or pass --middle_only"):
+    data.get_examples(root, "dev")
   with pytest.raises(FileNotFoundError, match="train/middle does not exist"):
     data.get_examples(root, "train")
   with pytest.raises(ValueError, match="exclude each other"):

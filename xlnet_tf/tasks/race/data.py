@@ -149,7 +149,8 @@ def level_files(data_dir, split, level, sorted_file_order=False):
 
   Raises:
     FileNotFoundError: the directory does not exist.
-    ValueError: it holds a subdirectory.
+    ValueError: it is empty (not a missing level: cached records are not reused by name for it), or holds a
+      subdirectory.
   """
   cur_dir = os.path.join(data_dir, split, level)
   if not fileio.isdir(cur_dir):
@@ -157,6 +158,10 @@ def level_files(data_dir, split, level, sorted_file_order=False):
                             f"{split}/high (RACE's layout); check --data_dir, the split, or pass --high_only / "
                             f"--middle_only to read one level.")
   names = fileio.listdir(cur_dir)
+  if not names:  # read as a level of no question: the other level alone was evaluated, exit 0
+    other = "--middle_only" if level == "high" else "--high_only"
+    raise ValueError(f"RACE directory {cur_dir} holds no article file (an unpacking cut short?). Put RACE's "
+                            f"{split}/{level} files there, or pass {other} to read the other level alone.")
   paths = [os.path.join(cur_dir, name) for name in (sorted(names) if sorted_file_order else names)]
   for p in paths:
     if fileio.isdir(p):

@@ -523,6 +523,19 @@ def test_a_record_file_of_another_length_than_its_record_info_is_named(kept, sta
       "be shifted. Copy it again, or write it again with data_utils.py")
 
 
+def test_records_of_other_lengths_are_named_as_such_not_as_unreadable(tmp_path):
+  """Records of another seq_len under a record_info of this one (a hand-merged record_info of two runs) were
+  called unreadable ("Rewrite the file"), naming no file: they read, and hold other features than the run parses."""
+  from xlnet_tf.data import read_errors  # pylint: disable=import-outside-toplevel
+  _write_records(str(tmp_path), 0, 3)  # seq_len 16
+  (path,) = tf.io.gfile.glob(f"{tmp_path}/*.tfrecords")
+  ds = get_dataset([path], _small_kw(seq_len=32, reuse_len=16)["spec"], ReaderOptions(perm_size=4), batch_size=4)
+  with pytest.raises(tf.errors.InvalidArgumentError) as error:
+    _take(ds, 1)
+  assert read_errors.describe_read_error(error.value, [path]).startswith(
+      f"The records in {path} do not hold the features this run reads (feature ")
+
+
 @pytest.mark.parametrize("text,problem", [('{"vocab_size": 10', r"\(Expecting ',' delimiter"),
                                           ("[1000]", r"\(a json list, not an object\)")])
 def test_a_damaged_corpus_info_is_refused_not_guessed(text, problem, tmp_path):

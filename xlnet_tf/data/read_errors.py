@@ -18,9 +18,10 @@ READ_ERRORS = (tf.errors.DataLossError, tf.errors.InvalidArgumentError, tf.error
 _BAD_TOKEN_ID = re.compile(re.escape(records.BAD_TOKEN_ID) + r": feature (\w+), n_token=(\d+)\.")
 _WRONG_RECORD_COUNT = re.compile(re.escape(records.WRONG_RECORD_COUNT) +
                                  r":\] \[(.*?)\] \[(\d+)\] \[(\d+)\] \[(\d+)\] \[(\d+)\]")
-# What tf.io.parse_example says of a whole record whose features differ from the spec it is parsed with: a feature
-# of another type or length ("Key: label_ids, Index: 0. Data types don't match. ..."), or one it lacks.
-_OTHER_FEATURES = re.compile(r"Key: (\w+), Index: \d+\. (.*?)\s*(?:\[\[|$)|"
+# What tf.io.parse_example (and parse_single_example: no Index) says of a whole record whose features differ from
+# the spec it is parsed with: a feature of another type or length ("Key: label_ids, Index: 0. Data types don't
+# match. ...", "Key: target.  Can't parse serialized Example: ..."), or one it lacks.
+_OTHER_FEATURES = re.compile(r"Key: (\w+)(?:, Index: \d+)?\.\s+(.*?)\s*(?:\[\[|$)|"
                              r"Feature: (\w+) \(data type: \w+\) is required but could not be found", re.S)
 
 

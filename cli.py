@@ -313,8 +313,9 @@ def spiece_digest(o):
 def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
   """FlagError where the checkpoints in `directory` (`flag` names it) were fine-tuned as another model than the
   options `o` build: another xlnet_config.json (`training.check_run_files`), or another pooling or casing
-  (`_TRAINED_WITH` in its run_flags.json). Both load without a shape mismatch: an evaluation, a prediction, an export
-  or a resume went on with other numbers, exit 0."""
+  (`_TRAINED_WITH` in its run_flags.json), or another SentencePiece model (its sha256 there); for a HuggingFace
+  directory, another pooling than its config.json's. All load without a shape mismatch: an evaluation, a prediction,
+  an export or a resume went on with other numbers, exit 0."""
   from xlnet_tf import checkpoint, hf_checkpoint, training  # pylint: disable=g-import-not-at-top
   if directory and hf_checkpoint.is_hf_directory(directory):
     _check_hf_pooling(o, directory, flag)
@@ -350,13 +351,13 @@ def _check_hf_pooling(o, directory, flag):
   if hf_checkpoint.architecture_of(config, {}) not in ("XLNetForSequenceClassification", "XLNetForMultipleChoice"):
     return
   there = {"summary_type": config.get("summary_type", "last"), "use_summ_proj": config.get("summary_use_proj", True)}
-  changed = [f"{'summary_use_proj' if k == 'use_summ_proj' else k} {there[k]} there, --{k}={getattr(o, k)} here"
-             for k in there if hasattr(o, k) and there[k] != getattr(o, k)]
+  changed = [k for k in there if hasattr(o, k) and there[k] != getattr(o, k)]
   if changed:
-    raise FlagError(f"{flag} {directory} pools otherwise ({'; '.join(changed)}; "
-                    f"{os.path.join(directory, hf_checkpoint.CONFIG_FILE)}): its head would read another summary and "
-                    f"score other numbers. Pass " + " ".join(f"--{k}={there[k]}" for k in there
-                                                             if hasattr(o, k) and there[k] != getattr(o, k)) + ".")
+    shown = "; ".join(f"{'summary_use_proj' if k == 'use_summ_proj' else k} {there[k]} there, --{k}={getattr(o, k)} "
+                      "here" for k in changed)
+    raise FlagError(f"{flag} {directory} pools otherwise ({shown}; {os.path.join(directory, hf_checkpoint.CONFIG_FILE)}"
+                    "): its head would read another summary and score other numbers. Pass "
+                    f"{' '.join(f'--{k}={there[k]}' for k in changed)}.")
 
 
 def flag_changes(o):

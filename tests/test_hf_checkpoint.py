@@ -550,6 +550,21 @@ def test_the_export_pools_and_names_labels_as_the_fine_tuning_run_did(tmp_path):
           "with --summary_type if it was fine-tuned with another.") in lines
 
 
+def test_a_converted_model_is_not_written_beside_a_model_of_the_other_format(tmp_path):
+  """An --output_dir holding a model of the other format was written into: the HF files then shadowed the original
+  checkpoint there (readers of a directory prefer them), or the other way round. Refused, nothing written."""
+  for name in ("tf1", "source"):
+    convert.convert_to_original(f"{DATA}/cls_bin", str(tmp_path / name), log_fn=lambda _: None)
+  shutil.copytree(f"{DATA}/qa_bin", tmp_path / "hf")
+  before = sorted(os.listdir(tmp_path / "tf1"))
+  with pytest.raises(ValueError, match=r"--output_dir .*/tf1 already holds a model \(xlnet_config.json, xlnet_model"):
+    convert.convert_to_hf(str(tmp_path / "source" / "xlnet_model.ckpt"), str(tmp_path / "tf1"))
+  with pytest.raises(ValueError, match=r"--output_dir .*/hf already holds a model \(config.json, pytorch_model.bin\)"):
+    convert.clean_checkpoint(str(tmp_path / "source" / "xlnet_model.ckpt"), str(tmp_path / "hf"))
+  assert sorted(os.listdir(tmp_path / "tf1")) == before and sorted(os.listdir(tmp_path / "hf")) == sorted(
+      os.listdir(f"{DATA}/qa_bin"))
+
+
 def test_the_head_is_read_from_architectures_a_list_or_one_name():
   """`architectures` is a list in transformers' files; one name alone was read letter by letter (`unknown head X`)."""
   for architectures in (["XLNetForQuestionAnswering"], "XLNetForQuestionAnswering"):

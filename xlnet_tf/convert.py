@@ -13,13 +13,14 @@ from xlnet_tf import hf_export
 from xlnet_tf.config import XLNetConfig
 
 
-_HF_FILES = (hf_checkpoint.CONFIG_FILE, *hf_checkpoint.WEIGHT_FILES)
-_ORIGINAL_FILES = ("xlnet_config.json", "xlnet_model.ckpt.*")
+# The files of a model of either format: an output directory holding one takes no converted model (one of the same
+# format would be replaced; one of the other would shadow it or be shadowed, as readers of a directory prefer HF's).
+_MODEL_FILES = (hf_checkpoint.CONFIG_FILE, *hf_checkpoint.WEIGHT_FILES, "xlnet_config.json", "xlnet_model.ckpt.*")
 
 
-def _check_output_dir(output_dir, model_files, input_dir):
-  """ValueError unless --output_dir can take a converted model without replacing a model already there: none of
-  `model_files` (names or globs) may exist in it (anything else may), and it is not the directory of the --input
+def _check_output_dir(output_dir, input_dir):
+  """ValueError unless --output_dir can take a converted model without meeting a model already there: none of
+  `_MODEL_FILES` (names or globs) may exist in it (anything else may), and it is not the directory of the --input
   (which would then hold two models, one of them read in place of the other)."""
   if not output_dir:
     raise ValueError("--output_dir is required: the directory the converted model goes to.")
@@ -27,10 +28,10 @@ def _check_output_dir(output_dir, model_files, input_dir):
   if os.path.abspath(output_dir) == os.path.abspath(input_dir):
     raise ValueError(f"--output_dir {output_dir} is the directory of the --input: the converted model would be "
                      "written beside the one it is made from. Pass a new or empty directory.")
-  held = [os.path.basename(p) for name in model_files for p in fileio.glob_in(output_dir, name)]
+  held = [os.path.basename(p) for name in _MODEL_FILES for p in fileio.glob_in(output_dir, name)]
   if held:
     raise ValueError(f"--output_dir {output_dir} already holds a model ({', '.join(held)}), which the conversion "
-                     "would replace; it was left as it is. Pass a new or empty directory.")
+                     "would replace or be read in place of; it was left as it is. Pass a new or empty directory.")
 
 
 def _read(path):
@@ -84,7 +85,7 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
   from safetensors import SafetensorError  # pylint: disable=import-outside-toplevel
   from safetensors.numpy import save_file  # pylint: disable=import-outside-toplevel
   path = checkpoint.resolve_checkpoint_path(ckpt_path)
-  _check_output_dir(output_dir, _HF_FILES, os.path.dirname(path))
+  _check_output_dir(output_dir, os.path.dirname(path))
   _check_copy(os.path.dirname(path), output_dir)
   xlnet_config = XLNetConfig(json_path=model_config_path or os.path.join(os.path.dirname(path), "xlnet_config.json"))
   trained_summary, label_list = _fine_tuned_with(os.path.dirname(path))
@@ -126,7 +127,7 @@ def convert_to_original(directory, output_dir, task_name=None, log_fn=print):
   `spiece.model` (when the directory has one) in output_dir. An output_dir that already holds a model (a config or
   a checkpoint) is refused. The files appear together (`fileio.atomic_files`), the checkpoint's index after its
   data."""
-  _check_output_dir(output_dir, _ORIGINAL_FILES, directory)
+  _check_output_dir(output_dir, directory)
   _check_copy(directory, output_dir)
   xlnet_config, arrays, info = hf_checkpoint.read_hf_checkpoint(directory, task_name)
   ckpt = os.path.join(output_dir, "xlnet_model.ckpt")
@@ -145,13 +146,16 @@ def clean_checkpoint(ckpt_path, output_dir, model_config_path=None, log_fn=print
   """An original-format checkpoint (the original's or ours, e.g. a pretraining run's `ckpt-N` with its optimizer
   state) -> its weights alone as the original's released checkpoint: `xlnet_model.ckpt` (the original names,
   `global_step` 0, no optimizer slot), with `xlnet_config.json` (model_config_path, else the one beside the
-  checkpoint, copied as it is once it matches the weights) and `spiece.model` (when beside the checkpoint), as the
-  original `model_utils.py --clean_input_ckpt` does (it writes `model.ckpt-0` and no other file). An output_dir that
-  already holds a model is refused; the files appear together (`fileio.atomic_files`)."""
+  checkpoint, copied as it is once it matches the weights), `spiece.model` (when beside the checkpoint) and a
+  fine-tuning run's `run_flags.json` (its pooling and labels, which a later export to HF reads), as the original
+  `model_utils.py --clean_input_ckpt` does (it writes `model.ckpt-0` and no other file). An output_dir that already
+  holds a model is refused; the files appear together (`fileio.atomic_files`)."""
   path = checkpoint.resolve_checkpoint_path(ckpt_path)
   src_dir = os.path.dirname(path)
-  _check_output_dir(output_dir, _ORIGINAL_FILES, src_dir)
-  for name in ("spiece.model", "run_flags.json"):
+  _check_output_dir(output_dir, src_dir)
+  # A fine-tuning run's flags go with its weights: how it pooled, its labels, its casing and SentencePiece model.
+  flag_files = ["run_flags.json"] if _fine_tuned_with(src_dir)[0] else []  # a pretraining run's: a release's layout
+  for name in ["spiece.model", *flag_files]:
     _check_copy(src_dir, output_dir, name)
   try:
     arrays = checkpoint.original_arrays(path)
@@ -167,8 +171,7 @@ def clean_checkpoint(ckpt_path, output_dir, model_config_path=None, log_fn=print
   with fileio.atomic_files() as out:  # one set, as convert_to_original's
     checkpoint.write_original_checkpoint(arrays, ckpt, files=out)
     copied = _copy(src_dir, output_dir, out.write)
-    # The flags of the run that trained the weights: how it pooled, its labels, its casing and SentencePiece model.
-    flags = _copy(src_dir, output_dir, out.write, "run_flags.json")
+    flags = bool(flag_files) and _copy(src_dir, output_dir, out.write, "run_flags.json")
     if config_path:
       out.write(os.path.join(output_dir, "xlnet_config.json"), _read(config_path))
   written = ", ".join(["xlnet_config.json"] * bool(config_path) + ["spiece.model"] * copied +

@@ -256,6 +256,19 @@ def test_glue_processor(tmp_path, task, train_text, train_expected, test_text, t
       getattr(p, f"get_{split}_examples")(d)
 
 
+def test_a_glue_file_of_another_layout_is_refused(tmp_path):
+  """GLUE's files are read by column position: SST-2's test file as HuggingFace datasets exports it (`sentence`,
+  `label` = -1, `idx`) was predicted on its column 1, the string "-1" of every row, exit 0. Its header names other
+  columns than GLUE's: refused, naming the column."""
+  d = str(tmp_path)
+  write(f"{d}/test.tsv", tsv(["sentence", "label", "idx"], ["a fine film", "-1", "0"]))
+  with pytest.raises(ValueError, match=r"test.tsv line 1 names column 1 'label', where sst-2 reads 'sentence' "
+                                       r"\(GLUE's layout\): the file is of another layout"):
+    classifier_data.get_processor("sst-2").get_test_examples(d)
+  write(f"{d}/test.tsv", tsv(["INDEX", "Sentence "], ["0", "a fine film"]))  # names as GLUE's, spaces and case aside
+  assert triples(classifier_data.get_processor("sst-2").get_test_examples(d)) == [("a fine film", None, "0")]
+
+
 @pytest.mark.parametrize("task,options,placeholder", [
     ("sts-b", {}, "0.0"), ("mnli_matched", {}, "'contradiction'"), ("cola", {}, "'0'"),
     ("csv", dict(text_a_column=0, label_column=1, labels=["neg", "pos"]), "'neg'"),

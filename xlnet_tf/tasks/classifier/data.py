@@ -35,6 +35,9 @@ class GLUEProcessor(DataProcessor):
   test_contains_header = True
   test_has_labels = False
   labels = ("0", "1")
+  # The header names of the columns read (text_a, text_b, label; test: text_a, text_b) in GLUE's files: a file of
+  # another layout (HuggingFace datasets' export, say) was read by position, e.g. SST-2 test predictions of "-1".
+  header_names = test_header_names = ()
 
   def get_labels(self):
     return list(self.labels)
@@ -68,6 +71,17 @@ class GLUEProcessor(DataProcessor):
       raise ValueError(f"{path} line {line_num} is data, not the header row {self.task_name} files start with "
                        f"({row[0][:20]!r}...): the first line is skipped as the header, so this example would be "
                        "lost. Put the file's header row back (the first line of the GLUE file).")
+    columns = (self.test_text_a_column if self.test_text_a_column is not None else self.text_a_column,
+               self.test_text_b_column if self.test_text_b_column is not None else self.text_b_column) if is_test \
+        else (self.text_a_column, self.text_b_column, self.label_column)
+    columns = [column for column in columns if column is not None]
+    for column, name in zip(columns, self.test_header_names if is_test else self.header_names):
+      found = row[column].strip() if column < len(row) else None
+      if found is not None and found.lower() != name.lower():
+        raise ValueError(f"{path} line {line_num} names column {column} {found!r}, where {self.task_name} reads "
+                         f"{name!r} (GLUE's layout): the file is of another layout, and its columns would be read by "
+                         "position. Use GLUE's file, or read this one with --task_name=tsv and --text_a_column "
+                         "(--text_b_column, --label_column) naming its columns.")
 
   def _create_examples(self, path, set_type):
     is_test = set_type == "test"
@@ -94,6 +108,7 @@ class MnliMatchedProcessor(GLUEProcessor):
   dev_file, test_file = "dev_matched.tsv", "test_matched.tsv"
   text_a_column, text_b_column, label_column = 8, 9, -1
   labels = ("contradiction", "entailment", "neutral")
+  header_names, test_header_names = ("sentence1", "sentence2", "gold_label"), ("sentence1", "sentence2")
 
 
 class MnliMismatchedProcessor(MnliMatchedProcessor):
@@ -107,6 +122,7 @@ class StsbProcessor(GLUEProcessor):
   is_regression = True
   text_a_column, text_b_column, label_column = 7, 8, 9
   labels = (0.0,)
+  header_names, test_header_names = ("sentence1", "sentence2", "score"), ("sentence1", "sentence2")
 
   def _label(self, text, path, line_num):
     value = parse_float_label(text, path, line_num, self.task_name)
@@ -123,38 +139,45 @@ class ColaProcessor(GLUEProcessor):
   text_a_column, label_column = 3, 1
   test_text_a_column = 1
   contains_header = False
+  header_names, test_header_names = (), ("sentence",)
 
 
 class Sst2Processor(GLUEProcessor):
   task_name = "sst-2"
   text_a_column, label_column = 0, 1
   test_text_a_column = 1
+  header_names, test_header_names = ("sentence", "label"), ("sentence",)
 
 
 class MrpcProcessor(GLUEProcessor):
   task_name = "mrpc"
   text_a_column, text_b_column, label_column = 3, 4, 0
+  header_names, test_header_names = ("#1 String", "#2 String", "Quality"), ("#1 String", "#2 String")
 
 
 class QqpProcessor(GLUEProcessor):
   task_name = "qqp"
   text_a_column, text_b_column, label_column = 3, 4, 5
   test_text_a_column, test_text_b_column = 1, 2
+  header_names, test_header_names = ("question1", "question2", "is_duplicate"), ("question1", "question2")
 
 
 class QnliProcessor(GLUEProcessor):
   task_name = "qnli"
   text_a_column, text_b_column, label_column = 1, 2, 3
   labels = ("entailment", "not_entailment")
+  header_names, test_header_names = ("question", "sentence", "label"), ("question", "sentence")
 
 
 class RteProcessor(QnliProcessor):
   task_name = "rte"
+  header_names, test_header_names = ("sentence1", "sentence2", "label"), ("sentence1", "sentence2")
 
 
 class WnliProcessor(GLUEProcessor):
   task_name = "wnli"
   text_a_column, text_b_column, label_column = 1, 2, 3
+  header_names, test_header_names = ("sentence1", "sentence2", "label"), ("sentence1", "sentence2")
 
 
 class _TrainTestProcessor(DataProcessor):

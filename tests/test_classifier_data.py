@@ -384,6 +384,12 @@ def test_generic_csv_by_header_name(tmp_path):
   write(f"{d}/dev.csv", "text,stars\nfine,2\n")
   with pytest.raises(ValueError, match=r"text_a_column='review' is not a column of .*dev.csv; its header is"):
     p.get_dev_examples(d)
+  # A spreadsheet's "10 " is the class "10" (it was a third class, trained and scored apart, exit 0); a byte-order
+  # mark (Excel's "CSV UTF-8") does not hide the first column's name.
+  write(f"{d}/train.csv", '\ufeffreview,stars\ngood,10 \nbad, 2\n')
+  p = classifier_data.get_processor("csv", text_a_column="review", label_column="stars", data_dir=d)
+  assert p.get_labels() == ["2", "10"] and triples(p.get_train_examples(d)) == [("good", None, "10"),
+                                                                                 ("bad", None, "2")]
 
 
 def test_generic_tsv_by_index_pairs_given_labels_and_regression(tmp_path):

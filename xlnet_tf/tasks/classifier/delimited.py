@@ -18,7 +18,8 @@ class DelimitedTask:
     text_a_column: int or str. Column of the first text: an index (int or digit string) or a header name.
     label_column: int or str. Column of the label, as text_a_column.
     text_b_column: int, str or None. Column of the second text; None: single-text task.
-    labels: tuple of str or None. The label list (its order fixes the label ids; given labels are made str).
+    labels: tuple of str or None. The label list (its order fixes the label ids; given labels are made str). Labels
+      are read without surrounding spaces (a spreadsheet's "pos " is the class "pos").
       None: the sorted set of labels in the training file (numerically sorted if every label is an integer).
     has_header: bool. Whether every file starts with a header row (needed for column names).
     is_regression: bool. Float labels (run with --is_regression=True).
@@ -47,7 +48,7 @@ class DelimitedTask:
                        f"{self.text_a_column!r}, label_column={self.label_column!r}. Pass them (e.g. "
                        "--text_a_column=sentence --label_column=label).")
     if labels is not None:
-      labels = [str(label) for label in labels]
+      labels = [str(label).strip() for label in labels]
       if not labels or len(set(labels)) != len(labels):
         raise ValueError(f"labels for task {task_name!r} must be a non-empty list without repeats. Received: {labels}.")
       object.__setattr__(self, "labels", tuple(labels))
@@ -148,7 +149,7 @@ class DelimitedProcessor(DataProcessor):
       elif self.is_regression:
         label = parse_float_label(row[label_col], path, line_num, self.task_name)
       else:
-        label = row[label_col]
+        label = row[label_col].strip()  # "pos " (a spreadsheet's trailing space) is no other class than "pos"
         if labels is not None and label not in labels:
           check_label(label, labels, path, line_num, self.task_name, fix=self._label_fix(label, labels, data_dir))
       text_b = row[b_col] if b_col is not None else None

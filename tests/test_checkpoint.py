@@ -51,13 +51,20 @@ def test_load_then_export_is_bit_exact(tmp_path):
     np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
-def test_new_head_keeps_initial_values_and_is_reported():
+def test_new_head_keeps_initial_values_and_is_reported(caplog):
+  """A head the checkpoint lacks keeps its initial values; where the checkpoint holds another head (one of another
+  name: its outputs from Python were random, without a word), a warning names both."""
   model = golden_model(cls_heads={"new": 5}, reg_heads=[])
   head_kernel = model.heads["classification_new"].logit.kernel
   before = head_kernel.numpy()
   report = load_original_checkpoint(model, f"{UNTIED}/xlnet_model.ckpt")
   assert report["kept_initial"] == ["model/classification_new/logit/bias", "model/classification_new/logit/kernel"]
   assert "model/classification_toy/logit/kernel" in report["unused"]
+  assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+      f"{UNTIED}/xlnet_model.ckpt holds the head(s) classification_toy, regression_toyreg, not the model's "
+      "classification_new, which keep their initial (random) values: the model's outputs of them are not the "
+      "checkpoint's. To use the checkpoint's, build the model's heads under its names (finetune_heads(..., "
+      "cls_heads={...}) names 'classification_{task}')."]
   np.testing.assert_array_equal(head_kernel.numpy(), before)
   assert "model/transformer/layer_1/ff/layer_2/kernel" in report["loaded"]
 
@@ -69,6 +76,27 @@ def test_a_head_of_another_number_of_classes_is_named_as_the_head_not_the_config
                                        r"labels it was fine-tuned with, or start the head afresh under another name "
                                        r"\(run_classifier.py: --cls_scope\)\): model/classification_toy/logit/"):
     load_original_checkpoint(golden_model(cls_heads={"toy": 2}, reg_heads=[]), f"{UNTIED}/xlnet_model.ckpt")
+
+
+def test_an_export_does_not_replace_a_checkpoint_or_pair_with_another_model_s_config(tmp_path):
+  """export_original_checkpoint wrote over a checkpoint at its path, and beside another model's xlnet_config.json
+  (another ff_activation loads without a shape mismatch: other numbers). Now both are refused unless overwrite=True,
+  and the model's config is written beside its checkpoint."""
+  model = golden_model(cls_heads={}, reg_heads=[])
+  path = str(tmp_path / "xlnet_model.ckpt")
+  export_original_checkpoint(model, path)
+  assert XLNetConfig(json_path=str(tmp_path / "xlnet_config.json")) == model.xlnet_config
+  before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+  with pytest.raises(ValueError, match=f"^{path} already holds a checkpoint, left as it is"):
+    export_original_checkpoint(model, path)
+  other = XLNetConfig(**dict(model.xlnet_config.to_dict(), ff_activation="relu"))
+  other.to_json(str(tmp_path / "xlnet_config.json"))
+  with pytest.raises(ValueError, match=r"xlnet_config.json is another model's config \(ff_activation differ\)"):
+    export_original_checkpoint(model, str(tmp_path / "second.ckpt"))
+  model.xlnet_config.to_json(str(tmp_path / "xlnet_config.json"))
+  assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+  export_original_checkpoint(model, path, global_step=3, overwrite=True)
+  assert checkpoint_arrays(path)["global_step"] == 3
 
 
 def test_optimizer_slots_and_global_step_are_ignored(tmp_path):

@@ -6,8 +6,8 @@ the model (without `model/` for a head the original creates outside that scope, 
 `run_classifier.py`/`train.py` load directly; optimizer slots and `global_step` are ignored.
 
 Every checkpoint concern lives here: the TF1 name table, loading an original checkpoint (`load_original_checkpoint`)
-or one written by `training.Trainer` (`load_weights`, by the original names it stores under `weights/`), continuing
-either's optimizer state (`load_optimizer_state`), exporting to the original format, and listing a directory's
+or one written by `training.Trainer` (`load_weights`, by the original names it stores under `weights/`), exporting
+to the original format, and listing a directory's
 checkpoints by step. A checkpoint whose files are damaged (a `.data-*` file missing or cut short) is one
 `DamagedCheckpointError`, not TensorFlow's error.
 """
@@ -23,6 +23,7 @@ from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
+from xlnet_tf.config import XLNetConfig
 
 
 
@@ -188,9 +189,30 @@ def load_original_checkpoint(model, ckpt_path):
     checkpoint), `unused` (checkpoint variables the model does not have, optimizer slots excluded).
   """
   ckpt_path = resolve_checkpoint_path(ckpt_path)
+  report = _load_original(model, ckpt_path)
+  fresh, held = (sorted({_head_of(n) for n in report[k]} - {None}) for k in ("kept_initial", "unused"))
+  if fresh and held:  # as likely a head of another name as a head to fine-tune afresh: an inference of it is random
+    logging.warning("%s holds the head(s) %s, not the model's %s, which keep their initial (random) values: the "
+                    "model's outputs of them are not the checkpoint's. To use the checkpoint's, build the model's "
+                    "heads under its names (finetune_heads(..., cls_heads={...}) names 'classification_{task}').",
+                    ckpt_path, ", ".join(held), ", ".join(fresh))
+  return report
+
+
+def _load_original(model, ckpt_path):
+  """`load_original_checkpoint` without its warning (the training tools say what a run starts afresh)."""
   reader = Reader(ckpt_path)
   keys = {name: name for name in reader.get_variable_to_shape_map() if not _IGNORED.search(name)}
   return assign_by_name(model, reader, keys, ckpt_path)
+
+
+def _head_of(name):
+  """The task head `model/{head}/...` a variable name belongs to; None for the backbone, the LM loss and the
+  shared summary projection."""
+  parts = name.split("/")
+  if len(parts) < 3 or parts[0] != "model" or parts[1] in ("transformer", "lm_loss", "sequnece_summary"):
+    return None
+  return parts[1]
 
 
 def assign_by_name(model, reader, keys, source):
@@ -243,11 +265,25 @@ def assign_by_name(model, reader, keys, source):
   return report
 
 
-def export_original_checkpoint(model, ckpt_path, global_step=0):
+def export_original_checkpoint(model, ckpt_path, global_step=0, overwrite=False):
   """Writes the model's weights as a TF1 checkpoint with the original names (readable by the original code,
-  HuggingFace's TF-checkpoint loader and `load_original_checkpoint`), plus an int64 `global_step`; see
-  `write_original_checkpoint`."""
-  return write_original_checkpoint(original_variable_map(model), ckpt_path, global_step)
+  HuggingFace's TF-checkpoint loader and `load_original_checkpoint`), plus an int64 `global_step`, and the model's
+  `xlnet_config.json` beside it, as a released model; see `write_original_checkpoint`. A checkpoint already at
+  `ckpt_path`, or another model's xlnet_config.json beside it, is a ValueError unless `overwrite` (it was replaced,
+  and a model of another config paired with that config.json loaded without a shape mismatch)."""
+  config_path = os.path.join(os.path.dirname(os.path.abspath(ckpt_path)), "xlnet_config.json")
+  config = model.xlnet_config
+  if not overwrite and fileio.exists(ckpt_path + ".index"):
+    raise ValueError(f"{ckpt_path} already holds a checkpoint, left as it is. Pass another path, or overwrite=True "
+                     "to replace it.")
+  there = XLNetConfig(json_path=config_path) if not overwrite and fileio.exists(config_path) else config
+  if there != config:
+    raise ValueError(f"{config_path} is another model's config ({', '.join(k for k, _, _ in config.differences(there))} "
+                     "differ), left as it is. Pass a path in another directory, or overwrite=True to replace it.")
+  with fileio.atomic_files() as out:  # the checkpoint and its config together
+    write_original_checkpoint(original_variable_map(model), ckpt_path, global_step, files=out)
+    config.to_json(config_path, write=out.write)
+  return ckpt_path
 
 
 def write_original_checkpoint(arrays, ckpt_path, global_step=0, files=None):
@@ -285,46 +321,6 @@ def checkpoint_arrays(ckpt_path):
   """{name: numpy array} of every entry of a checkpoint (for tests and tools)."""
   reader = Reader(resolve_checkpoint_path(ckpt_path))
   return {name: np.asarray(reader.get_tensor(name)) for name in reader.get_variable_to_shape_map()}
-
-
-def load_optimizer_state(optimizer, slots, ckpt_path):
-  """Continues the optimizer state (slots m, v and step) of `ckpt_path` where it holds one; returns a line saying
-  what was loaded.
-
-  An original TF1 checkpoint is read by name (`{var}/Adam`, `{var}/Adam_1` or `{var}/adam_m`, `{var}/adam_v`,
-  `global_step`; TF1's beta powers follow from the step): slots it lacks keep their values (zero in a fresh
-  optimizer). A checkpoint written by `Trainer` is read through its `optimizer` object.
-
-  Args:
-    optimizer: a built Keras optimizer.
-    slots: {original TF1 slot name: slot variable of `optimizer`}, e.g. `slot_names.original_slot_map(optimizer,
-      original_variable_map(model))`.
-    ckpt_path: a checkpoint prefix, a directory (its latest checkpoint) or `<dir>/latest`, or a HuggingFace model
-      directory (which holds no optimizer state).
-  """
-  def step():
-    return int(optimizer.iterations.numpy())
-
-  if hf_checkpoint.is_hf_directory(ckpt_path):
-    return (f"Optimizer slots: none in HuggingFace directory {ckpt_path} (weights only), so fresh moments; "
-            f"step {step()}.")
-  path = resolve_checkpoint_path(ckpt_path)
-  reader = Reader(path)
-
-  if reader.has_tensor(OBJECT_GRAPH_KEY):
-    with reading(path):
-      tf.train.Checkpoint(optimizer=optimizer).read(path).expect_partial()
-    return f"Continued the optimizer state (slots, step {step()}) of {path}."
-  found = [name for name in slots if reader.has_tensor(name)]
-  for name in found:
-    slots[name].assign(reader.get_tensor(name))
-  if reader.has_tensor("global_step"):
-    optimizer.iterations.assign(int(reader.get_tensor("global_step")))
-  if not found:
-    return f"Optimizer slots: none in {path} (a released or weights-only checkpoint), so fresh moments; step {step()}."
-  missing = len(slots) - len(found)
-  return (f"Continued the optimizer state of {path}: {len(found)} slots"
-          f"{f' ({missing} absent kept at zero)' if missing else ''}, step {step()}.")
 
 
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"  # present in object-based (TF2) checkpoints only
@@ -379,7 +375,7 @@ def load_weights(model, ckpt_path):
   path = resolve_checkpoint_path(ckpt_path)
   reader = Reader(path)
   if not reader.has_tensor(OBJECT_GRAPH_KEY):
-    report = load_original_checkpoint(model, path)
+    report = _load_original(model, path)
     logging.info("Initialised %d variables from original checkpoint %s.", len(report["loaded"]), path)
     return dict(report, source=f"{path} (original TF1 checkpoint)")
   keys = named_weight_keys(reader)

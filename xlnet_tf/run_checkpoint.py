@@ -1,5 +1,6 @@
 """The checkpoints a training run writes in its `model_dir` and resumes from (`ckpt-{step}`, through a
-`tf.train.CheckpointManager`). Loading weights by original name into any model is `checkpoint.py`'s."""
+`tf.train.CheckpointManager`), and the optimizer state a run continues from its --init_checkpoint
+(`load_optimizer_state`). Loading weights by original name into any model is `checkpoint.py`'s."""
 
 import shutil
 import tempfile
@@ -9,6 +10,47 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import checkpoint as checkpoint_lib
+from xlnet_tf import hf_checkpoint
+
+
+def load_optimizer_state(optimizer, slots, ckpt_path):
+  """Continues the optimizer state (slots m, v and step) of `ckpt_path` where it holds one; returns a line saying
+  what was loaded.
+
+  An original TF1 checkpoint is read by name (`{var}/Adam`, `{var}/Adam_1` or `{var}/adam_m`, `{var}/adam_v`,
+  `global_step`; TF1's beta powers follow from the step): slots it lacks keep their values (zero in a fresh
+  optimizer). A checkpoint written by `Trainer` is read through its `optimizer` object.
+
+  Args:
+    optimizer: a built Keras optimizer.
+    slots: {original TF1 slot name: slot variable of `optimizer`}, e.g. `slot_names.original_slot_map(optimizer,
+      checkpoint.original_variable_map(model))`.
+    ckpt_path: a checkpoint prefix, a directory (its latest checkpoint) or `<dir>/latest`, or a HuggingFace model
+      directory (which holds no optimizer state).
+  """
+  def step():
+    return int(optimizer.iterations.numpy())
+
+  if hf_checkpoint.is_hf_directory(ckpt_path):
+    return (f"Optimizer slots: none in HuggingFace directory {ckpt_path} (weights only), so fresh moments; "
+            f"step {step()}.")
+  path = checkpoint_lib.resolve_checkpoint_path(ckpt_path)
+  reader = checkpoint_lib.Reader(path)
+
+  if reader.has_tensor(checkpoint_lib.OBJECT_GRAPH_KEY):
+    with checkpoint_lib.reading(path):
+      tf.train.Checkpoint(optimizer=optimizer).read(path).expect_partial()
+    return f"Continued the optimizer state (slots, step {step()}) of {path}."
+  found = [name for name in slots if reader.has_tensor(name)]
+  for name in found:
+    slots[name].assign(reader.get_tensor(name))
+  if reader.has_tensor("global_step"):
+    optimizer.iterations.assign(int(reader.get_tensor("global_step")))
+  if not found:
+    return f"Optimizer slots: none in {path} (a released or weights-only checkpoint), so fresh moments; step {step()}."
+  missing = len(slots) - len(found)
+  return (f"Continued the optimizer state of {path}: {len(found)} slots"
+          f"{f' ({missing} absent kept at zero)' if missing else ''}, step {step()}.")
 
 
 class CannotResume(ValueError):

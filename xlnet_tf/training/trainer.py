@@ -36,7 +36,7 @@ from absl import logging
 
 from xlnet_tf import checkpoint as checkpoint_lib
 from xlnet_tf.data import read_errors, records
-from xlnet_tf.run_checkpoint import RunCheckpoint
+from xlnet_tf.run_checkpoint import RunCheckpoint, load_optimizer_state
 from xlnet_tf.training import accumulation, optimization, out_of_memory, preemption
 from xlnet_tf.training.loss_scale import DynamicLossScale, loss_scale_for
 from xlnet_tf.training.mems import Mems
@@ -125,7 +125,7 @@ class Trainer:
                f"their initial values: {report['kept_initial'] or 'none'}.")
         if init_optimizer_state:
           slots = original_slot_map(self.optimizer, checkpoint_lib.original_variable_map(self.model))
-          log_fn(checkpoint_lib.load_optimizer_state(self.optimizer, slots, init_checkpoint))
+          log_fn(load_optimizer_state(self.optimizer, slots, init_checkpoint))
       except checkpoint_lib.DamagedCheckpointError as e:
         raise e.named("--init_checkpoint") from None
       except FileNotFoundError as e:  # the message names the path, not the flag

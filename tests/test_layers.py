@@ -218,6 +218,22 @@ def test_lm_loss_equals_tf_sparse_cross_entropy_with_gradients(dtype):
   np.testing.assert_allclose(tf.cast(d_got, tf.float32), tf.cast(d_want, tf.float32), atol=1e-6)
 
 
+def test_get_lm_loss_refuses_targets_outside_the_vocabulary():
+  """The compiled loss clamps an id out of range (a finite loss of another token; the docstring said the CPU would
+  raise): the model's get_lm_loss checks its targets, and refuses float ones (they were cast)."""
+  model = XLNetModel(CONFIG, run_config())
+  x = random_inputs()
+  out, _ = model(x["input_ids"], x["seg_ids"], x["input_mask"])
+  good = tf.zeros(out.shape[:2], tf.int32) + CONFIG.n_token - 1
+  assert model.get_lm_loss(out, good).shape == out.shape[:2]
+  for bad in (CONFIG.n_token, -1):
+    with pytest.raises(tf.errors.InvalidArgumentError, match=rf"every target id must lie in \[0, n_token="
+                                                             rf"{CONFIG.n_token}\)"):
+      model.get_lm_loss(out, good * 0 + bad)
+  with pytest.raises(TypeError, match="target must hold integer token ids"):
+    model.get_lm_loss(out, tf.cast(good, tf.float32))
+
+
 def test_layer_norm_rows_equals_keras_layer_norm_with_gradients():
   rng = np.random.RandomState(0)
   norm = keras.layers.LayerNormalization(epsilon=1e-12)

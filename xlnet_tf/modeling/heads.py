@@ -73,9 +73,10 @@ def lm_loss(logits, target):
 
   The function of `tf.nn.sparse_softmax_cross_entropy_with_logits` (equal up to float32 rounding), as two
   XLA-compiled functions: the forward (two passes over the logits) keeps the softmax's log-denominator, so the
-  gradient is one pass (faster than TF's kernel: docs/performance.md). Targets must be below V, as TF's kernel
-  on GPU also assumes (on CPU it raises): in pretraining they are the input tokens, whose embedding lookup
-  rejects an id out of range.
+  gradient is one pass (faster than TF's kernel: docs/performance.md). Targets must lie in [0, V): an id out of
+  range is not checked here (the compiled gather clamps it, a finite loss of another token; TF's kernel raises on
+  CPU only). In pretraining they are input tokens, checked as the records are read; `XLNetModel.get_lm_loss`
+  checks its targets.
   """
   shape = tf.shape(target)
   logits = tf.reshape(tf.cast(logits, tf.float32), [-1, tf.shape(logits)[-1]])

@@ -6,6 +6,7 @@ heads `model/sequnece_summary/...`, `model/classification_{scope}/logit/...`, `m
 """
 
 import keras
+import tensorflow as tf
 
 from xlnet_tf.modeling import heads as heads_lib
 from xlnet_tf.modeling.transformer_xl import TransformerXL
@@ -117,8 +118,17 @@ class XLNetModel(keras.Model):
     return self.lm_loss_layer(output, self.get_embedding_table())
 
   def get_lm_loss(self, output, target):
-    """Per-token LM loss float32 [P, B] for targets int [P, B]."""
-    return heads_lib.lm_loss(self.get_lm_logits(output), target)
+    """Per-token LM loss float32 [P, B] for targets int [P, B], each in [0, n_token) (an InvalidArgumentError
+    otherwise: the compiled loss would read another token's logit, a finite loss of nothing)."""
+    n_token = self.xlnet_config.n_token
+    target = tf.convert_to_tensor(target)
+    if target.dtype.is_floating:
+      raise TypeError(f"get_lm_loss: target must hold integer token ids. Received: {target.dtype.name}.")
+    check = tf.debugging.assert_equal(
+        tf.logical_and(tf.reduce_all(target >= 0), tf.reduce_all(target < n_token)), True,
+        message=f"get_lm_loss: every target id must lie in [0, n_token={n_token})")
+    with tf.control_dependencies([check]):
+      return heads_lib.lm_loss(self.get_lm_logits(output), tf.identity(target))
 
   def get_config(self):
     return {"xlnet_config": self.xlnet_config.to_dict(), "run_config": self.run_config.to_dict(),

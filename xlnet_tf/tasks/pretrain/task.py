@@ -4,6 +4,7 @@
 
 import tensorflow as tf
 
+from xlnet_tf.modeling import heads
 
 
 class PretrainTask:
@@ -21,7 +22,8 @@ class PretrainTask:
     output, new_mems = model(transpose("input_k"), seg_ids=transpose("seg_id"), mems=mems,
                              perm_mask=transpose3("perm_mask"), target_mapping=target_mapping,
                              inp_q=transpose("input_q"), training=training)
-    lm_loss = model.get_lm_loss(output, transpose("target"))
+    # The targets are input tokens of the records, whose ids are checked as they are read: no check in the step.
+    lm_loss = heads.lm_loss(model.get_lm_logits(output), transpose("target"))
     target_mask = tf.cast(transpose("target_mask"), tf.float32)
     return tf.reduce_sum(lm_loss * target_mask), tf.reduce_sum(target_mask), new_mems
 

@@ -234,6 +234,31 @@ def test_get_lm_loss_refuses_targets_outside_the_vocabulary():
     model.get_lm_loss(out, tf.cast(good, tf.float32))
 
 
+@pytest.mark.parametrize("change, error", [
+    (dict(seg_ids=np.zeros((QLEN, 1), np.int32)), "seg_ids has shape [7, 1], where input_ids [len, bsz] make it [7, 4]"),
+    (dict(input_mask=np.zeros((3, BSZ), np.float32)), "input_mask has shape [3, 4], where"),
+    (dict(input_ids=np.zeros((QLEN,), np.int32)), "input_ids must have rank 2 (time-major"),
+    (dict(input_ids=np.zeros((QLEN, BSZ), np.float32)), "input_ids must hold integer token ids. Received: float32"),
+    (dict(perm_mask=np.zeros((BSZ, QLEN, QLEN), np.float32)), "perm_mask has shape [4, 7, 7], where input_ids"),
+    (dict(target_mapping=np.zeros((2, QLEN + 1, BSZ), np.float32)), "target_mapping has shape [2, 8, 4], where"),
+    (dict(inp_q=None), "target_mapping is read with inp_q only"),
+    (dict(mems=[np.zeros((MLEN, BSZ, CONFIG.d_model), np.float32)]), "mems must be a list of n_layer=2 tensors"),
+    (dict(mems=[np.zeros((MLEN, BSZ, CONFIG.d_model), np.float32), np.zeros((MLEN, BSZ, 3), np.float32)]),
+     "mems[1] has shape [5, 4, 3], where mems[0] [5, ...], input_ids [len, bsz] and d_model=8 make it [5, 4, 8]"),
+], ids=["seg", "mask", "ids-rank", "ids-float", "perm-batch-major", "mapping-len", "mapping-without-q", "mems-count",
+        "mems-width"])
+def test_inputs_that_do_not_fit_together_are_named(change, error):
+  """Inputs whose shapes do not fit failed deep in the network with TensorFlow's message naming an op (or were read
+  otherwise: float ids truncated, target_mapping without inp_q ignored); one error names the argument."""
+  model = XLNetModel(CONFIG, run_config(mem_len=MLEN))
+  x = {k: v for k, v in random_inputs().items() if k != "input_ids"}
+  args = dict(input_ids=random_inputs()["input_ids"], **x)
+  args.update(change)
+  with pytest.raises((ValueError, TypeError)) as caught:
+    model(args.pop("input_ids"), **args)
+  assert error in str(caught.value), str(caught.value)
+
+
 def test_layer_norm_rows_equals_keras_layer_norm_with_gradients():
   rng = np.random.RandomState(0)
   norm = keras.layers.LayerNormalization(epsilon=1e-12)

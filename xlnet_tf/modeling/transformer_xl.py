@@ -168,10 +168,11 @@ class TransformerXL(keras.layers.Layer):
       (output, new_mems): output float [P or I, B, H] (query stream when inp_q is given, else content stream);
       new_mems a list of n_layer float [min(mem_len, M + reuse_len or I), B, H], or None without mem_len.
     """
+    inputs = _Inputs(inp_k, seg_id, input_mask, mems, perm_mask, target_mapping, inp_q)
+    self._check_inputs(inputs)
     if self.run_config.bi_data and inp_k.shape[1] is not None and inp_k.shape[1] % 2:
       raise ValueError(f"bi_data needs an even batch size (first half forward, second half backward). "
                        f"Received: bsz={inp_k.shape[1]}.")
-    inputs = _Inputs(inp_k, seg_id, input_mask, mems, perm_mask, target_mapping, inp_q)
     chains = self._chains(inp_k, training)
     if chains == 1:
       return self._network(inputs, training)
@@ -185,6 +186,47 @@ class TransformerXL(keras.layers.Layer):
     output = tf.concat([out for out, _ in results], 1)
     new_mems = None if not self.run_config.mem_len else [tf.concat(m, 1) for m in zip(*(m for _, m in results))]
     return output, new_mems
+
+  def _check_inputs(self, inputs):
+    """A ValueError (TypeError for float ids) naming the argument whose static shape does not fit the others (what
+    is known while tracing; nothing is computed): such inputs failed deep inside the network, naming an op, or were
+    read otherwise (float ids truncated, a target_mapping without inp_q ignored, mems of more layers dropped)."""
+    def shape(name, x, rank):
+      got = tf.TensorShape(getattr(x, "shape", None))
+      if got.rank is not None and got.rank != rank:
+        raise ValueError(f"{name} must have rank {rank} (time-major: see XLNetModel.call). Received shape "
+                         f"{got.as_list()}.")
+      return got if got.rank is not None else tf.TensorShape([None] * rank)
+
+    def agree(name, got, want, what):
+      if not got.is_compatible_with(want):
+        raise ValueError(f"{name} has shape {got.as_list()}, where {what} make it {want.as_list()}.")
+
+    d = self.xlnet_config.d_model
+    if getattr(inputs.inp_k, "dtype", None) is not None and tf.as_dtype(inputs.inp_k.dtype).is_floating:
+      raise TypeError(f"input_ids must hold integer token ids. Received: {tf.as_dtype(inputs.inp_k.dtype).name}.")
+    ids = shape("input_ids", inputs.inp_k, 2)
+    qlen, bsz = ids[0], ids[1]
+    for name, x in (("seg_ids", inputs.seg_id), ("input_mask", inputs.input_mask), ("inp_q", inputs.inp_q)):
+      if x is not None:
+        agree(name, shape(name, x, 2), ids, "input_ids [len, bsz]")
+    if inputs.perm_mask is not None:
+      agree("perm_mask", shape("perm_mask", inputs.perm_mask, 3), tf.TensorShape([qlen, qlen, bsz]),
+            "input_ids [len, bsz]")
+    if inputs.target_mapping is not None:
+      if inputs.inp_q is None:
+        raise ValueError("target_mapping is read with inp_q only (the query stream's prediction slots); pass inp_q, "
+                         "or no target_mapping.")
+      agree("target_mapping", shape("target_mapping", inputs.target_mapping, 3),
+            tf.TensorShape([None, qlen, bsz]), "input_ids [len, bsz]")
+    if inputs.mems is not None:
+      if not isinstance(inputs.mems, (list, tuple)) or len(inputs.mems) != self.xlnet_config.n_layer:
+        raise ValueError(f"mems must be a list of n_layer={self.xlnet_config.n_layer} tensors [mlen, bsz, d_model]. "
+                         f"Received: {_described(inputs.mems)}.")
+      first = shape("mems[0]", inputs.mems[0], 3)
+      for i, m in enumerate(inputs.mems):
+        agree(f"mems[{i}]", shape(f"mems[{i}]", m, 3), tf.TensorShape([first[0], bsz, d]),
+              f"mems[0] [{first[0]}, ...], input_ids [len, bsz] and d_model={d}")
 
   def _chains(self, inp_k, training):
     """How many chains of layers the batch runs as: `inference_chains` for inference by TensorFlow's executor on a
@@ -289,6 +331,12 @@ class TransformerXL(keras.layers.Layer):
     config.update(xlnet_config=self.xlnet_config.to_dict(), run_config=self.run_config.to_dict(),
                   attn_type=self.attn_type)
     return config
+
+
+def _described(mems):
+  if isinstance(mems, (list, tuple)):
+    return f"a {type(mems).__name__} of {len(mems)}"
+  return f"a {type(mems).__name__} of shape {tf.TensorShape(getattr(mems, 'shape', None))}"
 
 
 class _Inputs(NamedTuple):

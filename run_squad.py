@@ -38,6 +38,7 @@ from absl import flags as absl_flags
 
 from xlnet_tf import checkpoint
 from xlnet_tf import fileio
+from xlnet_tf import hf_checkpoint
 from xlnet_tf import locks
 from xlnet_tf import training
 from xlnet_tf.data import token_checks
@@ -188,8 +189,12 @@ def _predict_checkpoints(o, xlnet_config):
     cli.check_trained_model(o, o.model_dir, xlnet_config)
     return found
   chosen = o.predict_ckpt or (o.init_checkpoint if not o.do_train else None)
-  path = checkpoint.resolve_checkpoint_path(checkpoint.choose_checkpoint(o.model_dir, chosen))
+  path = checkpoint.choose_checkpoint(o.model_dir, chosen)
   flag = "--predict_ckpt" if o.predict_ckpt else "--init_checkpoint" if chosen else "--model_dir"
+  if hf_checkpoint.is_hf_directory(path):  # read as the other tools read it (`checkpoint.load_weights`)
+    cli.check_trained_model(o, path, xlnet_config, flag)
+    return [(None, path)]
+  path = checkpoint.resolve_checkpoint_path(path)
   cli.check_trained_model(o, checkpoint.directory_of(path), xlnet_config, flag)
   return [(checkpoint.checkpoint_step(path), path)]
 

@@ -235,7 +235,8 @@ def test_get_lm_loss_refuses_targets_outside_the_vocabulary():
 
 
 @pytest.mark.parametrize("change, error", [
-    (dict(seg_ids=np.zeros((QLEN, 1), np.int32)), "seg_ids has shape [7, 1], where input_ids [len, bsz] make it [7, 4]"),
+    (dict(seg_ids=np.zeros((QLEN, 1), np.int32)),
+     "seg_ids has shape [7, 1], where input_ids [len, bsz] make it [7, 4]"),
     (dict(input_mask=np.zeros((3, BSZ), np.float32)), "input_mask has shape [3, 4], where"),
     (dict(input_ids=np.zeros((QLEN,), np.int32)), "input_ids must have rank 2 (time-major"),
     (dict(input_ids=np.zeros((QLEN, BSZ), np.float32)), "input_ids must hold integer token ids. Received: float32"),

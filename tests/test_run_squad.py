@@ -15,6 +15,7 @@ from absl import flags as absl_flags
 import cli
 import run_squad
 from xlnet_tf import XLNetConfig
+from xlnet_tf import convert
 from xlnet_tf import locks
 from xlnet_tf import training
 from xlnet_tf.data import records as records_lib
@@ -132,6 +133,15 @@ def test_predict_honours_init_checkpoint_and_reproduces_the_original(tmp_path):
   assert result["path"] == CKPT and result["best_exact"] == want_eval["best_exact"]
   assert abs(result["best_f1_thresh"] - want_eval["best_f1_thresh"]) < 1e-5
   _check_prediction_files(tmp_path / "pred")
+  # The same model as a HuggingFace directory (XLNetForQuestionAnswering), as every tool reads one: it was refused
+  # as "no checkpoint found", asking for a prefix that does not exist.
+  convert.convert_to_hf(CKPT, str(tmp_path / "hf"), allow_d_head_override=True, log_fn=lines.append)
+  hf = cli.defaults(run_squad.define_flags, **dict(vars(o), init_checkpoint=None, model_config_path=None,
+                                                   predict_ckpt=str(tmp_path / "hf"),
+                                                   predict_dir=str(tmp_path / "pred_hf")))
+  run_squad.run(hf, training.make_strategy("one_device"), log_fn=lines.append)
+  predictions = [(tmp_path / name / "predictions.json").read_bytes() for name in ("pred", "pred_hf")]
+  assert predictions[0] == predictions[1]
   # The corrected behaviours: empty predictions where the null odds pass the threshold.
   o.allow_empty_prediction, o.null_threshold = True, 0.0
   run_squad.run(o, training.make_strategy("one_device"), log_fn=lines.append)
@@ -300,7 +310,8 @@ def test_predicting_with_checkpoints_fine_tuned_otherwise_is_refused(tmp_path, t
                                           r"\(--uncased=True there, False here; "):
     run_squad._predict_checkpoints(o, config)  # pylint: disable=protected-access
   o.uncased, o.predict_ckpt = True, str(tmp_path / "ckpt-4")
-  assert run_squad._predict_checkpoints(o, config) == [(4, str(tmp_path / "ckpt-4"))]  # pylint: disable=protected-access
+  found = run_squad._predict_checkpoints(o, config)  # pylint: disable=protected-access
+  assert found == [(4, str(tmp_path / "ckpt-4"))]
 
 
 ORIGINAL_SQUAD_FLAGS = {  # the original run_squad.py's 55 flags and defaults

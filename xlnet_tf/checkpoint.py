@@ -278,8 +278,9 @@ def export_original_checkpoint(model, ckpt_path, global_step=0, overwrite=False)
                      "to replace it.")
   there = XLNetConfig(json_path=config_path) if not overwrite and fileio.exists(config_path) else config
   if there != config:
-    raise ValueError(f"{config_path} is another model's config ({', '.join(k for k, _, _ in config.differences(there))} "
-                     "differ), left as it is. Pass a path in another directory, or overwrite=True to replace it.")
+    differ = ", ".join(k for k, _, _ in config.differences(there))
+    raise ValueError(f"{config_path} is another model's config ({differ} differ), left as it is. Pass a path in "
+                     "another directory, or overwrite=True to replace it.")
   with fileio.atomic_files() as out:  # the checkpoint and its config together
     write_original_checkpoint(original_variable_map(model), ckpt_path, global_step, files=out)
     config.to_json(config_path, write=out.write)

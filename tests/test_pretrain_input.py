@@ -320,6 +320,21 @@ def test_comma_separated_dirs_and_basename_rewrite(tmp_path):
   info = find_record_info(f"{tmp_path / 'a'},{tmp_path / 'b'}", **kw)
   assert info["num_batch"] == 5 and info["file_num_batch"] == [3, 2]
   assert [os.path.dirname(f) for f in info["filenames"]] == [str(tmp_path / "a"), str(tmp_path / "b")]
+  # Records read twice per epoch (every document trained on twice), or a task's left out, without a word: refused.
+  with pytest.raises(ValueError, match=r"--record_info_dir names one directory twice \('.*/a' and '.*/a/\./'\)"):
+    find_record_info(f"{tmp_path / 'a'},{tmp_path / 'b'},{tmp_path / 'a'}/./", **kw)
+  (info_path,) = tf.io.gfile.glob(f"{tmp_path}/b/record_info-*.json")
+  listed = json.load(open(info_path))
+  for names, what in ((listed["filenames"] * 2, "a record file twice"), ([], "no record file")):
+    with open(info_path, "w") as f:
+      json.dump(dict(listed, filenames=names), f)
+    with pytest.raises(ValueError, match=f"record_info file {info_path} lists {what}"):
+      find_record_info(f"{tmp_path / 'a'},{tmp_path / 'b'}", **kw)
+  with open(info_path, "w") as f:
+    json.dump(listed, f)
+  shutil.copy(info_path, info_path.replace("record_info-train-1-0", "record_info-train-2-0"))
+  with pytest.raises(ValueError, match=r"Two record_info files in .* list .*/b/train-1-0\."):
+    find_record_info(f"{tmp_path / 'a'},{tmp_path / 'b'}", **kw)
 
 
 @pytest.mark.parametrize("over, match", [

@@ -124,7 +124,13 @@ def find_record_info(record_info_dir, split, spec, batch_flag=None):
   pattern = record_info_glob(split, spec)
   asked = _name_fields(split, spec)
   info = {"filenames": [], "num_batch": 0, "file_num_batch": []}
-  for record_dir in [d for d in str(record_info_dir).split(",") if d]:
+  dirs = [d for d in str(record_info_dir).split(",") if d]
+  same = [d.rstrip("/") if fileio.is_remote(d) else os.path.realpath(d) for d in dirs]
+  for i, key in enumerate(same):
+    if key in same[:i]:
+      raise ValueError(f"--record_info_dir names one directory twice ({dirs[same.index(key)]!r} and {dirs[i]!r}): "
+                       "its records would be read twice per epoch. Name each directory once.")
+  for record_dir in dirs:
     if not tf.io.gfile.isdir(record_dir):
       raise FileNotFoundError(f"--record_info_dir {record_dir!r} is not a directory. Pass data_utils.py's "
                               "<save_dir>/tfrecords (comma-separate several directories).")
@@ -139,6 +145,10 @@ def find_record_info(record_info_dir, split, spec, batch_flag=None):
       except (ValueError, KeyError, TypeError) as e:
         raise ValueError(f"record_info file {path} must be json with 'filenames' and 'num_batch' (as "
                          f"data_utils.py writes); reading it failed: {e!r}. Rewrite it with data_utils.py.") from None
+      if not names or len(set(os.path.basename(n) for n in names)) != len(names):
+        raise ValueError(f"record_info file {path} lists {'no record file' if not names else 'a record file twice'} "
+                         f"({names}): its task's records would be {'left out' if not names else 'read twice'}. "
+                         "Rewrite it with data_utils.py.")
       for name in names:
         local = os.path.join(record_dir, os.path.basename(name))
         if not tf.io.gfile.exists(local):
@@ -147,6 +157,10 @@ def find_record_info(record_info_dir, split, spec, batch_flag=None):
         info["filenames"].append(local)
         info["file_num_batch"].append(num_batch if len(names) == 1 else None)
       info["num_batch"] += num_batch
+  twice = sorted({f for f in info["filenames"] if info["filenames"].count(f) > 1})
+  if twice:
+    raise ValueError(f"Two record_info files in {record_info_dir!r} list {twice[0]}: its records would be read twice "
+                     "per epoch. Keep one record_info file per record file (data_utils.py writes one).")
   if info["num_batch"] <= 0 or not info["filenames"]:
     raise ValueError(f"The record_info files matching {pattern!r} in {record_info_dir!r} list no records "
                      f"(num_batch {info['num_batch']}, {len(info['filenames'])} files). Write more text with "

@@ -302,6 +302,8 @@ _TRAINED_WITH = ("summary_type", "use_summ_proj", "uncased")
 # run_flags.json's digest of the SentencePiece model a fine-tuning run read (`spiece_digest`): its path alone may name
 # another model later (a file replaced, or another machine), which turns the same text into other ids.
 _SPIECE_DIGEST = "spiece_model_sha256"
+# What a run resolved from its flags, beside them in its run_flags.json (`restore_or_init`'s `resolved`).
+_RESOLVED = {"label_list", _SPIECE_DIGEST, "record_sizes"}
 
 
 def spiece_digest(o):
@@ -423,7 +425,7 @@ def _restore_or_init(o, trainer, log_fn, **kwargs):
   try:
     return trainer.restore_or_init(o.init_checkpoint, log_fn=log_fn, **kwargs)
   except run_checkpoint.CannotResume as e:
-    foreign = sorted(set(run_flags(o.model_dir) or {}) - set(vars(o)) - {"label_list", _SPIECE_DIGEST})  # resolved
+    foreign = sorted(set(run_flags(o.model_dir) or {}) - set(vars(o)) - _RESOLVED)
     if foreign:
       raise FlagError(f"Cannot resume from {e.latest}: --model_dir {o.model_dir} holds the checkpoints of another "
                       f"tool (its run_flags.json has flags this one lacks: {', '.join(foreign[:4])}"

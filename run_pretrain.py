@@ -13,9 +13,12 @@ False and means `--strategy=tpu`; `train_batch_size` is global). New: --strategy
 import cli  # first: start_script() runs before anything imports TensorFlow
 if __name__ == "__main__":
   cli.start_script()
+import os
+
 import flags
 from absl import flags as absl_flags
 from xlnet_tf import XLNetConfig, XLNetModel
+from xlnet_tf import fileio
 from xlnet_tf import locks
 from xlnet_tf import hf_checkpoint
 from xlnet_tf import training
@@ -144,7 +147,16 @@ def _run(o, strategy, log_fn):
          f"{data['spec'].bsz_per_host} rows.")
   check_vocabulary(o, xlnet_config, record_info["filenames"])
   trainer = build_trainer(o, strategy, xlnet_config)
-  start = cli.restore_or_init(o, trainer, xlnet_config, log_fn, init_optimizer_state=o.init_optimizer_state)
+  sizes = {os.path.basename(f): fileio.size(f) for f in record_info["filenames"]}
+  before = (cli.run_flags(o.model_dir) or {}).get("record_sizes")
+  start = cli.restore_or_init(o, trainer, xlnet_config, log_fn, resolved={"record_sizes": sizes},
+                              init_optimizer_state=o.init_optimizer_state)
+  if start and before is not None and before != sizes:  # rewritten by data_utils.py, or others added or removed
+    changed = sorted(set(before) ^ set(sizes) | {n for n in set(before) & set(sizes) if before[n] != sizes[n]})
+    log_fn(f"Warning: the records changed since the checkpoints in --model_dir were written ({len(changed)} of "
+           f"{len(set(before) | set(sizes))} files other, added or removed: {', '.join(changed[:3])}"
+           f"{', ...' if len(changed) > 3 else ''}): the resumed run reads them as they are now, from the position "
+           "its step counts in them, so its batches are not those of an uninterrupted run.")
   log_fn(f"Training from step {start} to {o.train_steps} on {strategy.num_replicas_in_sync} replica(s).")
 
   result = trainer.train(lambda input_context, start_step: input_fn(input_context, start_step=start_step),

@@ -188,6 +188,39 @@ def test_a_pretraining_checkpoint_cleans_to_its_weights_as_released(uninterrupte
   assert {name: (release / name).read_bytes() for name in os.listdir(release)} == before
 
 
+def test_a_resume_over_records_that_changed_says_so(record_dirs, tmp_path):
+  """data_utils.py rewrote or added records between a run and its resume: the resume went on over them from the
+  position its step counts, without a word (its batches are not an uninterrupted run's). It says so; an unchanged
+  resume says nothing."""
+  import cli  # pylint: disable=import-outside-toplevel
+  import run_pretrain  # pylint: disable=import-outside-toplevel
+  records = tmp_path / "records"
+  shutil.copytree(record_dirs["uni"], records)
+  args = dict(record_info_dir=str(records), model_dir=str(tmp_path / "model"), train_batch_size=8, seq_len=32,
+              reuse_len=16, perm_size=8, num_predict=6, mem_len=12, n_layer=1, d_model=8, n_head=2, d_head=4,
+              d_inner=8, bi_data=False, iterations=1, save_steps=1, seed=7)
+  run = lambda steps: [line for line in _lines(run_pretrain.run, cli.defaults(
+      run_pretrain.define_flags, train_steps=steps, **args)) if line.startswith("Warning: the records changed")]
+  assert run(1) == [] and run(2) == []
+  (info,) = glob.glob(str(records / "record_info-*.json"))
+  (record,) = glob.glob(str(records / "*.tfrecords"))
+  shutil.copy(record, record.replace("train-0-0", "train-1-0"))  # another task's records appear
+  shutil.copy(info, info.replace("train-0-0", "train-1-0"))
+  json.dump(dict(json.load(open(info)), filenames=[record.replace("train-0-0", "train-1-0")]),
+            open(info.replace("train-0-0", "train-1-0"), "w"))
+  assert run(3) == [f"Warning: the records changed since the checkpoints in --model_dir were written (1 of 2 files "
+                    f"other, added or removed: {os.path.basename(record).replace('train-0-0', 'train-1-0')}): the "
+                    "resumed run reads them as they are now, from the position its step counts in them, so its "
+                    "batches are not those of an uninterrupted run."]
+
+
+def _lines(run, o):
+  from xlnet_tf import training  # pylint: disable=import-outside-toplevel
+  lines = []
+  run(o, training.make_strategy("one_device"), log_fn=lines.append)
+  return lines
+
+
 def test_an_xla_flag_xla_does_not_know_ends_the_run_before_it_writes_anything(record_dirs, tmp_path):
   """XLA reads XLA_FLAGS at its first compilation and ends the process on a flag it does not know; the run makes
   that happen at its start (`training.read_xla_flags`), not at its first step after the lock and the run files."""

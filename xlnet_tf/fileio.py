@@ -94,6 +94,11 @@ def open_file(path, mode="r"):
   return open(path, mode, encoding=None if "b" in mode else "utf-8")
 
 
+def size(path):
+  """The file's size in bytes."""
+  return int(_gfile().stat(path).length) if is_remote(path) else os.path.getsize(path)
+
+
 def sha256(path):
   """The hex sha256 of the file's bytes (what identifies a SentencePiece model, whatever its path)."""
   with open_file(path, "rb") as f:

@@ -81,6 +81,24 @@ def test_create_run_config_finetune_drops_memory_options():
 def test_run_config_rejects_bad_init():
   with pytest.raises(ValueError, match="init"):
     RunConfig(False, False, False, 0.0, 0.0, init="xavier")
+  for name in ("mem_len", "reuse_len", "clamp_len"):  # a string from a hand-made config: compared or used later
+    with pytest.raises(TypeError, match=f"`{name}` must be an integer or None. Received: '4'."):
+      RunConfig(False, False, False, 0.0, 0.0, **{name: "4"})
+
+
+def test_finetune_heads_names_a_bad_class_count_or_task_name():
+  from xlnet_tf import finetune_heads  # pylint: disable=import-outside-toplevel
+  config = XLNetConfig(n_layer=1, d_model=8, n_head=2, d_head=4, d_inner=8, ff_activation="gelu", untie_r=True,
+                       n_token=20)
+  run_config = RunConfig(False, False, False, 0.0, 0.0)
+  for heads in ({"t": 0}, {"t": "2"}, {"glue/mnli": 3}):  # Keras said `units=2`, or TF refused the '/' later
+    with pytest.raises(ValueError, match="cls_heads maps a task name .* Received: "):
+      finetune_heads(config, run_config, cls_heads=heads)
+
+
+def test_a_dict_passed_as_the_json_path_names_the_fix():
+  with pytest.raises(TypeError, match=r"pass a dict of fields as XLNetConfig\(\*\*fields\)"):
+    XLNetConfig({"n_layer": 2})
 
 
 @pytest.mark.parametrize("field, value, message", [

@@ -565,6 +565,15 @@ def test_a_converted_model_is_not_written_beside_a_model_of_the_other_format(tmp
       os.listdir(f"{DATA}/qa_bin"))
 
 
+def test_a_task_name_with_a_slash_is_refused_naming_the_flag():
+  """An HF model whose finetuning_task is 'glue/mnli' converted to a head `classification_glue/mnli` that no tool
+  could load (TensorFlow refused the name, and the head listings cut it at the '/')."""
+  config = {"architectures": ["XLNetForSequenceClassification"], "finetuning_task": "glue/mnli"}
+  with pytest.raises(ValueError, match=r"task name 'glue/mnli' .* Pass --task_name"):
+    hf_checkpoint.classification_scope(config, None)
+  assert hf_checkpoint.classification_scope(config, "mnli") == "classification_mnli"
+
+
 def test_the_head_is_read_from_architectures_a_list_or_one_name():
   """`architectures` is a list in transformers' files; one name alone was read letter by letter (`unknown head X`)."""
   for architectures in (["XLNetForQuestionAnswering"], "XLNetForQuestionAnswering"):

@@ -5,7 +5,9 @@ original passes to `transformer_xl` at run time (dropout, initializer, memory an
 """
 
 import json
+import os
 
+import numpy as np
 import tensorflow as tf
 
 from xlnet_tf import fileio
@@ -26,6 +28,9 @@ class XLNetConfig:
   """
 
   def __init__(self, json_path=None, **fields):
+    if json_path is not None and not isinstance(json_path, (str, os.PathLike)):
+      raise TypeError(f"XLNetConfig(json_path) takes the path of an xlnet_config.json; pass a dict of fields as "
+                      f"XLNetConfig(**fields). Received: {type(json_path).__name__}.")
     if json_path is not None:
       if fields:
         raise ValueError(f"Pass either json_path or fields, not both. Received json_path={json_path!r} "
@@ -131,6 +136,9 @@ class RunConfig:
                use_fp16=False, recompute_grad=False):
     if init not in INITS:
       raise ValueError(f"`init` must be one of {INITS}. Received: {init!r}.")
+    for name, value in (("mem_len", mem_len), ("reuse_len", reuse_len), ("clamp_len", clamp_len)):
+      if value is not None and (not isinstance(value, (int, np.integer)) or isinstance(value, bool)):
+        raise TypeError(f"`{name}` must be an integer or None. Received: {value!r}.")
     for name, rate in (("dropout", dropout), ("dropatt", dropatt)):
       if not 0.0 <= rate < 1.0:
         raise ValueError(f"`{name}` must be in [0, 1). Received: {rate}.")

@@ -4,6 +4,8 @@ classification and regression logits, and their losses. Variable names follow th
 """
 
 
+import numbers
+
 import keras
 import tensorflow as tf
 
@@ -228,6 +230,9 @@ def finetune_heads(xlnet_config, run_config, summary_type="last", use_summ_proj=
     heads.append(SequenceSummary(summary_type, c.d_model, c.n_head, c.d_head, rc.dropout if rc.is_training else 0.0,
                                  rc.dropatt if rc.is_training else 0.0, use_summ_proj, initializer, dtype=dtype))
   for scope, n_class in (cls_heads or {}).items():
+    if not isinstance(n_class, numbers.Integral) or isinstance(n_class, bool) or n_class < 2 or "/" in str(scope):
+      raise ValueError(f"cls_heads maps a task name (no '/') to its number of classes, an integer >= 2. Received: "
+                       f"{scope!r}: {n_class!r}.")
     heads.append(LogitHead.classification(scope, n_class, c.d_model, initializer, dtype=dtype))
   for scope in reg_heads or []:
     heads.append(LogitHead.regression(scope, c.d_model, initializer, dtype=dtype))

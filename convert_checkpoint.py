@@ -40,6 +40,13 @@ def run(o, log_fn=print):
   if source == target == "hf":
     raise cli.FlagError(f"--input {o.input} is already in the hf format (--to=hf). Pass --to=tf1 or another "
                         "--input.")
+  unused = [f"--{name}" for name, used in (("summary_type", target == "hf"), ("task_name", source != target),
+                                            ("model_config_path", source == "tf1")) if getattr(o, name) and not used]
+  if unused:  # silently unused before: the converted model was not what the flag asked for
+    raise cli.FlagError(f"{' and '.join(unused)} {'is' if len(unused) == 1 else 'are'} not read converting {source} "
+                        f"to {target}: --summary_type only names the pooling of an HF config.json, --task_name the "
+                        "head of a conversion between formats, --model_config_path the config of a TF1 --input. "
+                        "Leave it unset.")
   if target == "tf1" and source == "tf1":
     return convert.clean_checkpoint(o.input, o.output_dir, o.model_config_path, log_fn=log_fn)
   if target == "tf1":

@@ -116,7 +116,8 @@ def test_optimizer_slots_and_global_step_are_ignored(tmp_path):
 @pytest.mark.parametrize("change, message", [
     (dict(d_inner=12), r"the config does not fit the checkpoint; use the xlnet_config.json that came with it\): "
                        r"model/transformer/layer_0/ff/layer_1/kernel: checkpoint \[8, 11\] vs model \[8, 12\]"),
-    (dict(untie_r=False), r"model/transformer/r_w_bias: checkpoint \[2, 2, 6\] vs model \[2, 6\]"),
+    (dict(untie_r=False), r"came with it, whose attention biases are per layer: untie_r=True \(run_pretrain.py: "
+                          r"--untie_r=True\)\): model/transformer/r_w_bias: checkpoint \[2, 2, 6\] vs model \[2, 6\]"),
     (dict(n_layer=3), r"missing from the checkpoint: \['model/transformer/layer_2/"),
     (dict(n_layer=1), r"checkpoint variables the model lacks: \['model/transformer/layer_1/"),
 ])

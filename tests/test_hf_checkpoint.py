@@ -565,6 +565,20 @@ def test_a_converted_model_is_not_written_beside_a_model_of_the_other_format(tmp
       os.listdir(f"{DATA}/qa_bin"))
 
 
+def test_a_flag_the_conversion_does_not_read_is_refused(tmp_path):
+  """--summary_type converting to tf1, --task_name of a checkpoint without any head: silently unused before (the
+  converted model was not what the flag asked for)."""
+  with pytest.raises(cli.FlagError, match=r"^--summary_type is not read converting hf to tf1"):
+    convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=f"{DATA}/cls_bin", summary_type="last",
+                                        output_dir=str(tmp_path / "a")), log_fn=lambda _: None)
+  convert.convert_to_original(f"{DATA}/lm_safetensors", str(tmp_path / "lm"), log_fn=lambda _: None)
+  with pytest.raises(ValueError, match=r"has no classification_imdb or regression_imdb head \(its classification "
+                                       r"heads: none\)"):
+    convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=str(tmp_path / "lm"), task_name="imdb",
+                                        output_dir=str(tmp_path / "b")), log_fn=lambda _: None)
+  assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
 def test_a_task_name_with_a_slash_is_refused_naming_the_flag():
   """An HF model whose finetuning_task is 'glue/mnli' converted to a head `classification_glue/mnli` that no tool
   could load (TensorFlow refused the name, and the head listings cut it at the '/')."""

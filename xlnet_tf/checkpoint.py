@@ -243,9 +243,13 @@ def assign_by_name(model, reader, keys, source):
   if mismatched:
     more = f"; and {len(mismatched) - 3} more" if len(mismatched) > 3 else ""
     heads_only = not any(n.startswith(("model/transformer/", "model/lm_loss/")) for n in names)
+    untie = ["untie_r=True" if len(shapes[n]) == 3 else "untie_r=False" for n in names
+             if n.endswith(("/r_w_bias", "/r_r_bias", "/r_s_bias")) and len(shapes[n]) != len(table[n].shape)]
     what = ("its task head has another number of classes than this task's; pass the labels it was fine-tuned with, "
             "or start the head afresh under another name (run_classifier.py: --cls_scope)" if heads_only else
-            "the config does not fit the checkpoint; use the xlnet_config.json that came with it")
+            "the config does not fit the checkpoint; use the xlnet_config.json that came with it" +
+            (f", whose attention biases are {'per layer' if untie[0].endswith('True') else 'shared'}: {untie[0]} "
+             f"(run_pretrain.py: --{untie[0]})" if untie else ""))
     raise ValueError(f"Shape mismatch loading {source} ({what}): " + "; ".join(mismatched[:3]) + more)
 
   loaded, kept = [], []

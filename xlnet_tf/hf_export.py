@@ -38,7 +38,7 @@ def _export_head(arrays, task_name, source):
   cls_scopes = sorted({m.group(1) for m in map(re.compile(r"^model/((?:classification|regression)_.+)/logit/kernel$")
                                                .match, arrays) if m})
   heads = [("XLNetForSequenceClassification", f"model/{s}/logit") for s in cls_scopes]
-  if task_name and cls_scopes:
+  if task_name:  # a checkpoint without any: the flag named a head that is not there (it was silently unused)
     picked = [h for h in heads if h[1] in (f"model/classification_{task_name.lower()}/logit",
                                            f"model/regression_{task_name.lower()}/logit")]
     if not picked:

@@ -260,6 +260,17 @@ def test_inputs_that_do_not_fit_together_are_named(change, error):
   assert error in str(caught.value), str(caught.value)
 
 
+def test_a_batch_major_output_is_not_pooled():
+  """get_pooled_out of a batch-major output pooled over its batch, [len, d_model], without a word."""
+  model = XLNetModel(CONFIG, run_config(), heads=finetune_heads(CONFIG, run_config(), "last"))
+  x = random_inputs()
+  out, _ = model(x["input_ids"], x["seg_ids"], x["input_mask"])
+  assert model.get_pooled_out(out, x["input_mask"]).shape == (BSZ, CONFIG.d_model)
+  with pytest.raises(ValueError, match=r"output has shape \[4, 7, 8\], input_mask \[7, 4\]: the output must be "
+                                       r"time-major"):
+    model.get_pooled_out(tf.transpose(out, [1, 0, 2]), x["input_mask"])
+
+
 def test_layer_norm_rows_equals_keras_layer_norm_with_gradients():
   rng = np.random.RandomState(0)
   norm = keras.layers.LayerNormalization(epsilon=1e-12)

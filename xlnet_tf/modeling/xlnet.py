@@ -101,6 +101,10 @@ class XLNetModel(keras.Model):
 
   def get_pooled_out(self, output, input_mask=None, training=False):
     """The sequence summary (head `sequnece_summary`) of a content-stream output [I, B, H] -> float [B, H]."""
+    if input_mask is not None and not output.shape[:2].is_compatible_with(tf.TensorShape(input_mask.shape)):
+      raise ValueError(f"get_pooled_out: output has shape {output.shape.as_list()}, input_mask "
+                       f"{tf.TensorShape(input_mask.shape).as_list()}: the output must be time-major [len, bsz, "
+                       "d_model] as the model returns it, over the input_mask [len, bsz].")
     return self._head("sequnece_summary")(output, input_mask, training=training)
 
   def get_head_logits(self, pooled, scope_name):

@@ -13,6 +13,7 @@ False and means `--strategy=tpu`; `train_batch_size` is global). New: --strategy
 import cli  # first: start_script() runs before anything imports TensorFlow
 if __name__ == "__main__":
   cli.start_script()
+import itertools
 import os
 
 import flags
@@ -147,14 +148,15 @@ def _run(o, strategy, log_fn):
          f"{data['spec'].bsz_per_host} rows.")
   check_vocabulary(o, xlnet_config, record_info["filenames"])
   trainer = build_trainer(o, strategy, xlnet_config)
-  sizes = {os.path.basename(f): fileio.size(f) for f in record_info["filenames"]}
+  # [name, size] of the record files in the order read (their directories may move; their order counts).
+  sizes = [[os.path.basename(f), fileio.size(f)] for f in record_info["filenames"]]
   before = (cli.run_flags(o.model_dir) or {}).get("record_sizes")
   start = cli.restore_or_init(o, trainer, xlnet_config, log_fn, resolved={"record_sizes": sizes},
                               init_optimizer_state=o.init_optimizer_state)
-  if start and before is not None and before != sizes:  # rewritten by data_utils.py, or others added or removed
-    changed = sorted(set(before) ^ set(sizes) | {n for n in set(before) & set(sizes) if before[n] != sizes[n]})
+  if start and isinstance(before, list) and before != sizes:  # rewritten, added, removed or reordered
+    changed = [new[0] if new else old[0] for old, new in itertools.zip_longest(before, sizes) if old != new]
     log_fn(f"Warning: the records changed since the checkpoints in --model_dir were written ({len(changed)} of "
-           f"{len(set(before) | set(sizes))} files other, added or removed: {', '.join(changed[:3])}"
+           f"{max(len(before), len(sizes))} files other, added, removed or in another order: {', '.join(changed[:3])}"
            f"{', ...' if len(changed) > 3 else ''}): the resumed run reads them as they are now, from the position "
            "its step counts in them, so its batches are not those of an uninterrupted run.")
   log_fn(f"Training from step {start} to {o.train_steps} on {strategy.num_replicas_in_sync} replica(s).")

@@ -209,9 +209,13 @@ def test_a_resume_over_records_that_changed_says_so(record_dirs, tmp_path):
   json.dump(dict(json.load(open(info)), filenames=[record.replace("train-0-0", "train-1-0")]),
             open(info.replace("train-0-0", "train-1-0"), "w"))
   assert run(3) == [f"Warning: the records changed since the checkpoints in --model_dir were written (1 of 2 files "
-                    f"other, added or removed: {os.path.basename(record).replace('train-0-0', 'train-1-0')}): the "
-                    "resumed run reads them as they are now, from the position its step counts in them, so its "
-                    "batches are not those of an uninterrupted run."]
+                    f"other, added, removed or in another order: "
+                    f"{os.path.basename(record).replace('train-0-0', 'train-1-0')}): the resumed run reads them as they "
+                    "are now, from the position its step counts in them, so its batches are not those of an "
+                    "uninterrupted run."]
+  shutil.copytree(records, tmp_path / "moved")  # the same records elsewhere: nothing to say
+  args["record_info_dir"] = str(tmp_path / "moved")
+  assert run(4) == []
 
 
 def _lines(run, o):

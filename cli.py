@@ -318,12 +318,12 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
   (`_TRAINED_WITH` in its run_flags.json), or another SentencePiece model (its sha256 there); for a HuggingFace
   directory, another pooling than its config.json's. All load without a shape mismatch: an evaluation, a prediction,
   an export or a resume went on with other numbers, exit 0."""
-  from xlnet_tf import checkpoint, hf_checkpoint, training  # pylint: disable=g-import-not-at-top
+  from xlnet_tf import checkpoint, fileio, hf_checkpoint, training  # pylint: disable=g-import-not-at-top
   if directory and hf_checkpoint.is_hf_directory(directory):
     _check_hf_pooling(o, directory, flag)
     return
-  if not directory or not checkpoint.latest_checkpoint(directory):
-    return
+  if not directory or not (checkpoint.latest_checkpoint(directory) or fileio.glob_in(directory, "*.index")):
+    return  # no checkpoint (yet): nothing to check
   try:
     training.check_run_files(directory, xlnet_config, flag)
   except ValueError as e:

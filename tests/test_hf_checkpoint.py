@@ -26,6 +26,7 @@ from safetensors.numpy import load_file
 
 import convert_checkpoint
 import cli
+import run_classifier
 from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
 from xlnet_tf import checkpoint
 from xlnet_tf import convert
@@ -586,6 +587,30 @@ def test_a_task_name_with_a_slash_is_refused_naming_the_flag():
   with pytest.raises(ValueError, match=r"task name 'glue/mnli' .* Pass --task_name"):
     hf_checkpoint.classification_scope(config, None)
   assert hf_checkpoint.classification_scope(config, "mnli") == "classification_mnli"
+
+
+def test_an_hf_classifier_converted_to_tf1_keeps_its_pooling_and_labels(tmp_path):
+  """HF -> TF1 wrote the weights and xlnet_config.json alone: predicting with them pooled with the flag's `last`
+  (the model's is `mean`: other logits, exit 0), and TF1 -> HF again wrote `last` and LABEL_i. Now a run_flags.json
+  beside them keeps the pooling and the named labels, which the tools read as a fine-tuning run's."""
+  hf = tmp_path / "hf"
+  shutil.copytree(f"{DATA}/cls_bin", hf)
+  config = json.loads((hf / "config.json").read_text())
+  (hf / "config.json").write_text(json.dumps(dict(config, id2label={"0": "neg", "1": "neutral", "2": "pos"})))
+  convert.convert_to_original(str(hf), str(tmp_path / "tf1"), log_fn=lambda _: None)
+  assert json.loads((tmp_path / "tf1" / "run_flags.json").read_text()) == {
+      "summary_type": "mean", "use_summ_proj": True, "label_list": ["neg", "neutral", "pos"]}
+  convert.convert_to_hf(str(tmp_path / "tf1" / "xlnet_model.ckpt"), str(tmp_path / "back"), log_fn=lambda _: None)
+  back = json.loads((tmp_path / "back" / "config.json").read_text())
+  assert back["summary_type"] == "mean" and back["id2label"] == {"0": "neg", "1": "neutral", "2": "pos"}
+  o = cli.defaults(run_classifier.define_flags, summary_type="last")
+  with pytest.raises(cli.FlagError, match=r"fine-tuned with other flags \(--summary_type=mean there, last here"):
+    cli.check_trained_model(o, str(tmp_path / "tf1"), XLNetConfig(json_path=str(tmp_path / "tf1" / "xlnet_config.json")))
+  convert.convert_to_original(f"{DATA}/cls_bin", str(tmp_path / "generic"), log_fn=lambda _: None)  # LABEL_i: none
+  assert json.loads((tmp_path / "generic" / "run_flags.json").read_text()) == {"summary_type": "mean",
+                                                                               "use_summ_proj": True}
+  convert.convert_to_original(f"{DATA}/qa_bin", str(tmp_path / "qa"), log_fn=lambda _: None)  # pools nothing
+  assert not (tmp_path / "qa" / "run_flags.json").exists()
 
 
 def test_the_head_is_read_from_architectures_a_list_or_one_name():

@@ -13,9 +13,11 @@ from xlnet_tf import hf_export
 from xlnet_tf.config import XLNetConfig
 
 
-# The files of a model of either format: an output directory holding one takes no converted model (one of the same
-# format would be replaced; one of the other would shadow it or be shadowed, as readers of a directory prefer HF's).
-_MODEL_FILES = (hf_checkpoint.CONFIG_FILE, *hf_checkpoint.WEIGHT_FILES, "xlnet_config.json", "xlnet_model.ckpt.*")
+# The files of a model of either format (and the run_flags.json beside one): an output directory holding one takes no
+# converted model (one of the same format would be replaced; one of the other would shadow it or be shadowed, as
+# readers of a directory prefer HF's).
+_MODEL_FILES = (hf_checkpoint.CONFIG_FILE, *hf_checkpoint.WEIGHT_FILES, "xlnet_config.json", "xlnet_model.ckpt.*",
+                "run_flags.json")
 
 
 def _check_output_dir(output_dir, input_dir):
@@ -123,10 +125,12 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
 
 
 def convert_to_original(directory, output_dir, task_name=None, log_fn=print):
-  """An HF model directory -> `xlnet_model.ckpt` (the original's names and layouts), `xlnet_config.json` and
-  `spiece.model` (when the directory has one) in output_dir. An output_dir that already holds a model (a config or
-  a checkpoint) is refused. The files appear together (`fileio.atomic_files`), the checkpoint's index after its
-  data."""
+  """An HF model directory -> `xlnet_model.ckpt` (the original's names and layouts), `xlnet_config.json`,
+  `spiece.model` (when the directory has one) and, for a classification or multiple-choice model, a
+  `run_flags.json` with its pooling and named labels (what a fine-tuning run keeps there: the tools then predict and
+  export it as the HF model pools, and refuse another pooling or labels) in output_dir. An output_dir that already
+  holds a model (a config or a checkpoint) is refused. The files appear together (`fileio.atomic_files`), the
+  checkpoint's index after its data."""
   _check_output_dir(output_dir, directory)
   _check_copy(directory, output_dir)
   xlnet_config, arrays, info = hf_checkpoint.read_hf_checkpoint(directory, task_name)
@@ -135,10 +139,13 @@ def convert_to_original(directory, output_dir, task_name=None, log_fn=print):
     checkpoint.write_original_checkpoint(arrays, ckpt, files=out)
     copied = _copy(directory, output_dir, out.write)
     xlnet_config.to_json(os.path.join(output_dir, "xlnet_config.json"), write=out.write)
+    if info["fine_tuned_with"]:
+      out.write(os.path.join(output_dir, "run_flags.json"), json.dumps(info["fine_tuned_with"], indent=2))
   for line in info["notes"]:
     log_fn(line)
   log_fn(f"Wrote {ckpt} ({len(arrays)} variables, {info['description']}), xlnet_config.json"
-         f"{', spiece.model' if copied else ''} from {directory}.")
+         f"{', spiece.model' if copied else ''}{', run_flags.json' if info['fine_tuned_with'] else ''} from "
+         f"{directory}.")
   return ckpt
 
 

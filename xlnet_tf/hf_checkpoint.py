@@ -288,10 +288,17 @@ def hf_to_original(config, weights, source, task_name=None, cls_scope=None):
   if "model/sequnece_summary/summary/kernel" in arrays and config.get("summary_activation", "tanh") != "tanh":
     raise ValueError(f"{source}: summary_activation {config.get('summary_activation')!r} cannot be expressed; the "
                      "original's summary projection is tanh.")
+  fine_tuned_with = {}  # what a run_flags.json beside the converted model keeps (`convert.convert_to_original`)
   if architecture in ("XLNetForSequenceClassification", "XLNetForMultipleChoice"):
     notes.append(f"The HF model pools with summary_type {summary!r} (use_proj {config.get('summary_use_proj', True)}"
                  f"): pass --summary_type={summary} when fine-tuning or predicting with it.")
-  return xlnet_config, arrays, dict(architecture=architecture, notes=notes, summary_type=summary)
+    fine_tuned_with = {"summary_type": summary, "use_summ_proj": config.get("summary_use_proj", True)}
+    id2label = config.get("id2label") or {}
+    labels = [id2label.get(str(i), id2label.get(i)) for i in range(len(id2label))]
+    if len(labels) > 1 and None not in labels and labels != [f"LABEL_{i}" for i in range(len(labels))]:
+      fine_tuned_with["label_list"] = labels  # named labels: the task's, in the order of the logits
+  return xlnet_config, arrays, dict(architecture=architecture, notes=notes, summary_type=summary,
+                                    fine_tuned_with=fine_tuned_with)
 
 
 def read_hf_checkpoint(directory, task_name=None, cls_scope=None):

@@ -538,6 +538,30 @@ def test_a_record_file_of_another_length_than_its_record_info_is_named(kept, sta
       "be shifted. Copy it again, or write it again with data_utils.py")
 
 
+def test_a_damaged_file_skipped_is_read_in_whole_steps_and_the_others_still_counted(tmp_path, monkeypatch):
+  """--skip_bad_records read a damaged file up to its first bad record (6 records: not a whole step of 4, so every
+  later step's rows were shifted) and turned the count check off for every file (a file cut short then read as
+  complete, exit 0). Now the damaged file gives its whole steps (1) and the others are counted as before."""
+  from xlnet_tf.data import records  # pylint: disable=import-outside-toplevel
+  record_dir = str(tmp_path / "records")
+  _write_records(record_dir, 0, 5)
+  _write_records(record_dir, 1, 3)
+  first, damaged = (tf.io.gfile.glob(f"{record_dir}/train-{t}-0.*.tfrecords")[0] for t in (0, 1))
+  monkeypatch.setattr(records, "_READ_LIMITS", {damaged: 6})
+  kw = _small_kw()
+  input_fn, _ = get_input_fn(record_dir, spec=kw["spec"], options=ReaderOptions(perm_size=4), split="train")
+  steps = _take(input_fn(), 6)  # an epoch: 5 + 1 steps
+  heads = [{(int(task) - 3000, int(step) - 2000) for step, task in b["input_k"][:, 1:3]} for b in steps]
+  assert all(len(h) == 1 for h in heads), heads  # every step's rows from one step of one file
+  assert sorted(h.pop() for h in heads) == [(0, 0), (0, 1), (0, 2), (0, 3), (0, 4), (1, 0)]
+  rows = [r.numpy() for r in tf.data.TFRecordDataset(first)]
+  with tf.io.TFRecordWriter(first) as writer:  # F1's cut file beside the damaged one: still named
+    for row in rows[:9]:
+      writer.write(row)
+  with pytest.raises(tf.errors.InvalidArgumentError, match="A record file holds another number of records"):
+    _take(get_input_fn(record_dir, spec=kw["spec"], options=ReaderOptions(perm_size=4), split="train")[0](), 12)
+
+
 def test_records_of_other_lengths_are_named_as_such_not_as_unreadable(tmp_path):
   """Records of another seq_len under a record_info of this one (a hand-merged record_info of two runs) were
   called unreadable ("Rewrite the file"), naming no file: they read, and hold other features than the run parses."""

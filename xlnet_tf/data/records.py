@@ -6,6 +6,7 @@ and whether a cached file may be reused (`cache_fingerprint`, `reusable_cache`, 
 import dataclasses
 import hashlib
 import numbers
+import re
 
 import tensorflow as tf
 
@@ -264,10 +265,17 @@ def counted_record_dataset(files, num_batch, bsz_per_host):
   stream of bsz_per_host-row steps, then shifted the rows of every later step (each row's mems from another row),
   exit 0. Checked per step, not per record (as cheap as the plain reader).
 
+  A file found damaged by `skip_unreadable_records` is read up to the last whole step before its first unreadable
+  record (`read_steps`): its readable part, not a multiple of the step, shifted the rows of every later step.
+
   Raises tf.errors.InvalidArgumentError where a file ends early, inside a step, or holds more: its message holds
   `WRONG_RECORD_COUNT`, the file, num_batch, bsz_per_host, the step and the rows read there."""
-  def one_file(path, steps):
-    stream = tf.data.TFRecordDataset(path).batch(bsz_per_host).map(lambda rows: (rows, False))
+  files = list(files)
+  steps_of = read_steps(files, num_batch, bsz_per_host)
+  takes = [steps * bsz_per_host if f in _READ_LIMITS else -1 for f, steps in zip(files, steps_of)]  # -1: all
+
+  def one_file(path, steps, take):
+    stream = tf.data.TFRecordDataset(path).take(take).batch(bsz_per_host).map(lambda rows: (rows, False))
     end = tf.data.Dataset.from_tensors((tf.zeros([0], tf.string), True))
 
     def check(step, element):
@@ -281,11 +289,14 @@ def counted_record_dataset(files, num_batch, bsz_per_host):
     checked = stream.concatenate(end).enumerate().map(check).filter(lambda rows, is_end: tf.logical_not(is_end))
     return checked.map(lambda rows, is_end: rows).unbatch()
 
-  return tf.data.Dataset.from_tensor_slices((list(files), tf.constant(list(num_batch), tf.int64))).flat_map(one_file)
+  return tf.data.Dataset.from_tensor_slices((files, tf.constant(steps_of, tf.int64), tf.constant(takes, tf.int64))
+                                            ).flat_map(one_file)
 
 
-def has_read_limits():
-  return bool(_READ_LIMITS)
+def read_steps(files, num_batch, bsz_per_host):
+  """The steps of bsz_per_host records `counted_record_dataset` reads of each file: num_batch, or a damaged file's
+  whole steps before its first unreadable record (`skip_unreadable_records`)."""
+  return [_READ_LIMITS[f] // bsz_per_host if f in _READ_LIMITS else n for f, n in zip(files, num_batch)]
 
 
 def skip_unreadable_records(files, log_fn):
@@ -315,6 +326,7 @@ def find_corrupt_record(files):
     try:
       for _ in tf.data.TFRecordDataset(path):
         index += 1
-    except tf.errors.OpError as e:
-      return path, index, " ".join(e.message.split())
+    except tf.errors.OpError as e:  # the reason without TensorFlow's function and op names around it
+      reason = re.sub(r"\s*\[Op:.*$", "", re.sub(r"\{\{[^}]*\}\}\s*", "", " ".join(e.message.split())))
+      return path, index, reason
   return None

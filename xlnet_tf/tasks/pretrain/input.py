@@ -61,7 +61,7 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf.data.record_files import check_writers, find_record_info, read_corpus_info, writer_info
-from xlnet_tf.data.records import checked_token_ids, counted_record_dataset, has_read_limits, record_dataset
+from xlnet_tf.data.records import checked_token_ids, counted_record_dataset, read_steps, record_dataset
 from xlnet_tf.tasks.pretrain.parser import parse_record
 
 
@@ -125,8 +125,11 @@ def _record_stream(file_names, file_num_batch, bsz_per_host, first_pos, cache):
   """Raw records repeated forever, starting at stream position `first_pos` (records, counted across epochs). Where
   each file's steps are known (`file_num_batch`), every file is checked to hold them (`counted_record_dataset`)."""
   counts = None
-  if file_num_batch is not None and all(n is not None for n in file_num_batch) and not has_read_limits():
-    counts = [n * bsz_per_host for n in file_num_batch]
+  if file_num_batch is not None and all(n is not None for n in file_num_batch):
+    counts = [n * bsz_per_host for n in read_steps(file_names, file_num_batch, bsz_per_host)]
+    if not sum(counts):
+      raise ValueError(f"The record files hold no whole step of {bsz_per_host} readable records (--skip_bad_records "
+                       "read each damaged one up to its first unreadable record). Write them again with data_utils.py.")
   read = (lambda first: counted_record_dataset(file_names[first:], file_num_batch[first:], bsz_per_host)) if counts \
       else (lambda first: record_dataset(file_names[first:]))
   full = read(0)

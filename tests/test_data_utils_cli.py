@@ -71,7 +71,7 @@ def test_cli_writes_what_the_original_wrote(tmp_path):
       [*os.listdir(f"{gold_dir}/tfrecords"), f"train-0-0.{GOLDEN_NAME}.tfrecords.writer.json"])
   assert json.load(open(f"{save_dir}/tfrecords/train-0-0.{GOLDEN_NAME}.tfrecords.writer.json")) == {
       "num_core_per_host": 1, "sp_model_sha256": fileio.sha256(f"{GOLDEN}/spm/spiece.model"), "num_task": 1,
-      "pass_id": 0, "input_files": sorted(glob.glob(f"{GOLDEN}/corpus/*.txt"))}
+      "pass_id": 0, "input_files": [os.path.realpath(p) for p in sorted(glob.glob(f"{GOLDEN}/corpus/*.txt"))]}
 
   # record_info: the original stores os.path.join(save_dir, "tfrecords", name) as given (it ran with
   # --save_dir=goldens/data/records); the json text is otherwise identical.
@@ -294,21 +294,25 @@ def test_records_that_would_not_fit_with_another_run_s_are_refused(tmp_path):
   other_model = "tests/testdata/squad/spm/spiece.model"
   before = sorted(p.name for p in out.rglob("*"))
   with pytest.raises(pd.DataError) as e:
-    data_utils.create_data(cli.values(_flag_values(args + [f"--sp_path={other_model}", "--num_task=3", "--task=1"])))
+    data_utils.create_data(cli.values(_flag_values(args + [f"--sp_path={other_model}", "--num_task=2", "--task=1"])))
   assert str(e.value) == (
-      f"Record file {out}/tfrecords/train-1-0.{GOLDEN_NAME}.tfrecords was written with another SentencePiece model "
-      f"(--sp_path) than {first} ({out}/tfrecords/train-1-0.{GOLDEN_NAME}.tfrecords.writer.json): the same ids would "
-      "mean other pieces, and a run reads both. Write them with the same data_utils.py flags, or keep them in "
-      "separate directories.")
-  with pytest.raises(pd.DataError, match=f"^{GOLDEN}/corpus/imdb-2.txt is in record files {first} and {out}/"
-                                         f"tfrecords/train-2-0.{GOLDEN_NAME}.tfrecords of one pass"):
+      f"This run would write {out}/tfrecords/train-1-0.{GOLDEN_NAME}.tfrecords with another SentencePiece model "
+      f"(--sp_path) than {first} was written with ({first}.writer.json): the same ids would mean other pieces, and a "
+      "run reads both. Write them with the same data_utils.py flags, or keep them in separate directories.")
+  with pytest.raises(pd.DataError, match=rf"^{first} was written by a data_utils.py run of --num_task=2 \("):
     data_utils.create_data(cli.values(_flag_values(args + [f"--sp_path={GOLDEN}/spm/spiece.model", "--num_task=3",
                                                            "--task=2"])))
   assert sorted(p.name for p in out.rglob("*")) == before
-  data_utils.create_data(cli.values(_flag_values(args + [f"--sp_path={GOLDEN}/spm/spiece.model", "--num_task=3",
+  data_utils.create_data(cli.values(_flag_values(args + [f"--sp_path={GOLDEN}/spm/spiece.model", "--num_task=2",
                                                          "--task=0"])))  # the same task again: rewritten
-  writers = [(str(first), record_files.writer_info(str(first))),
-             ("b", dict(record_files.writer_info(str(first)), input_files=[], num_core_per_host=2))]
+  # The reader's check over directories written apart: a text file in two record files of one pass (by its real
+  # path, however the glob spelt it), another --num_core_per_host with bi_data.
+  ours = record_files.writer_info(str(first))
+  assert os.path.realpath(f"{GOLDEN}/corpus/imdb-2.txt") in ours["input_files"]
+  writers = [(str(first), ours), ("b", dict(ours, input_files=ours["input_files"][1:], num_core_per_host=2))]
+  with pytest.raises(ValueError, match=r"imdb-2.txt is in record files .*train-0-0.* and b of one pass"):
+    record_files.check_writers(writers, False)
+  writers[1][1]["input_files"] = []
   assert record_files.check_writers(writers[:1], True) == 1 and record_files.check_writers(writers, False) is None
   with pytest.raises(ValueError, match="^Record file b was written with another --num_core_per_host than "):
     record_files.check_writers(writers, True)

@@ -188,7 +188,7 @@ def writer_info(record_path):
   return info if isinstance(info, dict) else None
 
 
-def check_writers(named_infos, bi_data):
+def check_writers(named_infos, bi_data, ours=None):
   """ValueError where record files that one run would read were written by data_utils.py runs that do not fit
   together, by their writer files (`writer_info`; files without one are not checked): another SentencePiece model
   (the same ids would mean other pieces); with bi_data, another --num_core_per_host (another row layout); a text
@@ -197,6 +197,7 @@ def check_writers(named_infos, bi_data):
   Args:
     named_infos: [(record file, its writer info or None)].
     bi_data: bool, the records' layout.
+    ours: the record file of `named_infos` that data_utils.py is about to write (None: all are written).
 
   Returns:
     Their num_core_per_host where a writer file says it (with bi_data), else None.
@@ -212,9 +213,10 @@ def check_writers(named_infos, bi_data):
         first.setdefault(info[key], name)
     if len(first) > 1:
       (_, a), (_, b) = list(first.items())[:2]
-      raise ValueError(f"Record file {b} was written with {what} than {a} ({b}{WRITER_SUFFIX}): {why}, and a run "
-                       "reads both. Write them with the same data_utils.py flags, or keep them in separate "
-                       "directories.")
+      written = (f"This run would write {b} with {what} than {a} was written with ({a}{WRITER_SUFFIX})" if b == ours
+                 else f"Record file {b} was written with {what} than {a} ({b}{WRITER_SUFFIX})")
+      raise ValueError(f"{written}: {why}, and a run reads both. Write them with the same data_utils.py flags, or "
+                       "keep them in separate directories.")
   seen = {}
   for name, info in named_infos:
     for text in info.get("input_files") or []:

@@ -198,8 +198,14 @@ def _check_no_other_run(tfrecord_dir, spec, options, writer):
     except (OSError, ValueError, KeyError, TypeError):  # said by the trainer, which reads it
       continue
     named += [(name, record_files.writer_info(name)) for name in listed if name != ours]  # ours: written again
+  for name, info in named:  # another --num_task splits the files otherwise: some text in two record files, or none
+    if info and info.get("num_task") not in (None, options.num_task):
+      raise DataError(f"{name} was written by a data_utils.py run of --num_task={info['num_task']} "
+                      f"({name}{record_files.WRITER_SUFFIX}); this run's --num_task={options.num_task} splits the "
+                      "text files otherwise, so some text would be in two record files, or in none. Pass "
+                      f"--num_task={info['num_task']}, or delete the earlier run's records, or pass another --save_dir.")
   try:
-    record_files.check_writers([*named, (ours, writer)], spec.bi_data)
+    record_files.check_writers([*named, (ours, writer)], spec.bi_data, ours)
   except ValueError as e:
     raise DataError(str(e)) from None
 
@@ -272,7 +278,8 @@ def create_data(spec, options, *, input_glob, sp_path, save_dir):
     raise DataError(f"Cannot create {tfrecord_dir}: {getattr(e, 'strerror', None) or e}. Pass a writable "
                     f"--save_dir.") from None
   writer = {"num_core_per_host": options.num_core_per_host, "sp_model_sha256": fileio.sha256(sp_path),
-            "num_task": num_task, "pass_id": pass_id, "input_files": task_file_paths}
+            "num_task": num_task, "pass_id": pass_id,  # each text file by its real path, however the glob spelt it
+            "input_files": [p if fileio.is_remote(p) else os.path.realpath(p) for p in task_file_paths]}
   _check_no_other_run(tfrecord_dir, spec, options, writer)
 
   rngs = make_rngs(task, pass_id, options.seed)

@@ -95,8 +95,9 @@ def test_an_export_does_not_replace_a_checkpoint_or_pair_with_another_model_s_co
     export_original_checkpoint(model, str(tmp_path / "second.ckpt"))
   model.xlnet_config.to_json(str(tmp_path / "xlnet_config.json"))
   assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+  (tmp_path / "run_flags.json").write_text('{"summary_type": "mean"}')  # of the run whose model is replaced
   export_original_checkpoint(model, path, global_step=3, overwrite=True)
-  assert checkpoint_arrays(path)["global_step"] == 3
+  assert checkpoint_arrays(path)["global_step"] == 3 and not (tmp_path / "run_flags.json").exists()
 
 
 def test_optimizer_slots_and_global_step_are_ignored(tmp_path):

@@ -274,7 +274,8 @@ def export_original_checkpoint(model, ckpt_path, global_step=0, overwrite=False)
   HuggingFace's TF-checkpoint loader and `load_original_checkpoint`), plus an int64 `global_step`, and the model's
   `xlnet_config.json` beside it, as a released model; see `write_original_checkpoint`. A checkpoint already at
   `ckpt_path`, or another model's xlnet_config.json beside it, is a ValueError unless `overwrite` (it was replaced,
-  and a model of another config paired with that config.json loaded without a shape mismatch)."""
+  and a model of another config paired with that config.json loaded without a shape mismatch); overwriting removes a
+  `run_flags.json` there (the replaced model's run: the tools would read its pooling and labels as this model's)."""
   config_path = os.path.join(os.path.dirname(os.path.abspath(ckpt_path)), "xlnet_config.json")
   config = model.xlnet_config
   if not overwrite and fileio.exists(ckpt_path + ".index"):
@@ -288,6 +289,9 @@ def export_original_checkpoint(model, ckpt_path, global_step=0, overwrite=False)
   with fileio.atomic_files() as out:  # the checkpoint and its config together
     write_original_checkpoint(original_variable_map(model), ckpt_path, global_step, files=out)
     config.to_json(config_path, write=out.write)
+  stale = os.path.join(os.path.dirname(config_path), "run_flags.json")  # the replaced model's run: pooling, labels
+  if overwrite and fileio.exists(stale):
+    fileio.remove(stale)
   return ckpt_path
 
 

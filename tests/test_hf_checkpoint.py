@@ -127,6 +127,19 @@ def test_load_checkpoint_of_an_hf_directory(name):
   _check_outputs(head, model)
 
 
+def test_an_hf_head_of_another_class_count_starts_afresh():
+  """Fine-tuning a 2-class task from an HF 3-class classifier (MNLI -> SST-2) was a shape mismatch whose advice
+  (--cls_scope) could not help; a TF1 checkpoint's head of another name starts afresh. So does the HF head now, with
+  a line; the backbone and the pooling projection load."""
+  config = hf_checkpoint.model_config(None, f"{DATA}/cls_bin")
+  rc = _run_config()
+  model = XLNetModel(config, rc, heads=finetune_heads(config, rc, "mean", cls_heads={"sst-2": 2}))
+  report = checkpoint.load_checkpoint(model, f"{DATA}/cls_bin")
+  assert [n for n in report["kept_initial"] if "classification" in n] == ["model/classification_sst-2/logit/bias",
+                                                                          "model/classification_sst-2/logit/kernel"]
+  assert "model/sequnece_summary/summary/kernel" in report["loaded"]
+
+
 @pytest.mark.parametrize("name", ["lm_h5", "cls_h5", "mc_safetensors", "qa_safetensors"])
 def test_tf1_to_hf_round_trip_is_exact(name, tmp_path):
   """HF -> TF1 -> HF gives transformers' arrays back, name for name (no lm_loss.weight: it is tied)."""

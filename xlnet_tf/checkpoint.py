@@ -378,6 +378,13 @@ def load_weights(model, ckpt_path):
     _, arrays, info = hf_checkpoint.read_hf_checkpoint(ckpt_path, cls_scope=scopes[0] if len(scopes) == 1 else None)
     for line in info["notes"]:
       logging.info("%s", line)
+    table = original_variable_map(model)
+    other = sorted(n for n, a in arrays.items() if _head_of(n) in scopes and n in table
+                   and list(np.shape(a)) != list(table[n].shape))
+    if other:  # another task's head (of another class count): a fresh one, as a TF1 head of another name
+      logging.info("The HF model's head has %s classes, this task's %s: it is not loaded (%s); the task's head "
+                   "starts afresh.", np.shape(arrays[other[0]])[-1], table[other[0]].shape[-1], ", ".join(other))
+      arrays = {n: a for n, a in arrays.items() if n not in other}
     source = f"{ckpt_path} ({info['description']})"
     report = assign_by_name(model, ArrayReader(arrays), {n: n for n in arrays}, source)
     return dict(report, source=source)

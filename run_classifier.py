@@ -27,7 +27,7 @@ Every flag of the original keeps its name and default. Semantics:
 - New: --strategy, --jit_compile, --seed, --deterministic, the generic csv/tsv task flags (--text_a_column, ...),
   --sorted_file_order (imdb's files sorted by name, not in the directory's order), --predict_eval_padding,
   --glue_metrics (STS-B's eval_spearmanr, which the original did not report)
-  and --export_dir (a SavedModel that classifies raw text; see xlnet_tf/serving.py).
+  and --export_dir (a SavedModel that classifies raw text; see xlnet_tf/tasks/classifier/serving.py).
 - `-v 1` (absl's --verbosity=1) logs the first five examples' features, id by id, as the original did at INFO, and
   shows TensorFlow's C++ start-up and compilation lines that are filtered otherwise (see cli.filter_stderr).
 """

@@ -587,7 +587,7 @@ def test_a_flag_the_conversion_does_not_read_is_refused(tmp_path):
                                         output_dir=str(tmp_path / "a")), log_fn=lambda _: None)
   convert.convert_to_original(f"{DATA}/lm_safetensors", str(tmp_path / "lm"), log_fn=lambda _: None)
   with pytest.raises(ValueError, match=r"has no classification_imdb or regression_imdb head \(its classification "
-                                       r"heads: none\)"):
+                                       r"heads: none\)\. Leave --task_name unset\.$"):
     convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=str(tmp_path / "lm"), task_name="imdb",
                                         output_dir=str(tmp_path / "b")), log_fn=lambda _: None)
   assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

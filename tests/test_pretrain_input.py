@@ -571,8 +571,9 @@ def test_records_of_other_lengths_are_named_as_such_not_as_unreadable(tmp_path):
   ds = get_dataset([path], _small_kw(seq_len=32, reuse_len=16)["spec"], ReaderOptions(perm_size=4), batch_size=4)
   with pytest.raises(tf.errors.InvalidArgumentError) as error:
     _take(ds, 1)
-  assert read_errors.describe_read_error(error.value, [path]).startswith(
-      f"The records in {path} do not hold the features this run reads (feature ")
+  line = read_errors.describe_read_error(error.value, [path])
+  assert line.startswith(f"The records in {path} do not hold the features this run reads (feature ")
+  assert "(e.g. pretraining records of another --seq_len, --reuse_len or --num_predict than this run's" in line
 
 
 @pytest.mark.parametrize("text,problem", [('{"vocab_size": 10', r"\(Expecting ',' delimiter"),

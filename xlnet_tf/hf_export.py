@@ -43,7 +43,8 @@ def _export_head(arrays, task_name, source):
                                            f"model/regression_{task_name.lower()}/logit")]
     if not picked:
       raise ValueError(f"{source} has no classification_{task_name.lower()} or regression_{task_name.lower()} head "
-                       f"(its classification heads: {cls_scopes or 'none'}). Pass one of those as --task_name.")
+                       f"(its classification heads: {cls_scopes or 'none'}). "
+                       f"{'Pass one of those as --task_name.' if cls_scopes else 'Leave --task_name unset.'}")
     return picked[0]
   if "start_logits/dense/kernel" in arrays:
     heads.append(("XLNetForQuestionAnswering", None))

@@ -3,6 +3,7 @@ outside the model's vocabulary, or whole records that do not hold the features t
 task or settings), for the one error line."""
 
 import contextlib
+import os
 import re
 
 import tensorflow as tf
@@ -79,9 +80,12 @@ def _other_features_line(match, files):
     which = "The records"
   else:
     which = f"The records in {files[0]}" + (f" (and {len(files) - 1} more files)" if len(files) > 1 else "")
+  pretraining = files and all(".seqlen-" in os.path.basename(f) for f in files)  # data_utils.py's names
+  example = ("pretraining records of another --seq_len, --reuse_len or --num_predict than this run's: their file "
+             "names say theirs" if pretraining else "the integer labels of a classification task, read as the float "
+             "labels of a regression task, under the same file name")
   return (f"{which} do not hold the features this run reads (feature {key}: {why}): they were written for another "
-          "task or other settings (e.g. the integer labels of a classification task, read as the float labels of "
-          "a regression task, under the same file name). Write them again: pass --overwrite_data=True (cached "
+          f"task or other settings (e.g. {example}). Write them again: pass --overwrite_data=True (cached "
           "fine-tuning records), or run data_utils.py with this run's settings (pretraining records)")
 
 

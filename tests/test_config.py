@@ -96,6 +96,16 @@ def test_finetune_heads_names_a_bad_class_count_or_task_name():
       finetune_heads(config, run_config, cls_heads=heads)
 
 
+def test_heads_of_another_d_model_are_named():
+  from xlnet_tf import XLNetModel, finetune_heads  # pylint: disable=import-outside-toplevel
+  small, wide = (XLNetConfig(n_layer=1, d_model=d, n_head=2, d_head=4, d_inner=8, ff_activation="gelu", untie_r=True,
+                             n_token=20) for d in (8, 16))
+  run_config = RunConfig(False, False, False, 0.0, 0.0)
+  with pytest.raises(ValueError, match=r"The heads \['sequnece_summary', 'classification_t'\] were built for another "
+                                       r"d_model than this model's 16"):
+    XLNetModel(wide, run_config, heads=finetune_heads(small, run_config, cls_heads={"t": 2}))
+
+
 def test_a_dict_passed_as_the_json_path_names_the_fix():
   with pytest.raises(TypeError, match=r"pass a dict of fields as XLNetConfig\(\*\*fields\)"):
     XLNetConfig({"n_layer": 2})

@@ -53,6 +53,10 @@ class XLNetModel(keras.Model):
     if len(self.heads) != len(self.head_list) or "transformer" in self.heads or "lm_loss" in self.heads:
       raise ValueError(f"Heads need unique names other than 'transformer' and 'lm_loss'. Received: "
                        f"{[head.name for head in self.head_list]}.")
+    other = [h.name for h in self.head_list if getattr(h, "d_model", xlnet_config.d_model) != xlnet_config.d_model]
+    if other:  # it failed at the first call, deep in Keras
+      raise ValueError(f"The heads {other} were built for another d_model than this model's {xlnet_config.d_model}. "
+                       "Build them with this model's XLNetConfig (finetune_heads(config, ...)).")
     self.build()
 
   @property

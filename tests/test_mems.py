@@ -65,3 +65,34 @@ def test_without_memory_there_is_nothing():
     assert mems.read() is None and mems.numpy() is None
     mems.assign(None)
     mems.scatter()
+
+
+def test_every_loop_zeroes_the_mems_at_multiples_of_iterations_wherever_the_loops_are_cut(tmp_path):
+  """--mems_reset=every_loop zeroed the mems at the start of every host call, and calls are cut at save points and
+  at a stop's step: another --save_steps, or a SIGTERM and its resume, gave other numbers, exit 0. The zeroing now
+  follows the step (before every multiple of --iterations), so the runs below end in the same state, bit for bit."""
+  from test_fp16 import CONFIG, BSZ, MEM_LEN, REUSE_LEN, dataset_fn, state  # pylint: disable=import-outside-toplevel
+  from xlnet_tf import training  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.config import RunConfig, XLNetConfig  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.modeling.xlnet import XLNetModel  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.tasks.pretrain.task import PretrainTask  # pylint: disable=import-outside-toplevel
+
+  def run(name, save_steps, train_steps=(7,)):
+    run_config = RunConfig(is_training=True, use_tpu=False, use_bfloat16=False, dropout=0.0, dropatt=0.0,
+                           mem_len=MEM_LEN, reuse_len=REUSE_LEN)
+    for steps in train_steps:  # each a new process's run: the same command resumed
+      tf.keras.utils.set_random_seed(1)
+      trainer = training.Trainer(
+          training.make_strategy("one_device"), lambda: XLNetModel(XLNetConfig(**CONFIG), run_config),
+          PretrainTask(), str(tmp_path / name),
+          training.TrainConfig(learning_rate=1e-2, train_steps=7, global_batch_size=BSZ, iterations=3,
+                               save_steps=save_steps, mems_reset="every_loop"))
+      trainer.restore_or_init()
+      trainer.train(dataset_fn, train_steps=steps, log_fn=lambda _: None)
+    return state(trainer)
+
+  want = run("uninterrupted", None)
+  for got in (run("saved_every_2", 2), run("stopped_at_4", None, train_steps=(4, 7))):
+    assert sorted(got) == sorted(want)
+    for key, value in want.items():
+      np.testing.assert_array_equal(got[key], value, err_msg=key)

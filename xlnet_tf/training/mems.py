@@ -47,10 +47,10 @@ class Mems:
     for v, m in zip(self.variables, new_mems or []):
       v.assign(tf.cast(m, v.dtype))
 
-  def reset(self):
-    """This replica's mems <- zeros."""
+  def reset(self, now=True):
+    """This replica's mems <- zeros, where `now` (a bool, or bool tensor: they stay as they are where false)."""
     for v in self.variables:
-      v.assign(tf.zeros_like(v))
+      v.assign(tf.where(now, tf.zeros_like(v), v))
 
   def gather(self):
     """The checkpointed copy <- every replica's mems (replica c's rows at [c*b, (c+1)*b))."""

@@ -14,8 +14,10 @@ other, whose summed gradients (of `loss_sum`, divided once by the whole batch's 
 (`accumulation`): the same loss, gradient norm, clip, Adam and learning-rate step as the whole batch, less memory.
 
 Memory (`mems`) is per-replica state (`mems.Mems`), updated every step with the model's stop-gradient `new_mems`.
-`mems_reset="every_loop"` zeroes it at the start of every host loop of `iterations` steps (the original TPU
-`train.py`); `"never"` carries it for the whole run (the original `train_gpu.py`). Each loop's figures go to
+`mems_reset="every_loop"` zeroes it before every step that is a multiple of `iterations` (the original TPU `train.py`
+zeroes it at every host loop of `iterations` steps): host loops end at those steps, so where the loops are cut (a
+save point, a stop and its resume) does not move the zeroing; `"never"` carries it for the whole run (the original
+`train_gpu.py`). Each loop's figures go to
 `reporting.Progress` (the log line, TensorBoard, the peak memory).
 
 A model that computes in float16 (`RunConfig.use_fp16`) trains with dynamic loss scaling: the Trainer then owns a
@@ -208,12 +210,14 @@ class Trainer:
     self.progress.begin(start, train_steps, log_fn)
     while self.step < train_steps:
       step = self.step
-      num_steps = min(self.config.iterations, train_steps - step)
+      # To the next multiple of `iterations` (where every_loop zeroes the mems), save point or end.
+      num_steps = min(self.config.iterations - step % self.config.iterations, train_steps - step)
       if self.config.save_steps:
         num_steps = min(num_steps, self.config.save_steps - step % self.config.save_steps)
       t0 = time.time()
       self._loop_steps = (step + 1, step + num_steps)
-      loss, gnorm, lr, done = self._loop_fn(iterator, tf.constant(num_steps))
+      loss, gnorm, lr, done = self._loop_fn(iterator, tf.constant(num_steps),
+                                            tf.constant(step % self.config.iterations == 0))
       loss, gnorm, lr, done = float(loss), float(gnorm), float(lr), int(done)
       elapsed = time.time() - t0
       step = self.step
@@ -307,9 +311,10 @@ class Trainer:
       return flag > 0
 
     @tf.function
-    def train_loop(iterator, num_steps):
+    def train_loop(iterator, num_steps, at_loop_start):
+      """num_steps steps (fewer on a stop); at_loop_start: the first is a multiple of `iterations`."""
       if self.config.mems_reset == "every_loop" and self.mems.variables:
-        strategy.run(self.mems.reset)
+        strategy.run(self.mems.reset, args=(at_loop_start,))
       loss_total = tf.constant(0.0)
       gnorm = lr = tf.constant(0.0)
       done = applied = tf.constant(0)

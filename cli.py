@@ -302,8 +302,10 @@ _TRAINED_WITH = ("summary_type", "use_summ_proj", "uncased")
 # run_flags.json's digest of the SentencePiece model a fine-tuning run read (`spiece_digest`): its path alone may name
 # another model later (a file replaced, or another machine), which turns the same text into other ids.
 _SPIECE_DIGEST = "spiece_model_sha256"
-# What a run resolved from its flags, beside them in its run_flags.json (`restore_or_init`'s `resolved`).
-_RESOLVED = {"label_list", _SPIECE_DIGEST, "record_sizes"}
+# run_flags.json's record of the flags a resumed run changed, and from which step (`restore_or_init`).
+_CHANGED = "changed_on_resume"
+# What a run keeps beside its flags in its run_flags.json (`restore_or_init`'s `resolved`, the digest, the changes).
+_RESOLVED = {"label_list", _SPIECE_DIGEST, "record_sizes", _CHANGED}
 
 
 def spiece_digest(o):
@@ -362,16 +364,28 @@ def _check_hf_pooling(o, directory, flag):
                     f"{' '.join(f'--{k}={there[k]}' for k in changed)}.")
 
 
-def flag_changes(o):
+def flag_changes(o, training_only=False):
   """'name X there, Y here' for each flag of the options `o` whose value differs from the run_flags.json in
-  --model_dir (the run that wrote its checkpoints), paths and the loop's length and saving left out."""
+  --model_dir (the run that wrote its checkpoints), paths and the loop's length and saving left out; with
+  `training_only`, also the flags that leave the training steps' numbers as they are (`_NOT_TRAINING`)."""
   there = run_flags(o.model_dir)
   if there is None:
     return []
   here = json.loads(json.dumps(vars(o), default=str))  # as run_files wrote them
   return [f"{k} {there[k]} there, {here[k]} here" for k in sorted(set(there) & set(here))
           if there[k] != here[k] and k not in _NOT_COMPARED and not k.endswith(("_dir", "_file", "_path", "_ckpt",
-                                                                                 "checkpoint"))]
+                                                                                 "checkpoint"))
+          and not (training_only and (k in _NOT_TRAINING or k.startswith(("do_", "eval_", "predict_"))))]
+
+
+# Flags that leave a training step's numbers as they are: evaluation, prediction and export; data preparation and
+# reading; where the run runs; the same updates by other means (documented and tested: recomputation, accumulation,
+# XLA).
+_NOT_TRAINING = {"export_dir", "target_eval_key", "n_best_size", "max_answer_length", "start_n_top", "end_n_top",
+                 "null_threshold", "allow_empty_prediction", "allow_last_token", "glue_metrics", "track_mean",
+                 "overwrite_data", "num_proc", "proc_id", "skip_bad_records", "tpu", "master", "gcp_project",
+                 "tpu_zone", "tpu_job_name", "init_global_vars", "init_optimizer_state", "recompute_grad",
+                 "gradient_accumulation_steps", "jit_compile"}
 
 
 def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
@@ -387,13 +401,22 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
   chief = training.is_chief(trainer.strategy)
   if chief:
     training.check_run_files(o.model_dir, xlnet_config)
+  resuming = chief and checkpoint.latest_checkpoint(o.model_dir)
+  changes = flag_changes(o, training_only=True) if resuming else []
   start = _restore_or_init(o, trainer, log_fn, **kwargs)
   if chief:
     flags_dict = {**vars(o), **(resolved or {})}
     if digest := spiece_digest(o):
       flags_dict[_SPIECE_DIGEST] = digest
-    if checkpoint.latest_checkpoint(o.model_dir):  # resumed: this run has saved nothing yet
-      flags_dict["init_checkpoint"] = (run_flags(o.model_dir) or {}).get("init_checkpoint")
+    if resuming:  # this run has saved nothing yet
+      there = run_flags(o.model_dir) or {}
+      flags_dict["init_checkpoint"] = there.get("init_checkpoint")
+      if changes or _CHANGED in there:
+        flags_dict[_CHANGED] = there.get(_CHANGED, []) + [f"step {start}: {change}" for change in changes]
+    if changes:  # the run goes on, as it may (a lower learning rate, say), and says so
+      log_fn(f"Warning: resumed with other flags than the run that wrote the checkpoints ({'; '.join(changes[:6])}"
+             f"{'; ...' if len(changes) > 6 else ''}): the steps from {start} on train with this run's values. "
+             f"{os.path.join(o.model_dir, 'run_flags.json')} keeps the change ({_CHANGED}).")
     training.write_run_files(o.model_dir, xlnet_config, flags_dict)
   return start
 

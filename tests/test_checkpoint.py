@@ -266,6 +266,32 @@ def test_a_resumed_run_keeps_the_init_checkpoint_its_weights_came_from(tmp_path)
   assert json.load(open(tmp_path / "run_flags.json")) == {"model_dir": str(tmp_path), "init_checkpoint": None}
 
 
+def test_a_resume_with_other_training_flags_says_so_and_keeps_the_change(tmp_path):
+  """The same command with another --learning_rate (--seed, --weight_decay, --use_bfloat16, ...) resumed without a
+  word, and run_flags.json then held the new values alone. It may (a lower rate is a use): it says so, and
+  run_flags.json keeps the change; flags that leave the steps as they are (--do_eval, --recompute_grad) say nothing."""
+  import cli  # pylint: disable=import-outside-toplevel
+  from test_fp16 import CONFIG, make_trainer  # pylint: disable=import-outside-toplevel
+  options = lambda **kw: types.SimpleNamespace(**dict(dict(model_dir=str(tmp_path), init_checkpoint=None,
+                                                             learning_rate=1e-3, do_eval=False, recompute_grad=False),
+                                                        **kw))
+  first = make_trainer(tmp_path, False)
+  assert cli.restore_or_init(options(), first, XLNetConfig(**CONFIG), print) == 0
+  first.checkpoints.manager.save(checkpoint_number=0)
+  lines = []
+  cli.restore_or_init(options(do_eval=True, recompute_grad=True), make_trainer(tmp_path, False), XLNetConfig(**CONFIG),
+                      lines.append)
+  assert not [line for line in lines if line.startswith("Warning")]
+  cli.restore_or_init(options(learning_rate=1e-4), make_trainer(tmp_path, False), XLNetConfig(**CONFIG), lines.append)
+  assert lines[-1] == (
+      "Warning: resumed with other flags than the run that wrote the checkpoints (learning_rate 0.001 there, 0.0001 "
+      f"here): the steps from 0 on train with this run's values. {tmp_path}/run_flags.json keeps the change "
+      "(changed_on_resume).")
+  flags = json.load(open(tmp_path / "run_flags.json"))
+  assert flags["learning_rate"] == 1e-4
+  assert flags["changed_on_resume"] == ["step 0: learning_rate 0.001 there, 0.0001 here"]
+
+
 def test_checkpoints_fine_tuned_with_another_sentencepiece_model_are_refused(tmp_path):
   """run_flags.json keeps the sha256 of the SentencePiece model the run read: evaluating, predicting or resuming with
   another model (of the same name, or at the same path replaced) turned the same text into other ids, exit 0. The

@@ -251,3 +251,23 @@ def test_run_classifier_trains_evaluates_and_predicts_with_use_fp16(tmp_path):
   assert len(eval_line) == 1 and "eval_accuracy" in eval_line[0] and "nan" not in eval_line[0]
   logits = np.array(json.loads((tmp_path / "predict" / "imdb.logits.json").read_text()))
   assert logits.shape == (8, 2) and np.isfinite(logits).all()  # 6 dev reviews, 2 eval padding rows (as the original)
+
+
+def test_gradient_accumulation_in_float16_skips_no_more_steps_than_the_whole_batch(tmp_path):
+  """With accumulation the objective is the micro-batch's loss SUM (divided by the batch's weight after): scaled
+  as it was, its float16 gradients were the weight times larger, overflowed, and the first steps were skipped (2 of
+  8 here; about log2(85 x 32) with the README's pretraining batch). It is now scaled as the mean would be."""
+  skipped = []
+  for steps in (1, 2):
+    run_config = RunConfig(is_training=True, use_tpu=False, use_bfloat16=False, dropout=0.0, dropatt=0.0,
+                           mem_len=MEM_LEN, reuse_len=REUSE_LEN, use_fp16=True)
+    tf.keras.utils.set_random_seed(1)
+    trainer = training.Trainer(training.make_strategy("one_device"),
+                               lambda: XLNetModel(XLNetConfig(**CONFIG), run_config), PretrainTask(),
+                               str(tmp_path / str(steps)),
+                               training.TrainConfig(learning_rate=1e-2, train_steps=8, global_batch_size=BSZ,
+                                                    iterations=4, gradient_accumulation_steps=steps))
+    trainer.restore_or_init()
+    trainer.train(dataset_fn, log_fn=lambda _: None)
+    skipped.append(trainer.loss_scale.report()["skipped"])
+  assert skipped == [0, 0]

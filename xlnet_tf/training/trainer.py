@@ -355,12 +355,16 @@ class Trainer:
       (gradient of each gathered word-embedding row, the gathered ids), new_mems).
     """
     embedding = self.model.transformer.word_embedding
+    divisor = None
     with tf.GradientTape() as tape:
       loss_sum, weight_sum, new_mems = self.task(self.model, features, mems, training=True)
       objective = loss_sum
       if not self._divide_after:
         objective = loss_sum / tf.cast(self._loss_weight(weight_sum), loss_sum.dtype)
       if self.loss_scale is not None:
+        if self._divide_after:  # a sum over the weight: scaled as the mean would be, it overflows no sooner
+          divisor = _power_of_two_at_least(weight_sum)  # divided by, and multiplied back, exactly
+          objective = objective / divisor
         objective = self.loss_scale.scale_objective(objective)
     targets = list(self.model.trainable_variables)
     if self.clip_mode == "indexed_slices":
@@ -370,6 +374,9 @@ class Trainer:
     rows = (grads.pop(), ids) if self.clip_mode == "indexed_slices" else None
     if self.loss_scale is not None:
       grads, rows = self.loss_scale.unscale(grads, rows)
+    if divisor is not None:
+      grads = [None if g is None else g * divisor for g in grads]
+      rows = None if rows is None else (rows[0] * divisor, rows[1])
     return loss_sum, weight_sum, grads, rows, new_mems
 
   def _loss_weight(self, weight_sum):
@@ -443,3 +450,7 @@ class Trainer:
     self.mems.gather()
     return self.checkpoints.save(self.step)
 
+
+def _power_of_two_at_least(weight):
+  """float32 []: a power of two of about `weight` (at least it, and 1): dividing by it and multiplying back is exact."""
+  return tf.pow(2.0, tf.math.ceil(tf.math.log(tf.maximum(tf.cast(weight, tf.float32), 1.0)) / math.log(2.0)))

@@ -401,9 +401,14 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
   chief = training.is_chief(trainer.strategy)
   if chief:
     training.check_run_files(o.model_dir, xlnet_config)
-  resuming = chief and checkpoint.latest_checkpoint(o.model_dir)
-  changes = flag_changes(o, training_only=True) if resuming else []
+  resuming = bool(checkpoint.latest_checkpoint(o.model_dir))
+  changes = flag_changes(o, training_only=True) if resuming and chief else []
   start = _restore_or_init(o, trainer, log_fn, **kwargs)
+  if not resuming and start and start >= getattr(o, "train_steps", start + 1):  # trained nothing, exit 0
+    raise FlagError(f"--init_checkpoint {o.init_checkpoint} brings its optimizer's step {start} "
+                    f"(--init_optimizer_state), already at --train_steps={o.train_steps} or past it: nothing would be "
+                    f"trained. Pass a --train_steps above {start} (the total, counted from that step), or "
+                    "--init_optimizer_state=False to start the count at 0.")
   if chief:
     flags_dict = {**vars(o), **(resolved or {})}
     if digest := spiece_digest(o):

@@ -40,7 +40,7 @@ def define_data_utils_flags(flag_values=flags.FLAGS):
   # New flags (not in the original).
   flags.DEFINE_integer("seed", None, "Make the output reproducible: seeds numpy and python's random from "
                        "(seed, task, pass_id). Unset: the original's seeding (numpy by 100*task+pass_id, python's "
-                       "random unseeded).", **fv)
+                       "random unseeded).", lower_bound=0, upper_bound=2 ** 32 - 1, **fv)
   flags.DEFINE_enum("span_sampling", "original", ["original", "word"], "`original`: masked spans of n tokens, the "
                     "released behaviour (issue #220). `word`: spans of n words, as the paper describes.", **fv)
 
@@ -135,7 +135,8 @@ def define_hardware_flags(num_core_per_host=None, iterations=1000, max_save=0, f
   flags.DEFINE_bool("skip_bad_records", False, "Train on the readable part of damaged record files instead of "
                     "stopping: each is read up to its first unreadable record, and the log names every damaged file "
                     "and where (new; reads every record once at start).", **fv)
-  flags.DEFINE_integer("seed", None, "Seed for initialisation, dropout and the permutation sampling (new).", **fv)
+  flags.DEFINE_integer("seed", None, "Seed for initialisation, dropout and the permutation sampling (new).",
+                       lower_bound=0, upper_bound=2 ** 32 - 1, **fv)
   flags.DEFINE_bool("deterministic", False, "Deterministic ops (tf.config.experimental.enable_op_determinism), so "
                     "that a resumed run ends bit-identical to an uninterrupted one; needs --seed (new).", **fv)
 

@@ -292,6 +292,25 @@ def test_a_resume_with_other_training_flags_says_so_and_keeps_the_change(tmp_pat
   assert flags["changed_on_resume"] == ["step 0: learning_rate 0.001 there, 0.0001 here"]
 
 
+def test_an_init_checkpoint_whose_step_is_past_train_steps_is_refused(tmp_path):
+  """Continuing a pretrained checkpoint with --train_steps read as 'this many more': its optimizer's step (8) was
+  already past --train_steps (4), and the run trained nothing, exit 0."""
+  import cli  # pylint: disable=import-outside-toplevel
+  from test_fp16 import CONFIG, dataset_fn, make_trainer  # pylint: disable=import-outside-toplevel
+  first = make_trainer(tmp_path / "a", False, train_steps=2)
+  first.restore_or_init()
+  first.train(dataset_fn, log_fn=lambda _: None)
+  options = lambda steps: types.SimpleNamespace(model_dir=str(tmp_path / "b"), init_checkpoint=str(tmp_path / "a"),
+                                                train_steps=steps)
+  with pytest.raises(cli.FlagError, match=r"brings its optimizer's step 2 \(--init_optimizer_state\), already at "
+                                          r"--train_steps=2 or past it: nothing would be trained"):
+    cli.restore_or_init(options(2), make_trainer(tmp_path / "b", False), XLNetConfig(**CONFIG), print,
+                        init_optimizer_state=True)
+  assert not (tmp_path / "b" / "run_flags.json").exists()
+  assert cli.restore_or_init(options(4), make_trainer(tmp_path / "b", False), XLNetConfig(**CONFIG), print,
+                             init_optimizer_state=True) == 2
+
+
 def test_checkpoints_fine_tuned_with_another_sentencepiece_model_are_refused(tmp_path):
   """run_flags.json keeps the sha256 of the SentencePiece model the run read: evaluating, predicting or resuming with
   another model (of the same name, or at the same path replaced) turned the same text into other ids, exit 0. The

@@ -159,7 +159,7 @@ def make_strategy(name, num_core_per_host=None, cloud_tpu=CloudTPU()):
   if name == "multi_worker_mirrored":
     if "TF_CONFIG" not in os.environ:
       raise ValueError("--strategy=multi_worker_mirrored needs the TF_CONFIG environment variable (cluster and "
-                       "task of this worker). See the README's multi-worker section.")
+                       "task of this worker). See docs/design.md, Multi-worker.")
     return tf.distribute.MultiWorkerMirroredStrategy()
   if name == "tpu":
     flag = f"--tpu={cloud_tpu.tpu}" if cloud_tpu.tpu else "--tpu (unset: the TPU the environment names)"

@@ -91,4 +91,4 @@ def check_training_loop(trainer, features):
   dataset = tf.data.Dataset.from_tensors({k: tf.constant(v) for k, v in features.items()}).repeat()
   iterator = iter(trainer.strategy.distribute_datasets_from_function(lambda _: dataset))
   loop = trainer._build_loop()  # pylint: disable=protected-access  # the loop Trainer.train runs
-  return check_gpu_kernels(loop.get_concrete_function(iterator, tf.constant(1)))
+  return check_gpu_kernels(loop.get_concrete_function(iterator, tf.constant(1), tf.constant(True)))

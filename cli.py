@@ -305,7 +305,7 @@ _SPIECE_DIGEST = "spiece_model_sha256"
 # run_flags.json's record of the flags a resumed run changed, and from which step (`restore_or_init`).
 _CHANGED = "changed_on_resume"
 # What a run keeps beside its flags in its run_flags.json (`restore_or_init`'s `resolved`, the digest, the changes).
-_RESOLVED = {"label_list", _SPIECE_DIGEST, "record_sizes", _CHANGED}
+_RESOLVED = {"label_list", _SPIECE_DIGEST, "record_sizes", _CHANGED, "num_replicas"}
 
 
 def spiece_digest(o):
@@ -372,20 +372,28 @@ def flag_changes(o, training_only=False):
   if there is None:
     return []
   here = json.loads(json.dumps(vars(o), default=str))  # as run_files wrote them
+  skipped = set(_NOT_COMPARED)
+  if training_only:
+    skipped |= _NOT_TRAINING
+    if "every_loop" in (here.get("mems_reset"), there.get("mems_reset")):
+      skipped.discard("iterations")  # it says where the mems are zeroed
+    if "record_info_dir" in here:  # pretraining pools nothing
+      skipped |= {"summary_type", "use_summ_proj"}
   return [f"{k} {there[k]} there, {here[k]} here" for k in sorted(set(there) & set(here))
-          if there[k] != here[k] and k not in _NOT_COMPARED and not k.endswith(("_dir", "_file", "_path", "_ckpt",
-                                                                                 "checkpoint"))
-          and not (training_only and (k in _NOT_TRAINING or k.startswith(("do_", "eval_", "predict_"))))]
+          if there[k] != here[k] and k not in skipped and not k.endswith(("_dir", "_file", "_path", "_ckpt",
+                                                                          "checkpoint"))
+          and not (training_only and k.startswith(("do_", "eval_", "predict_")))]
 
 
 # Flags that leave a training step's numbers as they are: evaluation, prediction and export; data preparation and
-# reading; where the run runs; the same updates by other means (documented and tested: recomputation, accumulation,
-# XLA).
+# reading; where the run runs (compared as the number of replicas it resolves to, `restore_or_init`); the same updates
+# by other means (documented and tested: recomputation, accumulation, XLA).
 _NOT_TRAINING = {"export_dir", "target_eval_key", "n_best_size", "max_answer_length", "start_n_top", "end_n_top",
                  "null_threshold", "allow_empty_prediction", "allow_last_token", "glue_metrics", "track_mean",
                  "overwrite_data", "num_proc", "proc_id", "skip_bad_records", "tpu", "master", "gcp_project",
-                 "tpu_zone", "tpu_job_name", "init_global_vars", "init_optimizer_state", "recompute_grad",
-                 "gradient_accumulation_steps", "jit_compile"}
+                 "tpu_zone", "tpu_job_name", "strategy", "num_core_per_host", "num_hosts", "use_tpu",
+                 "init_global_vars", "init_optimizer_state", "recompute_grad", "gradient_accumulation_steps",
+                 "jit_compile"}
 
 
 def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
@@ -403,6 +411,10 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
     training.check_run_files(o.model_dir, xlnet_config)
   resuming = bool(checkpoint.latest_checkpoint(o.model_dir))
   changes = flag_changes(o, training_only=True) if resuming and chief else []
+  replicas = trainer.strategy.num_replicas_in_sync
+  before = (run_flags(o.model_dir) or {}).get("num_replicas") if resuming and chief else None
+  if before is not None and before != replicas:  # --strategy / --num_core_per_host resolved otherwise
+    changes.append(f"replicas {before} there, {replicas} here")
   start = _restore_or_init(o, trainer, log_fn, **kwargs)
   if not resuming and start and start >= getattr(o, "train_steps", start + 1):  # trained nothing, exit 0
     raise FlagError(f"--init_checkpoint {o.init_checkpoint} brings its optimizer's step {start} "
@@ -410,7 +422,7 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
                     f"trained. Pass a --train_steps above {start} (the total, counted from that step), or "
                     "--init_optimizer_state=False to start the count at 0.")
   if chief:
-    flags_dict = {**vars(o), **(resolved or {})}
+    flags_dict = {**vars(o), **(resolved or {}), "num_replicas": replicas}
     if digest := spiece_digest(o):
       flags_dict[_SPIECE_DIGEST] = digest
     if resuming:  # this run has saved nothing yet

@@ -263,7 +263,8 @@ def test_a_resumed_run_keeps_the_init_checkpoint_its_weights_came_from(tmp_path)
   first.checkpoints.manager.save(checkpoint_number=0)
   resumed = make_trainer(tmp_path, False)
   assert cli.restore_or_init(options("released/xlnet_model.ckpt"), resumed, XLNetConfig(**CONFIG), print) == 0
-  assert json.load(open(tmp_path / "run_flags.json")) == {"model_dir": str(tmp_path), "init_checkpoint": None}
+  assert json.load(open(tmp_path / "run_flags.json")) == {"model_dir": str(tmp_path), "init_checkpoint": None,
+                                                         "num_replicas": 1}
 
 
 def test_a_resume_with_other_training_flags_says_so_and_keeps_the_change(tmp_path):
@@ -273,14 +274,15 @@ def test_a_resume_with_other_training_flags_says_so_and_keeps_the_change(tmp_pat
   import cli  # pylint: disable=import-outside-toplevel
   from test_fp16 import CONFIG, make_trainer  # pylint: disable=import-outside-toplevel
   options = lambda **kw: types.SimpleNamespace(**dict(dict(model_dir=str(tmp_path), init_checkpoint=None,
-                                                             learning_rate=1e-3, do_eval=False, recompute_grad=False),
+                                                             learning_rate=1e-3, do_eval=False, recompute_grad=False,
+                                                             strategy="auto", mems_reset="every_loop", iterations=2),
                                                         **kw))
   first = make_trainer(tmp_path, False)
   assert cli.restore_or_init(options(), first, XLNetConfig(**CONFIG), print) == 0
   first.checkpoints.manager.save(checkpoint_number=0)
   lines = []
-  cli.restore_or_init(options(do_eval=True, recompute_grad=True), make_trainer(tmp_path, False), XLNetConfig(**CONFIG),
-                      lines.append)
+  cli.restore_or_init(options(do_eval=True, recompute_grad=True, strategy="one_device"), make_trainer(tmp_path, False),
+                      XLNetConfig(**CONFIG), lines.append)  # strategy: "auto" there, resolved to the same replicas
   assert not [line for line in lines if line.startswith("Warning")]
   cli.restore_or_init(options(learning_rate=1e-4), make_trainer(tmp_path, False), XLNetConfig(**CONFIG), lines.append)
   assert lines[-1] == (
@@ -290,6 +292,11 @@ def test_a_resume_with_other_training_flags_says_so_and_keeps_the_change(tmp_pat
   flags = json.load(open(tmp_path / "run_flags.json"))
   assert flags["learning_rate"] == 1e-4
   assert flags["changed_on_resume"] == ["step 0: learning_rate 0.001 there, 0.0001 here"]
+  # --iterations says where every_loop zeroes the mems: then it counts.
+  cli.restore_or_init(options(learning_rate=1e-4, iterations=4), make_trainer(tmp_path, False), XLNetConfig(**CONFIG),
+                      lines.append)
+  assert lines[-1].startswith("Warning: resumed with other flags than the run that wrote the checkpoints (iterations 2 "
+                              "there, 4 here)")
 
 
 def test_an_init_checkpoint_whose_step_is_past_train_steps_is_refused(tmp_path):

@@ -121,6 +121,7 @@ def cli_runs(files, tmp_path_factory):
   out = {name: tmp_path_factory.mktemp(name) for name in ("imdb", "stsb")}
   original = str(out["imdb"] / "model" / "model.ckpt")
   checkpoint.export_original_checkpoint(original_source_model(), original, global_step=1200)
+  os.remove(out["imdb"] / "model" / "xlnet_config.json")  # an original run's bare model.ckpt, fine-tuned in place
   cmds = {
       "imdb": classifier_cmd(
           files, "--do_train=True", "--do_eval=True", "--do_predict=True", "--eval_all_ckpt=True",

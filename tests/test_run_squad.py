@@ -180,8 +180,8 @@ def test_bad_input_gives_one_line_errors_and_writes_nothing(tiny_config, tmp_pat
   """The command line: exit status 1, no traceback, the last line `run_squad.py: error: ...`."""
   broken, offset = _bad_files(tmp_path)
   cases = [
-      (["--do_train=False", "--do_predict=True", f"--predict_file={broken}", f"--init_checkpoint={CKPT}"],
-       f"SQuAD file {broken} is not valid JSON"),
+      (["--do_train=False", "--do_predict=True", f"--predict_file={broken}", f"--init_checkpoint={CKPT}",
+        f"--model_config_path={TESTDATA}/ckpt/xlnet_config.json"], f"SQuAD file {broken} is not valid JSON"),
       (["--do_train=True", f"--train_file={offset}"], "is not the text at answer_start"),
       (["--do_prepro=True", f"--train_file={TRAIN}", "--max_seq_length=18"],
        "--max_seq_length must hold the question"),

@@ -364,11 +364,12 @@ def _check_hf_pooling(o, directory, flag):
                     f"{' '.join(f'--{k}={there[k]}' for k in changed)}.")
 
 
-def flag_changes(o, training_only=False):
+def flag_changes(o, training_only=False, there=None):
   """'name X there, Y here' for each flag of the options `o` whose value differs from the run_flags.json in
-  --model_dir (the run that wrote its checkpoints), paths and the loop's length and saving left out; with
-  `training_only`, also the flags that leave the training steps' numbers as they are (`_NOT_TRAINING`)."""
-  there = run_flags(o.model_dir)
+  --model_dir (the run that wrote its checkpoints; `there`: that file's dict, where read already), paths and the
+  loop's length and saving left out; with `training_only`, also the flags that leave the training steps' numbers as
+  they are (`_NOT_TRAINING`)."""
+  there = run_flags(o.model_dir) if there is None else there
   if there is None:
     return []
   here = json.loads(json.dumps(vars(o), default=str))  # as run_files wrote them
@@ -410,11 +411,11 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
   if chief:
     training.check_run_files(o.model_dir, xlnet_config)
   resuming = bool(checkpoint.latest_checkpoint(o.model_dir))
-  changes = flag_changes(o, training_only=True) if resuming and chief else []
+  there = (run_flags(o.model_dir) or {}) if resuming and chief else {}  # the run that wrote the checkpoints
+  changes = flag_changes(o, training_only=True, there=there) if there else []
   replicas = trainer.strategy.num_replicas_in_sync
-  before = (run_flags(o.model_dir) or {}).get("num_replicas") if resuming and chief else None
-  if before is not None and before != replicas:  # --strategy / --num_core_per_host resolved otherwise
-    changes.append(f"replicas {before} there, {replicas} here")
+  if there.get("num_replicas", replicas) != replicas:  # --strategy / --num_core_per_host resolved otherwise
+    changes.append(f"replicas {there['num_replicas']} there, {replicas} here")
   start = _restore_or_init(o, trainer, log_fn, **kwargs)
   if not resuming and start and start >= getattr(o, "train_steps", start + 1):  # trained nothing, exit 0
     raise FlagError(f"--init_checkpoint {o.init_checkpoint} brings its optimizer's step {start} "
@@ -426,7 +427,6 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
     if digest := spiece_digest(o):
       flags_dict[_SPIECE_DIGEST] = digest
     if resuming:  # this run has saved nothing yet
-      there = run_flags(o.model_dir) or {}
       flags_dict["init_checkpoint"] = there.get("init_checkpoint")
       if changes or _CHANGED in there:
         flags_dict[_CHANGED] = there.get(_CHANGED, []) + [f"step {start}: {change}" for change in changes]

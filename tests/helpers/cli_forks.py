@@ -3,7 +3,9 @@ test, which starts `python tests/helpers/cli_forks.py JOBS_JSON PARALLEL`.
 
 JOBS_JSON holds [{"argv": [tool.py, flag, ...], "stderr": path, "headroom": bytes or null}, ...], the tools in one
 directory; a job with a headroom runs with its address space limited to what it has at the fork plus that many
-bytes (RLIMIT_AS), so that a bigger allocation fails as out of memory would on a device that small. This process
+bytes (RLIMIT_AS), so that a bigger allocation fails as out of memory would on a device that small (such batches
+run with oneDNN off: its kernels crash or hang, not report, when the address space runs out, where TensorFlow's own
+allocator reports as a GPU's does; see docs/reliability.md, Bad input and other failures). This process
 imports every tool named there (as a module, which imports TensorFlow and the package but runs nothing), then forks
 one child per job, at most PARALLEL at a time. A child runs the tool as `python tool.py flags...` would (`runpy`
 with `__name__ == "__main__"`), its stderr (Python's and the C++ runtime's) into the job's file, its stdout
@@ -34,7 +36,7 @@ def run(argvs, log_dir, parallel=3, headrooms=None):
   """Runs each [tool.py, flags...] (tools relative to the working directory) as its command line would, with
   CUDA_VISIBLE_DEVICES="" and TF_CPP_MIN_LOG_LEVEL=2; [(returncode, stderr), ...] in order. Logs go to a new
   directory under log_dir. headrooms: None, or per command line the bytes of address space it may add (None:
-  no limit)."""
+  no limit); with any, every command line runs with TF_ENABLE_ONEDNN_OPTS=0."""
   batch = tempfile.mkdtemp(dir=log_dir)
   headrooms = headrooms or [None] * len(argvs)
   jobs = [{"argv": [str(a) for a in argv], "stderr": os.path.join(batch, f"{i}.stderr"), "headroom": headroom}
@@ -43,7 +45,8 @@ def run(argvs, log_dir, parallel=3, headrooms=None):
     json.dump(jobs, f)
   proc = subprocess.run([sys.executable, __file__, os.path.join(batch, "jobs.json"), str(parallel)],
                         capture_output=True, text=True, timeout=900,
-                        env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2"))
+                        env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2",
+                                 **({"TF_ENABLE_ONEDNN_OPTS": "0"} if any(headrooms) else {})))
   if proc.returncode:
     raise RuntimeError(f"cli_forks failed: {proc.stderr[-3000:]}")
   codes = json.loads(proc.stdout.strip().splitlines()[-1])["returncodes"]

@@ -373,12 +373,11 @@ def load_weights(model, ckpt_path):
     what was read.
   """
   if hf_checkpoint.is_hf_directory(ckpt_path):
-    scopes = sorted({n.split("/")[1] for n in original_variable_map(model)
-                     if re.match(r"^model/(classification|regression)_", n)})
+    table = original_variable_map(model)
+    scopes = sorted({n.split("/")[1] for n in table if re.match(r"^model/(classification|regression)_", n)})
     _, arrays, info = hf_checkpoint.read_hf_checkpoint(ckpt_path, cls_scope=scopes[0] if len(scopes) == 1 else None)
     for line in info["notes"]:
       logging.info("%s", line)
-    table = original_variable_map(model)
     other = sorted(n for n, a in arrays.items() if _head_of(n) in scopes and n in table
                    and list(np.shape(a)) != list(table[n].shape))
     if other:  # another task's head (of another class count): a fresh one, as a TF1 head of another name

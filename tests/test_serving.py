@@ -177,6 +177,17 @@ def test_saved_model_matches_the_python_path(data):
   labels = np.concatenate([single["label"].numpy(), pair["label"].numpy()])
   assert [label.decode() for label in labels[same]] == ["pos" if p[1] > p[0] else "neg" for p in expected[same]]
 
+  # One text or an [N, 1] batch (TF Serving's {"inputs": "text"}, {"instances": [["text"]]}) is refused in words.
+  for name, bad in (("text_a", dict(text_a=tf.constant("A fine film."), text_b=tf.constant(["Yes."]))),
+                    ("text_a", dict(text_a=tf.constant([["A fine film."]]), text_b=tf.constant(["Yes."]))),
+                    ("text_b", dict(text_a=tf.constant(["A fine film."]), text_b=tf.constant("Yes.")))):
+    with pytest.raises(tf.errors.InvalidArgumentError, match=f"{name} must be a batch of texts, a string tensor of "
+                       r"shape \[B\]"):
+      if name == "text_a" and bad["text_a"].shape.rank == 0:
+        loaded.signatures["serving_default"](text_a=bad["text_a"])
+      else:
+        loaded.signatures["classify_pair"](**bad)
+
 
 def test_regression_module_returns_the_score(data):
   sp = tokenization.load_sentencepiece(data["spm"])

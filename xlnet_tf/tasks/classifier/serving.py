@@ -157,7 +157,10 @@ class ClassifierModule(tf.Module):
     self.labels = tf.constant([str(x) for x in (label_list or [])], tf.string)
     self.has_labels = bool(label_list)
 
-    text = tf.TensorSpec([None], tf.string)
+    # Any shape, checked in the graph (`_batch_of_texts`): under a [None] spec a scalar or an [N, 1] batch (TF
+    # Serving's {"inputs": "text"}, {"instances": [["text"]]}) reached the signature unchecked and failed inside it
+    # with TensorFlow's words ("Invalid reduction dimension"), a check of rank 1 there being folded away.
+    text = tf.TensorSpec(None, tf.string)
     function = lambda fn, n: tf.function(fn, input_signature=[text] * n, autograph=False)
     self.encode = function(lambda text_a: self._encode(text_a, None), 1)
     self.encode_pair = function(self._encode, 2)
@@ -187,6 +190,9 @@ class ClassifierModule(tf.Module):
   def _encode(self, text_a, text_b=None):
     """The model inputs of texts (pairs when text_b is given): int32 ids and segments, float mask, [B, L]."""
     seq_len = self.max_seq_length
+    text_a = _batch_of_texts(text_a, "text_a")
+    if text_b is not None:
+      text_b = _batch_of_texts(text_b, "text_b")
     if text_b is not None:  # a clear error, not a failed gather deep in the graph
       check = tf.debugging.assert_equal(tf.size(text_a), tf.size(text_b), message="classify_pair: text_a and text_b "
                                         "must hold as many texts (one pair each)")
@@ -230,6 +236,14 @@ class ClassifierModule(tf.Module):
     if self.has_labels:
       out["label"] = tf.gather(self.labels, tf.argmax(logits, axis=-1))
     return out
+
+
+def _batch_of_texts(text, name):
+  """text as a string [B], checked in the graph to be one: a clear error for a scalar or an [N, 1] batch."""
+  check = tf.debugging.assert_rank(text, 1, message=f"{name} must be a batch of texts, a string tensor of shape "
+                                   "[B] (a list of strings; one text is a list of one)")
+  with tf.control_dependencies([check]):
+    return tf.reshape(text, [-1])
 
 
 SAVED_MODEL_MARKER = "saved_model.pb"  # in every SavedModel directory

@@ -332,6 +332,22 @@ def test_stream_layout_bi_data_rows():
   np.testing.assert_array_equal(rows, data[:36].reshape(4, 9))  # Tail dropped.
 
 
+def test_read_shard_drops_every_carriage_return_as_the_original_s_reader(golden_sp, tmp_path, caplog):
+  """The original reads `for line in tf.gfile.Open(path)`: TensorFlow's readline drops every CR, so a CR inside a
+  line joins its neighbours and CR-only line ends make one line; ours matches TensorFlow's lines, and warns."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  path = tmp_path / "cr.txt"
+  path.write_bytes(b"The movie was great\rI loved it.\r\n\r\nOld Mac line one\rline two\r\rthree\nplain\n")
+  expected = []
+  for line in tf.io.gfile.GFile(str(path)):  # TensorFlow's line reader, the original's
+    expected += tk.encode_ids(golden_sp, tk.preprocess_text(line.strip())) if line.strip() else [tk.EOD_ID]
+  with caplog.at_level("WARNING"):
+    ids, _, lines = pretrain_text.read_shard(str(path), tk.BatchEncoder(golden_sp), uncased=False)
+  assert ids.tolist() == expected and lines == 4
+  assert tk.encode_ids(golden_sp, "greatI")[-1] in expected  # the words are joined
+  assert "cr.txt: 2 line(s) hold a carriage return (CR) that ends no line (line 1 and more)" in caplog.text
+
+
 def test_read_shard_sentence_ids_and_eod(golden_sp, tmp_path):
   encoder = tk.BatchEncoder(golden_sp)
   path = tmp_path / "a.txt"
@@ -352,6 +368,8 @@ def test_read_shard_sentence_ids_and_eod(golden_sp, tmp_path):
   path.write_text("5 6 7\n\n 9 \n")
   ids, sids, _ = pretrain_text.read_shard(str(path), encoder, uncased=False, from_raw_text=False, vocab_size=1000)
   assert ids.tolist() == [5, 6, 7, tk.EOD_ID, 9] and sids.tolist() == [True] * 4 + [False]
+  path.write_bytes(b"12 3\r45\n")  # every CR dropped, as the original's lines: ids 12, 345
+  assert pretrain_text.read_shard(str(path), encoder, uncased=False, from_raw_text=False)[0].tolist() == [12, 345]
   path.write_text("5 6\n7 x\n")
   with pytest.raises(pretrain_data.DataError, match=r"a.txt:2: --from_raw_text=False needs whitespace-separated integer"):
     pretrain_text.read_shard(str(path), encoder, uncased=False, from_raw_text=False)

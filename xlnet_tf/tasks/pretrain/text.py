@@ -2,6 +2,7 @@
 `_create_data`'s reading), and the shards of one task combined into one stream."""
 
 import itertools
+import logging
 import os
 
 import numpy as np
@@ -10,6 +11,8 @@ from xlnet_tf import fileio
 from xlnet_tf.data import tokenization
 from xlnet_tf.data.tokenization import EOD_ID
 from xlnet_tf.tasks.pretrain.writer_options import DataError
+
+_LOG = logging.getLogger(__name__)
 
 
 def check_readable(path):
@@ -28,7 +31,10 @@ def read_shard(path, encoder, *, uncased, use_eod=True, from_raw_text=True, voca
   """Reads one input file as the original `_create_data`: token ids and the flipping sentence ids.
 
   One sentence per line; a blank line is a document end: with `use_eod` it becomes `<eod>` with the sentence id of
-  the sentence before it (the id flips twice), otherwise it is skipped.
+  the sentence before it (the id flips twice), otherwise it is skipped. Lines end at LF and lose every CR, as the
+  original's `tf.gfile` lines (TensorFlow's readline drops them): a CR inside a line joins its neighbours
+  ("great\rI" -> "greatI"; ids "12 3\r45" -> 12, 345) and a file with CR-only line ends is one line. Such lines
+  are counted and warned of, naming the file.
 
   Args:
     path: the file; lines are split at `\\n` and must be UTF-8.
@@ -65,7 +71,7 @@ def read_shard(path, encoder, *, uncased, use_eod=True, from_raw_text=True, voca
     id_chunks.append(np.fromiter(itertools.chain.from_iterable(sents), dtype=np.int64, count=sum(lengths)))
     sid_chunks.append(np.repeat(np.array(sids, dtype=bool), lengths))
 
-  line_cnt = 0
+  line_cnt, joined = 0, []
   entries, texts = [], []
   with fileio.open_file(path, "rb") as f:
     for raw in f:
@@ -75,6 +81,10 @@ def read_shard(path, encoder, *, uncased, use_eod=True, from_raw_text=True, voca
       except UnicodeDecodeError as e:
         raise DataError(f"{path}:{line_cnt}: not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1}). "
                         f"Convert the file to UTF-8, e.g. iconv -f latin1 -t utf-8.") from None
+      if "\r" in line:
+        if "\r" in line.rstrip("\r\n") and line.strip():
+          joined.append(line_cnt)
+        line = line.replace("\r", "")
       stripped = line.strip()
       if not stripped:
         if use_eod:
@@ -98,6 +108,11 @@ def read_shard(path, encoder, *, uncased, use_eod=True, from_raw_text=True, voca
         entries, texts = [], []
   if entries:
     flush(entries, texts)
+  if joined:
+    _LOG.warning("%s: %d line(s) hold a carriage return (CR) that ends no line (line %s%s); it is dropped, joining "
+                 "the text around it, as the original's reader does. For CR line ends (old Mac files) or CRs meant "
+                 "as spaces, convert the file first (e.g. tr '\\r' '\\n').", path, len(joined), joined[0],
+                 " and more" if len(joined) > 1 else "")
   if not id_chunks:
     return np.zeros([0], np.int64), np.zeros([0], bool), line_cnt
   return np.concatenate(id_chunks), np.concatenate(sid_chunks), line_cnt

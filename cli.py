@@ -497,10 +497,13 @@ def fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per
     (trainer, the step it starts from, the global batch size, the per-replica batch size).
   """
   from xlnet_tf import training  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.training import optimization  # pylint: disable=g-import-not-at-top
   global_batch, per_replica = training.fine_tuning_batch_sizes(strategy, o.train_batch_size)
   run_config = create_run_config(o, is_training=True, is_finetune=True)
   config = train_config(o, global_batch, tokens_per_example,
-                        iterations=min(o.iterations, o.save_steps) if o.save_steps else o.iterations)
+                        iterations=min(o.iterations, o.save_steps) if o.save_steps else o.iterations,
+                        clip_mode=(optimization.default_clip_mode(strategy, fine_tuning=True)
+                                   if o.clip_mode == "auto" else o.clip_mode))
   trainer = training.Trainer(strategy, lambda: build_model(run_config), task, o.model_dir, config)
   start = restore_or_init(o, trainer, xlnet_config, log_fn, resolved)  # weights only when fine-tuning
   return trainer, start, global_batch, per_replica

@@ -78,11 +78,14 @@ def define_optimizer_flags(learning_rate, train_steps, min_lr_ratio, adam_epsilo
   flags.DEFINE_integer("train_steps", train_steps, "Total number of training steps.", **fv)
   flags.DEFINE_float("lr_layer_decay_rate", lr_layer_decay_rate, "Top layer: lr; layer below: lr * rate; ...",
                      **fv)
-  flags.DEFINE_enum("clip_mode", "auto", ["auto", "indexed_slices", "dense", "per_core"],
+  flags.DEFINE_enum("clip_mode", "auto", ["auto", "indexed_slices", "dense", "per_core", "per_replica"],
                     "How the gradient norm is taken and clipped (new; docs/training_step.md). auto: as the original "
                     "on this path: per_core with --strategy=tpu (each core clips its own gradient, as "
-                    "CrossShardOptimizer), else indexed_slices (the word-embedding gradient counted as its "
-                    "un-merged rows, as TF 1.13 on GPU). dense: the norm of the merged, summed gradient.", **fv)
+                    "CrossShardOptimizer); else in pretraining indexed_slices (the replicas' summed gradient, the "
+                    "word-embedding gradient counted as its un-merged rows, as TF 1.13 on GPU), in fine-tuning "
+                    "per_replica (each replica clips its own gradient so counted, then they are summed, as the "
+                    "Estimator's MirroredStrategy; on one device the same as indexed_slices). dense: the norm of "
+                    "the merged, summed gradient.", **fv)
   flags.DEFINE_enum("loss_weighting", "replica_mean", ["replica_mean", "global_mean"],
                     "replica_mean: the loss is the mean of the replicas' (towers', cores') mean losses, as the "
                     "original. global_mean: one mean over the global batch (pretraining targets weighted equally "

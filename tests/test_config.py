@@ -123,6 +123,23 @@ def test_train_config_rejects_a_bad_value_naming_the_flag(field, value, message)
     TrainConfig(learning_rate=1e-4, train_steps=1, global_batch_size=1, **{field: value})
 
 
+@pytest.mark.parametrize("clip_mode, resolved", [("auto", "per_replica"), ("dense", "dense")])
+def test_fine_tuning_clips_each_replica_s_gradient_by_default(monkeypatch, clip_mode, resolved):
+  """The original's fine-tuning scripts run `get_train_op` (its clip) once per MirroredStrategy replica: auto is
+  per_replica there (pretraining's auto, `train_gpu.py`'s average-then-clip, is the Trainer's default)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import run_classifier  # pylint: disable=g-import-not-at-top
+  from xlnet_tf import training  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.training import optimization  # pylint: disable=g-import-not-at-top
+  made = []
+  monkeypatch.setattr(training, "Trainer", lambda strategy, model_fn, task, model_dir, config: made.append(config))
+  monkeypatch.setattr(cli, "restore_or_init", lambda *args, **kwargs: 0)
+  o = cli.defaults(run_classifier.define_flags, clip_mode=clip_mode)
+  cli.fine_tuning_trainer(o, tf.distribute.get_strategy(), None, None, None, tokens_per_example=1)
+  assert made[0].clip_mode == resolved
+  assert optimization.default_clip_mode(tf.distribute.get_strategy()) == "indexed_slices"
+
+
 def test_train_config_of_a_cli_takes_its_flags():
   import run_pretrain  # pylint: disable=g-import-not-at-top
   o = cli.defaults(run_pretrain.define_flags, learning_rate=3e-4, clip=0.5, save_steps=7, mems_reset="every_loop",

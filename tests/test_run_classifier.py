@@ -420,9 +420,11 @@ def test_kill_9_then_resume_on_two_replicas_is_bit_identical(files, tmp_path):
 def test_mirrored_fine_tuning_equals_one_device(files, tmp_path):
   """2 replicas (2 logical CPUs) x 2 rows train the same weights as one device x 4 rows (seeded, no dropout), the
   replicas with --recompute_grad (the same gradients); so do 2 replicas x 2 micro-batches of 1 row
-  (--gradient_accumulation_steps=2)."""
+  (--gradient_accumulation_steps=2). With --clip_mode=indexed_slices: the clip of the replicas' summed gradient
+  (fine-tuning's default, per_replica, clips each replica's own, as the original's Estimator)."""
   common = ["--do_train=True", "--train_steps=4", "--save_steps=4", "--iterations=2", "--learning_rate=1e-3",
-            "--warmup_steps=1", "--dropout=0", "--dropatt=0", "--seed=2", "--deterministic=True"]
+            "--warmup_steps=1", "--dropout=0", "--dropatt=0", "--seed=2", "--deterministic=True",
+            "--clip_mode=indexed_slices"]
   runs = {"one": ([], ["--train_batch_size=4"]),
           "mirrored": (["tests/helpers/logical_cpus.py", "2"], ["--train_batch_size=2", "--num_core_per_host=2",
                                                                 "--recompute_grad=True"]),

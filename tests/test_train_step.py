@@ -82,7 +82,16 @@ INIT = [rng.normal(size=(4, 3)).astype(np.float32), rng.normal(size=(3,)).astype
 GRADS = [[np.full((4, 3), 0.4, np.float32), np.full((3,), -0.2, np.float32)],
          [np.full((4, 3), 0.02, np.float32), np.full((3,), 0.01, np.float32)]]
 
-def run(strategy, grads_fn, clip, clip_mode):
+# --clip_mode=per_replica: variable 0 is the word-embedding table, gathered at IDS (replica 0 gathers row 1 twice).
+IDS = np.array([[1, 1, 3], [2, 0, 0]], np.int32)
+ROWS = np.stack([np.full((3, 3), 0.3, np.float32), np.full((3, 3), 0.02, np.float32)])
+
+def table_grad(r):  # the merged gradient of the table: the rows summed by id
+  out = np.zeros((4, 3), np.float32)
+  np.add.at(out, IDS[r], ROWS[r])
+  return out
+
+def run(strategy, grads_fn, clip, clip_mode, rows=False):
   with strategy.scope():
     variables = []
     for layer, value in enumerate(INIT):  # paths .../transformer/layer_{0,1}/...: layer-wise decay applies
@@ -94,9 +103,11 @@ def run(strategy, grads_fn, clip, clip_mode):
   @tf.function
   def step():
     def replica_fn():
-      grads = grads_fn(tf.distribute.get_replica_context().replica_id_in_sync_group)
+      replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+      grads = grads_fn(replica)
+      embedding_rows = (0, tf.gather(ROWS, replica), tf.gather(IDS, replica)) if rows else None
       gnorm, _ = optimization.apply_gradients(opt, grads, variables, clip, lr_layer_decay_rate=0.5,
-                                              clip_mode=clip_mode)
+                                              clip_mode=clip_mode, embedding_rows=embedding_rows)
       return gnorm
     return strategy.run(replica_fn)
 
@@ -114,18 +125,37 @@ def clipped_sum(replica):  # the expectation: each replica's gradient clipped by
     out = [o + x * CLIP / max(norm, CLIP) for o, x in zip(out, g)]
   return [tf.constant(o, tf.float32) for o in out]
 
+def own_table(replica):
+  return [tf.gather(tf.constant(np.stack([table_grad(r) for r in range(2)])), replica),
+          tf.gather(tf.constant(np.stack([g[1] for g in GRADS])), replica)]
+
+def rows_norm(r):  # the table's gradient counted as its gathered rows (row 1 twice), as TF 1.13's IndexedSlices
+  return float(np.sqrt(np.sum(np.square(ROWS[r])) + np.sum(np.square(GRADS[r][1]))))
+
+def clipped_rows_sum(replica):  # each replica's gradient clipped by its own rows norm, then summed
+  out = [0.0, 0.0]
+  for r in range(2):
+    scale = CLIP / max(rows_norm(r), CLIP)
+    out = [out[0] + table_grad(r) * scale, out[1] + GRADS[r][1] * scale]
+  return [tf.constant(o, tf.float32) for o in out]
+
 mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 print("RESULT " + json.dumps({
     "per_core": run(mirrored, own, CLIP, "per_core"),
     "dense": run(mirrored, own, CLIP, "dense"),
     "expected": run(tf.distribute.get_strategy(), clipped_sum, 1e9, "dense"),
-    "norms": [float(np.sqrt(sum(np.sum(np.square(x)) for x in g))) for g in GRADS]}))
+    "norms": [float(np.sqrt(sum(np.sum(np.square(x)) for x in g))) for g in GRADS],
+    "per_replica": run(mirrored, own_table, CLIP, "per_replica", rows=True),
+    "indexed_slices": run(mirrored, own_table, CLIP, "indexed_slices", rows=True),
+    "expected_rows": run(tf.distribute.get_strategy(), clipped_rows_sum, 1e9, "dense"),
+    "rows_norms": [rows_norm(r) for r in range(2)]}))
 """
 
 
 def test_per_core_clipping_on_two_replicas(tmp_path):
   """--clip_mode=per_core (the original TPU's CrossShardOptimizer): each replica clips its own gradient, then the
-  clipped gradients are summed; the logged gnorm is the replicas' mean norm."""
+  clipped gradients are summed; the logged gnorm is the replicas' mean norm. --clip_mode=per_replica likewise, with
+  the norm of each replica's word-embedding gradient taken over its gathered rows."""
   script = tmp_path / "per_core.py"
   script.write_text(PER_CORE_SCRIPT)
   proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240, env=ENV)
@@ -139,6 +169,16 @@ def test_per_core_clipping_on_two_replicas(tmp_path):
   # Clipping the sum instead (the GPU path) gives other Adam moments: the test can tell the two apart. (Adam's first
   # step is nearly scale-free, so the weights alone would hardly differ.)
   assert not all(np.allclose(a, b, rtol=1e-3) for a, b in zip(result["dense"]["state"], result["expected"]["state"]))
+  # --clip_mode=per_replica (the original's fine-tuning scripts on GPUs: the Estimator's MirroredStrategy runs
+  # `get_train_op`, its clip included, once per replica): the same, each replica's norm counting its gathered
+  # word-embedding rows as rows (repeated ids apart); fine-tuning's `auto` on a mirrored strategy.
+  rows_norms = result["rows_norms"]
+  assert rows_norms[0] > 0.5 > rows_norms[1]
+  np.testing.assert_allclose(result["per_replica"]["gnorm"], [np.mean(rows_norms)] * 2, rtol=1e-6)
+  for got, want in zip(result["per_replica"]["state"], result["expected_rows"]["state"]):
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+  assert not all(np.allclose(a, b, rtol=1e-3)
+                 for a, b in zip(result["indexed_slices"]["state"], result["expected_rows"]["state"]))
 
 
 def _step_parity():

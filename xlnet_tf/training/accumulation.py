@@ -4,9 +4,10 @@ The input pipeline still yields the whole per-replica batch of a step (b rows); 
 micro-batches of m = b / N rows, runs the forward and backward pass on one micro-batch at a time (a `tf.while_loop`
 with one iteration in flight, so a micro-batch's activations are freed before the next one's are made) and sums
 what the whole batch's pass would give: the loss sum, the weight sum and the gradients of the loss SUM (the caller
-divides them once by the whole batch's weight, so the loss normalisation is the big batch's). With clip_mode
-"indexed_slices" it also keeps every micro-batch's gradient of its gathered word-embedding rows and their ids:
-together they are the whole batch's un-merged rows, so the gradient norm is the one the whole batch would give.
+divides them once by the whole batch's weight, so the loss normalisation is the big batch's). With a clip_mode
+that counts rows (`optimization.ROW_CLIP_MODES`) it also keeps every micro-batch's gradient of its gathered
+word-embedding rows and their ids: together they are the whole batch's un-merged rows, so the gradient norm is
+the one the whole batch would give.
 
 Rows. Micro-batch i takes rows [i*m, (i+1)*m) of every feature (batch axis 0: every task's features are
 batch-major) and of the mems (batch axis 1: [mem_len, b, d_model] per layer); its new mems go back to the same

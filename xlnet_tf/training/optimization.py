@@ -45,12 +45,16 @@ def create_optimizer(learning_rate, train_steps, warmup_steps=0, decay_method="p
   return AdamWeightDecay(schedule, weight_decay_rate=weight_decay, beta_1=0.9, beta_2=0.999, epsilon=adam_epsilon)
 
 
-CLIP_MODES = ("indexed_slices", "dense", "per_core")
+CLIP_MODES = ("indexed_slices", "dense", "per_core", "per_replica")
 
 
-def default_clip_mode(strategy):
-  """The original's clipping on this strategy: per core on TPU (CrossShardOptimizer), else IndexedSlices rows."""
-  return "per_core" if isinstance(strategy, tf.distribute.TPUStrategy) else "indexed_slices"
+def default_clip_mode(strategy, fine_tuning=False):
+  """The original's clipping on this strategy: per core on TPU (CrossShardOptimizer); elsewhere IndexedSlices rows,
+  of the towers' averaged gradient in pretraining (`train_gpu.py`), of each replica's own gradient in fine-tuning
+  (the Estimator scripts: their `model_fn`, and so `get_train_op`'s clip, runs once per MirroredStrategy replica)."""
+  if isinstance(strategy, tf.distribute.TPUStrategy):
+    return "per_core"
+  return "per_replica" if fine_tuning else "indexed_slices"
 
 
 def _sum_over_replicas(context, values):
@@ -63,6 +67,16 @@ def _sum_over_replicas(context, values):
   for i, value in zip(present, summed):
     values[i] = value
   return values
+
+
+ROW_CLIP_MODES = ("indexed_slices", "per_replica")  # the modes that count the word-embedding gradient as rows
+
+
+def _norm_with_rows(grads, index, table_square):
+  """The global norm of `grads` with the word-embedding table's (grads[index]) squared norm taken as table_square."""
+  squares = [table_square] + [tf.reduce_sum(tf.square(tf.cast(g, tf.float32)))
+                              for i, g in enumerate(grads) if g is not None and i != index]
+  return tf.sqrt(tf.add_n(squares))
 
 
 def apply_gradients(optimizer, grads, variables, clip, lr_layer_decay_rate=1.0, n_layer=None, clip_mode="dense",
@@ -81,6 +95,10 @@ def apply_gradients(optimizer, grads, variables, clip, lr_layer_decay_rate=1.0, 
     "per_core": the original on TPU (`CrossShardOptimizer`): each replica clips its OWN gradient by its own norm,
       then the clipped gradients are summed; the reported gnorm is the mean of the replicas' norms (the TPU host
       call's `reduce_mean`). On one replica it equals "dense".
+    "per_replica": the original's fine-tuning scripts on GPUs (`run_classifier.py`, `run_squad.py`, `run_race.py`
+      under the Estimator's MirroredStrategy, whose `model_fn` runs per replica): as "per_core", with each
+      replica's norm taken as "indexed_slices" takes it (its word-embedding gradient as its gathered rows). Needs
+      `embedding_rows`. On one replica it equals "indexed_slices".
 
   Args:
     optimizer: from `create_optimizer`; under a strategy, created and built in `strategy.scope()`.
@@ -101,8 +119,8 @@ def apply_gradients(optimizer, grads, variables, clip, lr_layer_decay_rate=1.0, 
                     f"Received: {type(optimizer).__name__}.")
   if clip_mode not in CLIP_MODES:
     raise ValueError(f"--clip_mode must be one of {CLIP_MODES}. Received: {clip_mode!r}.")
-  if clip_mode == "indexed_slices" and embedding_rows is None:
-    raise ValueError("clip_mode='indexed_slices' needs embedding_rows (the gradient of the gathered embedding rows).")
+  if clip_mode in ROW_CLIP_MODES and embedding_rows is None:
+    raise ValueError(f"clip_mode={clip_mode!r} needs embedding_rows (the gradient of the gathered embedding rows).")
   context = tf.distribute.get_replica_context()
   if context is None:
     raise RuntimeError("apply_gradients must run in a replica context: call it inside strategy.run(...).")
@@ -111,8 +129,12 @@ def apply_gradients(optimizer, grads, variables, clip, lr_layer_decay_rate=1.0, 
                        "optimizer.build(model.trainable_variables) inside strategy.scope().")
   grads = [None if g is None else tf.convert_to_tensor(g) for g in grads]
   learning_rate = optimizer.learning_rate  # lr(iterations) before this step's increment: the lr the update uses.
-  if clip_mode == "per_core":
-    clipped, gnorm = clip_and_scale_gradients(grads, variables, clip, lr_layer_decay_rate, n_layer)
+  if clip_mode in ("per_core", "per_replica"):
+    use_norm = None
+    if clip_mode == "per_replica":
+      index, rows_grad, ids = embedding_rows
+      use_norm = _norm_with_rows(grads, index, embedding_rows_square_norm(grads[index], rows_grad, ids))
+    clipped, gnorm = clip_and_scale_gradients(grads, variables, clip, lr_layer_decay_rate, n_layer, use_norm)
     clipped = _sum_over_replicas(context, clipped)
     gnorm = _sum_over_replicas(context, [gnorm])[0] / context.num_replicas_in_sync
   else:
@@ -121,9 +143,7 @@ def apply_gradients(optimizer, grads, variables, clip, lr_layer_decay_rate=1.0, 
       index, rows_grad, ids = embedding_rows
       table_square = embedding_rows_square_norm(grads[index], rows_grad, ids)
       *grads, table_square = _sum_over_replicas(context, grads + [table_square])
-      squares = [table_square] + [tf.reduce_sum(tf.square(tf.cast(g, tf.float32)))
-                                  for i, g in enumerate(grads) if g is not None and i != index]
-      use_norm = tf.sqrt(tf.add_n(squares))
+      use_norm = _norm_with_rows(grads, index, table_square)
     else:
       grads = _sum_over_replicas(context, grads)
     clipped, gnorm = clip_and_scale_gradients(grads, variables, clip, lr_layer_decay_rate, n_layer, use_norm)

@@ -351,7 +351,7 @@ class Trainer:
     over every gradient).
 
     Returns:
-      (loss_sum, weight_sum, grads: one per trainable variable, rows: None, or with clip_mode "indexed_slices"
+      (loss_sum, weight_sum, grads: one per trainable variable, rows: None, or with a clip_mode of `ROW_CLIP_MODES`
       (gradient of each gathered word-embedding row, the gathered ids), new_mems).
     """
     embedding = self.model.transformer.word_embedding
@@ -367,11 +367,11 @@ class Trainer:
           objective = objective / divisor
         objective = self.loss_scale.scale_objective(objective)
     targets = list(self.model.trainable_variables)
-    if self.clip_mode == "indexed_slices":
+    if self.clip_mode in optimization.ROW_CLIP_MODES:
       ids, rows = embedding.last_lookup
       targets.append(rows)
     grads = tape.gradient(objective, targets)
-    rows = (grads.pop(), ids) if self.clip_mode == "indexed_slices" else None
+    rows = (grads.pop(), ids) if self.clip_mode in optimization.ROW_CLIP_MODES else None
     if self.loss_scale is not None:
       grads, rows = self.loss_scale.unscale(grads, rows)
     if divisor is not None:

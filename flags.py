@@ -172,9 +172,9 @@ def define_pretrain_flags(flag_values=flags.FLAGS):
   # Memory.
   flags.DEFINE_integer("mem_len", 0, "Number of steps to cache.", **fv)
   flags.DEFINE_bool("same_length", False, "Same length attention (uni attention only).", **fv)
-  flags.DEFINE_enum("mems_reset", "never", ["never", "every_loop"], "`never`: carry mems for the whole run (like "
-                    "train_gpu.py); `every_loop`: zero them every --iterations steps (like TPU train.py) (new).",
-                    **fv)
+  flags.DEFINE_enum("mems_reset", "auto", ["auto", "never", "every_loop"], "`never`: carry mems for the whole run "
+                    "(like train_gpu.py); `every_loop`: zero them every --iterations steps (like TPU train.py); "
+                    "auto: as the original on this path, every_loop with --strategy=tpu, else never (new).", **fv)
   # Model.
   flags.DEFINE_string("model_config_path", None, "An xlnet_config.json; overrides the model flags below (new).",
                       **fv)

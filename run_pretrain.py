@@ -15,6 +15,7 @@ if __name__ == "__main__":
   cli.start_script()
 import itertools
 import os
+import types
 
 import flags
 from absl import flags as absl_flags
@@ -121,12 +122,21 @@ def _batch_flag(o, bsz_per_host):
           f"--num_hosts={o.num_hosts})")
 
 
+def for_strategy(o, strategy):
+  """The options `o` with `--mems_reset=auto` made the original's on `strategy` (`training.default_mems_reset`):
+  what the run trains with and its run_flags.json keeps."""
+  if o.mems_reset != "auto":
+    return o
+  return types.SimpleNamespace(**dict(vars(o), mems_reset=training.default_mems_reset(strategy)))
+
+
 def run(o, strategy, log_fn=print):
   """Pretrains as the options `o` (this script's flags, see `cli.values`/`cli.defaults`) say, on `strategy`.
 
   Returns:
     The last loop's {loss, gnorm, lr, step}.
   """
+  o = for_strategy(o, strategy)
   validate(o, strategy.num_replicas_in_sync)
   with locks.directory_lock(o.model_dir if training.is_chief(strategy) else None):
     return _run(o, strategy, log_fn)
@@ -134,6 +144,7 @@ def run(o, strategy, log_fn=print):
 
 def build_trainer(o, strategy, xlnet_config):
   """The pretraining `Trainer` of the options `o` on `strategy`, not yet initialised (`restore_or_init` next)."""
+  o = for_strategy(o, strategy)
   run_config = cli.create_run_config(o, is_training=True, is_finetune=False)
   return training.Trainer(
       strategy, lambda: XLNetModel(xlnet_config, run_config), pretrain_task.PretrainTask(), o.model_dir,

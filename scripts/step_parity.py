@@ -176,6 +176,7 @@ def build_trainer(golden_dir, meta, model_dir, log_fn=None, **overrides):
   log_fn = log_fn or (lambda line: None)
   strategy = _strategy(o)
   if meta["mode"] == "pretrain":
+    o = run_pretrain.for_strategy(o, strategy)
     run_pretrain.validate(o, strategy.num_replicas_in_sync)
     trainer = run_pretrain.build_trainer(o, strategy, run_pretrain.build_xlnet_config(o))
     trainer.restore_or_init(o.init_checkpoint, o.init_optimizer_state, log_fn)

@@ -305,7 +305,7 @@ def test_the_choices_of_enum_flags_are_the_librarys():
   from xlnet_tf.tasks.pretrain import writer_options  # pylint: disable=import-outside-toplevel
   from xlnet_tf.training import config as train_config  # pylint: disable=import-outside-toplevel
   from xlnet_tf.training import optimization, runtime, schedule  # pylint: disable=import-outside-toplevel
-  library = {"strategy": runtime.STRATEGIES, "mems_reset": train_config.MEMS_RESET,
+  library = {"strategy": runtime.STRATEGIES, "mems_reset": ("auto",) + train_config.MEMS_RESET,
              "loss_weighting": train_config.LOSS_WEIGHTINGS, "decay_method": schedule.DECAY_METHODS,
              "clip_mode": ("auto",) + optimization.CLIP_MODES, "init": model_config.INITS,
              "summary_type": heads.SUMMARY_TYPES, "span_sampling": writer_options.SPAN_SAMPLING_CHOICES,

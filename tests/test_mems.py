@@ -96,3 +96,22 @@ def test_every_loop_zeroes_the_mems_at_multiples_of_iterations_wherever_the_loop
     assert sorted(got) == sorted(want)
     for key, value in want.items():
       np.testing.assert_array_equal(got[key], value, err_msg=key)
+
+
+def test_mems_reset_auto_is_the_original_s_for_the_strategy(monkeypatch):
+  """--mems_reset=auto: every_loop on TPU (train.py's TPUEstimator starts each host loop from zero mems), never
+  elsewhere (train_gpu.py); an explicit value stays."""
+  import cli  # pylint: disable=import-outside-toplevel
+  import run_pretrain  # pylint: disable=import-outside-toplevel
+  o = cli.defaults(run_pretrain.define_flags)
+  assert o.mems_reset == "auto"
+  assert run_pretrain.for_strategy(o, tf.distribute.get_strategy()).mems_reset == "never"
+
+  class FakeTPUStrategy:  # no TPU here: the type the check looks for
+    pass
+
+  monkeypatch.setattr(tf.distribute, "TPUStrategy", FakeTPUStrategy)
+  assert run_pretrain.for_strategy(o, FakeTPUStrategy()).mems_reset == "every_loop"
+  never = cli.defaults(run_pretrain.define_flags, mems_reset="never")
+  assert run_pretrain.for_strategy(never, FakeTPUStrategy()).mems_reset == "never"
+  assert o.mems_reset == "auto"  # the caller's options are left as they are

@@ -10,6 +10,13 @@ import numpy as np
 import tensorflow as tf
 
 
+def default_mems_reset(strategy):
+  """The original's mems between host loops on this strategy (--mems_reset=auto): "every_loop" on TPU (`train.py`:
+  the TPUEstimator's training loop starts every `iterations_per_loop` steps from the zero cache of its
+  `cache_fn`), else "never" (`train_gpu.py` feeds each step's new mems to the next for the whole run)."""
+  return "every_loop" if isinstance(strategy, tf.distribute.TPUStrategy) else "never"
+
+
 class Mems:
   """The per-replica mem variables of a run; with `mem_len` 0 or None there are none and every method is a no-op.
 

@@ -400,9 +400,10 @@ _NOT_TRAINING = {"export_dir", "target_eval_key", "n_best_size", "max_answer_len
 def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
   """Starts a training run in --model_dir: the chief checks that the checkpoints there are of this model
   (`training.check_run_files`), `trainer.restore_or_init(o.init_checkpoint, ..., log_fn)` resumes or initialises,
-  then the chief writes the run files (xlnet_config.json; run_flags.json with `resolved` beside the flags: what the
-  run resolved from them and a later run must match, such as run_classifier.py's `label_list`). A run that fails
-  before leaves the earlier run's files. A run that resumed keeps the earlier run's --init_checkpoint there: the
+  and the chief writes the run files (xlnet_config.json; run_flags.json with `resolved` beside the flags: what the
+  run resolved from them and a later run must match, such as run_classifier.py's `label_list`) before the run's
+  first checkpoint (`trainer.before_first_save`): they describe the checkpoints, and a run that fails before it
+  saves (a refused flag, records the replicas cannot split, a bad token id at step 300) leaves the earlier run's. A run that resumed keeps the earlier run's --init_checkpoint there: the
   weights came from it, and this run's was not read. Where --model_dir's checkpoint cannot be resumed and this run's
   flags differ from the run that wrote it (`flag_changes`), the error names them. Returns the step."""
   from xlnet_tf import checkpoint, training  # pylint: disable=g-import-not-at-top
@@ -434,7 +435,7 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
       log_fn(f"Warning: resumed with other flags than the run that wrote the checkpoints ({'; '.join(changes[:6])}"
              f"{'; ...' if len(changes) > 6 else ''}): the steps from {start} on train with this run's values. "
              f"{os.path.join(o.model_dir, 'run_flags.json')} keeps the change ({_CHANGED}).")
-    training.write_run_files(o.model_dir, xlnet_config, flags_dict)
+    trainer.before_first_save = lambda: training.write_run_files(o.model_dir, xlnet_config, flags_dict)
   return start
 
 

@@ -89,6 +89,9 @@ CASES = [
      "micro-batches of paired forward and backward rows (bi_data). Use a --gradient_accumulation_steps that divides 4"),
     ("pt-nan-loss", "run_pretrain.py", ["--learning_rate=1e30", "--clip=1e30", "--train_steps=20"],
      "is not finite at step"),
+    # ... resumed in a finished run's --model_dir with another --learning_rate: its run_flags.json stays that run's
+    ("pt-nan-loss-in-a-run-s-model-dir", "run_pretrain.py",
+     ["--model_dir={w}/pt_nan", "--learning_rate=1e30", "--clip=1e30", "--train_steps=20"], "is not finite at step"),
     ("pt-corrupt-record", "run_pretrain.py", ["--record_info_dir={w}/corrupt/tfrecords"],
      "is unreadable at record"),
     ("pt-record-info-lists-a-missing-file", "run_pretrain.py", ["--record_info_dir={w}/missing_file/tfrecords"],
@@ -451,7 +454,8 @@ def workspace(tmp_path_factory):
   for code, err in cli_forks.run(setup, logs):
     assert code == 0, err[-2000:]
   (w / "pt_ok_run_flags.json").write_bytes((w / "pt_ok" / "run_flags.json").read_bytes())
-  shutil.copytree(w / "pt_ok", w / "pt_ok_copy")  # for a case of its own: cases run three at a time
+  for name in ("pt_ok_copy", "pt_nan"):  # for cases of their own: cases run three at a time
+    shutil.copytree(w / "pt_ok", w / name)
   for data in (w / "half").glob("ckpt-2.data-*"):
     data.unlink()
   shutil.copytree(w / "cls_ok" / "records", w / "cls_corrupt")
@@ -536,14 +540,18 @@ def _check(results, case_id, tool, words):
 
 
 def test_failed_runs_leave_the_run_files_of_the_run_before(results):
-  """Two runs that fail in a finished run's --model_dir (a flag it refuses; a checkpoint of another task it cannot
-  resume): the run's run_flags.json and checkpoints are as that run left them. A released model's directory given as
-  --model_dir is as it was."""
-  for case_id in ("pt-bad-dropout-in-a-run-s-model-dir", "cls-model-dir-of-a-pretraining-run"):
+  """Runs that fail in a finished run's --model_dir (a flag it refuses; a checkpoint of another task it cannot
+  resume; a resume with another --learning_rate whose loss is not finite before its first checkpoint: its
+  run_flags.json said learning_rate 1e30 and changed_on_resume, and the next resume warned of a change never
+  trained): the run's run_flags.json and checkpoints are as that run left them. A released model's directory given
+  as --model_dir is as it was."""
+  for case_id in ("pt-bad-dropout-in-a-run-s-model-dir", "cls-model-dir-of-a-pretraining-run",
+                  "pt-nan-loss-in-a-run-s-model-dir"):
     assert results[case_id][0] == 1
   w = results["cls-model-dir-of-a-pretraining-run"][2]
-  assert (w / "pt_ok" / "run_flags.json").read_bytes() == (w / "pt_ok_run_flags.json").read_bytes()
-  assert sorted(p.name for p in (w / "pt_ok").glob("ckpt-*.index")) == ["ckpt-2.index"]
+  for name in ("pt_ok", "pt_nan"):
+    assert (w / name / "run_flags.json").read_bytes() == (w / "pt_ok_run_flags.json").read_bytes(), name
+    assert sorted(p.name for p in (w / name).glob("ckpt-*.index")) == ["ckpt-2.index"], name
   assert sorted(os.listdir(w / "released")) == sorted(os.listdir(w / "tiny_ckpt"))
   assert (w / "released" / "xlnet_config.json").read_bytes() == (w / "tiny_ckpt" / "xlnet_config.json").read_bytes()
 

@@ -260,9 +260,10 @@ def test_a_resumed_run_keeps_the_init_checkpoint_its_weights_came_from(tmp_path)
   options = lambda init: types.SimpleNamespace(model_dir=str(tmp_path), init_checkpoint=init)
   first = make_trainer(tmp_path, False)
   assert cli.restore_or_init(options(None), first, XLNetConfig(**CONFIG), print) == 0
-  first.checkpoints.manager.save(checkpoint_number=0)
+  first.save()
   resumed = make_trainer(tmp_path, False)
   assert cli.restore_or_init(options("released/xlnet_model.ckpt"), resumed, XLNetConfig(**CONFIG), print) == 0
+  resumed.save()
   assert json.load(open(tmp_path / "run_flags.json")) == {"model_dir": str(tmp_path), "init_checkpoint": None,
                                                          "num_replicas": 1}
 
@@ -279,12 +280,15 @@ def test_a_resume_with_other_training_flags_says_so_and_keeps_the_change(tmp_pat
                                                         **kw))
   first = make_trainer(tmp_path, False)
   assert cli.restore_or_init(options(), first, XLNetConfig(**CONFIG), print) == 0
-  first.checkpoints.manager.save(checkpoint_number=0)
+  first.save()
   lines = []
   cli.restore_or_init(options(do_eval=True, recompute_grad=True, strategy="one_device"), make_trainer(tmp_path, False),
                       XLNetConfig(**CONFIG), lines.append)  # strategy: "auto" there, resolved to the same replicas
   assert not [line for line in lines if line.startswith("Warning")]
-  cli.restore_or_init(options(learning_rate=1e-4), make_trainer(tmp_path, False), XLNetConfig(**CONFIG), lines.append)
+  changed = make_trainer(tmp_path, False)
+  cli.restore_or_init(options(learning_rate=1e-4), changed, XLNetConfig(**CONFIG), lines.append)
+  assert json.load(open(tmp_path / "run_flags.json"))["learning_rate"] == 1e-3  # until its first checkpoint
+  changed.save()
   assert lines[-1] == (
       "Warning: resumed with other flags than the run that wrote the checkpoints (learning_rate 0.001 there, 0.0001 "
       f"here): the steps from 0 on train with this run's values. {tmp_path}/run_flags.json keeps the change "
@@ -328,7 +332,7 @@ def test_checkpoints_fine_tuned_with_another_sentencepiece_model_are_refused(tmp
   options = lambda model: types.SimpleNamespace(model_dir=str(tmp_path), init_checkpoint=None, spiece_model_file=model)
   trainer = make_trainer(tmp_path, False)
   assert cli.restore_or_init(options(spm), trainer, XLNetConfig(**CONFIG), print) == 0
-  trainer.checkpoints.manager.save(checkpoint_number=0)
+  trainer.save()
   assert json.load(open(tmp_path / "run_flags.json"))["spiece_model_sha256"] == hashlib.sha256(
       open(spm, "rb").read()).hexdigest()
   shutil.copy(spm, tmp_path / "copied.model")

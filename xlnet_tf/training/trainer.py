@@ -77,6 +77,9 @@ class Trainer:
     self._divide_after = self.config.loss_weighting == "global_mean" or self.config.gradient_accumulation_steps > 1
 
     self._stop = preemption.StopRequest()
+    # () -> None, run once before this run's first checkpoint is written (the CLIs write their run files there,
+    # which describe the checkpoints: a run that fails before it saves leaves the earlier run's as they were).
+    self.before_first_save = None
     with strategy.scope():
       self.model = model_fn()
       self.n_layer = self.model.xlnet_config.n_layer
@@ -447,6 +450,9 @@ class Trainer:
   def save(self):
     """Writes a checkpoint of the current step (weights, optimizer, mems, RNG state; `RunCheckpoint.save`);
     returns its path."""
+    if self.before_first_save is not None:
+      before, self.before_first_save = self.before_first_save, None
+      before()
     self.mems.gather()
     return self.checkpoints.save(self.step)
 

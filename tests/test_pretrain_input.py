@@ -360,7 +360,9 @@ def test_more_targets_than_num_predict_is_a_clear_error():
 
 def test_bi_data_rows_must_match_the_writer_cores():
   input_fn, _ = get_input_fn(GOLDEN_DIR, **GOLDEN_KW)  # corpus_info.json: num_core_per_host 1, bsz_per_host 4
-  with pytest.raises(ValueError, match="num_core_per_host = 4 rows per core, but each replica would get 2"):
+  with pytest.raises(ValueError, match=r"num_core_per_host = 4 rows per core \(1 core\(s\) per host\), but each "
+                     r"replica would get 2 \(2 replica\(s\) per host\). Run on 1 replica\(s\) per host .* or "
+                     "rewrite the records with data_utils.py --num_core_per_host=2.$"):
     input_fn(tf.distribute.InputContext(1, 0, 2))
   with pytest.raises(ValueError, match="bi_data needs an even number of rows per replica"):
     input_fn(batch_size=1)
@@ -375,7 +377,8 @@ def test_bi_data_rows_are_checked_against_the_writer_files_before_corpus_info(tm
   with open(record + ".writer.json", "w") as f:
     json.dump({"num_core_per_host": 2, "input_files": ["a.txt"], "pass_id": 0}, f)
   input_fn, _ = get_input_fn(str(tmp_path / "records" / "tfrecords"), **GOLDEN_KW)
-  with pytest.raises(ValueError, match="num_core_per_host = 2 rows per core, but each replica would get 4"):
+  with pytest.raises(ValueError, match=r"num_core_per_host = 2 rows per core \(2 core\(s\) per host\), but each "
+                     r"replica would get 4 \(1 replica\(s\) per host\). Run on 2 replica\(s\) per host"):
     input_fn()
   assert len(_take(input_fn(batch_size=2), 1)) == 1
 

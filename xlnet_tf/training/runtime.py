@@ -151,10 +151,13 @@ def make_strategy(name, num_core_per_host=None, cloud_tpu=CloudTPU()):
     devices = _local_devices()
     wanted = num_core_per_host or max(len(devices), 1)
     if wanted > max(len(devices), 1):  # without a GPU: one replica, on the CPU
+      have = max(len(devices), 1)
+      factor = wanted // have if wanted % have == 0 else f"{wanted}/{have}"
       raise ValueError(f"--num_core_per_host={wanted} asks for {wanted} replicas (one per GPU, as the original's "
                        f"MirroredStrategy), but this machine has {len(devices)} GPU(s). Pass "
-                       f"--num_core_per_host={max(len(devices), 1)} and scale --train_batch_size to keep the "
-                       "global batch.")
+                       f"--num_core_per_host={have}. A fine-tuning tool's --train_batch_size is per replica: "
+                       f"multiply it by {factor} to keep the global batch; run_pretrain.py's is the global batch "
+                       f"already (write its bi_data records with data_utils.py --num_core_per_host={have}).")
     return tf.distribute.MirroredStrategy(devices[:wanted] or ["/cpu:0"])
   if name == "multi_worker_mirrored":
     if "TF_CONFIG" not in os.environ:

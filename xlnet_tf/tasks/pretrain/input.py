@@ -274,10 +274,15 @@ def get_input_fn(record_info_dir, split, spec, options, global_batch_size=None, 
       raise ValueError(f"bi_data needs an even number of rows per replica. Received: {rows} rows. Use a batch "
                        "size with an even number of rows per replica.")
     if bi_data and writer_bsz_per_core is not None and rows != writer_bsz_per_core:
+      # The batch size names the record files: only the replicas per host, or the records, can change.
       raise ValueError(f"With bi_data each replica must get one writer core's [forward | backward] rows: the "
                        f"records were written with bsz_per_host // num_core_per_host = {writer_bsz_per_core} rows "
-                       f"per core, but each replica would get {rows}. Rewrite the records with data_utils.py "
-                       "--num_core_per_host equal to the number of replicas per host, or change the batch size.")
+                       f"per core ({bsz_per_host // writer_bsz_per_core} core(s) per host), but each replica would "
+                       f"get {rows} ({bsz_per_host // rows} replica(s) per host). Run on "
+                       f"{bsz_per_host // writer_bsz_per_core} replica(s) per host (--num_core_per_host; with "
+                       "several workers, --num_hosts=<workers>, each host reading its own record files), or "
+                       "rewrite the records with data_utils.py "
+                       f"--num_core_per_host={bsz_per_host // rows}.")
 
   def input_fn(input_context=None, batch_size=None, start_step=None):
     step = first_step if start_step is None else start_step

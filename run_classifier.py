@@ -136,9 +136,13 @@ def check_trained_labels(directory, label_list, o, flag="--model_dir"):
     return
   def described(labels):
     return "a regression task (float labels)" if labels is None else f"the labels {labels}, in that order"
-  fix = (f"Pass --labels={','.join(trained)}" if trained is not None and o.task_name.lower() in ("csv", "tsv")
-         else f"Pass the --task_name ({there.get('task_name')} there), --labels and --is_regression it was "
-              "trained with")
+  if (trained is None) != (label_list is None):  # one side regression: --labels cannot make up for it
+    fix = f"Pass --is_regression={trained is None} (as it was trained)"
+  elif o.task_name.lower() in ("csv", "tsv"):
+    fix = f"Pass --labels={','.join(trained)}"
+  else:
+    fix = (f"Pass the --task_name ({there.get('task_name')} there), --labels and --is_regression it was trained "
+           "with")
   raise cli.FlagError(f"The checkpoints in {directory} were fine-tuned with {described(trained)} "
                       f"({os.path.join(directory, 'run_flags.json')}); this run's are {described(label_list)}: "
                       f"its scores would name the wrong classes. {fix}, or another {flag}.")

@@ -407,7 +407,15 @@ def test_generic_tsv_by_index_pairs_given_labels_and_regression(tmp_path):
   with pytest.raises(ValueError, match=r"collects its labels from the training file; pass data_dir"):
     classifier_data.get_processor("tsv", text_a_column=0, label_column=2, has_header=False).get_labels()
   with pytest.raises(ValueError, match=r"needs the text and label columns"):
-    classifier_data.get_processor("csv", text_a_column="review")
+    classifier_data.get_processor("csv", label_column="label")
+  # Without --label_column: a test file (whose labels are not read) is read, a training file is not.
+  write(f"{d}/test.tsv", "s1\ts2\nx\ty\n")
+  unlabelled = classifier_data.get_processor("tsv", text_a_column="s1", labels=["a", "b"])
+  assert triples(unlabelled.get_test_examples(d)) == [("x", None, "a")]
+  with pytest.raises(ValueError, match=r"reads the labels of .*scores.tsv from --label_column, which is unset. Pass "
+                                       r"it \(e.g. --label_column=label\); a test file's labels are not read."):
+    classifier_data.get_processor("tsv", text_a_column="s1", labels=["a", "b"], train_file="scores.tsv"
+                                  ).get_train_examples(d)
 
 
 def test_generic_csv_labels_that_do_not_fit_name_the_labels_flag(tmp_path):
@@ -459,6 +467,10 @@ def test_get_processor_errors(tmp_path):
   with pytest.raises(FileNotFoundError, match=r"Task 'sst-2' needs the file .*train.tsv, which does not exist. "
                                               r"Point --data_dir"):
     classifier_data.get_processor("sst-2").get_train_examples(str(tmp_path))
+  with pytest.raises(FileNotFoundError, match=r"dev.tsv, which does not exist. Point --data_dir at the directory "
+                                              r"holding dev.tsv; to evaluate or predict the test file, pass "
+                                              r"--eval_split=test.$"):
+    classifier_data.get_processor("sst-2").get_dev_examples(str(tmp_path))
   assert set(classifier_data.TASK_NAMES) == {"mnli_matched", "mnli_mismatched", "sts-b", "imdb", "yelp5", "cola", "sst-2",
                                 "mrpc", "qqp", "qnli", "rte", "wnli", "csv", "tsv"}
 

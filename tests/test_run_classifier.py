@@ -487,12 +487,14 @@ def test_csv_labels_travel_with_the_checkpoint(files, tmp_path):
     (tmp_path / copy / "checkpoint").unlink()
   trained = {p.name: p.read_bytes() for p in (tmp_path / "model").glob("ckpt-1.*")}
   predict = [*common, "--do_predict=True", "--eval_split=test", f"--data_dir={test_dir}"]
-  (code, err), (code_reordered, err_reordered), (code_resumed, err_resumed) = cli_forks.run(
+  (code, err), (code_reordered, err_reordered), (code_resumed, err_resumed), (code_reg, err_reg) = cli_forks.run(
       [[*predict, f"--output_dir={tmp_path / 'predict_records'}", f"--predict_dir={tmp_path / 'predict'}"],
        [*predict, "--labels=pos,neg", f"--output_dir={tmp_path / 'reordered_records'}",
         f"--predict_dir={tmp_path / 'reordered'}", f"--model_dir={tmp_path / 'copy'}"],
        [*common, "--do_train=True", f"--data_dir={train_dir}", "--train_batch_size=4", "--train_steps=2",
-        f"--output_dir={tmp_path / 'records'}", f"--model_dir={tmp_path / 'resumed'}"]], tmp_path)
+        f"--output_dir={tmp_path / 'records'}", f"--model_dir={tmp_path / 'resumed'}"],
+       [*predict, "--is_regression=True", f"--output_dir={tmp_path / 'reg_records'}",
+        f"--predict_dir={tmp_path / 'reg'}", f"--model_dir={tmp_path / 'copy'}"]], tmp_path)
   assert code == 0, err[-3000:]
   assert code_resumed == 0, err_resumed[-3000:]
   assert "no `checkpoint` state file" in err_resumed
@@ -508,6 +510,10 @@ def test_csv_labels_travel_with_the_checkpoint(files, tmp_path):
       "['pos', 'neg'], in that order: its scores would name the wrong classes. Pass --labels=neg,pos, or another "
       "--model_dir.")
   assert not (tmp_path / "reordered").exists() or not os.listdir(tmp_path / "reordered")
+  # A classifier's checkpoints read as a regressor's: the fix is the flag, not --labels (it said "Pass --labels").
+  assert code_reg == 1 and err_reg.strip().splitlines()[-1].endswith(
+      "this run's are a regression task (float labels): its scores would name the wrong classes. Pass "
+      "--is_regression=False (as it was trained), or another --model_dir."), err_reg[-3000:]
 
 
 def test_cached_records_with_a_label_id_beyond_the_labels_are_refused(tmp_path):

@@ -43,7 +43,7 @@ class DelimitedTask:
 
   def __post_init__(self):
     task_name, labels = self.task_name, self.labels
-    if self.text_a_column is None or self.label_column is None:
+    if self.text_a_column is None:  # the label column is read from training and dev files (not test files)
       raise ValueError(f"Task {task_name!r} needs the text and label columns. Received text_a_column="
                        f"{self.text_a_column!r}, label_column={self.label_column!r}. Pass them (e.g. "
                        "--text_a_column=sentence --label_column=label).")
@@ -137,6 +137,9 @@ class DelimitedProcessor(DataProcessor):
         a_col = self._resolve(self.task.text_a_column, header, path, "text_a_column")
         b_col = (None if self.task.text_b_column is None else
                  self._resolve(self.task.text_b_column, header, path, "text_b_column"))
+        if not is_test and self.task.label_column is None:
+          raise ValueError(f"Task {self.task_name!r} reads the labels of {path} from --label_column, which is unset. "
+                           "Pass it (e.g. --label_column=label); a test file's labels are not read.")
         label_col = None if is_test else self._resolve(self.task.label_column, header, path, "label_column")
         if self.task.has_header:
           continue

@@ -263,7 +263,7 @@ def run(o, strategy, log_fn=print):
         allow_empty_prediction=o.allow_empty_prediction, null_threshold=o.null_threshold)
     results["predict"], results["best"] = squad_predict.predict_checkpoints(
         inference, predict_ckpts, eval_set, o.predict_dir, o.predict_batch_size, options,
-        o.target_eval_key, log_fn=log_fn)
+        o.target_eval_key, log_fn=log_fn, dir_each=o.predict_all_ckpt)
   return results
 
 

@@ -4,6 +4,7 @@ bad input with nothing half-written; the original's flags and defaults."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import types
@@ -96,6 +97,15 @@ def test_prepro_train_predict(tiny_config, tmp_path):
   assert out["best"] in out["predict"] and lines[-1].startswith("Best result | ")
   for name in ("ckpt-2", "ckpt-4"):
     _check_prediction_files(tmp_path / "all" / name)
+  # A model_dir of one checkpoint (--max_save=1, say): its own directory too, where a script looks for it.
+  shutil.copytree(tmp_path / "model", tmp_path / "one")
+  for path in (tmp_path / "one").glob("ckpt-2.*"):
+    path.unlink()
+  run_squad.run(types.SimpleNamespace(**dict(vars(o), model_dir=str(tmp_path / "one"),
+                                             predict_dir=str(tmp_path / "one_pred"))),
+                training.make_strategy("one_device"), log_fn=lambda line: None)
+  assert os.listdir(tmp_path / "one_pred") == ["ckpt-4"]
+  _check_prediction_files(tmp_path / "one_pred" / "ckpt-4")
   # The head's outputs with and without XLA agree to float32 rounding on this checkpoint (its predicted texts need
   # not: 1 of 38 differs, a near-tie in the beam that the rounding resolves the other way).
   outputs = []

@@ -98,22 +98,24 @@ def format_result(title, result):
 
 
 def predict_checkpoints(inference, checkpoints, eval_set, predict_dir, predict_batch_size, options,
-                        target_eval_key="best_f1", log_fn=print):
-  """Predicts with each checkpoint: one checkpoint writes to predict_dir, several each to
-  predict_dir/<checkpoint name>/. Logs a `Result | ...` line per checkpoint (with its step and path) and, for
+                        target_eval_key="best_f1", log_fn=print, dir_each=False):
+  """Predicts with each checkpoint: into predict_dir, or with `dir_each` (--predict_all_ckpt: one directory per
+  checkpoint, however many model_dir holds) into predict_dir/<checkpoint name>/. Logs a `Result | ...` line per checkpoint (with its step and path) and, for
   several checkpoints with answers known, `Best result | ...` by target_eval_key.
 
   Args:
-    checkpoints: [(step or None, checkpoint prefix)], at least one.
+    checkpoints: [(step or None, checkpoint prefix)], at least one; several need `dir_each`.
     options: `postprocess.AnswerOptions` (see `predict_checkpoint`).
 
   Returns:
     (results, best): per-checkpoint dicts (the evaluation, plus step, path and predict_dir), and the best one
     (None without answers or with one checkpoint).
   """
+  if len(checkpoints) > 1 and not dir_each:
+    raise ValueError("Several checkpoints need dir_each=True: each writes the same file names.")
 
   def predict(step, path):
-    out_dir = predict_dir if len(checkpoints) == 1 else os.path.join(predict_dir, os.path.basename(path))
+    out_dir = os.path.join(predict_dir, os.path.basename(path)) if dir_each else predict_dir
     result = dict(predict_checkpoint(inference, path, eval_set, out_dir, predict_batch_size, options))
     result.update(step=step, path=path, predict_dir=out_dir)
     log_fn("=" * 80)

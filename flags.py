@@ -230,7 +230,9 @@ def define_classifier_flags(flag_values=flags.FLAGS):
   define_fine_tuning_flags(
       flag_values,
       overwrite_data=(False, "If False, will use cached data if available. The cached tfrecord names do not include "
-                      "the task or num_passes: set this when they change."),
+                      "the task or num_passes (as the original's), but a cache made from other inputs or settings "
+                      "is written again anyway (its fingerprint, {cache}.source, differs): set this to rebuild it "
+                      "regardless, e.g. a cache the original wrote (no fingerprint)."),
       train_batch_size=(8, "Batch size for training, PER REPLICA (per GPU) as in the original's GPU path; with "
                         "--strategy=tpu (or --use_tpu) it is the global batch. The global batch is train_batch_size "
                         "x replicas on one_device/mirrored/multi_worker_mirrored."),
@@ -284,7 +286,9 @@ def define_squad_flags(flag_values=flags.FLAGS):
   define_fine_tuning_flags(
       flag_values,
       overwrite_data=(False, "If False, will use cached evaluation data if available. The cache names ignore "
-                      "--doc_stride, --uncased and --predict_file: set this when they change."),
+                      "--doc_stride, --uncased and --predict_file (as the original's), but a cache made from other "
+                      "inputs or settings is written again anyway (its fingerprint, {cache}.source, differs): set "
+                      "this to rebuild it regardless, e.g. a cache the original wrote (no fingerprint)."),
       output_dir=("", "Output dir for TF records (and the cached evaluation features)."),
       do_train=(True, "Whether to do training (True by default, as in the original)."),
       train_batch_size=(48, "Batch size for training, PER REPLICA (per GPU) as in the original's GPU path; with "
@@ -334,8 +338,10 @@ def define_race_flags(flag_values=flags.FLAGS):
   define_fine_tuning_flags(
       flag_values,
       overwrite_data=(False, "If False, will use cached data if available. The cached tfrecord names include neither "
-                      "max_qa_length, uncased, fix_option_aliasing nor sorted_file_order: set this when one of them "
-                      "changes."),
+                      "max_qa_length, uncased, fix_option_aliasing nor sorted_file_order (as the original's), but a "
+                      "cache made from other inputs or settings is written again anyway (its fingerprint, "
+                      "{cache}.source, differs): set this to rebuild it regardless, e.g. a cache the original wrote "
+                      "(no fingerprint)."),
       train_batch_size=(8, "Batch size for training, in questions (1 question = 4 sequences: the article with each "
                         "option), PER REPLICA as in the original's GPU path; with --strategy=tpu (or --use_tpu) it is "
                         "the global batch."),

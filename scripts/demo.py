@@ -1,4 +1,4 @@
-"""The main job: a small end-to-end XLNet run on real text, on CPU, in about 10 minutes after set-up.
+"""The main job: a small end-to-end XLNet run on real text, on CPU, in 3 to 5 minutes after set-up (2 cores).
 
   bash scripts/demo.sh                 # set-up, then this script with its defaults
   bash scripts/demo.sh --long          # the longer settings where pretraining clearly helps (docs/demo.md)
@@ -42,8 +42,8 @@ MODEL = dict(n_layer=4, d_model=256, n_head=4, d_head=64, d_inner=1024, untie_r=
 PRETRAIN_LR = 2.5e-4
 ITERATIONS = 20  # pretraining steps per log line
 
-# The defaults fit in ~10 minutes after set-up on a 2-core CPU with bfloat16 (docs/demo.md: 600 + 2 x 250 steps took
-# 10m14s there; 500 + 2 x 200 took 9m36s on a fresh clone). With a fine-tuning learning rate of 1e-4 both inits stayed
+# The defaults were chosen to fit in ~10 minutes after set-up on a 2-core CPU with bfloat16 (docs/demo.md: 600 + 2 x
+# 250 steps took 10m14s there; 500 + 2 x 200 took 9m36s on a fresh clone); the faster step since takes 3-5 minutes. With a fine-tuning learning rate of 1e-4 both inits stayed
 # at 0.71-0.74 dev accuracy after 300 steps; with 3e-4 they reached 0.76-0.77 in 250. The mean summary uses the
 # pretrained features better than the last (CLS) position. --long gives the settings that showed a clear gain from
 # pretraining (about an hour there, estimated). Flags given explicitly override both.

@@ -6,8 +6,10 @@
       --train_steps=500000 --warmup_steps=40000 --learning_rate=1e-4 --save_steps=10000 --iterations=1000
 
 Every flag of the original scripts is accepted with its name and default (see README: `use_tpu` defaults to
-False and means `--strategy=tpu`; `train_batch_size` is global). New: --strategy, --mems_reset, --jit_compile,
---seed, --deterministic, --model_config_path. Restarting the same command resumes from the latest checkpoint.
+False and means `--strategy=tpu`; `train_batch_size` is global). New (docs/design.md, New flags): --strategy,
+--mems_reset, --jit_compile, --xla_cache_dir, --seed, --deterministic, --model_config_path, --clip_mode,
+--loss_weighting, --init_optimizer_state, --skip_bad_records, --gradient_accumulation_steps, --recompute_grad,
+--use_fp16, --use_tf32. Restarting the same command resumes from the latest checkpoint.
 """
 
 import cli  # first: start_script() runs before anything imports TensorFlow

@@ -3,7 +3,7 @@
   # HF hub model (downloaded with `huggingface-cli download xlnet/xlnet-base-cased --local-dir xlnet-base-cased`)
   python convert_checkpoint.py --input=xlnet-base-cased --output_dir=xlnet_cased_L-12_H-768_A-12
   # an original or fine-tuned checkpoint -> a directory transformers' XLNet*.from_pretrained loads
-  python convert_checkpoint.py --input=exp/imdb/model.ckpt-1000 --model_config_path=xlnet_config.json \\
+  python convert_checkpoint.py --input=exp/imdb/ckpt-1000 --model_config_path=xlnet_config.json \\
       --output_dir=imdb-hf --task_name=imdb
 
   # a pretraining checkpoint -> its weights alone, as released (the original's model_utils.py --clean_input_ckpt)

@@ -108,12 +108,14 @@ def define_hardware_flags(num_core_per_host=None, iterations=1000, max_save=0, f
   flags.DEFINE_string("tpu_zone", None, "GCE zone of the Cloud TPU (optional).", **fv)
   flags.DEFINE_string("gcp_project", None, "GCP project of the Cloud TPU (optional).", **fv)
   flags.DEFINE_string("master", None, "Kept for compatibility with the original; unused (use TF_CONFIG).", **fv)
-  flags.DEFINE_integer("num_hosts", 1, "Number of hosts (workers); per-host batch = train_batch_size / num_hosts.",
-                       **fv)
+  flags.DEFINE_integer("num_hosts", 1, "Number of hosts (workers). run_pretrain.py: the records' per-host batch is "
+                       "train_batch_size / num_hosts. The fine-tuning tools do not use it: their workers come from "
+                       "TF_CONFIG, their --train_batch_size is per replica.", **fv)
   flags.DEFINE_integer("num_core_per_host", num_core_per_host, "Replicas per host, as the original: above 1, one "
                        "per GPU (the original's MirroredStrategy(num_gpus=...)); a count the machine lacks is an "
                        "error. Unset: one device (or every TPU core with --strategy=tpu).", **fv)
-  flags.DEFINE_integer("iterations", iterations, "Steps per host call (and the logging interval).", **fv)
+  flags.DEFINE_integer("iterations", iterations, "Steps per host call (and the logging interval); a smaller "
+                       "--save_steps shortens both.", **fv)
   flags.DEFINE_integer("save_steps", None, "Save a checkpoint every this many steps (unset: at the end only).",
                        **fv)
   flags.DEFINE_integer("max_save", max_save, "Checkpoints to keep (0: all).", **fv)
@@ -151,10 +153,11 @@ def define_pretrain_flags(flag_values=flags.FLAGS):
   flags.DEFINE_bool("init_optimizer_state", True, "With --init_checkpoint: also continue its optimizer slots and "
                     "global_step where it holds them, as the original's init_from_checkpoint(global_vars=True); "
                     "False: weights only (fresh moments, warm-up from step 0).", **fv)
-  flags.DEFINE_integer("num_passes", 1, "Number of passed used for training (every matching record_info file is "
+  flags.DEFINE_integer("num_passes", 1, "Number of passes used for training (every matching record_info file is "
                        "read, as the original's filter never skips one).", **fv)
-  flags.DEFINE_string("record_info_dir", None, "Path to local directory containing `record_info-lm.json` "
-                      "(data_utils.py's <save_dir>/tfrecords; comma-separate several).", **fv)
+  flags.DEFINE_string("record_info_dir", None, "Directory holding the record files and their "
+                      "`record_info-{split}-{task}-{pass_id}.*.json` (data_utils.py's <save_dir>/tfrecords; "
+                      "comma-separate several).", **fv)
   flags.DEFINE_integer("train_batch_size", 16, "Global batch size over all hosts and replicas (per host: "
                        "train_batch_size / num_hosts, the bsz_per_host of the records).", **fv)
   # Data naming flags: must equal the data_utils.py flags the records were written with.

@@ -392,9 +392,15 @@ def test_generic_csv_by_header_name(tmp_path):
                                                                                  ("bad", None, "2")]
 
 
-def test_generic_tsv_by_index_pairs_given_labels_and_regression(tmp_path):
+def test_generic_tsv_by_index_pairs_given_labels_and_regression(tmp_path, caplog):
   d = str(tmp_path)
   write(f"{d}/train.tsv", 'a "x\tb\tyes\nc\td\tno\n')
+  # Columns by index and --has_header left true on a file without a header: its first example is skipped as the
+  # header, as the flag says, and the log says so (it was dropped without a word).
+  with caplog.at_level("WARNING"):
+    skipped = classifier_data.get_processor("tsv", text_a_column=0, label_column=2, labels=["no", "yes"])
+    assert triples(skipped.get_train_examples(d)) == [("c", None, "no")]
+  assert "train.tsv: line 1 (['a \"x', 'b', 'yes']) is read as the header row (--has_header is true)" in caplog.text
   p = classifier_data.get_processor("tsv", text_a_column="0", text_b_column=1, label_column=2, has_header=False,
                        labels=["no", "yes"])
   assert triples(p.get_train_examples(d)) == [('a "x', "b", "yes"), ("c", "d", "no")]

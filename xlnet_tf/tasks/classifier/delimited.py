@@ -3,6 +3,7 @@
 
 import csv
 import dataclasses
+import logging
 import os
 
 from xlnet_tf.tasks.classifier.examples import (DataProcessor, InputExample, check_label, parse_float_label,
@@ -142,6 +143,12 @@ class DelimitedProcessor(DataProcessor):
                            "Pass it (e.g. --label_column=label); a test file's labels are not read.")
         label_col = None if is_test else self._resolve(self.task.label_column, header, path, "label_column")
         if self.task.has_header:
+          given = [c for c in (self.task.text_a_column, self.task.text_b_column, self.task.label_column)
+                   if c is not None]
+          if all(isinstance(c, int) or str(c).isdigit() for c in given):  # indices: maybe a file without header
+            logging.warning("%s: line 1 (%s) is read as the header row (--has_header is true) and skipped; the "
+                            "columns are given by index. If it is an example, pass --has_header=False.", path,
+                            str(row)[:80])
           continue
       cols = [c for c in (a_col, b_col, label_col) if c is not None]
       if any(c >= len(row) or c < -len(row) for c in cols):

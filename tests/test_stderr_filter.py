@@ -112,6 +112,25 @@ AFTER_THE_REPORT = [
 ]
 
 
+# A damaged record file (run_pretrain.py over a record file cut in half, 2026-11-29): the CLI names the file and the
+# record in its own line, after these.
+DATA_LOSS_REPORT = [
+    "W0000 00:00:1795983639.140678   32301 local_rendezvous.cc:412] Local rendezvous is aborting with status: "
+    "DATA_LOSS: truncated record at 2211494' failed with Read less bytes than requested",
+    "\t [[{{node MultiDeviceIteratorGetNextFromShard}}]]",
+    "W0000 00:00:1795983639.145004   32298 local_rendezvous.cc:412] Local rendezvous is aborting with status: "
+    "DATA_LOSS: truncated record at 2211494' failed with Read less bytes than requested",
+    "\t [[{{node MultiDeviceIteratorGetNextFromShard}}]]",
+    "\t [[RemoteCall]]",
+    "\t [[while/body/_1/while/cond_1/then/_371/while/cond_1/IteratorGetNext]]",
+]
+
+
+def test_a_damaged_record_report_is_dropped():
+  last = "run_pretrain.py: error: Record file F is unreadable at record 8873 (truncated record at 2211494 failed ...)."
+  assert list(stderr_filter.kept(DATA_LOSS_REPORT + [last])) == [last]
+
+
 def test_an_out_of_memory_report_is_dropped_and_what_follows_it_kept():
   got = list(stderr_filter.kept(OOM_REPORT + AFTER_THE_REPORT[:1] + OOM_REPORT + AFTER_THE_REPORT[1:]))
   assert got == AFTER_THE_REPORT

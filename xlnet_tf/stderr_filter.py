@@ -65,7 +65,9 @@ OOM_REPORT = re.compile(
     _LOG_PREFIX + r"(?:"
     r"bfc_allocator\.cc:\d+\] Allocator \(.*\) ran out of memory trying to allocate (?!.*with freed_by_count)"
     r"|(?:op_kernel\.cc:\d+\] OP_REQUIRES failed at .*|local_rendezvous\.cc:\d+\] Local rendezvous is aborting "
-    r"with status): RESOURCE_EXHAUSTED: (?i:" + MEMORY_WORDS + r")"
+    r"with status): (?:RESOURCE_EXHAUSTED: (?i:" + MEMORY_WORDS + r")"
+    # A damaged record file, which the CLIs name in their own line (`data.read_errors`).
+    r"|DATA_LOSS: (?:truncated record at|corrupted record at))"
     r")")
 OOM_REPORT_LINE = re.compile(
     r"^(?:" + _LOG_PREFIX + r"bfc_allocator\.cc:\d+\] "  # the dump, its occupancy map last

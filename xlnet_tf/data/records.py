@@ -328,5 +328,5 @@ def find_corrupt_record(files):
         index += 1
     except tf.errors.OpError as e:  # the reason without TensorFlow's function and op names around it
       reason = re.sub(r"\s*\[Op:.*$", "", re.sub(r"\{\{[^}]*\}\}\s*", "", " ".join(e.message.split())))
-      return path, index, reason
+      return path, index, re.sub(r"(at \d+)' failed", r"\1 failed", reason)  # TensorFlow's stray quote
   return None

@@ -413,6 +413,7 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
     training.check_run_files(o.model_dir, xlnet_config)
   resuming = bool(checkpoint.latest_checkpoint(o.model_dir))
   there = (run_flags(o.model_dir) or {}) if resuming and chief else {}  # the run that wrote the checkpoints
+  there = _with_old_auto_resolved(there, getattr(o, "clip_mode", None))
   changes = flag_changes(o, training_only=True, there=there) if there else []
   replicas = trainer.strategy.num_replicas_in_sync
   if there.get("num_replicas", replicas) != replicas:  # --strategy / --num_core_per_host resolved otherwise
@@ -434,9 +435,21 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
     if changes:  # the run goes on, as it may (a lower learning rate, say), and says so
       log_fn(f"Warning: resumed with other flags than the run that wrote the checkpoints ({'; '.join(changes[:6])}"
              f"{'; ...' if len(changes) > 6 else ''}): the steps from {start} on train with this run's values. "
-             f"{os.path.join(o.model_dir, 'run_flags.json')} keeps the change ({_CHANGED}).")
+             f"{os.path.join(o.model_dir, 'run_flags.json')} records the change ({_CHANGED}) with this run's first "
+             "checkpoint.")
     trainer.before_first_save = lambda: training.write_run_files(o.model_dir, xlnet_config, flags_dict)
   return start
+
+
+def _with_old_auto_resolved(there, clip_mode):
+  """A run_flags.json of before 2026-11-29 keeps --clip_mode=auto, which meant per_core on TPU and indexed_slices
+  elsewhere (fine-tuning's auto is per_replica since, the same numbers on one replica): compared as that."""
+  if there.get("clip_mode") != "auto" or clip_mode in (None, "auto"):
+    return there
+  old = "per_core" if there.get("use_tpu") or there.get("strategy") == "tpu" else "indexed_slices"
+  if old == "indexed_slices" and clip_mode == "per_replica" and there.get("num_replicas", 1) == 1:
+    old = clip_mode
+  return dict(there, clip_mode=old)
 
 
 def _check_apart_from_init_checkpoint(o):
@@ -501,10 +514,10 @@ def fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per
   from xlnet_tf.training import optimization  # pylint: disable=g-import-not-at-top
   global_batch, per_replica = training.fine_tuning_batch_sizes(strategy, o.train_batch_size)
   run_config = create_run_config(o, is_training=True, is_finetune=True)
+  if o.clip_mode == "auto":  # resolved, as run_flags.json keeps it (what auto means has changed before)
+    o = types.SimpleNamespace(**dict(vars(o), clip_mode=optimization.default_clip_mode(strategy, fine_tuning=True)))
   config = train_config(o, global_batch, tokens_per_example,
-                        iterations=min(o.iterations, o.save_steps) if o.save_steps else o.iterations,
-                        clip_mode=(optimization.default_clip_mode(strategy, fine_tuning=True)
-                                   if o.clip_mode == "auto" else o.clip_mode))
+                        iterations=min(o.iterations, o.save_steps) if o.save_steps else o.iterations)
   trainer = training.Trainer(strategy, lambda: build_model(run_config), task, o.model_dir, config)
   start = restore_or_init(o, trainer, xlnet_config, log_fn, resolved)  # weights only when fine-tuning
   return trainer, start, global_batch, per_replica

@@ -136,9 +136,10 @@ def check_trained_labels(directory, label_list, o, flag="--model_dir"):
     return
   def described(labels):
     return "a regression task (float labels)" if labels is None else f"the labels {labels}, in that order"
-  if (trained is None) != (label_list is None):  # one side regression: --labels cannot make up for it
+  generic = o.task_name.lower() in ("csv", "tsv")  # the other tasks fix their labels and --is_regression
+  if generic and (trained is None) != (label_list is None):  # one side regression: --labels cannot make up for it
     fix = f"Pass --is_regression={trained is None} (as it was trained)"
-  elif o.task_name.lower() in ("csv", "tsv"):
+  elif generic:
     fix = f"Pass --labels={','.join(trained)}"
   else:
     fix = (f"Pass the --task_name ({there.get('task_name')} there), --labels and --is_regression it was trained "

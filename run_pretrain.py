@@ -32,6 +32,7 @@ from xlnet_tf.data.record_files import read_corpus_info
 from xlnet_tf.data.token_checks import check_token_ids
 from xlnet_tf.tasks.pretrain import input as pretrain_input
 from xlnet_tf.tasks.pretrain import task as pretrain_task
+from xlnet_tf.training import optimization
 
 DEFAULT_N_TOKEN = 32000
 
@@ -125,11 +126,15 @@ def _batch_flag(o, bsz_per_host):
 
 
 def for_strategy(o, strategy):
-  """The options `o` with `--mems_reset=auto` made the original's on `strategy` (`training.default_mems_reset`):
-  what the run trains with and its run_flags.json keeps."""
-  if o.mems_reset != "auto":
-    return o
-  return types.SimpleNamespace(**dict(vars(o), mems_reset=training.default_mems_reset(strategy)))
+  """The options `o` with `--mems_reset=auto` and `--clip_mode=auto` made the original's on `strategy`
+  (`training.default_mems_reset`, `optimization.default_clip_mode`): what the run trains with and its
+  run_flags.json keeps."""
+  resolved = {}
+  if o.mems_reset == "auto":
+    resolved["mems_reset"] = training.default_mems_reset(strategy)
+  if o.clip_mode == "auto":
+    resolved["clip_mode"] = optimization.default_clip_mode(strategy)
+  return types.SimpleNamespace(**dict(vars(o), **resolved)) if resolved else o
 
 
 def run(o, strategy, log_fn=print):

@@ -291,8 +291,8 @@ def test_a_resume_with_other_training_flags_says_so_and_keeps_the_change(tmp_pat
   changed.save()
   assert lines[-1] == (
       "Warning: resumed with other flags than the run that wrote the checkpoints (learning_rate 0.001 there, 0.0001 "
-      f"here): the steps from 0 on train with this run's values. {tmp_path}/run_flags.json keeps the change "
-      "(changed_on_resume).")
+      f"here): the steps from 0 on train with this run's values. {tmp_path}/run_flags.json records the change "
+      "(changed_on_resume) with this run's first checkpoint.")
   flags = json.load(open(tmp_path / "run_flags.json"))
   assert flags["learning_rate"] == 1e-4
   assert flags["changed_on_resume"] == ["step 0: learning_rate 0.001 there, 0.0001 here"]

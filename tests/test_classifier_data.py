@@ -400,6 +400,8 @@ def test_generic_tsv_by_index_pairs_given_labels_and_regression(tmp_path, caplog
   with caplog.at_level("WARNING"):
     skipped = classifier_data.get_processor("tsv", text_a_column=0, label_column=2, labels=["no", "yes"])
     assert triples(skipped.get_train_examples(d)) == [("c", None, "no")]
+    skipped.get_train_examples(d)
+  assert caplog.text.count("is read as the header row") == 1  # once per file
   assert "train.tsv: line 1 (['a \"x', 'b', 'yes']) is read as the header row (--has_header is true)" in caplog.text
   p = classifier_data.get_processor("tsv", text_a_column="0", text_b_column=1, label_column=2, has_header=False,
                        labels=["no", "yes"])

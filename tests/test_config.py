@@ -131,13 +131,26 @@ def test_fine_tuning_clips_each_replica_s_gradient_by_default(monkeypatch, clip_
   import run_classifier  # pylint: disable=g-import-not-at-top
   from xlnet_tf import training  # pylint: disable=g-import-not-at-top
   from xlnet_tf.training import optimization  # pylint: disable=g-import-not-at-top
-  made = []
+  made, written = [], []
   monkeypatch.setattr(training, "Trainer", lambda strategy, model_fn, task, model_dir, config: made.append(config))
-  monkeypatch.setattr(cli, "restore_or_init", lambda *args, **kwargs: 0)
+  monkeypatch.setattr(cli, "restore_or_init", lambda o, *args, **kwargs: written.append(o) and 0)
   o = cli.defaults(run_classifier.define_flags, clip_mode=clip_mode)
   cli.fine_tuning_trainer(o, tf.distribute.get_strategy(), None, None, None, tokens_per_example=1)
   assert made[0].clip_mode == resolved
+  assert written[0].clip_mode == resolved and o.clip_mode == clip_mode  # run_flags.json keeps the resolved value
   assert optimization.default_clip_mode(tf.distribute.get_strategy()) == "indexed_slices"
+
+
+@pytest.mark.parametrize("there, here, compared", [
+    (dict(clip_mode="auto", num_replicas=1), "per_replica", "per_replica"),  # the same numbers on one replica
+    (dict(clip_mode="auto", num_replicas=2), "per_replica", "indexed_slices"),  # what auto meant then
+    (dict(clip_mode="auto", num_replicas=2), "indexed_slices", "indexed_slices"),
+    (dict(clip_mode="auto", num_replicas=8, strategy="tpu"), "per_core", "per_core"),
+    (dict(clip_mode="dense", num_replicas=2), "per_replica", "dense")])
+def test_an_earlier_run_s_clip_mode_auto_is_compared_as_what_it_meant(there, here, compared):
+  """run_flags.json of before 2026-11-29 keeps --clip_mode=auto, since resolved otherwise in fine-tuning on several
+  replicas: a resume compares the mode that run trained with (a change warned of, none where there is none)."""
+  assert cli._with_old_auto_resolved(there, here)["clip_mode"] == compared  # pylint: disable=protected-access
 
 
 def test_train_config_of_a_cli_takes_its_flags():

@@ -337,13 +337,14 @@ def test_read_shard_drops_every_carriage_return_as_the_original_s_reader(golden_
   line joins its neighbours and CR-only line ends make one line; ours matches TensorFlow's lines, and warns."""
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   path = tmp_path / "cr.txt"
-  path.write_bytes(b"The movie was great\rI loved it.\r\n\r\nOld Mac line one\rline two\r\rthree\nplain\n")
+  path.write_bytes(b"The movie was great\rI loved it.\r\n\r\nOld Mac line one\rline two\r\rthree\nplain \r  \n"
+                   b"a \r b\n")  # the last two: CRs beside spaces, which join nothing
   expected = []
   for line in tf.io.gfile.GFile(str(path)):  # TensorFlow's line reader, the original's
     expected += tk.encode_ids(golden_sp, tk.preprocess_text(line.strip())) if line.strip() else [tk.EOD_ID]
   with caplog.at_level("WARNING"):
     ids, _, lines = pretrain_text.read_shard(str(path), tk.BatchEncoder(golden_sp), uncased=False)
-  assert ids.tolist() == expected and lines == 4
+  assert ids.tolist() == expected and lines == 5
   assert tk.encode_ids(golden_sp, "greatI")[-1] in expected  # the words are joined
   assert "cr.txt: 2 line(s) hold a carriage return (CR) that ends no line (line 1 and more)" in caplog.text
 

@@ -361,9 +361,19 @@ def test_more_targets_than_num_predict_is_a_clear_error():
 def test_bi_data_rows_must_match_the_writer_cores():
   input_fn, _ = get_input_fn(GOLDEN_DIR, **GOLDEN_KW)  # corpus_info.json: num_core_per_host 1, bsz_per_host 4
   with pytest.raises(ValueError, match=r"num_core_per_host = 4 rows per core \(1 core\(s\) per host\), but each "
-                     r"replica would get 2 \(2 replica\(s\) per host\). Run on 1 replica\(s\) per host .* or "
-                     "rewrite the records with data_utils.py --num_core_per_host=2.$"):
+                     r"of the run's 2 replica\(s\) \(2 per worker, 1 worker\(s\)\) would get 2. Either run 1 "
+                     r"replica\(s\) per worker \(--num_core_per_host=1\); or rewrite the records with "
+                     r"data_utils.py --num_core_per_host=2.$"):
     input_fn(tf.distribute.InputContext(1, 0, 2))
+  # --num_hosts=2 (a global batch of 2 hosts' records) in one process: the fix is --num_hosts, not the records.
+  two_hosts, _ = get_input_fn(GOLDEN_DIR, **GOLDEN_KW, global_batch_size=8)
+  with pytest.raises(ValueError, match=r"would get 8. Either pass --num_hosts=1: the run has 1 worker\(s\), not "
+                                       r"the 2 hosts --num_hosts=2 splits the batch over.$"):
+    two_hosts(tf.distribute.InputContext(1, 0, 1))
+  # Two workers sharing the records (--num_hosts unset) of one core: each replica would get half a core's rows.
+  with pytest.raises(ValueError, match=r"or pass --num_hosts=2 with records written with --bsz_per_host=2, at "
+                                       r"least one file per worker.$"):
+    input_fn(tf.distribute.InputContext(2, 0, 2))
   with pytest.raises(ValueError, match="bi_data needs an even number of rows per replica"):
     input_fn(batch_size=1)
 
@@ -378,7 +388,8 @@ def test_bi_data_rows_are_checked_against_the_writer_files_before_corpus_info(tm
     json.dump({"num_core_per_host": 2, "input_files": ["a.txt"], "pass_id": 0}, f)
   input_fn, _ = get_input_fn(str(tmp_path / "records" / "tfrecords"), **GOLDEN_KW)
   with pytest.raises(ValueError, match=r"num_core_per_host = 2 rows per core \(2 core\(s\) per host\), but each "
-                     r"replica would get 4 \(1 replica\(s\) per host\). Run on 2 replica\(s\) per host"):
+                     r"of the run's 1 replica\(s\) \(1 per worker, 1 worker\(s\)\) would get 4. Either run 2 "
+                     r"replica\(s\) per worker \(--num_core_per_host=2\)"):
     input_fn()
   assert len(_take(input_fn(batch_size=2), 1)) == 1
 

@@ -202,9 +202,10 @@ def test_a_resume_over_records_that_changed_says_so(record_dirs, tmp_path):
   run = lambda steps: [line for line in _lines(run_pretrain.run, cli.defaults(
       run_pretrain.define_flags, train_steps=steps, **args)) if line.startswith("Warning: the records changed")]
   assert run(1) == [] and run(2) == []
-  # --mems_reset=auto (the default) resolved to the original's for the strategy: kept as that value, so a resume
-  # under a later default compares like with like.
-  assert json.loads((tmp_path / "model" / "run_flags.json").read_text())["mems_reset"] == "never"
+  # --mems_reset=auto and --clip_mode=auto (the defaults) resolved to the original's for the strategy: kept as
+  # those values, so a resume under a later default compares like with like.
+  kept = json.loads((tmp_path / "model" / "run_flags.json").read_text())
+  assert (kept["mems_reset"], kept["clip_mode"]) == ("never", "indexed_slices")
   (info,) = glob.glob(str(records / "record_info-*.json"))
   (record,) = glob.glob(str(records / "*.tfrecords"))
   shutil.copy(record, record.replace("train-0-0", "train-1-0"))  # another task's records appear

@@ -27,8 +27,8 @@ class TrainConfig:
     gradient_accumulation_steps: int N, micro-batches per step: each replica's batch is split into N micro-batches
       whose gradients are summed into ONE update, equal to the whole batch's (`accumulation`); 1: no splitting.
     clip, lr_layer_decay_rate: as `optimization.apply_gradients`.
-    clip_mode: as `optimization.apply_gradients`; None = the original's for the strategy
-      (`optimization.default_clip_mode`).
+    clip_mode: as `optimization.apply_gradients`; None = the original's pretraining rule for the strategy
+      (`optimization.default_clip_mode`); the fine-tuning CLIs pass `default_clip_mode(strategy, fine_tuning=True)`.
     loss_weighting: "replica_mean" (the original) or "global_mean", see `trainer`'s docstring.
     mems_reset: "never" or "every_loop" (the mems' length is the model's `run_config.mem_len`).
     iterations: steps per host call (and the logging interval).

@@ -73,6 +73,7 @@ class DelimitedProcessor(DataProcessor):
                   "dev": task.dev_file or f"dev.{task.task_name}",
                   "test": task.test_file or f"test.{task.task_name}"}
     self._labels = None if task.labels is None else list(task.labels)
+    self._header_warned = set()  # files whose first line, read as the header by index columns, was warned of
 
   def get_labels(self, data_dir=None):
     if self.is_regression:
@@ -145,7 +146,8 @@ class DelimitedProcessor(DataProcessor):
         if self.task.has_header:
           given = [c for c in (self.task.text_a_column, self.task.text_b_column, self.task.label_column)
                    if c is not None]
-          if all(isinstance(c, int) or str(c).isdigit() for c in given):  # indices: maybe a file without header
+          if path not in self._header_warned and all(isinstance(c, int) or str(c).isdigit() for c in given):
+            self._header_warned.add(path)  # indices: maybe a file without a header
             logging.warning("%s: line 1 (%s) is read as the header row (--has_header is true) and skipped; the "
                             "columns are given by index. If it is an example, pass --has_header=False.", path,
                             str(row)[:80])

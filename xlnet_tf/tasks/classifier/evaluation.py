@@ -38,8 +38,9 @@ class Inference(inference.Inference):
     missing = [n for n in report["kept_initial"] if n.startswith(f"model/{self.scope}/") or "sequnece_summary" in n]
     if missing:
       heads = sorted({n.split("/")[1] for n in report["unused"] if re.match(r"model/(classification|regression)_", n)})
-      held = (f"it holds the classification heads {', '.join(heads)}. Evaluate a fine-tuned checkpoint, or set "
-              "--cls_scope / --task_name to the head it holds." if heads else
+      names = ", ".join(h.split("_", 1)[1] for h in heads)  # the flag takes the name after the prefix
+      held = (f"it holds the classification heads {', '.join(heads)}. Evaluate a fine-tuned checkpoint, or pass "
+              f"the head's name as --cls_scope (or --task_name): {names}." if heads else
               "it holds no classification head (a pretrained checkpoint, or another task's). Evaluate a checkpoint "
               "run_classifier.py fine-tuned.")
       raise ValueError(f"Checkpoint {ckpt_path} has no fine-tuned {missing[0].rsplit('/', 2)[0]} (it lacks "

@@ -269,20 +269,28 @@ def get_input_fn(record_info_dir, split, spec, options, global_batch_size=None, 
   file_names, file_num_batch = record_info["filenames"], record_info["file_num_batch"]
   first_step = start_step
 
-  def check_rows(rows):
+  def check_rows(rows, num_replicas=1, num_pipes=1):
     if bi_data and rows % 2:
       raise ValueError(f"bi_data needs an even number of rows per replica. Received: {rows} rows. Use a batch "
                        "size with an even number of rows per replica.")
     if bi_data and writer_bsz_per_core is not None and rows != writer_bsz_per_core:
-      # The batch size names the record files: only the replicas per host, or the records, can change.
+      # The batch size names the record files: only the replicas, the hosts, or the records can change.
+      cores, hosts = bsz_per_host // writer_bsz_per_core, global_batch_size // bsz_per_host
+      if hosts > 1 and hosts != num_pipes:
+        fixes = [f"pass --num_hosts={num_pipes}: the run has {num_pipes} worker(s), not the {hosts} hosts "
+                 f"--num_hosts={hosts} splits the batch over"]
+      else:
+        fixes = [f"run {cores} replica(s) per worker (--num_core_per_host={cores})"]
+        if bsz_per_host % rows == 0:
+          fixes.append(f"rewrite the records with data_utils.py --num_core_per_host={bsz_per_host // rows}")
+        if num_pipes > 1 and hosts == 1:
+          fixes.append(f"pass --num_hosts={num_pipes} with records written with --bsz_per_host="
+                       f"{global_batch_size // num_pipes}, at least one file per worker")
       raise ValueError(f"With bi_data each replica must get one writer core's [forward | backward] rows: the "
                        f"records were written with bsz_per_host // num_core_per_host = {writer_bsz_per_core} rows "
-                       f"per core ({bsz_per_host // writer_bsz_per_core} core(s) per host), but each replica would "
-                       f"get {rows} ({bsz_per_host // rows} replica(s) per host). Run on "
-                       f"{bsz_per_host // writer_bsz_per_core} replica(s) per host (--num_core_per_host; with "
-                       "several workers, --num_hosts=<workers>, each host reading its own record files), or "
-                       "rewrite the records with data_utils.py "
-                       f"--num_core_per_host={bsz_per_host // rows}.")
+                       f"per core ({cores} core(s) per host), but each of the run's {num_replicas} replica(s) "
+                       f"({num_replicas // num_pipes} per worker, {num_pipes} worker(s)) would get {rows}. Either "
+                       f"{'; or '.join(fixes)}.")
 
   def input_fn(input_context=None, batch_size=None, start_step=None):
     step = first_step if start_step is None else start_step
@@ -300,7 +308,7 @@ def get_input_fn(record_info_dir, split, spec, options, global_batch_size=None, 
     if num_replicas % num_pipes:
       raise ValueError(f"The {num_replicas} replicas must split evenly over {num_pipes} input pipelines.")
     rows = input_context.get_per_replica_batch_size(global_batch_size)
-    check_rows(rows)
+    check_rows(rows, num_replicas, num_pipes)
     local_rows = rows * (num_replicas // num_pipes)
     if global_batch_size == bsz_per_host:  # shared files: pipeline p keeps its rows of every step
       # Unseeded random file orders would differ between pipelines; then keep the listed order.

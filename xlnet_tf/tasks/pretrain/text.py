@@ -4,6 +4,7 @@
 import itertools
 import logging
 import os
+import re
 
 import numpy as np
 
@@ -13,6 +14,7 @@ from xlnet_tf.data.tokenization import EOD_ID
 from xlnet_tf.tasks.pretrain.writer_options import DataError
 
 _LOG = logging.getLogger(__name__)
+_JOINING_CR = re.compile(r"\S\r+\S")  # CRs between two characters that dropping them joins
 
 
 def check_readable(path):
@@ -33,8 +35,8 @@ def read_shard(path, encoder, *, uncased, use_eod=True, from_raw_text=True, voca
   One sentence per line; a blank line is a document end: with `use_eod` it becomes `<eod>` with the sentence id of
   the sentence before it (the id flips twice), otherwise it is skipped. Lines end at LF and lose every CR, as the
   original's `tf.gfile` lines (TensorFlow's readline drops them): a CR inside a line joins its neighbours
-  ("great\rI" -> "greatI"; ids "12 3\r45" -> 12, 345) and a file with CR-only line ends is one line. Such lines
-  are counted and warned of, naming the file.
+  ("great\\rI" -> "greatI"; ids "12 3\\r45" -> 12, 345) and a file with CR-only line ends is one line. Lines where
+  that joins text are counted and warned of, naming the file.
 
   Args:
     path: the file; lines are split at `\\n` and must be UTF-8.
@@ -82,7 +84,7 @@ def read_shard(path, encoder, *, uncased, use_eod=True, from_raw_text=True, voca
         raise DataError(f"{path}:{line_cnt}: not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1}). "
                         f"Convert the file to UTF-8, e.g. iconv -f latin1 -t utf-8.") from None
       if "\r" in line:
-        if "\r" in line.rstrip("\r\n") and line.strip():
+        if _JOINING_CR.search(line):
           joined.append(line_cnt)
         line = line.replace("\r", "")
       stripped = line.strip()

@@ -48,6 +48,10 @@ def create_data(o):
 
 def body(o):
   cli.require_output_dirs(o, "save_dir")
+  if o.bi_data and not o.use_tpu and o.num_core_per_host != 1:
+    logging.warning("--use_tpu=False lays the bi_data records out for one core, as the original (its "
+                    "--num_core_per_host=%d is not used): train them on one replica per host, or drop "
+                    "--use_tpu=False to lay them out for --num_core_per_host replicas.", o.num_core_per_host)
   with locks.directory_lock(o.save_dir, f"data_utils-{o.split}-{o.task}-{o.pass_id}", "--save_dir"):
     record_info = create_data(o)
   if record_info is not None:

@@ -439,6 +439,9 @@ def workspace(tmp_path_factory):
                                  f"--save_dir={w}/records", "--use_tpu=False", "--bi_data=True", *RECORD_FLAGS]],
                                logs)
   assert code == 0, err[-2000:]
+  # bi_data with --use_tpu=False: one core's layout, as the original, whatever --num_core_per_host (8 by default).
+  assert "--use_tpu=False lays the bi_data records out for one core, as the original (its --num_core_per_host=8 is " \
+         "not used)" in err, err[-2000:]
   for name in ("corrupt", "missing_file"):
     shutil.copytree(w / "records", w / name)
   record = sorted((w / "corrupt" / "tfrecords").glob("*.tfrecords"))[0]

@@ -363,7 +363,8 @@ def test_bi_data_rows_must_match_the_writer_cores():
   with pytest.raises(ValueError, match=r"num_core_per_host = 4 rows per core \(1 core\(s\) per host\), but each "
                      r"of the run's 2 replica\(s\) \(2 per worker, 1 worker\(s\)\) would get 2. Either run 1 "
                      r"replica\(s\) per worker \(--num_core_per_host=1\); or rewrite the records with "
-                     r"data_utils.py --num_core_per_host=2.$"):
+                     r"data_utils.py --num_core_per_host=2 \(without --use_tpu=False, which lays them out for "
+                     r"one core\).$"):
     input_fn(tf.distribute.InputContext(1, 0, 2))
   # --num_hosts=2 (a global batch of 2 hosts' records) in one process: the fix is --num_hosts, not the records.
   two_hosts, _ = get_input_fn(GOLDEN_DIR, **GOLDEN_KW, global_batch_size=8)

@@ -282,7 +282,8 @@ def get_input_fn(record_info_dir, split, spec, options, global_batch_size=None, 
       else:
         fixes = [f"run {cores} replica(s) per worker (--num_core_per_host={cores})"]
         if bsz_per_host % rows == 0:
-          fixes.append(f"rewrite the records with data_utils.py --num_core_per_host={bsz_per_host // rows}")
+          fixes.append(f"rewrite the records with data_utils.py --num_core_per_host={bsz_per_host // rows} (without "
+                       "--use_tpu=False, which lays them out for one core)")
         if num_pipes > 1 and hosts == 1:
           fixes.append(f"pass --num_hosts={num_pipes} with records written with --bsz_per_host="
                        f"{global_batch_size // num_pipes}, at least one file per worker")

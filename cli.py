@@ -403,8 +403,9 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
   and the chief writes the run files (xlnet_config.json; run_flags.json with `resolved` beside the flags: what the
   run resolved from them and a later run must match, such as run_classifier.py's `label_list`) before the run's
   first checkpoint (`trainer.before_first_save`): they describe the checkpoints, and a run that fails before it
-  saves (a refused flag, records the replicas cannot split, a bad token id at step 300) leaves the earlier run's. A run that resumed keeps the earlier run's --init_checkpoint there: the
-  weights came from it, and this run's was not read. Where --model_dir's checkpoint cannot be resumed and this run's
+  saves (a refused flag, records the replicas cannot split, a bad token id at step 300) leaves the earlier run's.
+  A run that resumed keeps the earlier run's --init_checkpoint there: the weights came from it, and this run's was
+  not read. Where --model_dir's checkpoint cannot be resumed and this run's
   flags differ from the run that wrote it (`flag_changes`), the error names them. Returns the step."""
   from xlnet_tf import checkpoint, training  # pylint: disable=g-import-not-at-top
   _check_apart_from_init_checkpoint(o)

@@ -43,7 +43,8 @@ PRETRAIN_LR = 2.5e-4
 ITERATIONS = 20  # pretraining steps per log line
 
 # The defaults were chosen to fit in ~10 minutes after set-up on a 2-core CPU with bfloat16 (docs/demo.md: 600 + 2 x
-# 250 steps took 10m14s there; 500 + 2 x 200 took 9m36s on a fresh clone); the faster step since takes 3-5 minutes. With a fine-tuning learning rate of 1e-4 both inits stayed
+# 250 steps took 10m14s there; 500 + 2 x 200 took 9m36s on a fresh clone); the faster step since takes 3-5 minutes.
+# With a fine-tuning learning rate of 1e-4 both inits stayed
 # at 0.71-0.74 dev accuracy after 300 steps; with 3e-4 they reached 0.76-0.77 in 250. The mean summary uses the
 # pretrained features better than the last (CLS) position. --long gives the settings that showed a clear gain from
 # pretraining (about an hour there, estimated). Flags given explicitly override both.

@@ -32,8 +32,8 @@ def open_text(path):
 
 def require_file(path, task_name):
   if not tf.io.gfile.exists(path):
-    other = ("; to evaluate or predict the test file, pass --eval_split=test" if os.path.basename(path).startswith("dev")
-             else "")
+    dev = os.path.basename(path).startswith("dev")
+    other = "; to evaluate or predict the test file, pass --eval_split=test" if dev else ""
     raise FileNotFoundError(f"Task {task_name!r} needs the file {path}, which does not exist. Point --data_dir at "
                             f"the directory holding {os.path.basename(path)}{other}.")
 

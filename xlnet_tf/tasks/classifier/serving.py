@@ -191,9 +191,8 @@ class ClassifierModule(tf.Module):
     """The model inputs of texts (pairs when text_b is given): int32 ids and segments, float mask, [B, L]."""
     seq_len = self.max_seq_length
     text_a = _batch_of_texts(text_a, "text_a")
-    if text_b is not None:
-      text_b = _batch_of_texts(text_b, "text_b")
     if text_b is not None:  # a clear error, not a failed gather deep in the graph
+      text_b = _batch_of_texts(text_b, "text_b")
       check = tf.debugging.assert_equal(tf.size(text_a), tf.size(text_b), message="classify_pair: text_a and text_b "
                                         "must hold as many texts (one pair each)")
       with tf.control_dependencies([check]):

@@ -100,8 +100,9 @@ def format_result(title, result):
 def predict_checkpoints(inference, checkpoints, eval_set, predict_dir, predict_batch_size, options,
                         target_eval_key="best_f1", log_fn=print, dir_each=False):
   """Predicts with each checkpoint: into predict_dir, or with `dir_each` (--predict_all_ckpt: one directory per
-  checkpoint, however many model_dir holds) into predict_dir/<checkpoint name>/. Logs a `Result | ...` line per checkpoint (with its step and path) and, for
-  several checkpoints with answers known, `Best result | ...` by target_eval_key.
+  checkpoint, however many model_dir holds) into predict_dir/<checkpoint name>/. Logs a `Result | ...` line per
+  checkpoint (with its step and path) and, for several checkpoints with answers known, `Best result | ...` by
+  target_eval_key.
 
   Args:
     checkpoints: [(step or None, checkpoint prefix)], at least one; several need `dir_each`.

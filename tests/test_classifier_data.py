@@ -414,6 +414,9 @@ def test_generic_tsv_by_index_pairs_given_labels_and_regression(tmp_path, caplog
   assert r.metric_names == ("pearsonr", "spearmanr")
   with pytest.raises(ValueError, match=r"collects its labels from the training file; pass data_dir"):
     classifier_data.get_processor("tsv", text_a_column=0, label_column=2, has_header=False).get_labels()
+  with pytest.raises(ValueError, match=r"collects its labels from the training file .*nothere/train.tsv, which does "
+                                       r"not exist. Pass every class with --labels, in the order"):
+    classifier_data.get_processor("tsv", text_a_column=0, has_header=False).get_labels(f"{d}/nothere")
   with pytest.raises(ValueError, match=r"needs the text and label columns"):
     classifier_data.get_processor("csv", label_column="label")
   # Without --label_column: a test file (whose labels are not read) is read, a training file is not.

@@ -6,6 +6,7 @@ import dataclasses
 import logging
 import os
 
+from xlnet_tf import fileio
 from xlnet_tf.tasks.classifier.examples import (DataProcessor, InputExample, check_label, parse_float_label,
                                                 read_rows)
 
@@ -84,6 +85,10 @@ class DelimitedProcessor(DataProcessor):
         raise ValueError(f"Task {self.task_name!r} collects its labels from the training file; pass data_dir "
                          "(--data_dir) or the labels (--labels).")
       train_path = os.path.join(data_dir, self.files["train"])
+      if not fileio.exists(train_path):  # e.g. a directory of test.csv alone, predicted with a checkpoint
+        raise ValueError(f"Task {self.task_name!r} collects its labels from the training file {train_path}, which "
+                         "does not exist. Pass every class with --labels, in the order the model was trained with "
+                         "(its run_flags.json's label_list), or point --data_dir at the training data.")
       found = {ex.label for ex in self._create_examples(data_dir, "train", check_labels=False)}
       if not found:
         raise ValueError(f"{train_path} has no examples to collect labels from. Fix the file or pass the labels "

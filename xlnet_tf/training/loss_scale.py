@@ -62,11 +62,12 @@ class DynamicLossScale(tf.Module):
     """objective (float32 []) times the scale: what the tape differentiates."""
     return objective * tf.cast(self.scale, objective.dtype)
 
-  def unscale(self, grads, rows):
+  def unscale(self, grads, rows, times=None):
     """The gradients of a scaled objective -> those of the objective, dense float32 (exact: the scale is a power
     of two). grads: list of Tensor / IndexedSlices / None; rows: None or (gradient of the gathered embedding rows,
-    their ids). Returns (grads, rows)."""
-    inverse = 1.0 / self.scale
+    their ids); times: None, or a power of two the objective was divided by before the scale, multiplied back in
+    the same pass. Returns (grads, rows)."""
+    inverse = 1.0 / self.scale if times is None else times / self.scale
     grads = [None if g is None else tf.cast(tf.convert_to_tensor(g), tf.float32) * inverse for g in grads]
     if rows is not None:
       rows = (tf.cast(rows[0], tf.float32) * inverse, rows[1])

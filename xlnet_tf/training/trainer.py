@@ -376,10 +376,7 @@ class Trainer:
     grads = tape.gradient(objective, targets)
     rows = (grads.pop(), ids) if self.clip_mode in optimization.ROW_CLIP_MODES else None
     if self.loss_scale is not None:
-      grads, rows = self.loss_scale.unscale(grads, rows)
-    if divisor is not None:
-      grads = [None if g is None else g * divisor for g in grads]
-      rows = None if rows is None else (rows[0] * divisor, rows[1])
+      grads, rows = self.loss_scale.unscale(grads, rows, times=divisor)
     return loss_sum, weight_sum, grads, rows, new_mems
 
   def _loss_weight(self, weight_sum):

@@ -39,6 +39,7 @@ import cli  # first: start_script() runs before anything imports TensorFlow
 if __name__ == "__main__":
   cli.start_script()
 import flags
+import run_files
 import numpy as np
 import tensorflow as tf
 from absl import flags as absl_flags
@@ -114,7 +115,7 @@ def trained_labels(directory):
   """(the run_flags.json of the run_classifier.py run that wrote `directory`'s checkpoints, the label list it
   trained with: label id = index; None for a regression), or (None, None) where none is recorded (a run of the
   original code, of another tool, or of a version that did not record it)."""
-  there = cli.run_flags(directory) if checkpoint.latest_checkpoint(directory) else None
+  there = run_files.run_flags(directory) if checkpoint.latest_checkpoint(directory) else None
   return (there, there["label_list"]) if there and "label_list" in there else (None, None)
 
 
@@ -190,7 +191,7 @@ def _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, model_
   log_fn(f"Num of train samples: {len(train_examples)}")
   train_file = _write_records(train_examples, label_list, o, tokenize_fn, "train", log_fn,
                               xlnet_config.n_token, o.num_passes)
-  trainer, start, global_batch, per_replica = cli.fine_tuning_trainer(
+  trainer, start, global_batch, per_replica = run_files.fine_tuning_trainer(
       o, strategy, lambda run_config: classifier_task.build_model(xlnet_config, run_config, **model_args),
       classifier_task.ClassifierTask(scope), xlnet_config, o.max_seq_length, log_fn,
       resolved={"label_list": label_list})
@@ -228,7 +229,7 @@ def run(o, strategy, log_fn=print):
   label_list = classifier_data.label_list_for(processor, o.is_regression)
   if o.do_train or o.do_eval:
     check_trained_labels(o.model_dir, label_list, o)
-    cli.check_trained_model(o, o.model_dir, xlnet_config)
+    run_files.check_trained_model(o, o.model_dir, xlnet_config)
   model_args = build_model_args(o, label_list)
   scope = model_args["scope"]
   results = {}
@@ -250,7 +251,7 @@ def run(o, strategy, log_fn=print):
     ckpt = checkpoint.choose_checkpoint(o.model_dir, o.predict_ckpt)
     flag = "--predict_ckpt" if o.predict_ckpt else "--model_dir"
     check_trained_labels(checkpoint.directory_of(ckpt), label_list, o, flag)
-    cli.check_trained_model(o, checkpoint.directory_of(ckpt), xlnet_config, flag)
+    run_files.check_trained_model(o, checkpoint.directory_of(ckpt), xlnet_config, flag)
   if o.do_eval or o.do_predict or o.export_dir:
     inference = classifier_eval.Inference(classifier_task.build_model(
         xlnet_config, cli.create_run_config(o, is_training=False, is_finetune=True), **model_args), scope,

@@ -20,6 +20,7 @@ import os
 import types
 
 import flags
+import run_files
 from absl import flags as absl_flags
 from xlnet_tf import XLNetConfig, XLNetModel
 from xlnet_tf import fileio
@@ -168,8 +169,8 @@ def _run(o, strategy, log_fn):
   trainer = build_trainer(o, strategy, xlnet_config)
   # [name, size] of the record files in the order read (their directories may move; their order counts).
   sizes = [[os.path.basename(f), fileio.size(f)] for f in record_info["filenames"]]
-  before = (cli.run_flags(o.model_dir) or {}).get("record_sizes")
-  start = cli.restore_or_init(o, trainer, xlnet_config, log_fn, resolved={"record_sizes": sizes},
+  before = (run_files.run_flags(o.model_dir) or {}).get("record_sizes")
+  start = run_files.restore_or_init(o, trainer, xlnet_config, log_fn, resolved={"record_sizes": sizes},
                               init_optimizer_state=o.init_optimizer_state)
   if start and isinstance(before, list) and before != sizes:  # rewritten, added, removed or reordered
     changed = [new[0] if new else old[0] for old, new in itertools.zip_longest(before, sizes) if old != new]

@@ -32,6 +32,7 @@ import cli  # first: start_script() runs before anything imports TensorFlow
 if __name__ == "__main__":
   cli.start_script()
 import flags
+import run_files
 import tensorflow as tf
 from absl import flags as absl_flags
 
@@ -123,7 +124,7 @@ def train(o, strategy, xlnet_config, tokenize_fn, model_args, log_fn):
   """Fine-tunes on the training split as the original; returns the last training loop's loss, lr, step."""
   num_replicas = strategy.num_replicas_in_sync
   info = _prepare(o, "train", tokenize_fn, xlnet_config.n_token, log_fn)
-  trainer, start, global_batch, per_replica = cli.fine_tuning_trainer(
+  trainer, start, global_batch, per_replica = run_files.fine_tuning_trainer(
       o, strategy, lambda run_config: race_task.build_model(xlnet_config, run_config, **model_args),
       race_task.RaceTask(), xlnet_config, race_data.NUM_CHOICES * o.max_seq_length, log_fn)
   log_fn(f"Training RACE from step {start} to {o.train_steps}: global batch {global_batch} questions "
@@ -146,7 +147,7 @@ def run(o, strategy, log_fn=print):
   validate(o, strategy.num_replicas_in_sync, "tpu" if on_tpu else None)
   xlnet_config, tokenize_fn = _model_files(o)
   model_args = build_model_args(o)
-  cli.check_trained_model(o, o.model_dir, xlnet_config)
+  run_files.check_trained_model(o, o.model_dir, xlnet_config)
   results = {}
   evaluates = training.is_chief(strategy) and (o.do_eval or o.do_predict)  # on the chief only, as the original
   if evaluates:  # read (and checked) first: a bad evaluation file fails in seconds, not after training
@@ -174,7 +175,7 @@ def run(o, strategy, log_fn=print):
   if o.do_predict:
     ckpt = checkpoint.choose_checkpoint(o.model_dir, o.predict_ckpt, o.init_checkpoint)
     if o.predict_ckpt:
-      cli.check_trained_model(o, checkpoint.directory_of(ckpt), xlnet_config, "--predict_ckpt")
+      run_files.check_trained_model(o, checkpoint.directory_of(ckpt), xlnet_config, "--predict_ckpt")
     examples = race_data.get_examples(o.data_dir, o.eval_split, o.high_only, o.middle_only,
                                        o.sorted_file_order)
     level = "high." if o.high_only else "middle." if o.middle_only else ""

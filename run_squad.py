@@ -33,6 +33,7 @@ import cli  # first: start_script() runs before anything imports TensorFlow
 if __name__ == "__main__":
   cli.start_script()
 import flags
+import run_files
 import tensorflow as tf
 from absl import flags as absl_flags
 
@@ -180,22 +181,22 @@ def _prepro(o, sp_model, log_fn, num_proc, proc_id):
 
 def _predict_checkpoints(o, xlnet_config):
   """[(step, prefix)] to predict with (see the module docstring), fine-tuned as this run's model
-  (`cli.check_trained_model`)."""
+  (`run_files.check_trained_model`)."""
   if o.predict_all_ckpt:
     found = checkpoint.list_checkpoints(o.model_dir)
     if not found:
       raise FileNotFoundError(f"No checkpoint to predict with: no *.index file in --model_dir {o.model_dir}. Train "
                               "first (--do_train=True), or pass --predict_ckpt or --init_checkpoint.")
-    cli.check_trained_model(o, o.model_dir, xlnet_config)
+    run_files.check_trained_model(o, o.model_dir, xlnet_config)
     return found
   chosen = o.predict_ckpt or (o.init_checkpoint if not o.do_train else None)
   path = checkpoint.choose_checkpoint(o.model_dir, chosen)
   flag = "--predict_ckpt" if o.predict_ckpt else "--init_checkpoint" if chosen else "--model_dir"
   if hf_checkpoint.is_hf_directory(path):  # read as the other tools read it (`checkpoint.load_weights`)
-    cli.check_trained_model(o, path, xlnet_config, flag)
+    run_files.check_trained_model(o, path, xlnet_config, flag)
     return [(None, path)]
   path = checkpoint.resolve_checkpoint_path(path)
-  cli.check_trained_model(o, checkpoint.directory_of(path), xlnet_config, flag)
+  run_files.check_trained_model(o, checkpoint.directory_of(path), xlnet_config, flag)
   return [(checkpoint.checkpoint_step(path), path)]
 
 
@@ -219,7 +220,7 @@ def run(o, strategy, log_fn=print):
     return results
   xlnet_config = cli.model_config(o, sp_model)
   if o.do_train:
-    cli.check_trained_model(o, o.model_dir, xlnet_config)
+    run_files.check_trained_model(o, o.model_dir, xlnet_config)
   # Resolved first when no training comes first, so that a missing checkpoint fails before anything is written.
   predict_ckpts = _predict_checkpoints(o, xlnet_config) if o.do_predict and not o.do_train else None
   eval_set = None
@@ -243,7 +244,7 @@ def run(o, strategy, log_fn=print):
     token_checks.check_fine_tuning_ids(train_files, xlnet_config.n_token, o.spiece_model_file,
                                   rewrite="delete it and rerun (or rerun --do_prepro=True)")
     with locks.directory_lock(o.model_dir if training.is_chief(strategy) else None):
-      trainer, start, global_batch, per_replica = cli.fine_tuning_trainer(
+      trainer, start, global_batch, per_replica = run_files.fine_tuning_trainer(
           o, strategy, lambda run_config: squad_task.build_model(xlnet_config, run_config), squad_task.SquadTask(),
           xlnet_config, o.max_seq_length, log_fn)
       log_fn(f"Training the SQuAD head from step {start} to {o.train_steps}: global batch {global_batch} "

@@ -255,14 +255,14 @@ def test_a_resume_says_that_init_checkpoint_is_not_read(tmp_path):
 def test_a_resumed_run_keeps_the_init_checkpoint_its_weights_came_from(tmp_path):
   """run_flags.json names the --init_checkpoint the weights came from: a resumed run does not read its own, and wrote
   it there all the same (the model then read as one fine-tuned from a checkpoint it never saw)."""
-  import cli  # pylint: disable=import-outside-toplevel
+  import run_files  # pylint: disable=import-outside-toplevel
   from test_fp16 import CONFIG, make_trainer  # pylint: disable=import-outside-toplevel
   options = lambda init: types.SimpleNamespace(model_dir=str(tmp_path), init_checkpoint=init)
   first = make_trainer(tmp_path, False)
-  assert cli.restore_or_init(options(None), first, XLNetConfig(**CONFIG), print) == 0
+  assert run_files.restore_or_init(options(None), first, XLNetConfig(**CONFIG), print) == 0
   first.save()
   resumed = make_trainer(tmp_path, False)
-  assert cli.restore_or_init(options("released/xlnet_model.ckpt"), resumed, XLNetConfig(**CONFIG), print) == 0
+  assert run_files.restore_or_init(options("released/xlnet_model.ckpt"), resumed, XLNetConfig(**CONFIG), print) == 0
   resumed.save()
   assert json.load(open(tmp_path / "run_flags.json")) == {"model_dir": str(tmp_path), "init_checkpoint": None,
                                                          "num_replicas": 1}
@@ -272,21 +272,21 @@ def test_a_resume_with_other_training_flags_says_so_and_keeps_the_change(tmp_pat
   """The same command with another --learning_rate (--seed, --weight_decay, --use_bfloat16, ...) resumed without a
   word, and run_flags.json then held the new values alone. It may (a lower rate is a use): it says so, and
   run_flags.json keeps the change; flags that leave the steps as they are (--do_eval, --recompute_grad) say nothing."""
-  import cli  # pylint: disable=import-outside-toplevel
+  import run_files  # pylint: disable=import-outside-toplevel
   from test_fp16 import CONFIG, make_trainer  # pylint: disable=import-outside-toplevel
   options = lambda **kw: types.SimpleNamespace(**dict(dict(model_dir=str(tmp_path), init_checkpoint=None,
                                                              learning_rate=1e-3, do_eval=False, recompute_grad=False,
                                                              strategy="auto", mems_reset="every_loop", iterations=2),
                                                         **kw))
   first = make_trainer(tmp_path, False)
-  assert cli.restore_or_init(options(), first, XLNetConfig(**CONFIG), print) == 0
+  assert run_files.restore_or_init(options(), first, XLNetConfig(**CONFIG), print) == 0
   first.save()
   lines = []
-  cli.restore_or_init(options(do_eval=True, recompute_grad=True, strategy="one_device"), make_trainer(tmp_path, False),
+  run_files.restore_or_init(options(do_eval=True, recompute_grad=True, strategy="one_device"), make_trainer(tmp_path, False),
                       XLNetConfig(**CONFIG), lines.append)  # strategy: "auto" there, resolved to the same replicas
   assert not [line for line in lines if line.startswith("Warning")]
   changed = make_trainer(tmp_path, False)
-  cli.restore_or_init(options(learning_rate=1e-4), changed, XLNetConfig(**CONFIG), lines.append)
+  run_files.restore_or_init(options(learning_rate=1e-4), changed, XLNetConfig(**CONFIG), lines.append)
   assert json.load(open(tmp_path / "run_flags.json"))["learning_rate"] == 1e-3  # until its first checkpoint
   changed.save()
   assert lines[-1] == (
@@ -297,7 +297,7 @@ def test_a_resume_with_other_training_flags_says_so_and_keeps_the_change(tmp_pat
   assert flags["learning_rate"] == 1e-4
   assert flags["changed_on_resume"] == ["step 0: learning_rate 0.001 there, 0.0001 here"]
   # --iterations says where every_loop zeroes the mems: then it counts.
-  cli.restore_or_init(options(learning_rate=1e-4, iterations=4), make_trainer(tmp_path, False), XLNetConfig(**CONFIG),
+  run_files.restore_or_init(options(learning_rate=1e-4, iterations=4), make_trainer(tmp_path, False), XLNetConfig(**CONFIG),
                       lines.append)
   assert lines[-1].startswith("Warning: resumed with other flags than the run that wrote the checkpoints (iterations 2 "
                               "there, 4 here)")
@@ -307,6 +307,7 @@ def test_an_init_checkpoint_whose_step_is_past_train_steps_is_refused(tmp_path):
   """Continuing a pretrained checkpoint with --train_steps read as 'this many more': its optimizer's step (8) was
   already past --train_steps (4), and the run trained nothing, exit 0."""
   import cli  # pylint: disable=import-outside-toplevel
+  import run_files  # pylint: disable=import-outside-toplevel
   from test_fp16 import CONFIG, dataset_fn, make_trainer  # pylint: disable=import-outside-toplevel
   first = make_trainer(tmp_path / "a", False, train_steps=2)
   first.restore_or_init()
@@ -315,10 +316,10 @@ def test_an_init_checkpoint_whose_step_is_past_train_steps_is_refused(tmp_path):
                                                 train_steps=steps)
   with pytest.raises(cli.FlagError, match=r"brings its optimizer's step 2 \(--init_optimizer_state\), already at "
                                           r"--train_steps=2 or past it: nothing would be trained"):
-    cli.restore_or_init(options(2), make_trainer(tmp_path / "b", False), XLNetConfig(**CONFIG), print,
+    run_files.restore_or_init(options(2), make_trainer(tmp_path / "b", False), XLNetConfig(**CONFIG), print,
                         init_optimizer_state=True)
   assert not (tmp_path / "b" / "run_flags.json").exists()
-  assert cli.restore_or_init(options(4), make_trainer(tmp_path / "b", False), XLNetConfig(**CONFIG), print,
+  assert run_files.restore_or_init(options(4), make_trainer(tmp_path / "b", False), XLNetConfig(**CONFIG), print,
                              init_optimizer_state=True) == 2
 
 
@@ -327,18 +328,19 @@ def test_checkpoints_fine_tuned_with_another_sentencepiece_model_are_refused(tmp
   another model (of the same name, or at the same path replaced) turned the same text into other ids, exit 0. The
   same model at another path is accepted."""
   import cli  # pylint: disable=import-outside-toplevel
+  import run_files  # pylint: disable=import-outside-toplevel
   from test_fp16 import CONFIG, make_trainer  # pylint: disable=import-outside-toplevel
   spm, other = "tests/testdata/data/spm/spiece.model", "tests/testdata/squad/spm/spiece.model"
   options = lambda model: types.SimpleNamespace(model_dir=str(tmp_path), init_checkpoint=None, spiece_model_file=model)
   trainer = make_trainer(tmp_path, False)
-  assert cli.restore_or_init(options(spm), trainer, XLNetConfig(**CONFIG), print) == 0
+  assert run_files.restore_or_init(options(spm), trainer, XLNetConfig(**CONFIG), print) == 0
   trainer.save()
   assert json.load(open(tmp_path / "run_flags.json"))["spiece_model_sha256"] == hashlib.sha256(
       open(spm, "rb").read()).hexdigest()
   shutil.copy(spm, tmp_path / "copied.model")
-  cli.check_trained_model(options(str(tmp_path / "copied.model")), str(tmp_path), XLNetConfig(**CONFIG))
+  run_files.check_trained_model(options(str(tmp_path / "copied.model")), str(tmp_path), XLNetConfig(**CONFIG))
   with pytest.raises(cli.FlagError) as error:
-    cli.check_trained_model(options(other), str(tmp_path), XLNetConfig(**CONFIG), "--predict_ckpt")
+    run_files.check_trained_model(options(other), str(tmp_path), XLNetConfig(**CONFIG), "--predict_ckpt")
   assert str(error.value) == (
       f"The checkpoints in --predict_ckpt {tmp_path} were fine-tuned with other flags (--spiece_model_file={spm} "
       f"there, {other} here: another SentencePiece model (its sha256 differs); {tmp_path}/run_flags.json): the same "

@@ -15,6 +15,7 @@ import tensorflow as tf
 from absl import flags as absl_flags
 
 import cli
+import run_files
 from xlnet_tf.training import inference
 from xlnet_tf.training import preemption
 
@@ -366,23 +367,23 @@ def test_checkpoints_of_another_model_or_pooling_are_refused_before_they_are_rea
   config.to_json(str(tmp_path / "xlnet_config.json"))
   (tmp_path / "run_flags.json").write_text('{"summary_type": "mean", "use_summ_proj": true, "uncased": true}')
   o = cli.defaults(run_classifier.define_flags, summary_type="mean", uncased=True)
-  cli.check_trained_model(o, str(tmp_path), config)  # no checkpoint yet: nothing to check
+  run_files.check_trained_model(o, str(tmp_path), config)  # no checkpoint yet: nothing to check
   (tmp_path / "ckpt-4.index").write_bytes(b"")
-  cli.check_trained_model(o, str(tmp_path), config)
+  run_files.check_trained_model(o, str(tmp_path), config)
   relu = XLNetConfig(**dict(config.to_dict(), ff_activation="relu"))
   with pytest.raises(cli.FlagError, match=f"--predict_ckpt {tmp_path} holds checkpoints of another model "
                                           f"\\({tmp_path}/xlnet_config.json: ff_activation gelu there, relu here\\)"):
-    cli.check_trained_model(o, str(tmp_path), relu, "--predict_ckpt")
+    run_files.check_trained_model(o, str(tmp_path), relu, "--predict_ckpt")
   o.summary_type, o.use_summ_proj = "last", False
   with pytest.raises(cli.FlagError) as error:
-    cli.check_trained_model(o, str(tmp_path), config)
+    run_files.check_trained_model(o, str(tmp_path), config)
   assert str(error.value) == (
       f"The checkpoints in --model_dir {tmp_path} were fine-tuned with other flags (--summary_type=mean there, "
       f"last here; --use_summ_proj=True there, False here; {tmp_path}/run_flags.json): the same weights would pool "
       "otherwise or read other tokens, and score other numbers. Pass the values there, or another --model_dir.")
   o.summary_type, o.use_summ_proj, o.uncased = "mean", True, False  # cased text for a model trained on uncased
   with pytest.raises(cli.FlagError, match=r"fine-tuned with other flags \(--uncased=True there, False here; "):
-    cli.check_trained_model(o, str(tmp_path), config)
+    run_files.check_trained_model(o, str(tmp_path), config)
 
 
 def test_a_huggingface_classifier_that_pools_otherwise_is_refused():
@@ -391,12 +392,12 @@ def test_a_huggingface_classifier_that_pools_otherwise_is_refused():
   import run_classifier  # pylint: disable=import-outside-toplevel
   hf = "tests/testdata/hf/cls_bin"  # summary_type mean, summary_use_proj true
   o = cli.defaults(run_classifier.define_flags, summary_type="mean")
-  cli.check_trained_model(o, hf, None, "--predict_ckpt")
+  run_files.check_trained_model(o, hf, None, "--predict_ckpt")
   o.summary_type, o.use_summ_proj = "last", False
   with pytest.raises(cli.FlagError) as error:
-    cli.check_trained_model(o, hf, None, "--predict_ckpt")
+    run_files.check_trained_model(o, hf, None, "--predict_ckpt")
   assert str(error.value) == (
       f"--predict_ckpt {hf} pools otherwise (summary_type mean there, --summary_type=last here; summary_use_proj True "
       f"there, --use_summ_proj=False here; {hf}/config.json): its head would read another summary and score other "
       "numbers. Pass --summary_type=mean --use_summ_proj=True.")
-  cli.check_trained_model(o, "tests/testdata/hf/qa_bin", None, "--predict_ckpt")  # no pooled head
+  run_files.check_trained_model(o, "tests/testdata/hf/qa_bin", None, "--predict_ckpt")  # no pooled head

@@ -4,6 +4,7 @@ import types
 import pytest
 
 import cli
+import run_files
 from xlnet_tf import RunConfig, XLNetConfig
 
 FIELDS = dict(n_layer=2, d_model=8, n_head=2, d_head=6, d_inner=11, ff_activation="gelu", untie_r=True,
@@ -133,9 +134,9 @@ def test_fine_tuning_clips_each_replica_s_gradient_by_default(monkeypatch, clip_
   from xlnet_tf.training import optimization  # pylint: disable=g-import-not-at-top
   made, written = [], []
   monkeypatch.setattr(training, "Trainer", lambda strategy, model_fn, task, model_dir, config: made.append(config))
-  monkeypatch.setattr(cli, "restore_or_init", lambda o, *args, **kwargs: written.append(o) and 0)
+  monkeypatch.setattr(run_files, "restore_or_init", lambda o, *args, **kwargs: written.append(o) and 0)
   o = cli.defaults(run_classifier.define_flags, clip_mode=clip_mode)
-  cli.fine_tuning_trainer(o, tf.distribute.get_strategy(), None, None, None, tokens_per_example=1)
+  run_files.fine_tuning_trainer(o, tf.distribute.get_strategy(), None, None, None, tokens_per_example=1)
   assert made[0].clip_mode == resolved
   assert written[0].clip_mode == resolved and o.clip_mode == clip_mode  # run_flags.json keeps the resolved value
   assert optimization.default_clip_mode(tf.distribute.get_strategy()) == "indexed_slices"
@@ -150,7 +151,7 @@ def test_fine_tuning_clips_each_replica_s_gradient_by_default(monkeypatch, clip_
 def test_an_earlier_run_s_clip_mode_auto_is_compared_as_what_it_meant(there, here, compared):
   """run_flags.json of before 2026-11-29 keeps --clip_mode=auto, since resolved otherwise in fine-tuning on several
   replicas: a resume compares the mode that run trained with (a change warned of, none where there is none)."""
-  assert cli._with_old_auto_resolved(there, here)["clip_mode"] == compared  # pylint: disable=protected-access
+  assert run_files._with_old_auto_resolved(there, here)["clip_mode"] == compared  # pylint: disable=protected-access
 
 
 def test_train_config_of_a_cli_takes_its_flags():

@@ -1,0 +1,251 @@
+"""A training run's --model_dir: the run files it keeps beside its checkpoints (xlnet_config.json, run_flags.json:
+its flags and what it resolved from them), what a later run checks against them (a resume, an evaluation, a
+prediction, an export) and the start of a fine-tuning run there. Flag namespaces in, `cli.FlagError` out, as
+`cli.py`'s checks.
+"""
+
+import json
+import os
+import types
+
+from cli import FlagError, create_run_config, train_config
+
+_NOT_COMPARED = ("train_steps", "iterations", "save_steps", "max_save", "verbosity")
+
+
+def run_flags(directory):
+  """The `run_flags.json` a training run wrote in `directory` (its flags, and what the run resolved from them, e.g.
+  run_classifier.py's `label_list`) as a dict; None where there is none (a run of the original code); a damaged
+  one is a FlagError (`training.read_run_flags`)."""
+  from xlnet_tf import training  # pylint: disable=g-import-not-at-top
+  try:
+    return training.read_run_flags(directory)
+  except ValueError as e:
+    raise FlagError(str(e)) from None
+
+
+# Another value loads the same weights and pools otherwise (summary_type, use_summ_proj) or reads other tokens.
+_TRAINED_WITH = ("summary_type", "use_summ_proj", "uncased")
+# run_flags.json's digest of the SentencePiece model a fine-tuning run read (`spiece_digest`): its path alone may name
+# another model later (a file replaced, or another machine), which turns the same text into other ids.
+_SPIECE_DIGEST = "spiece_model_sha256"
+# run_flags.json's record of the flags a resumed run changed, and from which step (`restore_or_init`).
+_CHANGED = "changed_on_resume"
+# What a run keeps beside its flags in its run_flags.json (`restore_or_init`'s `resolved`, the digest, the changes).
+_RESOLVED = {"label_list", _SPIECE_DIGEST, "record_sizes", _CHANGED, "num_replicas"}
+
+
+def spiece_digest(o):
+  """The sha256 of --spiece_model_file's bytes; None for a tool without that flag."""
+  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
+  return fileio.sha256(o.spiece_model_file) if getattr(o, "spiece_model_file", None) else None
+
+
+def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
+  """FlagError where the checkpoints in `directory` (`flag` names it) were fine-tuned as another model than the
+  options `o` build: another xlnet_config.json (`training.check_run_files`), or another pooling or casing
+  (`_TRAINED_WITH` in its run_flags.json), or another SentencePiece model (its sha256 there); for a HuggingFace
+  directory, another pooling than its config.json's. All load without a shape mismatch: an evaluation, a prediction,
+  an export or a resume went on with other numbers, exit 0."""
+  from xlnet_tf import checkpoint, fileio, hf_checkpoint, training  # pylint: disable=g-import-not-at-top
+  if directory and hf_checkpoint.is_hf_directory(directory):
+    _check_hf_pooling(o, directory, flag)
+    return
+  if not directory or not (checkpoint.latest_checkpoint(directory) or fileio.glob_in(directory, "*.index")):
+    return  # no checkpoint (yet): nothing to check
+  try:
+    training.check_run_files(directory, xlnet_config, flag)
+  except ValueError as e:
+    raise FlagError(str(e)) from None
+  there = run_flags(directory) or {}
+  changed = [f"--{k}={there[k]} there, {getattr(o, k)} here" for k in _TRAINED_WITH if k in there and hasattr(o, k)
+             and there[k] != getattr(o, k)]
+  recorded = there.get(_SPIECE_DIGEST)
+  if recorded and getattr(o, "spiece_model_file", None) and recorded != spiece_digest(o):
+    changed.append(f"--spiece_model_file={there.get('spiece_model_file')} there, {o.spiece_model_file} here: another "
+                   "SentencePiece model (its sha256 differs)")
+  if changed:
+    raise FlagError(f"The checkpoints in {flag} {directory} were fine-tuned with other flags "
+                    f"({'; '.join(changed)}; {os.path.join(directory, 'run_flags.json')}): the same weights would "
+                    f"pool otherwise or read other tokens, and score other numbers. Pass the values there, or another "
+                    f"{flag}.")
+
+
+def _check_hf_pooling(o, directory, flag):
+  """FlagError where the HuggingFace classification or multiple-choice model in `directory` pools otherwise than the
+  options `o` say (its config.json's summary_type and summary_use_proj): its head ran on another summary, exit 0."""
+  from xlnet_tf import hf_checkpoint  # pylint: disable=g-import-not-at-top
+  try:
+    config = hf_checkpoint.read_config(directory)
+  except ValueError as e:
+    raise FlagError(str(e)) from None
+  if hf_checkpoint.architecture_of(config, {}) not in ("XLNetForSequenceClassification", "XLNetForMultipleChoice"):
+    return
+  there = {"summary_type": config.get("summary_type", "last"), "use_summ_proj": config.get("summary_use_proj", True)}
+  changed = [k for k in there if hasattr(o, k) and there[k] != getattr(o, k)]
+  if changed:
+    shown = "; ".join(f"{'summary_use_proj' if k == 'use_summ_proj' else k} {there[k]} there, --{k}={getattr(o, k)} "
+                      "here" for k in changed)
+    raise FlagError(f"{flag} {directory} pools otherwise ({shown}; {os.path.join(directory, hf_checkpoint.CONFIG_FILE)}"
+                    "): its head would read another summary and score other numbers. Pass "
+                    f"{' '.join(f'--{k}={there[k]}' for k in changed)}.")
+
+
+def flag_changes(o, training_only=False, there=None):
+  """'name X there, Y here' for each flag of the options `o` whose value differs from the run_flags.json in
+  --model_dir (the run that wrote its checkpoints; `there`: that file's dict, where read already), paths and the
+  loop's length and saving left out; with `training_only`, also the flags that leave the training steps' numbers as
+  they are (`_NOT_TRAINING`)."""
+  there = run_flags(o.model_dir) if there is None else there
+  if there is None:
+    return []
+  here = json.loads(json.dumps(vars(o), default=str))  # as training.write_run_files wrote them
+  skipped = set(_NOT_COMPARED)
+  if training_only:
+    skipped |= _NOT_TRAINING
+    if "every_loop" in (here.get("mems_reset"), there.get("mems_reset")):
+      skipped.discard("iterations")  # it says where the mems are zeroed
+    if "record_info_dir" in here:  # pretraining pools nothing
+      skipped |= {"summary_type", "use_summ_proj"}
+  return [f"{k} {there[k]} there, {here[k]} here" for k in sorted(set(there) & set(here))
+          if there[k] != here[k] and k not in skipped and not k.endswith(("_dir", "_file", "_path", "_ckpt",
+                                                                          "checkpoint"))
+          and not (training_only and k.startswith(("do_", "eval_", "predict_")))]
+
+
+# Flags that leave a training step's numbers as they are: evaluation, prediction and export; data preparation and
+# reading; where the run runs (compared as the number of replicas it resolves to, `restore_or_init`); the same updates
+# by other means (documented and tested: recomputation, accumulation, XLA).
+_NOT_TRAINING = {"export_dir", "target_eval_key", "n_best_size", "max_answer_length", "start_n_top", "end_n_top",
+                 "null_threshold", "allow_empty_prediction", "allow_last_token", "glue_metrics", "track_mean",
+                 "overwrite_data", "num_proc", "proc_id", "skip_bad_records", "tpu", "master", "gcp_project",
+                 "tpu_zone", "tpu_job_name", "strategy", "num_core_per_host", "num_hosts", "use_tpu",
+                 "init_global_vars", "init_optimizer_state", "recompute_grad", "gradient_accumulation_steps",
+                 "jit_compile"}
+
+
+def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
+  """Starts a training run in --model_dir: the chief checks that the checkpoints there are of this model
+  (`training.check_run_files`), `trainer.restore_or_init(o.init_checkpoint, ..., log_fn)` resumes or initialises,
+  and the chief writes the run files (xlnet_config.json; run_flags.json with `resolved` beside the flags: what the
+  run resolved from them and a later run must match, such as run_classifier.py's `label_list`) before the run's
+  first checkpoint (`trainer.before_first_save`): they describe the checkpoints, and a run that fails before it
+  saves (a refused flag, records the replicas cannot split, a bad token id at step 300) leaves the earlier run's.
+  A run that resumed keeps the earlier run's --init_checkpoint there: the weights came from it, and this run's was
+  not read. Where --model_dir's checkpoint cannot be resumed and this run's
+  flags differ from the run that wrote it (`flag_changes`), the error names them. Returns the step."""
+  from xlnet_tf import checkpoint, training  # pylint: disable=g-import-not-at-top
+  _check_apart_from_init_checkpoint(o)
+  chief = training.is_chief(trainer.strategy)
+  if chief:
+    training.check_run_files(o.model_dir, xlnet_config)
+  resuming = bool(checkpoint.latest_checkpoint(o.model_dir))
+  there = (run_flags(o.model_dir) or {}) if resuming and chief else {}  # the run that wrote the checkpoints
+  there = _with_old_auto_resolved(there, getattr(o, "clip_mode", None))
+  changes = flag_changes(o, training_only=True, there=there) if there else []
+  replicas = trainer.strategy.num_replicas_in_sync
+  if there.get("num_replicas", replicas) != replicas:  # --strategy / --num_core_per_host resolved otherwise
+    changes.append(f"replicas {there['num_replicas']} there, {replicas} here")
+  start = _restore_or_init(o, trainer, log_fn, **kwargs)
+  if not resuming and start and start >= getattr(o, "train_steps", start + 1):  # trained nothing, exit 0
+    raise FlagError(f"--init_checkpoint {o.init_checkpoint} brings its optimizer's step {start} "
+                    f"(--init_optimizer_state), already at --train_steps={o.train_steps} or past it: nothing would be "
+                    f"trained. Pass a --train_steps above {start} (the total, counted from that step), or "
+                    "--init_optimizer_state=False to start the count at 0.")
+  if chief:
+    flags_dict = {**vars(o), **(resolved or {}), "num_replicas": replicas}
+    if digest := spiece_digest(o):
+      flags_dict[_SPIECE_DIGEST] = digest
+    if resuming:  # this run has saved nothing yet
+      flags_dict["init_checkpoint"] = there.get("init_checkpoint")
+      if changes or _CHANGED in there:
+        flags_dict[_CHANGED] = there.get(_CHANGED, []) + [f"step {start}: {change}" for change in changes]
+    if changes:  # the run goes on, as it may (a lower learning rate, say), and says so
+      log_fn(f"Warning: resumed with other flags than the run that wrote the checkpoints ({'; '.join(changes[:6])}"
+             f"{'; ...' if len(changes) > 6 else ''}): the steps from {start} on train with this run's values. "
+             f"{os.path.join(o.model_dir, 'run_flags.json')} records the change ({_CHANGED}) with this run's first "
+             "checkpoint.")
+    trainer.before_first_save = lambda: training.write_run_files(o.model_dir, xlnet_config, flags_dict)
+  return start
+
+
+def _with_old_auto_resolved(there, clip_mode):
+  """A run_flags.json of before 2026-11-29 keeps --clip_mode=auto, which meant per_core on TPU and indexed_slices
+  elsewhere (fine-tuning's auto is per_replica since, the same numbers on one replica): compared as that."""
+  if there.get("clip_mode") != "auto" or clip_mode in (None, "auto"):
+    return there
+  old = "per_core" if there.get("use_tpu") or there.get("strategy") == "tpu" else "indexed_slices"
+  if old == "indexed_slices" and clip_mode == "per_replica" and there.get("num_replicas", 1) == 1:
+    old = clip_mode
+  return dict(there, clip_mode=old)
+
+
+def _check_apart_from_init_checkpoint(o):
+  """FlagError where a run that starts from --init_checkpoint would train in the directory of a model as released
+  (its xlnet_config.json beside it) or downloaded (HuggingFace): the run would rewrite that config and write its
+  checkpoints beside the model, which the original's README warns against. A bare checkpoint there (an original
+  run's model.ckpt) is allowed, as by the original; a --model_dir already holding this tool's checkpoints resumes
+  them and reads no --init_checkpoint."""
+  from xlnet_tf import checkpoint  # pylint: disable=g-import-not-at-top
+  if not o.init_checkpoint or checkpoint.latest_checkpoint(o.model_dir):
+    return
+  try:
+    init_dir = checkpoint.directory_of(o.init_checkpoint)
+  except FileNotFoundError:  # said by the trainer, naming --init_checkpoint
+    return
+  # xlnet_config.json: a released model; config.json: a HuggingFace model directory (it has one whenever it is one).
+  held = [name for name in ("xlnet_config.json", "config.json") if os.path.exists(os.path.join(init_dir, name))]
+  if init_dir == os.path.abspath(o.model_dir) and held:
+    raise FlagError(f"--model_dir {o.model_dir} is the directory of --init_checkpoint {o.init_checkpoint}, which "
+                    f"holds the model's {' and '.join(held)}: the run would write over "
+                    f"{'them' if len(held) != 1 else 'it'} and put its checkpoints beside the model it starts from. "
+                    "Pass a separate --model_dir.")
+
+
+def _restore_or_init(o, trainer, log_fn, **kwargs):
+  from xlnet_tf import run_checkpoint  # pylint: disable=g-import-not-at-top
+  try:
+    return trainer.restore_or_init(o.init_checkpoint, log_fn=log_fn, **kwargs)
+  except run_checkpoint.CannotResume as e:
+    foreign = sorted(set(run_flags(o.model_dir) or {}) - set(vars(o)) - _RESOLVED)
+    if foreign:
+      raise FlagError(f"Cannot resume from {e.latest}: --model_dir {o.model_dir} holds the checkpoints of another "
+                      f"tool (its run_flags.json has flags this one lacks: {', '.join(foreign[:4])}"
+                      f"{', ...' if len(foreign) > 4 else ''}). Pass another --model_dir.") from None
+    changes = flag_changes(o)
+    if not changes:
+      raise
+    raise FlagError(f"Cannot resume from {e.latest} ({e.reason}): it was written with other flags "
+                    f"({'; '.join(changes[:6])}{'; ...' if len(changes) > 6 else ''}; {o.model_dir}/run_flags.json). "
+                    "Rerun with that run's values, or pass another --model_dir.") from None
+
+
+def fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per_example, log_fn=print,
+                        resolved=None):
+  """The `Trainer` of a fine-tuning CLI (run_classifier.py, run_race.py, run_squad.py) from its options `o`
+  ready to train: `--train_batch_size` is global on TPU and per replica elsewhere (the original's GPU semantics);
+  it resumes from `--model_dir`'s latest checkpoint or loads `--init_checkpoint`'s weights, then the chief writes
+  the run files (xlnet_config.json, run_flags.json; a run that fails before leaves the earlier run's).
+
+  Args:
+    build_model: run_config -> the task's XLNetModel.
+    task: the task's loss (e.g. a `ClassifierTask`).
+    xlnet_config: the model's `XLNetConfig`.
+    tokens_per_example: int, for the tokens/s of the log line.
+    resolved: optional dict written into run_flags.json beside the flags: what the run resolved from them and a
+      later run must match (run_classifier.py's `label_list`).
+
+  Returns:
+    (trainer, the step it starts from, the global batch size, the per-replica batch size).
+  """
+  from xlnet_tf import training  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.training import optimization  # pylint: disable=g-import-not-at-top
+  global_batch, per_replica = training.fine_tuning_batch_sizes(strategy, o.train_batch_size)
+  run_config = create_run_config(o, is_training=True, is_finetune=True)
+  if o.clip_mode == "auto":  # resolved, as run_flags.json keeps it (what auto means has changed before)
+    o = types.SimpleNamespace(**dict(vars(o), clip_mode=optimization.default_clip_mode(strategy, fine_tuning=True)))
+  config = train_config(o, global_batch, tokens_per_example,
+                        iterations=min(o.iterations, o.save_steps) if o.save_steps else o.iterations)
+  trainer = training.Trainer(strategy, lambda: build_model(run_config), task, o.model_dir, config)
+  start = restore_or_init(o, trainer, xlnet_config, log_fn, resolved)  # weights only when fine-tuning
+  return trainer, start, global_batch, per_replica

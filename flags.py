@@ -275,7 +275,8 @@ def define_classifier_flags(flag_values=flags.FLAGS):
   flags.DEFINE_string("label_column", None, "csv/tsv tasks: column of the label (index or header name).", **fv)
   flags.DEFINE_list("labels", None, "csv/tsv tasks: the label list; its order fixes the label ids (unset: the "
                     "sorted labels found in the training file).", **fv)
-  flags.DEFINE_bool("has_header", None, "csv/tsv tasks: the files start with a header row (unset: True).", **fv)
+  flags.DEFINE_bool("has_header", None, "csv/tsv tasks: the files start with a header row (unset: True, and a "
+                    "warning where the columns are given by index).", **fv)
   # Serving (new).
   flags.DEFINE_string("export_dir", None, "Export a SavedModel that classifies raw text (tokenization in the "
                       "graph) from --predict_ckpt or the last checkpoint in model_dir to this directory (new, empty "

@@ -402,7 +402,12 @@ def test_generic_tsv_by_index_pairs_given_labels_and_regression(tmp_path, caplog
     assert triples(skipped.get_train_examples(d)) == [("c", None, "no")]
     skipped.get_train_examples(d)
   assert caplog.text.count("is read as the header row") == 1  # once per file
-  assert "train.tsv: line 1 (['a \"x', 'b', 'yes']) is read as the header row (--has_header is true)" in caplog.text
+  assert "train.tsv: line 1 (['a \"x', 'b', 'yes']) is read as the header row (--has_header unset: true)" in caplog.text
+  caplog.clear()
+  with caplog.at_level("WARNING"):  # --has_header=True given: the user said line 1 is the header
+    said = classifier_data.get_processor("tsv", text_a_column=0, label_column=2, labels=["no", "yes"], has_header=True)
+    assert triples(said.get_train_examples(d)) == [("c", None, "no")]
+  assert "is read as the header row" not in caplog.text
   p = classifier_data.get_processor("tsv", text_a_column="0", text_b_column=1, label_column=2, has_header=False,
                        labels=["no", "yes"])
   assert triples(p.get_train_examples(d)) == [('a "x', "b", "yes"), ("c", "d", "no")]

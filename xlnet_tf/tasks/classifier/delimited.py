@@ -23,7 +23,9 @@ class DelimitedTask:
     labels: tuple of str or None. The label list (its order fixes the label ids; given labels are made str). Labels
       are read without surrounding spaces (a spreadsheet's "pos " is the class "pos").
       None: the sorted set of labels in the training file (numerically sorted if every label is an integer).
-    has_header: bool. Whether every file starts with a header row (needed for column names).
+    has_header: bool or None. Whether every file starts with a header row (needed for column names). None (unset):
+      True, and a first line read as the header while the columns are given by index is warned of once per file (a
+      file without a header loses its first example); given True, it is not.
     is_regression: bool. Float labels (run with --is_regression=True).
     train_file, dev_file, test_file: file names inside data_dir; default `{train,dev,test}.{csv|tsv}`.
     data_dir: str or None. Where get_labels() reads the training file when labels is None.
@@ -35,13 +37,14 @@ class DelimitedTask:
   label_column: object = None
   text_b_column: object = None
   labels: tuple = None
-  has_header: bool = True
+  has_header: bool = None
   is_regression: bool = False
   train_file: str = None
   dev_file: str = None
   test_file: str = None
   data_dir: str = None
   labels_source: str = None
+  has_header_unset: bool = dataclasses.field(init=False, repr=False, compare=False)
 
   def __post_init__(self):
     task_name, labels = self.task_name, self.labels
@@ -54,7 +57,8 @@ class DelimitedTask:
       if not labels or len(set(labels)) != len(labels):
         raise ValueError(f"labels for task {task_name!r} must be a non-empty list without repeats. Received: {labels}.")
       object.__setattr__(self, "labels", tuple(labels))
-    object.__setattr__(self, "has_header", bool(self.has_header))
+    object.__setattr__(self, "has_header_unset", self.has_header is None)
+    object.__setattr__(self, "has_header", self.has_header is None or bool(self.has_header))
     object.__setattr__(self, "is_regression", bool(self.is_regression))
 
 
@@ -151,11 +155,12 @@ class DelimitedProcessor(DataProcessor):
         if self.task.has_header:
           given = [c for c in (self.task.text_a_column, self.task.text_b_column, self.task.label_column)
                    if c is not None]
-          if path not in self._header_warned and all(isinstance(c, int) or str(c).isdigit() for c in given):
-            self._header_warned.add(path)  # indices: maybe a file without a header
-            logging.warning("%s: line 1 (%s) is read as the header row (--has_header is true) and skipped; the "
-                            "columns are given by index. If it is an example, pass --has_header=False.", path,
-                            str(row)[:80])
+          by_index = all(isinstance(c, int) or str(c).isdigit() for c in given)  # maybe a file without a header
+          if by_index and self.task.has_header_unset and path not in self._header_warned:
+            self._header_warned.add(path)
+            logging.warning("%s: line 1 (%s) is read as the header row (--has_header unset: true) and skipped; the "
+                            "columns are given by index. If it is an example, pass --has_header=False (True to say "
+                            "it is the header).", path, str(row)[:80])
           continue
       cols = [c for c in (a_col, b_col, label_col) if c is not None]
       if any(c >= len(row) or c < -len(row) for c in cols):

@@ -347,6 +347,11 @@ def test_read_shard_drops_every_carriage_return_as_the_original_s_reader(golden_
   assert ids.tolist() == expected and lines == 5
   assert tk.encode_ids(golden_sp, "greatI")[-1] in expected  # the words are joined
   assert "cr.txt: 2 line(s) hold a carriage return (CR) that ends no line (line 1 and more)" in caplog.text
+  for text in (b"5 6\n\r", b"\r", b"\r\r", b"5\r6\r", b"5\n\n\r\r", b"5\n \r"):  # CRs after the last LF: no line
+    path.write_bytes(text)
+    lines = [line.split() for line in tf.io.gfile.GFile(str(path))]
+    ids, _, count = pretrain_text.read_shard(str(path), None, uncased=False, from_raw_text=False)
+    assert ids.tolist() == [int(t) for words in lines for t in words or [tk.EOD_ID]] and count == len(lines), text
 
 
 def test_read_shard_sentence_ids_and_eod(golden_sp, tmp_path):

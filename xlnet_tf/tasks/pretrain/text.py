@@ -35,8 +35,9 @@ def read_shard(path, encoder, *, uncased, use_eod=True, from_raw_text=True, voca
   One sentence per line; a blank line is a document end: with `use_eod` it becomes `<eod>` with the sentence id of
   the sentence before it (the id flips twice), otherwise it is skipped. Lines end at LF and lose every CR, as the
   original's `tf.gfile` lines (TensorFlow's readline drops them): a CR inside a line joins its neighbours
-  ("great\\rI" -> "greatI"; ids "12 3\\r45" -> 12, 345) and a file with CR-only line ends is one line. Lines where
-  that joins text are counted and warned of, naming the file.
+  ("great\\rI" -> "greatI"; ids "12 3\\r45" -> 12, 345), a file with CR-only line ends is one line, and CRs after
+  the last LF are no line (no `<eod>`). Lines where that joins text are counted and warned of, naming the file (of
+  a local file: a remote file is read by TensorFlow's own readline, which has dropped the CRs before they are seen).
 
   Args:
     path: the file; lines are split at `\\n` and must be UTF-8.
@@ -87,6 +88,9 @@ def read_shard(path, encoder, *, uncased, use_eod=True, from_raw_text=True, voca
         if _JOINING_CR.search(line):
           joined.append(line_cnt)
         line = line.replace("\r", "")
+        if not line:  # only CRs after the last LF: TensorFlow's readline is at its end, the original reads no line
+          line_cnt -= 1
+          break
       stripped = line.strip()
       if not stripped:
         if use_eod:

@@ -95,14 +95,14 @@ def flag_changes(o, training_only=False, there=None):
   """'name X there, Y here' for each flag of the options `o` whose value differs from the run_flags.json in
   --model_dir (the run that wrote its checkpoints; `there`: that file's dict, where read already), paths and the
   loop's length and saving left out; with `training_only`, also the flags that leave the training steps' numbers as
-  they are (`_NOT_TRAINING`)."""
+  they are (`_NOT_TRAINING`), and --train_steps is compared: the learning rate's decay runs to it."""
   there = run_flags(o.model_dir) if there is None else there
   if there is None:
     return []
   here = json.loads(json.dumps(vars(o), default=str))  # as training.write_run_files wrote them
   skipped = set(_NOT_COMPARED)
   if training_only:
-    skipped |= _NOT_TRAINING
+    skipped = (skipped | _NOT_TRAINING) - {"train_steps"}  # the horizon of the decay: every later step's rate
     if "every_loop" in (here.get("mems_reset"), there.get("mems_reset")):
       skipped.discard("iterations")  # it says where the mems are zeroed
     if "record_info_dir" in here:  # pretraining pools nothing
@@ -141,11 +141,11 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
     training.check_run_files(o.model_dir, xlnet_config)
   resuming = bool(checkpoint.latest_checkpoint(o.model_dir))
   there = (run_flags(o.model_dir) or {}) if resuming and chief else {}  # the run that wrote the checkpoints
-  there = _with_old_auto_resolved(there, getattr(o, "clip_mode", None))
-  changes = flag_changes(o, training_only=True, there=there) if there else []
   replicas = trainer.strategy.num_replicas_in_sync
-  if there.get("num_replicas", replicas) != replicas:  # --strategy / --num_core_per_host resolved otherwise
-    changes.append(f"replicas {there['num_replicas']} there, {replicas} here")
+  there = _clip_mode_compared(there, getattr(o, "clip_mode", None), replicas)
+  changes = flag_changes(o, training_only=True, there=there) if there else []
+  if _replicas_of(there) not in (None, replicas):  # --strategy / --num_core_per_host resolved otherwise
+    changes.append(f"replicas {_replicas_of(there)} there, {replicas} here")
   start = _restore_or_init(o, trainer, log_fn, **kwargs)
   if not resuming and start and start >= getattr(o, "train_steps", start + 1):  # trained nothing, exit 0
     raise FlagError(f"--init_checkpoint {o.init_checkpoint} brings its optimizer's step {start} "
@@ -160,7 +160,7 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
       flags_dict["init_checkpoint"] = there.get("init_checkpoint")
       if changes or _CHANGED in there:
         flags_dict[_CHANGED] = there.get(_CHANGED, []) + [f"step {start}: {change}" for change in changes]
-    if changes:  # the run goes on, as it may (a lower learning rate, say), and says so
+    if changes and start < getattr(o, "train_steps", start + 1):  # it goes on, as it may (a lower rate), and says so
       log_fn(f"Warning: resumed with other flags than the run that wrote the checkpoints ({'; '.join(changes[:6])}"
              f"{'; ...' if len(changes) > 6 else ''}): the steps from {start} on train with this run's values. "
              f"{os.path.join(o.model_dir, 'run_flags.json')} records the change ({_CHANGED}) with this run's first "
@@ -169,15 +169,38 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
   return start
 
 
-def _with_old_auto_resolved(there, clip_mode):
-  """A run_flags.json of before 2026-11-29 keeps --clip_mode=auto, which meant per_core on TPU and indexed_slices
-  elsewhere (fine-tuning's auto is per_replica since, the same numbers on one replica): compared as that."""
-  if there.get("clip_mode") != "auto" or clip_mode in (None, "auto"):
+# Clip modes that take the same norm and make the same update on one replica (`optimization.apply_gradients`).
+_SAME_ON_ONE_REPLICA = {"per_replica": "indexed_slices", "per_core": "dense"}
+
+
+def _clip_mode_compared(there, clip_mode, replicas):
+  """`there` (the run_flags.json of the run that wrote the checkpoints) with its --clip_mode as this run's
+  `clip_mode` (resolved) is to compare it: a file of before 2026-11-29 keeps `auto`, which meant per_core on TPU and
+  indexed_slices elsewhere (fine-tuning's auto is per_replica since); and two modes that give the same numbers on
+  one replica, where both runs have one, are no change."""
+  stored = there.get("clip_mode")
+  if stored is None or clip_mode in (None, "auto"):
     return there
-  old = "per_core" if there.get("use_tpu") or there.get("strategy") == "tpu" else "indexed_slices"
-  if old == "indexed_slices" and clip_mode == "per_replica" and there.get("num_replicas", 1) == 1:
-    old = clip_mode
-  return dict(there, clip_mode=old)
+  if stored == "auto":
+    stored = "per_core" if there.get("use_tpu") or there.get("strategy") == "tpu" else "indexed_slices"
+  if _replicas_of(there) == replicas == 1 and (_SAME_ON_ONE_REPLICA.get(stored, stored) ==
+                                               _SAME_ON_ONE_REPLICA.get(clip_mode, clip_mode)):
+    stored = clip_mode
+  return dict(there, clip_mode=stored)
+
+
+def _replicas_of(there):
+  """The number of replicas of the run whose run_flags.json is `there`: its num_replicas, kept since 2026-11-29; for
+  an older file, what its --strategy and --num_core_per_host resolve to where that needs no machine (auto,
+  one_device; mirrored with a count); None where it cannot be told (all local GPUs, several workers, a TPU)."""
+  if "num_replicas" in there:
+    return there["num_replicas"]
+  strategy, cores = there.get("strategy"), there.get("num_core_per_host")
+  if there.get("use_tpu") or strategy not in ("auto", "one_device", "mirrored"):
+    return None
+  if strategy == "mirrored":
+    return cores or None
+  return cores if strategy == "auto" and cores and cores > 1 else 1
 
 
 def _check_apart_from_init_checkpoint(o):

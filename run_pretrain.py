@@ -171,7 +171,7 @@ def _run(o, strategy, log_fn):
   sizes = [[os.path.basename(f), fileio.size(f)] for f in record_info["filenames"]]
   before = (run_files.run_flags(o.model_dir) or {}).get("record_sizes")
   start = run_files.restore_or_init(o, trainer, xlnet_config, log_fn, resolved={"record_sizes": sizes},
-                              init_optimizer_state=o.init_optimizer_state)
+                                    init_optimizer_state=o.init_optimizer_state)
   if start and isinstance(before, list) and before != sizes:  # rewritten, added, removed or reordered
     changed = [new[0] if new else old[0] for old, new in itertools.zip_longest(before, sizes) if old != new]
     log_fn(f"Warning: the records changed since the checkpoints in --model_dir were written ({len(changed)} of "

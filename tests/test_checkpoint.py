@@ -276,14 +276,15 @@ def test_a_resume_with_other_training_flags_says_so_and_keeps_the_change(tmp_pat
   from test_fp16 import CONFIG, make_trainer  # pylint: disable=import-outside-toplevel
   options = lambda **kw: types.SimpleNamespace(**dict(dict(model_dir=str(tmp_path), init_checkpoint=None,
                                                              learning_rate=1e-3, do_eval=False, recompute_grad=False,
-                                                             strategy="auto", mems_reset="every_loop", iterations=2),
-                                                        **kw))
+                                                             strategy="auto", mems_reset="every_loop", iterations=2,
+                                                             train_steps=10), **kw))
   first = make_trainer(tmp_path, False)
   assert run_files.restore_or_init(options(), first, XLNetConfig(**CONFIG), print) == 0
   first.save()
   lines = []
-  run_files.restore_or_init(options(do_eval=True, recompute_grad=True, strategy="one_device"), make_trainer(tmp_path, False),
-                      XLNetConfig(**CONFIG), lines.append)  # strategy: "auto" there, resolved to the same replicas
+  run_files.restore_or_init(options(do_eval=True, recompute_grad=True, strategy="one_device"),
+                            make_trainer(tmp_path, False), XLNetConfig(**CONFIG),
+                            lines.append)  # strategy: "auto" there, resolved to the same replicas
   assert not [line for line in lines if line.startswith("Warning")]
   changed = make_trainer(tmp_path, False)
   run_files.restore_or_init(options(learning_rate=1e-4), changed, XLNetConfig(**CONFIG), lines.append)
@@ -297,10 +298,31 @@ def test_a_resume_with_other_training_flags_says_so_and_keeps_the_change(tmp_pat
   assert flags["learning_rate"] == 1e-4
   assert flags["changed_on_resume"] == ["step 0: learning_rate 0.001 there, 0.0001 here"]
   # --iterations says where every_loop zeroes the mems: then it counts.
-  run_files.restore_or_init(options(learning_rate=1e-4, iterations=4), make_trainer(tmp_path, False), XLNetConfig(**CONFIG),
-                      lines.append)
+  run_files.restore_or_init(options(learning_rate=1e-4, iterations=4), make_trainer(tmp_path, False),
+                            XLNetConfig(**CONFIG), lines.append)
   assert lines[-1].startswith("Warning: resumed with other flags than the run that wrote the checkpoints (iterations 2 "
                               "there, 4 here)")
+  # --train_steps is where the learning rate's decay ends: another one gives every later step another rate.
+  run_files.restore_or_init(options(learning_rate=1e-4, train_steps=20), make_trainer(tmp_path, False),
+                            XLNetConfig(**CONFIG), lines.append)
+  assert lines[-1].startswith("Warning: resumed with other flags than the run that wrote the checkpoints (train_steps "
+                              "10 there, 20 here)")
+
+
+def test_a_finished_run_rerun_with_other_flags_warns_of_no_step(tmp_path):
+  """A finished fine-tuning command run again with another --learning_rate warned that the steps from 2 on train
+  with it, then trained none (and recorded no change, rightly)."""
+  import run_files  # pylint: disable=import-outside-toplevel
+  from test_fp16 import CONFIG, dataset_fn, make_trainer  # pylint: disable=import-outside-toplevel
+  options = lambda rate: types.SimpleNamespace(model_dir=str(tmp_path), init_checkpoint=None, learning_rate=rate,
+                                               train_steps=2)
+  first = make_trainer(tmp_path, False, train_steps=2)
+  assert run_files.restore_or_init(options(1e-3), first, XLNetConfig(**CONFIG), print) == 0
+  first.train(dataset_fn, log_fn=lambda _: None)
+  lines = []
+  assert run_files.restore_or_init(options(5e-4), make_trainer(tmp_path, False, train_steps=2), XLNetConfig(**CONFIG),
+                                   lines.append) == 2
+  assert not [line for line in lines if line.startswith("Warning")]
 
 
 def test_an_init_checkpoint_whose_step_is_past_train_steps_is_refused(tmp_path):
@@ -317,10 +339,10 @@ def test_an_init_checkpoint_whose_step_is_past_train_steps_is_refused(tmp_path):
   with pytest.raises(cli.FlagError, match=r"brings its optimizer's step 2 \(--init_optimizer_state\), already at "
                                           r"--train_steps=2 or past it: nothing would be trained"):
     run_files.restore_or_init(options(2), make_trainer(tmp_path / "b", False), XLNetConfig(**CONFIG), print,
-                        init_optimizer_state=True)
+                              init_optimizer_state=True)
   assert not (tmp_path / "b" / "run_flags.json").exists()
   assert run_files.restore_or_init(options(4), make_trainer(tmp_path / "b", False), XLNetConfig(**CONFIG), print,
-                             init_optimizer_state=True) == 2
+                                   init_optimizer_state=True) == 2
 
 
 def test_checkpoints_fine_tuned_with_another_sentencepiece_model_are_refused(tmp_path):

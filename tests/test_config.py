@@ -142,16 +142,27 @@ def test_fine_tuning_clips_each_replica_s_gradient_by_default(monkeypatch, clip_
   assert optimization.default_clip_mode(tf.distribute.get_strategy()) == "indexed_slices"
 
 
-@pytest.mark.parametrize("there, here, compared", [
-    (dict(clip_mode="auto", num_replicas=1), "per_replica", "per_replica"),  # the same numbers on one replica
-    (dict(clip_mode="auto", num_replicas=2), "per_replica", "indexed_slices"),  # what auto meant then
-    (dict(clip_mode="auto", num_replicas=2), "indexed_slices", "indexed_slices"),
-    (dict(clip_mode="auto", num_replicas=8, strategy="tpu"), "per_core", "per_core"),
-    (dict(clip_mode="dense", num_replicas=2), "per_replica", "dense")])
-def test_an_earlier_run_s_clip_mode_auto_is_compared_as_what_it_meant(there, here, compared):
+@pytest.mark.parametrize("there, here, replicas, compared", [
+    (dict(clip_mode="auto", num_replicas=1), "per_replica", 1, "per_replica"),  # the same numbers on one replica
+    (dict(clip_mode="auto", num_replicas=2), "per_replica", 2, "indexed_slices"),  # what auto meant then
+    (dict(clip_mode="auto", num_replicas=2), "indexed_slices", 2, "indexed_slices"),
+    (dict(clip_mode="auto", num_replicas=8, strategy="tpu"), "per_core", 8, "per_core"),
+    (dict(clip_mode="dense", num_replicas=2), "per_replica", 2, "dense"),
+    # Older still: no num_replicas; --strategy and --num_core_per_host tell it (2 GPUs), or do not (all of them).
+    (dict(clip_mode="auto", strategy="auto", num_core_per_host=2), "per_replica", 2, "indexed_slices"),
+    (dict(clip_mode="auto", strategy="auto", num_core_per_host=None), "per_replica", 1, "per_replica"),
+    (dict(clip_mode="auto", strategy="mirrored", num_core_per_host=None), "per_replica", 1, "indexed_slices"),
+    # Modes that are the same on one replica, where both runs have one.
+    (dict(clip_mode="per_replica", num_replicas=1), "indexed_slices", 1, "indexed_slices"),
+    (dict(clip_mode="per_core", num_replicas=1), "dense", 1, "dense"),
+    (dict(clip_mode="per_core", num_replicas=1), "indexed_slices", 1, "per_core"),
+    (dict(clip_mode="per_replica", num_replicas=2), "indexed_slices", 2, "per_replica"),
+    (dict(clip_mode="per_replica", num_replicas=2), "indexed_slices", 1, "per_replica")])
+def test_a_resume_compares_the_clip_mode_an_earlier_run_trained_with(there, here, replicas, compared):
   """run_flags.json of before 2026-11-29 keeps --clip_mode=auto, since resolved otherwise in fine-tuning on several
   replicas: a resume compares the mode that run trained with (a change warned of, none where there is none)."""
-  assert run_files._with_old_auto_resolved(there, here)["clip_mode"] == compared  # pylint: disable=protected-access
+  compared_there = run_files._clip_mode_compared(there, here, replicas)  # pylint: disable=protected-access
+  assert compared_there["clip_mode"] == compared
 
 
 def test_train_config_of_a_cli_takes_its_flags():

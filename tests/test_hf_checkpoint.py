@@ -619,7 +619,8 @@ def test_an_hf_classifier_converted_to_tf1_keeps_its_pooling_and_labels(tmp_path
   assert back["summary_type"] == "mean" and back["id2label"] == {"0": "neg", "1": "neutral", "2": "pos"}
   o = cli.defaults(run_classifier.define_flags, summary_type="last")
   with pytest.raises(cli.FlagError, match=r"fine-tuned with other flags \(--summary_type=mean there, last here"):
-    run_files.check_trained_model(o, str(tmp_path / "tf1"), XLNetConfig(json_path=str(tmp_path / "tf1" / "xlnet_config.json")))
+    run_files.check_trained_model(o, str(tmp_path / "tf1"),
+                                  XLNetConfig(json_path=str(tmp_path / "tf1" / "xlnet_config.json")))
   convert.convert_to_original(f"{DATA}/cls_bin", str(tmp_path / "generic"), log_fn=lambda _: None)  # LABEL_i: none
   assert json.loads((tmp_path / "generic" / "run_flags.json").read_text()) == {"summary_type": "mean",
                                                                                "use_summ_proj": True}

@@ -117,6 +117,7 @@ def test_a_dict_passed_as_the_json_path_names_the_fix():
     ("iterations", 0, "--iterations must be positive. Received: 0."),
     ("loss_weighting", "sum", r"--loss_weighting must be one of \('replica_mean', 'global_mean'\)."),
     ("clip_mode", "global", "--clip_mode must be one of .* Received: 'global'."),
+    ("clip", -1.0, r"--clip must be > 0: .* Received: -1.0. To train without clipping .* e.g. --clip=1e9"),
     ("gradient_accumulation_steps", 0, r"--gradient_accumulation_steps must be a positive integer \(1: no ")])
 def test_train_config_rejects_a_bad_value_naming_the_flag(field, value, message):
   from xlnet_tf.training import TrainConfig  # pylint: disable=g-import-not-at-top

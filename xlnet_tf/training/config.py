@@ -70,7 +70,9 @@ class TrainConfig:
     if self.clip_mode is not None and self.clip_mode not in optimization.CLIP_MODES:
       raise ValueError(f"--clip_mode must be one of {optimization.CLIP_MODES}. Received: {self.clip_mode!r}.")
     if not self.clip > 0:
-      raise ValueError(f"--clip must be > 0: it bounds the global gradient norm. Received: {self.clip}.")
+      raise ValueError(f"--clip must be > 0: it bounds the global gradient norm. Received: {self.clip}. To train "
+                       "without clipping (what the original made of a negative --clip), pass one above any norm the "
+                       "run reaches, e.g. --clip=1e9: the gradients then pass unchanged.")
     if not self.lr_layer_decay_rate >= 0:
       raise ValueError(f"--lr_layer_decay_rate must be >= 0 (1.0: no decay). Received: {self.lr_layer_decay_rate}.")
     if not self.adam_epsilon > 0:

@@ -4,7 +4,9 @@ One training step of the original does, in this order:
   1. lr = warm-up (`lr * step / warmup_steps` while step < warmup_steps), then `poly` or `cos` decay, where
      `step` is the global step BEFORE this step's increment (so the first step uses lr(0), 0 with warm-up);
   2. gradients of the loss, averaged over towers/cores (here: summed over replicas, see `apply_gradients`);
-  3. `clip_by_global_norm(grads, clip)`; the reported `gnorm` is the norm BEFORE clipping;
+  3. `clip_by_global_norm(grads, clip)`; the reported `gnorm` is the norm BEFORE clipping (on TPU, and in the
+     fine-tuning scripts under MirroredStrategy, each core or replica clips its own gradient before the sum of 2:
+     `clip_mode` per_core / per_replica);
   4. if `lr_layer_decay_rate != 1`: the CLIPPED gradient of every variable under `transformer/layer_{l}/` is
      multiplied by `lr_layer_decay_rate ** (n_layer - 1 - l)`; embeddings, `r_*_bias`, `seg_embed`, `mask_emb`
      and the heads are not scaled;
@@ -87,7 +89,7 @@ def apply_gradients(optimizer, grads, variables, clip, lr_layer_decay_rate=1.0, 
   then applied. For the sum to be the gradient of the global-batch loss, each replica's loss must be its share of
   it (the original: each tower's/core's mean loss divided by the number of towers/cores). How the global norm is
   taken and where the clip applies follows the original's path (`clip_mode`):
-    "indexed_slices": the original on GPU/CPU (`train_gpu.py`, GPU `run_classifier.py`): towers are averaged,
+    "indexed_slices": the original on GPU/CPU (`train_gpu.py`, one-GPU `run_classifier.py`): towers are averaged,
       then clipped by a global norm in which the word-embedding gradient counts as its un-merged IndexedSlices
       rows (`embedding_rows_square_norm`; each replica's rows separately). Needs `embedding_rows`.
     "dense": the same, with every gradient merged to dense first (the original's `use_tpu` embedding math on the

@@ -350,8 +350,7 @@ class Trainer:
     The gradients (with loss scaling: unscaled again, float32) are those of this replica's share of the loss
     (`loss_sum` / `_loss_weight`), as the original differentiates its mean loss, except with loss_weighting
     "global_mean", whose weight needs the other replicas, and with gradient accumulation, whose weight needs the
-    other micro-batches: there they are those of `loss_sum`, and `replica_step` divides them once (one more pass
-    over every gradient).
+    other micro-batches: there they are those of `loss_sum`, and `_share_gradients` divides them once.
 
     Returns:
       (loss_sum, weight_sum, grads: one per trainable variable, rows: None, or with a clip_mode of `ROW_CLIP_MODES`

@@ -132,8 +132,8 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
   first checkpoint (`trainer.before_first_save`): they describe the checkpoints, and a run that fails before it
   saves (a refused flag, records the replicas cannot split, a bad token id at step 300) leaves the earlier run's.
   A run that resumed keeps the earlier run's --init_checkpoint there: the weights came from it, and this run's was
-  not read. Where --model_dir's checkpoint cannot be resumed and this run's
-  flags differ from the run that wrote it (`flag_changes`), the error names them. Returns the step."""
+  not read. A resume with other training flags (`flag_changes`) is warned of where it trains a step; where
+  --model_dir's checkpoint cannot be resumed and this run's flags differ, the error names them. Returns the step."""
   from xlnet_tf import checkpoint, training  # pylint: disable=g-import-not-at-top
   _check_apart_from_init_checkpoint(o)
   chief = training.is_chief(trainer.strategy)
@@ -174,8 +174,8 @@ _SAME_ON_ONE_REPLICA = {"per_replica": "indexed_slices", "per_core": "dense"}
 
 
 def _clip_mode_compared(there, clip_mode, replicas):
-  """`there` (the run_flags.json of the run that wrote the checkpoints) with its --clip_mode as this run's
-  `clip_mode` (resolved) is to compare it: a file of before 2026-11-29 keeps `auto`, which meant per_core on TPU and
+  """`there` (the run_flags.json of the run that wrote the checkpoints) with its --clip_mode made comparable with
+  this run's (resolved) `clip_mode`: a file of before 2026-11-29 keeps `auto`, which meant per_core on TPU and
   indexed_slices elsewhere (fine-tuning's auto is per_replica since); and two modes that give the same numbers on
   one replica, where both runs have one, are no change."""
   stored = there.get("clip_mode")

@@ -47,6 +47,7 @@ from absl import logging
 
 from xlnet_tf import checkpoint
 from xlnet_tf import fileio
+from xlnet_tf import hf_checkpoint
 from xlnet_tf import locks
 from xlnet_tf import training
 from xlnet_tf.data import token_checks
@@ -112,11 +113,24 @@ def processor_options(o):
 
 
 def trained_labels(directory):
-  """(the run_flags.json of the run_classifier.py run that wrote `directory`'s checkpoints, the label list it
-  trained with: label id = index; None for a regression), or (None, None) where none is recorded (a run of the
-  original code, of another tool, or of a version that did not record it)."""
-  there = run_files.run_flags(directory) if checkpoint.latest_checkpoint(directory) else None
-  return (there, there["label_list"]) if there and "label_list" in there else (None, None)
+  """(the file that records the label list `directory`'s checkpoints were fine-tuned with, that file's dict, the
+  list: label id = index; None for a regression), or (None, None, None) where none is recorded (a run of the
+  original code, of another tool, or of a version that did not record it; an HF model without named labels). The
+  file: the run_flags.json of the run_classifier.py run that wrote them (beside a conversion's or an export's
+  checkpoint too, which has no `checkpoint` state file), or an HF model's config.json (its id2label)."""
+  if hf_checkpoint.is_hf_directory(directory):
+    try:
+      config = hf_checkpoint.read_config(directory)
+    except ValueError as e:
+      raise cli.FlagError(str(e)) from None
+    labels = hf_checkpoint.named_labels(config)
+    return (os.path.join(directory, hf_checkpoint.CONFIG_FILE), config, labels) if labels else (None, None, None)
+  if not (checkpoint.latest_checkpoint(directory) or fileio.glob_in(directory, "*.index")):
+    return None, None, None
+  there = run_files.run_flags(directory)
+  if not there or "label_list" not in there:
+    return None, None, None
+  return os.path.join(directory, "run_flags.json"), there, there["label_list"]
 
 
 def checkpoint_dir(o):
@@ -132,9 +146,11 @@ def check_trained_labels(directory, label_list, o, flag="--model_dir"):
   `label_list`: their logit i is the class that run called label_list[i], and evaluating, predicting or resuming
   with another list would name the wrong classes, silently (e.g. `--labels=pos,neg` after training with
   `neg,pos`)."""
-  there, trained = trained_labels(directory)
-  if there is None or trained == json.loads(json.dumps(label_list)):
+  source, there, trained = trained_labels(directory)
+  if source is None or trained == json.loads(json.dumps(label_list)):
     return
+  if os.path.basename(source) == hf_checkpoint.CONFIG_FILE and sorted(trained) != sorted(label_list or []):
+    return  # an HF model's own names for the classes (NEGATIVE, POSITIVE for sst-2's 0, 1): no order to compare
   def described(labels):
     return "a regression task (float labels)" if labels is None else f"the labels {labels}, in that order"
   generic = o.task_name.lower() in ("csv", "tsv")  # the other tasks fix their labels and --is_regression
@@ -143,10 +159,10 @@ def check_trained_labels(directory, label_list, o, flag="--model_dir"):
   elif generic:
     fix = f"Pass --labels={','.join(trained)}"
   else:
-    fix = (f"Pass the --task_name ({there.get('task_name')} there), --labels and --is_regression it was trained "
-           "with")
+    fix = (f"Pass the --task_name ({there.get('task_name', there.get('finetuning_task'))} there), --labels and "
+           "--is_regression it was trained with")
   raise cli.FlagError(f"The checkpoints in {directory} were fine-tuned with {described(trained)} "
-                      f"({os.path.join(directory, 'run_flags.json')}); this run's are {described(label_list)}: "
+                      f"({source}); this run's are {described(label_list)}: "
                       f"its scores would name the wrong classes. {fix}, or another {flag}.")
 
 
@@ -217,10 +233,10 @@ def run(o, strategy, log_fn=print):
   task_name = o.task_name.lower()
   options = processor_options(o)
   trained_dir, trained_flag = checkpoint_dir(o)
-  trained = trained_labels(trained_dir)[1]
+  source, _, trained = trained_labels(trained_dir)
   if task_name in ("csv", "tsv") and o.labels is None and not o.is_regression and trained:
-    options.update(labels=trained, labels_source=f"of the checkpoints in {trained_dir} "
-                                                 f"({os.path.join(trained_dir, 'run_flags.json')})")
+    renamed = "; --labels names them otherwise, in that order" if source.endswith(hf_checkpoint.CONFIG_FILE) else ""
+    options.update(labels=trained, labels_source=f"of the checkpoints in {trained_dir} ({source}{renamed})")
     log_fn(f"Labels (those the checkpoints in {trained_flag} were fine-tuned with): {trained}")
   processor = classifier_data.get_processor(task_name, **options)
   sp_model = cli.sentencepiece(o)

@@ -570,3 +570,30 @@ def test_an_export_dir_that_is_another_output_dir_is_refused_before_the_run(name
     run_classifier.validate(o)
   o.export_dir = str(tmp_path / "exported")
   run_classifier.validate(o)
+
+
+def test_the_labels_of_an_export_or_an_hf_model_are_checked(tmp_path):
+  """A classifier's labels go with its checkpoints, also where they hold no `checkpoint` state file (an export of
+  convert_checkpoint.py --to=tf1, a released checkpoint) and in an HF model (config.json's id2label): predicting
+  with --predict_ckpt=<export> named every class wrongly after training with --labels=pos,neg, exit 0."""
+  export = tmp_path / "export"
+  export.mkdir()
+  for name in ("xlnet_model.ckpt.index", "xlnet_model.ckpt.data-00000-of-00001", "xlnet_config.json"):
+    shutil.copy(f"tests/testdata/model/ckpt_untied/{name}", export)
+  (export / "run_flags.json").write_text(json.dumps({"task_name": "csv", "label_list": ["pos", "neg"]}))
+  o = cli.defaults(run_classifier.define_flags, task_name="csv")
+  assert run_classifier.trained_labels(str(export))[2] == ["pos", "neg"]
+  with pytest.raises(cli.FlagError, match=r"fine-tuned with the labels \['pos', 'neg'\], in that order \(.*"
+                                          r"export/run_flags.json\).* Pass --labels=pos,neg, or another --predict_ckpt"):
+    run_classifier.check_trained_labels(str(export), ["neg", "pos"], o, "--predict_ckpt")
+  hf = tmp_path / "hf"
+  shutil.copytree("tests/testdata/hf/cls_bin", hf)
+  config = json.loads((hf / "config.json").read_text())
+  (hf / "config.json").write_text(json.dumps(dict(config, id2label={"0": "pos", "1": "neg", "2": "mid"})))
+  assert run_classifier.trained_labels(str(hf))[2] == ["pos", "neg", "mid"]
+  with pytest.raises(cli.FlagError, match=r"\['pos', 'neg', 'mid'\], in that order \(.*hf/config.json\)"):
+    run_classifier.check_trained_labels(str(hf), ["mid", "neg", "pos"], o, "--predict_ckpt")
+  run_classifier.check_trained_labels(str(hf), ["pos", "neg", "mid"], o, "--predict_ckpt")
+  run_classifier.check_trained_labels(str(hf), ["0", "1", "2"], o, "--predict_ckpt")  # other names: no order
+  (hf / "config.json").write_text(json.dumps(config))  # LABEL_i: no names
+  assert run_classifier.trained_labels(str(hf)) == (None, None, None)

@@ -293,12 +293,20 @@ def hf_to_original(config, weights, source, task_name=None, cls_scope=None):
     notes.append(f"The HF model pools with summary_type {summary!r} (use_proj {config.get('summary_use_proj', True)}"
                  f"): pass --summary_type={summary} when fine-tuning or predicting with it.")
     fine_tuned_with = {"summary_type": summary, "use_summ_proj": config.get("summary_use_proj", True)}
-    id2label = config.get("id2label") or {}
-    labels = [id2label.get(str(i), id2label.get(i)) for i in range(len(id2label))]
-    if len(labels) > 1 and None not in labels and labels != [f"LABEL_{i}" for i in range(len(labels))]:
-      fine_tuned_with["label_list"] = labels  # named labels: the task's, in the order of the logits
+    if labels := named_labels(config):
+      fine_tuned_with["label_list"] = labels
   return xlnet_config, arrays, dict(architecture=architecture, notes=notes, summary_type=summary,
                                     fine_tuned_with=fine_tuned_with)
+
+
+def named_labels(config):
+  """The class names of an HF config.json's id2label, in the order of the logits; None where it names none (the
+  generic LABEL_i of a model saved without names, or an incomplete map)."""
+  id2label = config.get("id2label") or {}
+  labels = [id2label.get(str(i), id2label.get(i)) for i in range(len(id2label))]
+  if len(labels) > 1 and None not in labels and labels != [f"LABEL_{i}" for i in range(len(labels))]:
+    return labels
+  return None
 
 
 def read_hf_checkpoint(directory, task_name=None, cls_scope=None):

@@ -265,6 +265,13 @@ def test_a_glue_file_of_another_layout_is_refused(tmp_path):
   with pytest.raises(ValueError, match=r"test.tsv line 1 names column 1 'label', where sst-2 reads 'sentence' "
                                        r"\(GLUE's layout\): the file is of another layout"):
     classifier_data.get_processor("sst-2").get_test_examples(d)
+  # A test row cut short was skipped (as the original), and every later prediction written one index off, exit 0.
+  write(f"{d}/test.tsv", tsv(["index", "sentence"], ["0", "a fine film"], ["1"], ["2", "a dull one"]))
+  with pytest.raises(ValueError, match=r"test.tsv line 3 has 1 column\(s\), fewer than sst-2 reads \(2\): a test "
+                                       r"file needs every row"):
+    classifier_data.get_processor("sst-2").get_test_examples(d)
+  write(f"{d}/dev.tsv", tsv(["sentence", "label"], ["a fine film", "1"], ["cut"], ["a dull one", "0"]))
+  assert len(classifier_data.get_processor("sst-2").get_dev_examples(d)) == 2  # skipped, as the original
   write(f"{d}/test.tsv", tsv(["INDEX", "Sentence "], ["0", "a fine film"]))  # names as GLUE's, spaces and case aside
   assert triples(classifier_data.get_processor("sst-2").get_test_examples(d)) == [("a fine film", None, "0")]
 

@@ -95,6 +95,10 @@ class GLUEProcessor(DataProcessor):
         continue
       needed = [a_col] + ([b_col] if b_col is not None else []) + ([] if is_test else [self.label_column])
       if any(c >= len(row) for c in needed):
+        if is_test:  # the predictions are numbered in the file's order: every later one would be one row off
+          raise ValueError(f"{path} line {line_num} has {len(row)} column(s), fewer than {self.task_name} reads "
+                           f"({max(needed) + 1}): a test file needs every row, since its predictions are written in "
+                           "its order (one per index). Fix the line.")
         logging.warning("Incomplete line, ignored: %s line %d has %d columns.", path, line_num, len(row))
         continue
       text_b = row[b_col] if b_col is not None else None

@@ -18,6 +18,7 @@ import gc
 import math
 import os
 import signal
+import stat
 import sys
 import types
 
@@ -304,10 +305,28 @@ def values(flag_values=absl_flags.FLAGS):
     if isinstance(f.value, float) and not math.isfinite(f.value):
       raise FlagError(f"--{f.name} must be a finite number. Received: {f.value}.")
   options = types.SimpleNamespace(**{f.name: _expand_user(f.name, f.value) for f in own})
+  _refuse_streams(options)
   for name in ("init_checkpoint", "predict_ckpt", "input"):
     if getattr(options, name, None):
       setattr(options, name, _hub_snapshot(name, getattr(options, name)))
   return options
+
+
+def _refuse_streams(options):
+  """FlagError for a path flag naming a pipe or a device (`<(zcat f)`, /dev/stdin, a FIFO): the tools read an
+  input more than once (a check, then the read; a digest), and a stream gives its bytes once: data_utils.py lost the
+  first 4 KiB of the text, run_classifier.py recorded the digest of an empty SentencePiece model."""
+  for name, value in vars(options).items():
+    if isinstance(value, str) and (name == "input" or name.endswith(_PATH_FLAG_SUFFIXES)):
+      for part in value.split(","):
+        try:
+          mode = os.stat(part).st_mode
+        except (OSError, ValueError):
+          continue  # not there (yet), or remote: said where it is read
+        if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode):
+          raise FlagError(f"--{name}={part} is a pipe or a device, not a file: the tools read an input more than "
+                          "once (a check, then the read), and a stream gives its bytes once. Write it to a file "
+                          "first (e.g. zcat corpus.gz > corpus.txt) and pass that.")
 
 
 def _hub_snapshot(name, path):

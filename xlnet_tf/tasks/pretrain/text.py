@@ -21,6 +21,10 @@ def check_readable(path):
   """Raises DataError unless `path` is a readable file."""
   if not fileio.is_remote(path) and os.path.isdir(path):
     raise DataError(f"Input {path} is a directory. Make --input_glob match text files only.")
+  if not fileio.is_remote(path) and os.path.exists(path) and not os.path.isfile(path):  # opening a FIFO can block
+    raise DataError(f"Input {path} is a pipe or a device, not a file: each input is read twice (this check, then the "
+                    "text), and a stream gives its bytes once. Write it to a file first (e.g. zcat corpus.gz > "
+                    "corpus.txt) and pass that.")
   try:
     with fileio.open_file(path, "rb") as f:
       f.read(1)

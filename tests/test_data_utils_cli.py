@@ -3,6 +3,7 @@
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -279,6 +280,23 @@ def test_records_of_a_task_this_num_task_lacks_are_another_run_s(tmp_path):
   assert sorted(p.name for p in out.rglob("*")) == sorted(["tfrecords", stale.name])
   info = data_utils.create_data(cli.values(_flag_values(args + ["--num_task=2"])))
   assert info["num_batch"] > 0 and (out / "corpus_info.json").exists()
+
+
+def test_a_file_the_glob_names_twice_is_read_once(tmp_path, caplog):
+  """A symbolic link beside a text file: the glob matched both names, and its text went into the records twice."""
+  corpus = tmp_path / "corpus"
+  corpus.mkdir()
+  shutil.copy(f"{GOLDEN}/corpus/imdb-0.txt", corpus / "a.txt")
+  (corpus / "b.txt").symlink_to(corpus / "a.txt")
+  args = [f"--sp_path={GOLDEN}/spm/spiece.model", *GOLDEN_FLAGS]
+  once = data_utils.create_data(cli.values(_flag_values(args + [f"--input_glob={corpus}/a.txt",
+                                                                f"--save_dir={tmp_path}/once"])))
+  with caplog.at_level("WARNING"):
+    both = data_utils.create_data(cli.values(_flag_values(args + [f"--input_glob={corpus}/*.txt",
+                                                                  f"--save_dir={tmp_path}/both"])))
+  assert both["num_batch"] == once["num_batch"] > 0
+  assert f"--input_glob={corpus}/*.txt names 1 file(s) twice (a symbolic link, or two patterns): {corpus}/b.txt" \
+      in caplog.text
 
 
 def test_records_that_would_not_fit_with_another_run_s_are_refused(tmp_path):

@@ -210,6 +210,20 @@ def _check_no_other_run(tfrecord_dir, spec, options, writer):
     raise DataError(str(e)) from None
 
 
+def _one_name_each(file_paths, input_glob):
+  """`file_paths` with each local file once: a second name of one (a symbolic link beside it, or the same file through
+  two patterns of the glob) is dropped with a warning; its text went into the records twice."""
+  seen, kept, dropped = set(), [], []
+  for path in file_paths:
+    real = path if fileio.is_remote(path) else os.path.realpath(path)
+    (dropped if real in seen else kept).append(path)
+    seen.add(real)
+  if dropped:
+    _LOG.warning("--input_glob=%s names %d file(s) twice (a symbolic link, or two patterns): %s%s read once.",
+                 input_glob, len(dropped), ", ".join(dropped[:3]), " ..." if len(dropped) > 3 else "")
+  return kept
+
+
 def create_data(spec, options, *, input_glob, sp_path, save_dir):
   """Text files -> the original's pretraining records (the `data_utils.py` driver; arguments are its flags).
 
@@ -245,6 +259,7 @@ def create_data(spec, options, *, input_glob, sp_path, save_dir):
   if not file_paths:
     raise DataError(f"--input_glob={input_glob} matches no file. Pass a glob of existing text files "
                     f"(one sentence per line, blank line between documents).")
+  file_paths = _one_name_each(file_paths, input_glob)
   task_file_paths = file_paths[task::num_task]
   if not task_file_paths:
     _LOG.info("Exit: task %d has no file to process.", task)

@@ -397,6 +397,13 @@ def test_generic_csv_by_header_name(tmp_path):
   p = classifier_data.get_processor("csv", text_a_column="review", label_column="stars", data_dir=d)
   assert p.get_labels() == ["2", "10"] and triples(p.get_train_examples(d)) == [("good", None, "10"),
                                                                                  ("bad", None, "2")]
+  # `1` and `1.0` (a column pandas wrote as floats in some rows) were two classes; so was the '' of `--labels=a,b,`.
+  write(f"{d}/train.csv", "review,stars\ngood,1\nbad,0\nok,1.0\n")
+  with pytest.raises(ValueError, match=r"train.csv spells one label two ways \('1' and '1.0'\): each would be a class"):
+    classifier_data.get_processor("csv", text_a_column="review", label_column="stars", data_dir=d).get_labels()
+  with pytest.raises(ValueError, match=r"holds an empty label \(a trailing or doubled comma in --labels\?\)\. "
+                                       r"Received: \['0', '1', ''\]\. Pass the classes alone, e.g\. --labels=0,1\."):
+    classifier_data.get_processor("csv", text_a_column="review", label_column="stars", labels=["0", "1", ""])
 
 
 def test_generic_tsv_by_index_pairs_given_labels_and_regression(tmp_path, caplog):

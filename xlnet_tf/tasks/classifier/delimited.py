@@ -56,10 +56,28 @@ class DelimitedTask:
       labels = [str(label).strip() for label in labels]
       if not labels or len(set(labels)) != len(labels):
         raise ValueError(f"labels for task {task_name!r} must be a non-empty list without repeats. Received: {labels}.")
+      if "" in labels:  # --labels=pos,neg, : a class nothing is labelled with, a head of one row more
+        raise ValueError(f"labels for task {task_name!r} holds an empty label (a trailing or doubled comma in "
+                         f"--labels?). Received: {labels}. Pass the classes alone, e.g. --labels="
+                         f"{','.join(label for label in labels if label)}.")
       object.__setattr__(self, "labels", tuple(labels))
     object.__setattr__(self, "has_header_unset", self.has_header is None)
     object.__setattr__(self, "has_header", self.has_header is None or bool(self.has_header))
     object.__setattr__(self, "is_regression", bool(self.is_regression))
+
+
+def _check_one_spelling(labels, path):
+  """ValueError where two of the `labels` collected from `path` are one number spelt two ways (`1` and `1.0`: a
+  column some of whose rows a spreadsheet or pandas wrote as floats): each would be a class of its own."""
+  by_value = {}
+  for label in labels:
+    try:
+      by_value.setdefault(float(label), []).append(label)
+    except ValueError:
+      continue
+  if twice := [sorted(spellings) for spellings in by_value.values() if len(spellings) > 1]:
+    raise ValueError(f"{path} spells one label two ways ({' and '.join(repr(s) for s in twice[0])}): each would be "
+                     "a class of its own. Write every label of the file one way, or pass every class with --labels.")
 
 
 class DelimitedProcessor(DataProcessor):
@@ -103,8 +121,10 @@ class DelimitedProcessor(DataProcessor):
                          "are collected from it (--labels is unset): a classifier needs at least 2 classes. Pass "
                          f"every class with --labels (--labels={label},...), or --is_regression=True if the labels "
                          "are scores.")
+      _check_one_spelling(found, train_path)
       numeric = all(label.lstrip("-").isdigit() for label in found)
       self._labels = sorted(found, key=int if numeric else None)
+      logging.info("Labels of task %r, collected from %s: %s", self.task_name, train_path, self._labels)
     return list(self._labels)
 
   def get_train_examples(self, data_dir):

@@ -572,6 +572,19 @@ def test_an_export_dir_that_is_another_output_dir_is_refused_before_the_run(name
   run_classifier.validate(o)
 
 
+@pytest.mark.parametrize("scope", ["a b", "a:b", "a/b", "é"])
+def test_a_cls_scope_no_variable_scope_can_have_is_refused_naming_the_flag(scope, tmp_path):
+  """`--cls_scope='a b'` (or `:`, non-ASCII) ended in a 3,000-character traced stack at the first step, after the
+  records were written; `a/b` in a line naming no flag."""
+  o = cli.defaults(run_classifier.define_flags, task_name="imdb", data_dir=str(tmp_path), do_train=True,
+                   model_config_path="tests/testdata/model/ckpt_untied/xlnet_config.json", spiece_model_file=SPM,
+                   output_dir=str(tmp_path / "records"), model_dir=str(tmp_path / "model"), cls_scope=scope)
+  with pytest.raises(cli.FlagError, match=f"^--cls_scope={scope!r} cannot name the head's variable scope"):
+    run_classifier.validate(o)
+  o.cls_scope = "my_task-2.v1"
+  run_classifier.validate(o)
+
+
 def test_the_labels_of_an_export_or_an_hf_model_are_checked(tmp_path):
   """A classifier's labels go with its checkpoints, also where they hold no `checkpoint` state file (an export of
   convert_checkpoint.py --to=tf1, a released checkpoint) and in an HF model (config.json's id2label): predicting

@@ -406,6 +406,19 @@ def test_generic_csv_by_header_name(tmp_path):
     classifier_data.get_processor("csv", text_a_column="review", label_column="stars", labels=["0", "1", ""])
 
 
+@pytest.mark.parametrize("task", ["csv", "sst-2"])
+def test_a_field_longer_than_python_s_csv_limit_is_read(tmp_path, task):
+  """A review of 200,000 characters (a long document) was refused as a broken file: Python's csv default limit."""
+  long = "word " * 40000
+  if task == "csv":
+    write(f"{tmp_path}/train.csv", f'text,label\n"{long}",pos\nshort,neg\n')
+    p = classifier_data.get_processor("csv", text_a_column="text", label_column="label")
+  else:
+    write(f"{tmp_path}/train.tsv", tsv(["sentence", "label"], [long, "1"], ["short", "0"]))
+    p = classifier_data.get_processor(task)
+  assert [len(e.text_a) for e in p.get_train_examples(str(tmp_path))] == [len(long), 5]
+
+
 def test_generic_tsv_by_index_pairs_given_labels_and_regression(tmp_path, caplog):
   d = str(tmp_path)
   write(f"{d}/train.tsv", 'a "x\tb\tyes\nc\td\tno\n')

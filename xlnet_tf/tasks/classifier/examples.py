@@ -38,6 +38,11 @@ def require_file(path, task_name):
                             f"the directory holding {os.path.basename(path)}{other}.")
 
 
+# Characters a field may hold: Python's csv default (131072) refused a long document as a broken file; its text is cut
+# to --max_seq_length tokens after reading anyway. 2**31 - 1: what csv takes on every platform (a C long).
+_FIELD_LIMIT = 2 ** 31 - 1
+
+
 def read_rows(path, task_name, delimiter, quoting):
   """Yields (physical line number, row) for every non-empty row of a delimited file.
 
@@ -47,6 +52,7 @@ def read_rows(path, task_name, delimiter, quoting):
   a header column could not be named and the quotes of a first quoted field were read as text).
   """
   require_file(path, task_name)
+  csv.field_size_limit(_FIELD_LIMIT)
   with open_text(path) as f:
     lines = ((line[1:] if i == 0 and line.startswith("\ufeff") else line).replace("\r", "")
              for i, line in enumerate(f))

@@ -250,6 +250,8 @@ def start(o):
   training CLI starts with it."""
   check_precision(o)
   check_tpu(o)
+  if o.num_core_per_host is not None:  # 0 or -1 ran on one device, the flag ignored
+    require_positive(o, "num_core_per_host")
   from xlnet_tf import training  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)
   return training.start(strategy="tpu" if o.use_tpu else o.strategy, num_core_per_host=o.num_core_per_host,
                         seed=o.seed, deterministic=o.deterministic, use_tf32=o.use_tf32,

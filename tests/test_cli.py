@@ -357,6 +357,14 @@ def test_a_float_flag_that_is_not_finite_is_refused(arg, line):
   assert str(error.value) == line
 
 
+@pytest.mark.parametrize("cores", [0, -1])
+def test_a_num_core_per_host_below_one_is_refused(cores):
+  """run_classifier.py --num_core_per_host=0 (or -1) trained on one device, the flag ignored."""
+  import run_classifier  # pylint: disable=import-outside-toplevel
+  with pytest.raises(cli.FlagError, match=f"^--num_core_per_host must be a positive integer. Received: {cores}.$"):
+    cli.start(cli.defaults(run_classifier.define_flags, num_core_per_host=cores))
+
+
 def test_checkpoints_of_another_model_or_pooling_are_refused_before_they_are_read(tmp_path):
   """Another ff_activation, or another --summary_type / --use_summ_proj / --uncased than the checkpoints were
   fine-tuned with, loads without a shape mismatch: an evaluation, prediction, export or resume went on with other

@@ -85,6 +85,10 @@ def test_run_config_rejects_bad_init():
   for name in ("mem_len", "reuse_len", "clamp_len"):  # a string from a hand-made config: compared or used later
     with pytest.raises(TypeError, match=f"`{name}` must be an integer or None. Received: '4'."):
       RunConfig(False, False, False, 0.0, 0.0, **{name: "4"})
+  for name in ("init_range", "init_std"):  # a negative one was taken as its size; 0: every new weight 0
+    for value in (-1.0, 0.0):
+      with pytest.raises(ValueError, match=rf"`{name}` must be a number > 0 \(--{name}: .* Received: {value}\."):
+        RunConfig(False, False, False, 0.0, 0.0, **{name: value})
 
 
 def test_finetune_heads_names_a_bad_class_count_or_task_name():

@@ -189,6 +189,7 @@ def test_evaluation_needs_answer_texts_and_distinct_ids(tmp_path, qas, message):
     (dict(max_seq_length=19, max_query_length=16, doc_stride=24), "max_seq_length"),
     (dict(max_seq_length=64, max_query_length=16, doc_stride=0), "doc_stride"),
     (dict(max_seq_length=64, max_query_length=-1, doc_stride=8), "max_query_length"),
+    (dict(max_seq_length=64, max_query_length=0, doc_stride=8), "max_query_length"),  # every question cut away
     (dict(max_seq_length=64.0, max_query_length=16, doc_stride=8), "max_seq_length"),
 ])
 def test_option_errors_name_the_flag(kwargs, flag):

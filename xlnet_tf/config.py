@@ -142,6 +142,9 @@ class RunConfig:
     for name, rate in (("dropout", dropout), ("dropatt", dropatt)):
       if not 0.0 <= rate < 1.0:
         raise ValueError(f"`{name}` must be in [0, 1). Received: {rate}.")
+    for name, value in (("init_range", init_range), ("init_std", init_std)):  # a negative one read as its size
+      if not (isinstance(value, (int, float, np.number)) and value > 0):
+        raise ValueError(f"`{name}` must be a number > 0 (--{name}: the spread of new weights). Received: {value!r}.")
     if use_bfloat16 and use_fp16:
       raise ValueError("`use_bfloat16` and `use_fp16` are both set; pick one precision (--use_bfloat16 or "
                        "--use_fp16).")

@@ -101,7 +101,7 @@ def max_context_spans(spans, num_tokens):
 
 def check_options(max_seq_length, max_query_length, doc_stride):
   """Validates the window options (--max_seq_length, --max_query_length, --doc_stride); raises ValueError."""
-  for name, value, low in (("max_seq_length", max_seq_length, 4), ("max_query_length", max_query_length, 0),
+  for name, value, low in (("max_seq_length", max_seq_length, 4), ("max_query_length", max_query_length, 1),
                            ("doc_stride", doc_stride, 1)):
     if not isinstance(value, int) or isinstance(value, bool) or value < low:
       raise ValueError(f"--{name} must be an integer >= {low}. Received: {name}={value!r}.")

@@ -81,9 +81,18 @@ def validate(o, num_replicas=1):
   cli.check_configs(o, is_finetune=False, mems_reset=o.mems_reset)
 
 
-def build_xlnet_config(o):
+def build_xlnet_config(o, log_fn=print):
+  """The model's XLNetConfig: --model_config_path's (or an HF --init_checkpoint's), which overrides the model flags
+  (--n_layer, ...: one set to another value is named in a warning), else those flags."""
   if o.model_config_path or hf_checkpoint.is_hf_directory(o.init_checkpoint):
-    return hf_checkpoint.model_config(o.model_config_path, o.init_checkpoint)
+    config = hf_checkpoint.model_config(o.model_config_path, o.init_checkpoint)
+    unset = cli.defaults(define_flags)
+    ignored = [k for k in CONFIG_KEYS if getattr(o, k) != getattr(unset, k) and getattr(o, k) != getattr(config, k)]
+    if ignored:
+      log_fn(f"Warning: {' '.join(f'--{k}={getattr(o, k)}' for k in ignored)} ignored: the model is "
+             f"{o.model_config_path or o.init_checkpoint}'s ({', '.join(f'{k} {getattr(config, k)}' for k in ignored)}"
+             "), which overrides the model flags. Drop them.")
+    return config
   n_token = o.n_token or (read_corpus_info(o.record_info_dir) or {}).get("vocab_size") or DEFAULT_N_TOKEN
   fields = {k: getattr(o, k) for k in CONFIG_KEYS if k != "n_token"}
   return XLNetConfig(n_token=n_token, **fields)
@@ -160,7 +169,7 @@ def build_trainer(o, strategy, xlnet_config):
 
 
 def _run(o, strategy, log_fn):
-  xlnet_config = build_xlnet_config(o)
+  xlnet_config = build_xlnet_config(o, log_fn)
   data = input_args(o, xlnet_config.n_token)
   input_fn, record_info = pretrain_input.get_input_fn(**data)
   log_fn(f"Found {len(record_info['filenames'])} record files, {record_info['num_batch']} batches of "

@@ -716,3 +716,20 @@ def test_the_run_files_are_written_as_one_set(tmp_path):
   training.write_run_files(str(tmp_path), config, {"seed": 1})
   assert XLNetConfig(str(tmp_path / "xlnet_config.json")) == config
   assert json.loads((tmp_path / "run_flags.json").read_text()) == {"seed": 1}
+
+
+def test_model_flags_that_model_config_path_overrides_are_named():
+  """--model_config_path overrides --n_layer, --d_model, ...: one set to another value trained the file's model
+  without a word."""
+  import cli  # pylint: disable=import-outside-toplevel
+  import run_pretrain  # pylint: disable=import-outside-toplevel
+  cfg = "tests/testdata/model/ckpt_untied/xlnet_config.json"
+  lines = []
+  config = run_pretrain.build_xlnet_config(
+      cli.defaults(run_pretrain.define_flags, model_config_path=cfg, n_layer=3, d_model=8, n_token=32), lines.append)
+  assert config.n_layer == 2
+  assert lines == [f"Warning: --n_layer=3 ignored: the model is {cfg}'s (n_layer 2), which overrides the model flags. "
+                   "Drop them."]
+  lines.clear()
+  run_pretrain.build_xlnet_config(cli.defaults(run_pretrain.define_flags, model_config_path=cfg), lines.append)
+  assert not lines

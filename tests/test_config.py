@@ -61,6 +61,17 @@ def test_a_json_that_is_no_xlnet_config_says_what_it_is(text, message, tmp_path)
     XLNetConfig(json_path=str(tmp_path / "config.json"))
 
 
+def test_a_repeated_key_is_refused_and_a_byte_order_mark_read(tmp_path):
+  """A key given twice was taken at its last value without a word (n_layer 2, then 3: a 3-layer model); a file a
+  Windows editor saved with a byte-order mark was "not valid json", with the advice to pass the file passed."""
+  text = open("tests/testdata/model/ckpt_untied/xlnet_config.json", encoding="utf-8").read()
+  (tmp_path / "twice.json").write_text(text.replace('"n_layer": 2,', '"n_layer": 2, "n_layer": 3,'))
+  with pytest.raises(ValueError, match=r"twice.json gives n_layer more than once \(n_layer: 2, 3\). Keep one value"):
+    XLNetConfig(json_path=str(tmp_path / "twice.json"))
+  (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + text.encode())
+  assert XLNetConfig(json_path=str(tmp_path / "bom.json")).n_layer == 2
+
+
 def test_missing_file_is_clear(tmp_path):
   with pytest.raises(FileNotFoundError, match="model_config_path"):
     XLNetConfig(json_path=str(tmp_path / "nope.json"))

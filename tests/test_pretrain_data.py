@@ -1,6 +1,7 @@
 import bisect
 import dataclasses
 import glob
+import gzip
 import json
 import os
 import random
@@ -384,6 +385,9 @@ def test_read_shard_sentence_ids_and_eod(golden_sp, tmp_path):
     pretrain_text.read_shard(str(path), encoder, uncased=False, from_raw_text=False, vocab_size=1000)
   path.write_bytes("fine\n\nstill fine\nbad \xe9 byte\n".encode("latin-1"))
   with pytest.raises(pretrain_data.DataError, match=r"a.txt:4: not UTF-8 \(byte 0xe9 at column 5\)"):
+    pretrain_text.read_shard(str(path), encoder, uncased=False)
+  path.write_bytes(gzip.compress(b"fine\n\nstill fine\n"))  # it was "not UTF-8 ... e.g. iconv -f latin1"
+  with pytest.raises(pretrain_data.DataError, match=r"a.txt is gzip-compressed: the input is plain text. Decompress"):
     pretrain_text.read_shard(str(path), encoder, uncased=False)
 
 

@@ -20,6 +20,17 @@ MAX_WEIGHT_BYTES = 2**40  # float32 weights beyond this fit no device: a config 
 INITS = ("normal", "uniform")
 
 
+def _without_repeats(pairs, json_path):
+  """The json object of `pairs`; a ValueError where a key repeats (json takes the last one without a word: a config
+  saying n_layer 2, then 3, built a 3-layer model)."""
+  keys = [key for key, _ in pairs]
+  if repeated := sorted({key for key in keys if keys.count(key) > 1}):
+    values = "; ".join(f"{k}: {', '.join(repr(v) for key, v in pairs if key == k)}" for k in repeated)
+    raise ValueError(f"XLNet config file {json_path} gives {', '.join(repeated)} more than once ({values}). Keep one "
+                     "value of each.")
+  return dict(pairs)
+
+
 class XLNetConfig:
   """The architecture of an XLNet model: exactly the keys of `xlnet_config.json`.
 
@@ -38,12 +49,13 @@ class XLNetConfig:
       if not tf.io.gfile.exists(json_path):
         raise FileNotFoundError(f"XLNet config file not found: {json_path}. Pass the path of an "
                                 "xlnet_config.json (e.g. --model_config_path).")
-      with tf.io.gfile.GFile(json_path) as f:
-        try:
-          fields = json.load(f)
-        except json.JSONDecodeError as e:
-          raise ValueError(f"XLNet config file {json_path} is not valid json: {e}. Pass the xlnet_config.json of "
-                           "the model.") from None
+      with tf.io.gfile.GFile(json_path, "rb") as f:
+        text = f.read().decode("utf-8-sig", errors="replace")  # a byte-order mark (a Windows editor's) is no text
+      try:
+        fields = json.loads(text, object_pairs_hook=lambda pairs: _without_repeats(pairs, json_path))
+      except json.JSONDecodeError as e:
+        raise ValueError(f"XLNet config file {json_path} is not valid json: {e}. Pass the xlnet_config.json of "
+                         "the model.") from None
       if not isinstance(fields, dict):
         raise ValueError(f"XLNet config file {json_path} holds a json {type(fields).__name__}, not an object with "
                          f"the keys {list(CONFIG_KEYS)}. Pass the xlnet_config.json of the model.")

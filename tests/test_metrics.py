@@ -113,6 +113,13 @@ def test_write_predictions(tmp_path):
   assert sorted(os.listdir(d)) == ["sst-2.logits.json", "sst-2.tsv", "sts-b.logits.json", "sts-b.tsv"]
   with pytest.raises(ValueError, match="--predict_dir"):
     metrics.PredictionFiles(predict_dir=None, task_name="sst-2", label_list=["0", "1"])
+  # NaN logits (weights holding NaN) were written as class 0 everywhere, and a logits file no json reader takes.
+  before = {name: open(os.path.join(d, name)).read() for name in os.listdir(d)}
+  with pytest.raises(FloatingPointError, match=r"^The model's logits are not finite \(NaN or inf\) for 1 of 2 "
+                                               r"examples \(the first: row 1\): .* Nothing was written"):
+    metrics.write_predictions(metrics.PredictionFiles(predict_dir=d, task_name="SST-2", label_list=["0", "1"]),
+                              [[0.0, 1.0], [np.nan, 0.5], [np.nan, np.nan]], is_real_example=[1, 1, 0])
+  assert {name: open(os.path.join(d, name)).read() for name in os.listdir(d)} == before
 
 
 def test_a_failed_write_leaves_both_prediction_files_of_the_run_before(tmp_path, monkeypatch):

@@ -251,6 +251,11 @@ def write_predictions(files, logits, is_real_example=None):
     if real.shape[0] != logits.shape[0]:
       raise ValueError(f"is_real_example has {real.shape[0]} entries but there are {logits.shape[0]} logit rows.")
     logits = logits[real != 0]
+  if not np.isfinite(logits).all():  # every row class 0, and a logits file no json reader takes
+    bad = np.flatnonzero(~np.isfinite(logits).all(axis=1))
+    raise FloatingPointError(f"The model's logits are not finite (NaN or inf) for {bad.size} of {logits.shape[0]} "
+                             f"examples (the first: row {bad[0]}): its weights hold NaN or inf (a damaged checkpoint, "
+                             "or one of a diverged run). Nothing was written; predict with another checkpoint.")
   labels_out = predictions_from_logits(logits, files.label_list, files.predict_threshold)
   task = files.task_name.lower()
   tsv_path = os.path.join(files.predict_dir, f"{task}.tsv")

@@ -289,25 +289,46 @@ def train_config(o, global_batch_size, tokens_per_example, **fields):
 _PATH_FLAG_SUFFIXES = ("_dir", "_file", "_path", "_glob", "checkpoint", "_ckpt")
 
 
+def _is_path_flag(name):
+  return name == "input" or name.endswith(_PATH_FLAG_SUFFIXES)
+
+
 def _expand_user(name, value):
   """A path flag's `~` (or `~user`) as the user's home, in each comma-separated part: a shell leaves the `~` of
   `--model_dir=~/exp` as it is, and the tools made a directory named `~` in the working directory."""
-  if isinstance(value, str) and "~" in value and (name == "input" or name.endswith(_PATH_FLAG_SUFFIXES)):
+  if isinstance(value, str) and "~" in value and _is_path_flag(name):
     return ",".join(os.path.expanduser(part) for part in value.split(","))
   return value
+
+
+def _check_path(name, value):
+  """FlagError where a comma-separated part of the path flag --{name} is a remote path whose file system TensorFlow
+  does not have here or cannot reach (`fileio.remote_error`; asked once here, so that the line names the flag)."""
+  if not (isinstance(value, str) and _is_path_flag(name)):
+    return
+  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)
+  for part in value.split(","):
+    if fileio.is_remote(part):
+      try:
+        fileio.exists(part)
+      except fileio.PathError as e:
+        raise FlagError(e.named(f"--{name}")) from None
 
 
 def values(flag_values=absl_flags.FLAGS):
   """The script's own flags (every flag `flags.py` defined) as a plain namespace: what its `run` takes; a path
   flag's leading `~` is the user's home (`_expand_user`), a HuggingFace hub cache directory given as the model to
   read its snapshot (`_hub_snapshot`). A float flag that is nan or infinite is a FlagError (absl takes
-  `--learning_rate=nan`; a run trained to its first non-finite loss, and wrote a run_flags.json that is no json)."""
+  `--learning_rate=nan`; a run trained to its first non-finite loss, and wrote a run_flags.json that is no json), so
+  is a remote path flag TensorFlow cannot read here (`_check_path`)."""
   own = flag_values.get_flags_for_module(flags)
   for f in own:
     if isinstance(f.value, float) and not math.isfinite(f.value):
       raise FlagError(f"--{f.name} must be a finite number. Received: {f.value}.")
   options = types.SimpleNamespace(**{f.name: _expand_user(f.name, f.value) for f in own})
   _refuse_streams(options)
+  for name, value in vars(options).items():
+    _check_path(name, value)
   for name in ("init_checkpoint", "predict_ckpt", "input"):
     if getattr(options, name, None):
       setattr(options, name, _hub_snapshot(name, getattr(options, name)))
@@ -329,6 +350,20 @@ def _refuse_streams(options):
           raise FlagError(f"--{name}={part} is a pipe or a device, not a file: the tools read an input more than "
                           "once (a check, then the read), and a stream gives its bytes once. Write it to a file "
                           "first (e.g. zcat corpus.gz > corpus.txt) and pass that.")
+def _flag_of(options, path):
+  """The flag (`--name`) of the options `options` whose path value holds `path` (the value itself, a file in it, or
+  a directory above it; the closest wins), or None."""
+  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
+  best = None
+  for name, value in sorted(vars(options or types.SimpleNamespace()).items()):
+    if not (isinstance(value, str) and value and _is_path_flag(name)):
+      continue
+    for part in value.split(","):
+      for rank, held in ((2, fileio.is_within(path, part)), (1, fileio.is_within(part, path)),
+                         (0, fileio.is_within(path, os.path.dirname(part.rstrip("/"))))):
+        if held and (best is None or (rank, len(part)) > best[0]):
+          best = ((rank, len(part)), f"--{name}")
+  return best and best[1]
 
 
 def _hub_snapshot(name, path):
@@ -374,10 +409,28 @@ def _failed_allocation(error):
   return out_of_memory.allocation(error)
 
 
+def _path_error(error, options):
+  """The one line of `error` where it is a `fileio.PathError`, or TensorFlow's error on a remote path from code
+  that called `tf.io.gfile` itself (`fileio.remote_error`: a file system TensorFlow does not have, or one it cannot
+  reach for a path a flag of `options` holds), naming the flag; else None."""
+  if "xlnet_tf.fileio" not in sys.modules:
+    return None
+  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
+  path_error = error if isinstance(error, fileio.PathError) else fileio.remote_error(error)
+  if path_error is None:
+    return None
+  flag = path_error.what or _flag_of(options, path_error.path)
+  if path_error is not error and flag is None and type(error).__name__ != "UnimplementedError":
+    return None  # another error whose message names a URL: not this
+  return " ".join(path_error.named(flag).split())
+
+
 def cli_main(prog, body):
   """The absl `main` of a CLI: rejects stray arguments, logs at INFO, runs `body(values())`, and ends a bad flag,
-  file or value, a failed write, or a device out of memory (ValueError, OSError, FloatingPointError, MemoryError,
-  TensorFlow's out-of-memory ResourceExhaustedError) with one line `{prog}: error: ...`,
+  file or value, a failed write, a remote path that cannot be read (`fileio.PathError`, or TensorFlow's error
+  naming the path: the line names the flag whose value holds it), or a device out of memory (ValueError, OSError,
+  FloatingPointError, MemoryError, TensorFlow's out-of-memory ResourceExhaustedError) with one line
+  `{prog}: error: ...`,
   exit 1; a run stopped by a signal with one line and exit 128 + signal: in the training loop after saving (an
   exception with `exit_code`, `training.Interrupted`), elsewhere where it was (`preemption.stops_raised`), or at
   the end where the code it landed in lost it."""
@@ -386,10 +439,11 @@ def cli_main(prog, body):
       raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
     logging.set_verbosity(max(logging.INFO, logging.get_verbosity()))  # INFO, or DEBUG with -v 1
     from xlnet_tf.training import preemption  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)
-    noted = []
+    noted, options = [], None
     try:
       with preemption.stops_raised() as noted:
-        body(values())
+        options = values()
+        body(options)
       if not noted:
         return
       name = signal.Signals(noted[0]).name  # lost where it landed (`preemption.check_stop` saw no step after it)
@@ -401,6 +455,8 @@ def cli_main(prog, body):
       elif (signum := preemption.stop_signal(e, noted)) is not None:
         line, code = (f"{prog}: stopped by {signal.Signals(signum).name}; files are written whole or not at all, "
                       "so none was left half-written. Run the same command again."), 128 + signum
+      elif (path_line := _path_error(e, options)) is not None:  # a remote path that cannot be read
+        line, code = f"{prog}: error: {path_line}", 1
       elif isinstance(e, (ValueError, OSError, FloatingPointError, MemoryError)):
         line, code = f"{prog}: error: " + (" ".join(str(e).split()) or _OUT_OF_MEMORY % "Python's MemoryError"), 1
       elif (allocation := _failed_allocation(e)) is not None:  # outside the steps, which name their flags

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 
 import pytest
 import tensorflow as tf
@@ -409,3 +410,65 @@ def test_a_huggingface_classifier_that_pools_otherwise_is_refused():
       f"there, --use_summ_proj=False here; {hf}/config.json): its head would read another summary and score other "
       "numbers. Pass --summary_type=mean --use_summ_proj=True.")
   run_files.check_trained_model(o, "tests/testdata/hf/qa_bin", None, "--predict_ckpt")  # no pooled head
+
+
+def _pretrain_values(*args):
+  import run_pretrain  # pylint: disable=import-outside-toplevel
+  flag_values = absl_flags.FlagValues()
+  run_pretrain.define_flags(flag_values=flag_values)
+  flag_values(["run_pretrain.py", *args])
+  return cli.values(flag_values)
+
+
+class _NoNetworkGfile:
+  """`tf.io.gfile` with no route to GCS: every call raises TensorFlow's error (fast, and the same on any machine)."""
+
+  def exists(self, path):
+    raise tf.errors.FailedPreconditionError(None, None, "Error executing an HTTP request: libcurl code 6 meaning "
+                                            f"'Could not resolve hostname'\n\t when reading metadata of {path}")
+
+
+def test_a_remote_path_flag_that_cannot_be_read_names_the_flag(monkeypatch):
+  """No network, or a scheme TensorFlow has no file system for: every tool ended in a traceback from whichever
+  check reached the path first. `values()` asks each remote path flag once, and names it."""
+  from xlnet_tf import fileio  # pylint: disable=import-outside-toplevel
+  monkeypatch.setattr(fileio, "_gfile", _NoNetworkGfile)
+  with pytest.raises(cli.FlagError) as error:
+    _pretrain_values("--record_info_dir=/data/r", "--model_dir=gs://b/m")
+  assert str(error.value) == ("Cannot reach --model_dir gs://b/m: Error executing an HTTP request: libcurl code 6 "
+                              "meaning 'Could not resolve hostname'. Check the network and credentials (gcloud auth "
+                              "application-default login), or pass a local path.")
+  monkeypatch.undo()
+  with pytest.raises(cli.FlagError) as error:  # TensorFlow's own: no https:// file system in this build
+    _pretrain_values("--init_checkpoint=https://h/xlnet-base-cased", "--model_dir=/tmp/m")
+  assert str(error.value) == ("--init_checkpoint https://h/xlnet-base-cased: TensorFlow cannot read https:// paths "
+                              "here; download the model and pass its local directory.")
+
+
+@pytest.mark.parametrize("error, line", [
+    (tf.errors.FailedPreconditionError(None, None, "Error executing an HTTP request: libcurl code 6\n\t when reading "
+                                       "gs://b/r/corpus_info.json"),
+     "tool.py: error: Cannot reach --record_info_dir gs://b/r/corpus_info.json: Error executing an HTTP request: "
+     "libcurl code 6. Check the network and credentials (gcloud auth application-default login), or pass a local "
+     "path."),
+    (tf.errors.UnimplementedError(None, None, "File system scheme 's3' not implemented (file: 's3://b/m/x.index')"),
+     "tool.py: error: s3://b/m/x.index: TensorFlow cannot read s3:// paths here; copy it to a local disk and pass "
+     "its local path.")], ids=["unreachable", "unimplemented"])
+def test_a_tensorflow_error_on_a_remote_path_is_one_line_naming_its_flag(error, line, monkeypatch, capsys):
+  """Code that calls tf.io.gfile itself (a checkpoint's reader, a task's files) on a remote path that cannot be
+  read: one line, the flag whose value holds the path named where one does."""
+  monkeypatch.setattr(cli, "values", lambda: types.SimpleNamespace(record_info_dir="gs://b/r", model_dir="/tmp/m"))
+  def body(_):
+    raise error
+  with pytest.raises(SystemExit) as ended:
+    cli.cli_main("tool.py", body)(["tool.py"])
+  assert ended.value.code == 1
+  assert capsys.readouterr().err.strip().splitlines()[-1] == line
+
+
+def test_a_tensorflow_error_naming_another_url_is_not_taken_for_a_path(monkeypatch):
+  monkeypatch.setattr(cli, "values", lambda: types.SimpleNamespace(model_dir="/tmp/m"))
+  def body(_):
+    raise tf.errors.FailedPreconditionError(None, None, "Could not run op; see https://www.tensorflow.org/x")
+  with pytest.raises(tf.errors.FailedPreconditionError):
+    cli.cli_main("tool.py", body)(["tool.py"])

@@ -351,3 +351,67 @@ def test_the_root_directory_is_no_output_directory():
   for root in ("/", "//"):
     with pytest.raises(ValueError, match=f"Cannot use --export_dir {root} as an output directory: it is the root"):
       fileio.check_output_dir(root, "--export_dir", marker="saved_model.pb")
+
+
+class _UnreachableGfile:
+  """`tf.io.gfile` where GCS cannot be reached (no network) and https:// has no file system: each call raises
+  TensorFlow's error, except `isdir`, which (as TensorFlow's) answers False for any error."""
+
+  def __init__(self, tf):
+    self.tf = tf
+
+  def _fail(self, path, *args):
+    if str(path).startswith("https://"):
+      raise self.tf.errors.UnimplementedError(None, None,
+                                              f"File system scheme 'https' not implemented (file: '{path}')")
+    if str(path).startswith("gs://b/missing"):
+      raise self.tf.errors.NotFoundError(None, None, f"{path} not found")
+    raise self.tf.errors.FailedPreconditionError(None, None, (
+        "Error executing an HTTP request: libcurl code 6 meaning 'Could not resolve hostname', error details: Could "
+        f"not resolve host: www.googleapis.com\n\t when reading metadata of {path}"))
+
+  exists = listdir = glob = makedirs = stat = _fail
+
+  def isdir(self, path):
+    return False
+
+
+@pytest.fixture
+def unreachable(monkeypatch):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(fileio, "_gfile", lambda: _UnreachableGfile(tf))
+  return tf
+
+
+_CANNOT_REACH = ("Cannot reach {}gs://b/m: Error executing an HTTP request: libcurl code 6 meaning 'Could not resolve "
+                 "hostname', error details: Could not resolve host: www.googleapis.com. Check the network and "
+                 "credentials (gcloud auth application-default login), or pass a local path.")
+
+
+@pytest.mark.parametrize("call", [fileio.exists, fileio.isdir, fileio.listdir, fileio.makedirs, fileio.size,
+                                  lambda p: fileio.glob(p)])
+def test_a_remote_path_that_cannot_be_reached_is_one_line(call, unreachable):
+  """No network (or no credentials): TensorFlow's error (a traceback at every tool) becomes a `PathError` of one
+  line, the reason its first line; `named` names the flag. `isdir`, whose TensorFlow answer hides the error (a
+  --data_dir 'is not a directory'), raises it too."""
+  with pytest.raises(fileio.PathError) as raised:
+    call("gs://b/m")
+  assert str(raised.value) == _CANNOT_REACH.format("")
+  assert raised.value.path == "gs://b/m" and raised.value.named("--model_dir") == _CANNOT_REACH.format("--model_dir ")
+
+
+def test_a_scheme_tensorflow_has_no_file_system_for_is_one_line(unreachable):
+  with pytest.raises(fileio.PathError) as raised:
+    fileio.exists("https://h/xlnet-base-cased")
+  assert raised.value.named("--init_checkpoint") == (
+      "--init_checkpoint https://h/xlnet-base-cased: TensorFlow cannot read https:// paths here; download the model "
+      "and pass its local directory.")
+  assert raised.value.named("--data_dir") == (
+      "--data_dir https://h/xlnet-base-cased: TensorFlow cannot read https:// paths here; copy it to a local disk and "
+      "pass its local path.")
+
+
+def test_a_remote_path_that_is_not_there_is_left_to_its_caller(unreachable):
+  with pytest.raises(unreachable.errors.NotFoundError):
+    fileio.listdir("gs://b/missing")
+  assert fileio.remote_error(ValueError("gs://b/m")) is None  # not TensorFlow's: not a path error

@@ -10,6 +10,9 @@ stopped run leaves the whole set of the run before, never a mix of two runs. Not
 directory never replaces a file, and replaces an existing directory only if that is empty or holds the writer's
 marker file (`check_output_dir`). Locks between runs are in `locks.py`.
 
+A remote path that cannot be used (a file system TensorFlow lacks here or cannot reach) is a `PathError`: one line,
+which the CLIs complete with the flag whose value holds the path.
+
 TensorFlow is imported only for remote paths, so local data tools start fast.
 """
 
@@ -20,6 +23,7 @@ import glob as glob_lib
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import sys
@@ -42,24 +46,87 @@ def _gfile():
   return tf.io.gfile
 
 
+class PathError(ValueError):
+  """The path `path` cannot be used: one line, naming `what` (a flag) where the code that raised it knew it (else
+  None); `named(flag)` is the line naming `flag` (`cli.cli_main` finds the flag whose value holds `path`)."""
+
+  def __init__(self, path, describe, what=None):
+    self.path, self.what, self._describe = str(path), what, describe
+    super().__init__(describe(what))
+
+  def named(self, what):
+    return self._describe(what)
+
+
+_MODEL_FLAGS = ("--init_checkpoint", "--predict_ckpt", "--input")  # the flags that name a model
+
+
+def remote_error(error, path=None):
+  """The `PathError` of a TensorFlow error (`tf.errors.OpError`) on the remote path `path` (None: the first
+  `scheme://...` its message names): a file system TensorFlow does not have here (`https://`, `s3://`, `hdfs://`),
+  or one it cannot reach (no network, no credentials). None for any other error, and for a path that is not there
+  (NotFoundError), which the callers report themselves."""
+  if not (type(error).__module__.startswith("tensorflow") and hasattr(error, "error_code")):
+    return None
+  if type(error).__name__ == "NotFoundError":
+    return None
+  message = str(getattr(error, "message", error))
+  if path is None:
+    found = re.search(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]+", message)
+    if found is None:
+      return None
+    path = found.group(0).rstrip(".,;:)")
+  path = str(path)
+  scheme = path.split("://", 1)[0]
+  if type(error).__name__ == "UnimplementedError" and "File system scheme" in message:
+    def describe(what):
+      download = ("download the model and pass its local directory" if what in _MODEL_FLAGS else
+                  "copy it to a local disk and pass its local path")
+      return f"{what + ' ' if what else ''}{path}: TensorFlow cannot read {scheme}:// paths here; {download}."
+    return PathError(path, describe)
+  reason = (message.strip().splitlines() or [type(error).__name__])[0].strip().rstrip(".")
+  return PathError(path, lambda what: (
+      f"Cannot reach {what + ' ' if what else ''}{path}: {reason}. Check the network and credentials (gcloud auth "
+      "application-default login), or pass a local path."))
+
+
+def _remote(call, path, *args):
+  """`call(path, *args)` of `tf.io.gfile`, with a file system that is missing or cannot be reached raised as a
+  one-line `PathError` (`remote_error`) instead of TensorFlow's error."""
+  try:
+    return call(path, *args)
+  except Exception as e:  # pylint: disable=broad-except  (tf.errors.OpError: TensorFlow is imported only here)
+    error = remote_error(e, path)
+    if error is None:
+      raise
+    raise error from None
+
+
 def exists(path):
-  return _gfile().exists(path) if is_remote(path) else os.path.exists(path)
+  return _remote(_gfile().exists, path) if is_remote(path) else os.path.exists(path)
 
 
 def isdir(path):
-  return _gfile().isdir(path) if is_remote(path) else os.path.isdir(path)
+  """Whether `path` is a directory; for a remote path that is none, TensorFlow's `isdir` hides why (no network, a
+  file system it does not have), which `exists` raises (`PathError`)."""
+  if not is_remote(path):
+    return os.path.isdir(path)
+  if _gfile().isdir(path):
+    return True
+  exists(path)  # raises what `isdir` hid
+  return False
 
 
 def listdir(path):
   """The names in directory `path`, in `tf.io.gfile.listdir`'s order: the file system's, unsorted (the original's
   `tf.gfile.ListDirectory`). Every name but `.` and `..`, hidden ones included; remote subdirectories end in `/`."""
-  return _gfile().listdir(path)
+  return _remote(_gfile().listdir, path)
 
 
 def glob(pattern):
   """Sorted paths matching `pattern`; local ones include hidden files, as `tf.io.gfile.glob` (the original's)."""
   if is_remote(pattern):
-    return sorted(_gfile().glob(pattern))
+    return sorted(_remote(_gfile().glob, pattern))
   if _GLOB_HAS_INCLUDE_HIDDEN:
     return sorted(glob_lib.glob(pattern, include_hidden=True))
   found = set(glob_lib.glob(pattern))  # Python 3.10: a wildcard never matches a leading dot; add those names
@@ -84,7 +151,7 @@ def glob_in(directory, pattern):
 
 def makedirs(path):
   if path:
-    _gfile().makedirs(path) if is_remote(path) else os.makedirs(path, exist_ok=True)
+    _remote(_gfile().makedirs, path) if is_remote(path) else os.makedirs(path, exist_ok=True)
 
 
 def open_file(path, mode="r"):
@@ -96,7 +163,7 @@ def open_file(path, mode="r"):
 
 def size(path):
   """The file's size in bytes."""
-  return int(_gfile().stat(path).length) if is_remote(path) else os.path.getsize(path)
+  return int(_remote(_gfile().stat, path).length) if is_remote(path) else os.path.getsize(path)
 
 
 def sha256(path):

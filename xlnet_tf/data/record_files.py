@@ -131,7 +131,7 @@ def find_record_info(record_info_dir, split, spec, batch_flag=None):
       raise ValueError(f"--record_info_dir names one directory twice ({dirs[same.index(key)]!r} and {dirs[i]!r}): "
                        "its records would be read twice per epoch. Name each directory once.")
   for record_dir in dirs:
-    if not tf.io.gfile.isdir(record_dir):
+    if not fileio.isdir(record_dir):
       raise FileNotFoundError(f"--record_info_dir {record_dir!r} is not a directory. Pass data_utils.py's "
                               "<save_dir>/tfrecords (comma-separate several directories).")
     paths = fileio.glob_in(record_dir, pattern)
@@ -151,7 +151,7 @@ def find_record_info(record_info_dir, split, spec, batch_flag=None):
                          "Rewrite it with data_utils.py.")
       for name in names:
         local = os.path.join(record_dir, os.path.basename(name))
-        if not tf.io.gfile.exists(local):
+        if not fileio.exists(local):
           raise FileNotFoundError(f"record_info file {path} lists {name!r}, but {local} does not exist. Keep the "
                                   ".tfrecords files next to their record_info file.")
         info["filenames"].append(local)

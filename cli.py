@@ -17,6 +17,7 @@ import atexit
 import gc
 import math
 import os
+import re
 import signal
 import stat
 import sys
@@ -301,13 +302,22 @@ def _expand_user(name, value):
   return value
 
 
+_ONE_SLASH = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):/(?!/)")
+
+
 def _check_path(name, value):
-  """FlagError where a comma-separated part of the path flag --{name} is a remote path whose file system TensorFlow
-  does not have here or cannot reach (`fileio.remote_error`; asked once here, so that the line names the flag)."""
+  """FlagError where a comma-separated part of the path flag --{name} is `scheme:/x` (a `gs:/bucket` typo, which
+  was written to a local directory named `gs:`), or a remote path whose file system TensorFlow does not have here
+  or cannot reach (`fileio.remote_error`; asked once here, so that the line names the flag)."""
   if not (isinstance(value, str) and _is_path_flag(name)):
     return
   from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)
   for part in value.split(","):
+    typo = _ONE_SLASH.match(part)
+    if typo:
+      scheme, rest = typo.group(1), part[typo.end():]
+      raise FlagError(f"--{name} {part}: '{scheme}:/' has one slash, where a remote path has two ({scheme}://...). "
+                      f"Pass {scheme}://{rest}, or ./{part} for a local directory named '{scheme}:'.")
     if fileio.is_remote(part):
       try:
         fileio.exists(part)
@@ -320,7 +330,7 @@ def values(flag_values=absl_flags.FLAGS):
   flag's leading `~` is the user's home (`_expand_user`), a HuggingFace hub cache directory given as the model to
   read its snapshot (`_hub_snapshot`). A float flag that is nan or infinite is a FlagError (absl takes
   `--learning_rate=nan`; a run trained to its first non-finite loss, and wrote a run_flags.json that is no json), so
-  is a remote path flag TensorFlow cannot read here (`_check_path`)."""
+  is a path flag with a `gs:/` typo or a remote path TensorFlow cannot read here (`_check_path`)."""
   own = flag_values.get_flags_for_module(flags)
   for f in own:
     if isinstance(f.value, float) and not math.isfinite(f.value):

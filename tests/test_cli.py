@@ -472,3 +472,15 @@ def test_a_tensorflow_error_naming_another_url_is_not_taken_for_a_path(monkeypat
     raise tf.errors.FailedPreconditionError(None, None, "Could not run op; see https://www.tensorflow.org/x")
   with pytest.raises(tf.errors.FailedPreconditionError):
     cli.cli_main("tool.py", body)(["tool.py"])
+
+
+def test_a_path_flag_with_one_slash_after_its_scheme_is_refused():
+  """`--model_dir=gs:/bucket/m` trained into a local directory named `gs:` (lost with a TPU VM), its last line
+  naming `gs:/bucket/m` as if remote. A `./gs:/...` directory is still a local name."""
+  with pytest.raises(cli.FlagError) as error:
+    _pretrain_values("--record_info_dir=/data/a,s3:/b/r", "--model_dir=/tmp/m")
+  assert str(error.value) == ("--record_info_dir s3:/b/r: 's3:/' has one slash, where a remote path has two "
+                              "(s3://...). Pass s3://b/r, or ./s3:/b/r for a local directory named 's3:'.")
+  with pytest.raises(cli.FlagError, match=r"^--model_dir gs:/my-bucket/m: 'gs:/' has one slash"):
+    _pretrain_values("--record_info_dir=/data/r", "--model_dir=gs:/my-bucket/m")
+  assert _pretrain_values("--record_info_dir=/data/r", "--model_dir=./gs:/b/m").model_dir == "./gs:/b/m"

@@ -484,3 +484,17 @@ def test_a_path_flag_with_one_slash_after_its_scheme_is_refused():
   with pytest.raises(cli.FlagError, match=r"^--model_dir gs:/my-bucket/m: 'gs:/' has one slash"):
     _pretrain_values("--record_info_dir=/data/r", "--model_dir=gs:/my-bucket/m")
   assert _pretrain_values("--record_info_dir=/data/r", "--model_dir=./gs:/b/m").model_dir == "./gs:/b/m"
+
+
+def test_a_directory_made_through_a_link_to_nowhere_is_named_by_its_flag(tmp_path, monkeypatch, capsys):
+  """A directory that library code makes (`fileio.makedirs`: --xla_cache_dir's) through a dangling symbolic link:
+  the line names the flag whose value it is (it said 'cannot be written (FileExistsError: [Errno 17] File exists')."""
+  from xlnet_tf import fileio  # pylint: disable=import-outside-toplevel
+  (tmp_path / "cache").symlink_to(tmp_path / "disk")
+  monkeypatch.setattr(cli, "values", lambda: types.SimpleNamespace(xla_cache_dir=str(tmp_path / "cache")))
+  with pytest.raises(SystemExit) as ended:
+    cli.cli_main("tool.py", lambda o: fileio.makedirs(o.xla_cache_dir))(["tool.py"])
+  assert ended.value.code == 1
+  assert capsys.readouterr().err.strip().splitlines()[-1] == (
+      f"tool.py: error: Cannot use --xla_cache_dir {tmp_path}/cache: it is a symbolic link to {tmp_path}/disk, which "
+      f"does not exist (an unmounted disk?). Create {tmp_path}/disk or pass another --xla_cache_dir.")

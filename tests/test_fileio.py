@@ -415,3 +415,31 @@ def test_a_remote_path_that_is_not_there_is_left_to_its_caller(unreachable):
   with pytest.raises(unreachable.errors.NotFoundError):
     fileio.listdir("gs://b/missing")
   assert fileio.remote_error(ValueError("gs://b/m")) is None  # not TensorFlow's: not a path error
+
+
+@pytest.mark.parametrize("below", [False, True], ids=["the_directory", "above_it"])
+def test_an_output_directory_through_a_symbolic_link_to_nowhere_is_named(below, tmp_path):
+  """A symbolic link to an unmounted disk (or one that loops) as an output directory, or above it: the tools said
+  "[Errno 2] No such file or directory" (or "[Errno 40] Too many levels of symbolic links", or, making it, a
+  FileExistsError) for a directory they were asked to make, naming no flag."""
+  (tmp_path / "dangling").symlink_to(tmp_path / "disk" / "exp")
+  (tmp_path / "loop").symlink_to(tmp_path / "loop")
+  sub = "/run1" if below else ""
+  which = f"{tmp_path}/dangling is" if below else "it is"
+  for call in (lambda p: fileio.check_output_dir(p, "--model_dir"), fileio.makedirs):
+    with pytest.raises(fileio.PathError) as raised:
+      call(f"{tmp_path}/dangling{sub}")
+    assert raised.value.named("--model_dir") == (
+        f"Cannot use --model_dir {tmp_path}/dangling{sub}: {which} a symbolic link to {tmp_path}/disk/exp, which "
+        f"does not exist (an unmounted disk?). Create {tmp_path}/disk/exp or pass another --model_dir.")
+    with pytest.raises(fileio.PathError) as raised:
+      call(f"{tmp_path}/loop{sub}")
+    which = f"{tmp_path}/loop is" if below else "it is"
+    assert raised.value.named("--save_dir") == (
+        f"Cannot use --save_dir {tmp_path}/loop{sub}: {which} a symbolic link that loops ({tmp_path}/loop -> "
+        f"{tmp_path}/loop). Point it at a directory or pass another --save_dir.")
+    which = f"{tmp_path}/dangling is" if below else "it is"
+  (tmp_path / "disk" / "exp").mkdir(parents=True)  # the disk mounted: a link to a directory is used as it
+  fileio.check_output_dir(f"{tmp_path}/dangling{sub}", "--model_dir")
+  fileio.makedirs(f"{tmp_path}/dangling{sub}")
+  assert os.path.isdir(f"{tmp_path}/disk/exp{sub}")

@@ -10,8 +10,8 @@ stopped run leaves the whole set of the run before, never a mix of two runs. Not
 directory never replaces a file, and replaces an existing directory only if that is empty or holds the writer's
 marker file (`check_output_dir`). Locks between runs are in `locks.py`.
 
-A remote path that cannot be used (a file system TensorFlow lacks here or cannot reach) is a `PathError`: one line,
-which the CLIs complete with the flag whose value holds the path.
+A path that cannot be used (a remote file system TensorFlow lacks or cannot reach, a symbolic link to nowhere) is a
+`PathError`: one line, which the CLIs complete with the flag whose value holds the path.
 
 TensorFlow is imported only for remote paths, so local data tools start fast.
 """
@@ -150,8 +150,47 @@ def glob_in(directory, pattern):
 
 
 def makedirs(path):
-  if path:
-    _remote(_gfile().makedirs, path) if is_remote(path) else os.makedirs(path, exist_ok=True)
+  """Makes the directory `path` and those above it; a local one through a symbolic link that leads nowhere or loops
+  is a one-line `PathError` (`check_links`)."""
+  if not path:
+    return
+  if is_remote(path):
+    _remote(_gfile().makedirs, path)
+    return
+  check_links(path)
+  os.makedirs(path, exist_ok=True)
+
+
+def check_links(path, what=None):
+  """`PathError` where the local directory `path` to be written (or made) is, or lies below, a symbolic link whose
+  target does not exist (an unmounted disk) or that loops: `os.makedirs` and the checks after it said only
+  "[Errno 2] No such file or directory" or "[Errno 40] Too many levels of symbolic links". `what`: how the user
+  named `path` (e.g. "--model_dir")."""
+  path = str(path).rstrip("/")
+  if not path or is_remote(path):
+    return
+  link = path
+  while link and not os.path.lexists(link):  # the nearest name that is there (a link that leads nowhere is)
+    link = os.path.dirname(link)
+  if not link or not os.path.islink(link):
+    return
+  try:
+    os.stat(link)
+    return  # it leads to something
+  except OSError as e:
+    if e.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+      return  # e.g. a target this user may not look at: the checks after this one say so
+    loops, target = e.errno == errno.ELOOP, os.path.realpath(link)
+  def describe(flag):
+    name = f"{flag} {path}" if flag else path
+    which = "it is" if link == path else f"{link} is"
+    other = f"another {flag}" if flag else "another directory"
+    if loops:
+      return (f"Cannot use {name}: {which} a symbolic link that loops ({link} -> {os.readlink(link)}). Point it at a "
+              f"directory or pass {other}.")
+    return (f"Cannot use {name}: {which} a symbolic link to {target}, which does not exist (an unmounted disk?). "
+            f"Create {target} or pass {other}.")
+  raise PathError(path, describe, what)
 
 
 def open_file(path, mode="r"):
@@ -217,13 +256,15 @@ def check_output_dir(path, what=None, marker=None):
       (a SavedModel's `saved_model.pb`; "": none, only an empty directory is replaced).
 
   Raises:
-    ValueError: `path` (or, locally, a directory above it) is an existing file; with `what` (a user's flag),
+    ValueError: `path` (or, locally, a directory above it) is an existing file, or a symbolic link that leads
+      nowhere or loops (`check_links`); with `what` (a user's flag),
       locally, `path` or the directory it would be made in cannot be written; with `marker`, `path` is a non-empty
       directory without `marker`. The message names `path`, which is left as it is.
   """
   if str(path) and not str(path).strip("/"):
     raise ValueError(f"Cannot use {what + ' ' if what else ''}{path} as an output directory: it is the root "
                      "directory. Pass a directory (new, or one this tool wrote).")
+  check_links(path, what)
   path = str(path).rstrip("/")
   name = f"{what} {path}" if what else path
   above = path

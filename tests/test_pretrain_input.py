@@ -337,6 +337,23 @@ def test_comma_separated_dirs_and_basename_rewrite(tmp_path):
     find_record_info(f"{tmp_path / 'a'},{tmp_path / 'b'}", **kw)
 
 
+def test_a_record_directory_named_with_a_comma_is_not_split_silently(tmp_path):
+  """--record_info_dir is comma-separated (as the original's): `pd,v2/tfrecords` split into `pd` (a save_dir of
+  another corpus) and `v2/tfrecords`, and the error that followed advised `pd/tfrecords`, the other corpus."""
+  _write_records(str(tmp_path / "pd" / "tfrecords"), 0, 2)
+  _write_records(str(tmp_path / "pd,v2" / "tfrecords"), 0, 3)
+  (tmp_path / "pd" / "corpus_info.json").write_text('{"vocab_size": 7}')
+  kw = _small_kw()
+  kw.pop("options")
+  line = (rf"^--record_info_dir '{tmp_path}/pd,v2/tfrecords' is read as a comma-separated list: it was split at its "
+          rf"commas into 2 directories \('{tmp_path}/pd', 'v2/tfrecords'\), but it is one directory\. A directory "
+          r"name in this flag may not hold a comma")
+  with pytest.raises(ValueError, match=line):
+    find_record_info(f"{tmp_path}/pd,v2/tfrecords", **kw)
+  with pytest.raises(ValueError, match=line):  # the vocabulary of the other corpus was read before
+    read_corpus_info(f"{tmp_path}/pd,v2/tfrecords")
+
+
 @pytest.mark.parametrize("over, match", [
     (dict(perm_size=6), "--perm_size must divide both reuse_len and seq_len - reuse_len"),
     (dict(reuse_len=32), "--reuse_len must be smaller than --seq_len"),

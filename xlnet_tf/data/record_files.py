@@ -99,6 +99,19 @@ def _mismatch_message(record_dir, pattern, asked, batch_flag=None):
   return f"{head} Found {len(found)} record_info file(s): {shown}.{fix}"
 
 
+def record_dirs(record_info_dir):
+  """The directories of --record_info_dir, a comma-separated list (as the original's); ValueError where the value
+  is itself a directory whose name holds a comma and the parts it splits into are not all directories (the parts
+  named another corpus, or none)."""
+  dirs = [d for d in str(record_info_dir).split(",") if d]
+  if len(dirs) > 1 and fileio.isdir(record_info_dir) and not all(fileio.isdir(d) for d in dirs):
+    raise ValueError(f"--record_info_dir {record_info_dir!r} is read as a comma-separated list: it was split at its "
+                     f"commas into {len(dirs)} directories ({', '.join(repr(d) for d in dirs)}), but it is one "
+                     "directory. A directory name in this flag may not hold a comma: rename the directory (or link "
+                     "it under a name without one) and pass that.")
+  return dirs
+
+
 def find_record_info(record_info_dir, split, spec, batch_flag=None):
   """Finds the record files written by `data_utils.py` with these settings, as the original `get_input_fn`.
 
@@ -119,12 +132,13 @@ def find_record_info(record_info_dir, split, spec, batch_flag=None):
 
   Raises:
     FileNotFoundError: a directory or a listed record file does not exist.
-    ValueError: no record_info file matches (the message lists what is there and which fields differ).
+    ValueError: a directory named with a comma (`record_dirs`); no record_info file matches (the message lists
+      what is there and which fields differ).
   """
   pattern = record_info_glob(split, spec)
   asked = _name_fields(split, spec)
   info = {"filenames": [], "num_batch": 0, "file_num_batch": []}
-  dirs = [d for d in str(record_info_dir).split(",") if d]
+  dirs = record_dirs(record_info_dir)
   same = [d.rstrip("/") if fileio.is_remote(d) else os.path.realpath(d) for d in dirs]
   for i, key in enumerate(same):
     if key in same[:i]:
@@ -238,7 +252,7 @@ def read_corpus_info(record_dir):
   `data_utils.py` writes it in `<save_dir>`, the parent of the `tfrecords/` directory the trainer is given; a copy
   beside the records is found too. `record_dir` may be comma-separated (the first one with a file wins).
   """
-  for one_dir in str(record_dir).split(","):
+  for one_dir in record_dirs(record_dir):
     for path in (os.path.join(one_dir, "corpus_info.json"),
                  os.path.join(os.path.dirname(os.path.normpath(one_dir)), "corpus_info.json")):
       if not fileio.exists(path):

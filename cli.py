@@ -366,13 +366,12 @@ def _flag_of(options, path):
   from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
   best = None
   for name, value in sorted(vars(options or types.SimpleNamespace()).items()):
-    if not (isinstance(value, str) and value and _is_path_flag(name)):
+    if not (isinstance(value, str) and _is_path_flag(name)):
       continue
-    for part in value.split(","):
-      for rank, held in ((2, fileio.is_within(path, part)), (1, fileio.is_within(part, path)),
-                         (0, fileio.is_within(path, os.path.dirname(part.rstrip("/"))))):
-        if held and (best is None or (rank, len(part)) > best[0]):
-          best = ((rank, len(part)), f"--{name}")
+    for part in filter(None, value.split(",")):  # an empty part would be the working directory, holding all
+      rank = 2 if fileio.is_within(path, part) else 1 if fileio.is_within(part, path) else None
+      if rank and (best is None or (rank, len(part)) > best[0]):
+        best = ((rank, len(part)), f"--{name}")
   return best and best[1]
 
 

@@ -498,3 +498,12 @@ def test_a_directory_made_through_a_link_to_nowhere_is_named_by_its_flag(tmp_pat
   assert capsys.readouterr().err.strip().splitlines()[-1] == (
       f"tool.py: error: Cannot use --xla_cache_dir {tmp_path}/cache: it is a symbolic link to {tmp_path}/disk, which "
       f"does not exist (an unmounted disk?). Create {tmp_path}/disk or pass another --xla_cache_dir.")
+
+
+def test_the_flag_of_a_path_is_the_one_whose_value_holds_it():
+  """Not a flag whose value has an empty part or a file in the working directory (both 'hold' every path there)."""
+  here = os.path.abspath("cache")
+  options = types.SimpleNamespace(init_checkpoint="x.ckpt", record_info_dir="a,,b", xla_cache_dir="/elsewhere/c")
+  assert cli._flag_of(options, here) is None  # pylint: disable=protected-access
+  options.xla_cache_dir = "cache"
+  assert cli._flag_of(options, os.path.join(here, "sub")) == "--xla_cache_dir"  # pylint: disable=protected-access

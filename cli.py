@@ -317,7 +317,7 @@ def _check_path(name, value):
     if typo:
       scheme, rest = typo.group(1), part[typo.end():]
       raise FlagError(f"--{name} {part}: '{scheme}:/' has one slash, where a remote path has two ({scheme}://...). "
-                      f"Pass {scheme}://{rest}, or ./{part} for a local directory named '{scheme}:'.")
+                      f"Pass {scheme}://{rest}, or ./{part} for a local path under a directory named '{scheme}:'.")
     if fileio.is_remote(part):
       try:
         fileio.exists(part)

@@ -480,7 +480,7 @@ def test_a_path_flag_with_one_slash_after_its_scheme_is_refused():
   with pytest.raises(cli.FlagError) as error:
     _pretrain_values("--record_info_dir=/data/a,s3:/b/r", "--model_dir=/tmp/m")
   assert str(error.value) == ("--record_info_dir s3:/b/r: 's3:/' has one slash, where a remote path has two "
-                              "(s3://...). Pass s3://b/r, or ./s3:/b/r for a local directory named 's3:'.")
+                              "(s3://...). Pass s3://b/r, or ./s3:/b/r for a local path under a directory named 's3:'.")
   with pytest.raises(cli.FlagError, match=r"^--model_dir gs:/my-bucket/m: 'gs:/' has one slash"):
     _pretrain_values("--record_info_dir=/data/r", "--model_dir=gs:/my-bucket/m")
   assert _pretrain_values("--record_info_dir=/data/r", "--model_dir=./gs:/b/m").model_dir == "./gs:/b/m"

@@ -308,7 +308,9 @@ _ONE_SLASH = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):/(?!/)")
 def _check_path(name, value):
   """FlagError where a comma-separated part of the path flag --{name} is `scheme:/x` (a `gs:/bucket` typo, which
   was written to a local directory named `gs:`), or a remote path whose file system TensorFlow does not have here
-  or cannot reach (`fileio.remote_error`; asked once here, so that the line names the flag)."""
+  or cannot reach (`fileio.remote_error`; asked once here, so that the line names the flag), or a local pipe or
+  device (the tools read an input more than once: data_utils.py lost the first 4 KiB of /dev/stdin's text,
+  run_classifier.py kept the digest of an empty SentencePiece model)."""
   if not (isinstance(value, str) and _is_path_flag(name)):
     return
   from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)
@@ -323,6 +325,15 @@ def _check_path(name, value):
         fileio.exists(part)
       except fileio.PathError as e:
         raise FlagError(e.named(f"--{name}")) from None
+      continue
+    try:
+      mode = os.stat(part).st_mode
+    except (OSError, ValueError):
+      continue  # not there (yet): said where it is read or written
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode):  # /dev/stdin, <(zcat f), a FIFO
+      raise FlagError(f"--{name}={part} is a pipe or a device, not a file: the tools read an input more than once (a "
+                      "check, then the read), and a stream gives its bytes once. Write it to a file first (e.g. zcat "
+                      "corpus.gz > corpus.txt) and pass that.")
 
 
 def values(flag_values=absl_flags.FLAGS):
@@ -336,7 +347,6 @@ def values(flag_values=absl_flags.FLAGS):
     if isinstance(f.value, float) and not math.isfinite(f.value):
       raise FlagError(f"--{f.name} must be a finite number. Received: {f.value}.")
   options = types.SimpleNamespace(**{f.name: _expand_user(f.name, f.value) for f in own})
-  _refuse_streams(options)
   for name, value in vars(options).items():
     _check_path(name, value)
   for name in ("init_checkpoint", "predict_ckpt", "input"):
@@ -345,21 +355,6 @@ def values(flag_values=absl_flags.FLAGS):
   return options
 
 
-def _refuse_streams(options):
-  """FlagError for a path flag naming a pipe or a device (`<(zcat f)`, /dev/stdin, a FIFO): the tools read an
-  input more than once (a check, then the read; a digest), and a stream gives its bytes once: data_utils.py lost the
-  first 4 KiB of the text, run_classifier.py recorded the digest of an empty SentencePiece model."""
-  for name, value in vars(options).items():
-    if isinstance(value, str) and (name == "input" or name.endswith(_PATH_FLAG_SUFFIXES)):
-      for part in value.split(","):
-        try:
-          mode = os.stat(part).st_mode
-        except (OSError, ValueError):
-          continue  # not there (yet), or remote: said where it is read
-        if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode):
-          raise FlagError(f"--{name}={part} is a pipe or a device, not a file: the tools read an input more than "
-                          "once (a check, then the read), and a stream gives its bytes once. Write it to a file "
-                          "first (e.g. zcat corpus.gz > corpus.txt) and pass that.")
 def _flag_of(options, path):
   """The flag (`--name`) of the options `options` whose path value holds `path` (the value itself, a file in it, or
   a directory above it; the closest wins), or None."""

@@ -321,10 +321,19 @@ def _corrupt_copies(root):
   # Incomplete weights: a tensor left out of a safetensors file; a shard index that leaves out a shard; a shard
   # replaced by another; indexes of another shape, or naming a shard by a path.
   from safetensors.numpy import save_file  # pylint: disable=import-outside-toplevel
-  shutil.copytree(f"{DATA}/lm_safetensors", root / "no_ff_weight")
-  weights = load_file(str(root / "no_ff_weight" / "model.safetensors"))
-  del weights["transformer.layer.1.ff.layer_1.weight"]
-  save_file(weights, str(root / "no_ff_weight" / "model.safetensors"))
+  # Weights of layer 1 (layer 0 fits the config) of another shape or type; one that is left out.
+  ff_2, r_w = "transformer.layer.1.ff.layer_2.weight", "transformer.layer.1.rel_attn.r_w_bias"
+  for name, key, edit in (("no_ff_weight", "transformer.layer.1.ff.layer_1.weight", None),
+                          ("wide_layer_1", ff_2, lambda w: np.zeros([8, 12], np.float32)),
+                          ("wide_bias_layer_1", r_w, lambda w: np.zeros([2, 5], np.float32)),
+                          ("int_weight", ff_2, lambda w: w.astype(np.int32))):
+    shutil.copytree(f"{DATA}/lm_safetensors", root / name)
+    weights = load_file(str(root / name / "model.safetensors"))
+    if edit:
+      weights[key] = edit(weights[key])
+    else:
+      del weights[key]
+    save_file(weights, str(root / name / "model.safetensors"))
   sharded = "cls_safetensors_sharded"
   index_name = "model.safetensors.index.json"
   index = json.loads(open(f"{DATA}/{sharded}/{index_name}").read())
@@ -364,6 +373,11 @@ def _corrupt_copies(root):
     ("several_heads", "holds several heads"), ("d_head", "d_head=6 is not d_model / n_head"),
     ("output_is_a_file", "as a directory: it is a file"),
     ("no_ff_weight", r"\(XLNetLMHeadModel\) lacks transformer.layer.1.ff.layer_1.weight: its weights are incomplete"),
+    ("wide_layer_1", r"model.safetensors: transformer.layer.1.ff.layer_2.weight has the shape \[8, 12\], where the "
+                     r"model of its config.json has \[8, 11\]: the weights file is damaged"),
+    ("wide_bias_layer_1", r"transformer.layer.1.rel_attn.r_w_bias has the shape \[2, 5\], where the model of its "
+                          r"config.json has \[2, 4\]"),
+    ("int_weight", "transformer.layer.1.ff.layer_2.weight holds int32 values, not floating-point weights"),
     ("index_of_one_shard", r"\(XLNetForSequenceClassification\) lacks sequence_summary.summary.weight, "
                            "sequence_summary.summary.bias, logits_proj.weight, logits_proj.bias"),
     ("shard_swapped", "model-00002-of-00002.safetensors lacks logits_proj.bias, .*index.json places there: the shard "

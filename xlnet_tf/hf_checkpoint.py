@@ -71,6 +71,58 @@ ARCHITECTURES = {  # HF class -> the heads it holds (beyond the backbone)
     "XLNetForMultipleChoice": {**_SUMMARY, **_PROJ}, "XLNetForQuestionAnswering": _QA,
 }
 RACE_SCOPE = "logits/dense"  # the original run_race.py's `tf.variable_scope("logits")` + dense
+POOLING = ("XLNetForSequenceClassification", "XLNetForMultipleChoice")  # the heads on HF's SequenceSummary
+
+
+def original_shapes(c):
+  """{original backbone name: shape} of an XLNetConfig."""
+  bias = [c.n_layer, c.n_head, c.d_head] if c.untie_r else [c.n_head, c.d_head]
+  shapes = {"model/transformer/word_embedding/lookup_table": [c.n_token, c.d_model],
+            "model/transformer/seg_embed": [c.n_layer, 2, c.n_head, c.d_head],
+            **{f"model/transformer/{n}": bias for n in STACKED[:3]}}
+  for i in range(c.n_layer):
+    prefix = f"model/transformer/layer_{i}/"
+    shapes.update({prefix + f"rel_attn/{w}/kernel": [c.d_model, c.n_head, c.d_head] for w in "qkvor"})
+    shapes.update({prefix + f"{b}/LayerNorm/{g}": [c.d_model] for b in ("rel_attn", "ff") for g in ("gamma", "beta")})
+    shapes.update({prefix + "ff/layer_1/kernel": [c.d_model, c.d_inner], prefix + "ff/layer_1/bias": [c.d_inner],
+                   prefix + "ff/layer_2/kernel": [c.d_inner, c.d_model], prefix + "ff/layer_2/bias": [c.d_model]})
+  return shapes
+
+
+def hf_shapes(c, num_labels):
+  """{HF name: shape} of every weight an HF model of the XLNetConfig `c` (untied) may hold, in PyTorch's layouts
+  (a Linear's weight [out, in]); `num_labels`: the rows of `logits_proj`."""
+  d, shapes = c.d_model, original_shapes(c)
+  expected = {"transformer.word_embedding.weight": [c.n_token, d], "transformer.mask_emb": [1, 1, d],
+              "lm_loss.bias": [c.n_token], "sequence_summary.summary.weight": [d, d],
+              "sequence_summary.summary.bias": [d], "logits_proj.weight": [num_labels, d],
+              "logits_proj.bias": [num_labels], "start_logits.dense.weight": [1, d], "start_logits.dense.bias": [1],
+              "end_logits.LayerNorm.weight": [d], "end_logits.LayerNorm.bias": [d],
+              "end_logits.dense_1.weight": [1, d], "end_logits.dense_1.bias": [1],
+              "answer_class.dense_1.weight": [1, d],
+              **{f"{head}.dense_0.{w}": [d, 2 * d] if w == "weight" else [d]
+                 for head in ("end_logits", "answer_class") for w in ("weight", "bias")}}
+  for i in range(c.n_layer):
+    for hf, (name, transposed) in LAYER_NAMES.items():
+      shape = shapes[f"model/transformer/layer_{i}/{name}"]
+      expected[f"transformer.layer.{i}.{hf}"] = shape[::-1] if transposed else shape
+    for name in STACKED:  # the original's [n_layer, ...] array, one row per HF layer
+      expected[f"transformer.layer.{i}.rel_attn.{name}"] = shapes[f"model/transformer/{name}"][1:]
+  return expected
+
+
+def float32_weight(name, array, source, shape=None):
+  """`array`, the weight `name` of the weights file `source`, as float32; a ValueError naming them where it is not
+  of a floating-point type or not of `shape` (a list; None: any)."""
+  array = np.asarray(array)
+  if array.dtype.kind != "f" and array.dtype.name != "bfloat16":
+    raise ValueError(f"{source}: {name} holds {array.dtype} values, not floating-point weights: the weights file is "
+                     "damaged or not a model's. Download it again.")
+  if shape is not None and list(array.shape) != list(shape):
+    raise ValueError(f"{source}: {name} has the shape {list(array.shape)}, where the model of its config.json has "
+                     f"{list(shape)}: the weights file is damaged or holds another model's weights. Download it "
+                     "again.")
+  return array.astype(np.float32, copy=False)
 
 
 def is_hf_directory(path):
@@ -259,15 +311,17 @@ def hf_to_original(config, weights, source, task_name=None, cls_scope=None):
     raise ValueError(f"{source} ({architecture}) lacks {', '.join(missing[:4])}"
                      f"{f' and {len(missing) - 4} more' if len(missing) > 4 else ''}: its weights are incomplete (a "
                      "download cut short, or a shard left out). Download the model again.")
+  # Every weight's shape (layer 0's, checked against the config, says the config fits) and type, before any is used.
+  classes = (np.shape(weights["logits_proj.weight"]) or (0,))[0] if "logits_proj.weight" in weights else 0
+  shapes = hf_shapes(xlnet_config, classes)
   arrays, stacked, unknown = {}, {n: {} for n in STACKED}, []
   for name, array in weights.items():
-    array = np.asarray(array, np.float32)
     layer = re.match(r"^transformer\.layer\.(\d+)\.(.+)$", name)
     if layer and layer.group(2) in LAYER_NAMES:
       target, transposed = LAYER_NAMES[layer.group(2)]
       target = f"model/transformer/layer_{layer.group(1)}/{target}"
     elif layer and layer.group(2).startswith("rel_attn.") and layer.group(2)[9:] in STACKED:
-      stacked[layer.group(2)[9:]][int(layer.group(1))] = array
+      stacked[layer.group(2)[9:]][int(layer.group(1))] = float32_weight(name, array, source, shapes[name])
       continue
     elif name in table:
       target, transposed = table[name]
@@ -275,6 +329,7 @@ def hf_to_original(config, weights, source, task_name=None, cls_scope=None):
     else:
       unknown.append(name)
       continue
+    array = float32_weight(name, array, source, shapes[name])
     arrays[target] = array.T if transposed else array
   if unknown:
     raise ValueError(f"{source} ({architecture}) has weights the original XLNet lacks (an unknown head): "

@@ -5,28 +5,14 @@ import re
 
 import numpy as np
 
-from xlnet_tf.hf_checkpoint import ARCHITECTURES, BACKBONE, LAYER_NAMES, RACE_SCOPE, STACKED, SUMMARY_TYPES
-
-
-def _expected_shapes(c):
-  """{original backbone name: shape} of an XLNetConfig."""
-  bias = [c.n_layer, c.n_head, c.d_head] if c.untie_r else [c.n_head, c.d_head]
-  shapes = {"model/transformer/word_embedding/lookup_table": [c.n_token, c.d_model],
-            "model/transformer/seg_embed": [c.n_layer, 2, c.n_head, c.d_head],
-            **{f"model/transformer/{n}": bias for n in STACKED[:3]}}
-  for i in range(c.n_layer):
-    prefix = f"model/transformer/layer_{i}/"
-    shapes.update({prefix + f"rel_attn/{w}/kernel": [c.d_model, c.n_head, c.d_head] for w in "qkvor"})
-    shapes.update({prefix + f"{b}/LayerNorm/{g}": [c.d_model] for b in ("rel_attn", "ff") for g in ("gamma", "beta")})
-    shapes.update({prefix + "ff/layer_1/kernel": [c.d_model, c.d_inner], prefix + "ff/layer_1/bias": [c.d_inner],
-                   prefix + "ff/layer_2/kernel": [c.d_inner, c.d_model], prefix + "ff/layer_2/bias": [c.d_model]})
-  return shapes
+from xlnet_tf.hf_checkpoint import (ARCHITECTURES, BACKBONE, LAYER_NAMES, RACE_SCOPE, STACKED, SUMMARY_TYPES,
+                                    original_shapes)
 
 
 def check_config(arrays, xlnet_config, source):
   """ValueError unless the backbone of {original name: array} has the shapes of xlnet_config (every one present)."""
   bad = [f"{n}: {'missing' if n not in arrays else list(arrays[n].shape)} (config: {s})"
-         for n, s in _expected_shapes(xlnet_config).items() if n not in arrays or list(arrays[n].shape) != s]
+         for n, s in original_shapes(xlnet_config).items() if n not in arrays or list(arrays[n].shape) != s]
   if bad:
     raise ValueError(f"{source}: the config does not match the checkpoint: {'; '.join(bad[:3])}"
                      f"{f'; and {len(bad) - 3} more' if len(bad) > 3 else ''}. Pass the xlnet_config.json that came "

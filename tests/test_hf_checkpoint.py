@@ -326,7 +326,8 @@ def _corrupt_copies(root):
   for name, key, edit in (("no_ff_weight", "transformer.layer.1.ff.layer_1.weight", None),
                           ("wide_layer_1", ff_2, lambda w: np.zeros([8, 12], np.float32)),
                           ("wide_bias_layer_1", r_w, lambda w: np.zeros([2, 5], np.float32)),
-                          ("int_weight", ff_2, lambda w: w.astype(np.int32))):
+                          ("int_weight", ff_2, lambda w: w.astype(np.int32)),
+                          ("nan_weight", ff_2, lambda w: np.where(np.arange(w.size).reshape(w.shape) == 5, np.nan, w))):
     shutil.copytree(f"{DATA}/lm_safetensors", root / name)
     weights = load_file(str(root / name / "model.safetensors"))
     if edit:
@@ -378,6 +379,8 @@ def _corrupt_copies(root):
     ("wide_bias_layer_1", r"transformer.layer.1.rel_attn.r_w_bias has the shape \[2, 5\], where the model of its "
                           r"config.json has \[2, 4\]"),
     ("int_weight", "transformer.layer.1.ff.layer_2.weight holds int32 values, not floating-point weights"),
+    ("nan_weight", r"model.safetensors: transformer.layer.1.ff.layer_2.weight holds NaN or infinite values \(1 of "
+                   r"88\): the checkpoint is damaged, or from a diverged run"),
     ("index_of_one_shard", r"\(XLNetForSequenceClassification\) lacks sequence_summary.summary.weight, "
                            "sequence_summary.summary.bias, logits_proj.weight, logits_proj.bias"),
     ("shard_swapped", "model-00002-of-00002.safetensors lacks logits_proj.bias, .*index.json places there: the shard "
@@ -398,6 +401,22 @@ def test_bad_inputs_are_one_line(case, words, tmp_path):
     convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=inputs.get(case, str(root / case)),
                                         output_dir=output_dir, **extra), log_fn=lambda line: None)
   assert "\n" not in str(error.value)
+  assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("to", ["hf", "tf1"])
+def test_a_tf1_checkpoint_holding_nan_or_inf_is_refused_naming_the_weight(to, tmp_path):
+  """An original-format checkpoint with an infinite weight (a diverged run's) converted to HF, or cleaned to its
+  weights: refused naming the weight, nothing written (it converted, and predictions from it were NaN, exit 0)."""
+  config, arrays, _ = hf_checkpoint.read_hf_checkpoint(f"{DATA}/lm_safetensors")
+  name = "model/transformer/layer_1/ff/layer_2/bias"
+  arrays[name] = np.where(np.arange(arrays[name].size) == 3, np.inf, arrays[name]).astype(np.float32)
+  checkpoint.write_original_checkpoint(arrays, str(tmp_path / "tf1" / "xlnet_model.ckpt"))
+  config.to_json(str(tmp_path / "tf1" / "xlnet_config.json"))
+  with pytest.raises(ValueError, match=f"^{tmp_path}/tf1/xlnet_model.ckpt: {name} holds NaN or infinite values "
+                                       r"\(1 of 8\): the checkpoint is damaged, or from a diverged run"):
+    convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=str(tmp_path / "tf1"), to=to,
+                                        output_dir=str(tmp_path / "out")), log_fn=lambda line: None)
   assert not (tmp_path / "out").exists()
 
 

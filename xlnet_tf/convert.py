@@ -59,6 +59,17 @@ def _copy(src_dir, output_dir, write=fileio.atomic_write, name="spiece.model"):
   return False
 
 
+def _input_arrays(path):
+  """{original name: array} of the weights of the --input checkpoint `path`; a ValueError naming --input where it
+  is damaged, naming the weight where one holds NaN or infinity."""
+  try:
+    arrays = checkpoint.original_arrays(path)
+  except checkpoint.DamagedCheckpointError as e:
+    raise e.named("--input") from None
+  hf_checkpoint.check_finite(arrays, path)
+  return arrays
+
+
 def _fine_tuned_with(ckpt_dir):
   """(summary_type, label_list) of the run_classifier.py / run_race.py run that wrote the checkpoints in ckpt_dir
   (its run_flags.json), None for what it does not record (the original's checkpoints record neither)."""
@@ -97,10 +108,7 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
                      "Leave --summary_type unset.")
   unknown_summary = not (summary_type or trained_summary)
   summary_type = summary_type or trained_summary or "last"
-  try:
-    arrays = checkpoint.original_arrays(path)
-  except checkpoint.DamagedCheckpointError as e:
-    raise e.named("--input") from None
+  arrays = _input_arrays(path)
   config, weights, notes = hf_export.original_to_hf(arrays, xlnet_config, path, summary_type, task_name,
                                                      allow_d_head_override, label_list)
   fileio.makedirs(output_dir)
@@ -164,10 +172,7 @@ def clean_checkpoint(ckpt_path, output_dir, model_config_path=None, log_fn=print
   flag_files = ["run_flags.json"] if _fine_tuned_with(src_dir)[0] else []  # a pretraining run's: a release's layout
   for name in ["spiece.model", *flag_files]:
     _check_copy(src_dir, output_dir, name)
-  try:
-    arrays = checkpoint.original_arrays(path)
-  except checkpoint.DamagedCheckpointError as e:
-    raise e.named("--input") from None
+  arrays = _input_arrays(path)
   config_path = model_config_path or os.path.join(src_dir, "xlnet_config.json")
   if model_config_path or fileio.exists(config_path):
     hf_export.check_config(arrays, XLNetConfig(json_path=config_path), path)

@@ -315,7 +315,10 @@ def _corrupt_copies(root):
   (root / "bad_config" / "config.json").write_text(json.dumps(dict(config, d_inner=12)))
   for name, text in (("config_list", json.dumps([config])), ("string_size", json.dumps(dict(config, d_model="16"))),
                      ("no_heads", json.dumps(dict(config, n_head=0))),
-                     ("string_eps", json.dumps(dict(config, layer_norm_eps="1e-12")))):
+                     ("string_eps", json.dumps(dict(config, layer_norm_eps="1e-12"))),
+                     ("clamp_len", json.dumps(dict(config, clamp_len=3))),
+                     ("attn_type", json.dumps(dict(config, attn_type="uni"))),
+                     ("bi_data", json.dumps(dict(config, bi_data=True)))):
     shutil.copytree(f"{DATA}/cls_h5", root / name)
     (root / name / "config.json").write_text(text)
   # Incomplete weights: a tensor left out of a safetensors file; a shard index that leaves out a shard; a shard
@@ -370,7 +373,15 @@ def _corrupt_copies(root):
     ("config_list", "config.json holds a json list, not an object of settings"),
     ("string_size", "config.json's sizes must be positive integers; received d_model '16'"),
     ("no_heads", "config.json's sizes must be positive integers; received n_head 0"),
-    ("string_eps", "layer_norm_eps '1e-12' cannot be expressed"), ("qa_simple", "unknown head XLNetForQuestionAnsweringSimple"),
+    ("string_eps", "layer_norm_eps '1e-12' cannot be expressed"),
+    ("clamp_len", r"clamp_len/config.json: clamp_len 3: transformers clamps this model's relative positions at 3; the "
+                  r"tools here take the clamp from --clamp_len, not from config.json. Set clamp_len to -1 in "
+                  r".*clamp_len/config.json and pass --clamp_len=3 to the tools"),
+    ("attn_type", r"attn_type/config.json: attn_type 'uni': transformers computes this model with one-way \(causal\) "
+                  r"attention, the tools here with the original's fine-tuning attention 'bi'"),
+    ("bi_data", r"bi_data/config.json: bi_data True: transformers computes the second half of each batch with "
+                r"backward positions.* set bi_data to false in .*bi_data/config.json to use them"),
+    ("qa_simple", "unknown head XLNetForQuestionAnsweringSimple"),
     ("several_heads", "holds several heads"), ("d_head", "d_head=6 is not d_model / n_head"),
     ("output_is_a_file", "as a directory: it is a file"),
     ("no_ff_weight", r"\(XLNetLMHeadModel\) lacks transformer.layer.1.ff.layer_1.weight: its weights are incomplete"),
@@ -659,6 +670,26 @@ def test_an_hf_classifier_converted_to_tf1_keeps_its_pooling_and_labels(tmp_path
                                                                                "use_summ_proj": True}
   convert.convert_to_original(f"{DATA}/qa_bin", str(tmp_path / "qa"), log_fn=lambda _: None)  # pools nothing
   assert not (tmp_path / "qa" / "run_flags.json").exists()
+
+
+def test_transformers_defaults_and_settings_that_change_no_output_are_read(tmp_path):
+  """transformers' XLNetConfig defaults (mem_len and reuse_len None, clamp_len -1, attn_type bi, same_length and
+  bi_data false), same_length true (read with attn_type uni only), clamp_len 0 (no clamping) and any mem_len or
+  reuse_len (the mems a forward returns) give the weights as the fixture's config does, in the converter and
+  where a tool takes the model from config.json; clamp_len 3 is refused there before anything is read."""
+  hf = tmp_path / "hf"
+  shutil.copytree(f"{DATA}/lm_safetensors", hf)
+  config = json.loads((hf / "config.json").read_text())
+  _, expected, _ = hf_checkpoint.read_hf_checkpoint(str(hf))
+  for settings in (dict(mem_len=None, reuse_len=None, clamp_len=-1, attn_type="bi", same_length=False, bi_data=False),
+                   dict(same_length=True, clamp_len=0, mem_len=0, reuse_len=5), dict(clamp_len=None)):
+    (hf / "config.json").write_text(json.dumps(dict(config, **settings)))
+    _, arrays, _ = hf_checkpoint.read_hf_checkpoint(str(hf))
+    assert sorted(arrays) == sorted(expected) and all(np.array_equal(arrays[n], expected[n]) for n in arrays)
+    assert hf_checkpoint.model_config(None, str(hf)).n_layer == 2
+  (hf / "config.json").write_text(json.dumps(dict(config, clamp_len=3)))
+  with pytest.raises(ValueError, match=f"^{hf}/config.json: clamp_len 3: "):
+    hf_checkpoint.model_config(None, str(hf), "--predict_ckpt")
 
 
 def test_the_head_is_read_from_architectures_a_list_or_one_name():

@@ -202,7 +202,8 @@ def require_config(directory):
 
 
 def read_config(directory):
-  """The HF `config.json` of `directory` as a dict; a model type other than xlnet is a ValueError."""
+  """The HF `config.json` of `directory` as a dict; a ValueError for a model type other than xlnet, or a setting the
+  tools here would compute otherwise (`_check_settings`)."""
   path = os.path.join(directory, CONFIG_FILE)
   try:
     with fileio.open_file(path) as f:
@@ -214,7 +215,35 @@ def read_config(directory):
                      "XLNet model directory.")
   if config.get("model_type") != "xlnet":
     raise ValueError(f"{path} has model_type {config.get('model_type')!r}, not 'xlnet'. Pass an XLNet model.")
+  _check_settings(config, path)
   return config
+
+
+def _check_settings(config, path):
+  """ValueError naming the field of the HF config dict (`path` its config.json) that makes transformers compute the
+  model otherwise than the tools here, which compute the original's fine-tuning: attention both ways (`attn_type`
+  bi), forward positions only (`bi_data` false), clamping from their --clamp_len (-1: none). transformers' defaults
+  pass. Not checked, as they change no output here: `same_length` (read with attn_type uni only, by transformers
+  and the original alike), `mem_len` and `reuse_len` (which states a forward returns as mems)."""
+  attn_type = config.get("attn_type", "bi")
+  if attn_type != "bi":
+    how = "one-way (causal) attention" if attn_type == "uni" else "no attention it knows (it refuses the value)"
+    raise ValueError(f"{path}: attn_type {attn_type!r}: transformers computes this model with {how}, the tools here "
+                     "with the original's fine-tuning attention 'bi' (every token sees every other). Set attn_type to "
+                     f"\"bi\" in {path} if the model was trained so; a model trained with 'uni' cannot be used here.")
+  if config.get("bi_data"):
+    raise ValueError(f"{path}: bi_data {config['bi_data']!r}: transformers computes the second half of each batch "
+                     "with backward positions (the original's pretraining streams); fine-tuning here, as in the "
+                     "original, computes forward positions only, and run_pretrain.py takes them from --bi_data. The "
+                     f"weights are the same either way: set bi_data to false in {path} to use them.")
+  clamp_len = config.get("clamp_len", -1)
+  if clamp_len is not None and not _is_number(clamp_len):
+    raise ValueError(f"{path}: clamp_len {clamp_len!r} is not a number. Set it to -1 (no clamping).")
+  if clamp_len is not None and clamp_len > 0:
+    raise ValueError(f"{path}: clamp_len {clamp_len}: transformers clamps this model's relative positions at "
+                     f"{clamp_len}; the tools here take the clamp from --clamp_len, not from config.json. Set clamp_len "
+                     f"to -1 in {path} and pass --clamp_len={clamp_len} to the tools (leave the flag unset if the model "
+                     "was trained without clamping).")
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -361,7 +390,7 @@ def hf_to_original(config, weights, source, task_name=None, cls_scope=None):
     raise ValueError(f"{source}: summary_activation {config.get('summary_activation')!r} cannot be expressed; the "
                      "original's summary projection is tanh.")
   fine_tuned_with = {}  # what a run_flags.json beside the converted model keeps (`convert.convert_to_original`)
-  if architecture in ("XLNetForSequenceClassification", "XLNetForMultipleChoice"):
+  if architecture in POOLING:
     notes.append(f"The HF model pools with summary_type {summary!r} (use_proj {config.get('summary_use_proj', True)}"
                  f"): pass --summary_type={summary} when fine-tuning or predicting with it.")
     fine_tuned_with = {"summary_type": summary, "use_summ_proj": config.get("summary_use_proj", True)}

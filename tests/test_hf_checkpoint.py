@@ -318,7 +318,8 @@ def _corrupt_copies(root):
                      ("string_eps", json.dumps(dict(config, layer_norm_eps="1e-12"))),
                      ("clamp_len", json.dumps(dict(config, clamp_len=3))),
                      ("attn_type", json.dumps(dict(config, attn_type="uni"))),
-                     ("bi_data", json.dumps(dict(config, bi_data=True)))):
+                     ("bi_data", json.dumps(dict(config, bi_data=True))),
+                     ("summary_attn", json.dumps(dict(config, summary_type="attn")))):
     shutil.copytree(f"{DATA}/cls_h5", root / name)
     (root / name / "config.json").write_text(text)
   # Incomplete weights: a tensor left out of a safetensors file; a shard index that leaves out a shard; a shard
@@ -381,6 +382,8 @@ def _corrupt_copies(root):
                   r"attention, the tools here with the original's fine-tuning attention 'bi'"),
     ("bi_data", r"bi_data/config.json: bi_data True: transformers computes the second half of each batch with "
                 r"backward positions.* set bi_data to false in .*bi_data/config.json to use them"),
+    ("summary_attn", r"summary_attn/config.json: summary_type 'attn' cannot be used: transformers cannot run it "
+                     r"either \(its SequenceSummary raises NotImplementedError\)"),
     ("qa_simple", "unknown head XLNetForQuestionAnsweringSimple"),
     ("several_heads", "holds several heads"), ("d_head", "d_head=6 is not d_model / n_head"),
     ("output_is_a_file", "as a directory: it is a file"),
@@ -690,6 +693,23 @@ def test_transformers_defaults_and_settings_that_change_no_output_are_read(tmp_p
   (hf / "config.json").write_text(json.dumps(dict(config, clamp_len=3)))
   with pytest.raises(ValueError, match=f"^{hf}/config.json: clamp_len 3: "):
     hf_checkpoint.model_config(None, str(hf), "--predict_ckpt")
+
+
+def test_an_hf_classifier_pooling_with_cls_index_pools_with_the_last_token(tmp_path):
+  """summary_type cls_index (transformers' XLNet heads pass no cls_index: its SequenceSummary takes the last token)
+  is read as `last`: the conversion records `last` (it advised --summary_type=cls_index, which the flag refuses, and
+  recorded it, which the tools then refused), and predicting from the directory with the default --summary_type
+  passes the pooling check (it asked for --summary_type=cls_index)."""
+  hf = tmp_path / "hf"
+  shutil.copytree(f"{DATA}/cls_h5", hf)
+  config = json.loads((hf / "config.json").read_text())
+  (hf / "config.json").write_text(json.dumps(dict(config, summary_type="cls_index")))
+  lines = []
+  convert.convert_to_original(str(hf), str(tmp_path / "tf1"), log_fn=lines.append)
+  assert json.loads((tmp_path / "tf1" / "run_flags.json").read_text())["summary_type"] == "last"
+  assert any("pass --summary_type=last" in line for line in lines)
+  o = cli.defaults(run_classifier.define_flags)
+  run_files.check_trained_model(o, str(hf), hf_checkpoint.model_config(None, str(hf)), "--predict_ckpt")
 
 
 def test_the_head_is_read_from_architectures_a_list_or_one_name():

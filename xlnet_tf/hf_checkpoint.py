@@ -202,8 +202,9 @@ def require_config(directory):
 
 
 def read_config(directory):
-  """The HF `config.json` of `directory` as a dict; a ValueError for a model type other than xlnet, or a setting the
-  tools here would compute otherwise (`_check_settings`)."""
+  """The HF `config.json` of `directory` as a dict, its pooling in this port's names (`hf_summary_type`: `cls_index`
+  is `last`); a ValueError for a model type other than xlnet, or a setting the tools here would compute otherwise
+  (`_check_settings`)."""
   path = os.path.join(directory, CONFIG_FILE)
   try:
     with fileio.open_file(path) as f:
@@ -216,6 +217,8 @@ def read_config(directory):
   if config.get("model_type") != "xlnet":
     raise ValueError(f"{path} has model_type {config.get('model_type')!r}, not 'xlnet'. Pass an XLNet model.")
   _check_settings(config, path)
+  if architecture_of(config, {}) in POOLING:
+    config = dict(config, summary_type=hf_summary_type(config, path))
   return config
 
 
@@ -244,6 +247,24 @@ def _check_settings(config, path):
                      f"{clamp_len}; the tools here take the clamp from --clamp_len, not from config.json. Set clamp_len "
                      f"to -1 in {path} and pass --clamp_len={clamp_len} to the tools (leave the flag unset if the model "
                      "was trained without clamping).")
+
+
+def hf_summary_type(config, source):
+  """The pooling of an HF classification or multiple-choice config dict in this port's (the original's) names:
+  `summary_type`, `cls_index` read as `last` (transformers' XLNet heads pass no cls_index, and its SequenceSummary
+  then takes the last token); a ValueError naming `source` for `attn` (transformers raises NotImplementedError for
+  it, so no model was fine-tuned with it there) or another value."""
+  summary = config.get("summary_type", "last")
+  if summary == "cls_index":
+    return "last"
+  if summary == "attn":
+    raise ValueError(f"{source}: summary_type 'attn' cannot be used: transformers cannot run it either (its "
+                     "SequenceSummary raises NotImplementedError), so the head was fine-tuned with another pooling. "
+                     "Set summary_type in config.json to that one (last, first or mean).")
+  if summary not in SUMMARY_TYPES:
+    raise ValueError(f"{source}: summary_type {summary!r} is no pooling of transformers' XLNet (last, first, mean, "
+                     "cls_index). Set summary_type in config.json to the one the head was fine-tuned with.")
+  return summary
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -385,7 +406,7 @@ def hf_to_original(config, weights, source, task_name=None, cls_scope=None):
     if sorted(per_layer) != list(range(xlnet_config.n_layer)):
       raise ValueError(f"{source}: rel_attn.{name} is missing in some layers. Download the model again.")
     arrays[f"model/transformer/{name}"] = np.stack([per_layer[i] for i in range(xlnet_config.n_layer)])
-  summary = config.get("summary_type", "last")
+  summary = hf_summary_type(config, source) if architecture in POOLING else config.get("summary_type", "last")
   if "model/sequnece_summary/summary/kernel" in arrays and config.get("summary_activation", "tanh") != "tanh":
     raise ValueError(f"{source}: summary_activation {config.get('summary_activation')!r} cannot be expressed; the "
                      "original's summary projection is tanh.")

@@ -582,17 +582,21 @@ def test_one_of_our_checkpoints_exports_too(tmp_path):
 
 
 def test_the_export_pools_and_names_labels_as_the_fine_tuning_run_did(tmp_path):
-  """A checkpoint with run_classifier.py's run_flags.json beside it exports with that run's --summary_type and its
-  labels as id2label (it was `last` and LABEL_i whatever the run did); another --summary_type is refused; a
-  pretraining run's (whose --summary_type pools nothing) is not read."""
+  """A checkpoint with run_classifier.py's run_flags.json beside it exports with that run's --summary_type, its
+  labels as id2label (it was `last` and LABEL_i whatever the run did) and its --clamp_len as clamp_len (transformers
+  computed the export without clamping; read back, it is refused as any HF clamp_len is); another --summary_type is
+  refused; a pretraining run's (whose --summary_type pools nothing) is not read."""
   src = tmp_path / "run"
   shutil.copytree(f"{MODEL}/ckpt_untied", src)
-  (src / "run_flags.json").write_text(json.dumps({"summary_type": "mean", "label_list": ["a", "b", "c"]}))
+  (src / "run_flags.json").write_text(json.dumps({"summary_type": "mean", "label_list": ["a", "b", "c"],
+                                                   "clamp_len": 3}))
   convert.convert_to_hf(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf"), task_name="toy",
                         allow_d_head_override=True, log_fn=lambda _: None)
   config = json.loads((tmp_path / "hf" / "config.json").read_text())
   assert config["summary_type"] == "mean" and config["id2label"] == {"0": "a", "1": "b", "2": "c"}
-  assert config["label2id"] == {"a": 0, "b": 1, "c": 2}
+  assert config["label2id"] == {"a": 0, "b": 1, "c": 2} and config["clamp_len"] == 3
+  with pytest.raises(ValueError, match="config.json: clamp_len 3: transformers clamps"):
+    hf_checkpoint.read_config(str(tmp_path / "hf"))
   with pytest.raises(ValueError, match="--summary_type last, but .* was fine-tuned with --summary_type=mean"):
     convert.convert_to_hf(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf2"), task_name="toy", summary_type="last",
                           allow_d_head_override=True)
@@ -601,12 +605,13 @@ def test_the_export_pools_and_names_labels_as_the_fine_tuning_run_did(tmp_path):
   convert.convert_to_hf(str(tmp_path / "clean" / "xlnet_model.ckpt"), str(tmp_path / "hf4"), task_name="toy",
                         allow_d_head_override=True, log_fn=lambda _: None)
   assert json.loads((tmp_path / "hf4" / "config.json").read_text()) == config
-  (src / "run_flags.json").write_text(json.dumps({"summary_type": "mean", "record_info_dir": "proc_data"}))
+  (src / "run_flags.json").write_text(json.dumps({"summary_type": "mean", "record_info_dir": "proc_data",
+                                                   "clamp_len": -1}))
   lines = []
   convert.convert_to_hf(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf3"), task_name="toy",
                         allow_d_head_override=True, log_fn=lines.append)
   config = json.loads((tmp_path / "hf3" / "config.json").read_text())
-  assert config["summary_type"] == "last" and config["id2label"]["0"] == "LABEL_0"
+  assert config["summary_type"] == "last" and config["id2label"]["0"] == "LABEL_0" and "clamp_len" not in config
   assert (f"Its pooling is unknown (no --summary_type, and no run_flags.json of the run that fine-tuned it beside "
           f"{src / 'xlnet_model.ckpt'}): config.json says summary_type 'last', the original's default. Convert again "
           "with --summary_type if it was fine-tuned with another.") in lines

@@ -71,16 +71,17 @@ def _input_arrays(path):
 
 
 def _fine_tuned_with(ckpt_dir):
-  """(summary_type, label_list) of the run_classifier.py / run_race.py run that wrote the checkpoints in ckpt_dir
-  (its run_flags.json), None for what it does not record (the original's checkpoints record neither)."""
+  """(summary_type, label_list, clamp_len) of the run that wrote the checkpoints in ckpt_dir (its run_flags.json),
+  None for what it does not record (the original's checkpoints record none; a run_pretrain.py run no pooling or
+  labels)."""
   from xlnet_tf.training import runtime  # pylint: disable=import-outside-toplevel  (the converter needs no trainer)
   try:
     flags = runtime.read_run_flags(ckpt_dir) or {}
   except ValueError:  # a damaged one: as none
     flags = {}
   if "record_info_dir" in flags:  # run_pretrain.py's --summary_type pools nothing
-    return None, None
-  return flags.get("summary_type"), flags.get("label_list")
+    return None, None, flags.get("clamp_len")
+  return flags.get("summary_type"), flags.get("label_list"), flags.get("clamp_len")
 
 
 def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, model_config_path=None,
@@ -92,7 +93,8 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
 
   Args:
     summary_type: the pooling config.json states; None: the one the checkpoint was fine-tuned with (the run_flags.json
-      beside it; its labels name HF's id2label too), else `last`. Another one than that run's is a ValueError.
+      beside it; its labels name HF's id2label too, its --clamp_len config.json's clamp_len), else `last`. Another
+      one than that run's is a ValueError.
     model_config_path: its xlnet_config.json; None: the one beside the checkpoint.
   """
   from safetensors import SafetensorError  # pylint: disable=import-outside-toplevel
@@ -101,7 +103,7 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
   _check_output_dir(output_dir, os.path.dirname(path))
   _check_copy(os.path.dirname(path), output_dir)
   xlnet_config = XLNetConfig(json_path=model_config_path or os.path.join(os.path.dirname(path), "xlnet_config.json"))
-  trained_summary, label_list = _fine_tuned_with(os.path.dirname(path))
+  trained_summary, label_list, clamp_len = _fine_tuned_with(os.path.dirname(path))
   if summary_type and trained_summary and summary_type != trained_summary:
     raise ValueError(f"--summary_type {summary_type}, but {path} was fine-tuned with --summary_type={trained_summary} "
                      f"({os.path.join(os.path.dirname(path), 'run_flags.json')}): the HF model would pool otherwise. "
@@ -110,7 +112,7 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
   summary_type = summary_type or trained_summary or "last"
   arrays = _input_arrays(path)
   config, weights, notes = hf_export.original_to_hf(arrays, xlnet_config, path, summary_type, task_name,
-                                                     allow_d_head_override, label_list)
+                                                     allow_d_head_override, label_list, clamp_len)
   fileio.makedirs(output_dir)
   with fileio.atomic_files() as out:  # one set: a conversion cut short leaves no weights without their config
     tmp = out.path(os.path.join(output_dir, "model.safetensors"))

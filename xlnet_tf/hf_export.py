@@ -43,7 +43,7 @@ def _export_head(arrays, task_name, source):
 
 
 def original_to_hf(arrays, xlnet_config, source, summary_type="last", task_name=None, allow_d_head_override=False,
-                   label_list=None):
+                   label_list=None, clamp_len=None):
   """(HF config dict, {HF name: array}, notes) of an original checkpoint's arrays and its XLNetConfig.
 
   Args:
@@ -54,6 +54,8 @@ def original_to_hf(arrays, xlnet_config, source, summary_type="last", task_name=
       `d_head` is set on the config object after construction; for tests).
     label_list: the class names of a classification head (logit i is label_list[i]; run_classifier.py's
       run_flags.json records them) for config.json's id2label; None (or another length): LABEL_i.
+    clamp_len: the --clamp_len the checkpoint was trained with; above 0, config.json's clamp_len (transformers
+      then clamps as the run did); else none is written (transformers' default -1: no clamping).
   """
   c = xlnet_config
   if summary_type not in SUMMARY_TYPES:
@@ -97,6 +99,8 @@ def original_to_hf(arrays, xlnet_config, source, summary_type="last", task_name=
       attn_type="bi", layer_norm_eps=1e-12, summary_type=summary_type,
       summary_use_proj="sequence_summary.summary.weight" in weights, summary_activation="tanh",
       summary_last_dropout=0.1, dropout=0.1, tie_word_embeddings=True)
+  if isinstance(clamp_len, int) and not isinstance(clamp_len, bool) and clamp_len > 0:
+    config["clamp_len"] = clamp_len
   if "logits_proj.weight" in weights and architecture == "XLNetForSequenceClassification":
     n_labels = weights["logits_proj.weight"].shape[0]
     names = [str(n) for n in label_list or []]

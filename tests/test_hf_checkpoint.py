@@ -319,7 +319,8 @@ def _corrupt_copies(root):
                      ("clamp_len", json.dumps(dict(config, clamp_len=3))),
                      ("attn_type", json.dumps(dict(config, attn_type="uni"))),
                      ("bi_data", json.dumps(dict(config, bi_data=True))),
-                     ("summary_attn", json.dumps(dict(config, summary_type="attn")))):
+                     ("summary_attn", json.dumps(dict(config, summary_type="attn"))),
+                     ("no_proj_tanh", json.dumps(dict(config, summary_use_proj=False)))):
     shutil.copytree(f"{DATA}/cls_h5", root / name)
     (root / name / "config.json").write_text(text)
   # Incomplete weights: a tensor left out of a safetensors file; a shard index that leaves out a shard; a shard
@@ -384,6 +385,8 @@ def _corrupt_copies(root):
                 r"backward positions.* set bi_data to false in .*bi_data/config.json to use them"),
     ("summary_attn", r"summary_attn/config.json: summary_type 'attn' cannot be used: transformers cannot run it "
                      r"either \(its SequenceSummary raises NotImplementedError\)"),
+    ("no_proj_tanh", r"no_proj_tanh/config.json: summary_use_proj false with summary_activation 'tanh': transformers "
+                     r"applies it to the pooled hidden state itself, which the original's pooling cannot express"),
     ("qa_simple", "unknown head XLNetForQuestionAnsweringSimple"),
     ("several_heads", "holds several heads"), ("d_head", "d_head=6 is not d_model / n_head"),
     ("output_is_a_file", "as a directory: it is a file"),
@@ -715,6 +718,25 @@ def test_an_hf_classifier_pooling_with_cls_index_pools_with_the_last_token(tmp_p
   assert any("pass --summary_type=last" in line for line in lines)
   o = cli.defaults(run_classifier.define_flags)
   run_files.check_trained_model(o, str(hf), hf_checkpoint.model_config(None, str(hf)), "--predict_ckpt")
+
+
+def test_a_classifier_pooling_without_projection_converts_both_ways_without_one(tmp_path):
+  """summary_use_proj false (and summary_activation null: transformers applies an activation with or without the
+  projection, the original only inside it): the projection's weights, which transformers does not load, are left out
+  with a log line (HF -> TF1 refused them as an activation it could not express), and the export back says no
+  projection and no activation (it wrote summary_activation tanh: transformers computed tanh of the pooled state)."""
+  hf = tmp_path / "hf"
+  shutil.copytree(f"{DATA}/cls_h5", hf)
+  config = json.loads((hf / "config.json").read_text())
+  (hf / "config.json").write_text(json.dumps(dict(config, summary_use_proj=False, summary_activation=None)))
+  lines = []
+  convert.convert_to_original(str(hf), str(tmp_path / "tf1"), log_fn=lines.append)
+  assert json.loads((tmp_path / "tf1" / "run_flags.json").read_text())["use_summ_proj"] is False
+  assert not [n for n in checkpoint.original_arrays(str(tmp_path / "tf1")) if "sequnece_summary" in n]
+  assert any("sequence_summary.summary.weight is left out: summary_use_proj is false" in line for line in lines)
+  convert.convert_to_hf(str(tmp_path / "tf1" / "xlnet_model.ckpt"), str(tmp_path / "back"), log_fn=lambda _: None)
+  back = json.loads((tmp_path / "back" / "config.json").read_text())
+  assert back["summary_use_proj"] is False and back["summary_activation"] is None
 
 
 def test_the_head_is_read_from_architectures_a_list_or_one_name():

@@ -253,7 +253,18 @@ def hf_summary_type(config, source):
   """The pooling of an HF classification or multiple-choice config dict in this port's (the original's) names:
   `summary_type`, `cls_index` read as `last` (transformers' XLNet heads pass no cls_index, and its SequenceSummary
   then takes the last token); a ValueError naming `source` for `attn` (transformers raises NotImplementedError for
-  it, so no model was fine-tuned with it there) or another value."""
+  it, so no model was fine-tuned with it there) or another value, and for a `summary_activation` other than the
+  original's: tanh inside the projection, none without one (transformers applies it with or without)."""
+  activation, use_proj = config.get("summary_activation", "tanh"), config.get("summary_use_proj", True)
+  if use_proj and activation != "tanh":
+    raise ValueError(f"{source}: summary_activation {activation!r} cannot be expressed; the original's summary "
+                     "projection is tanh.")
+  if not use_proj and activation:
+    raise ValueError(f"{source}: summary_use_proj false with summary_activation {activation!r}: transformers "
+                     "applies it to the pooled hidden state itself, which the original's pooling cannot express (its "
+                     "tanh is its projection's). Set summary_activation to null in config.json if the head was "
+                     "fine-tuned without it (earlier exports of this port wrote tanh there); otherwise the model cannot "
+                     "be used here.")
   summary = config.get("summary_type", "last")
   if summary == "cls_index":
     return "last"
@@ -370,6 +381,7 @@ def hf_to_original(config, weights, source, task_name=None, cls_scope=None):
   else:
     scope = f"model/{cls_scope or classification_scope(config, task_name)}/logit"
   table = {**BACKBONE, **ARCHITECTURES[architecture]}
+  summary = hf_summary_type(config, source) if architecture in POOLING else config.get("summary_type", "last")
   use_proj = config.get("summary_use_proj", True)  # without it, the heads have no summary projection
   expected = [*(n for n in table if use_proj or not n.startswith("sequence_summary.")),
               *(f"transformer.layer.{i}.{n}" for i in range(xlnet_config.n_layer) for n in LAYER_NAMES)]
@@ -390,9 +402,12 @@ def hf_to_original(config, weights, source, task_name=None, cls_scope=None):
     elif layer and layer.group(2).startswith("rel_attn.") and layer.group(2)[9:] in STACKED:
       stacked[layer.group(2)[9:]][int(layer.group(1))] = float32_weight(name, array, source, shapes[name])
       continue
-    elif name in table:
+    elif name in table and not (name.startswith("sequence_summary.") and not use_proj):
       target, transposed = table[name]
       target = target.format(scope=scope)
+    elif name in table:  # a projection the pooling does not use: transformers leaves it out too
+      notes.append(f"{source}: {name} is left out: summary_use_proj is false, so the head pools without it.")
+      continue
     else:
       unknown.append(name)
       continue
@@ -406,10 +421,6 @@ def hf_to_original(config, weights, source, task_name=None, cls_scope=None):
     if sorted(per_layer) != list(range(xlnet_config.n_layer)):
       raise ValueError(f"{source}: rel_attn.{name} is missing in some layers. Download the model again.")
     arrays[f"model/transformer/{name}"] = np.stack([per_layer[i] for i in range(xlnet_config.n_layer)])
-  summary = hf_summary_type(config, source) if architecture in POOLING else config.get("summary_type", "last")
-  if "model/sequnece_summary/summary/kernel" in arrays and config.get("summary_activation", "tanh") != "tanh":
-    raise ValueError(f"{source}: summary_activation {config.get('summary_activation')!r} cannot be expressed; the "
-                     "original's summary projection is tanh.")
   fine_tuned_with = {}  # what a run_flags.json beside the converted model keeps (`convert.convert_to_original`)
   if architecture in POOLING:
     notes.append(f"The HF model pools with summary_type {summary!r} (use_proj {config.get('summary_use_proj', True)}"

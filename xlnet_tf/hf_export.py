@@ -97,7 +97,8 @@ def original_to_hf(arrays, xlnet_config, source, summary_type="last", task_name=
       n_head=c.n_head, d_head=c.d_head, d_inner=c.d_inner,
       ff_activation="gelu_new" if c.ff_activation == "gelu" else c.ff_activation, untie_r=c.untie_r,
       attn_type="bi", layer_norm_eps=1e-12, summary_type=summary_type,
-      summary_use_proj="sequence_summary.summary.weight" in weights, summary_activation="tanh",
+      summary_use_proj="sequence_summary.summary.weight" in weights,
+      summary_activation="tanh" if "sequence_summary.summary.weight" in weights else None,  # none without projection
       summary_last_dropout=0.1, dropout=0.1, tie_word_embeddings=True)
   if isinstance(clamp_len, int) and not isinstance(clamp_len, bool) and clamp_len > 0:
     config["clamp_len"] = clamp_len

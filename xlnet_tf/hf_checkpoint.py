@@ -244,9 +244,9 @@ def _check_settings(config, path):
     raise ValueError(f"{path}: clamp_len {clamp_len!r} is not a number. Set it to -1 (no clamping).")
   if clamp_len is not None and clamp_len > 0:
     raise ValueError(f"{path}: clamp_len {clamp_len}: transformers clamps this model's relative positions at "
-                     f"{clamp_len}; the tools here take the clamp from --clamp_len, not from config.json. Set clamp_len "
-                     f"to -1 in {path} and pass --clamp_len={clamp_len} to the tools (leave the flag unset if the model "
-                     "was trained without clamping).")
+                     f"{clamp_len}; the tools here take the clamp from --clamp_len, not from config.json. Set "
+                     f"clamp_len to -1 in {path} and pass --clamp_len={clamp_len} to the tools (leave the flag unset "
+                     "if the model was trained without clamping).")
 
 
 def hf_summary_type(config, source):
@@ -263,8 +263,8 @@ def hf_summary_type(config, source):
     raise ValueError(f"{source}: summary_use_proj false with summary_activation {activation!r}: transformers "
                      "applies it to the pooled hidden state itself, which the original's pooling cannot express (its "
                      "tanh is its projection's). Set summary_activation to null in config.json if the head was "
-                     "fine-tuned without it (earlier exports of this port wrote tanh there); otherwise the model cannot "
-                     "be used here.")
+                     "fine-tuned without it (earlier exports of this port wrote tanh there); otherwise the model "
+                     "cannot be used here.")
   summary = config.get("summary_type", "last")
   if summary == "cls_index":
     return "last"

@@ -24,8 +24,9 @@ def run_flags(directory):
     raise FlagError(str(e)) from None
 
 
-# Another value loads the same weights and pools otherwise (summary_type, use_summ_proj) or reads other tokens.
-_TRAINED_WITH = ("summary_type", "use_summ_proj", "uncased")
+# Another value loads the same weights and pools otherwise (summary_type, use_summ_proj), reads other tokens (uncased)
+# or takes other relative positions (clamp_len).
+_TRAINED_WITH = ("summary_type", "use_summ_proj", "uncased", "clamp_len")
 # run_flags.json's digest of the SentencePiece model a fine-tuning run read (`spiece_digest`): its path alone may name
 # another model later (a file replaced, or another machine), which turns the same text into other ids.
 _SPIECE_DIGEST = "spiece_model_sha256"
@@ -67,7 +68,7 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
   if changed:
     raise FlagError(f"The checkpoints in {flag} {directory} were fine-tuned with other flags "
                     f"({'; '.join(changed)}; {os.path.join(directory, 'run_flags.json')}): the same weights would "
-                    f"pool otherwise or read other tokens, and score other numbers. Pass the values there, or another "
+                    f"pool, read or place tokens otherwise, and score other numbers. Pass the values there, or another "
                     f"{flag}.")
 
 

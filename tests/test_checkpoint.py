@@ -366,7 +366,7 @@ def test_checkpoints_fine_tuned_with_another_sentencepiece_model_are_refused(tmp
   assert str(error.value) == (
       f"The checkpoints in --predict_ckpt {tmp_path} were fine-tuned with other flags (--spiece_model_file={spm} "
       f"there, {other} here: another SentencePiece model (its sha256 differs); {tmp_path}/run_flags.json): the same "
-      "weights would pool otherwise or read other tokens, and score other numbers. Pass the values there, or another "
+      "weights would pool, read or place tokens otherwise, and score other numbers. Pass the values there, or another "
       "--predict_ckpt.")
 
 

@@ -388,10 +388,13 @@ def test_checkpoints_of_another_model_or_pooling_are_refused_before_they_are_rea
     run_files.check_trained_model(o, str(tmp_path), config)
   assert str(error.value) == (
       f"The checkpoints in --model_dir {tmp_path} were fine-tuned with other flags (--summary_type=mean there, "
-      f"last here; --use_summ_proj=True there, False here; {tmp_path}/run_flags.json): the same weights would pool "
-      "otherwise or read other tokens, and score other numbers. Pass the values there, or another --model_dir.")
+      f"last here; --use_summ_proj=True there, False here; {tmp_path}/run_flags.json): the same weights would pool, "
+      "read or place tokens otherwise, and score other numbers. Pass the values there, or another --model_dir.")
   o.summary_type, o.use_summ_proj, o.uncased = "mean", True, False  # cased text for a model trained on uncased
   with pytest.raises(cli.FlagError, match=r"fine-tuned with other flags \(--uncased=True there, False here; "):
+    run_files.check_trained_model(o, str(tmp_path), config)
+  (tmp_path / "run_flags.json").write_text('{"clamp_len": 3}')  # relative positions clamped at 3 in training
+  with pytest.raises(cli.FlagError, match=r"fine-tuned with other flags \(--clamp_len=3 there, -1 here; "):
     run_files.check_trained_model(o, str(tmp_path), config)
 
 

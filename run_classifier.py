@@ -83,7 +83,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
   if not o.model_dir:
     raise cli.FlagError("--model_dir is required: where the fine-tuned checkpoints go (and are read by eval).")
   if o.do_train or o.do_eval or o.do_predict:
-    if not o.data_dir or not tf.io.gfile.isdir(o.data_dir):
+    if not o.data_dir or not fileio.isdir(o.data_dir):
       raise cli.FlagError(f"--data_dir {o.data_dir!r} is not a directory. Pass the directory of the task's data files.")
     if not o.output_dir:
       raise cli.FlagError("--output_dir is required: where the cached tfrecords go.")
@@ -91,6 +91,10 @@ def validate(o, num_replicas=1, strategy="one_device"):
     raise cli.FlagError("--do_predict needs --predict_dir: where {task}.tsv and {task}.logits.json go.")
   cli.require_output_dirs(o, "model_dir", "output_dir", "predict_dir")
   cli.require_output_dirs(o, "export_dir", marker=serving.SAVED_MODEL_MARKER)  # replaced whole
+  if o.export_dir and os.path.islink(o.export_dir.rstrip("/")):  # the link would be replaced, its target kept
+    raise cli.FlagError(f"--export_dir {o.export_dir} is a symbolic link (to {os.path.realpath(o.export_dir)}): the "
+                        "SavedModel replaces its directory whole, which would put a directory in the link's place and "
+                        "leave the model it points to as it was. Pass the link's target, then point the link at it.")
   for name in ("model_dir", "output_dir", "predict_dir", "data_dir", "init_checkpoint"):
     if o.export_dir and getattr(o, name) and fileio.is_within(getattr(o, name), o.export_dir):
       raise cli.FlagError(f"--export_dir {o.export_dir} is (or holds) --{name} {getattr(o, name)}, and the "

@@ -570,6 +570,12 @@ def test_an_export_dir_that_is_another_output_dir_is_refused_before_the_run(name
     run_classifier.validate(o)
   o.export_dir = str(tmp_path / "exported")
   run_classifier.validate(o)
+  (tmp_path / "exported").mkdir()
+  os.symlink(tmp_path / "exported", tmp_path / "current")  # models/current -> models/v3: the link was replaced
+  o.export_dir = str(tmp_path / "current")
+  with pytest.raises(cli.FlagError, match=f"--export_dir {tmp_path}/current is a symbolic link \\(to "
+                                          f"{tmp_path}/exported\\): the SavedModel replaces its directory whole"):
+    run_classifier.validate(o)
 
 
 @pytest.mark.parametrize("scope", ["a b", "a:b", "a/b", "é"])

@@ -34,7 +34,6 @@ Every flag of the original keeps its name and default. Semantics:
 
 import json
 import os
-import re
 
 import cli  # first: start_script() runs before anything imports TensorFlow
 if __name__ == "__main__":
@@ -51,6 +50,7 @@ from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
 from xlnet_tf import locks
 from xlnet_tf import training
+from xlnet_tf.config import is_head_name
 from xlnet_tf.data import token_checks
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.classifier import data as classifier_data
@@ -75,7 +75,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
     raise cli.FlagError("At least one of --do_train, --do_eval, --do_predict (or --export_dir) must be True.")
   if (o.task_name or "").lower() not in classifier_data.TASK_NAMES:
     raise cli.FlagError(f"Unknown --task_name {o.task_name!r}. Known tasks: {', '.join(classifier_data.TASK_NAMES)}.")
-  if o.cls_scope and not re.fullmatch(r"[A-Za-z0-9_.-]+", o.cls_scope):  # it names a TensorFlow scope
+  if o.cls_scope and not is_head_name(o.cls_scope):  # it names a TensorFlow scope
     raise cli.FlagError(f"--cls_scope={o.cls_scope!r} cannot name the head's variable scope (classification_"
                         f"{o.cls_scope}): use letters, digits, '_', '.' and '-' only, as the checkpoint's head has.")
   cli.require_model_config(o)

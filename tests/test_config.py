@@ -107,7 +107,7 @@ def test_finetune_heads_names_a_bad_class_count_or_task_name():
   config = XLNetConfig(n_layer=1, d_model=8, n_head=2, d_head=4, d_inner=8, ff_activation="gelu", untie_r=True,
                        n_token=20)
   run_config = RunConfig(False, False, False, 0.0, 0.0)
-  for heads in ({"t": 0}, {"t": "2"}, {"glue/mnli": 3}):  # Keras said `units=2`, or TF refused the '/' later
+  for heads in ({"t": 0}, {"t": "2"}, {"glue/mnli": 3}, {"a b": 2}):  # Keras said `units=2`, or TF refused later
     with pytest.raises(ValueError, match="cls_heads maps a task name .* Received: "):
       finetune_heads(config, run_config, cls_heads=heads)
 

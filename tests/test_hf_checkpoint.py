@@ -655,6 +655,8 @@ def test_a_task_name_with_a_slash_is_refused_naming_the_flag():
   config = {"architectures": ["XLNetForSequenceClassification"], "finetuning_task": "glue/mnli"}
   with pytest.raises(ValueError, match=r"task name 'glue/mnli' .* Pass --task_name"):
     hf_checkpoint.classification_scope(config, None)
+  with pytest.raises(ValueError, match=r"task name 'sst 2' .* cannot name a head scope"):  # a space: the same
+    hf_checkpoint.classification_scope(dict(config, finetuning_task="SST 2"), None)
   assert hf_checkpoint.classification_scope(config, "mnli") == "classification_mnli"
 
 

@@ -6,6 +6,7 @@ original passes to `transformer_xl` at run time (dropout, initializer, memory an
 
 import json
 import os
+import re
 
 import numpy as np
 import tensorflow as tf
@@ -18,6 +19,13 @@ _KEY_TYPES = {"n_layer": int, "d_model": int, "n_head": int, "d_head": int, "d_i
 FF_ACTIVATIONS = ("relu", "gelu")
 MAX_WEIGHT_BYTES = 2**40  # float32 weights beyond this fit no device: a config that asks for them is a typo
 INITS = ("normal", "uniform")
+# A head's task name (`classification_{name}`, `regression_{name}`): characters a TensorFlow variable scope takes.
+_HEAD_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def is_head_name(name):
+  """Whether `name` can name a fine-tuning head's scope: letters, digits, '_', '.' and '-' (no '/', space, ':')."""
+  return bool(_HEAD_NAME.fullmatch(str(name)))
 
 
 def _without_repeats(pairs, json_path):

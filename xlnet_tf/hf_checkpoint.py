@@ -35,7 +35,7 @@ import re
 import numpy as np
 
 from xlnet_tf import fileio
-from xlnet_tf.config import XLNetConfig
+from xlnet_tf.config import XLNetConfig, is_head_name
 from xlnet_tf.hf_weights import WEIGHT_FILES, read_weights
 
 CONFIG_FILE = "config.json"
@@ -350,9 +350,10 @@ def architecture_of(config, weights):
 def classification_scope(config, task_name):
   """`classification_{task}` (or `regression_{task}` for one label) of a sequence-classification model."""
   task = (task_name or config.get("finetuning_task") or "hf").lower()
-  if "/" in task:  # a head no tool could load: TensorFlow names have no '/' in a scope
+  if not is_head_name(task):  # a head no tool could load: a TensorFlow scope takes no '/', space or ':'
     raise ValueError(f"The task name {task!r} (the HF config's finetuning_task, or --task_name) cannot name a head "
-                     "scope (it holds '/'). Pass --task_name, the task the head was fine-tuned for (e.g. mnli).")
+                     "scope (letters, digits, '_', '.' and '-' only). Pass --task_name, the task the head was "
+                     "fine-tuned for (e.g. mnli).")
   num_labels = len(config.get("id2label") or {}) or config.get("num_labels", 2)
   regression = config.get("problem_type") == "regression" or num_labels == 1
   return f"{'regression' if regression else 'classification'}_{task}"

@@ -9,6 +9,7 @@ import numbers
 import keras
 import tensorflow as tf
 
+from xlnet_tf.config import is_head_name
 from xlnet_tf.modeling import layers
 from xlnet_tf.modeling import ops
 from xlnet_tf.modeling.rows import dense_rows
@@ -230,9 +231,9 @@ def finetune_heads(xlnet_config, run_config, summary_type="last", use_summ_proj=
     heads.append(SequenceSummary(summary_type, c.d_model, c.n_head, c.d_head, rc.dropout if rc.is_training else 0.0,
                                  rc.dropatt if rc.is_training else 0.0, use_summ_proj, initializer, dtype=dtype))
   for scope, n_class in (cls_heads or {}).items():
-    if not isinstance(n_class, numbers.Integral) or isinstance(n_class, bool) or n_class < 2 or "/" in str(scope):
-      raise ValueError(f"cls_heads maps a task name (no '/') to its number of classes, an integer >= 2. Received: "
-                       f"{scope!r}: {n_class!r}.")
+    if not isinstance(n_class, numbers.Integral) or isinstance(n_class, bool) or n_class < 2 or not is_head_name(scope):
+      raise ValueError(f"cls_heads maps a task name (letters, digits, '_', '.', '-') to its number of classes, an "
+                       f"integer >= 2. Received: {scope!r}: {n_class!r}.")
     heads.append(LogitHead.classification(scope, n_class, c.d_model, initializer, dtype=dtype))
   for scope in reg_heads or []:
     heads.append(LogitHead.regression(scope, c.d_model, initializer, dtype=dtype))

@@ -330,6 +330,11 @@ def test_comma_separated_dirs_and_basename_rewrite(tmp_path):
       json.dump(dict(listed, filenames=names), f)
     with pytest.raises(ValueError, match=f"record_info file {info_path} lists {what}"):
       find_record_info(f"{tmp_path / 'a'},{tmp_path / 'b'}", **kw)
+  with open(info_path, "w") as f:  # one name, not a list of them: it was read as a list of its characters
+    json.dump(dict(listed, filenames=listed["filenames"][0]), f)
+  with pytest.raises(ValueError, match=f"record_info file {info_path} must be json with 'filenames' and 'num_batch' "
+                                       r".* TypeError\(\"'filenames' is a str, not a list\"\)"):
+    find_record_info(f"{tmp_path / 'a'},{tmp_path / 'b'}", **kw)
   with open(info_path, "w") as f:
     json.dump(listed, f)
   shutil.copy(info_path, info_path.replace("record_info-train-1-0", "record_info-train-2-0"))

@@ -155,6 +155,8 @@ def find_record_info(record_info_dir, split, spec, batch_flag=None):
       try:
         with tf.io.gfile.GFile(path) as f:
           content = json.load(f)
+        if not isinstance(content["filenames"], list):  # a string: read as a list of its characters
+          raise TypeError(f"'filenames' is a {type(content['filenames']).__name__}, not a list")
         names, num_batch = list(content["filenames"]), int(content["num_batch"])
       except (ValueError, KeyError, TypeError) as e:
         raise ValueError(f"record_info file {path} must be json with 'filenames' and 'num_batch' (as "

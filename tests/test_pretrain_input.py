@@ -614,7 +614,9 @@ def test_records_of_other_lengths_are_named_as_such_not_as_unreadable(tmp_path):
 
 
 @pytest.mark.parametrize("text,problem", [('{"vocab_size": 10', r"\(Expecting ',' delimiter"),
-                                          ("[1000]", r"\(a json list, not an object\)")])
+                                          ("[1000]", r"\(a json list, not an object\)"),
+                                          ('{"vocab_size": "1000"}', r"\(its vocab_size '1000' is not a positive "
+                                                                     r"integer\)")])  # an XLNetConfig error after
 def test_a_damaged_corpus_info_is_refused_not_guessed(text, problem, tmp_path):
   """corpus_info.json gives the model's n_token: one that cannot be read is an error naming it (it was taken as
   absent, and the model got n_token 32000 beside 1000-piece records, exit 0); none at all is None."""

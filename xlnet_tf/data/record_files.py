@@ -264,6 +264,9 @@ def read_corpus_info(record_dir):
           info = json.load(f)
       except (OSError, ValueError) as e:
         info = e
+      if isinstance(info, dict) and "vocab_size" in info and (
+          not isinstance(info["vocab_size"], int) or isinstance(info["vocab_size"], bool) or info["vocab_size"] < 1):
+        info = ValueError(f"its vocab_size {info['vocab_size']!r} is not a positive integer")
       if not isinstance(info, dict):
         problem = f"({info})" if isinstance(info, Exception) else f"(a json {type(info).__name__}, not an object)"
         raise ValueError(f"{path}, the corpus_info.json data_utils.py wrote with these records, cannot be read "

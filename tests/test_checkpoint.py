@@ -33,6 +33,18 @@ def golden_model(**kw):
   return XLNetModel(config(), RunConfig(**RUN), heads=finetune_heads(config(), RunConfig(**RUN), **kw))
 
 
+def test_a_checkpoint_holding_nan_is_refused_naming_the_weight(tmp_path):
+  """Weights of a diverged run (or a damaged file) loaded without a word and predicted NaN for every example."""
+  model = golden_model()
+  load_original_checkpoint(model, UNTIED)
+  kernel = next(v for v in model.weights if v.path.endswith("layer_1/ff/layer_2/kernel"))
+  kernel.assign(np.full(kernel.shape, np.nan, np.float32))
+  out = export_original_checkpoint(model, str(tmp_path / "nan" / "xlnet_model.ckpt"))
+  with pytest.raises(ValueError, match=f"^{out}: model/transformer/layer_1/ff/layer_2/kernel holds NaN or infinite "
+                                       "values .* from a diverged run"):
+    load_original_checkpoint(golden_model(), out)
+
+
 def test_load_then_export_is_bit_exact(tmp_path):
   model = golden_model()
   report = load_original_checkpoint(model, UNTIED)  # a directory works too

@@ -255,7 +255,9 @@ def assign_by_name(model, reader, keys, source):
   loaded, kept = [], []
   for name, var in table.items():
     if name in keys:
-      var.assign(reader.get_tensor(keys[name]).astype(var.dtype))
+      value = reader.get_tensor(keys[name])
+      hf_checkpoint.check_finite({name: value}, source)  # NaN weights predicted NaN everywhere, exit 0
+      var.assign(value.astype(var.dtype))
       loaded.append(name)
     else:
       kept.append(name)
@@ -420,8 +422,7 @@ _STEP_SUFFIX = re.compile(r"-(\d+)$")
 
 
 def checkpoint_step(path):
-  """The step of a checkpoint: its `-N` suffix, else its `global_step` (original) or optimizer step (ours); None
-  if it records none."""
+  """A checkpoint's step: its `-N` suffix, else its `global_step` (original) or optimizer step (ours); or None."""
   match = _STEP_SUFFIX.search(path)
   if match:
     return int(match.group(1))

@@ -220,7 +220,7 @@ def model_config(o, sp_model):
   against the SentencePiece model: a piece id past the model's n_token would be an embedding row it does not have."""
   from xlnet_tf import hf_checkpoint  # pylint: disable=g-import-not-at-top
   source, flag = model_source(o)
-  xlnet_config = hf_checkpoint.model_config(o.model_config_path, source, flag)
+  xlnet_config = hf_checkpoint.model_config(o.model_config_path, source, flag, clamp_len=getattr(o, "clamp_len", None))
   if sp_model.GetPieceSize() > xlnet_config.n_token:
     raise FlagError(f"The SentencePiece model {o.spiece_model_file} has {sp_model.GetPieceSize()} pieces, more than "
                     f"the model's n_token={xlnet_config.n_token} ({o.model_config_path or source}). "

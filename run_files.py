@@ -60,7 +60,7 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
     raise FlagError(str(e)) from None
   there = run_flags(directory) or {}
   changed = [f"--{k}={there[k]} there, {getattr(o, k)} here" for k in _TRAINED_WITH if k in there and hasattr(o, k)
-             and there[k] != getattr(o, k)]
+             and _acting(k, there[k]) != _acting(k, getattr(o, k))]
   recorded = there.get(_SPIECE_DIGEST)
   if recorded and getattr(o, "spiece_model_file", None) and recorded != spiece_digest(o):
     changed.append(f"--spiece_model_file={there.get('spiece_model_file')} there, {o.spiece_model_file} here: another "
@@ -70,6 +70,12 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
                     f"({'; '.join(changed)}; {os.path.join(directory, 'run_flags.json')}): the same weights would "
                     f"pool, read or place tokens otherwise, and score other numbers. Pass the values there, or another "
                     f"{flag}.")
+
+
+def _acting(name, value):
+  """A recorded flag's value as it acts: --clamp_len's values that clamp nothing (0, -1, ...) are one."""
+  from xlnet_tf import hf_checkpoint  # pylint: disable=g-import-not-at-top
+  return hf_checkpoint.clamp_of(value) if name == "clamp_len" else value
 
 
 def _check_hf_pooling(o, directory, flag):

@@ -396,6 +396,8 @@ def test_checkpoints_of_another_model_or_pooling_are_refused_before_they_are_rea
   (tmp_path / "run_flags.json").write_text('{"clamp_len": 3}')  # relative positions clamped at 3 in training
   with pytest.raises(cli.FlagError, match=r"fine-tuned with other flags \(--clamp_len=3 there, -1 here; "):
     run_files.check_trained_model(o, str(tmp_path), config)
+  (tmp_path / "run_flags.json").write_text('{"clamp_len": 0}')  # 0 and -1 clamp nothing: the same model
+  run_files.check_trained_model(o, str(tmp_path), config)
 
 
 def test_a_huggingface_classifier_that_pools_otherwise_is_refused():

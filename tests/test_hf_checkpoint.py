@@ -316,7 +316,6 @@ def _corrupt_copies(root):
   for name, text in (("config_list", json.dumps([config])), ("string_size", json.dumps(dict(config, d_model="16"))),
                      ("no_heads", json.dumps(dict(config, n_head=0))),
                      ("string_eps", json.dumps(dict(config, layer_norm_eps="1e-12"))),
-                     ("clamp_len", json.dumps(dict(config, clamp_len=3))),
                      ("attn_type", json.dumps(dict(config, attn_type="uni"))),
                      ("bi_data", json.dumps(dict(config, bi_data=True))),
                      ("summary_attn", json.dumps(dict(config, summary_type="attn"))),
@@ -376,9 +375,6 @@ def _corrupt_copies(root):
     ("string_size", "config.json's sizes must be positive integers; received d_model '16'"),
     ("no_heads", "config.json's sizes must be positive integers; received n_head 0"),
     ("string_eps", "layer_norm_eps '1e-12' cannot be expressed"),
-    ("clamp_len", r"clamp_len/config.json: clamp_len 3: transformers clamps this model's relative positions at 3; the "
-                  r"tools here take the clamp from --clamp_len, not from config.json. Set clamp_len to -1 in "
-                  r".*clamp_len/config.json and pass --clamp_len=3 to the tools"),
     ("attn_type", r"attn_type/config.json: attn_type 'uni': transformers computes this model with one-way \(causal\) "
                   r"attention, the tools here with the original's fine-tuning attention 'bi'"),
     ("bi_data", r"bi_data/config.json: bi_data True: transformers computes the second half of each batch with "
@@ -587,7 +583,7 @@ def test_one_of_our_checkpoints_exports_too(tmp_path):
 def test_the_export_pools_and_names_labels_as_the_fine_tuning_run_did(tmp_path):
   """A checkpoint with run_classifier.py's run_flags.json beside it exports with that run's --summary_type, its
   labels as id2label (it was `last` and LABEL_i whatever the run did) and its --clamp_len as clamp_len (transformers
-  computed the export without clamping; read back, it is refused as any HF clamp_len is); another --summary_type is
+  computed the export without clamping; read back, it needs --clamp_len=3 and converts with it); another --summary_type is
   refused; a pretraining run's (whose --summary_type pools nothing) is not read."""
   src = tmp_path / "run"
   shutil.copytree(f"{MODEL}/ckpt_untied", src)
@@ -598,8 +594,13 @@ def test_the_export_pools_and_names_labels_as_the_fine_tuning_run_did(tmp_path):
   config = json.loads((tmp_path / "hf" / "config.json").read_text())
   assert config["summary_type"] == "mean" and config["id2label"] == {"0": "a", "1": "b", "2": "c"}
   assert config["label2id"] == {"a": 0, "b": 1, "c": 2} and config["clamp_len"] == 3
-  with pytest.raises(ValueError, match="config.json: clamp_len 3: transformers clamps"):
-    hf_checkpoint.read_config(str(tmp_path / "hf"))
+  with pytest.raises(ValueError, match=f"^--predict_ckpt {tmp_path}/hf clamps relative positions at 3 \\(clamp_len in "
+                                       f"{tmp_path}/hf/config.json: how transformers computes it\\), this run at -1 "
+                                       r"\(--clamp_len\): .* Pass --clamp_len=3\.$"):
+    hf_checkpoint.model_config(None, str(tmp_path / "hf"), "--predict_ckpt", clamp_len=-1)
+  assert hf_checkpoint.model_config(None, str(tmp_path / "hf"), "--predict_ckpt", clamp_len=3).n_layer == 2
+  convert.convert_to_original(str(tmp_path / "hf"), str(tmp_path / "back"), log_fn=lambda _: None)  # and back:
+  assert json.loads((tmp_path / "back" / "run_flags.json").read_text())["clamp_len"] == 3  # compared with the flag
   with pytest.raises(ValueError, match="--summary_type last, but .* was fine-tuned with --summary_type=mean"):
     convert.convert_to_hf(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf2"), task_name="toy", summary_type="last",
                           allow_d_head_override=True)
@@ -689,7 +690,7 @@ def test_transformers_defaults_and_settings_that_change_no_output_are_read(tmp_p
   """transformers' XLNetConfig defaults (mem_len and reuse_len None, clamp_len -1, attn_type bi, same_length and
   bi_data false), same_length true (read with attn_type uni only), clamp_len 0 (no clamping) and any mem_len or
   reuse_len (the mems a forward returns) give the weights as the fixture's config does, in the converter and
-  where a tool takes the model from config.json; clamp_len 3 is refused there before anything is read."""
+  where a tool takes the model from config.json; clamp_len 3 needs --clamp_len=3 there (0 and -1 are one)."""
   hf = tmp_path / "hf"
   shutil.copytree(f"{DATA}/lm_safetensors", hf)
   config = json.loads((hf / "config.json").read_text())
@@ -700,9 +701,10 @@ def test_transformers_defaults_and_settings_that_change_no_output_are_read(tmp_p
     _, arrays, _ = hf_checkpoint.read_hf_checkpoint(str(hf))
     assert sorted(arrays) == sorted(expected) and all(np.array_equal(arrays[n], expected[n]) for n in arrays)
     assert hf_checkpoint.model_config(None, str(hf)).n_layer == 2
+    assert hf_checkpoint.model_config(None, str(hf), clamp_len=0).n_layer == 2
   (hf / "config.json").write_text(json.dumps(dict(config, clamp_len=3)))
-  with pytest.raises(ValueError, match=f"^{hf}/config.json: clamp_len 3: "):
-    hf_checkpoint.model_config(None, str(hf), "--predict_ckpt")
+  with pytest.raises(ValueError, match=f"^--predict_ckpt {hf} clamps relative positions at 3 "):
+    hf_checkpoint.model_config(None, str(hf), "--predict_ckpt", clamp_len=-1)
 
 
 def test_an_hf_classifier_pooling_with_cls_index_pools_with_the_last_token(tmp_path):

@@ -242,11 +242,22 @@ def _check_settings(config, path):
   clamp_len = config.get("clamp_len", -1)
   if clamp_len is not None and not _is_number(clamp_len):
     raise ValueError(f"{path}: clamp_len {clamp_len!r} is not a number. Set it to -1 (no clamping).")
-  if clamp_len is not None and clamp_len > 0:
-    raise ValueError(f"{path}: clamp_len {clamp_len}: transformers clamps this model's relative positions at "
-                     f"{clamp_len}; the tools here take the clamp from --clamp_len, not from config.json. Set "
-                     f"clamp_len to -1 in {path} and pass --clamp_len={clamp_len} to the tools (leave the flag unset "
-                     "if the model was trained without clamping).")
+
+
+def clamp_of(value):
+  """A clamp_len as it acts: the clamp above 0, else -1 (0, -1, any negative value and None clamp nothing)."""
+  return value if _is_number(value) and value > 0 else -1
+
+
+def check_clamp_len(config, path, clamp_len, flag):
+  """ValueError where the HF config dict (`path` its config.json; `flag` names its directory) clamps relative
+  positions (clamp_len above 0, how transformers computes it: a model trained or exported with --clamp_len) and this
+  run's `clamp_len` (--clamp_len) clamps otherwise: the same weights would place tokens otherwise."""
+  there = clamp_of(config.get("clamp_len"))
+  if there > 0 and there != clamp_of(clamp_len):
+    raise ValueError(f"{flag} {os.path.dirname(path)} clamps relative positions at {there} (clamp_len in {path}: "
+                     f"how transformers computes it), this run at {clamp_len} (--clamp_len): the same weights would "
+                     f"place tokens otherwise. Pass --clamp_len={there}.")
 
 
 def hf_summary_type(config, source):
@@ -423,10 +434,12 @@ def hf_to_original(config, weights, source, task_name=None, cls_scope=None):
       raise ValueError(f"{source}: rel_attn.{name} is missing in some layers. Download the model again.")
     arrays[f"model/transformer/{name}"] = np.stack([per_layer[i] for i in range(xlnet_config.n_layer)])
   fine_tuned_with = {}  # what a run_flags.json beside the converted model keeps (`convert.convert_to_original`)
+  if clamp_of(config.get("clamp_len")) > 0:  # the tools compare it with --clamp_len (`run_files.check_trained_model`)
+    fine_tuned_with["clamp_len"] = config["clamp_len"]
   if architecture in POOLING:
     notes.append(f"The HF model pools with summary_type {summary!r} (use_proj {config.get('summary_use_proj', True)}"
                  f"): pass --summary_type={summary} when fine-tuning or predicting with it.")
-    fine_tuned_with = {"summary_type": summary, "use_summ_proj": config.get("summary_use_proj", True)}
+    fine_tuned_with.update(summary_type=summary, use_summ_proj=config.get("summary_use_proj", True))
     if labels := named_labels(config):
       fine_tuned_with["label_list"] = labels
   return xlnet_config, arrays, dict(architecture=architecture, notes=notes, summary_type=summary,
@@ -453,15 +466,19 @@ def read_hf_checkpoint(directory, task_name=None, cls_scope=None):
   return xlnet_config, arrays, info
 
 
-def model_config(model_config_path, init_checkpoint, flag="--init_checkpoint"):
+def model_config(model_config_path, init_checkpoint, flag="--init_checkpoint", clamp_len=None):
   """The XLNetConfig of --model_config_path, else of the HF model directory --init_checkpoint (`flag` names it in
   the messages); where both are given, a ValueError unless they describe the same model (its weights could not be
-  loaded, or would compute another function)."""
+  loaded, or would compute another function); with `clamp_len` (--clamp_len), a ValueError where the HF model
+  clamps otherwise (`check_clamp_len`)."""
   if init_checkpoint and fileio.isdir(init_checkpoint):
     require_config(init_checkpoint)  # a directory without weights says so, not that a config is missing
   path = os.path.join(init_checkpoint, CONFIG_FILE) if is_hf_directory(init_checkpoint) else None
   xlnet_config = XLNetConfig(json_path=model_config_path) if model_config_path else None
-  hf_config = xlnet_config_from_hf(read_config(init_checkpoint), None, path)[0] if path else None
+  hf = read_config(init_checkpoint) if path else None
+  if hf is not None and clamp_len is not None:
+    check_clamp_len(hf, path, clamp_len, flag)
+  hf_config = xlnet_config_from_hf(hf, None, path)[0] if path else None
   if xlnet_config is None:
     if hf_config is None:
       raise ValueError("--model_config_path is required (the xlnet_config.json of the model), unless "

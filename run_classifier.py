@@ -141,6 +141,12 @@ def trained_labels(directory):
   return os.path.join(directory, "run_flags.json"), there, there["label_list"]
 
 
+def _hf_names(source, there):
+  """Whether the labels `trained_labels` found are an HF model's own names for its classes (its config.json's
+  id2label, or a conversion's run_flags.json that took them from there), which a run may name otherwise."""
+  return source is not None and (source.endswith(hf_checkpoint.CONFIG_FILE) or there.get("labels_from") == "id2label")
+
+
 def checkpoint_dir(o):
   """The directory whose run_flags.json describes the checkpoints this run reads: --predict_ckpt's (absolute) for
   a run that only predicts or exports with it, else --model_dir; and the flag that names it."""
@@ -157,7 +163,8 @@ def check_trained_labels(directory, label_list, o, flag="--model_dir"):
   source, there, trained = trained_labels(directory)
   if source is None or trained == json.loads(json.dumps(label_list)):
     return
-  if os.path.basename(source) == hf_checkpoint.CONFIG_FILE and sorted(trained) != sorted(label_list or []):
+  hf_names = _hf_names(source, there)
+  if hf_names and sorted(map(str, trained)) != sorted(map(str, label_list or [])):
     return  # an HF model's own names for the classes (NEGATIVE, POSITIVE for sst-2's 0, 1): no order to compare
   def described(labels):
     return "a regression task (float labels)" if labels is None else f"the labels {labels}, in that order"
@@ -166,6 +173,9 @@ def check_trained_labels(directory, label_list, o, flag="--model_dir"):
     fix = f"Pass --is_regression={trained is None} (as it was trained)"
   elif generic:
     fix = f"Pass --labels={','.join(trained)}"
+  elif hf_names:  # the task's labels in the model's own order (transformers' run_glue.py orders MNLI otherwise)
+    fix = (f"Read the data as --task_name=tsv with the task's columns (--text_a_column, --text_b_column, "
+           f"--label_column) and --labels={','.join(trained)}, the model's order")
   else:
     fix = (f"Pass the --task_name ({there.get('task_name', there.get('finetuning_task'))} there), --labels and "
            "--is_regression it was trained with")
@@ -241,9 +251,10 @@ def run(o, strategy, log_fn=print):
   task_name = o.task_name.lower()
   options = processor_options(o)
   trained_dir, trained_flag = checkpoint_dir(o)
-  source, _, trained = trained_labels(trained_dir)
+  source, there, trained = trained_labels(trained_dir)
   if task_name in ("csv", "tsv") and o.labels is None and not o.is_regression and trained:
-    renamed = "; --labels names them otherwise, in that order" if source.endswith(hf_checkpoint.CONFIG_FILE) else ""
+    renamed = ("; or pass --labels naming its classes as the data does, in their order" if _hf_names(source, there)
+               else "")
     options.update(labels=trained, labels_source=f"of the checkpoints in {trained_dir} ({source}{renamed})")
     log_fn(f"Labels (those the checkpoints in {trained_flag} were fine-tuned with): {trained}")
   processor = classifier_data.get_processor(task_name, **options)

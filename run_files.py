@@ -33,7 +33,7 @@ _SPIECE_DIGEST = "spiece_model_sha256"
 # run_flags.json's record of the flags a resumed run changed, and from which step (`restore_or_init`).
 _CHANGED = "changed_on_resume"
 # What a run keeps beside its flags in its run_flags.json (`restore_or_init`'s `resolved`, the digest, the changes).
-_RESOLVED = {"label_list", _SPIECE_DIGEST, "record_sizes", _CHANGED, "num_replicas"}
+_RESOLVED = {"label_list", "labels_from", _SPIECE_DIGEST, "record_sizes", _CHANGED, "num_replicas"}
 
 
 def spiece_digest(o):

@@ -671,7 +671,8 @@ def test_an_hf_classifier_converted_to_tf1_keeps_its_pooling_and_labels(tmp_path
   (hf / "config.json").write_text(json.dumps(dict(config, id2label={"0": "neg", "1": "neutral", "2": "pos"})))
   convert.convert_to_original(str(hf), str(tmp_path / "tf1"), log_fn=lambda _: None)
   assert json.loads((tmp_path / "tf1" / "run_flags.json").read_text()) == {
-      "summary_type": "mean", "use_summ_proj": True, "label_list": ["neg", "neutral", "pos"]}
+      "summary_type": "mean", "use_summ_proj": True, "label_list": ["neg", "neutral", "pos"],
+      "labels_from": "id2label"}
   convert.convert_to_hf(str(tmp_path / "tf1" / "xlnet_model.ckpt"), str(tmp_path / "back"), log_fn=lambda _: None)
   back = json.loads((tmp_path / "back" / "config.json").read_text())
   assert back["summary_type"] == "mean" and back["id2label"] == {"0": "neg", "1": "neutral", "2": "pos"}

@@ -603,7 +603,8 @@ def test_the_labels_of_an_export_or_an_hf_model_are_checked(tmp_path):
   o = cli.defaults(run_classifier.define_flags, task_name="csv")
   assert run_classifier.trained_labels(str(export))[2] == ["pos", "neg"]
   with pytest.raises(cli.FlagError, match=r"fine-tuned with the labels \['pos', 'neg'\], in that order \(.*"
-                                          r"export/run_flags.json\).* Pass --labels=pos,neg, or another --predict_ckpt"):
+                                          r"export/run_flags.json\).* Pass --labels=pos,neg, or another "
+                                          r"--predict_ckpt"):
     run_classifier.check_trained_labels(str(export), ["neg", "pos"], o, "--predict_ckpt")
   hf = tmp_path / "hf"
   shutil.copytree("tests/testdata/hf/cls_bin", hf)
@@ -616,3 +617,14 @@ def test_the_labels_of_an_export_or_an_hf_model_are_checked(tmp_path):
   run_classifier.check_trained_labels(str(hf), ["0", "1", "2"], o, "--predict_ckpt")  # other names: no order
   (hf / "config.json").write_text(json.dumps(config))  # LABEL_i: no names
   assert run_classifier.trained_labels(str(hf)) == (None, None, None)
+  # An HF model's names converted to TF1 (labels_from id2label) are its own: sst-2's 0, 1 may name NEGATIVE,
+  # POSITIVE (it was refused, advising --labels, which sst-2 refuses); the task's labels in another order are
+  # refused with advice that works.
+  named = {"label_list": ["NEGATIVE", "POSITIVE"], "labels_from": "id2label"}
+  (export / "run_flags.json").write_text(json.dumps(named))
+  sst2 = cli.defaults(run_classifier.define_flags, task_name="sst-2")
+  run_classifier.check_trained_labels(str(export), ["0", "1"], sst2, "--predict_ckpt")
+  (export / "run_flags.json").write_text(json.dumps({"label_list": ["1", "0"], "labels_from": "id2label"}))
+  with pytest.raises(cli.FlagError, match=r"Read the data as --task_name=tsv with the task's columns .* "
+                                          r"--labels=1,0, the model's order, or another --predict_ckpt"):
+    run_classifier.check_trained_labels(str(export), ["0", "1"], sst2, "--predict_ckpt")

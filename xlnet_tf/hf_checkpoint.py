@@ -440,8 +440,8 @@ def hf_to_original(config, weights, source, task_name=None, cls_scope=None):
     notes.append(f"The HF model pools with summary_type {summary!r} (use_proj {config.get('summary_use_proj', True)}"
                  f"): pass --summary_type={summary} when fine-tuning or predicting with it.")
     fine_tuned_with.update(summary_type=summary, use_summ_proj=config.get("summary_use_proj", True))
-    if labels := named_labels(config):
-      fine_tuned_with["label_list"] = labels
+    if labels := named_labels(config):  # HF's names: the tools may name the classes otherwise (run_classifier)
+      fine_tuned_with.update(label_list=labels, labels_from="id2label")
   return xlnet_config, arrays, dict(architecture=architecture, notes=notes, summary_type=summary,
                                     fine_tuned_with=fine_tuned_with)
 

@@ -302,7 +302,7 @@ def _expand_user(name, value):
   return value
 
 
-_ONE_SLASH = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):/(?!/)")
+_ONE_SLASH = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/(?!/)")  # two letters at least: C:/x is a Windows drive
 
 
 def _check_path(name, value):
@@ -318,8 +318,9 @@ def _check_path(name, value):
     typo = _ONE_SLASH.match(part)
     if typo:
       scheme, rest = typo.group(1), part[typo.end():]
+      meant = f"file:///{rest}" if scheme == "file" else f"{scheme}://{rest}"  # file:// then the absolute path
       raise FlagError(f"--{name} {part}: '{scheme}:/' has one slash, where a remote path has two ({scheme}://...). "
-                      f"Pass {scheme}://{rest}, or ./{part} for a local path under a directory named '{scheme}:'.")
+                      f"Pass {meant}, or ./{part} for a local path under a directory named '{scheme}:'.")
     if fileio.is_remote(part):
       try:
         fileio.exists(part)
@@ -330,6 +331,8 @@ def _check_path(name, value):
       mode = os.stat(part).st_mode
     except (OSError, ValueError):
       continue  # not there (yet): said where it is read or written
+    if (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)) and name.endswith("_dir"):
+      raise FlagError(f"--{name}={part} is a pipe or a device, not a directory. Pass a directory.")
     if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode):  # /dev/stdin, <(zcat f), a FIFO
       raise FlagError(f"--{name}={part} is a pipe or a device, not a file: the tools read an input more than once (a "
                       "check, then the read), and a stream gives its bytes once. Write it to a file first (e.g. zcat "

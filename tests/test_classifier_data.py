@@ -270,6 +270,8 @@ def test_a_glue_file_of_another_layout_is_refused(tmp_path):
   with pytest.raises(ValueError, match=r"test.tsv line 3 has 1 column\(s\), fewer than sst-2 reads \(2\): a test "
                                        r"file needs every row"):
     classifier_data.get_processor("sst-2").get_test_examples(d)
+  write(f"{d}/test.tsv", tsv(["index", "sentence"], ["0", "a fine film"]) + "   \n\t\n")  # blank: no rows
+  assert len(classifier_data.get_processor("sst-2").get_test_examples(d)) == 1
   write(f"{d}/dev.tsv", tsv(["sentence", "label"], ["a fine film", "1"], ["cut"], ["a dull one", "0"]))
   assert len(classifier_data.get_processor("sst-2").get_dev_examples(d)) == 2  # skipped, as the original
   write(f"{d}/test.tsv", tsv(["INDEX", "Sentence "], ["0", "a fine film"]))  # names as GLUE's, spaces and case aside
@@ -439,6 +441,12 @@ def test_generic_tsv_by_index_pairs_given_labels_and_regression(tmp_path, caplog
                        labels=["no", "yes"])
   assert triples(p.get_train_examples(d)) == [('a "x', "b", "yes"), ("c", "d", "no")]
   assert p.get_labels() == ["no", "yes"]
+  # --has_header=False on a file with a header: its label column's name became a class of its own, without a word.
+  write(f"{d}/header.tsv", "text\tlabel\nc\tno\nd\tyes\ne\tno\n")
+  with caplog.at_level("WARNING"):
+    h = classifier_data.get_processor("tsv", text_a_column=0, label_column=1, has_header=False, train_file="header.tsv")
+    assert h.get_labels(d) == ["label", "no", "yes"]
+  assert "header.tsv: the first row's label 'label' is on no other row: is that row a header?" in caplog.text
   write(f"{d}/scores.tsv", "s1\ts2\tscore\nx\ty\t0.25\n")
   r = classifier_data.get_processor("tsv", text_a_column="s1", text_b_column="s2", label_column="score", is_regression=True,
                        train_file="scores.tsv")

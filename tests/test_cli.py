@@ -489,6 +489,12 @@ def test_a_path_flag_with_one_slash_after_its_scheme_is_refused():
   with pytest.raises(cli.FlagError, match=r"^--model_dir gs:/my-bucket/m: 'gs:/' has one slash"):
     _pretrain_values("--record_info_dir=/data/r", "--model_dir=gs:/my-bucket/m")
   assert _pretrain_values("--record_info_dir=/data/r", "--model_dir=./gs:/b/m").model_dir == "./gs:/b/m"
+  assert _pretrain_values("--record_info_dir=/data/r", "--model_dir=C:/x/m").model_dir == "C:/x/m"  # a drive letter
+  with pytest.raises(cli.FlagError, match=r"^--model_dir file:/tmp/m: .* Pass file:///tmp/m, or"):  # not file://tmp/m
+    _pretrain_values("--record_info_dir=/data/r", "--model_dir=file:/tmp/m")
+  with pytest.raises(cli.FlagError, match=r"^--model_dir=/dev/null is a pipe or a device, not a directory\. Pass a "
+                                          r"directory\.$"):  # not the input's advice (zcat)
+    _pretrain_values("--record_info_dir=/data/r", "--model_dir=/dev/null")
 
 
 def test_a_directory_made_through_a_link_to_nowhere_is_named_by_its_flag(tmp_path, monkeypatch, capsys):

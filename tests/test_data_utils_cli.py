@@ -288,6 +288,10 @@ def test_a_file_the_glob_names_twice_is_read_once(tmp_path, caplog):
   corpus.mkdir()
   shutil.copy(f"{GOLDEN}/corpus/imdb-0.txt", corpus / "a.txt")
   (corpus / "b.txt").symlink_to(corpus / "a.txt")
+  os.link(corpus / "a.txt", corpus / "c.txt")  # a hard link: another path, the same file
+  (tmp_path / "two").mkdir()  # equal text in two files is read twice: two documents
+  for name in ("a.txt", "copy.txt"):
+    shutil.copy(corpus / "a.txt", tmp_path / "two" / name)
   args = [f"--sp_path={GOLDEN}/spm/spiece.model", *GOLDEN_FLAGS]
   once = data_utils.create_data(cli.values(_flag_values(args + [f"--input_glob={corpus}/a.txt",
                                                                 f"--save_dir={tmp_path}/once"])))
@@ -295,8 +299,11 @@ def test_a_file_the_glob_names_twice_is_read_once(tmp_path, caplog):
     both = data_utils.create_data(cli.values(_flag_values(args + [f"--input_glob={corpus}/*.txt",
                                                                   f"--save_dir={tmp_path}/both"])))
   assert both["num_batch"] == once["num_batch"] > 0
-  assert f"--input_glob={corpus}/*.txt names 1 file(s) twice (a symbolic link, or two patterns): {corpus}/b.txt" \
-      in caplog.text
+  assert f"--input_glob={corpus}/*.txt names 2 file(s) twice (a link, or two patterns): {corpus}/b.txt, " \
+      f"{corpus}/c.txt read once." in caplog.text
+  copies = data_utils.create_data(cli.values(_flag_values(args + [f"--input_glob={tmp_path}/two/*.txt",
+                                                                  f"--save_dir={tmp_path}/copies"])))
+  assert copies["num_batch"] > once["num_batch"]
 
 
 def test_records_that_would_not_fit_with_another_run_s_are_refused(tmp_path):

@@ -44,7 +44,7 @@ _FIELD_LIMIT = 2 ** 31 - 1
 
 
 def read_rows(path, task_name, delimiter, quoting):
-  """Yields (physical line number, row) for every non-empty row of a delimited file.
+  """Yields (physical line number, row) for every row of a delimited file that holds more than white space.
 
   The lines end at LF only and lose every CR, as the lines of the original's `tf.gfile` reader (its readline drops
   them): a lone CR in a field joins its neighbours ("one\\rtwo" -> "onetwo") and ends no row. A byte-order mark
@@ -59,7 +59,7 @@ def read_rows(path, task_name, delimiter, quoting):
     reader = csv.reader(lines, delimiter=delimiter, quoting=quoting)
     try:
       for row in reader:
-        if row:
+        if any(field.strip() for field in row):  # a line of spaces or tabs alone holds no row, as an empty one
           yield reader.line_num, row
     except csv.Error as e:
       raise ValueError(f"{path} line {reader.line_num} is not valid {task_name} data: {e}. Fix the file.") from None

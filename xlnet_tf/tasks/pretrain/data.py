@@ -211,15 +211,15 @@ def _check_no_other_run(tfrecord_dir, spec, options, writer):
 
 
 def _one_name_each(file_paths, input_glob):
-  """`file_paths` with each local file once: a second name of one (a symbolic link beside it, or the same file through
-  two patterns of the glob) is dropped with a warning; its text went into the records twice."""
+  """`file_paths` with each local file once: a second name of one (a symbolic or hard link beside it, or the same file
+  through two patterns of the glob) is dropped with a warning; its text went into the records twice."""
   seen, kept, dropped = set(), [], []
   for path in file_paths:
-    real = path if fileio.is_remote(path) else os.path.realpath(path)
-    (dropped if real in seen else kept).append(path)
-    seen.add(real)
+    same = path if fileio.is_remote(path) else (os.stat(path).st_dev, os.stat(path).st_ino)  # links, hard ones too
+    (dropped if same in seen else kept).append(path)
+    seen.add(same)
   if dropped:
-    _LOG.warning("--input_glob=%s names %d file(s) twice (a symbolic link, or two patterns): %s%s read once.",
+    _LOG.warning("--input_glob=%s names %d file(s) twice (a link, or two patterns): %s%s read once.",
                  input_glob, len(dropped), ", ".join(dropped[:3]), " ..." if len(dropped) > 3 else "")
   return kept
 

@@ -215,7 +215,10 @@ def _one_name_each(file_paths, input_glob):
   through two patterns of the glob) is dropped with a warning; its text went into the records twice."""
   seen, kept, dropped = set(), [], []
   for path in file_paths:
-    same = path if fileio.is_remote(path) else (os.stat(path).st_dev, os.stat(path).st_ino)  # links, hard ones too
+    try:
+      same = path if fileio.is_remote(path) else (os.stat(path).st_dev, os.stat(path).st_ino)  # hard links too
+    except OSError:
+      same = path  # unreadable: `check_readable` says so
     (dropped if same in seen else kept).append(path)
     seen.add(same)
   if dropped:

@@ -661,6 +661,18 @@ def test_a_task_name_with_a_slash_is_refused_naming_the_flag():
   assert hf_checkpoint.classification_scope(config, "mnli") == "classification_mnli"
 
 
+def test_an_id2label_of_another_length_than_the_head_is_refused(tmp_path):
+  """An HF classifier whose id2label names 2 classes beside a head of 3 rows predicted with rc 0 (and as csv it was
+  said to hold no classification head): the config is another model's."""
+  hf = tmp_path / "hf"
+  shutil.copytree(f"{DATA}/cls_bin", hf)
+  config = json.loads((hf / "config.json").read_text())
+  (hf / "config.json").write_text(json.dumps(dict(config, id2label={"0": "neg", "1": "pos"})))
+  with pytest.raises(ValueError, match=r"config.json's id2label names 2 classes, its classification head has 3: the "
+                                       r"config is of another model"):
+    hf_checkpoint.read_hf_checkpoint(str(hf))
+
+
 def test_an_hf_classifier_converted_to_tf1_keeps_its_pooling_and_labels(tmp_path):
   """HF -> TF1 wrote the weights and xlnet_config.json alone: predicting with them pooled with the flag's `last`
   (the model's is `mean`: other logits, exit 0), and TF1 -> HF again wrote `last` and LABEL_i. Now a run_flags.json

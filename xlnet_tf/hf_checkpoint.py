@@ -404,6 +404,10 @@ def hf_to_original(config, weights, source, task_name=None, cls_scope=None):
                      "download cut short, or a shard left out). Download the model again.")
   # Every weight's shape (layer 0's, checked against the config, says the config fits) and type, before any is used.
   classes = (np.shape(weights["logits_proj.weight"]) or (0,))[0] if "logits_proj.weight" in weights else 0
+  named = len(config.get("id2label") or {})
+  if architecture == "XLNetForSequenceClassification" and named and classes and named != classes:
+    raise ValueError(f"{source}: its config.json's id2label names {named} classes, its classification head has "
+                     f"{classes}: the config is of another model. Download the model again, or fix id2label.")
   shapes = hf_shapes(xlnet_config, classes)
   arrays, stacked, unknown = {}, {n: {} for n in STACKED}, []
   for name, array in weights.items():

@@ -86,7 +86,7 @@ def _check_hf_pooling(o, directory, flag):
     config = hf_checkpoint.read_config(directory)
   except ValueError as e:
     raise FlagError(str(e)) from None
-  if hf_checkpoint.architecture_of(config, {}) not in ("XLNetForSequenceClassification", "XLNetForMultipleChoice"):
+  if hf_checkpoint.architecture_of(config, {}) not in hf_checkpoint.POOLING:
     return
   there = {"summary_type": config.get("summary_type", "last"), "use_summ_proj": config.get("summary_use_proj", True)}
   changed = [k for k in there if hasattr(o, k) and there[k] != getattr(o, k)]

@@ -123,7 +123,7 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
     fileio.give_default_mode(tmp)  # safetensors makes its file readable by its owner only
     copied = _copy(os.path.dirname(path), output_dir, out.write)
     out.write(os.path.join(output_dir, hf_checkpoint.CONFIG_FILE), json.dumps(config, indent=2, sort_keys=True))
-  if unknown_summary and config["architectures"][0] in ("XLNetForSequenceClassification", "XLNetForMultipleChoice"):
+  if unknown_summary and config["architectures"][0] in hf_checkpoint.POOLING:
     notes.append(f"Its pooling is unknown (no --summary_type, and no run_flags.json of the run that fine-tuned it "
                  f"beside {path}): config.json says summary_type 'last', the original's default. Convert again with "
                  "--summary_type if it was fine-tuned with another.")

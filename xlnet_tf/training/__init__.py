@@ -11,6 +11,6 @@ from xlnet_tf.training.preemption import Interrupted
 from xlnet_tf.training.trainer import Trainer
 
 __all__ = ["STRATEGIES", "CloudTPU", "LOSS_WEIGHTINGS", "check_run_files", "MEMS_RESET", "Interrupted", "TrainConfig",
-           "Trainer", "default_mems_reset", "fine_tuning_batch_sizes", "cpu_has_native_bfloat16", "read_run_flags", "is_chief", "keep_freed_memory",
-           "keep_freed_memory_after_input", "start", "make_strategy", "prefer_wide_xla_vectors",
-           "set_float32_matmul_precision", "warn_if_emulated_bfloat16", "write_run_files"]
+           "Trainer", "default_mems_reset", "fine_tuning_batch_sizes", "cpu_has_native_bfloat16", "read_run_flags",
+           "is_chief", "keep_freed_memory", "keep_freed_memory_after_input", "start", "make_strategy",
+           "prefer_wide_xla_vectors", "set_float32_matmul_precision", "warn_if_emulated_bfloat16", "write_run_files"]

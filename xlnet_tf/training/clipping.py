@@ -56,7 +56,8 @@ def clip_and_scale_gradients(grads, variables, clip, lr_layer_decay_rate=1.0, n_
 
   Args:
     grads: list of float Tensor (or tf.IndexedSlices), one per variable and shaped like it: the gradient of the
-      loss: summed across replicas, or with clip_mode per_core / per_replica this replica's own. None = the variable gets no gradient; it is passed through.
+      loss: summed across replicas, or with clip_mode per_core / per_replica this replica's own. None = the variable
+      gets no gradient; it is passed through.
     variables: the variables, in the order of `grads`.
     clip: the global-norm bound (--clip), > 0.
     lr_layer_decay_rate, n_layer: as `layer_decay_multipliers`.

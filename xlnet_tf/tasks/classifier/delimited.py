@@ -111,11 +111,8 @@ class DelimitedProcessor(DataProcessor):
         raise ValueError(f"Task {self.task_name!r} collects its labels from the training file {train_path}, which "
                          "does not exist. Pass every class with --labels, in the order the model was trained with "
                          "(its run_flags.json's label_list), or point --data_dir at the training data.")
-      examples = self._create_examples(data_dir, "train", check_labels=False)
-      found = {ex.label for ex in examples}
-      if not self.task.has_header and [ex.label for ex in examples].count(examples[0].label if examples else None) == 1:
-        logging.warning("%s: the first row's label %r is on no other row: is that row a header? It is a class of its "
-                        "own now; pass --has_header=True if so.", train_path, examples[0].label)
+      labels = [ex.label for ex in self._create_examples(data_dir, "train", check_labels=False)]
+      found = set(labels)
       if not found:
         raise ValueError(f"{train_path} has no examples to collect labels from. Fix the file or pass the labels "
                          "(--labels).")
@@ -125,6 +122,9 @@ class DelimitedProcessor(DataProcessor):
                          "are collected from it (--labels is unset): a classifier needs at least 2 classes. Pass "
                          f"every class with --labels (--labels={label},...), or --is_regression=True if the labels "
                          "are scores.")
+      if not self.task.has_header and labels.count(labels[0]) == 1:
+        logging.warning("%s: the first row's label %r is on no other row: is that row a header? It is a class of its "
+                        "own now; pass --has_header=True if so.", train_path, labels[0])
       _check_one_spelling(found, train_path)
       numeric = all(label.lstrip("-").isdigit() for label in found)
       self._labels = sorted(found, key=int if numeric else None)

@@ -251,8 +251,9 @@ def write_predictions(files, logits, is_real_example=None):
     if real.shape[0] != logits.shape[0]:
       raise ValueError(f"is_real_example has {real.shape[0]} entries but there are {logits.shape[0]} logit rows.")
     logits = logits[real != 0]
-  if not np.isfinite(logits).all():  # every row class 0, and a logits file no json reader takes
-    bad = np.flatnonzero(~np.isfinite(logits).all(axis=1))
+  finite = np.isfinite(logits).all(axis=1)
+  if not finite.all():  # every row class 0, and a logits file no json reader takes
+    bad = np.flatnonzero(~finite)
     raise FloatingPointError(f"The model's logits are not finite (NaN or inf) for {bad.size} of {logits.shape[0]} "
                              f"examples (the first: row {bad[0]}): its weights hold NaN or inf (a damaged checkpoint, "
                              "or one of a diverged run). Nothing was written; predict with another checkpoint.")

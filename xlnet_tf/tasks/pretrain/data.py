@@ -216,9 +216,10 @@ def _one_name_each(file_paths, input_glob):
   seen, kept, dropped = set(), [], []
   for path in file_paths:
     try:
-      same = path if fileio.is_remote(path) else (os.stat(path).st_dev, os.stat(path).st_ino)  # hard links too
+      info = None if fileio.is_remote(path) else os.stat(path)
     except OSError:
-      same = path  # unreadable: `check_readable` says so
+      info = None  # unreadable: `check_readable` says so
+    same = path if info is None else (info.st_dev, info.st_ino)  # hard links too
     (dropped if same in seen else kept).append(path)
     seen.add(same)
   if dropped:

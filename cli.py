@@ -1,7 +1,7 @@
 """What the command-line tools share at start-up, beyond their flags (`flags.py` defines those): the filter of
 TensorFlow's C++ noise, the one-line flag errors and checks, the turn from flags into the library's plain configs,
 and the `main` of every CLI. What a training run keeps in --model_dir beside its checkpoints, and checks there, is
-`run_files.py`'s.
+`run_files.py`'s; what every path flag goes through, `path_flags.py`'s.
 
 One pattern for every CLI: `main = cli.cli_main(prog, body)`, where `body` receives `values()`, the script's flags
 as a plain namespace, and turns them into the plain configs its `run(...)` takes. Tests and Python callers build
@@ -17,9 +17,7 @@ import atexit
 import gc
 import math
 import os
-import re
 import signal
-import stat
 import sys
 import types
 
@@ -28,6 +26,8 @@ from absl import flags as absl_flags
 from absl import logging
 
 import flags
+from flags import FlagError  # the tools raise it as cli.FlagError
+import path_flags
 from xlnet_tf import stderr_filter
 
 
@@ -78,10 +78,6 @@ def _verbosity(argv):
   except absl_flags.Error:  # the real parse reports it
     return -1
   return flag_values.verbosity
-
-
-class FlagError(ValueError):
-  """A flag value the run cannot use; `cli_main` prints it as one line."""
 
 
 def require_file(path, flag, what, directory_ok=False):
@@ -287,104 +283,23 @@ def train_config(o, global_batch_size, tokens_per_example, **fields):
   return TrainConfig(global_batch_size=global_batch_size, tokens_per_example=tokens_per_example, **values_)
 
 
-_PATH_FLAG_SUFFIXES = ("_dir", "_file", "_path", "_glob", "checkpoint", "_ckpt")
-
-
-def _is_path_flag(name):
-  return name == "input" or name.endswith(_PATH_FLAG_SUFFIXES)
-
-
-def _expand_user(name, value):
-  """A path flag's `~` (or `~user`) as the user's home, in each comma-separated part: a shell leaves the `~` of
-  `--model_dir=~/exp` as it is, and the tools made a directory named `~` in the working directory."""
-  if isinstance(value, str) and "~" in value and _is_path_flag(name):
-    return ",".join(os.path.expanduser(part) for part in value.split(","))
-  return value
-
-
-_ONE_SLASH = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/(?!/)")  # two letters at least: C:/x is a Windows drive
-
-
-def _check_path(name, value):
-  """FlagError where a comma-separated part of the path flag --{name} is `scheme:/x` (a `gs:/bucket` typo, which
-  was written to a local directory named `gs:`), or a remote path whose file system TensorFlow does not have here
-  or cannot reach (`fileio.remote_error`; asked once here, so that the line names the flag), or a local pipe or
-  device (the tools read an input more than once: data_utils.py lost the first 4 KiB of /dev/stdin's text,
-  run_classifier.py kept the digest of an empty SentencePiece model)."""
-  if not (isinstance(value, str) and _is_path_flag(name)):
-    return
-  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)
-  for part in value.split(","):
-    typo = _ONE_SLASH.match(part)
-    if typo:
-      scheme, rest = typo.group(1), part[typo.end():]
-      meant = f"file:///{rest}" if scheme == "file" else f"{scheme}://{rest}"  # file:// then the absolute path
-      raise FlagError(f"--{name} {part}: '{scheme}:/' has one slash, where a remote path has two ({scheme}://...). "
-                      f"Pass {meant}, or ./{part} for a local path under a directory named '{scheme}:'.")
-    if fileio.is_remote(part):
-      try:
-        fileio.exists(part)
-      except fileio.PathError as e:
-        raise FlagError(e.named(f"--{name}")) from None
-      continue
-    try:
-      mode = os.stat(part).st_mode
-    except (OSError, ValueError):
-      continue  # not there (yet): said where it is read or written
-    if (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)) and name.endswith("_dir"):
-      raise FlagError(f"--{name}={part} is a pipe or a device, not a directory. Pass a directory.")
-    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode):  # /dev/stdin, <(zcat f), a FIFO
-      raise FlagError(f"--{name}={part} is a pipe or a device, not a file: the tools read an input more than once (a "
-                      "check, then the read), and a stream gives its bytes once. Write it to a file first (e.g. zcat "
-                      "corpus.gz > corpus.txt) and pass that.")
-
-
 def values(flag_values=absl_flags.FLAGS):
   """The script's own flags (every flag `flags.py` defined) as a plain namespace: what its `run` takes; a path
-  flag's leading `~` is the user's home (`_expand_user`), a HuggingFace hub cache directory given as the model to
-  read its snapshot (`_hub_snapshot`). A float flag that is nan or infinite is a FlagError (absl takes
+  flag's leading `~` is the user's home (`path_flags.expand_user`), a HuggingFace hub cache directory given as the model to
+  read its snapshot (`path_flags.hub_snapshot`). A float flag that is nan or infinite is a FlagError (absl takes
   `--learning_rate=nan`; a run trained to its first non-finite loss, and wrote a run_flags.json that is no json), so
-  is a path flag with a `gs:/` typo or a remote path TensorFlow cannot read here (`_check_path`)."""
+  is a path flag with a `gs:/` typo or a remote path TensorFlow cannot read here (`path_flags.check_path`)."""
   own = flag_values.get_flags_for_module(flags)
   for f in own:
     if isinstance(f.value, float) and not math.isfinite(f.value):
       raise FlagError(f"--{f.name} must be a finite number. Received: {f.value}.")
-  options = types.SimpleNamespace(**{f.name: _expand_user(f.name, f.value) for f in own})
+  options = types.SimpleNamespace(**{f.name: path_flags.expand_user(f.name, f.value) for f in own})
   for name, value in vars(options).items():
-    _check_path(name, value)
+    path_flags.check_path(name, value)
   for name in ("init_checkpoint", "predict_ckpt", "input"):
     if getattr(options, name, None):
-      setattr(options, name, _hub_snapshot(name, getattr(options, name)))
+      setattr(options, name, path_flags.hub_snapshot(name, getattr(options, name)))
   return options
-
-
-def _flag_of(options, path):
-  """The flag (`--name`) of the options `options` whose path value holds `path` (the value itself, a file in it, or
-  a directory above it; the closest wins), or None."""
-  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
-  best = None
-  for name, value in sorted(vars(options or types.SimpleNamespace()).items()):
-    if not (isinstance(value, str) and _is_path_flag(name)):
-      continue
-    for part in filter(None, value.split(",")):  # an empty part would be the working directory, holding all
-      rank = 2 if fileio.is_within(path, part) else 1 if fileio.is_within(part, path) else None
-      if rank and (best is None or (rank, len(part)) > best[0]):
-        best = ((rank, len(part)), f"--{name}")
-  return best and best[1]
-
-
-def _hub_snapshot(name, path):
-  """--{name}=path, or the model directory inside it where it is a HuggingFace hub cache directory
-  (`hf_checkpoint.hub_snapshot`: ~/.cache/huggingface/hub/models--xlnet--xlnet-base-cased, what `from_pretrained`
-  downloaded), with a log line naming it."""
-  if not os.path.isdir(os.path.join(path, "snapshots")):  # local only: a hub cache is on the user's disk
-    return path
-  from xlnet_tf import hf_checkpoint  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)
-  snapshot = hf_checkpoint.hub_snapshot(path)
-  if snapshot is None:
-    return path
-  logging.info("--%s %s is a HuggingFace hub cache directory: reading its model %s.", name, path, snapshot)
-  return snapshot
 
 
 def defaults(define_flags, **overrides):
@@ -414,22 +329,6 @@ def _failed_allocation(error):
     return None
   from xlnet_tf.training import out_of_memory  # pylint: disable=g-import-not-at-top
   return out_of_memory.allocation(error)
-
-
-def _path_error(error, options):
-  """The one line of `error` where it is a `fileio.PathError`, or TensorFlow's error on a remote path from code
-  that called `tf.io.gfile` itself (`fileio.remote_error`: a file system TensorFlow does not have, or one it cannot
-  reach for a path a flag of `options` holds), naming the flag; else None."""
-  if "xlnet_tf.fileio" not in sys.modules:
-    return None
-  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
-  path_error = error if isinstance(error, fileio.PathError) else fileio.remote_error(error)
-  if path_error is None:
-    return None
-  flag = path_error.what or _flag_of(options, path_error.path)
-  if path_error is not error and flag is None and type(error).__name__ != "UnimplementedError":
-    return None  # another error whose message names a URL: not this
-  return " ".join(path_error.named(flag).split())
 
 
 def cli_main(prog, body):
@@ -462,7 +361,7 @@ def cli_main(prog, body):
       elif (signum := preemption.stop_signal(e, noted)) is not None:
         line, code = (f"{prog}: stopped by {signal.Signals(signum).name}; files are written whole or not at all, "
                       "so none was left half-written. Run the same command again."), 128 + signum
-      elif (path_line := _path_error(e, options)) is not None:  # a remote path that cannot be read
+      elif (path_line := path_flags.path_error(e, options)) is not None:  # a remote path that cannot be read
         line, code = f"{prog}: error: {path_line}", 1
       elif isinstance(e, (ValueError, OSError, FloatingPointError, MemoryError)):
         line, code = f"{prog}: error: " + (" ".join(str(e).split()) or _OUT_OF_MEMORY % "Python's MemoryError"), 1

@@ -10,6 +10,10 @@ Importing this module has no side effects (it defines nothing until a `define_*_
 from absl import flags
 
 
+class FlagError(ValueError):
+  """A flag value the run cannot use; `cli.cli_main` prints it as one line (the tools raise it as `cli.FlagError`)."""
+
+
 def define_data_utils_flags(flag_values=flags.FLAGS):
   """The flags of the original `data_utils.py` (names and defaults unchanged), plus --seed and --span_sampling."""
   fv = dict(flag_values=flag_values)

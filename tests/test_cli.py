@@ -16,6 +16,7 @@ import tensorflow as tf
 from absl import flags as absl_flags
 
 import cli
+import path_flags
 import run_files
 from xlnet_tf.training import inference
 from xlnet_tf.training import preemption
@@ -251,6 +252,7 @@ def test_a_stop_lost_with_no_step_after_it_ends_the_run_with_its_code(capsys):
 _AFTER_MAIN = """
 import os, signal, sys
 import cli
+import path_flags
 cli.start_script(sys.argv)
 from absl import flags as absl_flags
 absl_flags.FLAGS.mark_as_parsed()
@@ -270,6 +272,7 @@ def test_a_signal_after_main_does_not_say_the_run_was_starting():
 _SLOW_TEARDOWN = """
 import sys, time
 import cli
+import path_flags
 cli.start_script(sys.argv)
 
 class Slow:
@@ -515,6 +518,6 @@ def test_the_flag_of_a_path_is_the_one_whose_value_holds_it():
   """Not a flag whose value has an empty part or a file in the working directory (both 'hold' every path there)."""
   here = os.path.abspath("cache")
   options = types.SimpleNamespace(init_checkpoint="x.ckpt", record_info_dir="a,,b", xla_cache_dir="/elsewhere/c")
-  assert cli._flag_of(options, here) is None  # pylint: disable=protected-access
+  assert path_flags.flag_of(options, here) is None  # pylint: disable=protected-access
   options.xla_cache_dir = "cache"
-  assert cli._flag_of(options, os.path.join(here, "sub")) == "--xla_cache_dir"  # pylint: disable=protected-access
+  assert path_flags.flag_of(options, os.path.join(here, "sub")) == "--xla_cache_dir"  # pylint: disable=protected-access

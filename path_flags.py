@@ -1,0 +1,115 @@
+"""The path flags of the command-line tools (every flag named `input` or ending in _dir, _file, _path, _glob,
+checkpoint or _ckpt): a `~` read as the home directory, a `gs:/` typo, an unreachable remote path or a pipe refused
+naming the flag, a HuggingFace hub cache directory read as its model, and the flag named in the one line of an
+error on a path. `cli.values()` applies the first three to every flag; `cli.cli_main` asks `path_error` for the line.
+
+Importing this module has no side effects; it imports TensorFlow (through `xlnet_tf.fileio`) only when a check needs
+it.
+"""
+
+import os
+import re
+import stat
+import sys
+import types
+
+from absl import logging
+
+from flags import FlagError
+
+
+_PATH_FLAG_SUFFIXES = ("_dir", "_file", "_path", "_glob", "checkpoint", "_ckpt")
+
+
+def is_path_flag(name):
+  return name == "input" or name.endswith(_PATH_FLAG_SUFFIXES)
+
+
+def expand_user(name, value):
+  """A path flag's `~` (or `~user`) as the user's home, in each comma-separated part: a shell leaves the `~` of
+  `--model_dir=~/exp` as it is, and the tools made a directory named `~` in the working directory."""
+  if isinstance(value, str) and "~" in value and is_path_flag(name):
+    return ",".join(os.path.expanduser(part) for part in value.split(","))
+  return value
+
+
+_ONE_SLASH = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/(?!/)")  # two letters at least: C:/x is a Windows drive
+
+
+def check_path(name, value):
+  """FlagError where a comma-separated part of the path flag --{name} is `scheme:/x` (a `gs:/bucket` typo, which
+  was written to a local directory named `gs:`), or a remote path whose file system TensorFlow does not have here
+  or cannot reach (`fileio.remote_error`; asked once here, so that the line names the flag), or a local pipe or
+  device (the tools read an input more than once: data_utils.py lost the first 4 KiB of /dev/stdin's text,
+  run_classifier.py kept the digest of an empty SentencePiece model)."""
+  if not (isinstance(value, str) and is_path_flag(name)):
+    return
+  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top  (light to import)
+  for part in value.split(","):
+    typo = _ONE_SLASH.match(part)
+    if typo:
+      scheme, rest = typo.group(1), part[typo.end():]
+      meant = f"file:///{rest}" if scheme == "file" else f"{scheme}://{rest}"  # file:// then the absolute path
+      raise FlagError(f"--{name} {part}: '{scheme}:/' has one slash, where a remote path has two ({scheme}://...). "
+                      f"Pass {meant}, or ./{part} for a local path under a directory named '{scheme}:'.")
+    if fileio.is_remote(part):
+      try:
+        fileio.exists(part)
+      except fileio.PathError as e:
+        raise FlagError(e.named(f"--{name}")) from None
+      continue
+    try:
+      mode = os.stat(part).st_mode
+    except (OSError, ValueError):
+      continue  # not there (yet): said where it is read or written
+    if (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)) and name.endswith("_dir"):
+      raise FlagError(f"--{name}={part} is a pipe or a device, not a directory. Pass a directory.")
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode):  # /dev/stdin, <(zcat f), a FIFO
+      raise FlagError(f"--{name}={part} is a pipe or a device, not a file: the tools read an input more than once (a "
+                      "check, then the read), and a stream gives its bytes once. Write it to a file first (e.g. zcat "
+                      "corpus.gz > corpus.txt) and pass that.")
+
+
+def flag_of(options, path):
+  """The flag (`--name`) of the options `options` whose path value holds `path` (the value itself, a file in it, or
+  a directory above it; the closest wins), or None."""
+  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
+  best = None
+  for name, value in sorted(vars(options or types.SimpleNamespace()).items()):
+    if not (isinstance(value, str) and is_path_flag(name)):
+      continue
+    for part in filter(None, value.split(",")):  # an empty part would be the working directory, holding all
+      rank = 2 if fileio.is_within(path, part) else 1 if fileio.is_within(part, path) else None
+      if rank and (best is None or (rank, len(part)) > best[0]):
+        best = ((rank, len(part)), f"--{name}")
+  return best and best[1]
+
+
+def hub_snapshot(name, path):
+  """--{name}=path, or the model directory inside it where it is a HuggingFace hub cache directory
+  (`hf_checkpoint.hub_snapshot`: ~/.cache/huggingface/hub/models--xlnet--xlnet-base-cased, what `from_pretrained`
+  downloaded), with a log line naming it."""
+  if not os.path.isdir(os.path.join(path, "snapshots")):  # local only: a hub cache is on the user's disk
+    return path
+  from xlnet_tf import hf_checkpoint  # pylint: disable=g-import-not-at-top  (light to import)
+  snapshot = hf_checkpoint.hub_snapshot(path)
+  if snapshot is None:
+    return path
+  logging.info("--%s %s is a HuggingFace hub cache directory: reading its model %s.", name, path, snapshot)
+  return snapshot
+
+
+def path_error(error, options):
+  """The one line of `error` where it is a `fileio.PathError`, or TensorFlow's error on a remote path from code
+  that called `tf.io.gfile` itself (`fileio.remote_error`: a file system TensorFlow does not have, or one it cannot
+  reach for a path a flag of `options` holds), naming the flag; else None."""
+  if "xlnet_tf.fileio" not in sys.modules:
+    return None
+  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
+  path_error = error if isinstance(error, fileio.PathError) else fileio.remote_error(error)
+  if path_error is None:
+    return None
+  flag = path_error.what or flag_of(options, path_error.path)
+  if path_error is not error and flag is None and type(error).__name__ != "UnimplementedError":
+    return None  # another error whose message names a URL: not this
+  return " ".join(path_error.named(flag).split())

@@ -131,8 +131,8 @@ def test_the_task_s_text_replacements_are_in_the_graph(data):
   assert not np.array_equal(graph, python_features(raw, [None] * len(raw), sp)["input_ids"])
   with pytest.raises(tf.errors.InvalidArgumentError, match="text_a and text_b must hold as many texts"):
     module.encode_pair(tf.constant(raw), tf.constant(raw[:2]))
-  with pytest.raises(tf.errors.InvalidArgumentError, match="a text is not UTF-8"):  # as the Python path's reader
-    module.encode(tf.constant([b"caf\xe9 \xff\xfe", b"fine"]))
+  with pytest.raises(tf.errors.InvalidArgumentError, match=r"a text is not UTF-8.*at these indices are not:.*\[0 2\]"):
+    module.encode(tf.constant([b"caf\xe9 \xff\xfe", b"fine", b"\xed\xa0\x80"]))  # the Python path's reader refuses
   module.encode(tf.constant(["\ufffd stays valid"]))
 
 

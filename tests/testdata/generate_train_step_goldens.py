@@ -36,7 +36,7 @@ CONFIG = {"n_layer": 2, "d_model": 8, "n_head": 2, "d_head": 6, "d_inner": 11, "
           "untie_r": False, "n_token": 1000}
 DATA = {"bsz": 5, "seq_len": 32, "reuse_len": 16, "num_predict": 6, "perm_size": 8, "mask_alpha": 6, "mask_beta": 1,
         "bi_data": False}
-BASE_FLAGS = dict(CONFIG, use_tpu=False, use_bfloat16=False, dropout=0.0, dropatt=0.0, init="normal", init_std=0.02,
+BASE_FLAGS = dict(use_tpu=False, use_bfloat16=False, dropout=0.0, dropatt=0.0, init="normal", init_std=0.02,
                   init_range=0.1, mem_len=24, reuse_len=DATA["reuse_len"], bi_data=False, clamp_len=6,
                   same_length=False, num_predict=DATA["num_predict"], learning_rate=1e-3, warmup_steps=0,
                   decay_method="poly", train_steps=5, min_lr_ratio=0.001, weight_decay=0.0, adam_epsilon=1e-8,
@@ -111,7 +111,8 @@ def import_original(xlnet_src):
 
 
 def flags_for(golden, model_dir, init_checkpoint):
-  f = dict(BASE_FLAGS, **golden["flags"], model_dir=model_dir, init_checkpoint=init_checkpoint)
+  f = dict(CONFIG, **BASE_FLAGS)  # CONFIG read now: a caller may have changed it after import
+  f.update(golden["flags"], model_dir=model_dir, init_checkpoint=init_checkpoint)
   return types.SimpleNamespace(**f)
 
 
@@ -259,12 +260,13 @@ def to_arrays(golden, batches, out, flags, ckpt_rel):
     arrays.update({f"grad0/{n}": g for n, g in out["grad0"].items()})
   arrays.update({f"final/{n}": v for n, v in out["final"].items()})
   train_gpu_flags = {k: v for k, v in vars(flags).items() if k not in ("model_dir", "init_checkpoint")}
-  train_gpu_flags.update(model_dir="<local>", init_checkpoint=ckpt_rel, lr_layer_decay_rate=1.0, num_passes=1,
+  decay = getattr(flags, "lr_layer_decay_rate", 1.0)  # train_gpu.py has no such flag; get_train_op reads it so
+  train_gpu_flags.update(model_dir="<local>", init_checkpoint=ckpt_rel, lr_layer_decay_rate=decay, num_passes=1,
                          record_info_dir="<temporary: data_utils.py records of tests/testdata/data/corpus>")
   slots = ("adam_m", "adam_v") if flags.weight_decay > 0 else ("Adam", "Adam_1")
   meta = {"mode": "pretrain", "script": "train_gpu.py", "towers": 1, "bsz_per_core": DATA["bsz"],
           "config": CONFIG, "train_gpu_flags": train_gpu_flags,
-          "get_train_op_overrides": {"lr_layer_decay_rate": 1.0, "use_tpu": False},
+          "get_train_op_overrides": {"lr_layer_decay_rate": decay, "use_tpu": False},
           "use_tpu_embedding_and_loss_path": bool(golden.get("tpu_path", False)),
           "optimizer": "AdamWeightDecayOptimizer (model_utils)" if flags.weight_decay > 0 else "tf.train.AdamOptimizer",
           "variables": out["variables"],

@@ -169,10 +169,12 @@ class ClassifierModule(tf.Module):
 
   def _tokenize(self, text):
     """string [B] -> int32 RaggedTensor [B, (T)], the ids of `encode_ids(preprocess_text(text))`; an
-    InvalidArgumentError for a text that is not UTF-8 (the Python path refuses such a file)."""
+    InvalidArgumentError naming the indices of the texts that are not UTF-8 (the Python path refuses such a
+    file)."""
     utf8 = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
-    check = tf.debugging.Assert(tf.reduce_all(tf.equal(utf8, text)),  # data: the line alone, not the bytes
-                                ["a text is not UTF-8: send UTF-8 encoded strings"])
+    bad = tf.where(tf.not_equal(utf8, text))[:, 0]  # data: the line and the indices, not the bytes
+    check = tf.debugging.Assert(tf.equal(tf.size(bad), 0), ["a text is not UTF-8: send UTF-8 encoded strings. The "
+                                                            "batch's texts at these indices are not:", bad])
     with tf.control_dependencies([check]):
       text = tf.identity(text)
     for old, new in self.text_replacements:

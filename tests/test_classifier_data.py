@@ -256,6 +256,22 @@ def test_glue_processor(tmp_path, task, train_text, train_expected, test_text, t
       getattr(p, f"get_{split}_examples")(d)
 
 
+def test_a_test_file_whose_index_is_not_its_row_is_named_once(tmp_path, caplog):
+  """GLUE test predictions are numbered by row, as the original's: a shard of a test file (indices 100...) got ids
+  from 0 without a word. A warning names the first such row; a whole GLUE file says nothing."""
+  d = str(tmp_path)
+  p = classifier_data.get_processor("sst-2")
+  write(f"{d}/test.tsv", tsv(["index", "sentence"], ["0", "a"], ["1", "b"]))
+  with caplog.at_level("WARNING"):
+    assert len(p.get_test_examples(d)) == 2
+  assert "numbered by row" not in caplog.text
+  write(f"{d}/test.tsv", tsv(["index", "sentence"], ["100", "a"], ["101", "b"]))
+  with caplog.at_level("WARNING"):
+    assert triples(p.get_test_examples(d)) == [("a", None, "0"), ("b", None, "0")]
+  assert caplog.text.count("numbered by row") == 1
+  assert "test.tsv line 2 has the index '100', but the predictions are numbered by row" in caplog.text
+
+
 def test_a_glue_file_of_another_layout_is_refused(tmp_path):
   """GLUE's files are read by column position: SST-2's test file as HuggingFace datasets exports it (`sentence`,
   `label` = -1, `idx`) was predicted on its column 1, the string "-1" of every row, exit 0. Its header names other

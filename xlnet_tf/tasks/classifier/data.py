@@ -88,7 +88,7 @@ class GLUEProcessor(DataProcessor):
     header = self.test_contains_header if is_test else self.contains_header
     a_col = self.test_text_a_column if is_test and self.test_text_a_column is not None else self.text_a_column
     b_col = self.test_text_b_column if is_test and self.test_text_b_column is not None else self.text_b_column
-    examples = []
+    examples, mismatched = [], False
     for i, (line_num, row) in enumerate(read_rows(path, self.task_name, "\t", csv.QUOTE_NONE)):
       if i == 0 and header:
         self._check_header(row, path, line_num, is_test)
@@ -103,6 +103,12 @@ class GLUEProcessor(DataProcessor):
         continue
       text_b = row[b_col] if b_col is not None else None
       label = self.get_labels()[0] if is_test else self._label(row[self.label_column], path, line_num)
+      if is_test and row[0].strip() != str(len(examples)) and not mismatched:
+        mismatched = True  # one line a file
+        logging.warning("%s line %d has the index %r, but the predictions are numbered by row, as the original's "
+                        "(this row's is %d): a test file cut into shards, or not GLUE's, gets other ids than its "
+                        "index column. Predict the whole test file to submit it.", path, line_num, row[0][:20],
+                        len(examples))
       examples.append(InputExample(guid=f"{set_type}-{i}", text_a=row[a_col], text_b=text_b, label=label))
     return examples
 

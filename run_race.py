@@ -152,6 +152,11 @@ def run(o, strategy, log_fn=print):
   evaluates = training.is_chief(strategy) and (o.do_eval or o.do_predict)  # on the chief only, as the original
   if evaluates:  # read (and checked) first: a bad evaluation file fails in seconds, not after training
     info = _prepare(o, o.eval_split, tokenize_fn, xlnet_config.n_token, log_fn)
+    if o.do_eval and info.unanswered:
+      raise cli.FlagError(f"--do_eval needs the answers of the {o.eval_split} split, and {len(info.unanswered)} of its "
+                          f"files have no `answers` ({', '.join(info.unanswered[:2])}"
+                          f"{' ...' if len(info.unanswered) > 2 else ''}). Add them, or predict the split alone "
+                          "(--do_eval=False --do_predict).")
   if o.do_train:
     with locks.directory_lock(o.model_dir if training.is_chief(strategy) else None):
       results["train"] = train(o, strategy, xlnet_config, tokenize_fn, model_args, log_fn)
@@ -177,13 +182,14 @@ def run(o, strategy, log_fn=print):
     if o.predict_ckpt:
       run_files.check_trained_model(o, checkpoint.directory_of(ckpt), xlnet_config, "--predict_ckpt")
     examples = race_data.get_examples(o.data_dir, o.eval_split, o.high_only, o.middle_only,
-                                       o.sorted_file_order)
+                                       o.sorted_file_order, answers_required=False)
     level = "high." if o.high_only else "middle." if o.middle_only else ""
     output_file = os.path.join(o.predict_dir, f"{level}{o.eval_split}.predictions.json")
     results["predict"] = race_eval.predict(inference, ckpt, info.path, o.max_seq_length, o.eval_batch_size,
                                            examples, o.data_dir, output_file)
-    log_fn(f"Predictions of {ckpt}: {output_file} ({results['predict']['num_questions']} questions, accuracy "
-           f"{results['predict']['accuracy']:.4f}).")
+    accuracy = results["predict"]["accuracy"]
+    log_fn(f"Predictions of {ckpt}: {output_file} ({results['predict']['num_questions']} questions, "
+           + ("without answers to score)." if info.unanswered else f"accuracy {accuracy:.4f})."))
   return results
 
 

@@ -120,6 +120,34 @@ def test_eval_of_the_original_checkpoint_equals_the_goldens(tmp_path):
   assert any(line.startswith("Eval | eval_accuracy 0.125 | eval_loss 1.3881") for line in lines)
 
 
+def test_a_split_without_answers_is_predicted_and_not_evaluated(tmp_path):
+  """A set to predict has no answers (RACE's format with `answers` left out): --do_predict alone predicts it, the
+  same choices as with its answers, `answer`/`correct` null; --do_eval is refused naming the files (it refused
+  every file with "fix or remove the file" before)."""
+  data = tmp_path / "data"
+  shutil.copytree(os.path.join(GOLDEN, "data"), data)
+  predict = dict(do_eval=False, do_predict=True, predict_ckpt=os.path.join(GOLDEN, "ckpt", "xlnet_model.ckpt"))
+  strategy = training.make_strategy("one_device")
+  labelled = run_race.run(golden_options(tmp_path / "a", predict_dir=str(tmp_path / "p1"), **predict), strategy,
+                          log_fn=lambda line: None)
+  for path in data.glob("dev/*/*.txt"):
+    article = json.loads(path.read_text())
+    del article["answers"]
+    path.write_text(json.dumps(article))
+  with pytest.raises(cli.FlagError, match=r"--do_eval needs the answers of the dev split, and 4 of its files have no "
+                                          r"`answers` \(.*\.txt, .*\.txt \.\.\.\)\. Add them, or predict the split alone"):
+    run_race.run(golden_options(tmp_path / "b", data_dir=str(data)), strategy, log_fn=lambda line: None)
+  lines = []
+  unlabelled = run_race.run(golden_options(tmp_path / "c", data_dir=str(data), predict_dir=str(tmp_path / "p2"),
+                                           **predict), strategy, log_fn=lines.append)
+  assert np.isnan(unlabelled["predict"]["accuracy"]) and not np.isnan(labelled["predict"]["accuracy"])
+  assert any(line.endswith("questions, without answers to score).") for line in lines)
+  one, two = (json.loads((tmp_path / p / "dev.predictions.json").read_text()) for p in ("p1", "p2"))
+  assert [e["prediction"] for e in one] == [e["prediction"] for e in two] and len(two) == 8
+  assert {e["answer"] for e in two} == {None} and {e["correct"] for e in two} == {None}
+  np.testing.assert_allclose([e["logits"] for e in one], [e["logits"] for e in two], atol=1e-6)
+
+
 def test_eval_reports_the_global_step_the_checkpoint_records(tmp_path):
   """As the original's Estimator: `global_step` is the checkpoint's variable, not the number in its file name (the
   goldens' checkpoint records 0; here it lies in --model_dir as `model.ckpt-7`)."""

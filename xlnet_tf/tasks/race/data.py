@@ -53,7 +53,7 @@ class InputExample:
   Attributes:
     context: str, the article.
     qa_list: list of 4 str, `join_qa(question, option)` for each option.
-    label: int in 0..3, the correct option.
+    label: int in 0..3, the correct option; None in a file without `answers` (read to predict it).
     level: "middle" or "high".
     file: str, the file it was read from ("" when built in code).
     question_index: int, the question's index in its file.
@@ -95,12 +95,13 @@ def _bad_file(path, what):
                     f"(A-D); fix or remove the file.")
 
 
-def read_race_file(path, level):
+def read_race_file(path, level, answers_required=True):
   """Reads one RACE JSON file.
 
   Args:
     path: str, the file (local or `gs://...`).
     level: "middle" or "high", recorded in the examples.
+    answers_required: False: a file without `answers` is read (its examples' label None), to be predicted.
 
   Returns:
     List of `InputExample`, one per question, in file order.
@@ -117,8 +118,11 @@ def read_race_file(path, level):
   if not isinstance(data, dict):
     raise _bad_file(path, f"the JSON is a {type(data).__name__}, not an object")
   missing = [k for k in ("article", "questions", "options", "answers") if k not in data]
-  if missing:
-    raise _bad_file(path, f"missing key(s) {missing}")
+  if missing == ["answers"] and not answers_required:
+    data = dict(data, answers=[None] * len(data["questions"]) if isinstance(data["questions"], list) else [])
+  elif missing:
+    raise _bad_file(path, f"missing key(s) {missing}" + (" (a file to predict may lack `answers`: --do_predict "
+                                                         "alone reads it)" if missing == ["answers"] else ""))
   article, questions, options, answers = data["article"], data["questions"], data["options"], data["answers"]
   if not isinstance(article, str):
     raise _bad_file(path, f"`article` is a {type(article).__name__}, not a string")
@@ -133,10 +137,11 @@ def read_race_file(path, level):
       raise _bad_file(path, f"question {i} is a {type(question).__name__}, not a string")
     if not isinstance(opts, list) or len(opts) != NUM_CHOICES or not all(isinstance(o, str) for o in opts):
       raise _bad_file(path, f"question {i} needs a list of {NUM_CHOICES} option strings, got {opts!r}")
-    if not isinstance(answer, str) or len(answer) != 1 or answer not in ANSWER_LETTERS:
+    if "answers" not in missing and (not isinstance(answer, str) or len(answer) != 1 or answer not in ANSWER_LETTERS):
       raise _bad_file(path, f"answer {i} is {answer!r}, not one of the letters {', '.join(ANSWER_LETTERS)}")
     examples.append(InputExample(context=article, qa_list=[join_qa(question, o) for o in opts],
-                                 label=ANSWER_LETTERS.index(answer), level=level, file=path, question_index=i))
+                                 label=None if answer is None else ANSWER_LETTERS.index(answer), level=level,
+                                 file=path, question_index=i))
   return examples
 
 
@@ -170,7 +175,7 @@ def level_files(data_dir, split, level, sorted_file_order=False):
   return paths
 
 
-def get_examples(data_dir, split, high_only=False, middle_only=False, sorted_file_order=False):
+def get_examples(data_dir, split, high_only=False, middle_only=False, sorted_file_order=False, answers_required=True):
   """Reads a RACE split as the original `get_examples`: middle then high, files in listdir's order (or sorted),
   questions in file order.
 
@@ -180,6 +185,7 @@ def get_examples(data_dir, split, high_only=False, middle_only=False, sorted_fil
     high_only: read only the high-school level.
     middle_only: read only the middle-school level.
     sorted_file_order: read a level's files sorted by name instead of in the directory's order (`level_files`).
+    answers_required: False: files without `answers` are read too (`read_race_file`).
 
   Returns:
     List of `InputExample`.
@@ -195,7 +201,7 @@ def get_examples(data_dir, split, high_only=False, middle_only=False, sorted_fil
                      "Pass at most one.")
   examples = []
   for path, level in split_files(data_dir, split, high_only, middle_only, sorted_file_order):
-    examples.extend(read_race_file(path, level))
+    examples.extend(read_race_file(path, level, answers_required))
   return examples
 
 
@@ -274,7 +280,7 @@ def convert_single_example(example, tokenize_fn, max_seq_length, max_qa_length, 
     input_mask.extend([1] * pad + [0] * len(tokens))
     all_segment_ids.extend([SEG_ID_PAD] * pad + segment_ids)
   return InputFeatures(input_ids=input_ids, input_mask=input_mask, segment_ids=all_segment_ids,
-                       label_id=example.label)
+                       label_id=0 if example.label is None else example.label)  # None: to predict (0, as padding)
 
 
 def pad_examples(examples, batch_size):

@@ -139,7 +139,8 @@ def predict(inference, ckpt_path, eval_file, max_seq_length, eval_batch_size, ex
   """Writes the predictions of `ckpt_path` for the real questions of `eval_file`, atomically, as a JSON list.
 
   Each entry: `file` (below data_dir), `question_index`, `level`, `prediction` (the chosen letter A-D),
-  `probabilities` (softmax over the 4 options), `logits`, `answer` (the file's letter) and `correct`.
+  `probabilities` (softmax over the 4 options), `logits`, `answer` (the file's letter) and `correct` (both null
+  for a file without `answers`).
 
   Args:
     inference: an `Inference`.
@@ -150,7 +151,7 @@ def predict(inference, ckpt_path, eval_file, max_seq_length, eval_batch_size, ex
     output_file: str, the JSON file.
 
   Returns:
-    dict: path (output_file), accuracy (over the real questions), num_questions.
+    dict: path (output_file), accuracy (over the real questions; NaN where a file has no answers), num_questions.
   """
   inference.load(ckpt_path)
   dataset = eval_dataset(eval_file, max_seq_length, eval_batch_size, inference.n_token)
@@ -160,7 +161,7 @@ def predict(inference, ckpt_path, eval_file, max_seq_length, eval_batch_size, ex
   if len(logits) != len(examples):
     raise ValueError(f"{eval_file} holds {len(logits)} real questions but the split has {len(examples)}: the cached "
                      "record is stale. Pass --overwrite_data=True.")
-  if len(examples) and not np.array_equal(labels, [ex.label for ex in examples]):
+  if len(examples) and not np.array_equal(labels, [0 if ex.label is None else ex.label for ex in examples]):
     raise ValueError(f"The answers in {eval_file} do not match the split's files: the cached record is stale. Pass "
                      "--overwrite_data=True.")
   probabilities = tf.nn.softmax(logits.astype(np.float64), axis=-1).numpy()
@@ -168,9 +169,11 @@ def predict(inference, ckpt_path, eval_file, max_seq_length, eval_batch_size, ex
   entries = [{
       "file": _relative(ex.file, data_dir), "question_index": ex.question_index, "level": ex.level,
       "prediction": data.ANSWER_LETTERS[choice], "probabilities": [round(float(p), 6) for p in probs],
-      "logits": [float(v) for v in row], "answer": data.ANSWER_LETTERS[ex.label], "correct": bool(choice == ex.label),
+      "logits": [float(v) for v in row], "answer": None if ex.label is None else data.ANSWER_LETTERS[ex.label],
+      "correct": None if ex.label is None else bool(choice == ex.label),
   } for ex, choice, probs, row in zip(examples, choices, probabilities, logits)]
   fileio.write_json(output_file, entries, indent=1)
-  accuracy = float(np.mean(choices == labels)) if len(labels) else math.nan
+  answered = all(ex.label is not None for ex in examples)
+  accuracy = float(np.mean(choices == labels)) if len(labels) and answered else math.nan
   logging.info("Predicted %d questions with %s (accuracy %.4f).", len(entries), ckpt_path, accuracy)
   return {"path": output_file, "accuracy": accuracy, "num_questions": len(entries)}

@@ -107,11 +107,14 @@ class RecordsInfo:
     num_real: int, real examples (None when a cached training file was kept: the original does not re-read).
     num_padding: int, fake examples appended for the eval batch size (0 for training).
     written: bool, False when an existing file was kept.
+    unanswered: list of str, the files read without `answers` (an eval split's, to be predicted; their questions'
+      label_ids are 0, so they cannot be evaluated).
   """
   path: str
   num_real: int
   num_padding: int
   written: bool
+  unanswered: list = dataclasses.field(default_factory=list)
 
   @property
   def num_records(self):
@@ -205,17 +208,19 @@ def prepare_records(config, split, tokenize_fn):
         return RecordsInfo(path=path, num_real=None, num_padding=0, written=False)
       examples = data.get_examples(c.data_dir, split, c.high_only, c.middle_only, c.sorted_file_order)
       random.Random(c.shuffle_seed).shuffle(examples)
-      num_real = len(examples)
+      num_real, unanswered = len(examples), []
     else:
-      real_examples = data.get_examples(c.data_dir, split, c.high_only, c.middle_only, c.sorted_file_order)
+      real_examples = data.get_examples(c.data_dir, split, c.high_only, c.middle_only, c.sorted_file_order,
+                                        answers_required=False)
       num_real = len(real_examples)
+      unanswered = list(dict.fromkeys(ex.file for ex in real_examples if ex.label is None))
       examples = data.pad_examples(real_examples, c.eval_batch_size)
     if not examples:
       raise ValueError(f"The RACE {split} split under {c.data_dir} has no questions. Check --data_dir.")
     written = write_records(examples, tokenize_fn, path, c.max_seq_length, c.max_qa_length, c.fix_option_aliasing,
                             not reuse, fingerprint)
   return RecordsInfo(path=path, num_real=num_real, num_padding=len(examples) - num_real,
-                     written=written is not None)
+                     written=written is not None, unanswered=unanswered)
 
 
 def name_to_features(max_seq_length):

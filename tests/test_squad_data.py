@@ -174,6 +174,9 @@ def test_evaluation_ignores_answers(tmp_path):
       {"id": "q2", "question": "Who?", "is_impossible": True}],
      r"qas\[1\]: question 'q2' has no 'answers' list, which the evaluation reads for every question of a file that "
      r"has answers"),
+    ([{"id": 1.0, "question": "Where?", "answers": []}, {"id": True, "question": "Who?", "answers": []}],
+     r"qas\[0\]: question id 1\.0 is a float: predictions are keyed by id, and ids must be strings \(as SQuAD's\) or "
+     r"integers\. Fix the file\.$"),  # 1.0 and true passed as '1.0' and 'True', then were one key: a question lost
 ])
 def test_evaluation_needs_answer_texts_and_distinct_ids(tmp_path, qas, message):
   """What the evaluation reads from a file to predict: an answer's text (else a KeyError after the model ran), and

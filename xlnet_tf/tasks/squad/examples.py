@@ -77,7 +77,8 @@ def has_answers(orig_data):
 def _check_eval_question(path, where, qa, first_of_id, labelled):
   """ValueError unless the answers of a question to predict each have a `text` string (the evaluation compares
   the prediction with it), every question has `answers` where the file is `labelled` (the evaluation reads them
-  for every question), and its id is not one of an earlier question (`first_of_id`: id -> where)."""
+  for every question), and its id is a string or an integer and not one of an earlier question (`first_of_id`:
+  id -> where)."""
   if labelled and "answers" not in qa:
     _fail(path, where, f"question {qa['id']!r} has no 'answers' list, which the evaluation reads for every question "
           "of a file that has answers (an unanswerable question has an empty list). Fix the file.")
@@ -86,6 +87,9 @@ def _check_eval_question(path, where, qa, first_of_id, labelled):
                                               for a in answers):
     _fail(path, where, f"question {qa['id']!r}: every answer needs a 'text' string, which the evaluation compares "
           "the prediction with. Fix the file.")
+  if isinstance(qa["id"], bool) or not isinstance(qa["id"], (str, int)):  # 1.0 and true: one key (1.0 == True)
+    _fail(path, where, f"question id {qa['id']!r} is a {type(qa['id']).__name__}: predictions are keyed by id, "
+          "and ids must be strings (as SQuAD's) or integers. Fix the file.")
   key = str(qa["id"])  # predictions.json's key
   if key in first_of_id:
     _fail(path, where, f"question id {qa['id']!r} is also the id of {first_of_id[key]}: predictions are keyed by id, "

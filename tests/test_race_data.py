@@ -181,6 +181,15 @@ def test_levels_order_and_filters(tmp_path):
   assert (ex.qa_list, ex.label) == (["q a ?", "q b ?", "q c ?", "q d ?"], 1)
 
 
+def test_a_file_with_a_byte_order_mark_is_read(tmp_path):
+  """A file saved with a UTF-8 byte-order mark (a Windows editor's) was refused as 'not JSON'; csv/tsv files and
+  xlnet_config.json with one are read, and so is this."""
+  root = str(tmp_path)
+  _write(root, "dev/high/1.txt", _article())
+  _write(root, "dev/middle/1.txt", "\ufeff" + json.dumps(_article(answers=("C",))))
+  assert [ex.label for ex in data.get_examples(root, "dev")] == [2, 1]
+
+
 def test_file_order_is_the_directory_listing_unless_sorted(tmp_path):
   # The original reads tf.gfile.ListDirectory's order (the file system's); --sorted_file_order sorts by name.
   root = str(tmp_path)

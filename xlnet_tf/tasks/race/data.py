@@ -111,8 +111,8 @@ def read_race_file(path, level, answers_required=True):
       not have exactly 4 options.
   """
   try:
-    with fileio.open_file(path) as f:
-      data = json.load(f)
+    with fileio.open_file(path, "rb") as f:
+      data = json.loads(f.read().decode("utf-8-sig"))  # a byte-order mark (a Windows editor's) is no text
   except (json.JSONDecodeError, UnicodeDecodeError) as e:
     raise _bad_file(path, f"not JSON ({e})") from None
   if not isinstance(data, dict):

@@ -112,3 +112,17 @@ def test_the_flags_named_are_those_the_run_does_not_use_yet(tmp_path):
       "fewer rows at a time), --recompute_grad (each layer's activations computed again in the backward pass), "
       "--use_bfloat16 (--use_fp16 on a GPU without bfloat16) or a smaller --mem_len or records of a shorter --seq_len "
       "(data_utils.py)")
+
+
+def test_mems_the_device_cannot_hold_name_mem_len(tmp_path):
+  """`--mem_len=100000000` ended in the generic line advising smaller batches or sequences: the mems are made when
+  the Trainer is, before any step, and their line names --mem_len."""
+  run_config = RunConfig(is_training=True, use_tpu=False, use_bfloat16=False, dropout=0.0, dropatt=0.0,
+                         mem_len=2 ** 40, reuse_len=2)
+  with pytest.raises(MemoryError) as caught:
+    training.Trainer(training.make_strategy("one_device"), lambda: XLNetModel(CONFIG, run_config), PretrainTask(),
+                     str(tmp_path), training.TrainConfig(learning_rate=1e-4, train_steps=2, global_batch_size=2))
+  line = str(caught.value)
+  assert line.startswith(f"Out of memory holding the mems ({CONFIG.n_layer} x [{2 ** 40}, 2, {CONFIG.d_model}] floats "
+                         "a replica) (OOM when allocating tensor with shape["), line
+  assert line.endswith("). Pass a smaller --mem_len."), line

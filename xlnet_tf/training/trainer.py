@@ -87,8 +87,10 @@ class Trainer:
       accumulation.check_split(self.bsz_per_replica, self.config.gradient_accumulation_steps, self._row_groups)
       self.optimizer = optimization.create_optimizer(**config.optimizer_args())
       self.optimizer.build(self.model.trainable_variables)  # Keras 3: before the first distributed step
-      self.mems = Mems(strategy, self.n_layer, self.model.run_config.mem_len, self.bsz_per_replica,
-                       self.model.xlnet_config.d_model)
+      mem_len = self.model.run_config.mem_len
+      with out_of_memory.reported(f"holding the mems ({self.n_layer} x [{mem_len}, {self.bsz_per_replica}, "
+                                  f"{self.model.xlnet_config.d_model}] floats a replica)", "Pass a smaller --mem_len"):
+        self.mems = Mems(strategy, self.n_layer, mem_len, self.bsz_per_replica, self.model.xlnet_config.d_model)
       self.loss_scale = loss_scale_for(self.model, self.optimizer)
     self.chief = is_chief(strategy)
     self.checkpoints = RunCheckpoint(self.model, self.optimizer, self.mems.global_variable, model_dir, self.chief,

@@ -307,8 +307,9 @@ def run(o, strategy, log_fn=print):
                                   label_list, o, tokenize_fn, "predict", log_fn, xlnet_config.n_token)
     files = classifier_metrics.PredictionFiles(predict_dir=o.predict_dir, task_name=task_name, label_list=label_list,
                                                predict_threshold=o.predict_threshold)
-    results["predict"] = classifier_eval.predict(inference, ckpt, predict_file, o.max_seq_length, o.predict_batch_size,
-                                                 files, keep_padding=o.predict_eval_padding)
+    with locks.directory_lock(o.predict_dir, name="predict", what="--predict_dir"):  # one run's files a time
+      results["predict"] = classifier_eval.predict(inference, ckpt, predict_file, o.max_seq_length,
+                                                   o.predict_batch_size, files, keep_padding=o.predict_eval_padding)
     log_fn(f"Predictions of {ckpt}: {results['predict'][0]}, {results['predict'][1]}")
   if o.export_dir:
     inference.load(ckpt)

@@ -185,8 +185,9 @@ def run(o, strategy, log_fn=print):
                                        o.sorted_file_order, answers_required=False)
     level = "high." if o.high_only else "middle." if o.middle_only else ""
     output_file = os.path.join(o.predict_dir, f"{level}{o.eval_split}.predictions.json")
-    results["predict"] = race_eval.predict(inference, ckpt, info.path, o.max_seq_length, o.eval_batch_size,
-                                           examples, o.data_dir, output_file)
+    with locks.directory_lock(o.predict_dir, name="predict", what="--predict_dir"):  # one run's files a time
+      results["predict"] = race_eval.predict(inference, ckpt, info.path, o.max_seq_length, o.eval_batch_size,
+                                             examples, o.data_dir, output_file)
     accuracy = results["predict"]["accuracy"]
     log_fn(f"Predictions of {ckpt}: {output_file} ({results['predict']['num_questions']} questions, "
            + ("without answers to score)." if info.unanswered else f"accuracy {accuracy:.4f})."))

@@ -262,9 +262,10 @@ def run(o, strategy, log_fn=print):
     options = squad_postprocess.AnswerOptions(
         n_best_size=o.n_best_size, max_answer_length=o.max_answer_length, allow_last_token=o.allow_last_token,
         allow_empty_prediction=o.allow_empty_prediction, null_threshold=o.null_threshold)
-    results["predict"], results["best"] = squad_predict.predict_checkpoints(
-        inference, predict_ckpts, eval_set, o.predict_dir, o.predict_batch_size, options,
-        o.target_eval_key, log_fn=log_fn, dir_each=o.predict_all_ckpt)
+    with locks.directory_lock(o.predict_dir, name="predict", what="--predict_dir"):  # one run's files a time
+      results["predict"], results["best"] = squad_predict.predict_checkpoints(
+          inference, predict_ckpts, eval_set, o.predict_dir, o.predict_batch_size, options,
+          o.target_eval_key, log_fn=log_fn, dir_each=o.predict_all_ckpt)
   return results
 
 

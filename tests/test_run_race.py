@@ -148,6 +148,20 @@ def test_a_split_without_answers_is_predicted_and_not_evaluated(tmp_path):
   np.testing.assert_allclose([e["logits"] for e in one], [e["logits"] for e in two], atol=1e-6)
 
 
+def test_a_second_run_predicting_into_the_same_predict_dir_is_refused(tmp_path):
+  """Two runs predicting into one --predict_dir at once both said they wrote their files, and one set replaced the
+  other; the second now stops with one line (the three tools take the same lock)."""
+  predict_dir = tmp_path / "pred"
+  options = golden_options(tmp_path, do_eval=False, do_predict=True, predict_dir=str(predict_dir),
+                           predict_ckpt=os.path.join(GOLDEN, "ckpt", "xlnet_model.ckpt"))
+  with locks.directory_lock(str(predict_dir), name="predict", what="--predict_dir"):
+    with pytest.raises(ValueError, match=f"--predict_dir {predict_dir} is in use by process {os.getpid()}"):
+      run_race.run(options, training.make_strategy("one_device"), log_fn=lambda line: None)
+  assert not (predict_dir / "dev.predictions.json").exists()
+  run_race.run(options, training.make_strategy("one_device"), log_fn=lambda line: None)
+  assert sorted(os.listdir(predict_dir)) == ["dev.predictions.json"]  # the lock goes with the run
+
+
 def test_eval_reports_the_global_step_the_checkpoint_records(tmp_path):
   """As the original's Estimator: `global_step` is the checkpoint's variable, not the number in its file name (the
   goldens' checkpoint records 0; here it lies in --model_dir as `model.ckpt-7`)."""

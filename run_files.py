@@ -6,6 +6,7 @@ prediction, an export) and the start of a fine-tuning run there. Flag namespaces
 
 import json
 import os
+import re
 import types
 
 from cli import FlagError, create_run_config, train_config
@@ -211,25 +212,50 @@ def _replicas_of(there):
 
 
 def _check_apart_from_init_checkpoint(o):
-  """FlagError where a run that starts from --init_checkpoint would train in the directory of a model as released
-  (its xlnet_config.json beside it) or downloaded (HuggingFace): the run would rewrite that config and write its
-  checkpoints beside the model, which the original's README warns against. A bare checkpoint there (an original
-  run's model.ckpt) is allowed, as by the original; a --model_dir already holding this tool's checkpoints resumes
+  """FlagError where a training run would write into the directory of a model to start from, as released (its
+  xlnet_config.json beside it) or downloaded (HuggingFace): the run would rewrite that config and write its
+  checkpoints beside the model, which the original's README warns against. Refused where --model_dir is the
+  directory of --init_checkpoint (a bare checkpoint there, an original run's model.ckpt, is allowed, as by the
+  original), and where --model_dir holds such a model and no checkpoints of a run (`_model_to_start_from`): the
+  run trained from random weights into it, exit 0. A --model_dir already holding this tool's checkpoints resumes
   them and reads no --init_checkpoint."""
   from xlnet_tf import checkpoint  # pylint: disable=g-import-not-at-top
-  if not o.init_checkpoint or checkpoint.latest_checkpoint(o.model_dir):
+  if checkpoint.latest_checkpoint(o.model_dir):
     return
+  init_dir = None
   try:
-    init_dir = checkpoint.directory_of(o.init_checkpoint)
+    init_dir = checkpoint.directory_of(o.init_checkpoint) if getattr(o, "init_checkpoint", None) else None
   except FileNotFoundError:  # said by the trainer, naming --init_checkpoint
-    return
+    pass
   # xlnet_config.json: a released model; config.json: a HuggingFace model directory (it has one whenever it is one).
-  held = [name for name in ("xlnet_config.json", "config.json") if os.path.exists(os.path.join(init_dir, name))]
+  held = [name for name in ("xlnet_config.json", "config.json")
+          if init_dir and os.path.exists(os.path.join(init_dir, name))]
   if init_dir == os.path.abspath(o.model_dir) and held:
     raise FlagError(f"--model_dir {o.model_dir} is the directory of --init_checkpoint {o.init_checkpoint}, which "
                     f"holds the model's {' and '.join(held)}: the run would write over "
                     f"{'them' if len(held) != 1 else 'it'} and put its checkpoints beside the model it starts from. "
                     "Pass a separate --model_dir.")
+  if model := _model_to_start_from(o.model_dir):
+    raise FlagError(f"--model_dir {o.model_dir} holds a model to start from ({model}); pass it as --init_checkpoint "
+                    "and another --model_dir.")
+
+
+_RUN_CHECKPOINT_INDEX = re.compile(r"ckpt-\d+\.index")  # a training run's checkpoints (run_checkpoint's names)
+
+
+def _model_to_start_from(directory):
+  """The files of a model in `directory` that no training run wrote, e.g. "config.json, model.safetensors": a
+  HuggingFace model (config.json and weights) or a released or exported TF1 one (xlnet_config.json and a checkpoint
+  not named as a run's `ckpt-N`); None where it holds none."""
+  from xlnet_tf import fileio, hf_checkpoint  # pylint: disable=g-import-not-at-top
+  if hf_checkpoint.is_hf_directory(directory):
+    weights = [name for name in hf_checkpoint.WEIGHT_FILES if fileio.exists(os.path.join(directory, name))]
+    return ", ".join([hf_checkpoint.CONFIG_FILE, *weights[:1]])
+  if not fileio.exists(os.path.join(directory, "xlnet_config.json")):
+    return None
+  indexes = sorted(os.path.basename(path) for path in fileio.glob_in(directory, "*.index")
+                   if not _RUN_CHECKPOINT_INDEX.fullmatch(os.path.basename(path)))
+  return f"xlnet_config.json, {indexes[0]}" if indexes else None
 
 
 def _restore_or_init(o, trainer, log_fn, **kwargs):

@@ -521,3 +521,30 @@ def test_the_flag_of_a_path_is_the_one_whose_value_holds_it():
   assert path_flags.flag_of(options, here) is None  # pylint: disable=protected-access
   options.xla_cache_dir = "cache"
   assert path_flags.flag_of(options, os.path.join(here, "sub")) == "--xla_cache_dir"  # pylint: disable=protected-access
+
+
+def test_a_model_dir_holding_a_model_to_start_from_is_refused(tmp_path):
+  """--model_dir naming a model to start from (an HF download, a released or exported TF1 model) without it as
+  --init_checkpoint: the run trained from random weights and wrote its checkpoints into that directory, exit 0
+  (sweep 14, A5). A run's own directory (checkpoints `ckpt-N`, one of them lost) is not such a model."""
+  import shutil  # pylint: disable=import-outside-toplevel
+  hf, released, run = tmp_path / "hf", tmp_path / "released", tmp_path / "run"
+  shutil.copytree("tests/testdata/hf/cls_bin", hf)
+  for directory, names in ((released, ["xlnet_config.json", "xlnet_model.ckpt.index", "spiece.model"]),
+                           (run, ["xlnet_config.json", "run_flags.json", "ckpt-2.index"])):
+    directory.mkdir()
+    for name in names:
+      (directory / name).write_text("{}")
+  (run / "checkpoint").write_text('model_checkpoint_path: "ckpt-4"\n')  # its ckpt-4 lost: not a model to start from
+  for directory, held in ((hf, "config.json, pytorch_model.bin"),
+                          (released, "xlnet_config.json, xlnet_model.ckpt.index")):
+    for init_checkpoint in (None, "tests/testdata/hf/qa_bin"):
+      with pytest.raises(cli.FlagError) as error:
+        run_files._check_apart_from_init_checkpoint(  # pylint: disable=protected-access
+            types.SimpleNamespace(model_dir=str(directory), init_checkpoint=init_checkpoint))
+      assert str(error.value) == (f"--model_dir {directory} holds a model to start from ({held}); pass it as "
+                                  "--init_checkpoint and another --model_dir.")
+  run_files._check_apart_from_init_checkpoint(  # pylint: disable=protected-access
+      types.SimpleNamespace(model_dir=str(run), init_checkpoint=None))
+  run_files._check_apart_from_init_checkpoint(  # pylint: disable=protected-access
+      types.SimpleNamespace(model_dir=str(tmp_path / "new"), init_checkpoint=None))

@@ -90,7 +90,11 @@ def validate(o, num_replicas=1, strategy="one_device"):
   if o.do_predict and not o.predict_dir:
     raise cli.FlagError("--do_predict needs --predict_dir: where {task}.tsv and {task}.logits.json go.")
   cli.require_output_dirs(o, "model_dir", "output_dir", "predict_dir")
-  cli.require_output_dirs(o, "export_dir", marker=serving.SAVED_MODEL_MARKER)  # replaced whole
+  if o.export_dir:  # replaced whole: a SavedModel holding nothing else (its assets.extra/ is carried over)
+    try:
+      serving.check_export_dir(o.export_dir, "--export_dir")
+    except ValueError as e:
+      raise cli.FlagError(str(e)) from None
   if o.export_dir and os.path.islink(o.export_dir.rstrip("/")):  # the link would be replaced, its target kept
     raise cli.FlagError(f"--export_dir {o.export_dir} is a symbolic link (to {os.path.realpath(o.export_dir)}): the "
                         "SavedModel replaces its directory whole, which would put a directory in the link's place and "

@@ -13,6 +13,7 @@ Measured (scratch runs over the first 5,000 reviews of the fixed IMDB dev split,
   The tests compare ids where they agree and bound the share of rows that disagree.
 """
 
+import os
 import random
 import unicodedata
 
@@ -201,3 +202,30 @@ def test_regression_module_returns_the_score(data):
   same = np.all(graph_ids == python["input_ids"], axis=1)
   assert same.mean() >= 1 - MAX_ID_DISAGREEMENT
   np.testing.assert_allclose(score[same], expected.numpy()[same], rtol=1e-5, atol=1e-5)
+
+
+def test_a_new_export_keeps_assets_extra_and_refuses_files_it_does_not_write(tmp_path):
+  """Re-exporting over a SavedModel replaced it whole, deleting what a user put there (sweep 14, A4): TF Serving's
+  assets.extra/tf_serving_warmup_requests is carried over into the new export; a directory holding anything else an
+  export does not write (NOTES.md) is refused naming it, and left as it is."""
+  spm, export_dir = "tests/testdata/data/spm/spiece.model", tmp_path / "export"
+  export = lambda: serving.export_saved_model(_model(), spm, str(export_dir), "classification_imdb", ["neg", "pos"],
+                                              SEQ_LEN, uncased=False)
+  export()
+  (export_dir / "assets.extra" / "more").mkdir(parents=True)
+  (export_dir / "assets.extra" / "tf_serving_warmup_requests").write_bytes(b"warmup")
+  (export_dir / "assets.extra" / "more" / "x").write_bytes(b"x")
+  first = (export_dir / "saved_model.pb").stat().st_ino
+  export()
+  assert (export_dir / "saved_model.pb").stat().st_ino != first  # a new export
+  assert (export_dir / "assets.extra" / "tf_serving_warmup_requests").read_bytes() == b"warmup"
+  assert (export_dir / "assets.extra" / "more" / "x").read_bytes() == b"x"
+  (export_dir / "NOTES.md").write_text("my notes")
+  before = sorted(os.listdir(export_dir))
+  with pytest.raises(ValueError) as error:
+    export()
+  assert str(error.value) == (
+      f"Cannot use the SavedModel directory {export_dir}: it holds NOTES.md beside the SavedModel, which an export "
+      "does not write and would delete with the old model (only assets.extra/ is carried over). Move them elsewhere, "
+      "or pass another directory.")
+  assert sorted(os.listdir(export_dir)) == before and (export_dir / "NOTES.md").read_text() == "my notes"

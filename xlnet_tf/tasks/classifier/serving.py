@@ -248,18 +248,49 @@ def _batch_of_texts(text, name):
 
 
 SAVED_MODEL_MARKER = "saved_model.pb"  # in every SavedModel directory
+# What an export writes (tf.saved_model.save), and TF Serving's place for a user's files (its warm-up requests,
+# assets.extra/tf_serving_warmup_requests), which a new export carries over from the one it replaces.
+EXPORT_ENTRIES = (SAVED_MODEL_MARKER, "fingerprint.pb", "variables", "assets")
+USER_ENTRIES = "assets.extra"
+
+
+def check_export_dir(export_dir, what="the SavedModel directory"):
+  """ValueError where export_dir cannot be replaced whole by an export: a file or a directory that is not a
+  SavedModel (`fileio.check_output_dir`), or a SavedModel holding entries an export does not write (a user's
+  NOTES.md), which were deleted with it. The message names them; the directory is left as it is."""
+  fileio.check_output_dir(export_dir, what, SAVED_MODEL_MARKER)
+  if not fileio.isdir(export_dir):
+    return
+  others = sorted(set(name.rstrip("/") for name in fileio.listdir(export_dir)) - {*EXPORT_ENTRIES, USER_ENTRIES})
+  if others:
+    raise ValueError(f"Cannot use {what} {export_dir}: it holds {', '.join(others)} beside the SavedModel, which an "
+                     f"export does not write and would delete with the old model (only {USER_ENTRIES}/ is carried "
+                     "over). Move them elsewhere, or pass another directory.")
+
+
+def _carry_user_entries(export_dir, tmp):
+  """Copies export_dir's assets.extra/ (TF Serving's warm-up requests), if any, into the new export at tmp."""
+  source = os.path.join(export_dir, USER_ENTRIES)
+  if not fileio.isdir(source):
+    return
+  for directory, _, names in tf.io.gfile.walk(source):
+    target = os.path.join(tmp, USER_ENTRIES, os.path.relpath(directory, source))
+    tf.io.gfile.makedirs(target)
+    for name in names:
+      tf.io.gfile.copy(os.path.join(directory, name), os.path.join(target, name))
 
 
 def export_saved_model(model, spiece_model_file, export_dir, scope, label_list, max_seq_length, uncased,
                        text_replacements=()):
   """Exports `ClassifierModule(...)` as a SavedModel in export_dir (written to a temporary directory, then
-  moved into place). An existing export_dir is replaced only if it is empty or a SavedModel (`saved_model.pb`);
-  a file, or a directory holding anything else, is a ValueError and left as it is.
+  moved into place). An existing export_dir is replaced only if it is empty or a SavedModel (`saved_model.pb`)
+  holding only what an export writes and assets.extra/, which is carried over; anything else is a ValueError
+  (`check_export_dir`) and left as it is.
 
   Returns:
     export_dir.
   """
-  fileio.check_output_dir(export_dir, "the SavedModel directory", SAVED_MODEL_MARKER)
+  check_export_dir(export_dir)
   module = ClassifierModule(model, spiece_model_file, scope, label_list, max_seq_length, uncased, text_replacements)
   signatures = {"serving_default": module.classify.get_concrete_function(),
                 "classify_pair": module.classify_pair.get_concrete_function()}
@@ -267,4 +298,5 @@ def export_saved_model(model, spiece_model_file, export_dir, scope, label_list, 
   tf.io.gfile.makedirs(parent)
   with fileio.atomic_path(export_dir, marker=SAVED_MODEL_MARKER) as tmp:
     tf.saved_model.save(module, tmp, signatures=signatures)
+    _carry_user_entries(export_dir, tmp)
   return export_dir

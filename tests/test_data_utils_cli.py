@@ -306,6 +306,24 @@ def test_a_file_the_glob_names_twice_is_read_once(tmp_path, caplog):
   assert copies["num_batch"] > once["num_batch"]
 
 
+def test_the_save_dir_s_own_files_are_never_inputs(tmp_path, caplog):
+  """--save_dir the corpus directory and a glob over it: a rerun tokenized the first run's corpus_info.json (and its
+  lock file) into the records, exit 0, and a `*` glob met tfrecords/ (sweep 14, A2). They are left out, named."""
+  corpus = tmp_path / "corpus"
+  corpus.mkdir()
+  shutil.copy(f"{GOLDEN}/corpus/imdb-0.txt", corpus / "a.txt")
+  args = [f"--sp_path={GOLDEN}/spm/spiece.model", *GOLDEN_FLAGS, f"--save_dir={corpus}"]
+  first = data_utils.create_data(cli.values(_flag_values(args + [f"--input_glob={corpus}/*.*"])))
+  (corpus / ".data_utils-train-0-0.lock").write_text("1 host\n")
+  with caplog.at_level("WARNING"):
+    again = data_utils.create_data(cli.values(_flag_values(args + [f"--input_glob={corpus}/*"])))
+  assert again["num_batch"] == first["num_batch"] > 0
+  assert f"--input_glob={corpus}/* reaches --save_dir's own files, which are never inputs: " \
+      f"{corpus}/.data_utils-train-0-0.lock, {corpus}/corpus_info.json, {corpus}/tfrecords left out." in caplog.text
+  writer, = (corpus / "tfrecords").glob("*.writer.json")
+  assert json.loads(writer.read_text())["input_files"] == [str(corpus / "a.txt")]
+
+
 def test_records_that_would_not_fit_with_another_run_s_are_refused(tmp_path):
   """Workers (or later runs) writing into one --save_dir: records of another SentencePiece model (the same ids of
   two vocabularies, trained on as one, exit 0), or of a --num_task that puts a text file of this task into another

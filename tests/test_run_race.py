@@ -255,6 +255,26 @@ def test_a_second_training_run_in_the_same_model_dir_refuses_to_start(files, tmp
   assert os.listdir(model_dir) == []
 
 
+def test_an_output_flag_inside_a_level_directory_is_refused(files, tmp_path):
+  """--output_dir, --model_dir or --predict_dir inside --data_dir's {split}/{level}: the run wrote its lock (a hidden
+  file), records or predictions there, then refused them as "not a RACE article file" (sweep 14, B5)."""
+  flags_ = dict(data_dir=files["data"], spiece_model_file=SPM, model_config_path=files["config"], do_eval=True,
+                do_predict=True, output_dir=str(tmp_path / "rec"), model_dir=str(tmp_path / "model"),
+                predict_dir=str(tmp_path / "pred"))
+  run_race.validate(cli.defaults(run_race.define_flags, **dict(flags_, output_dir=files["data"])))  # no level dir
+  before = sorted(os.walk(files["data"]))
+  for name, inside in (("output_dir", "dev/high"), ("model_dir", "train/middle/m"), ("predict_dir", "dev/middle")):
+    o = cli.defaults(run_race.define_flags, **dict(flags_, **{name: f"{files['data']}/{inside}"}))
+    with pytest.raises(cli.FlagError) as error:
+      run_race.validate(o)
+    level = f"{files['data']}/{inside}" if name != "model_dir" else f"{files['data']}/train/middle"
+    assert str(error.value) == (
+        f"--{name} {files['data']}/{inside} is inside --data_dir {files['data']}'s {level}, whose every file is read "
+        f"as a RACE article: the run's own files there would be read as articles. Pass a --{name} outside "
+        "--data_dir's {split}/{level} directories.")
+  assert sorted(os.walk(files["data"])) == before
+
+
 ORIGINAL_RACE_FLAGS = {  # the original run_race.py's 47 flags and defaults
     "model_config_path": None, "dropout": 0.1, "dropatt": 0.1, "clamp_len": -1, "summary_type": "last",
     "use_summ_proj": True, "use_bfloat16": False, "init": "normal", "init_std": 0.02, "init_range": 0.1,

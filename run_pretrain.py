@@ -29,7 +29,7 @@ from xlnet_tf import hf_checkpoint
 from xlnet_tf import training
 from xlnet_tf.config import CONFIG_KEYS
 from xlnet_tf.data import pretrain_spec
-from xlnet_tf.data.record_files import read_corpus_info
+from xlnet_tf.data.record_files import missing_tasks, read_corpus_info
 from xlnet_tf.data.token_checks import check_token_ids
 from xlnet_tf.tasks.pretrain import input as pretrain_input
 from xlnet_tf.tasks.pretrain import task as pretrain_task
@@ -114,6 +114,17 @@ def check_vocabulary(o, xlnet_config, record_files):
       f"written with a SentencePiece model of at most {n_token} pieces."))
 
 
+def warn_of_missing_tasks(record_files, log_fn):
+  """One warning line per data_utils.py pass whose --num_task split lacks the records of some task
+  (`record_files.missing_tasks`): the run trains on part of the text, as it did without a word."""
+  for pass_id, (num_task, tasks) in sorted(missing_tasks(record_files).items(), key=str):
+    listed = ", ".join(map(str, tasks))
+    log_fn(f"Warning: the records are those of a data_utils.py --num_task={num_task} split (--pass_id={pass_id}), but "
+           f"task(s) {listed} have no record_info here: their text is not trained on (a worker that failed or has not "
+           f"run; a task with no text files writes none). Write them with data_utils.py --num_task={num_task} "
+           f"--task={tasks[0]} --pass_id={pass_id} (and the other flags of that run), or go on without them.")
+
+
 def input_args(o, n_token=None):
   """`pretrain_input.get_input_fn` arguments from the options (the `PretrainDataSpec` of data_utils.py's naming
   flags, the `ReaderOptions` of the others; n_token: the model's, every record's ids are checked against it)."""
@@ -174,6 +185,7 @@ def _run(o, strategy, log_fn):
   input_fn, record_info = pretrain_input.get_input_fn(**data)
   log_fn(f"Found {len(record_info['filenames'])} record files, {record_info['num_batch']} batches of "
          f"{data['spec'].bsz_per_host} rows.")
+  warn_of_missing_tasks(record_info["filenames"], log_fn)
   check_vocabulary(o, xlnet_config, record_info["filenames"])
   trainer = build_trainer(o, strategy, xlnet_config)
   # [name, size] of the record files in the order read (their directories may move; their order counts).

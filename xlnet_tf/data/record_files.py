@@ -246,6 +246,25 @@ def check_writers(named_infos, bi_data, ours=None):
   return cores.pop() if bi_data and len(cores) == 1 else None
 
 
+def missing_tasks(record_files):
+  """{pass_id: (num_task, [task, ...])}: the tasks of a data_utils.py --num_task split whose records are not among
+  `record_files` (those a run reads, `find_record_info`'s), by the writer files of the others (`num_task`,
+  `pass_id`; the task is in the record file's name, `{split}-{task}-{pass_id}.bsz-...`). Their record_info is
+  missing: a worker that failed or has not run, or one that had no text. Records without writer files say
+  nothing."""
+  found, num_tasks = {}, {}
+  for path in record_files:
+    info = writer_info(path) or {}
+    parts = os.path.basename(path).split(".", 1)[0].split("-")  # split, task, pass_id
+    task = parts[-2] if len(parts) >= 3 else ""
+    if not isinstance(info.get("num_task"), int) or not task.isdigit():
+      continue
+    found.setdefault(info.get("pass_id"), set()).add(int(task))
+    num_tasks[info.get("pass_id")] = max(num_tasks.get(info.get("pass_id"), 0), info["num_task"])
+  missing = {pass_id: sorted(set(range(n)) - found[pass_id]) for pass_id, n in num_tasks.items()}
+  return {pass_id: (num_tasks[pass_id], tasks) for pass_id, tasks in missing.items() if tasks}
+
+
 def read_corpus_info(record_dir):
   """data_utils.py's `corpus_info.json` for a records directory (a dict), or None if there is none; one that cannot
   be read as a json object is a ValueError (the vocabulary it holds sets the model's n_token: guessing it would

@@ -62,15 +62,25 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
   there = run_flags(directory) or {}
   changed = [f"--{k}={there[k]} there, {getattr(o, k)} here" for k in _TRAINED_WITH if k in there and hasattr(o, k)
              and _acting(k, there[k]) != _acting(k, getattr(o, k))]
-  recorded = there.get(_SPIECE_DIGEST)
-  if recorded and getattr(o, "spiece_model_file", None) and recorded != spiece_digest(o):
-    changed.append(f"--spiece_model_file={there.get('spiece_model_file')} there, {o.spiece_model_file} here: another "
-                   "SentencePiece model (its sha256 differs)")
+  if getattr(o, "spiece_model_file", None) and (change := _spiece_change(there, o, "spiece_model_file",
+                                                                        spiece_digest(o))):
+    changed.append(change)
   if changed:
     raise FlagError(f"The checkpoints in {flag} {directory} were fine-tuned with other flags "
                     f"({'; '.join(changed)}; {os.path.join(directory, 'run_flags.json')}): the same weights would "
                     f"pool, read or place tokens otherwise, and score other numbers. Pass the values there, or another "
                     f"{flag}.")
+
+
+def _spiece_change(there, o, flag, digest):
+  """'--flag=X there, Y here: another SentencePiece model (its sha256 differs)' where the run_flags.json `there`
+  records the sha256 of another SentencePiece model than `digest` (of the options `o`'s --flag: the model itself,
+  or for pretraining the records written with it); None where it records none, or the same."""
+  recorded = there.get(_SPIECE_DIGEST)
+  if not recorded or not digest or recorded == digest:
+    return None
+  return (f"--{flag}={there.get(flag)} there, {getattr(o, flag)} here: "
+          f"{'records of ' if flag == 'record_info_dir' else ''}another SentencePiece model (its sha256 differs)")
 
 
 def _acting(name, value):
@@ -149,6 +159,11 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
     training.check_run_files(o.model_dir, xlnet_config)
   resuming = bool(checkpoint.latest_checkpoint(o.model_dir))
   there = (run_flags(o.model_dir) or {}) if resuming and chief else {}  # the run that wrote the checkpoints
+  if change := _spiece_change(there, o, "record_info_dir", (resolved or {}).get(_SPIECE_DIGEST)):  # pretraining
+    raise FlagError(f"The checkpoints in --model_dir {o.model_dir} were trained with other flags ({change}; "
+                    f"{os.path.join(o.model_dir, 'run_flags.json')}): the same ids would mean other pieces, and every "
+                    "embedding learned so far another piece. Pass records written with that run's SentencePiece model "
+                    "(data_utils.py --sp_path), or another --model_dir.")
   replicas = trainer.strategy.num_replicas_in_sync
   there = _clip_mode_compared(there, getattr(o, "clip_mode", None), replicas)
   changes = flag_changes(o, training_only=True, there=there) if there else []

@@ -29,7 +29,7 @@ from xlnet_tf import hf_checkpoint
 from xlnet_tf import training
 from xlnet_tf.config import CONFIG_KEYS
 from xlnet_tf.data import pretrain_spec
-from xlnet_tf.data.record_files import missing_tasks, read_corpus_info
+from xlnet_tf.data.record_files import missing_tasks, read_corpus_info, writer_info
 from xlnet_tf.data.token_checks import check_token_ids
 from xlnet_tf.tasks.pretrain import input as pretrain_input
 from xlnet_tf.tasks.pretrain import task as pretrain_task
@@ -191,7 +191,13 @@ def _run(o, strategy, log_fn):
   # [name, size] of the record files in the order read (their directories may move; their order counts).
   sizes = [[os.path.basename(f), fileio.size(f)] for f in record_info["filenames"]]
   before = (run_files.run_flags(o.model_dir) or {}).get("record_sizes")
-  start = run_files.restore_or_init(o, trainer, xlnet_config, log_fn, resolved={"record_sizes": sizes},
+  resolved = {"record_sizes": sizes}
+  # The SentencePiece model the records were written with (their writer files; one, `check_writers`): a resume on
+  # records of another one is refused (`run_files.restore_or_init`).
+  digests = {(writer_info(f) or {}).get("sp_model_sha256") for f in record_info["filenames"]} - {None}
+  if len(digests) == 1:
+    resolved["spiece_model_sha256"] = digests.pop()
+  start = run_files.restore_or_init(o, trainer, xlnet_config, log_fn, resolved=resolved,
                                     init_optimizer_state=o.init_optimizer_state)
   if start and isinstance(before, list) and before != sizes:  # rewritten, added, removed or reordered
     changed = [new[0] if new else old[0] for old, new in itertools.zip_longest(before, sizes) if old != new]

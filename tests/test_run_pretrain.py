@@ -222,6 +222,37 @@ def test_a_resume_over_records_that_changed_says_so(record_dirs, tmp_path):
   assert run(4) == []
 
 
+def test_a_resume_on_records_of_another_sentencepiece_model_is_refused(tmp_path):
+  """Records written with another SentencePiece model of the same size (their writer files' sp_model_sha256): a
+  resume on them went on with only the records-changed warning, every embedding row learned so far standing for
+  another piece (sweep 14, B7). run_flags.json keeps the records' sha256; a resume on others is refused, as the
+  fine-tuning tools refuse another --spiece_model_file."""
+  import cli  # pylint: disable=import-outside-toplevel
+  import data_utils  # pylint: disable=import-outside-toplevel
+  import run_pretrain  # pylint: disable=import-outside-toplevel
+  from xlnet_tf import fileio  # pylint: disable=import-outside-toplevel
+  data_utils.create_data(cli.defaults(
+      data_utils.define_flags, input_glob=CORPUS.replace("*", "imdb-0"), sp_path=SPM, save_dir=str(tmp_path / "pd"),
+      use_tpu=False, bsz_per_host=8, seq_len=32, reuse_len=16, num_predict=6, bi_data=False, uncased=False))
+  records = tmp_path / "pd" / "tfrecords"
+  args = dict(record_info_dir=str(records), model_dir=str(tmp_path / "model"), train_batch_size=8, seq_len=32,
+              reuse_len=16, perm_size=8, num_predict=6, mem_len=12, n_layer=1, d_model=8, n_head=2, d_head=4,
+              d_inner=8, bi_data=False, iterations=1, save_steps=1, seed=7)
+  _lines(run_pretrain.run, cli.defaults(run_pretrain.define_flags, train_steps=1, **args))
+  kept = json.loads((tmp_path / "model" / "run_flags.json").read_text())
+  assert kept["spiece_model_sha256"] == fileio.sha256(SPM)
+  (writer,) = glob.glob(str(records / "*.writer.json"))
+  json.dump(dict(json.load(open(writer)), sp_model_sha256="0" * 64), open(writer, "w"))
+  with pytest.raises(cli.FlagError) as error:
+    _lines(run_pretrain.run, cli.defaults(run_pretrain.define_flags, train_steps=2, **args))
+  assert str(error.value) == (
+      f"The checkpoints in --model_dir {tmp_path}/model were trained with other flags (--record_info_dir={records} "
+      f"there, {records} here: records of another SentencePiece model (its sha256 differs); {tmp_path}/model/"
+      "run_flags.json): the same ids would mean other pieces, and every embedding learned so far another piece. "
+      "Pass records written with that run's SentencePiece model (data_utils.py --sp_path), or another --model_dir.")
+  assert sorted(p.name for p in (tmp_path / "model").glob("ckpt-*.index")) == ["ckpt-1.index"]
+
+
 def _lines(run, o):
   from xlnet_tf import training  # pylint: disable=import-outside-toplevel
   lines = []

@@ -8,7 +8,8 @@ the model (without `model/` for a head the original creates outside that scope, 
 Every checkpoint concern lives here: the TF1 name table, loading an original checkpoint (`load_original_checkpoint`)
 or one written by `training.Trainer` (`load_weights`, by the original names it stores under `weights/`), exporting
 to the original format, and listing a directory's
-checkpoints by step. A checkpoint whose files are damaged (a `.data-*` file missing or cut short) is one
+checkpoints by step; finding a directory's latest checkpoint, or the prefix a path names, by its files is
+`checkpoint_paths`'. A checkpoint whose files are damaged (a `.data-*` file missing or cut short) is one
 `DamagedCheckpointError`, not TensorFlow's error.
 """
 
@@ -23,6 +24,9 @@ from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
+# Finding a directory's checkpoints by their files is checkpoint_paths'; its names are callers' names here too.
+from xlnet_tf.checkpoint_paths import (  # pylint: disable=unused-import
+    directory_of, latest_checkpoint, resolve_checkpoint_path)
 from xlnet_tf.config import XLNetConfig
 
 
@@ -102,74 +106,6 @@ class Reader:
   def get_tensor(self, name):
     with reading(self.path):
       return self._reader.get_tensor(name)
-
-
-def latest_checkpoint(directory):
-  """`tf.train.latest_checkpoint(directory)` for a directory of any name: TensorFlow's checks the prefix's files
-  with a glob, so in a directory named with [ ] * or ? it finds no checkpoint (a rerun then started again from step
-  0, writing over the checkpoints it did not see). Without a `checkpoint` state file, the training run's checkpoint
-  of the highest step (`_highest_run_checkpoint`). None where the state file names none, or its files are gone."""
-  state = tf.train.get_checkpoint_state(directory)
-  if state is None:
-    return _highest_run_checkpoint(directory)
-  path = state.model_checkpoint_path
-  return path if path and fileio.exists(path + ".index") else None
-
-
-_RUN_CHECKPOINT = re.compile(r"ckpt-(\d+)\.index")  # the names a training run gives its checkpoints (run_checkpoint)
-_WARNED = set()
-
-
-def _highest_run_checkpoint(directory):
-  """In a directory without a `checkpoint` state file (e.g. a copy that left it out), the training run's
-  checkpoint (`ckpt-{step}`) of the highest step, with a warning; None if it holds none. TensorFlow takes such a
-  directory for one without checkpoints: a run there started again from step 0 and wrote over them, and eval and
-  prediction skipped the checks of the run's `run_flags.json`."""
-  if not directory or not fileio.isdir(directory):
-    return None
-  steps = [int(m.group(1)) for m in map(_RUN_CHECKPOINT.fullmatch, fileio.listdir(directory)) if m]
-  if not steps:
-    return None
-  path = os.path.join(directory, f"ckpt-{max(steps)}")
-  if path not in _WARNED:
-    _WARNED.add(path)
-    logging.warning("%s has no `checkpoint` state file: its latest checkpoint is taken to be %s, the highest step.",
-                    directory, path)
-  return path
-
-
-def resolve_checkpoint_path(ckpt_path):
-  """A checkpoint prefix from a prefix, a directory (its latest checkpoint or its single `*.index`), or
-  `<dir>/latest` (the original's convention). FileNotFoundError naming what is missing where there is none (for a
-  directory of HuggingFace weights without config.json: that file)."""
-  if ckpt_path.endswith("/latest"):
-    ckpt_path = os.path.dirname(ckpt_path)
-  if tf.io.gfile.isdir(ckpt_path):
-    latest = latest_checkpoint(ckpt_path)
-    if latest is None:
-      indexes = fileio.glob_in(ckpt_path, "*.index")
-      if not indexes:
-        hf_checkpoint.require_config(ckpt_path)
-      if len(indexes) != 1:
-        raise FileNotFoundError(f"No checkpoint found in directory {ckpt_path} (found {len(indexes)} *.index "
-                                "files). Pass the checkpoint prefix, e.g. .../xlnet_model.ckpt.")
-      latest = indexes[0][:-len(".index")]
-    return latest
-  if not tf.io.gfile.exists(ckpt_path + ".index") and tf.io.gfile.exists(ckpt_path):
-    raise FileNotFoundError(f"{ckpt_path} is a file, not a checkpoint. Pass a checkpoint's prefix (its files' names "
-                            "without .index or .data-*, e.g. .../xlnet_model.ckpt) or a model directory.")
-  if not tf.io.gfile.exists(ckpt_path + ".index"):
-    raise FileNotFoundError(f"Checkpoint {ckpt_path} not found ({ckpt_path}.index does not exist). Pass the "
-                            "prefix of a TF checkpoint, e.g. xlnet_cased_L-24_H-1024_A-16/xlnet_model.ckpt.")
-  return ckpt_path
-
-
-def directory_of(ckpt_path):
-  """The absolute directory holding the checkpoint `ckpt_path` (as `resolve_checkpoint_path` takes it; a relative
-  prefix too), where its run's files lie; a HuggingFace model directory itself."""
-  if hf_checkpoint.is_hf_directory(ckpt_path):
-    return os.path.abspath(ckpt_path)
-  return os.path.dirname(os.path.abspath(resolve_checkpoint_path(ckpt_path)))
 
 
 def load_original_checkpoint(model, ckpt_path):

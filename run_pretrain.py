@@ -210,7 +210,7 @@ def _run(o, strategy, log_fn):
   result = trainer.train(lambda input_context, start_step: input_fn(input_context, start_step=start_step),
                          log_fn=log_fn, data_files=record_info["filenames"])
   if training.is_chief(strategy):
-    log_fn(f"Checkpoints: {o.model_dir} (latest {trainer.checkpoints.manager.latest_checkpoint}); TensorBoard: "
+    log_fn(f"Checkpoints: {o.model_dir} (latest {trainer.checkpoints.latest()}); TensorBoard: "
            f"tensorboard --logdir {o.model_dir}")
   else:  # its own copy went to a temporary directory, gone now
     log_fn(f"Done: the chief wrote the checkpoints (its --model_dir {o.model_dir}).")

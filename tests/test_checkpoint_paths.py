@@ -2,8 +2,8 @@
 
 import os
 
-import tensorflow as tf
 import pytest
+import tensorflow as tf
 
 from xlnet_tf import checkpoint_paths as checkpoint
 
@@ -50,3 +50,67 @@ def test_the_directory_of_a_checkpoint_is_absolute(tmp_path, monkeypatch):
   assert checkpoint.directory_of("ckpt-4") == str(tmp_path)
   assert checkpoint.directory_of(str(tmp_path)) == str(tmp_path)  # its latest (highest) checkpoint's
   assert checkpoint.directory_of(hf) == hf
+
+
+def _run_dir(directory, steps):
+  """A training run's directory: the checkpoints ckpt-{step} of `steps` and the state file naming the last."""
+  manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=tf.Variable(1.0)), str(directory), max_to_keep=None,
+                                       checkpoint_name="ckpt")
+  for step in steps:
+    manager.save(checkpoint_number=step)
+
+
+@pytest.mark.parametrize("removed, latest", [(["ckpt-4.index", "ckpt-4.data-00000-of-00001"], "ckpt-3"),
+                                             (["ckpt-3.index", "ckpt-4.index"], "ckpt-2"),
+                                             (["ckpt-4.index", "ckpt-3.data-00000-of-00001"], "ckpt-2")])
+def test_a_state_file_naming_a_checkpoint_whose_files_are_gone_takes_the_latest_complete_one(
+    tmp_path, caplog, removed, latest):
+  """The state file names ckpt-4, whose files were deleted (as the advice to delete a damaged one said) or not all
+  copied: TensorFlow takes the directory for one without checkpoints, and a resume started again from step 0, writing
+  over ckpt-1.. ckpt-3. The newest complete one the state file lists is the latest, with a warning naming ckpt-4."""
+  _run_dir(tmp_path / "m", [1, 2, 3, 4])
+  for name in removed:
+    (tmp_path / "m" / name).unlink()
+  directory = str(tmp_path / "m")
+  assert checkpoint.latest_checkpoint(directory) == f"{directory}/{latest}"
+  assert checkpoint.resolve_checkpoint_path(directory) == f"{directory}/{latest}"  # --init_checkpoint, convert
+  assert checkpoint.resolve_checkpoint_path(directory + "/latest") == f"{directory}/{latest}"
+  assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+      f"{directory}/checkpoint names {directory}/ckpt-4 as the latest checkpoint, but its files are gone (no "
+      f"ckpt-4.index): the latest complete checkpoint there, {directory}/{latest}, is taken."]
+
+
+def test_a_state_file_listing_no_complete_checkpoint_takes_the_highest_on_disk_or_none(tmp_path):
+  _run_dir(tmp_path / "m", [3, 4])
+  (tmp_path / "m" / "checkpoint").write_text('model_checkpoint_path: "ckpt-9"\nall_model_checkpoint_paths: "ckpt-9"\n')
+  assert checkpoint.latest_checkpoint(str(tmp_path / "m")) == str(tmp_path / "m" / "ckpt-4")
+  for name in ("ckpt-3.index", "ckpt-4.index"):
+    (tmp_path / "m" / name).unlink()
+  assert checkpoint.latest_checkpoint(str(tmp_path / "m")) is None
+
+
+def test_a_moved_directory_s_absolute_state_file_paths_name_the_checkpoint_beside_it(tmp_path):
+  """TF1's Saver wrote absolute paths into the state file: a directory copied from another machine names them."""
+  _run_dir(tmp_path / "m", [5])
+  (tmp_path / "m" / "checkpoint").write_text('model_checkpoint_path: "/home/someone/exp/ckpt-5"\n')
+  assert checkpoint.latest_checkpoint(str(tmp_path / "m")) == str(tmp_path / "m" / "ckpt-5")
+
+
+def test_a_resume_after_the_latest_checkpoint_was_deleted_continues_from_the_one_before(tmp_path):
+  """The advice for a damaged latest checkpoint is to delete its files: the rerun then resumed at step 0 and wrote
+  over the checkpoints before it (rc 0, no line). It resumes from the one before, and a stop before its next save
+  saves its step (the manager's latest is still the deleted one until then)."""
+  from test_fp16 import make_trainer  # pylint: disable=import-outside-toplevel
+  first = make_trainer(tmp_path, False)
+  for step in (1, 2, 3):
+    first.optimizer.iterations.assign(step)
+    first.checkpoints.manager.save(checkpoint_number=step)
+  data = (tmp_path / "ckpt-2.data-00000-of-00001").read_bytes()
+  for path in tmp_path.glob("ckpt-3.*"):
+    path.unlink()
+  resumed = make_trainer(tmp_path, False)
+  lines = []
+  assert resumed.restore_or_init(None, log_fn=lines.append) == 2
+  assert lines == [f"Resumed from {tmp_path}/ckpt-2 at step 2."]
+  assert resumed.checkpoints.latest() == f"{tmp_path}/ckpt-2"
+  assert (tmp_path / "ckpt-2.data-00000-of-00001").read_bytes() == data

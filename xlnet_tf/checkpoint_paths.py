@@ -15,35 +15,60 @@ from xlnet_tf import hf_checkpoint
 def latest_checkpoint(directory):
   """`tf.train.latest_checkpoint(directory)` for a directory of any name: TensorFlow's checks the prefix's files
   with a glob, so in a directory named with [ ] * or ? it finds no checkpoint (a rerun then started again from step
-  0, writing over the checkpoints it did not see). Without a `checkpoint` state file, the training run's checkpoint
-  of the highest step (`_highest_run_checkpoint`). None where the state file names none, or its files are gone."""
+  0, writing over the checkpoints it did not see). Without a `checkpoint` state file, the training run's complete
+  checkpoint of the highest step, with a warning. Where the state file names a checkpoint whose `.index` is gone
+  (deleted, or a copy cut short), the newest complete one it lists (else the highest complete `ckpt-N` there), with
+  a warning naming the missing one: TensorFlow's takes such a directory for one without checkpoints, and a run there
+  started again from step 0 and wrote over them. None where the directory holds no complete checkpoint."""
   state = tf.train.get_checkpoint_state(directory)
   if state is None:
-    return _highest_run_checkpoint(directory)
-  path = state.model_checkpoint_path
-  return path if path and fileio.exists(path + ".index") else None
+    path = _highest_run_checkpoint(directory, complete=False)  # a damaged one: `Cannot resume`, naming it
+    if path:
+      _warn_once("%s has no `checkpoint` state file: its latest checkpoint is taken to be %s, the highest step.",
+                 directory, path)
+    return path
+  named = state.model_checkpoint_path
+  beside = lambda p: os.path.join(directory, os.path.basename(p))  # TF1 wrote absolute paths: a directory moved
+  if fileio.exists(named + ".index") or fileio.exists(beside(named) + ".index"):
+    return named if fileio.exists(named + ".index") else beside(named)
+  listed = [beside(p) for p in reversed(state.all_model_checkpoint_paths) if beside(p) != beside(named)]
+  path = next((p for p in listed if is_complete(p)), None) or _highest_run_checkpoint(directory, complete=True)
+  _warn_once("%s names %s as the latest checkpoint, but its files are gone (no %s.index): %s",
+             os.path.join(directory, "checkpoint"), named, os.path.basename(named),
+             f"the latest complete checkpoint there, {path}, is taken." if path else
+             "there is no complete checkpoint there either, so none is taken.")
+  return path
 
 
 _RUN_CHECKPOINT = re.compile(r"ckpt-(\d+)\.index")  # the names a training run gives its checkpoints (run_checkpoint)
+_SHARDS = re.compile(r"\.data-\d+-of-(\d+)$")
 _WARNED = set()
 
 
-def _highest_run_checkpoint(directory):
-  """In a directory without a `checkpoint` state file (e.g. a copy that left it out), the training run's
-  checkpoint (`ckpt-{step}`) of the highest step, with a warning; None if it holds none. TensorFlow takes such a
-  directory for one without checkpoints: a run there started again from step 0 and wrote over them, and eval and
-  prediction skipped the checks of the run's `run_flags.json`."""
+def _warn_once(message, *args):
+  """logging.warning, once a process for the same line (the tools look for a directory's latest several times)."""
+  if (message, args) not in _WARNED:
+    _WARNED.add((message, args))
+    logging.warning(message, *args)
+
+
+def is_complete(prefix):
+  """Whether checkpoint `prefix` has its `.index` and every `.data-*` shard its files' names count."""
+  if not fileio.exists(prefix + ".index"):
+    return False
+  shards = [n for n in fileio.glob_in(os.path.dirname(prefix) or ".", os.path.basename(prefix) + ".data-*")
+            if not fileio.is_temp_name(n) and _SHARDS.search(n)]
+  return bool(shards) and len(shards) == int(_SHARDS.search(shards[0]).group(1))
+
+
+def _highest_run_checkpoint(directory, complete):
+  """The training run's checkpoint (`ckpt-{step}`; with `complete`, of those `is_complete`) of the highest step in
+  `directory`; None if it holds none (or is no directory)."""
   if not directory or not fileio.isdir(directory):
     return None
   steps = [int(m.group(1)) for m in map(_RUN_CHECKPOINT.fullmatch, fileio.listdir(directory)) if m]
-  if not steps:
-    return None
-  path = os.path.join(directory, f"ckpt-{max(steps)}")
-  if path not in _WARNED:
-    _WARNED.add(path)
-    logging.warning("%s has no `checkpoint` state file: its latest checkpoint is taken to be %s, the highest step.",
-                    directory, path)
-  return path
+  paths = (os.path.join(directory, f"ckpt-{step}") for step in sorted(steps, reverse=True))
+  return next((path for path in paths if not complete or is_complete(path)), None)
 
 
 def resolve_checkpoint_path(ckpt_path):

@@ -97,13 +97,17 @@ class RunCheckpoint:
     self._save_dir = model_dir if chief else tempfile.mkdtemp(prefix="xlnet-worker-ckpt-")
     self.manager = tf.train.CheckpointManager(self.checkpoint, self._save_dir, max_to_keep=max_save or None,
                                               step_counter=optimizer.iterations, checkpoint_name="ckpt")
+    # The latest complete checkpoint: the one resumed from, then each one saved. Not the manager's latest, which is
+    # the one its state file names until the first save, where that one's files may be gone (`restore_latest`).
+    self.latest_path = None
 
   def latest(self):
     """The latest checkpoint written, or where there is none (for error lines)."""
-    return self.manager.latest_checkpoint or f"none (no checkpoint in {self.model_dir})"
+    return self.latest_path or f"none (no checkpoint in {self.model_dir})"
 
   def restore_latest(self):
-    """Restores model_dir's latest checkpoint; returns its path, or None if there is none.
+    """Restores model_dir's latest complete checkpoint (`checkpoint.latest_checkpoint`: where the state file names
+    one whose files are gone, the one before it, with a warning); returns its path, or None if there is none.
 
     Raises:
       CannotResume: it does not fit this run's objects, or cannot be read; the message says what to do.
@@ -119,6 +123,7 @@ class RunCheckpoint:
                            "not here, which adds dropout state), rerun with its flags; if it is half-written or "
                            f"damaged, delete its files ({latest}.*) to resume from the checkpoint before it; if it "
                            "belongs to another model, pass another --model_dir.", latest, reason) from None
+    self.latest_path = latest
     return latest
 
   def save(self, step):
@@ -139,5 +144,6 @@ class RunCheckpoint:
     if not self.chief:
       shutil.rmtree(self._save_dir, ignore_errors=True)
       return None
+    self.latest_path = path
     logging.info("Saved checkpoint %s", path)
     return path

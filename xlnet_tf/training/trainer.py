@@ -439,7 +439,7 @@ class Trainer:
     """Saves the current step (if not saved yet) and raises `preemption.Interrupted`."""
     signum = self._stop.signum or signal.SIGTERM
     name = signal.Signals(signum).name
-    latest = self.checkpoints.manager.latest_checkpoint
+    latest = self.checkpoints.latest_path
     path = latest if latest and latest.endswith(f"-{step}") else self.save()
     log_fn(f"Stopped by {name} after step {step}; checkpoint {path}.")
     raise preemption.Interrupted(f"stopped by {name} at step {step}; checkpoint {path}. Run the same command "

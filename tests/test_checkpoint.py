@@ -359,3 +359,23 @@ def test_a_checkpoint_deleted_after_the_listing_is_skipped_and_the_rest_evaluate
     checkpoint.each_remaining(listed[2:], lambda step, path: checkpoint.original_arrays(path), lines.append)
   with pytest.raises(FileNotFoundError, match=f"Every checkpoint listed was deleted before it was read \\({tmp_path}"):
     checkpoint.each_remaining(listed[1:2], work, lines.append)
+
+
+def test_a_cut_latest_checkpoint_is_one_line_and_deleting_it_resumes_from_the_one_before(tmp_path):
+  """A cut .data file of the latest checkpoint ended a resume in the reader's traceback (IndexError: Read less bytes
+  than requested); its line's advice, to delete its files, then led to a run from step 0 (A1)."""
+  from test_fp16 import make_trainer  # pylint: disable=import-outside-toplevel
+  from xlnet_tf import run_checkpoint  # pylint: disable=import-outside-toplevel
+  first = make_trainer(tmp_path, False)
+  for step in (1, 2):
+    first.optimizer.iterations.assign(step)
+    first.checkpoints.manager.save(checkpoint_number=step)
+  data = tmp_path / "ckpt-2.data-00000-of-00001"
+  data.write_bytes(data.read_bytes()[:1000])
+  with pytest.raises(run_checkpoint.CannotResume) as error:
+    make_trainer(tmp_path, False).restore_or_init(None)
+  assert str(error.value).startswith(f"Cannot resume from {tmp_path}/ckpt-2 (Read less bytes than requested). ")
+  assert f"delete its files ({tmp_path}/ckpt-2.*) to resume from the checkpoint before it" in str(error.value)
+  for path in tmp_path.glob("ckpt-2.*"):
+    path.unlink()
+  assert make_trainer(tmp_path, False).restore_or_init(None) == 1

@@ -114,3 +114,4 @@ def test_a_resume_after_the_latest_checkpoint_was_deleted_continues_from_the_one
   assert lines == [f"Resumed from {tmp_path}/ckpt-2 at step 2."]
   assert resumed.checkpoints.latest() == f"{tmp_path}/ckpt-2"
   assert (tmp_path / "ckpt-2.data-00000-of-00001").read_bytes() == data
+

@@ -115,9 +115,11 @@ class RunCheckpoint:
     latest = checkpoint_lib.latest_checkpoint(self.model_dir)
     if latest:
       try:
-        self.checkpoint.restore(latest).assert_existing_objects_matched()
+        with checkpoint_lib.reading(latest):  # a cut .data file: the reader's IndexError, a traceback before
+          self.checkpoint.restore(latest).assert_existing_objects_matched()
       except (tf.errors.OpError, ValueError, AssertionError) as e:
-        reason = textwrap.shorten(str(getattr(e, "message", e)), 300, placeholder=" ...")
+        reason = e.reason if isinstance(e, checkpoint_lib.DamagedCheckpointError) else str(getattr(e, "message", e))
+        reason = textwrap.shorten(reason, 300, placeholder=" ...")
         raise CannotResume(f"Cannot resume from {latest} ({reason}). If this run's flags build another model than "
                            "the run that wrote it (see run_flags.json there; e.g. --dropout or --dropatt 0 there, "
                            "not here, which adds dropout state), rerun with its flags; if it is half-written or "

@@ -30,8 +30,11 @@ def define_flags(flag_values=absl_flags.FLAGS):
 
 def run(o, log_fn=print):
   """Converts as the options `o` (this script's flags) say; returns the path written."""
-  if not (o.input and fileio.exists(o.input + ".index")):  # a checkpoint prefix is no file itself
-    cli.require_file(o.input, "input", "a HuggingFace XLNet model directory or an XLNet TF1 checkpoint",
+  given = o.input  # `<dir>/latest` (the original's form, as --help says) names the latest checkpoint in <dir>
+  if given and given.endswith("/latest") and not fileio.exists(given):
+    given = given[:-len("/latest")]
+  if not (given and fileio.exists(given + ".index")):  # a checkpoint prefix is no file itself
+    cli.require_file(given, "input", "a HuggingFace XLNet model directory or an XLNet TF1 checkpoint",
                      directory_ok=True)
   if not o.output_dir:
     raise cli.FlagError("--output_dir is required: the directory the converted model goes to.")

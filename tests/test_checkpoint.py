@@ -379,3 +379,14 @@ def test_a_cut_latest_checkpoint_is_one_line_and_deleting_it_resumes_from_the_on
   for path in tmp_path.glob("ckpt-2.*"):
     path.unlink()
   assert make_trainer(tmp_path, False).restore_or_init(None) == 1
+
+
+def test_the_checkpoint_chosen_to_predict_with_is_the_prefix_a_directory_names(tmp_path):
+  """--predict_ckpt=<dir>/latest (or <dir>) predicted with <dir>'s latest checkpoint, and the line named `.../latest`."""
+  manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=tf.Variable(1.0)), str(tmp_path), max_to_keep=None,
+                                       checkpoint_name="ckpt")
+  manager.save(checkpoint_number=2)
+  for given in (f"{tmp_path}/latest", str(tmp_path), f"{tmp_path}/ckpt-2"):
+    assert checkpoint.choose_checkpoint(None, given) == f"{tmp_path}/ckpt-2"
+  hf = "tests/testdata/hf/lm_safetensors"
+  assert checkpoint.choose_checkpoint(None, hf) == hf

@@ -141,6 +141,20 @@ def test_an_hf_head_of_another_class_count_starts_afresh():
   assert "model/sequnece_summary/summary/kernel" in report["loaded"]
 
 
+def test_an_input_of_dir_latest_names_the_latest_checkpoint(tmp_path):
+  """`--input=<dir>/latest`, the form --help and docs/checkpoints.md give, was refused as "does not exist"."""
+  convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=f"{DATA}/lm_h5",
+                                      output_dir=str(tmp_path / "tf1")), log_fn=lambda line: None)
+  for to in ("hf", "tf1"):
+    lines = []
+    convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=str(tmp_path / "tf1" / "latest"),
+                                        output_dir=str(tmp_path / f"out_{to}"), to=to), log_fn=lines.append)
+    assert f"{tmp_path}/tf1/xlnet_model.ckpt" in lines[-1], lines
+  with pytest.raises(cli.FlagError, match=f"--input={tmp_path}/none does not exist"):
+    convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=str(tmp_path / "none" / "latest"),
+                                        output_dir=str(tmp_path / "x")))
+
+
 @pytest.mark.parametrize("name", ["lm_h5", "cls_h5", "mc_safetensors", "qa_safetensors"])
 def test_tf1_to_hf_round_trip_is_exact(name, tmp_path):
   """HF -> TF1 -> HF gives transformers' arrays back, name for name (no lm_loss.weight: it is tied)."""

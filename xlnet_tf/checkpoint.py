@@ -414,15 +414,16 @@ def each_remaining(checkpoints, work, log_fn):
 
 
 def choose_checkpoint(model_dir, explicit=None, fallback=None):
-  """The one checkpoint to predict or export with: `explicit` (--predict_ckpt) if given, else model_dir's latest
-  (its `checkpoint` state file), else its highest step, else `fallback` (e.g. --init_checkpoint where the
+  """The one checkpoint to predict or export with: `explicit` (--predict_ckpt) if given (the prefix a directory or
+  `<dir>/latest` names, so that the lines name the checkpoint read; an HF directory as it is), else model_dir's
+  latest (its `checkpoint` state file), else its highest step, else `fallback` (e.g. --init_checkpoint where the
   original's Estimator would start from it).
 
   Raises:
     FileNotFoundError: none of these; the message names model_dir.
   """
   if explicit:
-    return explicit
+    return explicit if hf_checkpoint.is_hf_directory(explicit) else resolve_checkpoint_path(explicit)
   if model_dir and fileio.isdir(model_dir):
     latest = latest_checkpoint(model_dir)
     # list_checkpoints reads every checkpoint's step: only where the state file names none.

@@ -99,6 +99,10 @@ def validate(o, num_replicas=1, strategy="one_device"):
     raise cli.FlagError(f"--export_dir {o.export_dir} is a symbolic link (to {os.path.realpath(o.export_dir)}): the "
                         "SavedModel replaces its directory whole, which would put a directory in the link's place and "
                         "leave the model it points to as it was. Pass the link's target, then point the link at it.")
+  if o.export_dir and fileio.exists(o.export_dir.rstrip("/") + ".index"):
+    raise cli.FlagError(f"--export_dir {o.export_dir} is named like the checkpoint beside it "
+                        f"({o.export_dir.rstrip('/')}.index): the SavedModel's directory would be taken for that "
+                        "checkpoint, or it for the SavedModel. Pass another --export_dir.")
   for name in ("model_dir", "output_dir", "predict_dir", "data_dir", "init_checkpoint"):
     if o.export_dir and getattr(o, name) and fileio.is_within(getattr(o, name), o.export_dir):
       raise cli.FlagError(f"--export_dir {o.export_dir} is (or holds) --{name} {getattr(o, name)}, and the "

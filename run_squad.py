@@ -107,6 +107,11 @@ def validate(o, num_replicas=1, strategy="one_device"):
                           f"{o.target_eval_key!r}.")
     if o.predict_all_ckpt and not o.model_dir:
       raise cli.FlagError("--predict_all_ckpt needs --model_dir: the directory whose checkpoints are predicted.")
+    if o.predict_all_ckpt and fileio.is_within(o.predict_dir, o.model_dir) and fileio.is_within(o.model_dir,
+                                                                                               o.predict_dir):
+      raise cli.FlagError(f"--predict_dir {o.predict_dir} is --model_dir: --predict_all_ckpt writes each checkpoint's "
+                          "predictions into --predict_dir/<checkpoint name>/, a directory named like the checkpoint "
+                          "beside it (ckpt-2/ beside ckpt-2.index). Pass another --predict_dir.")
     if not (o.predict_ckpt or o.predict_all_ckpt or o.do_train or o.init_checkpoint or o.model_dir):
       raise cli.FlagError("--do_predict needs a checkpoint: pass --predict_ckpt, --init_checkpoint or a "
                           "--model_dir holding one.")

@@ -115,3 +115,15 @@ def test_a_resume_after_the_latest_checkpoint_was_deleted_continues_from_the_one
   assert resumed.checkpoints.latest() == f"{tmp_path}/ckpt-2"
   assert (tmp_path / "ckpt-2.data-00000-of-00001").read_bytes() == data
 
+
+
+def test_a_prefix_is_taken_as_the_prefix_where_a_directory_of_its_name_lies_beside_it(tmp_path):
+  """run_squad.py --predict_all_ckpt --predict_dir=<model_dir> made ckpt-2/ beside ckpt-2.index: every tool then read
+  the directory (`No checkpoint found in directory .../ckpt-2`), the checkpoint lost to them."""
+  _run_dir(tmp_path / "m", [1, 2])
+  (tmp_path / "m" / "ckpt-2").mkdir()
+  (tmp_path / "m" / "ckpt-2" / "predictions.json").write_text("{}")
+  prefix = str(tmp_path / "m" / "ckpt-2")
+  assert checkpoint.resolve_checkpoint_path(prefix) == prefix
+  assert checkpoint.directory_of(prefix) == str(tmp_path / "m")
+  assert checkpoint.latest_checkpoint(str(tmp_path / "m")) == prefix

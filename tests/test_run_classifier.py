@@ -557,6 +557,20 @@ def test_a_seeded_run_does_not_reuse_training_records_of_another_order(tmp_path)
   assert [line.split()[0] for line in lines] == ["Wrote", "Reusing", "Wrote", "Reusing", "Wrote"]
 
 
+def test_an_export_dir_named_like_a_checkpoint_is_refused(tmp_path):
+  """--export_dir=<model_dir>/ckpt-2 was exported (exit 0); then every tool took that directory for the checkpoint
+  (`No checkpoint found in directory .../ckpt-2`) and a resume's advice was to delete the real ckpt-2.*."""
+  (tmp_path / "model").mkdir()
+  (tmp_path / "model" / "ckpt-2.index").write_bytes(b"")
+  o = cli.defaults(run_classifier.define_flags, task_name="imdb", data_dir=str(tmp_path), do_predict=True,
+                   model_config_path="tests/testdata/model/ckpt_untied/xlnet_config.json", spiece_model_file=SPM,
+                   output_dir=str(tmp_path / "records"), model_dir=str(tmp_path / "model"),
+                   predict_dir=str(tmp_path / "pred"), export_dir=str(tmp_path / "model" / "ckpt-2"))
+  with pytest.raises(cli.FlagError, match=f"^--export_dir {tmp_path}/model/ckpt-2 is named like the checkpoint "
+                                          f"beside it \\({tmp_path}/model/ckpt-2.index\\)"):
+    run_classifier.validate(o)
+
+
 @pytest.mark.parametrize("name", ["predict_dir", "output_dir", "model_dir"])
 def test_an_export_dir_that_is_another_output_dir_is_refused_before_the_run(name, tmp_path):
   """The SavedModel replaces --export_dir whole: the same directory as another output flag (or one holding it) was

@@ -230,6 +230,19 @@ def test_bad_flags_are_refused_before_anything_is_written(tiny_config, tmp_path,
   _nothing_written(tmp_path, 0)
 
 
+def test_predict_all_ckpt_into_the_model_dir_is_refused(tiny_config, tmp_path):
+  """--predict_all_ckpt --predict_dir=<model_dir> made ckpt-1/ beside ckpt-1.index, one per checkpoint, which every
+  tool then took for the checkpoint (`No checkpoint found in directory .../ckpt-1`)."""
+  args = _bad_input_args(tiny_config, tmp_path, 0)
+  o = cli.defaults(run_squad.define_flags, **dict(args, predict_dir=args["model_dir"] + "/"), do_train=False,
+                   do_predict=True, predict_file=DEV, predict_all_ckpt=True)
+  with pytest.raises(cli.FlagError, match=f"^--predict_dir {tmp_path}/model0/ is --model_dir: --predict_all_ckpt "
+                                          "writes each checkpoint's predictions into --predict_dir/<checkpoint "):
+    run_squad.validate(o)
+  o.predict_all_ckpt = False  # one checkpoint: its files go into --predict_dir itself
+  run_squad.validate(o)
+
+
 def test_a_predict_file_without_questions_is_refused_before_training(tiny_config, tmp_path):
   """A --predict_file that gives no feature ended, after the training, in `The evaluation record holds no feature`
   (no flag, no file); it is refused as soon as it is read, before any training."""

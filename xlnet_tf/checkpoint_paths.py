@@ -72,11 +72,14 @@ def _highest_run_checkpoint(directory, complete):
 
 
 def resolve_checkpoint_path(ckpt_path):
-  """A checkpoint prefix from a prefix, a directory (its latest checkpoint or its single `*.index`), or
-  `<dir>/latest` (the original's convention). FileNotFoundError naming what is missing where there is none (for a
+  """A checkpoint prefix from a prefix (where `{prefix}.index` exists, even if a directory `prefix` does too: a
+  run_squad.py --predict_all_ckpt into --model_dir made one per checkpoint), a directory (its latest checkpoint or
+  its single `*.index`), or `<dir>/latest` (the original's convention). FileNotFoundError naming what is missing where there is none (for a
   directory of HuggingFace weights without config.json: that file)."""
   if ckpt_path.endswith("/latest"):
     ckpt_path = os.path.dirname(ckpt_path)
+  if fileio.exists(ckpt_path + ".index"):  # also where a directory of that name lies beside it (predictions)
+    return ckpt_path
   if tf.io.gfile.isdir(ckpt_path):
     latest = latest_checkpoint(ckpt_path)
     if latest is None:

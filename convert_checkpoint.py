@@ -19,6 +19,7 @@ if __name__ == "__main__":
   cli.start_script()
 import flags
 from absl import flags as absl_flags
+from xlnet_tf import checkpoint_paths
 from xlnet_tf import fileio
 from xlnet_tf import convert
 from xlnet_tf import hf_checkpoint
@@ -33,7 +34,7 @@ def run(o, log_fn=print):
   given = o.input  # `<dir>/latest` (the original's form, as --help says) names the latest checkpoint in <dir>
   if given and given.endswith("/latest") and not fileio.exists(given):
     given = given[:-len("/latest")]
-  if not (given and fileio.exists(given + ".index")):  # a checkpoint prefix is no file itself
+  if not (given and (fileio.exists(given + ".index") or checkpoint_paths.data_files(given))):  # a prefix is no file
     cli.require_file(given, "input", "a HuggingFace XLNet model directory or an XLNet TF1 checkpoint",
                      directory_ok=True)
   if not o.output_dir:

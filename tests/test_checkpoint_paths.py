@@ -127,3 +127,49 @@ def test_a_prefix_is_taken_as_the_prefix_where_a_directory_of_its_name_lies_besi
   assert checkpoint.resolve_checkpoint_path(prefix) == prefix
   assert checkpoint.directory_of(prefix) == str(tmp_path / "m")
   assert checkpoint.latest_checkpoint(str(tmp_path / "m")) == prefix
+
+
+def test_a_directory_of_several_checkpoints_names_them_and_a_prefix_without_its_index_is_incomplete(tmp_path):
+  """`No checkpoint found in directory D (found 2 *.index files)` said none was found and named neither; a prefix
+  whose .data file is there without its .index was `not found` (convert_checkpoint.py: `does not exist`)."""
+  import cli  # pylint: disable=import-outside-toplevel
+  import convert_checkpoint  # pylint: disable=import-outside-toplevel
+  for name in ("model.ckpt-100", "xlnet_model.ckpt"):
+    for suffix in (".index", ".data-00000-of-00001"):
+      (tmp_path / (name + suffix)).write_bytes(b"")
+  with pytest.raises(FileNotFoundError, match=f"^Directory {tmp_path} holds 2 checkpoints \\(model.ckpt-100, "
+                                              "xlnet_model.ckpt\\), none of them named its latest by a `checkpoint` "
+                                              f"state file: pass the prefix of one, e.g. {tmp_path}/"):
+    checkpoint.resolve_checkpoint_path(str(tmp_path))
+  (tmp_path / "model.ckpt-100.index").unlink()
+  message = (f"^Checkpoint {tmp_path}/model.ckpt-100 is incomplete: its model.ckpt-100.data-\\* file\\(s\\) are "
+             "there, its model.ckpt-100.index is not")
+  with pytest.raises(FileNotFoundError, match=message):
+    checkpoint.resolve_checkpoint_path(str(tmp_path / "model.ckpt-100"))
+  with pytest.raises(FileNotFoundError, match=message):
+    convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=str(tmp_path / "model.ckpt-100"),
+                                        output_dir=str(tmp_path / "out")))
+
+
+def test_an_empty_state_file_is_one_line_and_a_garbage_one_one_warning(tmp_path, caplog):
+  """An empty `checkpoint` state file: TensorFlow's `Invalid checkpoint state loaded from D`, naming no file and no
+  remedy. One of garbage: two TensorFlow warnings at each of the tools' 7 reads (14 lines)."""
+  from test_fp16 import make_trainer  # pylint: disable=import-outside-toplevel
+  _run_dir(tmp_path, [1, 2])
+  (tmp_path / "checkpoint").write_text("")
+  message = (f"^{tmp_path}/checkpoint, the `checkpoint` state file, names no checkpoint \\(it is empty or cut "
+             "short\\), which TensorFlow refuses. Delete it, then rerun")
+  with pytest.raises(ValueError, match=message):
+    checkpoint.latest_checkpoint(str(tmp_path))
+  with pytest.raises(ValueError, match=message):
+    make_trainer(tmp_path, False)  # its CheckpointManager reads the state file too
+  (tmp_path / "checkpoint").write_text("garbage !!\n")
+  for _ in range(3):
+    assert checkpoint.latest_checkpoint(str(tmp_path)) == str(tmp_path / "ckpt-2")
+  make_trainer(tmp_path, False)
+  warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+  assert warnings == [
+      f'{tmp_path}/checkpoint is not a `checkpoint` state file (1:1 : Message type "tensorflow.CheckpointState" has '
+      'no field named "garbage".): it is ignored, as TensorFlow ignores it. Delete it to silence this line.',
+      f"{tmp_path} has no `checkpoint` state file: its latest checkpoint is taken to be {tmp_path}/ckpt-2, the "
+      "highest step."], warnings

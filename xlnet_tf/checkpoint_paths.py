@@ -2,11 +2,15 @@
 `model_dir` (its `checkpoint` state file, else its highest `ckpt-N`), and the prefix that a path given for a
 checkpoint (a prefix, a directory, or `<dir>/latest`) names. Reading and writing checkpoints is `checkpoint.py`'s."""
 
+import contextlib
+import logging as py_logging
 import os
 import re
 
 import tensorflow as tf
 from absl import logging
+from google.protobuf import text_format
+from tensorflow.python.training import checkpoint_state_pb2  # pylint: disable=no-name-in-module
 
 from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
@@ -20,7 +24,7 @@ def latest_checkpoint(directory):
   (deleted, or a copy cut short), the newest complete one it lists (else the highest complete `ckpt-N` there), with
   a warning naming the missing one: TensorFlow's takes such a directory for one without checkpoints, and a run there
   started again from step 0 and wrote over them. None where the directory holds no complete checkpoint."""
-  state = tf.train.get_checkpoint_state(directory)
+  state = read_state(directory)
   if state is None:
     path = _highest_run_checkpoint(directory, complete=False)  # a damaged one: `Cannot resume`, naming it
     if path:
@@ -40,6 +44,50 @@ def latest_checkpoint(directory):
   return path
 
 
+def read_state(directory):
+  """`tf.train.get_checkpoint_state(directory)` (the `checkpoint` state file, its relative paths joined to the
+  directory; None where there is none), with one line of ours where it cannot be used: one TensorFlow cannot parse
+  is ignored (as TensorFlow ignores it) with one warning, not TensorFlow's two at each of the tools' reads; one that
+  names no checkpoint (empty, or cut short), which TensorFlow refuses naming no file, is a ValueError saying what to
+  do."""
+  path = os.path.join(directory, "checkpoint") if directory else None
+  if not path or not fileio.exists(path) or fileio.isdir(path):
+    return None
+  with fileio.open_file(path) as f:
+    text = f.read()
+  state = checkpoint_state_pb2.CheckpointState()
+  try:
+    text_format.Merge(text, state)
+  except text_format.ParseError as e:
+    _warn_once("%s is not a `checkpoint` state file (%s): it is ignored, as TensorFlow ignores it. Delete it to "
+               "silence this line.", path, " ".join(str(e).split())[:120])
+    return None
+  if not state.model_checkpoint_path:
+    raise ValueError(f"{path}, the `checkpoint` state file, names no checkpoint (it is empty or cut short), which "
+                     "TensorFlow refuses. Delete it, then rerun: the latest checkpoint in that directory is then "
+                     "taken to be the training run's of the highest step (ckpt-N).")
+  if not os.path.isabs(state.model_checkpoint_path):
+    state.model_checkpoint_path = os.path.join(directory, state.model_checkpoint_path)
+  for i, listed in enumerate(state.all_model_checkpoint_paths):
+    if not os.path.isabs(listed):
+      state.all_model_checkpoint_paths[i] = os.path.join(directory, listed)
+  return state
+
+
+@contextlib.contextmanager
+def state_read_once(directory):
+  """`read_state(directory)` (its line, or its ValueError), then TensorFlow's own warnings about that state file
+  (two lines a read) kept off the log while the body reads it again (a `tf.train.CheckpointManager`)."""
+  read_state(directory)
+  logger = tf.get_logger()
+  level = logger.level
+  logger.setLevel(max(level, py_logging.ERROR))
+  try:
+    yield
+  finally:
+    logger.setLevel(level)
+
+
 _RUN_CHECKPOINT = re.compile(r"ckpt-(\d+)\.index")  # the names a training run gives its checkpoints (run_checkpoint)
 _SHARDS = re.compile(r"\.data-\d+-of-(\d+)$")
 _WARNED = set()
@@ -56,9 +104,14 @@ def is_complete(prefix):
   """Whether checkpoint `prefix` has its `.index` and every `.data-*` shard its files' names count."""
   if not fileio.exists(prefix + ".index"):
     return False
-  shards = [n for n in fileio.glob_in(os.path.dirname(prefix) or ".", os.path.basename(prefix) + ".data-*")
-            if not fileio.is_temp_name(n) and _SHARDS.search(n)]
+  shards = data_files(prefix)
   return bool(shards) and len(shards) == int(_SHARDS.search(shards[0]).group(1))
+
+
+def data_files(prefix):
+  """The `.data-*-of-*` files (shards) of checkpoint `prefix` there are."""
+  return [n for n in fileio.glob_in(os.path.dirname(prefix) or ".", os.path.basename(prefix) + ".data-*")
+          if not fileio.is_temp_name(n) and _SHARDS.search(n)]
 
 
 def _highest_run_checkpoint(directory, complete):
@@ -74,8 +127,9 @@ def _highest_run_checkpoint(directory, complete):
 def resolve_checkpoint_path(ckpt_path):
   """A checkpoint prefix from a prefix (where `{prefix}.index` exists, even if a directory `prefix` does too: a
   run_squad.py --predict_all_ckpt into --model_dir made one per checkpoint), a directory (its latest checkpoint or
-  its single `*.index`), or `<dir>/latest` (the original's convention). FileNotFoundError naming what is missing where there is none (for a
-  directory of HuggingFace weights without config.json: that file)."""
+  its single `*.index`), or `<dir>/latest` (the original's convention). FileNotFoundError naming what is missing
+  where there is none (for a directory of HuggingFace weights without config.json: that file; for a prefix whose
+  `.data-*` files lie there without its `.index`: that it is incomplete)."""
   if ckpt_path.endswith("/latest"):
     ckpt_path = os.path.dirname(ckpt_path)
   if fileio.exists(ckpt_path + ".index"):  # also where a directory of that name lies beside it (predictions)
@@ -86,14 +140,23 @@ def resolve_checkpoint_path(ckpt_path):
       indexes = fileio.glob_in(ckpt_path, "*.index")
       if not indexes:
         hf_checkpoint.require_config(ckpt_path)
+      if not indexes:
+        raise FileNotFoundError(f"No checkpoint found in directory {ckpt_path} (no *.index file). Pass the "
+                                "checkpoint prefix, e.g. .../xlnet_model.ckpt.")
       if len(indexes) != 1:
-        raise FileNotFoundError(f"No checkpoint found in directory {ckpt_path} (found {len(indexes)} *.index "
-                                "files). Pass the checkpoint prefix, e.g. .../xlnet_model.ckpt.")
+        names = ", ".join(sorted(os.path.basename(p)[:-len(".index")] for p in indexes))
+        raise FileNotFoundError(f"Directory {ckpt_path} holds {len(indexes)} checkpoints ({names}), none of them "
+                                "named its latest by a `checkpoint` state file: pass the prefix of one, e.g. "
+                                f"{indexes[0][:-len('.index')]}.")
       latest = indexes[0][:-len(".index")]
     return latest
   if not tf.io.gfile.exists(ckpt_path + ".index") and tf.io.gfile.exists(ckpt_path):
     raise FileNotFoundError(f"{ckpt_path} is a file, not a checkpoint. Pass a checkpoint's prefix (its files' names "
                             "without .index or .data-*, e.g. .../xlnet_model.ckpt) or a model directory.")
+  if data_files(ckpt_path):
+    raise FileNotFoundError(f"Checkpoint {ckpt_path} is incomplete: its {os.path.basename(ckpt_path)}.data-* "
+                            f"file(s) are there, its {os.path.basename(ckpt_path)}.index is not (a copy or download "
+                            "cut short). Copy or download it again.")
   if not tf.io.gfile.exists(ckpt_path + ".index"):
     raise FileNotFoundError(f"Checkpoint {ckpt_path} not found ({ckpt_path}.index does not exist). Pass the "
                             "prefix of a TF checkpoint, e.g. xlnet_cased_L-24_H-1024_A-16/xlnet_model.ckpt.")

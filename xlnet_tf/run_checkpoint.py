@@ -10,6 +10,7 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import checkpoint as checkpoint_lib
+from xlnet_tf import checkpoint_paths
 from xlnet_tf import hf_checkpoint
 
 
@@ -95,8 +96,9 @@ class RunCheckpoint:
     self.model_dir = model_dir
     self.chief = chief
     self._save_dir = model_dir if chief else tempfile.mkdtemp(prefix="xlnet-worker-ckpt-")
-    self.manager = tf.train.CheckpointManager(self.checkpoint, self._save_dir, max_to_keep=max_save or None,
-                                              step_counter=optimizer.iterations, checkpoint_name="ckpt")
+    with checkpoint_paths.state_read_once(self._save_dir):  # an empty state file: our line, not TensorFlow's
+      self.manager = tf.train.CheckpointManager(self.checkpoint, self._save_dir, max_to_keep=max_save or None,
+                                                step_counter=optimizer.iterations, checkpoint_name="ckpt")
     # The latest complete checkpoint: the one resumed from, then each one saved. Not the manager's latest, which is
     # the one its state file names until the first save, where that one's files may be gone (`restore_latest`).
     self.latest_path = None

@@ -390,3 +390,26 @@ def test_the_checkpoint_chosen_to_predict_with_is_the_prefix_a_directory_names(t
     assert checkpoint.choose_checkpoint(None, given) == f"{tmp_path}/ckpt-2"
   hf = "tests/testdata/hf/lm_safetensors"
   assert checkpoint.choose_checkpoint(None, hf) == hf
+
+
+def test_a_checkpoint_that_cannot_be_written_says_why_and_leaves_no_temporary_directory(tmp_path):
+  """A full disk: the line held TensorFlow's `{{function_node __wrapped__SaveV2...}}` and its temporary file's name,
+  cut at 200 characters before the reason (`No space left on device`), and `ckpt-N_temp/` stayed. Here a file-size
+  limit makes the write fail as a full disk does (`File too large`, in the same place of TensorFlow's message)."""
+  import resource  # pylint: disable=import-outside-toplevel
+  import signal  # pylint: disable=import-outside-toplevel
+  from test_fp16 import make_trainer  # pylint: disable=import-outside-toplevel
+  trainer = make_trainer(tmp_path, False)
+  soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+  handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+  resource.setrlimit(resource.RLIMIT_FSIZE, (1000, hard))
+  try:
+    with pytest.raises(OSError) as error:
+      trainer.checkpoints.save(1)
+  finally:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    signal.signal(signal.SIGXFSZ, handler)
+  assert str(error.value) == (f"Could not write checkpoint {tmp_path}/ckpt-1 (File too large). The latest complete "
+                              f"checkpoint is still none (no checkpoint in {tmp_path}): free space (or fix the "
+                              "directory), then rerun the same command to resume from it.")
+  assert not os.path.exists(tmp_path / "ckpt-1_temp")

@@ -2,6 +2,8 @@
 `tf.train.CheckpointManager`), and the optimizer state a run continues from its --init_checkpoint
 (`load_optimizer_state`). Loading weights by original name into any model is `checkpoint.py`'s."""
 
+import os
+import re
 import shutil
 import tempfile
 import textwrap
@@ -52,6 +54,9 @@ def load_optimizer_state(optimizer, slots, ckpt_path):
   missing = len(slots) - len(found)
   return (f"Continued the optimizer state of {path}: {len(found)} slots"
           f"{f' ({missing} absent kept at zero)' if missing else ''}, step {step()}.")
+
+
+_TF_NOISE = re.compile(r"\{\{[^}]*\}\}|\[Op:\w+\]")  # an op error's function node and op name
 
 
 class CannotResume(ValueError):
@@ -141,7 +146,14 @@ class RunCheckpoint:
     try:
       path = self.manager.save(checkpoint_number=step)
     except (tf.errors.OpError, OSError) as e:
-      reason = " ".join(str(getattr(e, "message", e)).split())[:200]
+      try:  # TensorFlow's own temporary directory of the save, left behind (empty)
+        tf.io.gfile.rmtree(os.path.join(self._save_dir, f"ckpt-{step}_temp"))
+      except tf.errors.OpError:
+        pass
+      # TensorFlow's "{{function_node ...}} {its temporary file}; No space left on device [Op:SaveV2]": the reason.
+      reason = " ".join(_TF_NOISE.sub("", str(getattr(e, "message", e))).split()).rpartition("; ")[2][:200]
+      if isinstance(e, tf.errors.ResourceExhaustedError) and "space" not in reason:
+        reason += "; the disk may be full"
       raise OSError(f"Could not write checkpoint {self._save_dir}/ckpt-{step} ({reason}). The latest complete "
                     f"checkpoint is still {self.latest()}: free space (or fix the "
                     "directory), then rerun the same command to resume from it.") from None

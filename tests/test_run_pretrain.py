@@ -336,7 +336,9 @@ def test_a_full_disk_while_saving_keeps_the_last_checkpoint(record_dirs, uninter
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails with EFBIG, as ENOSPC would
 
-  failed = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=small_disk)
+  # Without the suite's XLA cache: a cold one (this test alone) wrote its programs past the limit, and the run
+  # failed compiling, before any checkpoint.
+  failed = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=small_disk, env=suite_xla_cache.without())
   assert failed.returncode == 1, failed.stderr[-3000:]
   last = failed.stderr.strip().splitlines()[-1]
   assert last.startswith(f"run_pretrain.py: error: Could not write checkpoint {run_dir}/ckpt-10 ("), last

@@ -3,7 +3,6 @@
 (`load_optimizer_state`). Loading weights by original name into any model is `checkpoint.py`'s."""
 
 import os
-import re
 import shutil
 import tempfile
 import textwrap
@@ -14,6 +13,7 @@ from absl import logging
 from xlnet_tf import checkpoint as checkpoint_lib
 from xlnet_tf import checkpoint_paths
 from xlnet_tf import hf_checkpoint
+from xlnet_tf import stderr_filter
 
 
 def load_optimizer_state(optimizer, slots, ckpt_path):
@@ -54,9 +54,6 @@ def load_optimizer_state(optimizer, slots, ckpt_path):
   missing = len(slots) - len(found)
   return (f"Continued the optimizer state of {path}: {len(found)} slots"
           f"{f' ({missing} absent kept at zero)' if missing else ''}, step {step()}.")
-
-
-_TF_NOISE = re.compile(r"\{\{[^}]*\}\}|\[Op:\w+\]")  # an op error's function node and op name
 
 
 class CannotResume(ValueError):
@@ -151,7 +148,7 @@ class RunCheckpoint:
       except tf.errors.OpError:
         pass
       # TensorFlow's "{{function_node ...}} {its temporary file}; No space left on device [Op:SaveV2]": the reason.
-      reason = " ".join(_TF_NOISE.sub("", str(getattr(e, "message", e))).split()).rpartition("; ")[2][:200]
+      reason = stderr_filter.error_text(str(getattr(e, "message", e))).rpartition("; ")[2][:200]
       if isinstance(e, tf.errors.ResourceExhaustedError) and "space" not in reason:
         reason += "; the disk may be full"
       raise OSError(f"Could not write checkpoint {self._save_dir}/ckpt-{step} ({reason}). The latest complete "

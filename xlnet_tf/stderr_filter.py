@@ -61,6 +61,16 @@ NOISE = re.compile(
 # `Failed to allocate ...`) and a TPU (`Attempting to reserve ... That was not possible`) say, case aside, as against
 # other RESOURCE_EXHAUSTED errors (a quota, too many open files); `training.out_of_memory` reads errors by it too.
 MEMORY_WORDS = r"\bOOM when allocating|out of memory|failed to allocate|attempting to reserve"
+# The words of a TensorFlow error message around its reason: the function's node ("{{function_node
+# __inference_...}} OOM when ..."), the device's job prefix (".../device:GPU:0" -> "GPU:0") and an eager op's name
+# ("... [Op:SaveV2] name: ").
+_ERROR_NOISE = re.compile(r"\{\{[^}]*\}\}|/job:[^/\s]+/replica:\d+/task:\d+/device:|\s*\[Op:\w+\]( name:.*)?")
+
+
+def error_text(message):
+  """A TensorFlow error's message (or one line of it) without `_ERROR_NOISE`, white space collapsed: what the
+  tools' one-line errors quote."""
+  return " ".join(_ERROR_NOISE.sub("", message).split())
 OOM_REPORT = re.compile(
     _LOG_PREFIX + r"(?:"
     r"bfc_allocator\.cc:\d+\] Allocator \(.*\) ran out of memory trying to allocate (?!.*with freed_by_count)"

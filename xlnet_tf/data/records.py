@@ -11,6 +11,7 @@ import re
 import tensorflow as tf
 
 from xlnet_tf import fileio
+from xlnet_tf import stderr_filter
 
 
 class PaddingInputExample:
@@ -327,6 +328,6 @@ def find_corrupt_record(files):
       for _ in tf.data.TFRecordDataset(path):
         index += 1
     except tf.errors.OpError as e:  # the reason without TensorFlow's function and op names around it
-      reason = re.sub(r"\s*\[Op:.*$", "", re.sub(r"\{\{[^}]*\}\}\s*", "", " ".join(e.message.split())))
+      reason = stderr_filter.error_text(e.message)
       return path, index, re.sub(r"(at \d+)' failed", r"\1 failed", reason)  # TensorFlow's stray quote
   return None

@@ -12,9 +12,6 @@ from xlnet_tf import stderr_filter
 HALF_PRECISION = "--use_bfloat16 (--use_fp16 on a GPU without bfloat16)"  # half the activations' bytes
 # An out-of-memory error's words (`stderr_filter.MEMORY_WORDS`); other ResourceExhaustedErrors pass through as they are.
 _MEMORY = re.compile(stderr_filter.MEMORY_WORDS, re.I)
-# Left out of the line: the function's node ("{{function_node __inference_...}} OOM when ..."), the device's job
-# prefix (".../device:GPU:0" -> "GPU:0") and an eager op's name ("... [Op:Fill] name: ").
-_NOISE = re.compile(r"\{\{[^}]*\}\}|/job:[^/\s]+/replica:\d+/task:\d+/device:|\[Op:\w+\]( name:.*)?$")
 
 
 def allocation(error):
@@ -24,7 +21,7 @@ def allocation(error):
   if not isinstance(error, tf.errors.ResourceExhaustedError):
     return None
   line = next((line for line in error.message.splitlines() if _MEMORY.search(line)), None)
-  return line and " ".join(_NOISE.sub("", line).split()).rstrip(".")[:300]
+  return line and stderr_filter.error_text(line).rstrip(".")[:300]
 
 
 def larger_accumulation(rows, steps):

@@ -285,10 +285,11 @@ def train_config(o, global_batch_size, tokens_per_example, **fields):
 
 def values(flag_values=absl_flags.FLAGS):
   """The script's own flags (every flag `flags.py` defined) as a plain namespace: what its `run` takes; a path
-  flag's leading `~` is the user's home (`path_flags.expand_user`), a HuggingFace hub cache directory given as the model to
-  read its snapshot (`path_flags.hub_snapshot`). A float flag that is nan or infinite is a FlagError (absl takes
-  `--learning_rate=nan`; a run trained to its first non-finite loss, and wrote a run_flags.json that is no json), so
-  is a path flag with a `gs:/` typo or a remote path TensorFlow cannot read here (`path_flags.check_path`)."""
+  flag's leading `~` is the user's home (`path_flags.expand_user`), a HuggingFace hub cache directory given as the
+  model to read its snapshot (`path_flags.hub_snapshot`). A float flag that is nan or infinite is a FlagError (absl
+  takes `--learning_rate=nan`; a run trained to its first non-finite loss, and wrote a run_flags.json that is no
+  json), so is a path flag with a `gs:/` typo or a remote path TensorFlow cannot read here
+  (`path_flags.check_path`)."""
   own = flag_values.get_flags_for_module(flags)
   for f in own:
     if isinstance(f.value, float) and not math.isfinite(f.value):

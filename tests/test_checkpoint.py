@@ -382,7 +382,8 @@ def test_a_cut_latest_checkpoint_is_one_line_and_deleting_it_resumes_from_the_on
 
 
 def test_the_checkpoint_chosen_to_predict_with_is_the_prefix_a_directory_names(tmp_path):
-  """--predict_ckpt=<dir>/latest (or <dir>) predicted with <dir>'s latest checkpoint, and the line named `.../latest`."""
+  """--predict_ckpt=<dir>/latest (or <dir>) predicted with <dir>'s latest checkpoint, and the line named
+  `.../latest`."""
   manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=tf.Variable(1.0)), str(tmp_path), max_to_keep=None,
                                        checkpoint_name="ckpt")
   manager.save(checkpoint_number=2)

@@ -134,8 +134,9 @@ def test_a_split_without_answers_is_predicted_and_not_evaluated(tmp_path):
     article = json.loads(path.read_text())
     del article["answers"]
     path.write_text(json.dumps(article))
-  with pytest.raises(cli.FlagError, match=r"--do_eval needs the answers of the dev split, and 4 of its files have no "
-                                          r"`answers` \(.*\.txt, .*\.txt \.\.\.\)\. Add them, or predict the split alone"):
+  with pytest.raises(cli.FlagError, match=r"--do_eval needs the answers of the dev split, and 4 of its files have "
+                                          r"no `answers` \(.*\.txt, .*\.txt \.\.\.\)\. Add them, or predict the "
+                                          r"split alone"):
     run_race.run(golden_options(tmp_path / "b", data_dir=str(data)), strategy, log_fn=lambda line: None)
   lines = []
   unlabelled = run_race.run(golden_options(tmp_path / "c", data_dir=str(data), predict_dir=str(tmp_path / "p2"),

@@ -6,7 +6,6 @@ prediction, an export) and the start of a fine-tuning run there. Flag namespaces
 
 import json
 import os
-import re
 import types
 
 from cli import FlagError, create_run_config, train_config
@@ -50,6 +49,8 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
   directory, another pooling than its config.json's. All load without a shape mismatch: an evaluation, a prediction,
   an export or a resume went on with other numbers, exit 0."""
   from xlnet_tf import checkpoint, fileio, hf_checkpoint, training  # pylint: disable=g-import-not-at-top
+  if flag == "--model_dir" and getattr(o, "do_train", False):  # a model not of a run there: before records are written
+    _check_apart_from_init_checkpoint(o)
   if directory and hf_checkpoint.is_hf_directory(directory):
     _check_hf_pooling(o, directory, flag)
     return
@@ -232,10 +233,13 @@ def _check_apart_from_init_checkpoint(o):
   checkpoints beside the model, which the original's README warns against. Refused where --model_dir is the
   directory of --init_checkpoint (a bare checkpoint there, an original run's model.ckpt, is allowed, as by the
   original), and where --model_dir holds such a model and no checkpoints of a run (`_model_to_start_from`): the
-  run trained from random weights into it, exit 0. A --model_dir already holding this tool's checkpoints resumes
-  them and reads no --init_checkpoint."""
+  run trained from random weights into it, exit 0. Refused too where --model_dir's latest checkpoint, or with none,
+  any checkpoint there, is not a run's `ckpt-N` (an original run's model.ckpt-N, with or without its `checkpoint`
+  state file): the run trained from random weights beside it, or failed to resume it advising to delete it. A
+  --model_dir already holding this tool's checkpoints resumes them and reads no --init_checkpoint."""
   from xlnet_tf import checkpoint  # pylint: disable=g-import-not-at-top
-  if checkpoint.latest_checkpoint(o.model_dir):
+  latest = checkpoint.latest_checkpoint(o.model_dir)
+  if latest and checkpoint.is_run_checkpoint(latest):
     return
   init_dir = None
   try:
@@ -253,9 +257,22 @@ def _check_apart_from_init_checkpoint(o):
   if model := _model_to_start_from(o.model_dir):
     raise FlagError(f"--model_dir {o.model_dir} holds a model to start from ({model}); pass it as --init_checkpoint "
                     "and another --model_dir.")
+  # An original run's model_dir (model.ckpt-N, its `checkpoint` state file, config.json): not resumable here, and a run
+  # from random weights beside it shadowed it. A bare checkpoint there as --init_checkpoint is allowed (above) while no
+  # state file names it: this run would then resume from it, and its CheckpointManager prune what the file lists.
+  foreign = latest or _other_checkpoint(o.model_dir)
+  if foreign and (latest or init_dir != os.path.abspath(o.model_dir)):
+    raise FlagError(f"--model_dir {o.model_dir} holds the checkpoint {foreign}, not one of this tool's training runs "
+                    "(ckpt-N): pass it as --init_checkpoint (its Adam slots and step come with it: "
+                    "--init_optimizer_state) and another --model_dir.")
 
 
-_RUN_CHECKPOINT_INDEX = re.compile(r"ckpt-\d+\.index")  # a training run's checkpoints (run_checkpoint's names)
+def _other_checkpoint(directory):
+  """The prefix of the first checkpoint in `directory` not named as a training run's (`ckpt-N`); None if none."""
+  from xlnet_tf import checkpoint, fileio  # pylint: disable=g-import-not-at-top
+  indexes = sorted(os.path.basename(path) for path in fileio.glob_in(directory, "*.index")
+                   if not checkpoint.is_run_checkpoint(path[:-len(".index")]))
+  return os.path.join(directory, indexes[0][:-len(".index")]) if indexes else None
 
 
 def _model_to_start_from(directory):
@@ -268,9 +285,8 @@ def _model_to_start_from(directory):
     return ", ".join([hf_checkpoint.CONFIG_FILE, *weights[:1]])
   if not fileio.exists(os.path.join(directory, "xlnet_config.json")):
     return None
-  indexes = sorted(os.path.basename(path) for path in fileio.glob_in(directory, "*.index")
-                   if not _RUN_CHECKPOINT_INDEX.fullmatch(os.path.basename(path)))
-  return f"xlnet_config.json, {indexes[0]}" if indexes else None
+  other = _other_checkpoint(directory)
+  return f"xlnet_config.json, {os.path.basename(other)}.index" if other else None
 
 
 def _restore_or_init(o, trainer, log_fn, **kwargs):

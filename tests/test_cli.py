@@ -548,3 +548,47 @@ def test_a_model_dir_holding_a_model_to_start_from_is_refused(tmp_path):
       types.SimpleNamespace(model_dir=str(run), init_checkpoint=None))
   run_files._check_apart_from_init_checkpoint(  # pylint: disable=protected-access
       types.SimpleNamespace(model_dir=str(tmp_path / "new"), init_checkpoint=None))
+
+
+def test_a_model_dir_holding_another_checkpoint_is_refused(tmp_path):
+  """--model_dir of an original (zihangdai) run: model.ckpt-N with or without its `checkpoint` state file, with or
+  without its config.json: the run trained from random weights beside it, exit 0, or failed to resume it, advising
+  to delete it (sweep 16, N1 and N2). A bare checkpoint there as --init_checkpoint is allowed while no state file
+  names it (the run would resume from it)."""
+  def refused(directory, init_checkpoint=None):
+    with pytest.raises(cli.FlagError) as error:
+      run_files._check_apart_from_init_checkpoint(  # pylint: disable=protected-access
+          types.SimpleNamespace(model_dir=str(directory), init_checkpoint=init_checkpoint))
+    return str(error.value)
+
+  def line(directory, name):
+    return (f"--model_dir {directory} holds the checkpoint {directory}/{name}, not one of this tool's training runs "
+            "(ckpt-N): pass it as --init_checkpoint (its Adam slots and step come with it: --init_optimizer_state) "
+            "and another --model_dir.")
+
+  for state in (True, False):
+    for config in ([], ["config.json"], ["xlnet_config.json"]):
+      directory = tmp_path / f"orig_{state}_{len(config) and config[0]}"
+      directory.mkdir()
+      for name in ["model.ckpt-6.index", "model.ckpt-6.data-00000-of-00001", *config]:
+        (directory / name).write_text("{}")
+      if state:
+        (directory / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-6"\n')
+      expected = (f"--model_dir {directory} holds a model to start from (xlnet_config.json, model.ckpt-6.index); "
+                  "pass it as --init_checkpoint and another --model_dir.") if config == ["xlnet_config.json"] else \
+          line(directory, "model.ckpt-6")  # with xlnet_config.json: a released model's line (A5)
+      assert refused(directory) == expected
+      assert refused(directory, "tests/testdata/hf/qa_bin") == expected
+      if not config:  # a bare checkpoint as --init_checkpoint in its own directory: allowed as before, without state
+        if state:
+          assert refused(directory, str(directory / "model.ckpt-6")) == line(directory, "model.ckpt-6")
+        else:
+          run_files._check_apart_from_init_checkpoint(  # pylint: disable=protected-access
+              types.SimpleNamespace(model_dir=str(directory), init_checkpoint=str(directory / "model.ckpt-6")))
+  ours = tmp_path / "ours"  # a run's own checkpoints beside another: resumed
+  ours.mkdir()
+  for name in ["model.ckpt-6.index", "ckpt-2.index", "ckpt-2.data-00000-of-00001"]:
+    (ours / name).write_text("{}")
+  (ours / "checkpoint").write_text('model_checkpoint_path: "ckpt-2"\n')
+  run_files._check_apart_from_init_checkpoint(  # pylint: disable=protected-access
+      types.SimpleNamespace(model_dir=str(ours), init_checkpoint=None))

@@ -26,7 +26,7 @@ from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
 # Finding a directory's checkpoints by their files is checkpoint_paths'; its names are callers' names here too.
 from xlnet_tf.checkpoint_paths import (  # pylint: disable=unused-import
-    directory_of, latest_checkpoint, resolve_checkpoint_path)
+    directory_of, is_run_checkpoint, latest_checkpoint, resolve_checkpoint_path)
 from xlnet_tf.config import XLNetConfig
 
 

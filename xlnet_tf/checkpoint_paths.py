@@ -93,6 +93,11 @@ _SHARDS = re.compile(r"\.data-\d+-of-(\d+)$")
 _WARNED = set()
 
 
+def is_run_checkpoint(prefix):
+  """Whether checkpoint `prefix` is named as a training run's (`ckpt-N`), not e.g. an original run's model.ckpt-N."""
+  return bool(_RUN_CHECKPOINT.fullmatch(os.path.basename(prefix) + ".index"))
+
+
 def _warn_once(message, *args):
   """logging.warning, once a process for the same line (the tools look for a directory's latest several times)."""
   if (message, args) not in _WARNED:

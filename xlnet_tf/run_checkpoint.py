@@ -124,10 +124,12 @@ class RunCheckpoint:
       except (tf.errors.OpError, ValueError, AssertionError) as e:
         reason = e.reason if isinstance(e, checkpoint_lib.DamagedCheckpointError) else str(getattr(e, "message", e))
         reason = textwrap.shorten(reason, 300, placeholder=" ...")
+        # Deleting is advised for a run's own checkpoint only, never for another's (an original run's model.ckpt-N).
+        damaged = (f"if it is half-written or damaged, delete its files ({latest}.*) to resume from the checkpoint "
+                   "before it; " if checkpoint_paths.is_run_checkpoint(latest) else "")
         raise CannotResume(f"Cannot resume from {latest} ({reason}). If this run's flags build another model than "
                            "the run that wrote it (see run_flags.json there; e.g. --dropout or --dropatt 0 there, "
-                           "not here, which adds dropout state), rerun with its flags; if it is half-written or "
-                           f"damaged, delete its files ({latest}.*) to resume from the checkpoint before it; if it "
+                           f"not here, which adds dropout state), rerun with its flags; {damaged}if it "
                            "belongs to another model, pass another --model_dir.", latest, reason) from None
     self.latest_path = latest
     return latest

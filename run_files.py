@@ -277,9 +277,16 @@ def _other_checkpoint(directory):
 
 def _model_to_start_from(directory):
   """The files of a model in `directory` that no training run wrote, e.g. "config.json, model.safetensors": a
-  HuggingFace model (config.json and weights) or a released or exported TF1 one (xlnet_config.json and a checkpoint
-  not named as a run's `ckpt-N`); None where it holds none."""
+  HuggingFace model (config.json and weights), in a hub cache directory its snapshot's ("snapshots/C/config.json,
+  ..."; `from_pretrained` downloads there, and --init_checkpoint reads it), or a released or exported TF1 one
+  (xlnet_config.json and a checkpoint not named as a run's `ckpt-N`); None where it holds none."""
   from xlnet_tf import fileio, hf_checkpoint  # pylint: disable=g-import-not-at-top
+  try:
+    snapshot = hf_checkpoint.hub_snapshot(directory)
+  except ValueError:  # several snapshots, none named by refs/main: a hub cache all the same
+    snapshot = os.path.join(directory, "snapshots", sorted(fileio.listdir(os.path.join(directory, "snapshots")))[0])
+  if snapshot and (model := _model_to_start_from(snapshot)):
+    return ", ".join(os.path.join(os.path.relpath(snapshot, directory), name) for name in model.split(", "))
   if hf_checkpoint.is_hf_directory(directory):
     weights = [name for name in hf_checkpoint.WEIGHT_FILES if fileio.exists(os.path.join(directory, name))]
     return ", ".join([hf_checkpoint.CONFIG_FILE, *weights[:1]])

@@ -592,3 +592,30 @@ def test_a_model_dir_holding_another_checkpoint_is_refused(tmp_path):
   (ours / "checkpoint").write_text('model_checkpoint_path: "ckpt-2"\n')
   run_files._check_apart_from_init_checkpoint(  # pylint: disable=protected-access
       types.SimpleNamespace(model_dir=str(ours), init_checkpoint=None))
+
+
+def test_a_huggingface_hub_cache_as_model_dir_is_refused(tmp_path):
+  """A hub cache directory (`models--xlnet--...`, where `from_pretrained` downloads, read through its `snapshots/` as
+  --init_checkpoint) passed as --model_dir: the run trained from random weights into the cache, exit 0 (sweep 16,
+  N11). With several snapshots and no refs/main too; a directory whose snapshots/ holds no model is not one."""
+  import shutil  # pylint: disable=import-outside-toplevel
+  cache = tmp_path / "models--xlnet--tiny"
+  shutil.copytree("tests/testdata/hf/cls_bin", cache / "snapshots" / "abc123")
+  (cache / "refs").mkdir()
+  (cache / "refs" / "main").write_text("abc123")
+  (cache / "blobs").mkdir()
+  shutil.copytree("tests/testdata/hf/cls_bin", cache / "snapshots" / "def456")
+  for refs in (True, False):
+    if not refs:
+      shutil.rmtree(cache / "refs")
+    with pytest.raises(cli.FlagError) as error:
+      run_files._check_apart_from_init_checkpoint(  # pylint: disable=protected-access
+          types.SimpleNamespace(model_dir=str(cache), init_checkpoint=None))
+    assert str(error.value) == (f"--model_dir {cache} holds a model to start from (snapshots/abc123/config.json, "
+                                "snapshots/abc123/pytorch_model.bin); pass it as --init_checkpoint and another "
+                                "--model_dir.")
+  other = tmp_path / "other"
+  (other / "snapshots" / "a").mkdir(parents=True)
+  (other / "snapshots" / "a" / "notes.txt").write_text("x")
+  run_files._check_apart_from_init_checkpoint(  # pylint: disable=protected-access
+      types.SimpleNamespace(model_dir=str(other), init_checkpoint=None))

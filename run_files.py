@@ -49,8 +49,9 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
   directory, another pooling than its config.json's. All load without a shape mismatch: an evaluation, a prediction,
   an export or a resume went on with other numbers, exit 0."""
   from xlnet_tf import checkpoint, fileio, hf_checkpoint, training  # pylint: disable=g-import-not-at-top
-  if flag == "--model_dir" and getattr(o, "do_train", False):  # a model not of a run there: before records are written
+  if flag == "--model_dir" and getattr(o, "do_train", False):  # before records are written
     _check_apart_from_init_checkpoint(o)
+    _check_init_spiece(o)
   if directory and hf_checkpoint.is_hf_directory(directory):
     _check_hf_pooling(o, directory, flag)
     return
@@ -76,12 +77,45 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
 def _spiece_change(there, o, flag, digest):
   """'--flag=X there, Y here: another SentencePiece model (its sha256 differs)' where the run_flags.json `there`
   records the sha256 of another SentencePiece model than `digest` (of the options `o`'s --flag: the model itself,
-  or for pretraining the records written with it); None where it records none, or the same."""
+  or for pretraining the records written with it); None where it records none, or the same. Where `there` is of
+  the other kind of run (a pretraining run's --record_info_dir, a fine-tuning run's --spiece_model_file), both flags
+  are named."""
   recorded = there.get(_SPIECE_DIGEST)
   if not recorded or not digest or recorded == digest:
     return None
-  return (f"--{flag}={there.get(flag)} there, {getattr(o, flag)} here: "
+  there_flag = "record_info_dir" if "record_info_dir" in there else "spiece_model_file"
+  here = getattr(o, flag) if flag == there_flag else f"--{flag}={getattr(o, flag)}"
+  return (f"--{there_flag}={there.get(there_flag)} there, {here} here: "
           f"{'records of ' if flag == 'record_info_dir' else ''}another SentencePiece model (its sha256 differs)")
+
+
+def _check_spiece(there, o, flag, digest, dir_flag, directory):
+  """FlagError where the run_flags.json `there` of the checkpoints in `directory` (`dir_flag` names it: a resume's
+  --model_dir, or --init_checkpoint's) records another SentencePiece model than `digest` (`_spiece_change`)."""
+  if change := _spiece_change(there, o, flag, digest):
+    fix = ("records written with that run's SentencePiece model (data_utils.py --sp_path)" if flag == "record_info_dir"
+           else "that run's SentencePiece model as --spiece_model_file (a pretraining run's: the --sp_path its "
+                "records were written with)")
+    raise FlagError(f"The checkpoints in {dir_flag} {directory} were trained with other flags ({change}; "
+                    f"{os.path.join(directory, 'run_flags.json')}): the same ids would mean other pieces, and every "
+                    f"embedding learned so far another piece. Pass {fix}, or another {dir_flag}.")
+
+
+def _check_init_spiece(o, resolved=None):
+  """`_check_spiece` for --init_checkpoint's run (a pretraining run fine-tuned, or a fine-tuning run continued) where
+  this run starts from it: against --spiece_model_file, or (pretraining) its records' model (`resolved`'s digest).
+  Nothing where --model_dir holds a run to resume (it reads no --init_checkpoint) or the checkpoint has no
+  run_flags.json (a released or HuggingFace model, an original run)."""
+  from xlnet_tf import checkpoint  # pylint: disable=g-import-not-at-top
+  if not getattr(o, "init_checkpoint", None) or checkpoint.latest_checkpoint(o.model_dir):
+    return
+  try:
+    directory = checkpoint.directory_of(o.init_checkpoint)
+  except FileNotFoundError:  # said by the trainer, naming --init_checkpoint
+    return
+  flag, digest = (("spiece_model_file", spiece_digest(o)) if getattr(o, "spiece_model_file", None) else
+                  ("record_info_dir", (resolved or {}).get(_SPIECE_DIGEST)))
+  _check_spiece(run_flags(directory) or {}, o, flag, digest, "--init_checkpoint", directory)
 
 
 def _acting(name, value):
@@ -160,11 +194,9 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
     training.check_run_files(o.model_dir, xlnet_config)
   resuming = bool(checkpoint.latest_checkpoint(o.model_dir))
   there = (run_flags(o.model_dir) or {}) if resuming and chief else {}  # the run that wrote the checkpoints
-  if change := _spiece_change(there, o, "record_info_dir", (resolved or {}).get(_SPIECE_DIGEST)):  # pretraining
-    raise FlagError(f"The checkpoints in --model_dir {o.model_dir} were trained with other flags ({change}; "
-                    f"{os.path.join(o.model_dir, 'run_flags.json')}): the same ids would mean other pieces, and every "
-                    "embedding learned so far another piece. Pass records written with that run's SentencePiece model "
-                    "(data_utils.py --sp_path), or another --model_dir.")
+  _check_spiece(there, o, "record_info_dir", (resolved or {}).get(_SPIECE_DIGEST), "--model_dir", o.model_dir)
+  if not resuming and chief:
+    _check_init_spiece(o, resolved)
   replicas = trainer.strategy.num_replicas_in_sync
   there = _clip_mode_compared(there, getattr(o, "clip_mode", None), replicas)
   changes = flag_changes(o, training_only=True, there=there) if there else []

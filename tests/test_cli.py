@@ -619,3 +619,42 @@ def test_a_huggingface_hub_cache_as_model_dir_is_refused(tmp_path):
   (other / "snapshots" / "a" / "notes.txt").write_text("x")
   run_files._check_apart_from_init_checkpoint(  # pylint: disable=protected-access
       types.SimpleNamespace(model_dir=str(other), init_checkpoint=None))
+
+
+def test_fine_tuning_a_run_of_another_sentencepiece_model_is_refused(tmp_path):
+  """--init_checkpoint of a pretraining run whose records were written with another SentencePiece model than
+  --spiece_model_file (its run_flags.json's spiece_model_sha256): it fine-tuned, exit 0, every id another piece than
+  the embeddings learned (sweep 16, N5). Refused before records are written, as a resume on another model is; the
+  same model, a run that recorded none, or a --model_dir to resume (which reads no --init_checkpoint) pass."""
+  import hashlib  # pylint: disable=import-outside-toplevel
+  import json  # pylint: disable=import-outside-toplevel
+  spm = "tests/testdata/data/spm/spiece.model"
+  other = tmp_path / "other.model"
+  other.write_bytes(open(spm, "rb").read() + b"x")
+  pt = tmp_path / "pt"
+  pt.mkdir()
+  for name in ["ckpt-2.index", "ckpt-2.data-00000-of-00001", "xlnet_config.json"]:
+    (pt / name).write_text("{}")
+  flags = {"record_info_dir": "/data/r", "spiece_model_sha256": hashlib.sha256(other.read_bytes()).hexdigest()}
+  (pt / "run_flags.json").write_text(json.dumps(flags))
+  o = types.SimpleNamespace(model_dir=str(tmp_path / "cls"), init_checkpoint=str(pt), do_train=True,
+                            spiece_model_file=spm)
+  with pytest.raises(cli.FlagError) as error:
+    run_files.check_trained_model(o, o.model_dir, None)
+  assert str(error.value) == (
+      f"The checkpoints in --init_checkpoint {pt} were trained with other flags (--record_info_dir=/data/r there, "
+      f"--spiece_model_file={spm} here: another SentencePiece model (its sha256 differs); {pt}/run_flags.json): the "
+      "same ids would mean other pieces, and every embedding learned so far another piece. Pass that run's "
+      "SentencePiece model as --spiece_model_file (a pretraining run's: the --sp_path its records were written "
+      "with), or another --init_checkpoint.")
+  run_files.check_trained_model(types.SimpleNamespace(**dict(vars(o), spiece_model_file=str(other))), o.model_dir,
+                                None)
+  resumed = tmp_path / "resumed"  # a run of ours to resume: --init_checkpoint is not read
+  resumed.mkdir()
+  for name in ["ckpt-4.index", "ckpt-4.data-00000-of-00001"]:
+    (resumed / name).write_text("{}")
+  run_files.check_trained_model(types.SimpleNamespace(**dict(vars(o), model_dir=str(resumed))), str(tmp_path / "x"),
+                                None)
+  del flags["spiece_model_sha256"]
+  (pt / "run_flags.json").write_text(json.dumps(flags))
+  run_files.check_trained_model(o, o.model_dir, None)

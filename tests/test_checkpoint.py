@@ -379,6 +379,14 @@ def test_a_cut_latest_checkpoint_is_one_line_and_deleting_it_resumes_from_the_on
   for path in tmp_path.glob("ckpt-2.*"):
     path.unlink()
   assert make_trainer(tmp_path, False).restore_or_init(None) == 1
+  other = tmp_path / "other"  # another's checkpoint that cannot be resumed: deleting it is never advised (sweep 16, N2)
+  other.mkdir()
+  for path in tmp_path.glob("ckpt-1.*"):
+    (other / path.name.replace("ckpt-1", "model.ckpt-1")).write_bytes(path.read_bytes()[:1000])
+  (other / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-1"\n')
+  with pytest.raises(run_checkpoint.CannotResume) as error:
+    make_trainer(other, False).restore_or_init(None)
+  assert str(error.value).startswith(f"Cannot resume from {other}/model.ckpt-1 (") and "delete" not in str(error.value)
 
 
 def test_the_checkpoint_chosen_to_predict_with_is_the_prefix_a_directory_names(tmp_path):

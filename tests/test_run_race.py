@@ -276,6 +276,22 @@ def test_an_output_flag_inside_a_level_directory_is_refused(files, tmp_path):
   assert sorted(os.walk(files["data"])) == before
 
 
+def test_an_output_flag_inside_a_level_directory_through_a_link_is_refused(files, tmp_path):
+  """The same check by real path: --data_dir a link to the data, or an output flag through a link into it, passed
+  the check by name and wrote the lock among the articles (sweep 16, N10)."""
+  (tmp_path / "link").symlink_to(files["data"])
+  flags_ = dict(data_dir=files["data"], spiece_model_file=SPM, model_config_path=files["config"], do_eval=True,
+                output_dir=str(tmp_path / "rec"), model_dir=str(tmp_path / "model"))
+  for data_dir, output_dir in ((f"{tmp_path}/link/", f"{files['data']}/dev/high"),
+                               (files["data"], f"{tmp_path}/link/dev/middle/new")):
+    o = cli.defaults(run_race.define_flags, **dict(flags_, data_dir=data_dir, output_dir=output_dir))
+    with pytest.raises(cli.FlagError, match=f"^--output_dir {output_dir} is inside --data_dir {data_dir}'s "):
+      run_race.validate(o)
+  run_race.validate(cli.defaults(run_race.define_flags, **dict(flags_, data_dir=f"{tmp_path}/link",
+                                                               output_dir=f"{tmp_path}/link/out")))  # beside: fine
+  assert not os.path.exists(f"{files['data']}/dev/middle/new")
+
+
 ORIGINAL_RACE_FLAGS = {  # the original run_race.py's 47 flags and defaults
     "model_config_path": None, "dropout": 0.1, "dropatt": 0.1, "clamp_len": -1, "summary_type": "last",
     "use_summ_proj": True, "use_bfloat16": False, "init": "normal", "init_std": 0.02, "init_range": 0.1,

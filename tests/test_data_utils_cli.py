@@ -337,14 +337,37 @@ def test_the_save_dir_s_own_files_are_never_inputs(tmp_path, caplog):
   shutil.copy(f"{GOLDEN}/corpus/imdb-0.txt", corpus / "a.txt")
   args = [f"--sp_path={GOLDEN}/spm/spiece.model", *GOLDEN_FLAGS, f"--save_dir={corpus}"]
   first = data_utils.create_data(cli.values(_flag_values(args + [f"--input_glob={corpus}/*.*"])))
-  (corpus / ".data_utils-train-0-0.lock").write_text("1 host\n")
+  (corpus / ".data_utils-train-1-0.lock").write_text("1 host\n")
   with caplog.at_level("WARNING"):
     again = data_utils.create_data(cli.values(_flag_values(args + [f"--input_glob={corpus}/*"])))
   assert again["num_batch"] == first["num_batch"] > 0
   assert f"--input_glob={corpus}/* reaches --save_dir's own files, which are never inputs: " \
-      f"{corpus}/.data_utils-train-0-0.lock, {corpus}/corpus_info.json, {corpus}/tfrecords left out." in caplog.text
+      f"{corpus}/.data_utils-train-1-0.lock, {corpus}/corpus_info.json, {corpus}/tfrecords left out." in caplog.text
   writer, = (corpus / "tfrecords").glob("*.writer.json")
   assert json.loads(writer.read_text())["input_files"] == [str(corpus / "a.txt")]
+
+
+def test_a_save_dir_inside_the_corpus_and_the_run_s_own_lock_are_left_out(tmp_path, caplog):
+  """--save_dir a new folder of the corpus and --input_glob=<corpus>/*: the first run refused the folder it had made
+  for its lock (`Input D/out is a directory`; sweep 16, N3). The run's own lock is left out without a word (N6)."""
+  corpus = tmp_path / "corpus"
+  corpus.mkdir()
+  shutil.copy(f"{GOLDEN}/corpus/imdb-0.txt", corpus / "a.txt")
+  args = [f"--sp_path={GOLDEN}/spm/spiece.model", *GOLDEN_FLAGS, f"--input_glob={corpus}/*"]
+  with caplog.at_level("WARNING"):
+    data_utils.body(cli.values(_flag_values(args + [f"--save_dir={corpus}/out"])))
+  assert f"--input_glob={corpus}/* reaches --save_dir's own files, which are never inputs: {corpus}/out left out." \
+      in caplog.text
+  writer, = (corpus / "out" / "tfrecords").glob("*.writer.json")
+  assert json.loads(writer.read_text())["input_files"] == [str(corpus / "a.txt")]
+  caplog.clear()
+  shutil.copytree(corpus, tmp_path / "fresh", ignore=shutil.ignore_patterns("out"))
+  with caplog.at_level("WARNING"):  # the glob meets the run's own lock alone
+    data_utils.body(cli.values(_flag_values([*args[:-1], f"--save_dir={tmp_path}/fresh",
+                                             f"--input_glob={tmp_path}/fresh/*.*"])))
+  assert "reaches --save_dir" not in caplog.text
+  writer, = (tmp_path / "fresh" / "tfrecords").glob("*.writer.json")
+  assert json.loads(writer.read_text())["input_files"] == [str(tmp_path / "fresh" / "a.txt")]
 
 
 def test_records_that_would_not_fit_with_another_run_s_are_refused(tmp_path):

@@ -232,19 +232,22 @@ def _one_name_each(file_paths, input_glob):
 _OWN_FILES = ("corpus_info.json", "corpus_info.json.tmp-*", ".data_utils-*.lock", "tfrecords", "tfrecords/*")
 
 
-def _own_files_left_out(file_paths, input_glob, save_dir):
-  """`file_paths` without data_utils.py's own files in `save_dir` (`_OWN_FILES`: corpus_info.json, its lock files,
-  tfrecords/), which a glob over a corpus directory that is also --save_dir reached: a rerun tokenized the
-  corpus_info.json of the run before into its records, exit 0. Those left out are named in one warning."""
-  own_dir = save_dir if fileio.is_remote(save_dir) else os.path.realpath(save_dir)
+def _own_files_left_out(file_paths, input_glob, save_dir, own_lock):
+  """`file_paths` without `save_dir` itself and data_utils.py's own files in it (`_OWN_FILES`: corpus_info.json, its
+  lock files, tfrecords/), which a glob over a corpus directory that is also --save_dir, or holds it, reached: a rerun
+  tokenized the corpus_info.json of the run before into its records, exit 0, and a first run with --save_dir a
+  folder of the corpus refused the folder it had made. Those left out are named in one warning, but for this run's
+  own lock (`own_lock`, the file name data_utils.py holds in `save_dir`), which a user never had read as text."""
+  real = lambda path: path.rstrip("/") if fileio.is_remote(path) else os.path.realpath(path)
+  own_dir = real(save_dir)
   def is_own(path):
-    path = path if fileio.is_remote(path) else os.path.realpath(path)
-    name = path[len(own_dir) + 1:] if path.startswith(own_dir.rstrip("/") + "/") else None
-    return name is not None and any(fnmatch.fnmatchcase(name, pattern) for pattern in _OWN_FILES)
+    name = real(path)[len(own_dir) + 1:] if real(path).startswith(own_dir + "/") else None
+    return real(path) == own_dir and fileio.isdir(path) or name is not None and any(fnmatch.fnmatchcase(name, p) for p in _OWN_FILES)
   own = [path for path in file_paths if is_own(path)]
-  if own:
-    _LOG.warning("--input_glob=%s reaches --save_dir's own files, which are never inputs: %s%s left out.", input_glob,
-                 ", ".join(own[:3]), " ..." if len(own) > 3 else "")
+  named = [path for path in own if real(path) != os.path.join(own_dir, own_lock)]
+  if named:
+    _LOG.warning("--input_glob=%s reaches --save_dir's own files, which are never inputs: %s%s left out.",
+                 input_glob, ", ".join(named[:3]), " ..." if len(named) > 3 else "")
   return [path for path in file_paths if path not in own]
 
 
@@ -279,7 +282,8 @@ def create_data(spec, options, *, input_glob, sp_path, save_dir):
     raise DataError(str(e)) from None
   if not input_glob:
     raise DataError("--input_glob is empty. Pass a glob of text files, e.g. --input_glob='data/*.txt'.")
-  file_paths = _own_files_left_out(fileio.glob(input_glob), input_glob, save_dir)
+  file_paths = _own_files_left_out(fileio.glob(input_glob), input_glob, save_dir,
+                                   own_lock=f".data_utils-{options.split}-{task}-{pass_id}.lock")  # data_utils.py's
   if not file_paths:
     raise DataError(f"--input_glob={input_glob} matches no file. Pass a glob of existing text files "
                     f"(one sentence per line, blank line between documents).")

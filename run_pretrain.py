@@ -116,13 +116,21 @@ def check_vocabulary(o, xlnet_config, record_files):
 
 def warn_of_missing_tasks(record_files, log_fn):
   """One warning line per data_utils.py pass whose --num_task split lacks the records of some task
-  (`record_files.missing_tasks`): the run trains on part of the text, as it did without a word."""
-  for pass_id, (num_task, tasks) in sorted(missing_tasks(record_files).items(), key=str):
-    listed = ", ".join(map(str, tasks))
-    log_fn(f"Warning: the records are those of a data_utils.py --num_task={num_task} split (--pass_id={pass_id}), but "
-           f"task(s) {listed} have no record_info here: their text is not trained on (a worker that failed or has not "
-           f"run; a task with no text files writes none). Write them with data_utils.py --num_task={num_task} "
-           f"--task={tasks[0]} --pass_id={pass_id} (and the other flags of that run), or go on without them.")
+  (`record_files.missing_tasks`): the run trains on part of the text, as it did without a word. Where the writer
+  files do not give the number of text files (records of an older data_utils.py), the line says that a task may
+  have had none, and how to tell."""
+  for pass_id, (num_task, tasks, known) in sorted(missing_tasks(record_files).items(), key=str):
+    head = (f"Warning: the records are those of a data_utils.py --num_task={num_task} split (--pass_id={pass_id}), "
+            f"but task(s) {', '.join(map(str, tasks))} have no record_info here")
+    write = (f"write them with data_utils.py --num_task={num_task} --task={tasks[0]} --pass_id={pass_id} (and the "
+             "other flags of that run), or go on without them.")
+    if known:
+      log_fn(f"{head}: their text is not trained on (a worker that failed or has not run). W{write[1:]}")
+    else:
+      log_fn(f"{head}. If they had no text file (a --num_task above the number of text files: data_utils.py said "
+             f"`Exit: task {tasks[0]} has no file to process.`), nothing is missing; records written by this "
+             "data_utils.py give the number of text files, and then this warning is left out (rewrite them to "
+             "silence it). Otherwise their text is not trained on (a worker that failed or has not run): " + write)
 
 
 def input_args(o, n_token=None):

@@ -247,12 +247,13 @@ def check_writers(named_infos, bi_data, ours=None):
 
 
 def missing_tasks(record_files):
-  """{pass_id: (num_task, [task, ...])}: the tasks of a data_utils.py --num_task split whose records are not among
-  `record_files` (those a run reads, `find_record_info`'s), by the writer files of the others (`num_task`,
+  """{pass_id: (num_task, [task, ...], known)}: the tasks of a data_utils.py --num_task split whose records are not
+  among `record_files` (those a run reads, `find_record_info`'s), by the writer files of the others (`num_task`,
   `pass_id`; the task is in the record file's name, `{split}-{task}-{pass_id}.bsz-...`). Their record_info is
-  missing: a worker that failed or has not run, or one that had no text. Records without writer files say
-  nothing."""
-  found, num_tasks = {}, {}
+  missing: a worker that failed or has not run, or one that had no text. Where a writer file gives the number of
+  text files of the split (`num_input_files`), the tasks that had none are not listed and `known` is True; older
+  writer files do not tell (`known` False). Records without writer files say nothing."""
+  found, num_tasks, num_files = {}, {}, {}
   for path in record_files:
     info = writer_info(path) or {}
     parts = os.path.basename(path).split(".", 1)[0].split("-")  # split, task, pass_id
@@ -261,8 +262,11 @@ def missing_tasks(record_files):
       continue
     found.setdefault(info.get("pass_id"), set()).add(int(task))
     num_tasks[info.get("pass_id")] = max(num_tasks.get(info.get("pass_id"), 0), info["num_task"])
-  missing = {pass_id: sorted(set(range(n)) - found[pass_id]) for pass_id, n in num_tasks.items()}
-  return {pass_id: (num_tasks[pass_id], tasks) for pass_id, tasks in missing.items() if tasks}
+    if isinstance(info.get("num_input_files"), int):
+      num_files[info.get("pass_id")] = info["num_input_files"]
+  missing = {pass_id: sorted(set(range(min(n, num_files.get(pass_id, n)))) - found[pass_id])
+             for pass_id, n in num_tasks.items()}
+  return {pass_id: (num_tasks[pass_id], tasks, pass_id in num_files) for pass_id, tasks in missing.items() if tasks}
 
 
 def read_corpus_info(record_dir):

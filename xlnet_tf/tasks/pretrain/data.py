@@ -322,7 +322,8 @@ def create_data(spec, options, *, input_glob, sp_path, save_dir):
                     f"--save_dir.") from None
   writer = {"num_core_per_host": options.num_core_per_host, "sp_model_sha256": fileio.sha256(sp_path),
             "num_task": num_task, "pass_id": pass_id,  # each text file by its real path, however the glob spelt it
-            "input_files": [p if fileio.is_remote(p) else os.path.realpath(p) for p in task_file_paths]}
+            "input_files": [p if fileio.is_remote(p) else os.path.realpath(p) for p in task_file_paths],
+            "num_input_files": len(file_paths)}  # of all tasks: a task >= it had no file, so writes no records
   _check_no_other_run(tfrecord_dir, spec, options, writer)
 
   rngs = make_rngs(task, pass_id, options.seed)

@@ -229,3 +229,29 @@ def test_a_new_export_keeps_assets_extra_and_refuses_files_it_does_not_write(tmp
       "does not write and would delete with the old model (only assets.extra/ is carried over). Move them elsewhere, "
       "or pass another directory.")
   assert sorted(os.listdir(export_dir)) == before and (export_dir / "NOTES.md").read_text() == "my notes"
+
+
+def test_an_export_dir_prepared_with_assets_extra_or_holding_file_manager_files_is_taken(tmp_path):
+  """--export_dir holding only assets.extra/ (warm-up requests prepared before the first export) was refused as
+  'not written by this tool', and a SavedModel beside a file manager's .DS_Store as holding a user's file (sweep 16,
+  N7): the first is exported into, keeping assets.extra/; the second re-exported. A user's file is still refused."""
+  spm, export_dir = "tests/testdata/data/spm/spiece.model", tmp_path / "export"
+  export = lambda: serving.export_saved_model(_model(), spm, str(export_dir), "classification_imdb", ["neg", "pos"],
+                                              SEQ_LEN, uncased=False)
+  (export_dir / "assets.extra").mkdir(parents=True)
+  (export_dir / "assets.extra" / "tf_serving_warmup_requests").write_bytes(b"warmup")
+  (export_dir / ".DS_Store").write_bytes(b"finder")
+  export()
+  assert (export_dir / "saved_model.pb").exists()
+  assert (export_dir / "assets.extra" / "tf_serving_warmup_requests").read_bytes() == b"warmup"
+  (export_dir / ".DS_Store").write_bytes(b"finder")
+  (export_dir / "Thumbs.db").write_bytes(b"explorer")
+  first = (export_dir / "saved_model.pb").stat().st_ino
+  export()
+  assert (export_dir / "saved_model.pb").stat().st_ino != first
+  (export_dir / "variables.bak").mkdir()
+  with pytest.raises(ValueError, match=r"it holds variables\.bak beside the SavedModel"):
+    export()
+  (tmp_path / "other" / "variables").mkdir(parents=True)
+  with pytest.raises(ValueError, match="it is a directory not written by this tool"):
+    serving.check_export_dir(str(tmp_path / "other"))

@@ -252,16 +252,27 @@ SAVED_MODEL_MARKER = "saved_model.pb"  # in every SavedModel directory
 # assets.extra/tf_serving_warmup_requests), which a new export carries over from the one it replaces.
 EXPORT_ENTRIES = (SAVED_MODEL_MARKER, "fingerprint.pb", "variables", "assets")
 USER_ENTRIES = "assets.extra"
+# Files a file manager leaves in any folder it shows (view settings, thumbnails), made again when it is opened:
+# harmless, neither refused nor carried over.
+OS_FILES = (".DS_Store", "Thumbs.db", "desktop.ini")
+
+
+def _entries(export_dir):
+  """The names in the directory export_dir, but for file managers' `OS_FILES`."""
+  return {name.rstrip("/") for name in fileio.listdir(export_dir)} - set(OS_FILES)
 
 
 def check_export_dir(export_dir, what="the SavedModel directory"):
   """ValueError where export_dir cannot be replaced whole by an export: a file or a directory that is not a
   SavedModel (`fileio.check_output_dir`), or a SavedModel holding entries an export does not write (a user's
-  NOTES.md), which were deleted with it. The message names them; the directory is left as it is."""
-  fileio.check_output_dir(export_dir, what, SAVED_MODEL_MARKER)
+  NOTES.md), which were deleted with it. The message names them; the directory is left as it is. A directory
+  holding only assets.extra/ (warm-up requests prepared before the first export) is taken, and a file manager's
+  `OS_FILES` are not counted."""
+  prepared = fileio.isdir(export_dir) and _entries(export_dir) <= {USER_ENTRIES}
+  fileio.check_output_dir(export_dir, what, None if prepared else SAVED_MODEL_MARKER)
   if not fileio.isdir(export_dir):
     return
-  others = sorted(set(name.rstrip("/") for name in fileio.listdir(export_dir)) - {*EXPORT_ENTRIES, USER_ENTRIES})
+  others = sorted(_entries(export_dir) - {*EXPORT_ENTRIES, USER_ENTRIES})
   if others:
     raise ValueError(f"Cannot use {what} {export_dir}: it holds {', '.join(others)} beside the SavedModel, which an "
                      f"export does not write and would delete with the old model (only {USER_ENTRIES}/ is carried "
@@ -284,8 +295,9 @@ def export_saved_model(model, spiece_model_file, export_dir, scope, label_list, 
                        text_replacements=()):
   """Exports `ClassifierModule(...)` as a SavedModel in export_dir (written to a temporary directory, then
   moved into place). An existing export_dir is replaced only if it is empty or a SavedModel (`saved_model.pb`)
-  holding only what an export writes and assets.extra/, which is carried over; anything else is a ValueError
-  (`check_export_dir`) and left as it is.
+  holding only what an export writes and assets.extra/, which is carried over (or a directory holding only
+  assets.extra/), a file manager's `OS_FILES` aside; anything else is a ValueError (`check_export_dir`) and left as
+  it is.
 
   Returns:
     export_dir.
@@ -296,7 +308,11 @@ def export_saved_model(model, spiece_model_file, export_dir, scope, label_list, 
                 "classify_pair": module.classify_pair.get_concrete_function()}
   parent = os.path.dirname(os.path.abspath(export_dir))
   tf.io.gfile.makedirs(parent)
-  with fileio.atomic_path(export_dir, marker=SAVED_MODEL_MARKER) as tmp:
+  # the existing directory is replaced where it holds this marker (checked above): a SavedModel's, else the entry
+  # a directory prepared for one holds
+  marker = next((name for name in (SAVED_MODEL_MARKER, USER_ENTRIES, *OS_FILES)
+                 if fileio.exists(os.path.join(export_dir, name))), SAVED_MODEL_MARKER)
+  with fileio.atomic_path(export_dir, marker=marker) as tmp:
     tf.saved_model.save(module, tmp, signatures=signatures)
     _carry_user_entries(export_dir, tmp)
   return export_dir

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -260,3 +261,22 @@ def test_wrong_number_of_options():
   example = data.InputExample(context="1", qa_list=["2", "3"], label=0, level="middle", file="f.txt")
   with pytest.raises(ValueError, match="needs 4 question/option strings. Received 2 .file f.txt"):
     data.convert_single_example(example, _ids, 12, 4)
+
+
+def test_answers_null_or_empty_are_no_answers_when_predicting(tmp_path):
+  """A file to predict with `"answers": null` or `[]` was refused (`must be lists` / `0 answers`), where the key left
+  out is read (sweep 16, N8): read as no answers (labels None); where answers are needed the line says the file
+  may be predicted."""
+  root = str(tmp_path)
+  for name, answers in (("1.txt", None), ("2.txt", []), ("3.txt", "leave out")):
+    article = dict(_article(), questions=["q0", "q1"], options=[["a", "b", "c", "d"]] * 2)
+    article.pop("answers") if answers == "leave out" else article.update(answers=answers)
+    _write(root, f"test/middle/{name}", article)
+  _write(root, "test/high/1.txt", _article())
+  examples = data.get_examples(root, "test", answers_required=False, sorted_file_order=True)
+  assert [ex.label for ex in examples] == [None] * 6 + [1]
+  for name, shown in (("1.txt", "null"), ("2.txt", "[]")):
+    with pytest.raises(ValueError, match=re.escape(f"`answers` is {shown}: it has no answers (a file to predict may "
+                                                   "lack `answers`, or have them null or []: --do_predict alone reads "
+                                                   "it)")):
+      data.read_race_file(os.path.join(root, "test", "middle", name), "middle")

@@ -101,7 +101,8 @@ def read_race_file(path, level, answers_required=True):
   Args:
     path: str, the file (local or `gs://...`).
     level: "middle" or "high", recorded in the examples.
-    answers_required: False: a file without `answers` is read (its examples' label None), to be predicted.
+    answers_required: False: a file without `answers` (the key left out, null, or []) is read (its examples' label
+      None), to be predicted.
 
   Returns:
     List of `InputExample`, one per question, in file order.
@@ -118,11 +119,15 @@ def read_race_file(path, level, answers_required=True):
   if not isinstance(data, dict):
     raise _bad_file(path, f"the JSON is a {type(data).__name__}, not an object")
   missing = [k for k in ("article", "questions", "options", "answers") if k not in data]
-  if missing == ["answers"] and not answers_required:
+  hint = " (a file to predict may lack `answers`, or have them null or []: --do_predict alone reads it)"
+  # no answers: the key left out, null, or [] for some questions (a file of no question has [] either way)
+  unlabelled = data.get("answers") is None or data["answers"] == [] and data.get("questions") not in (None, [])
+  if unlabelled and not answers_required and missing in ([], ["answers"]):
     data = dict(data, answers=[None] * len(data["questions"]) if isinstance(data["questions"], list) else [])
   elif missing:
-    raise _bad_file(path, f"missing key(s) {missing}" + (" (a file to predict may lack `answers`: --do_predict "
-                                                         "alone reads it)" if missing == ["answers"] else ""))
+    raise _bad_file(path, f"missing key(s) {missing}" + (hint if missing == ["answers"] else ""))
+  elif unlabelled:
+    raise _bad_file(path, f"`answers` is {json.dumps(data['answers'])}: it has no answers" + hint)
   article, questions, options, answers = data["article"], data["questions"], data["options"], data["answers"]
   if not isinstance(article, str):
     raise _bad_file(path, f"`article` is a {type(article).__name__}, not a string")
@@ -137,7 +142,7 @@ def read_race_file(path, level, answers_required=True):
       raise _bad_file(path, f"question {i} is a {type(question).__name__}, not a string")
     if not isinstance(opts, list) or len(opts) != NUM_CHOICES or not all(isinstance(o, str) for o in opts):
       raise _bad_file(path, f"question {i} needs a list of {NUM_CHOICES} option strings, got {opts!r}")
-    if "answers" not in missing and (not isinstance(answer, str) or len(answer) != 1 or answer not in ANSWER_LETTERS):
+    if not unlabelled and (not isinstance(answer, str) or len(answer) != 1 or answer not in ANSWER_LETTERS):
       raise _bad_file(path, f"answer {i} is {answer!r}, not one of the letters {', '.join(ANSWER_LETTERS)}")
     examples.append(InputExample(context=article, qa_list=[join_qa(question, o) for o in opts],
                                  label=None if answer is None else ANSWER_LETTERS.index(answer), level=level,

@@ -27,10 +27,17 @@ def is_path_flag(name):
 
 def expand_user(name, value):
   """A path flag's `~` (or `~user`) as the user's home, in each comma-separated part: a shell leaves the `~` of
-  `--model_dir=~/exp` as it is, and the tools made a directory named `~` in the working directory."""
-  if isinstance(value, str) and "~" in value and is_path_flag(name):
-    return ",".join(os.path.expanduser(part) for part in value.split(","))
-  return value
+  `--model_dir=~/exp` as it is, and the tools made a directory named `~` in the working directory. FlagError where
+  a `~user` names no user (it was left as it is: a directory named `~nouser` was made here)."""
+  if not (isinstance(value, str) and "~" in value and is_path_flag(name)):
+    return value
+  parts = [os.path.expanduser(part) for part in value.split(",")]
+  for part in parts:
+    if part.startswith("~"):
+      user = part[1:].split("/", 1)[0]
+      raise FlagError(f"--{name} {part}: there is no user {user!r} whose home '~{user}' would be. Pass the path with "
+                      f"the home directory written out, or ./{part} for a directory named '~{user}' here.")
+  return ",".join(parts)
 
 
 _ONE_SLASH = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/(?!/)")  # two letters at least: C:/x is a Windows drive

@@ -450,6 +450,22 @@ def test_a_path_flag_s_tilde_is_the_home_directory():
   assert o.save_dir == f"{home}/out" and o.input_glob == f"{home}/a/*.txt,{home}/b/*.txt" and o.sp_path == "a~b"
 
 
+def test_a_path_flag_s_tilde_of_an_unknown_user_is_refused(tmp_path, monkeypatch):
+  """`--save_dir=~nouser/x`: expanduser leaves an unknown user's `~` as it is, and the run made a directory named
+  `~nouser` in the working directory, exit 0 (sweep 16, N9). Refused naming the flag; nothing is made."""
+  monkeypatch.chdir(tmp_path)
+  with pytest.raises(cli.FlagError) as error:
+    cli.values(_flag_values(["--save_dir=~no_such_user_xlnet/x", "--input_glob=a.txt"]))
+  assert str(error.value) == (
+      "--save_dir ~no_such_user_xlnet/x: there is no user 'no_such_user_xlnet' whose home '~no_such_user_xlnet' "
+      "would be. Pass the path with the home directory written out, or ./~no_such_user_xlnet/x for a directory "
+      "named '~no_such_user_xlnet' here.")
+  with pytest.raises(cli.FlagError, match="^--input_glob ~no_such_user_xlnet: there is no user"):
+    cli.values(_flag_values(["--input_glob=~/a.txt,~no_such_user_xlnet"]))
+  assert cli.values(_flag_values(["--save_dir=./~no_such_user_xlnet/x"])).save_dir == "./~no_such_user_xlnet/x"
+  assert os.listdir(tmp_path) == []
+
+
 def test_a_pipe_or_a_device_is_refused_as_an_input(tmp_path):
   """`--input_glob=/dev/stdin` or `<(zcat f)`: each input was read twice (a check, then the text), and the records
   started 4 KiB into the text, exit 0; a FIFO in a glob with no writer hung. Refused, naming the flag or the file."""

@@ -242,7 +242,8 @@ def _own_files_left_out(file_paths, input_glob, save_dir, own_lock):
   own_dir = real(save_dir)
   def is_own(path):
     name = real(path)[len(own_dir) + 1:] if real(path).startswith(own_dir + "/") else None
-    return real(path) == own_dir and fileio.isdir(path) or name is not None and any(fnmatch.fnmatchcase(name, p) for p in _OWN_FILES)
+    return (real(path) == own_dir and fileio.isdir(path)
+            or name is not None and any(fnmatch.fnmatchcase(name, p) for p in _OWN_FILES))
   own = [path for path in file_paths if is_own(path)]
   named = [path for path in own if real(path) != os.path.join(own_dir, own_lock)]
   if named:

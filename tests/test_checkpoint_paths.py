@@ -151,6 +151,14 @@ def test_a_directory_of_several_checkpoints_names_them_and_a_prefix_without_its_
                                         output_dir=str(tmp_path / "out")))
 
 
+def test_a_saved_model_is_named_as_one(tmp_path):
+  """A SavedModel directory given as a checkpoint (--predict_ckpt, convert --input) was `No checkpoint found`."""
+  (tmp_path / "saved_model.pb").write_bytes(b"")
+  with pytest.raises(FileNotFoundError, match=f"^{tmp_path} is a SavedModel \\(saved_model.pb: an export, for "
+                                              "serving\\), not a checkpoint. Pass the --model_dir it was exported from"):
+    checkpoint.resolve_checkpoint_path(str(tmp_path))
+
+
 def test_an_empty_state_file_is_one_line_and_a_garbage_one_one_warning(tmp_path, caplog):
   """An empty `checkpoint` state file: TensorFlow's `Invalid checkpoint state loaded from D`, naming no file and no
   remedy. One of garbage: two TensorFlow warnings at each of the tools' 7 reads (14 lines)."""

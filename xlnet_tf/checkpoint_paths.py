@@ -145,7 +145,9 @@ def resolve_checkpoint_path(ckpt_path):
       indexes = fileio.glob_in(ckpt_path, "*.index")
       if not indexes:
         hf_checkpoint.require_config(ckpt_path)
-      if not indexes:
+        if fileio.exists(os.path.join(ckpt_path, "saved_model.pb")):
+          raise FileNotFoundError(f"{ckpt_path} is a SavedModel (saved_model.pb: an export, for serving), not a "
+                                  "checkpoint. Pass the --model_dir it was exported from, or one of its checkpoints.")
         raise FileNotFoundError(f"No checkpoint found in directory {ckpt_path} (no *.index file). Pass the "
                                 "checkpoint prefix, e.g. .../xlnet_model.ckpt.")
       if len(indexes) != 1:

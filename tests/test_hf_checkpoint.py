@@ -128,6 +128,20 @@ def test_load_checkpoint_of_an_hf_directory(name):
   _check_outputs(head, model)
 
 
+def test_a_directory_of_an_hf_model_and_tf_checkpoints_says_which_it_reads(tmp_path, caplog):
+  """A directory holding both (an HF download a run wrote checkpoints into) was read as the HF model, said at INFO
+  only; a warning names the checkpoints and how to read one."""
+  directory = tmp_path / "both"
+  shutil.copytree(f"{DATA}/lm_h5", directory)
+  for suffix in (".index", ".data-00000-of-00001"):
+    (directory / ("ckpt-4" + suffix)).write_bytes(b"")
+  model = _build("lm", hf_checkpoint.model_config(None, str(directory)))
+  with caplog.at_level("WARNING"):
+    checkpoint.load_checkpoint(model, str(directory))
+  assert f"{directory} holds a HuggingFace model and TF checkpoints (ckpt-4): the HuggingFace weights" in caplog.text
+  assert f"Pass a checkpoint's prefix ({directory}/ckpt-4) to read it instead." in caplog.text
+
+
 def test_an_hf_head_of_another_class_count_starts_afresh():
   """Fine-tuning a 2-class task from an HF 3-class classifier (MNLI -> SST-2) was a shape mismatch whose advice
   (--cls_scope) could not help; a TF1 checkpoint's head of another name starts afresh. So does the HF head now, with

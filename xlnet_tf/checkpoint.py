@@ -316,6 +316,11 @@ def load_weights(model, ckpt_path):
     _, arrays, info = hf_checkpoint.read_hf_checkpoint(ckpt_path, cls_scope=scopes[0] if len(scopes) == 1 else None)
     for line in info["notes"]:
       logging.info("%s", line)
+    tf_checkpoints = sorted(os.path.basename(p)[:-len(".index")] for p in fileio.glob_in(ckpt_path, "*.index"))
+    if tf_checkpoints:  # a model directory holding both: which one was read was said at INFO only
+      logging.warning("%s holds a HuggingFace model and TF checkpoints (%s): the HuggingFace weights (%s) are read. "
+                      "Pass a checkpoint's prefix (%s) to read it instead.", ckpt_path, ", ".join(tf_checkpoints),
+                      info["description"], os.path.join(ckpt_path, tf_checkpoints[-1]))
     other = sorted(n for n, a in arrays.items() if _head_of(n) in scopes and n in table
                    and list(np.shape(a)) != list(table[n].shape))
     if other:  # another task's head (of another class count): a fresh one, as a TF1 head of another name

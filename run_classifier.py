@@ -236,7 +236,7 @@ def _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, model_
   trainer, start, global_batch, per_replica = run_files.fine_tuning_trainer(
       o, strategy, lambda run_config: classifier_task.build_model(xlnet_config, run_config, **model_args),
       classifier_task.ClassifierTask(scope), xlnet_config, o.max_seq_length, log_fn,
-      resolved={"label_list": label_list})
+      resolved={"label_list": label_list}, data_files=[train_file])
   log_fn(f"Training {scope} from step {start} to {o.train_steps}: global batch {global_batch} "
          f"({per_replica} per replica x {strategy.num_replicas_in_sync} replica(s)).")
   return trainer.train(

@@ -4,6 +4,7 @@ prediction, an export) and the start of a fine-tuning run there. Flag namespaces
 `cli.py`'s checks.
 """
 
+import itertools
 import json
 import os
 import types
@@ -177,7 +178,7 @@ _NOT_TRAINING = {"export_dir", "target_eval_key", "n_best_size", "max_answer_len
                  "jit_compile"}
 
 
-def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
+def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, data_files=None, **kwargs):
   """Starts a training run in --model_dir: the chief checks that the checkpoints there are of this model
   (`training.check_run_files`), `trainer.restore_or_init(o.init_checkpoint, ..., log_fn)` resumes or initialises,
   and the chief writes the run files (xlnet_config.json; run_flags.json with `resolved` beside the flags: what the
@@ -185,9 +186,11 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
   first checkpoint (`trainer.before_first_save`): they describe the checkpoints, and a run that fails before it
   saves (a refused flag, records the replicas cannot split, a bad token id at step 300) leaves the earlier run's.
   A run that resumed keeps the earlier run's --init_checkpoint there: the weights came from it, and this run's was
-  not read. A resume with other training flags (`flag_changes`) is warned of where it trains a step; where
-  --model_dir's checkpoint cannot be resumed and this run's flags differ, the error names them. Returns the step."""
-  from xlnet_tf import checkpoint, training  # pylint: disable=g-import-not-at-top
+  not read. A resume with other training flags (`flag_changes`) is warned of where it trains a step, and so is one
+  on other records (`data_files`, the record files the run reads: their names and sizes, kept in run_flags.json as
+  `record_sizes`); where --model_dir's checkpoint cannot be resumed and this run's flags differ, the error names
+  them. Returns the step."""
+  from xlnet_tf import checkpoint, fileio, training  # pylint: disable=g-import-not-at-top
   _check_apart_from_init_checkpoint(o)
   chief = training.is_chief(trainer.strategy)
   if chief:
@@ -202,7 +205,17 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, **kwargs):
   changes = flag_changes(o, training_only=True, there=there) if there else []
   if _replicas_of(there) not in (None, replicas):  # --strategy / --num_core_per_host resolved otherwise
     changes.append(f"replicas {_replicas_of(there)} there, {replicas} here")
+  if data_files:  # [name, size] of the record files in the order read (their directories may move; order counts)
+    resolved = dict(resolved or {}, record_sizes=[[os.path.basename(f), fileio.size(f)] for f in data_files])
   start = _restore_or_init(o, trainer, log_fn, **kwargs)
+  before, sizes = there.get("record_sizes"), (resolved or {}).get("record_sizes")
+  if start and start < getattr(o, "train_steps", start + 1) and isinstance(before, list) and sizes and (
+      before != sizes):  # rewritten, added, removed or reordered
+    changed = [new[0] if new else old[0] for old, new in itertools.zip_longest(before, sizes) if old != new]
+    log_fn(f"Warning: the records changed since the checkpoints in --model_dir were written ({len(changed)} of "
+           f"{max(len(before), len(sizes))} files other, added, removed or in another order: {', '.join(changed[:3])}"
+           f"{', ...' if len(changed) > 3 else ''}): the resumed run reads them as they are now, from the position "
+           "its step counts in them, so its batches are not those of an uninterrupted run.")
   if not resuming and start and start >= getattr(o, "train_steps", start + 1):  # trained nothing, exit 0
     raise FlagError(f"--init_checkpoint {o.init_checkpoint} brings its optimizer's step {start} "
                     f"(--init_optimizer_state), already at --train_steps={o.train_steps} or past it: nothing would be "
@@ -347,7 +360,7 @@ def _restore_or_init(o, trainer, log_fn, **kwargs):
 
 
 def fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per_example, log_fn=print,
-                        resolved=None):
+                        resolved=None, data_files=None):
   """The `Trainer` of a fine-tuning CLI (run_classifier.py, run_race.py, run_squad.py) from its options `o`
   ready to train: `--train_batch_size` is global on TPU and per replica elsewhere (the original's GPU semantics);
   it resumes from `--model_dir`'s latest checkpoint or loads `--init_checkpoint`'s weights, then the chief writes
@@ -360,6 +373,7 @@ def fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per
     tokens_per_example: int, for the tokens/s of the log line.
     resolved: optional dict written into run_flags.json beside the flags: what the run resolved from them and a
       later run must match (run_classifier.py's `label_list`).
+    data_files: the training record files: a resume on other ones is warned of (`restore_or_init`).
 
   Returns:
     (trainer, the step it starts from, the global batch size, the per-replica batch size).
@@ -373,5 +387,5 @@ def fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per
   config = train_config(o, global_batch, tokens_per_example,
                         iterations=min(o.iterations, o.save_steps) if o.save_steps else o.iterations)
   trainer = training.Trainer(strategy, lambda: build_model(run_config), task, o.model_dir, config)
-  start = restore_or_init(o, trainer, xlnet_config, log_fn, resolved)  # weights only when fine-tuning
+  start = restore_or_init(o, trainer, xlnet_config, log_fn, resolved, data_files)  # weights only when fine-tuning
   return trainer, start, global_batch, per_replica

@@ -15,15 +15,12 @@ False and means `--strategy=tpu`; `train_batch_size` is global). New (docs/desig
 import cli  # first: start_script() runs before anything imports TensorFlow
 if __name__ == "__main__":
   cli.start_script()
-import itertools
-import os
 import types
 
 import flags
 import run_files
 from absl import flags as absl_flags
 from xlnet_tf import XLNetConfig, XLNetModel
-from xlnet_tf import fileio
 from xlnet_tf import locks
 from xlnet_tf import hf_checkpoint
 from xlnet_tf import training
@@ -196,23 +193,14 @@ def _run(o, strategy, log_fn):
   warn_of_missing_tasks(record_info["filenames"], log_fn)
   check_vocabulary(o, xlnet_config, record_info["filenames"])
   trainer = build_trainer(o, strategy, xlnet_config)
-  # [name, size] of the record files in the order read (their directories may move; their order counts).
-  sizes = [[os.path.basename(f), fileio.size(f)] for f in record_info["filenames"]]
-  before = (run_files.run_flags(o.model_dir) or {}).get("record_sizes")
-  resolved = {"record_sizes": sizes}
+  resolved = {}
   # The SentencePiece model the records were written with (their writer files; one, `check_writers`): a resume on
   # records of another one is refused (`run_files.restore_or_init`).
   digests = {(writer_info(f) or {}).get("sp_model_sha256") for f in record_info["filenames"]} - {None}
   if len(digests) == 1:
     resolved["spiece_model_sha256"] = digests.pop()
   start = run_files.restore_or_init(o, trainer, xlnet_config, log_fn, resolved=resolved,
-                                    init_optimizer_state=o.init_optimizer_state)
-  if start and isinstance(before, list) and before != sizes:  # rewritten, added, removed or reordered
-    changed = [new[0] if new else old[0] for old, new in itertools.zip_longest(before, sizes) if old != new]
-    log_fn(f"Warning: the records changed since the checkpoints in --model_dir were written ({len(changed)} of "
-           f"{max(len(before), len(sizes))} files other, added, removed or in another order: {', '.join(changed[:3])}"
-           f"{', ...' if len(changed) > 3 else ''}): the resumed run reads them as they are now, from the position "
-           "its step counts in them, so its batches are not those of an uninterrupted run.")
+                                    data_files=record_info["filenames"], init_optimizer_state=o.init_optimizer_state)
   log_fn(f"Training from step {start} to {o.train_steps} on {strategy.num_replicas_in_sync} replica(s).")
 
   result = trainer.train(lambda input_context, start_step: input_fn(input_context, start_step=start_step),

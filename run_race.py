@@ -134,7 +134,7 @@ def train(o, strategy, xlnet_config, tokenize_fn, model_args, log_fn):
   info = _prepare(o, "train", tokenize_fn, xlnet_config.n_token, log_fn)
   trainer, start, global_batch, per_replica = run_files.fine_tuning_trainer(
       o, strategy, lambda run_config: race_task.build_model(xlnet_config, run_config, **model_args),
-      race_task.RaceTask(), xlnet_config, race_data.NUM_CHOICES * o.max_seq_length, log_fn)
+      race_task.RaceTask(), xlnet_config, race_data.NUM_CHOICES * o.max_seq_length, log_fn, data_files=[info.path])
   log_fn(f"Training RACE from step {start} to {o.train_steps}: global batch {global_batch} questions "
          f"({per_replica} per replica x {num_replicas} replica(s)), {race_data.NUM_CHOICES * global_batch} "
          "sequences.")

@@ -251,7 +251,7 @@ def run(o, strategy, log_fn=print):
     with locks.directory_lock(o.model_dir if training.is_chief(strategy) else None):
       trainer, start, global_batch, per_replica = run_files.fine_tuning_trainer(
           o, strategy, lambda run_config: squad_task.build_model(xlnet_config, run_config), squad_task.SquadTask(),
-          xlnet_config, o.max_seq_length, log_fn)
+          xlnet_config, o.max_seq_length, log_fn, data_files=train_files)
       log_fn(f"Training the SQuAD head from step {start} to {o.train_steps}: global batch {global_batch} "
              f"({per_replica} per replica x {num_replicas} replica(s)).")
       results["train"] = trainer.train(

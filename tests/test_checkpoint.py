@@ -277,6 +277,30 @@ def test_a_resume_with_other_training_flags_says_so_and_keeps_the_change(tmp_pat
                               "10 there, 20 here)")
 
 
+def test_a_resume_on_other_records_says_so(tmp_path):
+  """A fine-tuning run resumed on other training records (another --data_dir) said nothing, where pretraining
+  warned: every training tool warns, by the names and sizes of the record files kept in run_flags.json."""
+  import run_files  # pylint: disable=import-outside-toplevel
+  from test_fp16 import CONFIG, dataset_fn, make_trainer  # pylint: disable=import-outside-toplevel
+  model_dir, records = tmp_path / "model", tmp_path / "train.tf_record"
+  records.write_bytes(b"x" * 10)
+  options = types.SimpleNamespace(model_dir=str(model_dir), init_checkpoint=None, train_steps=4)
+  first = make_trainer(model_dir, False, train_steps=2)
+  assert run_files.restore_or_init(options, first, XLNetConfig(**CONFIG), print, data_files=[str(records)]) == 0
+  first.train(dataset_fn, log_fn=lambda _: None)
+  assert json.load(open(model_dir / "run_flags.json"))["record_sizes"] == [["train.tf_record", 10]]
+  lines = []
+  resume = lambda: run_files.restore_or_init(options, make_trainer(model_dir, False), XLNetConfig(**CONFIG),
+                                             lines.append, data_files=[str(records)])
+  assert resume() == 2 and not [line for line in lines if line.startswith("Warning")]
+  records.write_bytes(b"x" * 12)
+  assert resume() == 2
+  assert lines[-1] == ("Warning: the records changed since the checkpoints in --model_dir were written (1 of 1 files "
+                      "other, added, removed or in another order: train.tf_record): the resumed run reads them as they "
+                      "are now, from the position its step counts in them, so its batches are not those of an "
+                      "uninterrupted run.")
+
+
 def test_a_finished_run_rerun_with_other_flags_warns_of_no_step(tmp_path):
   """A finished fine-tuning command run again with another --learning_rate warned that the steps from 2 on train
   with it, then trained none (and recorded no change, rightly)."""

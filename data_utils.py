@@ -52,7 +52,8 @@ def body(o):
     logging.warning("--use_tpu=False lays the bi_data records out for one core, as the original (its "
                     "--num_core_per_host=%d is not used): train them on one replica per host, or drop "
                     "--use_tpu=False to lay them out for --num_core_per_host replicas.", o.num_core_per_host)
-  with locks.directory_lock(o.save_dir, f"data_utils-{o.split}-{o.task}-{o.pass_id}", "--save_dir"):
+  with locks.directory_lock(o.save_dir, f"data_utils-{o.split}-{o.task}-{o.pass_id}", "--save_dir",
+                            temporaries=[f"tfrecords/{o.split}-{o.task}-{o.pass_id}.*.tmp-*"]):  # this task's records
     record_info = create_data(o)
   if record_info is not None:
     logging.info("Wrote %d batches to %s", record_info["num_batch"], record_info["filenames"][0])

@@ -107,3 +107,32 @@ def test_two_runs_with_the_same_new_inputs_write_the_cache_once(tmp_path):
       run.communicate("")
   assert said == ["reused", "wrote"]  # one wrote (in 0.5 s); the other waited for it and reused its file
   assert open(path).read() == "inputs-1" and listing(tmp_path) == [".cache.lock", "cache"]
+
+
+def test_what_a_killed_writer_left_under_temporary_names_is_removed_by_the_next_sole_writer(tmp_path, caplog):
+  """A run killed while writing (kill -9, the OOM killer) left its temporaries for good, unnamed (a SavedModel's is
+  as big as the model). The next writer that is the only one of those names (it holds the lock) removes them with a
+  line; without a lock (an export) only those whose process is gone; what is not a temporary stays."""
+  dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                            text=True).stdout)
+  model_dir = tmp_path / "model"
+  (model_dir / "ckpt-4_temp").mkdir(parents=True)
+  (model_dir / "ckpt-4_temp" / "part-00000-of-00001.data-00000-of-00001.tempstate1").write_bytes(b"x")
+  (model_dir / f"run_flags.json.tmp-{dead}-0123456789ab").write_text("{")
+  (model_dir / "notes.tmp").write_text("mine")
+  with locks.directory_lock(str(model_dir)):
+    assert listing(model_dir) == [".run.lock", "notes.tmp"]
+  assert f"Removed what a run that was killed while writing left under temporary names: {model_dir}/ckpt-4_temp, " \
+         f"{model_dir}/run_flags.json.tmp-{dead}-0123456789ab." in caplog.text
+  (tmp_path / f"export.tmp-{dead}-0123456789ab").mkdir()
+  (tmp_path / f"export.tmp-{os.getpid()}-0123456789ab").mkdir()  # a live export's (this process)
+  (tmp_path / f"export.tmp-{dead}-0123456789ab.old").mkdir()  # maybe the only copy left of the old export
+  locks.remove_stale_temporaries(str(tmp_path), ["export.tmp-*"], only_dead=True)
+  assert [n for n in listing(tmp_path) if n.startswith("export")] == [f"export.tmp-{os.getpid()}-0123456789ab",
+                                                                      f"export.tmp-{dead}-0123456789ab.old"]
+  cache = tmp_path / "records" / "train.tf_record"
+  cache.parent.mkdir()
+  (cache.parent / f"train.tf_record.tmp-{os.getpid()}-0123456789ab").write_bytes(b"x")  # no live writer: the lock
+  with locks.cache_lock(str(cache), cache.exists) as reuse:
+    assert not reuse and listing(cache.parent) == [".train.tf_record.lock"]
+    cache.write_bytes(b"y")

@@ -6,22 +6,31 @@ not locked.
 
 import contextlib
 import fcntl
+import glob as glob_lib
 import logging
 import os
 import random
+import re
+import shutil
 import socket
 import time
 
 from xlnet_tf import fileio
 
 
+# What only a training run writes in its --model_dir: TensorFlow's shards of a checkpoint being saved, the run files.
+RUN_TEMPORARIES = ("ckpt-*_temp", "run_flags.json.tmp-*", "xlnet_config.json.tmp-*")
+
+
 @contextlib.contextmanager
-def directory_lock(directory, name="run", what="--model_dir"):
+def directory_lock(directory, name="run", what="--model_dir", temporaries=None):
   """Holds `{directory}/.{name}.lock` (this process's pid and host) while the body runs.
 
   A second process asking for the same lock gets a one-line ValueError naming the holder. A lock whose process is
-  gone (same host) is stale: it is taken over and a warning says so. A directory made here is removed again when
-  the body fails and leaves it empty. Remote directories are not locked.
+  gone (same host) is stale: it is taken over and a warning says so. Once held, the temporaries a killed holder
+  left (`temporaries`: globs below `directory` of the names only the lock's holder writes; None: a training run's,
+  `RUN_TEMPORARIES`, for the lock named "run", else none) are removed (`remove_stale_temporaries`). A directory made here is removed again when the body fails and leaves it empty.
+  Remote directories are not locked.
   """
   if not directory or fileio.is_remote(directory):
     yield
@@ -37,6 +46,8 @@ def directory_lock(directory, name="run", what="--model_dir"):
   try:
     with fileio.signals_held():  # a Ctrl-C while the lock is made waits till it is whole and the `finally` covers it
       _take_lock(path, me, directory, what)
+    remove_stale_temporaries(directory, (RUN_TEMPORARIES if name == "run" else ()) if temporaries is None
+                             else temporaries)
     yield
     failed = False
   finally:
@@ -51,6 +62,46 @@ def directory_lock(directory, name="run", what="--model_dir"):
         os.rmdir(directory)  # a run that failed before writing anything leaves no trace
     except OSError:
       pass
+
+
+# A writer's temporary name (`fileio.temp_name`: `{name}.tmp-{pid}-{12 hex}`; not `.old`, a replaced directory set
+# aside, which may be the only copy left where a run was killed between the renames) and the directory TensorFlow
+# saves a checkpoint's shards into (`ckpt-4_temp/`).
+_TEMPORARY = re.compile(r"\.tmp-(\d+)-[0-9a-f]{12}$|^ckpt-\d+_temp$")
+
+
+def remove_stale_temporaries(directory, patterns, only_dead=False):
+  """Removes the temporaries matching the globs `patterns` below `directory` (names `_TEMPORARY` matches) that a run
+  killed while writing left behind (kill -9, the OOM killer: a SavedModel's is as big as the model), with one log
+  line naming them. Called where a lock makes this process the only writer of those names (the cache's, the model
+  directory's); with `only_dead`, where none does, it keeps those whose process lives on this host. Remote
+  directories are left as they are."""
+  if not directory or fileio.is_remote(directory) or not os.path.isdir(directory):
+    return
+  stale = []
+  for path in (p for pattern in patterns
+               for p in fileio.glob_in(os.path.join(directory, os.path.dirname(pattern)), os.path.basename(pattern))):
+    match = _TEMPORARY.search(os.path.basename(path))
+    if not match or (only_dead and match.group(1) and _pid_lives(int(match.group(1)))):
+      continue
+    try:
+      shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.remove(path)
+      stale.append(path)
+    except OSError:  # gone meanwhile, or not ours to remove: left as it is
+      pass
+  if stale:
+    logging.warning("Removed what a run that was killed while writing left under temporary names: %s.",
+                    ", ".join(sorted(stale)))
+
+
+def _pid_lives(pid):
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:
+    pass
+  return True
 
 
 def _take_lock(path, me, directory, what):
@@ -91,13 +142,7 @@ def _lock_holder(path):
     return None  # unreadable or half-written: stale
   if host != socket.gethostname():
     return pid, host  # another machine: cannot tell, so respect it
-  try:
-    os.kill(pid, 0)
-  except ProcessLookupError:
-    return None
-  except PermissionError:
-    pass
-  return pid, host
+  return (pid, host) if _pid_lives(pid) else None
 
 
 # The cached files this process uses: {lock path: descriptor holding its flock, shared, until the process ends}.
@@ -167,6 +212,8 @@ def cache_lock(path, reusable, overwrite=False, what="--output_dir"):
     _CACHE_LOCKS[lock] = fd
   if not reuse and not overwrite and fileio.exists(path):
     logging.warning("The cached %s was made from other inputs or settings than this run's; writing it again.", path)
+  if exclusive:  # the only writer of `path`: its temporaries are a killed run's
+    remove_stale_temporaries(directory, [glob_lib.escape(os.path.basename(path)) + ".tmp-*"])
   try:
     yield reuse
   finally:

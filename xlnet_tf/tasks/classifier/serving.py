@@ -32,6 +32,7 @@ case table, which lacks 40 capitals added in Unicode 14; NFKD uses ICU's Unicode
 """
 
 import functools
+import glob as glob_lib
 import os
 import sys
 import unicodedata
@@ -41,6 +42,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from xlnet_tf import fileio
+from xlnet_tf import locks
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.classifier import features as classifier_features
 from xlnet_tf.tasks.classifier import task as finetune
@@ -312,6 +314,8 @@ def export_saved_model(model, spiece_model_file, export_dir, scope, label_list, 
   # a directory prepared for one holds
   marker = next((name for name in (SAVED_MODEL_MARKER, USER_ENTRIES, *OS_FILES)
                  if fileio.exists(os.path.join(export_dir, name))), SAVED_MODEL_MARKER)
+  locks.remove_stale_temporaries(parent, [glob_lib.escape(os.path.basename(export_dir.rstrip("/"))) + ".tmp-*"],
+                                 only_dead=True)  # no lock: those of a live export stay
   with fileio.atomic_path(export_dir, marker=marker) as tmp:
     tf.saved_model.save(module, tmp, signatures=signatures)
     _carry_user_entries(export_dir, tmp)

@@ -31,9 +31,8 @@ def define_flags(flag_values=absl_flags.FLAGS):
   flags.define_data_utils_flags(flag_values=flag_values)
 
 
-def create_data(o):
-  """Runs `pretrain_data.create_data` on the `PretrainDataSpec` and `WriterOptions` of this script's flags (both
-  validate them once). Raises `DataError`."""
+def writer_config(o):
+  """(`PretrainDataSpec`, `WriterOptions`) of this script's flags (both validate them once). Raises `DataError`."""
   try:
     spec = PretrainDataSpec(bsz_per_host=o.bsz_per_host, seq_len=o.seq_len, reuse_len=o.reuse_len,
                             bi_data=o.bi_data, mask_alpha=o.mask_alpha, mask_beta=o.mask_beta, uncased=o.uncased,
@@ -43,6 +42,12 @@ def create_data(o):
   options = WriterOptions(num_core_per_host=o.num_core_per_host, use_tpu=o.use_tpu, split=o.split, task=o.task,
                           num_task=o.num_task, pass_id=o.pass_id, seed=o.seed, span_sampling=o.span_sampling,
                           use_eod=o.use_eod, from_raw_text=o.from_raw_text)
+  return spec, options
+
+
+def create_data(o, config=None):
+  """Runs `pretrain_data.create_data` on `config` (`writer_config(o)` where None). Raises `DataError`."""
+  spec, options = config or writer_config(o)
   return pretrain_data.create_data(spec, options, input_glob=o.input_glob, sp_path=o.sp_path, save_dir=o.save_dir)
 
 
@@ -52,9 +57,10 @@ def body(o):
     logging.warning("--use_tpu=False lays the bi_data records out for one core, as the original (its "
                     "--num_core_per_host=%d is not used): train them on one replica per host, or drop "
                     "--use_tpu=False to lay them out for --num_core_per_host replicas.", o.num_core_per_host)
-  with locks.directory_lock(o.save_dir, f"data_utils-{o.split}-{o.task}-{o.pass_id}", "--save_dir",
-                            temporaries=[f"tfrecords/{o.split}-{o.task}-{o.pass_id}.*.tmp-*"]):  # this task's records
-    record_info = create_data(o)
+  spec, options = writer_config(o)
+  with locks.directory_lock(o.save_dir, options.lock_name, "--save_dir",
+                            temporaries=[f"tfrecords/{options.basename}.*.tmp-*"]):  # this task's records
+    record_info = create_data(o, (spec, options))
   if record_info is not None:
     logging.info("Wrote %d batches to %s", record_info["num_batch"], record_info["filenames"][0])
 

@@ -18,19 +18,24 @@ import time
 from xlnet_tf import fileio
 
 
+def lock_file(name):
+  """The file name of the lock `directory_lock(directory, name)` holds in `directory`."""
+  return f".{name}.lock"
+
+
 # What only a training run writes in its --model_dir: TensorFlow's shards of a checkpoint being saved, the run files.
 RUN_TEMPORARIES = ("ckpt-*_temp", "run_flags.json.tmp-*", "xlnet_config.json.tmp-*")
 
 
 @contextlib.contextmanager
 def directory_lock(directory, name="run", what="--model_dir", temporaries=None):
-  """Holds `{directory}/.{name}.lock` (this process's pid and host) while the body runs.
+  """Holds `{directory}/.{name}.lock` (`lock_file`; this process's pid and host) while the body runs.
 
   A second process asking for the same lock gets a one-line ValueError naming the holder. A lock whose process is
   gone (same host) is stale: it is taken over and a warning says so. Once held, the temporaries a killed holder
   left (`temporaries`: globs below `directory` of the names only the lock's holder writes; None: a training run's,
-  `RUN_TEMPORARIES`, for the lock named "run", else none) are removed (`remove_stale_temporaries`). A directory made here is removed again when the body fails and leaves it empty.
-  Remote directories are not locked.
+  `RUN_TEMPORARIES`, for the lock named "run", else none) are removed (`remove_stale_temporaries`). A directory
+  made here is removed again when the body fails and leaves it empty. Remote directories are not locked.
   """
   if not directory or fileio.is_remote(directory):
     yield
@@ -40,7 +45,7 @@ def directory_lock(directory, name="run", what="--model_dir", temporaries=None):
     fileio.makedirs(directory)
   except OSError as e:
     raise ValueError(f"Cannot create {what} {directory}: {e.strerror or e}. Pass a writable directory.") from None
-  path = os.path.join(directory, f".{name}.lock")
+  path = os.path.join(directory, lock_file(name))
   me = f"{os.getpid()} {socket.gethostname()}"
   failed = True
   try:

@@ -30,6 +30,7 @@ import random
 import numpy as np
 
 from xlnet_tf import fileio
+from xlnet_tf import locks
 from xlnet_tf.data import tokenization
 from xlnet_tf.data.example_encoder import serialize_examples
 from xlnet_tf.data.tokenization import CLS_ID, SEP_ID
@@ -229,7 +230,8 @@ def _one_name_each(file_paths, input_glob):
   return kept
 
 
-_OWN_FILES = ("corpus_info.json", "corpus_info.json.tmp-*", ".data_utils-*.lock", "tfrecords", "tfrecords/*")
+_OWN_FILES = ("corpus_info.json", "corpus_info.json.tmp-*", locks.lock_file("data_utils-*"), "tfrecords",
+              "tfrecords/*")
 
 
 def _own_files_left_out(file_paths, input_glob, save_dir, own_lock):
@@ -240,12 +242,13 @@ def _own_files_left_out(file_paths, input_glob, save_dir, own_lock):
   own lock (`own_lock`, the file name data_utils.py holds in `save_dir`), which a user never had read as text."""
   real = lambda path: path.rstrip("/") if fileio.is_remote(path) else os.path.realpath(path)
   own_dir = real(save_dir)
-  def is_own(path):
-    name = real(path)[len(own_dir) + 1:] if real(path).startswith(own_dir + "/") else None
-    return (real(path) == own_dir and fileio.isdir(path)
+
+  def is_own(path, full):
+    name = full[len(own_dir) + 1:] if full.startswith(own_dir + "/") else None
+    return (full == own_dir and fileio.isdir(path)
             or name is not None and any(fnmatch.fnmatchcase(name, p) for p in _OWN_FILES))
-  own = [path for path in file_paths if is_own(path)]
-  named = [path for path in own if real(path) != os.path.join(own_dir, own_lock)]
+  own = {path: full for path, full in ((path, real(path)) for path in file_paths) if is_own(path, full)}
+  named = [path for path, full in own.items() if full != os.path.join(own_dir, own_lock)]
   if named:
     _LOG.warning("--input_glob=%s reaches --save_dir's own files, which are never inputs: %s%s left out.",
                  input_glob, ", ".join(named[:3]), " ..." if len(named) > 3 else "")
@@ -284,7 +287,7 @@ def create_data(spec, options, *, input_glob, sp_path, save_dir):
   if not input_glob:
     raise DataError("--input_glob is empty. Pass a glob of text files, e.g. --input_glob='data/*.txt'.")
   file_paths = _own_files_left_out(fileio.glob(input_glob), input_glob, save_dir,
-                                   own_lock=f".data_utils-{options.split}-{task}-{pass_id}.lock")  # data_utils.py's
+                                   own_lock=locks.lock_file(options.lock_name))  # data_utils.py's
   if not file_paths:
     raise DataError(f"--input_glob={input_glob} matches no file. Pass a glob of existing text files "
                     f"(one sentence per line, blank line between documents).")

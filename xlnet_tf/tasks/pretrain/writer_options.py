@@ -51,6 +51,11 @@ class WriterOptions:
     """`{split}-{task}-{pass_id}`: the start of this process's record and record_info file names."""
     return f"{self.split}-{self.task}-{self.pass_id}"
 
+  @property
+  def lock_name(self):
+    """The lock data_utils.py holds in --save_dir while it writes this task's records (`locks.directory_lock`)."""
+    return f"data_utils-{self.basename}"
+
 
 def validate_options(spec, options):
   """Raises DataError unless the writer's algorithms can satisfy these options (names are the original flags).

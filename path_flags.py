@@ -69,12 +69,13 @@ def check_path(name, value):
       mode = os.stat(part).st_mode
     except (OSError, ValueError):
       continue  # not there (yet): said where it is read or written
-    if (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)) and name.endswith("_dir"):
+    if not (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)):  # /dev/stdin, <(zcat f), a FIFO
+      continue
+    if name.endswith("_dir"):
       raise FlagError(f"--{name}={part} is a pipe or a device, not a directory. Pass a directory.")
-    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode):  # /dev/stdin, <(zcat f), a FIFO
-      raise FlagError(f"--{name}={part} is a pipe or a device, not a file: the tools read an input more than once (a "
-                      "check, then the read), and a stream gives its bytes once. Write it to a file first (e.g. zcat "
-                      "corpus.gz > corpus.txt) and pass that.")
+    raise FlagError(f"--{name}={part} is a pipe or a device, not a file: the tools read an input more than once (a "
+                    "check, then the read), and a stream gives its bytes once. Write it to a file first (e.g. zcat "
+                    "corpus.gz > corpus.txt) and pass that.")
 
 
 def flag_of(options, path):
@@ -113,10 +114,10 @@ def path_error(error, options):
   if "xlnet_tf.fileio" not in sys.modules:
     return None
   from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
-  path_error = error if isinstance(error, fileio.PathError) else fileio.remote_error(error)
-  if path_error is None:
+  found = error if isinstance(error, fileio.PathError) else fileio.remote_error(error)
+  if found is None:
     return None
-  flag = path_error.what or flag_of(options, path_error.path)
-  if path_error is not error and flag is None and type(error).__name__ != "UnimplementedError":
+  flag = found.what or flag_of(options, found.path)
+  if found is not error and flag is None and type(error).__name__ != "UnimplementedError":
     return None  # another error whose message names a URL: not this
-  return " ".join(path_error.named(flag).split())
+  return " ".join(found.named(flag).split())

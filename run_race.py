@@ -74,10 +74,11 @@ def validate(o, num_replicas=1, strategy="one_device"):
     raise cli.FlagError("--do_predict needs --predict_dir: where the predictions file goes.")
   cli.require_output_dirs(o, "output_dir", "model_dir", "predict_dir")
   real = lambda p: p if fileio.is_remote(p) else os.path.realpath(p)  # a link to (or in) the data is the data
+  levels = [(d, real(d)) for d in (os.path.join(o.data_dir, split, level) for split in race_data.SPLITS
+                                   for level in race_data.LEVELS)]
   for name in ("output_dir", "model_dir", "predict_dir"):  # the reader takes every file there for an article
-    levels = [os.path.join(o.data_dir, split, level) for split in race_data.SPLITS for level in race_data.LEVELS]
-    if getattr(o, name) and (inside := [d for d in levels if fileio.is_within(getattr(o, name), d)
-                                        or fileio.is_within(real(getattr(o, name)), real(d))]):
+    if getattr(o, name) and (inside := [d for d, real_d in levels if fileio.is_within(getattr(o, name), d)
+                                        or fileio.is_within(real(getattr(o, name)), real_d)]):
       raise cli.FlagError(f"--{name} {getattr(o, name)} is inside --data_dir {o.data_dir}'s {inside[0]}, whose every "
                           "file is read as a RACE article: the run's own files there would be read as articles. "
                           f"Pass a --{name} outside --data_dir's {{split}}/{{level}} directories.")

@@ -157,17 +157,15 @@ def resolve_checkpoint_path(ckpt_path):
                                 f"{indexes[0][:-len('.index')]}.")
       latest = indexes[0][:-len(".index")]
     return latest
-  if not tf.io.gfile.exists(ckpt_path + ".index") and tf.io.gfile.exists(ckpt_path):
+  if tf.io.gfile.exists(ckpt_path):  # its .index is not there (above)
     raise FileNotFoundError(f"{ckpt_path} is a file, not a checkpoint. Pass a checkpoint's prefix (its files' names "
                             "without .index or .data-*, e.g. .../xlnet_model.ckpt) or a model directory.")
   if data_files(ckpt_path):
     raise FileNotFoundError(f"Checkpoint {ckpt_path} is incomplete: its {os.path.basename(ckpt_path)}.data-* "
                             f"file(s) are there, its {os.path.basename(ckpt_path)}.index is not (a copy or download "
                             "cut short). Copy or download it again.")
-  if not tf.io.gfile.exists(ckpt_path + ".index"):
-    raise FileNotFoundError(f"Checkpoint {ckpt_path} not found ({ckpt_path}.index does not exist). Pass the "
-                            "prefix of a TF checkpoint, e.g. xlnet_cased_L-24_H-1024_A-16/xlnet_model.ckpt.")
-  return ckpt_path
+  raise FileNotFoundError(f"Checkpoint {ckpt_path} not found ({ckpt_path}.index does not exist). Pass the "
+                          "prefix of a TF checkpoint, e.g. xlnet_cased_L-24_H-1024_A-16/xlnet_model.ckpt.")
 
 
 def directory_of(ckpt_path):

@@ -270,11 +270,12 @@ def check_export_dir(export_dir, what="the SavedModel directory"):
   NOTES.md), which were deleted with it. The message names them; the directory is left as it is. A directory
   holding only assets.extra/ (warm-up requests prepared before the first export) is taken, and a file manager's
   `OS_FILES` are not counted."""
-  prepared = fileio.isdir(export_dir) and _entries(export_dir) <= {USER_ENTRIES}
-  fileio.check_output_dir(export_dir, what, None if prepared else SAVED_MODEL_MARKER)
-  if not fileio.isdir(export_dir):
+  entries = _entries(export_dir) if fileio.isdir(export_dir) else None
+  fileio.check_output_dir(export_dir, what, None if entries is not None and entries <= {USER_ENTRIES} else
+                          SAVED_MODEL_MARKER)
+  if entries is None:
     return
-  others = sorted(_entries(export_dir) - {*EXPORT_ENTRIES, USER_ENTRIES})
+  others = sorted(entries - {*EXPORT_ENTRIES, USER_ENTRIES})
   if others:
     raise ValueError(f"Cannot use {what} {export_dir}: it holds {', '.join(others)} beside the SavedModel, which an "
                      f"export does not write and would delete with the old model (only {USER_ENTRIES}/ is carried "

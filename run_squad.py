@@ -190,8 +190,9 @@ def _predict_checkpoints(o, xlnet_config):
   if o.predict_all_ckpt:
     found = checkpoint.list_checkpoints(o.model_dir)
     if not found:
-      raise FileNotFoundError(f"No checkpoint to predict with: no *.index file in --model_dir {o.model_dir}. Train "
-                              "first (--do_train=True), or pass --predict_ckpt or --init_checkpoint.")
+      raise FileNotFoundError("No checkpoint to predict with: no complete checkpoint (*.index and its .data-* files) "
+                              f"in --model_dir {o.model_dir}. Train first (--do_train=True), or pass --predict_ckpt "
+                              "or --init_checkpoint.")
     run_files.check_trained_model(o, o.model_dir, xlnet_config)
     return found
   chosen = o.predict_ckpt or (o.init_checkpoint if not o.do_train else None)

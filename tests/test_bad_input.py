@@ -213,7 +213,7 @@ CASES = [
      f"the model's vocabulary [0, n_token=1000). {LATE_FIX}, then rerun."),
     ("cls-eval-no-checkpoint", "run_classifier.py",
      ["--do_train=False", "--do_eval=True", "--eval_all_ckpt=True", "--model_dir={w}/empty_model"],
-     "no *.index file in --model_dir {w}/empty_model"),
+     "no complete checkpoint (*.index and its .data-* files) in --model_dir {w}/empty_model"),
     # Out of memory (these cases run with 4 GiB of address space to add: `HEADROOM`); a traceback before.
     ("cls-out-of-memory-in-a-step", "run_classifier.py", ["--max_seq_length=65536"],
      "Out of memory at step 1 ("),  # TensorFlow's allocator's words or XLA's, whichever op fails first
@@ -250,7 +250,7 @@ CASES = [
     ("squad-predict-no-checkpoint", "run_squad.py",
      ["--do_train=False", "--do_predict=True", "--predict_all_ckpt=True", "--model_dir={w}/empty_model",
       "--predict_file={w}/squad/dev-v2.0.json", "--predict_dir={w}/squad_pred"],
-     "no *.index file in --model_dir {w}/empty_model"),
+     "no complete checkpoint (*.index and its .data-* files) in --model_dir {w}/empty_model"),
     # run_race.py
     ("race-missing-split", "run_race.py", ["--data_dir={w}/empty"], "{w}/empty"),
     ("race-qa-length", "run_race.py", ["--max_qa_length=61"], "--max_qa_length"),
@@ -270,7 +270,7 @@ CASES = [
      f"holds token id {BIG_ID} (record 1), outside the model's vocabulary [0, n_token=1000)"),
     ("race-eval-no-checkpoint", "run_race.py",
      ["--do_train=False", "--do_eval=True", "--eval_all_ckpt=True", "--model_dir={w}/empty_model"],
-     "no *.index file in --model_dir {w}/empty_model"),
+     "no complete checkpoint (*.index and its .data-* files) in --model_dir {w}/empty_model"),
     ("cls-hf-config-mismatch", "run_classifier.py", ["--init_checkpoint={w}/hf_bad_config", "--model_config_path="],
      "config.json does not match the weights"),
     ("cls-hf-of-another-config", "run_classifier.py",

@@ -413,6 +413,24 @@ def test_a_cut_latest_checkpoint_is_one_line_and_deleting_it_resumes_from_the_on
   assert str(error.value).startswith(f"Cannot resume from {other}/model.ckpt-1 (") and "delete" not in str(error.value)
 
 
+def test_a_state_file_naming_files_that_are_gone_with_none_complete_is_no_run_from_step_0(tmp_path):
+  """Every checkpoint cut short (a copy interrupted): the resume started again from step 0 with a warning and wrote
+  over the state file, the one record of which checkpoint to copy again."""
+  from test_fp16 import make_trainer  # pylint: disable=import-outside-toplevel
+  first = make_trainer(tmp_path, False)
+  first.optimizer.iterations.assign(3)
+  first.checkpoints.manager.save(checkpoint_number=3)
+  (tmp_path / "ckpt-3.index").unlink()
+  with pytest.raises(FileNotFoundError) as error:
+    make_trainer(tmp_path, False).restore_or_init(None)
+  assert str(error.value) == (
+      f"Cannot resume: {tmp_path}/checkpoint names {tmp_path}/ckpt-3 as the latest checkpoint, but its files are gone "
+      "and there is no complete checkpoint in --model_dir (a copy cut short?). Copy the checkpoint's files again; to "
+      "train from step 0 there, delete that state file; or pass another --model_dir.")
+  (tmp_path / "checkpoint").unlink()
+  assert make_trainer(tmp_path, False).restore_or_init(None) == 0
+
+
 def test_the_checkpoint_chosen_to_predict_with_is_the_prefix_a_directory_names(tmp_path):
   """--predict_ckpt=<dir>/latest (or <dir>) predicted with <dir>'s latest checkpoint, and the line named
   `.../latest`."""

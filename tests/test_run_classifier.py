@@ -365,13 +365,20 @@ def test_flags_keep_the_original_names_and_defaults():
     cli.defaults(run_classifier.define_flags, trian_steps=3)
 
 
-def test_checkpoint_listing_is_robust_to_names_without_a_step(tmp_path):
+def test_checkpoint_listing_is_robust_to_names_without_a_step_and_leaves_out_cut_copies(tmp_path, caplog):
   model = inference_model()
   checkpoint.export_original_checkpoint(model, str(tmp_path / "model.ckpt-20"), global_step=20)
   checkpoint.export_original_checkpoint(model, str(tmp_path / "model.ckpt"), global_step=7)
   checkpoint.export_original_checkpoint(model, str(tmp_path / "model.ckpt-3"), global_step=3)
   assert checkpoint.list_checkpoints(str(tmp_path)) == [
       (3, str(tmp_path / "model.ckpt-3")), (7, str(tmp_path / "model.ckpt")), (20, str(tmp_path / "model.ckpt-20"))]
+  # A copy cut short (an .index without its .data-*) is left out with a warning: evaluating it ended the run.
+  os.remove(str(tmp_path / "model.ckpt-20.data-00000-of-00001"))
+  caplog.clear()
+  assert checkpoint.list_checkpoints(str(tmp_path))[-1] == (7, str(tmp_path / "model.ckpt"))
+  assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+      f"Left out checkpoint {tmp_path}/model.ckpt-20: it has its .index but not every .data-* file it names (a copy "
+      "cut short). Copy it again, or delete its files."]
   assert classifier_task.head_scope("STS-B", "ignored", is_regression=True) == "regression_sts-b"
   assert classifier_task.head_scope("MNLI_matched", None) == "classification_mnli_matched"
   assert classifier_task.head_scope("imdb", "mine") == "classification_mine"

@@ -26,7 +26,7 @@ from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
 # Finding a directory's checkpoints by their files is checkpoint_paths'; its names are callers' names here too.
 from xlnet_tf.checkpoint_paths import (  # pylint: disable=unused-import
-    directory_of, is_run_checkpoint, latest_checkpoint, resolve_checkpoint_path)
+    directory_of, is_complete, is_run_checkpoint, latest_checkpoint, resolve_checkpoint_path)
 from xlnet_tf.config import XLNetConfig
 
 
@@ -384,7 +384,8 @@ def list_checkpoints(model_dir):
   """[(step, prefix)] of every checkpoint (`*.index`) in model_dir, sorted by step (None first).
 
   Unlike the original (which parses `int(name.split("-")[-1])` and crashes on e.g. `model.ckpt`), a checkpoint
-  without a step suffix is listed with the step it records, if any.
+  without a step suffix is listed with the step it records, if any. One whose `.data-*` files are not all there (a
+  copy cut short) is left out with a warning naming it: evaluating it ended the run, the others unread.
   """
   if not model_dir or not tf.io.gfile.isdir(model_dir):
     raise FileNotFoundError(f"--model_dir {model_dir!r} is not a directory holding checkpoints. Train first "
@@ -394,6 +395,10 @@ def list_checkpoints(model_dir):
     if not name.endswith(".index") or fileio.is_temp_name(name):
       continue
     prefix = os.path.join(model_dir, name[:-len(".index")])
+    if not is_complete(prefix):
+      logging.warning("Left out checkpoint %s: it has its .index but not every .data-* file it names (a copy cut "
+                      "short). Copy it again, or delete its files.", prefix)
+      continue
     entries.append((checkpoint_step(prefix), prefix))
   return sorted(entries, key=lambda e: (-1 if e[0] is None else e[0], e[1]))
 

@@ -115,8 +115,17 @@ class RunCheckpoint:
 
     Raises:
       CannotResume: it does not fit this run's objects, or cannot be read; the message says what to do.
+      FileNotFoundError: the state file names a checkpoint whose files are gone, and none there is complete (a copy
+        cut short): the run started again from step 0 and wrote over the state file.
     """
     latest = checkpoint_lib.latest_checkpoint(self.model_dir)
+    state = None if latest else checkpoint_paths.read_state(self.model_dir)
+    if state:
+      raise FileNotFoundError(f"Cannot resume: {os.path.join(self.model_dir, 'checkpoint')} names "
+                              f"{state.model_checkpoint_path} as the latest checkpoint, but its files are gone and "
+                              "there is no complete checkpoint in --model_dir (a copy cut short?). Copy the "
+                              "checkpoint's files again; to train from step 0 there, delete that state file; or "
+                              "pass another --model_dir.")
     if latest:
       try:
         with checkpoint_lib.reading(latest):  # a cut .data file: the reader's IndexError, a traceback before

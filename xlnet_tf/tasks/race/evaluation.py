@@ -105,9 +105,9 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
     the highest eval_accuracy.
   """
   if not checkpoints:
-    raise FileNotFoundError(f"No checkpoint to evaluate: no *.index file in --model_dir {model_dir}, no "
-                            "--init_checkpoint. Train first (--do_train=True) or point --model_dir at the "
-                            "fine-tuning output.")
+    raise FileNotFoundError(f"No checkpoint to evaluate: no complete checkpoint (*.index and its .data-* files) in "
+                            f"--model_dir {model_dir}, no --init_checkpoint. Train first (--do_train=True) or "
+                            "point --model_dir at the fine-tuning output.")
   dataset = eval_dataset(eval_file, max_seq_length, eval_batch_size, inference.n_token)
 
   def evaluate(step, path):

@@ -161,7 +161,8 @@ def test_a_saved_model_is_named_as_one(tmp_path):
 
 def test_an_empty_state_file_is_one_line_and_a_garbage_one_one_warning(tmp_path, caplog):
   """An empty `checkpoint` state file: TensorFlow's `Invalid checkpoint state loaded from D`, naming no file and no
-  remedy. One of garbage: two TensorFlow warnings at each of the tools' 7 reads (14 lines)."""
+  remedy. One of garbage: two TensorFlow warnings at each of the tools' 7 reads (14 lines), then ours and a
+  second of ours saying there was no state file."""
   from test_fp16 import make_trainer  # pylint: disable=import-outside-toplevel
   _run_dir(tmp_path, [1, 2])
   (tmp_path / "checkpoint").write_text("")
@@ -178,6 +179,5 @@ def test_an_empty_state_file_is_one_line_and_a_garbage_one_one_warning(tmp_path,
   warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
   assert warnings == [
       f'{tmp_path}/checkpoint is not a `checkpoint` state file (1:1 : Message type "tensorflow.CheckpointState" has '
-      'no field named "garbage".): it is ignored, as TensorFlow ignores it. Delete it to silence this line.',
-      f"{tmp_path} has no `checkpoint` state file: its latest checkpoint is taken to be {tmp_path}/ckpt-2, the "
-      "highest step."], warnings
+      'no field named "garbage".): it is ignored, as TensorFlow ignores it (the latest checkpoint there is the '
+      "training run's of the highest step, ckpt-N). Delete it to silence this line."], warnings

@@ -27,7 +27,7 @@ def latest_checkpoint(directory):
   state = read_state(directory)
   if state is None:
     path = _highest_run_checkpoint(directory, complete=False)  # a damaged one: `Cannot resume`, naming it
-    if path:
+    if path and not fileio.exists(os.path.join(directory, "checkpoint")):  # one of garbage: read_state's line
       _warn_once("%s has no `checkpoint` state file: its latest checkpoint is taken to be %s, the highest step.",
                  directory, path)
     return path
@@ -59,8 +59,9 @@ def read_state(directory):
   try:
     text_format.Merge(text, state)
   except text_format.ParseError as e:
-    _warn_once("%s is not a `checkpoint` state file (%s): it is ignored, as TensorFlow ignores it. Delete it to "
-               "silence this line.", path, " ".join(str(e).split())[:120])
+    _warn_once("%s is not a `checkpoint` state file (%s): it is ignored, as TensorFlow ignores it (the latest "
+               "checkpoint there is the training run's of the highest step, ckpt-N). Delete it to silence this line.",
+               path, " ".join(str(e).split())[:120])
     return None
   if not state.model_checkpoint_path:
     raise ValueError(f"{path}, the `checkpoint` state file, names no checkpoint (it is empty or cut short), which "

@@ -181,9 +181,9 @@ def run(o, strategy, log_fn=print):
     # As the Estimator's: the global_step each checkpoint records (the number in its name where it records none).
     checkpoints = [(checkpoint.recorded_step(path, default=step), path) for step, path in checkpoints]
     if not checkpoints and o.init_checkpoint:
-      log_fn(f"No checkpoint in --model_dir {o.model_dir}: evaluating --init_checkpoint {o.init_checkpoint} (as the "
+      checkpoints = [(0, checkpoint.named_checkpoint(o.init_checkpoint))]
+      log_fn(f"No checkpoint in --model_dir {o.model_dir}: evaluating --init_checkpoint {checkpoints[0][1]} (as the "
              "original's Estimator).")
-      checkpoints = [(0, o.init_checkpoint)]
     results["eval"], results["best"] = race_eval.evaluate_checkpoints(
         inference, checkpoints, info.path, o.max_seq_length, o.eval_batch_size, log_fn=log_fn, model_dir=o.model_dir)
   if o.do_predict:

@@ -118,6 +118,14 @@ def test_eval_of_the_original_checkpoint_equals_the_goldens(tmp_path):
   assert got["loss"] == pytest.approx(meta["estimator_loss"], abs=1e-5)
   assert got["global_step"] == 0
   assert any(line.startswith("Eval | eval_accuracy 0.125 | eval_loss 1.3881") for line in lines)
+  # --init_checkpoint given as its directory: the lines name the checkpoint read, not the directory.
+  lines.clear()
+  result = run_race.run(golden_options(tmp_path, init_checkpoint=os.path.join(GOLDEN, "ckpt")),
+                        training.make_strategy("one_device"), log_fn=lines.append)
+  prefix = os.path.join(GOLDEN, "ckpt", "xlnet_model.ckpt")
+  assert result["eval"][0]["path"] == prefix
+  assert f"No checkpoint in --model_dir {tmp_path}/model: evaluating --init_checkpoint {prefix} (as the original's " \
+         "Estimator)." in lines
 
 
 def test_a_split_without_answers_is_predicted_and_not_evaluated(tmp_path):

@@ -433,7 +433,7 @@ def choose_checkpoint(model_dir, explicit=None, fallback=None):
     FileNotFoundError: none of these; the message names model_dir.
   """
   if explicit:
-    return explicit if hf_checkpoint.is_hf_directory(explicit) else resolve_checkpoint_path(explicit)
+    return named_checkpoint(explicit)
   if model_dir and fileio.isdir(model_dir):
     latest = latest_checkpoint(model_dir)
     # list_checkpoints reads every checkpoint's step: only where the state file names none.
@@ -441,6 +441,12 @@ def choose_checkpoint(model_dir, explicit=None, fallback=None):
     if latest or listed:
       return latest or listed[-1][1]
   if fallback:
-    return fallback
+    return named_checkpoint(fallback)
   raise FileNotFoundError(f"No checkpoint in --model_dir {model_dir}. Train first (--do_train=True) or pass "
                           "--predict_ckpt.")
+
+
+def named_checkpoint(path):
+  """The checkpoint a path given for one names, as the lines name what was read: the prefix a directory or
+  `<dir>/latest` names (`resolve_checkpoint_path`), an HF directory as it is."""
+  return path if hf_checkpoint.is_hf_directory(path) else resolve_checkpoint_path(path)

@@ -265,18 +265,21 @@ def test_wrong_number_of_options():
 
 def test_answers_null_or_empty_are_no_answers_when_predicting(tmp_path):
   """A file to predict with `"answers": null` or `[]` was refused (`must be lists` / `0 answers`), where the key left
-  out is read (sweep 16, N8): read as no answers (labels None); where answers are needed the line says the file
-  may be predicted."""
+  out is read (sweep 16, N8), and so was a null for each question: read as no answers (labels None); where answers
+  are needed the line says the file may be predicted."""
   root = str(tmp_path)
-  for name, answers in (("1.txt", None), ("2.txt", []), ("3.txt", "leave out")):
+  for name, answers in (("1.txt", None), ("2.txt", []), ("3.txt", "leave out"), ("4.txt", [None, None])):
     article = dict(_article(), questions=["q0", "q1"], options=[["a", "b", "c", "d"]] * 2)
     article.pop("answers") if answers == "leave out" else article.update(answers=answers)
     _write(root, f"test/middle/{name}", article)
   _write(root, "test/high/1.txt", _article())
   examples = data.get_examples(root, "test", answers_required=False, sorted_file_order=True)
-  assert [ex.label for ex in examples] == [None] * 6 + [1]
-  for name, shown in (("1.txt", "null"), ("2.txt", "[]")):
+  assert [ex.label for ex in examples] == [None] * 8 + [1]
+  for name, shown in (("1.txt", "null"), ("2.txt", "[]"), ("4.txt", "[null, null]")):
     with pytest.raises(ValueError, match=re.escape(f"`answers` is {shown}: it has no answers (a file to predict may "
-                                                   "lack `answers`, or have them null or []: --do_predict alone reads "
-                                                   "it)")):
+                                                   "lack `answers`, or have them null, [] or a null each: "
+                                                   "--do_predict alone reads it)")):
       data.read_race_file(os.path.join(root, "test", "middle", name), "middle")
+  _write(root, "test/middle/5.txt", dict(_article(), questions=["q0", "q1"], answers=[None]))  # still counted
+  with pytest.raises(ValueError, match="2 questions, 1 option lists and 1 answers"):
+    data.read_race_file(os.path.join(root, "test", "middle", "5.txt"), "middle", answers_required=False)

@@ -101,8 +101,8 @@ def read_race_file(path, level, answers_required=True):
   Args:
     path: str, the file (local or `gs://...`).
     level: "middle" or "high", recorded in the examples.
-    answers_required: False: a file without `answers` (the key left out, null, or []) is read (its examples' label
-      None), to be predicted.
+    answers_required: False: a file without `answers` (the key left out, null, [], or a null for each question) is
+      read (its examples' label None), to be predicted.
 
   Returns:
     List of `InputExample`, one per question, in file order.
@@ -119,15 +119,21 @@ def read_race_file(path, level, answers_required=True):
   if not isinstance(data, dict):
     raise _bad_file(path, f"the JSON is a {type(data).__name__}, not an object")
   missing = [k for k in ("article", "questions", "options", "answers") if k not in data]
-  hint = " (a file to predict may lack `answers`, or have them null or []: --do_predict alone reads it)"
-  # no answers: the key left out, null, or [] for some questions (a file of no question has [] either way)
-  unlabelled = data.get("answers") is None or data["answers"] == [] and data.get("questions") not in (None, [])
+  hint = (" (a file to predict may lack `answers`, or have them null, [] or a null each: --do_predict alone reads "
+          "it)")
+  # no answers: the key left out, null, [] for some questions (a file of no question has [] either way), or a null
+  # for each question (checked against the questions below)
+  answers = data.get("answers")
+  nulls = isinstance(answers, list) and answers and all(a is None for a in answers)
+  unlabelled = answers is None or nulls or answers == [] and data.get("questions") not in (None, [])
   if unlabelled and not answers_required and missing in ([], ["answers"]):
-    data = dict(data, answers=[None] * len(data["questions"]) if isinstance(data["questions"], list) else [])
+    if not nulls:
+      data = dict(data, answers=[None] * len(data["questions"]) if isinstance(data["questions"], list) else [])
   elif missing:
     raise _bad_file(path, f"missing key(s) {missing}" + (hint if missing == ["answers"] else ""))
   elif unlabelled:
-    raise _bad_file(path, f"`answers` is {json.dumps(data['answers'])}: it has no answers" + hint)
+    shown = json.dumps(answers) if not nulls or len(answers) < 4 else f"[null × {len(answers)}]"
+    raise _bad_file(path, f"`answers` is {shown}: it has no answers" + hint)
   article, questions, options, answers = data["article"], data["questions"], data["options"], data["answers"]
   if not isinstance(article, str):
     raise _bad_file(path, f"`article` is a {type(article).__name__}, not a string")

@@ -870,3 +870,23 @@ def test_a_conversion_that_fails_at_its_last_file_leaves_none(tmp_path, monkeypa
   monkeypatch.undo()
   convert_model()
   assert config_file in os.listdir(out) and "spiece.model" in os.listdir(out)
+
+
+def test_what_a_killed_conversion_left_is_removed_and_the_rerun_writes_the_model(tmp_path):
+  """A conversion killed while writing (kill -9) left its checkpoint's parts under a temporary prefix
+  (`xlnet_model.ckpt.tmp-P-H.index`): the rerun took them for a model there and refused the directory. Those of a
+  process that is gone are removed; a live one's are not (a conversion still writing there is refused)."""
+  dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                            text=True).stdout)
+  out = tmp_path / "tf1"
+  out.mkdir()
+  left = [f"xlnet_model.ckpt.tmp-{dead}-0123456789ab{suffix}" for suffix in (".index", ".data-00000-of-00001")]
+  for name in left + [f"xlnet_config.json.tmp-{dead}-0123456789ab"]:
+    (out / name).write_bytes(b"x")
+  convert.convert_to_original(f"{DATA}/cls_bin", str(out), log_fn=lambda _: None)
+  assert not [name for name in os.listdir(out) if ".tmp-" in name] and "xlnet_model.ckpt.index" in os.listdir(out)
+  live = tmp_path / "live"
+  live.mkdir()
+  (live / f"xlnet_model.ckpt.tmp-{os.getpid()}-0123456789ab.index").write_bytes(b"x")
+  with pytest.raises(ValueError, match=r"--output_dir .*/live already holds a model \(xlnet_model.ckpt.tmp-"):
+    convert.convert_to_original(f"{DATA}/cls_bin", str(live), log_fn=lambda _: None)

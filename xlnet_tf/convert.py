@@ -10,6 +10,7 @@ from xlnet_tf import checkpoint
 from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
 from xlnet_tf import hf_export
+from xlnet_tf import locks
 from xlnet_tf.config import XLNetConfig
 
 
@@ -30,6 +31,10 @@ def _check_output_dir(output_dir, input_dir):
   if os.path.abspath(output_dir) == os.path.abspath(input_dir):
     raise ValueError(f"--output_dir {output_dir} is the directory of the --input: the converted model would be "
                      "written beside the one it is made from. Pass a new or empty directory.")
+  # What a conversion killed while writing there left (a checkpoint's `xlnet_model.ckpt.tmp-P-H.index`): it was
+  # taken for a model there, and the rerun refused.
+  written = (*_MODEL_FILES, "spiece.model")
+  locks.remove_stale_temporaries(output_dir, [name.rstrip(".*") + ".tmp-*" for name in written], only_dead=True)
   held = [os.path.basename(p) for name in _MODEL_FILES for p in fileio.glob_in(output_dir, name)]
   if held:
     raise ValueError(f"--output_dir {output_dir} already holds a model ({', '.join(held)}), which the conversion "

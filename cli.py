@@ -303,6 +303,12 @@ def values(flag_values=absl_flags.FLAGS):
   return options
 
 
+def given(name, flag_values=absl_flags.FLAGS):
+  """Whether flag `name` was given on the command line (at its default value too); False where the flags were not
+  parsed from one (a namespace made by `defaults`)."""
+  return flag_values.is_parsed() and name in flag_values and flag_values[name].present > 0
+
+
 def defaults(define_flags, **overrides):
   """`values()` of a fresh flag set made by `define_flags(flag_values=...)`: every default, then `overrides`.
 

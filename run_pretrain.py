@@ -80,11 +80,12 @@ def validate(o, num_replicas=1):
 
 def build_xlnet_config(o, log_fn=print):
   """The model's XLNetConfig: --model_config_path's (or an HF --init_checkpoint's), which overrides the model flags
-  (--n_layer, ...: one set to another value is named in a warning), else those flags."""
+  (--n_layer, ...: one set to another value, or given at its default, is named in a warning), else those flags."""
   if o.model_config_path or hf_checkpoint.is_hf_directory(o.init_checkpoint):
     config = hf_checkpoint.model_config(o.model_config_path, o.init_checkpoint, clamp_len=o.clamp_len)
     unset = cli.defaults(define_flags)
-    ignored = [k for k in CONFIG_KEYS if getattr(o, k) != getattr(unset, k) and getattr(o, k) != getattr(config, k)]
+    ignored = [k for k in CONFIG_KEYS if (getattr(o, k) != getattr(unset, k) or cli.given(k))
+               and getattr(o, k) != getattr(config, k)]
     if ignored:
       log_fn(f"Warning: {' '.join(f'--{k}={getattr(o, k)}' for k in ignored)} ignored: the model is "
              f"{o.model_config_path or o.init_checkpoint}'s ({', '.join(f'{k} {getattr(config, k)}' for k in ignored)}"

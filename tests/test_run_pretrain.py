@@ -1,5 +1,6 @@
 """run_pretrain.py end to end: CLI, kill -9 and exact resume, distributed equals one device, bad flags."""
 
+import functools
 import glob
 import http.server
 import json
@@ -15,6 +16,7 @@ import sys
 import threading
 import time
 
+from absl import flags as absl_flags
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -751,7 +753,7 @@ def test_the_run_files_are_written_as_one_set(tmp_path):
   assert json.loads((tmp_path / "run_flags.json").read_text()) == {"seed": 1}
 
 
-def test_model_flags_that_model_config_path_overrides_are_named():
+def test_model_flags_that_model_config_path_overrides_are_named(monkeypatch):
   """--model_config_path overrides --n_layer, --d_model, ...: one set to another value trained the file's model
   without a word."""
   import cli  # pylint: disable=import-outside-toplevel
@@ -766,3 +768,11 @@ def test_model_flags_that_model_config_path_overrides_are_named():
   lines.clear()
   run_pretrain.build_xlnet_config(cli.defaults(run_pretrain.define_flags, model_config_path=cfg), lines.append)
   assert not lines
+  # Given on the command line at its default value (--d_model=32; the file's is 8): named too (sweep 13, R10).
+  flag_values = absl_flags.FlagValues()
+  run_pretrain.define_flags(flag_values=flag_values)
+  flag_values(["run_pretrain.py", f"--model_config_path={cfg}", "--d_model=32", "--n_layer=2"])
+  monkeypatch.setattr(cli, "given", functools.partial(cli.given, flag_values=flag_values))
+  run_pretrain.build_xlnet_config(cli.values(flag_values), lines.append)
+  assert lines == [f"Warning: --d_model=32 ignored: the model is {cfg}'s (d_model 8), which overrides the model "
+                   "flags. Drop them."]

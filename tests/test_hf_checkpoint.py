@@ -874,13 +874,15 @@ def test_a_conversion_that_fails_at_its_last_file_leaves_none(tmp_path, monkeypa
 
 def test_what_a_killed_conversion_left_is_removed_and_the_rerun_writes_the_model(tmp_path):
   """A conversion killed while writing (kill -9) left its checkpoint's parts under a temporary prefix
-  (`xlnet_model.ckpt.tmp-P-H.index`): the rerun took them for a model there and refused the directory. Those of a
-  process that is gone are removed; a live one's are not (a conversion still writing there is refused)."""
+  (`xlnet_model.ckpt.tmp-P-H.index`, TensorFlow's `...data-00000-of-00001.tempstate{N}` of the shard it was
+  writing): the rerun took them for a model there and refused the directory (sweep 17, H1). Those of a process
+  that is gone are removed; a live one's are not (a conversion still writing there is refused)."""
   dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                             text=True).stdout)
   out = tmp_path / "tf1"
   out.mkdir()
-  left = [f"xlnet_model.ckpt.tmp-{dead}-0123456789ab{suffix}" for suffix in (".index", ".data-00000-of-00001")]
+  left = [f"xlnet_model.ckpt.tmp-{dead}-0123456789ab{suffix}" for suffix in (
+      ".index", ".data-00000-of-00001", ".data-00000-of-00001.tempstate149463237566961251")]  # TF's, while it writes
   for name in left + [f"xlnet_config.json.tmp-{dead}-0123456789ab"]:
     (out / name).write_bytes(b"x")
   convert.convert_to_original(f"{DATA}/cls_bin", str(out), log_fn=lambda _: None)

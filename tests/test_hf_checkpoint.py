@@ -301,13 +301,19 @@ def test_transformers_loads_the_cli_export_of_an_original_checkpoint_live(tmp_pa
   np.testing.assert_allclose(logits.numpy(), golden["logits"], atol=ATOL, rtol=0)
 
 
-def test_tied_biases_are_repeated_per_layer_and_spiece_is_copied(tmp_path):
+def test_tied_biases_are_repeated_per_layer_and_spiece_is_copied(tmp_path, monkeypatch):
+  """Also: every file goes through the project's writer, at its temporary names (safetensors' save_file wrote through
+  a hidden `.tmpXXXXXX` of its own, left for good by a kill -9: sweep 17, H2), with a new file's mode."""
   src = tmp_path / "ckpt"
   shutil.copytree(f"{MODEL}/ckpt_tied", src)
   shutil.copy("tests/testdata/data/spm/spiece.model", src / "spiece.model")
-  lines = []
+  lines, written, write = [], [], fileio._write_data  # pylint: disable=protected-access
+  monkeypatch.setattr(fileio, "_write_data", lambda path, data: written.append(os.path.basename(path)) or write(
+      path, data))
   convert.convert_to_hf(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf"), summary_type="first",
-                              allow_d_head_override=True, log_fn=lines.append)
+                        allow_d_head_override=True, log_fn=lines.append)
+  assert sorted(name.partition(".tmp-")[0] for name in written) == ["config.json", "model.safetensors",
+                                                                    "spiece.model"]
   weights = load_file(str(tmp_path / "hf" / "model.safetensors"))
   tied = checkpoint.original_arrays(str(src))["model/transformer/r_w_bias"]
   for i in range(2):

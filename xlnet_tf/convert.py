@@ -94,7 +94,7 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
   """An original-format checkpoint (the original's or ours) -> an HF model directory: `model.safetensors`,
   `config.json` and `spiece.model` (when beside the checkpoint). Every file is written atomically, the config last;
   an output_dir that already holds a model (HF's config or weights) is refused. The three files appear together
-  (`fileio.atomic_files`), with the mode a new file gets (safetensors writes 0600).
+  (`fileio.atomic_files`), with the mode a new file gets.
 
   Args:
     summary_type: the pooling config.json states; None: the one the checkpoint was fine-tuned with (the run_flags.json
@@ -102,8 +102,7 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
       one than that run's is a ValueError.
     model_config_path: its xlnet_config.json; None: the one beside the checkpoint.
   """
-  from safetensors import SafetensorError  # pylint: disable=import-outside-toplevel
-  from safetensors.numpy import save_file  # pylint: disable=import-outside-toplevel
+  from safetensors import numpy as safetensors_numpy  # pylint: disable=import-outside-toplevel
   path = checkpoint.resolve_checkpoint_path(ckpt_path)
   _check_output_dir(output_dir, os.path.dirname(path))
   _check_copy(os.path.dirname(path), output_dir)
@@ -120,12 +119,9 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
                                                      allow_d_head_override, label_list, clamp_len)
   fileio.makedirs(output_dir)
   with fileio.atomic_files() as out:  # one set: a conversion cut short leaves no weights without their config
-    tmp = out.path(os.path.join(output_dir, "model.safetensors"))
-    try:
-      save_file(weights, tmp, metadata={"format": "pt"})
-    except SafetensorError as e:  # a failed write (a full disk) is no OSError there
-      raise OSError(str(e)) from None
-    fileio.give_default_mode(tmp)  # safetensors makes its file readable by its owner only
+    # The bytes, written as our other files: safetensors' own save_file writes through a hidden temporary file of its
+    # own (left for good by a kill -9), with mode 0600, to local paths only.
+    out.write(os.path.join(output_dir, "model.safetensors"), safetensors_numpy.save(weights, metadata={"format": "pt"}))
     copied = _copy(os.path.dirname(path), output_dir, out.write)
     out.write(os.path.join(output_dir, hf_checkpoint.CONFIG_FILE), json.dumps(config, indent=2, sort_keys=True))
   if unknown_summary and config["architectures"][0] in hf_checkpoint.POOLING:

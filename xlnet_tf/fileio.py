@@ -368,15 +368,6 @@ def _replace_dir(tmp, path):
     remove(old)
 
 
-def give_default_mode(path):
-  """Gives the local file `path` the mode `open` gives a new file (0666 less the umask), for a writer that makes
-  its files private (safetensors: 0600). A remote path is left as it is."""
-  if not is_remote(path):
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o666 & ~umask)
-
-
 def _write_data(path, data):
   with open_file(path, "wb" if isinstance(data, bytes) else "w") as f:
     f.write(data)

@@ -3,6 +3,7 @@
 import hashlib
 import json
 import os
+import pathlib
 import shutil
 import types
 
@@ -61,6 +62,11 @@ def test_load_then_export_is_bit_exact(tmp_path):
   load_original_checkpoint(clone, out)
   for a, b in zip(model.trainable_variables, clone.trainable_variables):
     np.testing.assert_array_equal(a.numpy(), b.numpy())
+  # pathlib.Path works as a str (load_weights raised AttributeError: 'PosixPath' object has no attribute 'endswith')
+  assert checkpoint.load_weights(golden_model(), pathlib.Path(UNTIED))["unused"] == []
+  assert load_original_checkpoint(golden_model(), pathlib.Path(out))["unused"] == []
+  assert export_original_checkpoint(model, tmp_path / "path" / "xlnet_model.ckpt") == str(tmp_path / "path" /
+                                                                                         "xlnet_model.ckpt")
 
 
 def test_new_head_keeps_initial_values_and_is_reported(caplog):

@@ -271,3 +271,30 @@ def test_gradient_accumulation_in_float16_skips_no_more_steps_than_the_whole_bat
     trainer.train(dataset_fn, log_fn=lambda _: None)
     skipped.append(trainer.loss_scale.report()["skipped"])
   assert skipped == [0, 0]
+
+
+@pytest.mark.parametrize("use_fp16", [False, True])
+def test_a_step_that_fails_moves_nothing_and_the_trainer_goes_on(tmp_path, use_fp16):
+  """A step failing on its data (a token id beyond the vocabulary) still advanced the step counter (the increment
+  did not wait for the gradients): the same Trainer then went on one step ahead, its ckpt-N holding N-1 updates and
+  the schedule skipping a step (sweep 17, P3). A dataset that runs out is one line naming the step."""
+  trainer = make_trainer(tmp_path, use_fp16, iterations=2)
+  trainer.train(dataset_fn, train_steps=2, log_fn=lambda _: None)
+
+  def bad_dataset_fn(ctx, start):
+    bad = dict(BATCHES, input_k=np.where(np.arange(NUM_BATCHES)[:, None, None] == 3, 5000, BATCHES["input_k"]))
+    batches = tf.data.Dataset.from_tensor_slices(bad).skip(start)
+    return batches.unbatch().batch(BSZ // ctx.num_replicas_in_sync, drop_remainder=True)
+
+  with pytest.raises(tf.errors.InvalidArgumentError, match="5000 is not in"):
+    trainer.train(bad_dataset_fn, train_steps=4, log_fn=lambda _: None)
+  reference = make_trainer(tmp_path / "reference", use_fp16, iterations=2)
+  reference.train(dataset_fn, train_steps=3, log_fn=lambda _: None)
+  after, expected = state(trainer), state(reference)
+  assert after["step"] == 3  # step 3 applied, step 4 (batch 3) failed and moved nothing
+  assert [k for k in expected if not np.array_equal(expected[k], after[k])] == []
+  with pytest.raises(ValueError, match=r"^The dataset ran out at step 6: dataset_fn's dataset must give a batch for "
+                                       r"every step up to train_steps 8 \(end it with \.repeat\(\)\)\. The steps "
+                                       r"before it were applied; nothing was saved"):
+    trainer.train(lambda ctx, start: dataset_fn(ctx, start).take(2), train_steps=8, log_fn=lambda _: None)
+  assert state(trainer)["step"] == 5

@@ -150,8 +150,12 @@ def apply_gradients(optimizer, grads, variables, clip, lr_layer_decay_rate=1.0, 
       grads = _sum_over_replicas(context, grads)
     clipped, gnorm = clip_and_scale_gradients(grads, variables, clip, lr_layer_decay_rate, n_layer, use_norm)
   _CALLER_SUMMED.active = True
+  # The step count moves after the gradients exist: its increment reads no gradient, and it ran where an op of the
+  # step failed (a token id beyond the vocabulary), so a Trainer used again went on one step ahead.
+  deps = [g for g in clipped if g is not None]
   try:  # variables without a gradient (e.g. lm_loss/bias when fine-tuning) are left out, as TF1's Adam did
-    optimizer.apply_gradients([(g, v) for g, v in zip(clipped, variables) if g is not None])
+    with tf.control_dependencies(deps):
+      optimizer.apply_gradients([(g, v) for g, v in zip(clipped, variables) if g is not None])
   finally:
     _CALLER_SUMMED.active = False
   return gnorm, learning_rate

@@ -182,11 +182,15 @@ class Trainer:
     with self._stop, read_errors.records_named(data_files, lambda: f", then rerun; {nothing_saved()}"), \
         out_of_memory.reported(self._steps_in_flight, self._memory_fixes(),
                                lambda: f"; {nothing_saved()}"):
-      return self._train_loops(iterator, start, train_steps, log_fn, metrics_fn)
+      try:
+        return self._train_loops(iterator, start, train_steps, log_fn, metrics_fn)
+      except tf.errors.OutOfRangeError:  # a dataset of the API's caller that ends (the tools' repeat)
+        raise ValueError(f"The dataset ran out at step {self.step + 1}: dataset_fn's dataset must give a batch for "
+                         f"every step up to train_steps {train_steps} (end it with .repeat()). The steps before it "
+                         f"were applied; {nothing_saved()}.") from None
 
   def _steps_in_flight(self):
-    """The steps of the loop call that failed, as its error line names them ("at step 5", "in steps 5-8"; the
-    optimizer's step count can have moved on before an op of the step failed)."""
+    """The steps of the loop call that failed, as its error line names them ("at step 5", "in steps 5-8")."""
     first, last = self._loop_steps
     return f"at step {first}" if first == last else f"in steps {first}-{last}"
 

@@ -198,7 +198,11 @@ class LogitHead(keras.layers.Layer):
 
 
 def classification_loss(logits, labels):
-  """Per-example loss -sum(one_hot * log_softmax), float32: logits [B, C], labels int [B] -> [B]."""
+  """Per-example loss -sum(one_hot * log_softmax), float32: logits [B, C], labels int [B] -> [B].
+
+  A label outside [0, C) gets no loss (its one-hot is all zeros), as in the original. The tools map every label
+  through the task's label list, so only a hand-made dataset holds one; it is not checked here, where a check on the
+  device would cost every step a round trip to the host on a GPU."""
   logits = tf.cast(logits, tf.float32)
   one_hot = tf.one_hot(tf.cast(labels, tf.int32), tf.shape(logits)[-1], dtype=tf.float32)
   return -tf.reduce_sum(tf.nn.log_softmax(logits) * one_hot, -1)

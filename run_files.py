@@ -105,9 +105,10 @@ def _check_spiece(there, o, flag, digest, dir_flag, directory):
 def _check_init_spiece(o, resolved=None):
   """`_check_spiece` for --init_checkpoint's run (a pretraining run fine-tuned, or a fine-tuning run continued) where
   this run starts from it: against --spiece_model_file, or (pretraining) its records' model (`resolved`'s digest).
-  Nothing where --model_dir holds a run to resume (it reads no --init_checkpoint) or the checkpoint has no
-  run_flags.json (a released or HuggingFace model, an original run)."""
-  from xlnet_tf import checkpoint  # pylint: disable=g-import-not-at-top
+  Where the checkpoint has no run_flags.json recording one (a released or HuggingFace model, a conversion, an
+  original run), against the `spiece.model` beside it, the model's own. Nothing where --model_dir holds a run to
+  resume (it reads no --init_checkpoint)."""
+  from xlnet_tf import checkpoint, fileio  # pylint: disable=g-import-not-at-top
   if not getattr(o, "init_checkpoint", None) or checkpoint.latest_checkpoint(o.model_dir):
     return
   try:
@@ -116,7 +117,18 @@ def _check_init_spiece(o, resolved=None):
     return
   flag, digest = (("spiece_model_file", spiece_digest(o)) if getattr(o, "spiece_model_file", None) else
                   ("record_info_dir", (resolved or {}).get(_SPIECE_DIGEST)))
-  _check_spiece(run_flags(directory) or {}, o, flag, digest, "--init_checkpoint", directory)
+  there = run_flags(directory) or {}
+  beside = os.path.join(directory, "spiece.model")
+  if there.get(_SPIECE_DIGEST) or not digest or not fileio.exists(beside) or fileio.sha256(beside) == digest:
+    _check_spiece(there, o, flag, digest, "--init_checkpoint", directory)
+    return
+  given = (f"--spiece_model_file {o.spiece_model_file} is" if flag == "spiece_model_file" else
+           f"The records of --record_info_dir {o.record_info_dir} were written with")
+  fix = (f"Pass --spiece_model_file={beside}" if flag == "spiece_model_file" else
+         f"Write the records with it (data_utils.py --sp_path={beside})")
+  raise FlagError(f"{given} another SentencePiece model than the one beside --init_checkpoint ({beside}: its sha256 "
+                  "differs): the same ids would mean other pieces than the model learned. "
+                  f"{fix}, or move that file away if the vocabulary is meant to change.")
 
 
 def _acting(name, value):

@@ -4,6 +4,7 @@ loses it (`preemption.stops_raised`), when one comes after its body, and when me
 import collections.abc
 import gc
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -657,4 +658,30 @@ def test_fine_tuning_a_run_of_another_sentencepiece_model_is_refused(tmp_path):
                                 None)
   del flags["spiece_model_sha256"]
   (pt / "run_flags.json").write_text(json.dumps(flags))
+  run_files.check_trained_model(o, o.model_dir, None)
+
+
+def test_fine_tuning_a_model_beside_another_sentencepiece_model_is_refused(tmp_path):
+  """An HF model directory (or its TF1 conversion, or a released model) holding its own spiece.model, fine-tuned with
+  another --spiece_model_file of the same size: trained, exit 0, no line (sweep 17, H3). Refused naming the file
+  beside it; the same model, or none beside it, pass; a pretraining run's records are compared the same way."""
+  spm = "tests/testdata/data/spm/spiece.model"
+  model = tmp_path / "hf"
+  shutil.copytree("tests/testdata/hf/lm_safetensors", model)
+  (model / "spiece.model").write_bytes(open(spm, "rb").read() + b"x")
+  o = types.SimpleNamespace(model_dir=str(tmp_path / "cls"), init_checkpoint=str(model), do_train=True,
+                            spiece_model_file=spm)
+  with pytest.raises(cli.FlagError) as error:
+    run_files.check_trained_model(o, o.model_dir, None)
+  assert str(error.value) == (
+      f"--spiece_model_file {spm} is another SentencePiece model than the one beside --init_checkpoint "
+      f"({model}/spiece.model: its sha256 differs): the same ids would mean other pieces than the model learned. Pass "
+      f"--spiece_model_file={model}/spiece.model, or move that file away if the vocabulary is meant to change.")
+  run_files.check_trained_model(types.SimpleNamespace(**dict(vars(o), spiece_model_file=str(model / "spiece.model"))),
+                                o.model_dir, None)
+  records = types.SimpleNamespace(model_dir=str(tmp_path / "pt"), init_checkpoint=str(model), record_info_dir="/r")
+  with pytest.raises(cli.FlagError, match=r"^The records of --record_info_dir /r were written with another "
+                                          r"SentencePiece model than the one beside --init_checkpoint \("):
+    run_files._check_init_spiece(records, {"spiece_model_sha256": "0" * 64})  # pylint: disable=protected-access
+  (model / "spiece.model").unlink()
   run_files.check_trained_model(o, o.model_dir, None)

@@ -262,7 +262,7 @@ def create_run_config(o, is_training, is_finetune):
   from xlnet_tf.config import RunConfig  # pylint: disable=g-import-not-at-top
   kwargs = dict(is_training=is_training, use_tpu=o.use_tpu, use_bfloat16=o.use_bfloat16, dropout=o.dropout,
                 dropatt=o.dropatt, init=o.init, init_range=o.init_range, init_std=o.init_std, clamp_len=o.clamp_len,
-                use_fp16=o.use_fp16, recompute_grad=o.recompute_grad)
+                use_fp16=o.use_fp16, recompute_grad=o.recompute_grad, float32_positions=o.float32_positions)
   if not is_finetune:
     kwargs.update(mem_len=o.mem_len, reuse_len=o.reuse_len, bi_data=o.bi_data, same_length=o.same_length)
   return RunConfig(**kwargs)

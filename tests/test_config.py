@@ -80,7 +80,7 @@ def test_missing_file_is_clear(tmp_path):
 def test_create_run_config_finetune_drops_memory_options():
   o = types.SimpleNamespace(use_tpu=False, use_bfloat16=False, use_fp16=True, dropout=0.1, dropatt=0.1,
                             init="normal", init_range=0.1, init_std=0.02, clamp_len=-1, mem_len=128, reuse_len=64,
-                            bi_data=True, same_length=True, recompute_grad=True)
+                            bi_data=True, same_length=True, recompute_grad=True, float32_positions=True)
   pre = cli.create_run_config(o, True, False)
   fine = cli.create_run_config(o, True, True)
   assert (pre.mem_len, pre.reuse_len, pre.bi_data, pre.same_length) == (128, 64, True, True)
@@ -88,6 +88,7 @@ def test_create_run_config_finetune_drops_memory_options():
   assert fine.dropout == 0.1 and fine.clamp_len == -1
   assert pre.dtype_policy == fine.dtype_policy == "mixed_float16"
   assert pre.recompute_grad and fine.recompute_grad  # pretraining and fine-tuning alike
+  assert pre.float32_positions and fine.float32_positions
 
 
 def test_run_config_rejects_bad_init():

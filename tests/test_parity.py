@@ -182,3 +182,31 @@ def test_config_outputs_match_original(case):
     model.transformer.layer_stack = stack
   key = "layer_outputs_g" if meta["pretrain"] else "layer_outputs_h"
   assert_close(np.asarray(first, np.float32), golden[key][0], err_msg=f"{key}[0]", tolerance=tolerance)
+
+
+def test_bfloat16_positions_are_the_original_s_and_float32_positions_are_exact():
+  """The original computes the relative positional encoding in bfloat16 when it runs in bfloat16: positions past 256
+  and the sinusoids' arguments are rounded, and its encoding is off by up to 1.8 (tests/testdata/positions, lengths
+  the forward goldens' 12 tokens do not reach; faith 17). --use_bfloat16 reproduces it; --float32_positions computes
+  it in float32 (within bfloat16's rounding of the result) and so does float32."""
+  from xlnet_tf.modeling import ops  # pylint: disable=import-outside-toplevel
+  golden = np.load("tests/testdata/positions/bf16.npz")
+  for name, (qlen, klen, d_model, clamp_len, attn_type, bi_data, bsz) in json.loads(str(golden["cases_json"])).items():
+    encode = lambda compute_dtype, dtype=tf.bfloat16: ops.relative_positional_encoding(  # pylint: disable=cell-var-from-loop
+        qlen, klen, d_model, clamp_len, attn_type, bi_data, bsz=bsz, dtype=dtype, compute_dtype=compute_dtype)
+    original, exact = golden[f"{name}/bf16"], golden[f"{name}/fp32"]
+    np.testing.assert_allclose(tf.cast(encode(tf.bfloat16), tf.float32).numpy(), original, atol=1e-6, err_msg=name)
+    np.testing.assert_allclose(tf.cast(encode(tf.float32), tf.float32).numpy(), exact, atol=4e-3, err_msg=name)
+    np.testing.assert_allclose(encode(tf.float32, tf.float32).numpy(), exact, atol=1e-5, err_msg=name)
+    assert np.abs(original - exact).max() > 0.9, name  # the goldens tell the two apart
+  # The model's: --use_bfloat16 computes its encoding as the original, --float32_positions in float32.
+  config = XLNetConfig(json_path=f"{DATA}/ckpt_untied/xlnet_config.json")
+  outputs = []
+  for float32_positions in (False, True):
+    model = XLNetModel(config, RunConfig(is_training=False, use_tpu=False, use_bfloat16=True, dropout=0.0,
+                                         dropatt=0.0, float32_positions=float32_positions))
+    load_original_checkpoint(model, f"{DATA}/ckpt_untied/xlnet_model.ckpt")
+    ids = np.arange(600, dtype=np.int32).reshape(300, 2) % config.n_token
+    output, _ = model(ids, np.zeros_like(ids), np.zeros(ids.shape, np.float32))
+    outputs.append(np.asarray(tf.cast(output, tf.float32)))
+  assert np.abs(outputs[0] - outputs[1]).max() > 0.05

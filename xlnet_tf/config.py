@@ -149,11 +149,14 @@ class RunConfig:
     same_length: bool, every query attends to the same number of keys (uni attention only).
     recompute_grad: bool, training recomputes each layer's activations in the backward pass instead of keeping
       them (less memory, about one more forward per step; same gradients; `xlnet_tf.modeling.recompute`). New.
+    float32_positions: bool, with use_bfloat16 the relative positional encoding is computed in float32, then cast
+      (False: in bfloat16, as the original, whose positions past 256 and sinusoids are rounded: off by up to 2.0
+      at distance 512). New.
   """
 
   def __init__(self, is_training, use_tpu, use_bfloat16, dropout, dropatt, init="normal", init_range=0.1,
                init_std=0.02, mem_len=None, reuse_len=None, bi_data=False, clamp_len=-1, same_length=False,
-               use_fp16=False, recompute_grad=False):
+               use_fp16=False, recompute_grad=False, float32_positions=False):
     if init not in INITS:
       raise ValueError(f"`init` must be one of {INITS}. Received: {init!r}.")
     for name, value in (("mem_len", mem_len), ("reuse_len", reuse_len), ("clamp_len", clamp_len)):
@@ -185,6 +188,7 @@ class RunConfig:
     self.same_length = same_length
     self.recompute_grad = recompute_grad
     self.use_fp16 = use_fp16
+    self.float32_positions = float32_positions
 
   @property
   def dtype_policy(self):

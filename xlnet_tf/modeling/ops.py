@@ -212,17 +212,21 @@ def positional_embedding(pos_seq, inv_freq, bsz=None):
   return pos_emb
 
 
-def relative_positional_encoding(qlen, klen, d_model, clamp_len, attn_type, bi_data, bsz=None, dtype=tf.float32):
+def relative_positional_encoding(qlen, klen, d_model, clamp_len, attn_type, bi_data, bsz=None, dtype=tf.float32,
+                                 compute_dtype=tf.float32):
   """Relative positional encoding, as the original.
 
   Positions run klen, klen-1, ..., -qlen+1 for `bi` attention and klen, ..., 0 for `uni`, clipped to
   +-clamp_len when clamp_len > 0. With `bi_data`, the first bsz/2 batch columns get the forward sequence and
-  the second half the negated one (the backward streams).
+  the second half the negated one (the backward streams). The frequencies, positions and sinusoids are computed in
+  `compute_dtype`, the result cast to `dtype`: the original computes them in bfloat16 where it runs in bfloat16
+  (`compute_dtype=tf.bfloat16`), so that positions past 256 and the sinusoids' arguments are rounded (an encoding
+  off by up to 2.0 at distance 512; `RunConfig.float32_positions` computes it in float32).
 
   Returns:
     float [R, bsz (or 1 without bsz and bi_data False, 2 with bi_data), H].
   """
-  freq_seq = tf.range(0, d_model, 2.0)
+  freq_seq = tf.cast(tf.range(0, d_model, 2.0), compute_dtype)
   inv_freq = 1 / (10000 ** (freq_seq / d_model))
   if attn_type == "bi":
     beg, end = klen, -qlen
@@ -230,11 +234,11 @@ def relative_positional_encoding(qlen, klen, d_model, clamp_len, attn_type, bi_d
     beg, end = klen, -1
   else:
     raise ValueError(f"attn_type must be 'bi' or 'uni'. Received: {attn_type!r}.")
-  fwd_pos_seq = tf.range(beg, end, -1.0)
+  fwd_pos_seq = tf.cast(tf.range(beg, end, -1.0), compute_dtype)
   if clamp_len > 0:
     fwd_pos_seq = tf.clip_by_value(fwd_pos_seq, -clamp_len, clamp_len)
   if bi_data:
-    bwd_pos_seq = tf.range(-beg, -end, 1.0)
+    bwd_pos_seq = tf.cast(tf.range(-beg, -end, 1.0), compute_dtype)
     if clamp_len > 0:
       bwd_pos_seq = tf.clip_by_value(bwd_pos_seq, -clamp_len, clamp_len)
     half = None if bsz is None else bsz // 2

@@ -257,8 +257,11 @@ class TransformerXL(keras.layers.Layer):
     # own mask and its own projection. Without dropout the columns are equal: keep one (two with bi_data).
     per_column = self.dropout > 0 and ops.is_training(training)
     rc = self.run_config
+    # In bfloat16, as the original: positions and sinusoids rounded to it (`RunConfig.float32_positions`: float32).
+    positions_dtype = self.compute_dtype if rc.use_bfloat16 and not rc.float32_positions else tf.float32
     pos_emb = ops.relative_positional_encoding(qlen, klen, self.xlnet_config.d_model, rc.clamp_len, self.attn_type,
-                                               rc.bi_data, bsz=bsz if per_column else None, dtype=self.compute_dtype)
+                                               rc.bi_data, bsz=bsz if per_column else None, dtype=self.compute_dtype,
+                                               compute_dtype=positions_dtype)
     if per_column:
       pos_emb = self.drop(pos_emb, training=training)
     # Every layer's projection of it from one matmul: per layer, the small [R, H] x [H, N * D] products used the

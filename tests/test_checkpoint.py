@@ -46,7 +46,7 @@ def test_a_checkpoint_holding_nan_is_refused_naming_the_weight(tmp_path):
     load_original_checkpoint(golden_model(), out)
 
 
-def test_load_then_export_is_bit_exact(tmp_path):
+def test_load_then_export_is_bit_exact(tmp_path, monkeypatch):
   model = golden_model()
   report = load_original_checkpoint(model, UNTIED)  # a directory works too
   assert report["kept_initial"] == [] and report["unused"] == []
@@ -62,11 +62,22 @@ def test_load_then_export_is_bit_exact(tmp_path):
   load_original_checkpoint(clone, out)
   for a, b in zip(model.trainable_variables, clone.trainable_variables):
     np.testing.assert_array_equal(a.numpy(), b.numpy())
-  # pathlib.Path works as a str (load_weights raised AttributeError: 'PosixPath' object has no attribute 'endswith')
+  # pathlib.Path works as a str (load_weights raised AttributeError: 'PosixPath' object has no attribute 'endswith'),
+  # and a leading ~ is the home directory, as in the tools' flags (the readers said not found; the writer made a
+  # directory named ~ in the working directory: sweep 17, P5, P7)
   assert checkpoint.load_weights(golden_model(), pathlib.Path(UNTIED))["unused"] == []
   assert load_original_checkpoint(golden_model(), pathlib.Path(out))["unused"] == []
   assert export_original_checkpoint(model, tmp_path / "path" / "xlnet_model.ckpt") == str(tmp_path / "path" /
                                                                                          "xlnet_model.ckpt")
+  fresh = golden_model()
+  monkeypatch.setenv("HOME", str(tmp_path))
+  monkeypatch.chdir(tmp_path / "out")
+  assert export_original_checkpoint(model, "~/home/xlnet_model.ckpt") == str(tmp_path / "home" / "xlnet_model.ckpt")
+  assert checkpoint.load_weights(fresh, "~/home")["unused"] == []
+  assert XLNetConfig(json_path="~/home/xlnet_config.json") == model.xlnet_config
+  assert not os.path.exists(tmp_path / "out" / "~")
+  with pytest.raises(IsADirectoryError, match=f"^XLNet config file {tmp_path}/home is a directory. Pass the path"):
+    XLNetConfig(json_path="~/home")
 
 
 def test_new_head_keeps_initial_values_and_is_reported(caplog):

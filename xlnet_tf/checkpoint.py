@@ -124,7 +124,7 @@ def load_original_checkpoint(model, ckpt_path):
     dict with sorted lists: `loaded` (names assigned), `kept_initial` (model variables absent from the
     checkpoint), `unused` (checkpoint variables the model does not have, optimizer slots excluded).
   """
-  ckpt_path = resolve_checkpoint_path(os.fspath(ckpt_path))  # a pathlib.Path too
+  ckpt_path = resolve_checkpoint_path(fileio.api_path(ckpt_path))
   report = _load_original(model, ckpt_path)
   fresh, held = (sorted({_head_of(n) for n in report[k]} - {None}) for k in ("kept_initial", "unused"))
   if fresh and held:  # as likely a head of another name as a head to fine-tune afresh: an inference of it is random
@@ -214,7 +214,7 @@ def export_original_checkpoint(model, ckpt_path, global_step=0, overwrite=False)
   `ckpt_path`, or another model's xlnet_config.json beside it, is a ValueError unless `overwrite` (it was replaced,
   and a model of another config paired with that config.json loaded without a shape mismatch); overwriting removes a
   `run_flags.json` there (the replaced model's run: the tools would read its pooling and labels as this model's)."""
-  ckpt_path = os.fspath(ckpt_path)  # a pathlib.Path too
+  ckpt_path = fileio.api_path(ckpt_path)
   config_path = os.path.join(os.path.dirname(os.path.abspath(ckpt_path)), "xlnet_config.json")
   config = model.xlnet_config
   if not overwrite and fileio.exists(ckpt_path + ".index"):
@@ -311,7 +311,7 @@ def load_weights(model, ckpt_path):
     dict with sorted lists `loaded`, `kept_initial` and `unused` (see `load_original_checkpoint`), and `source`:
     what was read.
   """
-  ckpt_path = os.fspath(ckpt_path)  # a pathlib.Path too
+  ckpt_path = fileio.api_path(ckpt_path)
   if hf_checkpoint.is_hf_directory(ckpt_path):
     table = original_variable_map(model)
     scopes = sorted({n.split("/")[1] for n in table if re.match(r"^model/(classification|regression)_", n)})

@@ -51,12 +51,16 @@ class XLNetConfig:
       raise TypeError(f"XLNetConfig(json_path) takes the path of an xlnet_config.json; pass a dict of fields as "
                       f"XLNetConfig(**fields). Received: {type(json_path).__name__}.")
     if json_path is not None:
+      json_path = fileio.api_path(json_path)
       if fields:
         raise ValueError(f"Pass either json_path or fields, not both. Received json_path={json_path!r} "
                          f"and fields {sorted(fields)}.")
       if not tf.io.gfile.exists(json_path):
         raise FileNotFoundError(f"XLNet config file not found: {json_path}. Pass the path of an "
                                 "xlnet_config.json (e.g. --model_config_path).")
+      if tf.io.gfile.isdir(json_path):
+        raise IsADirectoryError(f"XLNet config file {json_path} is a directory. Pass the path of the "
+                                "xlnet_config.json in it.")
       with tf.io.gfile.GFile(json_path, "rb") as f:
         text = f.read().decode("utf-8-sig", errors="replace")  # a byte-order mark (a Windows editor's) is no text
       try:

@@ -31,6 +31,12 @@ import threading
 import uuid
 
 
+def api_path(path):
+  """A path given to the Python API as the tools take a path flag's: a `pathlib.Path` as its str, a leading `~` as
+  the home directory (a writer made a directory named `~` in the working directory; the readers said not found)."""
+  return None if path is None else os.path.expanduser(os.fspath(path))
+
+
 def is_remote(path):
   return "://" in str(path)
 

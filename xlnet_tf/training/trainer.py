@@ -37,6 +37,7 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import checkpoint as checkpoint_lib
+from xlnet_tf import fileio
 from xlnet_tf.data import read_errors, records
 from xlnet_tf.run_checkpoint import RunCheckpoint, load_optimizer_state
 from xlnet_tf.training import accumulation, optimization, out_of_memory, preemption
@@ -56,7 +57,7 @@ class Trainer:
       mems the loop carries (None or 0: no memory).
     task: callable (model, features, mems, training) -> (loss_sum, weight_sum, new_mems); a task with
       `is_language_model = True` gets perplexity and bits per character in the log line.
-    model_dir: str, checkpoints and TensorBoard logs.
+    model_dir: str (or a pathlib.Path; a leading `~` is the home directory), checkpoints and TensorBoard logs.
     config: a `TrainConfig` (the optimizer and its schedule, clipping, the loop's settings).
   """
 
@@ -70,7 +71,7 @@ class Trainer:
     self.clip_mode = config.clip_mode or optimization.default_clip_mode(strategy)
     self.strategy = strategy
     self.task = task
-    self.model_dir = model_dir
+    self.model_dir = model_dir = fileio.api_path(model_dir)
     self.bsz_per_replica = global_batch_size // num_replicas
     # Whether `_forward_backward` differentiates loss_sum and `_share_gradients` divides the gradients once, by a
     # weight it cannot know alone: the other replicas' ("global_mean") or the other micro-batches' (accumulation).

@@ -127,6 +127,18 @@ def test_an_export_does_not_replace_a_checkpoint_or_pair_with_another_model_s_co
   (tmp_path / "run_flags.json").write_text('{"summary_type": "mean"}')  # of the run whose model is replaced
   export_original_checkpoint(model, path, global_step=3, overwrite=True)
   assert checkpoint_arrays(path)["global_step"] == 3 and not (tmp_path / "run_flags.json").exists()
+  # A training run's directory: its checkpoints are read with its xlnet_config.json and run_flags.json, which the
+  # export replaced (another config then evaluated them, exit 0; sweep 17, H5). Refused, overwrite or not.
+  run = tmp_path / "run"
+  tf.train.CheckpointManager(tf.train.Checkpoint(v=tf.Variable(1.0)), str(run), None, checkpoint_name="ckpt").save(
+      checkpoint_number=120)
+  (run / "run_flags.json").write_text("{}")
+  for overwrite in (False, True):
+    with pytest.raises(ValueError, match=f"^{run} holds a training run \\(run_flags.json and its checkpoints, e.g. "
+                                         f"{run}/ckpt-120\\): an export there would replace"):
+      export_original_checkpoint(model, str(run / "xlnet_model.ckpt"), overwrite=overwrite)
+  assert sorted(p.name for p in run.iterdir()) == ["checkpoint", "ckpt-120.data-00000-of-00001", "ckpt-120.index",
+                                                   "run_flags.json"]
 
 
 def test_optimizer_slots_and_global_step_are_ignored(tmp_path):

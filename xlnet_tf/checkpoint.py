@@ -213,9 +213,17 @@ def export_original_checkpoint(model, ckpt_path, global_step=0, overwrite=False)
   `xlnet_config.json` beside it, as a released model; see `write_original_checkpoint`. A checkpoint already at
   `ckpt_path`, or another model's xlnet_config.json beside it, is a ValueError unless `overwrite` (it was replaced,
   and a model of another config paired with that config.json loaded without a shape mismatch); overwriting removes a
-  `run_flags.json` there (the replaced model's run: the tools would read its pooling and labels as this model's)."""
+  `run_flags.json` there (the replaced model's run: the tools would read its pooling and labels as this model's).
+  A directory holding a training run (its run_flags.json and checkpoints) is a ValueError, `overwrite` or not: the
+  export replaced the files that run's checkpoints are read with (another config evaluated them, exit 0)."""
   ckpt_path = fileio.api_path(ckpt_path)
-  config_path = os.path.join(os.path.dirname(os.path.abspath(ckpt_path)), "xlnet_config.json")
+  directory = os.path.dirname(os.path.abspath(ckpt_path))
+  config_path = os.path.join(directory, "xlnet_config.json")
+  run = latest_checkpoint(directory) if fileio.exists(os.path.join(directory, "run_flags.json")) else None
+  if run and is_run_checkpoint(run):
+    raise ValueError(f"{directory} holds a training run (run_flags.json and its checkpoints, e.g. {run}): an export "
+                     "there would replace the xlnet_config.json and run_flags.json its checkpoints are read with. "
+                     "Pass a path in another directory.")
   config = model.xlnet_config
   if not overwrite and fileio.exists(ckpt_path + ".index"):
     raise ValueError(f"{ckpt_path} already holds a checkpoint, left as it is. Pass another path, or overwrite=True "

@@ -134,7 +134,9 @@ def test_a_directory_of_several_checkpoints_names_them_and_a_prefix_without_its_
   whose .data file is there without its .index was `not found` (convert_checkpoint.py: `does not exist`)."""
   import cli  # pylint: disable=import-outside-toplevel
   import convert_checkpoint  # pylint: disable=import-outside-toplevel
-  for name in ("model.ckpt-100", "xlnet_model.ckpt"):
+  # A writer's temporary (a conversion killed before its rename) is no checkpoint: it was read as the directory's
+  # one, or named as one to pass (sweep 17, H6).
+  for name in ("model.ckpt-100", "xlnet_model.ckpt", "xlnet_model.ckpt.tmp-99999-0123456789ab"):
     for suffix in (".index", ".data-00000-of-00001"):
       (tmp_path / (name + suffix)).write_bytes(b"")
   with pytest.raises(FileNotFoundError, match=f"^Directory {tmp_path} holds 2 checkpoints \\(model.ckpt-100, "
@@ -142,6 +144,7 @@ def test_a_directory_of_several_checkpoints_names_them_and_a_prefix_without_its_
                                               f"state file: pass the prefix of one, e.g. {tmp_path}/"):
     checkpoint.resolve_checkpoint_path(str(tmp_path))
   (tmp_path / "model.ckpt-100.index").unlink()
+  assert checkpoint.resolve_checkpoint_path(str(tmp_path)) == f"{tmp_path}/xlnet_model.ckpt"
   message = (f"^Checkpoint {tmp_path}/model.ckpt-100 is incomplete: its model.ckpt-100.data-\\* file\\(s\\) are "
              "there, its model.ckpt-100.index is not")
   with pytest.raises(FileNotFoundError, match=message):

@@ -143,7 +143,8 @@ def resolve_checkpoint_path(ckpt_path):
   if tf.io.gfile.isdir(ckpt_path):
     latest = latest_checkpoint(ckpt_path)
     if latest is None:
-      indexes = fileio.glob_in(ckpt_path, "*.index")
+      # Not a writer's temporary (`xlnet_model.ckpt.tmp-P-H.index`: a conversion killed before its rename).
+      indexes = [p for p in fileio.glob_in(ckpt_path, "*.index") if not fileio.is_temp_name(p)]
       if not indexes:
         hf_checkpoint.require_config(ckpt_path)
         if fileio.exists(os.path.join(ckpt_path, "saved_model.pb")):

@@ -153,7 +153,8 @@ def test_gradients_not_finite_at_the_minimum_scale_stop_the_run(tmp_path):
   trainer = make_trainer(tmp_path, True)
   trainer.model.lm_loss_layer.bias.assign(np.full(trainer.model.lm_loss_layer.bias.shape, 1e5, np.float32))
   trainer.loss_scale.scale.assign(2.0)
-  with pytest.raises(FloatingPointError, match="not finite even unscaled"):
+  with pytest.raises(FloatingPointError, match=r"not finite even unscaled .* Lower --learning_rate or check the data "
+                                                r"or train without --use_fp16 \(float32, or --use_bfloat16\)\.$"):
     trainer.train(dataset_fn, train_steps=3, log_fn=lambda _: None)
 
 
@@ -298,3 +299,15 @@ def test_a_step_that_fails_moves_nothing_and_the_trainer_goes_on(tmp_path, use_f
                                        r"before it were applied; nothing was saved"):
     trainer.train(lambda ctx, start: dataset_fn(ctx, start).take(2), train_steps=8, log_fn=lambda _: None)
   assert state(trainer)["step"] == 5
+
+
+def test_a_float32_run_resumed_in_float16_names_the_variables_it_lacks(tmp_path):
+  """A float32 checkpoint has no loss scale: the refusal carried TensorFlow's reprs of the variables
+  (`<tf.Variable 'skipped:0' shape=() dtype=int64, numpy=0>`); their names now (sweep 17, P1)."""
+  from xlnet_tf import run_checkpoint  # pylint: disable=import-outside-toplevel
+  first = make_trainer(tmp_path, False)
+  first.checkpoints.manager.save(checkpoint_number=0)
+  with pytest.raises(run_checkpoint.CannotResume) as error:
+    make_trainer(tmp_path, True).restore_or_init(None)
+  assert "<tf.Variable" not in error.value.reason and "numpy=" not in error.value.reason
+  assert "scale" in error.value.reason and "good_steps" in error.value.reason, error.value.reason

@@ -3,6 +3,7 @@
 (`load_optimizer_state`). Loading weights by original name into any model is `checkpoint.py`'s."""
 
 import os
+import re
 import shutil
 import tempfile
 import textwrap
@@ -54,6 +55,13 @@ def load_optimizer_state(optimizer, slots, ckpt_path):
   missing = len(slots) - len(found)
   return (f"Continued the optimizer state of {path}: {len(found)} slots"
           f"{f' ({missing} absent kept at zero)' if missing else ''}, step {step()}.")
+
+
+def _variable_names(reason):
+  """TensorFlow's reason with each variable it lists as its name (`<tf.Variable 'scale:0' shape=() dtype=float32,
+  numpy=32768.0>`, `<Variable path=seed_generator_4/seed_generator_state, ...>`: scale, seed_generator_4/...)."""
+  reason = re.sub(r"<tf\.Variable '([^':]+)(?::\d+)?'[^>]*>", r"\1", reason)
+  return re.sub(r"<Variable path=([^,>]+)[^>]*>", r"\1", reason)
 
 
 class CannotResume(ValueError):
@@ -132,7 +140,7 @@ class RunCheckpoint:
           self.checkpoint.restore(latest).assert_existing_objects_matched()
       except (tf.errors.OpError, ValueError, AssertionError) as e:
         reason = e.reason if isinstance(e, checkpoint_lib.DamagedCheckpointError) else str(getattr(e, "message", e))
-        reason = textwrap.shorten(reason, 300, placeholder=" ...")
+        reason = textwrap.shorten(_variable_names(reason), 300, placeholder=" ...")
         # Deleting is advised for a run's own checkpoint only, never for another's (an original run's model.ckpt-N).
         damaged = (f"if it is half-written or damaged, delete its files ({latest}.*) to resume from the checkpoint "
                    "before it; " if checkpoint_paths.is_run_checkpoint(latest) else "")

@@ -258,8 +258,10 @@ class Trainer:
         return
       what = (f"The float16 gradients are not finite even unscaled (loss scale at its minimum 1) by step {step} "
               f"(loss {loss}, gnorm {gnorm})")
+    # float16's range (65504) may be the cause itself: activations of large weights overflow from the first step.
+    fix = " or train without --use_fp16 (float32, or --use_bfloat16)" if self.loss_scale is not None else ""
     raise FloatingPointError(f"{what}; stopped without saving. The last good checkpoint is "
-                             f"{self.checkpoints.latest()}. Lower --learning_rate or check the data.")
+                             f"{self.checkpoints.latest()}. Lower --learning_rate or check the data{fix}.")
 
   def _build_loop(self):
     strategy = self.strategy

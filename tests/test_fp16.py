@@ -311,3 +311,13 @@ def test_a_float32_run_resumed_in_float16_names_the_variables_it_lacks(tmp_path)
     make_trainer(tmp_path, True).restore_or_init(None)
   assert "<tf.Variable" not in error.value.reason and "numpy=" not in error.value.reason
   assert "scale" in error.value.reason and "good_steps" in error.value.reason, error.value.reason
+
+
+def test_training_past_the_schedule_s_end_says_so(tmp_path):
+  """Trainer.train(train_steps=N) past TrainConfig.train_steps trained at the schedule's final learning rate (0 by
+  default) without a word (sweep 17, P8)."""
+  trainer = make_trainer(tmp_path, False, train_steps=2)
+  lines = []
+  assert trainer.train(dataset_fn, train_steps=3, log_fn=lines.append)["lr"] == 0.0
+  assert lines[0] == ("Warning: training to step 3, past the learning rate schedule's end at TrainConfig.train_steps=2:"
+                      " the steps after it use its final learning rate (learning_rate x min_lr_ratio = 0).")

@@ -162,6 +162,10 @@ class Trainer:
         saved.
     """
     train_steps = train_steps or self.config.train_steps
+    if train_steps > self.config.train_steps:  # the Python API's call (the tools pass the config's)
+      log_fn(f"Warning: training to step {train_steps}, past the learning rate schedule's end at "
+             f"TrainConfig.train_steps={self.config.train_steps}: the steps after it use its final learning rate "
+             f"(learning_rate x min_lr_ratio = {self.config.learning_rate * self.config.min_lr_ratio:g}).")
     start = self.step
     if start >= train_steps:
       log_fn(f"Nothing to do: step {start} >= train_steps {train_steps}.")

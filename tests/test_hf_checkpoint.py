@@ -451,6 +451,24 @@ def test_bad_inputs_are_one_line(case, words, tmp_path):
   assert not (tmp_path / "out").exists()
 
 
+def test_an_old_config_s_names_are_read_as_transformers_reads_them(tmp_path):
+  """A config.json of an older transformers: `n_token` (and hidden_size, num_attention_heads, num_hidden_layers),
+  which transformers still maps to vocab_size (d_model, ...), was read as HF's default 32000 and the weights refused
+  as not matching it; one without model_type was refused without saying what to add (sweep 17, H4)."""
+  model = tmp_path / "old"
+  shutil.copytree(f"{DATA}/lm_safetensors", model)
+  config = json.loads((model / "config.json").read_text())
+  renamed = {"vocab_size": "n_token", "d_model": "hidden_size", "n_head": "num_attention_heads",
+             "n_layer": "num_hidden_layers"}
+  (model / "config.json").write_text(json.dumps({renamed.get(k, k): v for k, v in config.items()}))
+  assert hf_checkpoint.read_hf_checkpoint(str(model))[0] == hf_checkpoint.read_hf_checkpoint(
+      f"{DATA}/lm_safetensors")[0]
+  (model / "config.json").write_text(json.dumps({k: v for k, v in config.items() if k != "model_type"}))
+  with pytest.raises(ValueError, match=r"has model_type None, not 'xlnet'. Pass an XLNet model \(if it is one, add "
+                                       r"\"model_type\": \"xlnet\" to its config\)\.$"):
+    hf_checkpoint.read_hf_checkpoint(str(model))
+
+
 @pytest.mark.parametrize("to", ["hf", "tf1"])
 def test_a_tf1_checkpoint_holding_nan_or_inf_is_refused_naming_the_weight(to, tmp_path):
   """An original-format checkpoint with an infinite weight (a diverged run's) converted to HF, or cleaned to its

@@ -214,8 +214,9 @@ def read_config(directory):
   if not isinstance(config, dict):
     raise ValueError(f"{path} holds a json {type(config).__name__}, not an object of settings. Pass a HuggingFace "
                      "XLNet model directory.")
-  if config.get("model_type") != "xlnet":
-    raise ValueError(f"{path} has model_type {config.get('model_type')!r}, not 'xlnet'. Pass an XLNet model.")
+  if config.get("model_type") != "xlnet":  # none: a config of transformers before 2.x
+    raise ValueError(f"{path} has model_type {config.get('model_type')!r}, not 'xlnet'. Pass an XLNet model" + (
+        " (if it is one, add \"model_type\": \"xlnet\" to its config)." if "model_type" not in config else "."))
   _check_settings(config, path)
   if architecture_of(config, {}) in POOLING:
     config = dict(config, summary_type=hf_summary_type(config, path))
@@ -294,6 +295,8 @@ def hf_summary_type(config, source):
 # ------------------------------------------------------------------------------------------------------------
 
 _HF_SIZES = {"n_layer": 24, "d_model": 1024, "n_head": 16, "d_inner": 4096, "vocab_size": 32000}  # HF's defaults
+_HF_OLD_NAMES = {"n_layer": "num_hidden_layers", "d_model": "hidden_size", "n_head": "num_attention_heads",
+                 "vocab_size": "n_token"}  # read by transformers where the new name is not given (its attribute_map)
 
 
 def _is_number(value):
@@ -318,7 +321,7 @@ def xlnet_config_from_hf(config, weights, source):
   eps = config.get("layer_norm_eps", 1e-12)
   if not _is_number(eps) or abs(eps - 1e-12) > 1e-15:
     raise ValueError(f"{source}: layer_norm_eps {eps!r} cannot be expressed; the original XLNet uses 1e-12.")
-  sizes = {key: config.get(key, default) for key, default in _HF_SIZES.items()}
+  sizes = {key: config.get(key, config.get(_HF_OLD_NAMES.get(key), default)) for key, default in _HF_SIZES.items()}
   derived = sizes["d_model"] // sizes["n_head"] if _is_size(sizes["d_model"]) and _is_size(sizes["n_head"]) else 1
   sizes["d_head"] = config.get("d_head", derived)  # HF's XLNetConfig: d_model // n_head
   bad = [f"{key} {value!r}" for key, value in sizes.items() if not _is_size(value)]

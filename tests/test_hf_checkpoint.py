@@ -330,6 +330,12 @@ def test_tied_biases_are_repeated_per_layer_and_spiece_is_copied(tmp_path, monke
   shutil.copy("tests/testdata/data/spm/spiece.model", hf / "spiece.model")
   convert.convert_to_original(str(hf), str(tmp_path / "tf1"), log_fn=lines.append)
   assert (tmp_path / "tf1" / "spiece.model").exists()
+  # Its 1000 pieces beside a model of 32 ids: copied, and said (transformers' tokenizer of that directory gives ids
+  # the embedding has no row for; the tools refuse the pair only when they fine-tune; sweep 17, H7). Both ways.
+  assert [line for line in lines if line.startswith("Warning: ")] == [
+      f"Warning: {directory}/spiece.model, copied beside the model, has 1000 pieces, more than the model's n_token=32: "
+      "it is not the model's tokenizer (its ids past the embedding). Replace it with the one the model was trained "
+      "with." for directory in (src, hf)]
 
 
 def _corrupt_copies(root):

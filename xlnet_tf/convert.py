@@ -54,6 +54,19 @@ def _check_copy(src_dir, output_dir, name="spiece.model"):
                      "conversion would replace; it was left as it is. Pass a new or empty directory.")
 
 
+def _spiece_notes(src_dir, n_token):
+  """[a line] where src_dir's spiece.model has more pieces than the model's n_token (it is then not the model's
+  tokenizer: ids past its embedding; the tools refuse the pair only when they fine-tune), else []."""
+  import sentencepiece  # pylint: disable=import-outside-toplevel
+  path = os.path.join(src_dir, "spiece.model")
+  if not fileio.exists(path):
+    return []
+  pieces = sentencepiece.SentencePieceProcessor(model_proto=_read(path)).GetPieceSize()
+  return [f"Warning: {path}, copied beside the model, has {pieces} pieces, more than the model's n_token={n_token}: "
+          "it is not the model's tokenizer (its ids past the embedding). Replace it with the one the model was "
+          "trained with."] if pieces > n_token else []
+
+
 def _copy(src_dir, output_dir, write=fileio.atomic_write, name="spiece.model"):
   """Copies src_dir's spiece.model (or other file `name`), if any, into output_dir with `write(path, data)`;
   whether there was one."""
@@ -128,7 +141,7 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
     notes.append(f"Its pooling is unknown (no --summary_type, and no run_flags.json of the run that fine-tuned it "
                  f"beside {path}): config.json says summary_type 'last', the original's default. Convert again with "
                  "--summary_type if it was fine-tuned with another.")
-  for line in notes:
+  for line in notes + _spiece_notes(os.path.dirname(path), xlnet_config.n_token):
     log_fn(line)
   log_fn(f"Wrote {config['architectures'][0]} ({len(weights)} arrays) from {path} to {output_dir}: "
          f"model.safetensors, config.json{', spiece.model' if copied else ''}.")
@@ -152,7 +165,7 @@ def convert_to_original(directory, output_dir, task_name=None, log_fn=print):
     xlnet_config.to_json(os.path.join(output_dir, "xlnet_config.json"), write=out.write)
     if info["fine_tuned_with"]:
       out.write(os.path.join(output_dir, "run_flags.json"), json.dumps(info["fine_tuned_with"], indent=2))
-  for line in info["notes"]:
+  for line in info["notes"] + _spiece_notes(directory, xlnet_config.n_token):
     log_fn(line)
   log_fn(f"Wrote {ckpt} ({len(arrays)} variables, {info['description']}), xlnet_config.json"
          f"{', spiece.model' if copied else ''}{', run_flags.json' if info['fine_tuned_with'] else ''} from "

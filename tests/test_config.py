@@ -1,6 +1,7 @@
 import json
 import types
 
+import numpy as np
 import pytest
 
 import cli
@@ -194,3 +195,29 @@ def test_train_config_of_a_cli_takes_its_flags():
   assert config.optimizer_args() == dict(learning_rate=3e-4, train_steps=o.train_steps, warmup_steps=0,
                                          decay_method="poly", min_lr_ratio=o.min_lr_ratio, weight_decay=0.0,
                                          adam_epsilon=o.adam_epsilon)
+
+
+def test_configs_refuse_values_of_the_wrong_type_where_they_are_given():
+  """A notebook's TrainConfig(learning_rate="1e-3"), gradient_accumulation_steps=2.0 or global_batch_size=0, a
+  RunConfig(is_training="False") (a true string: dropout on), dropout "0.1" or reuse_len -3, and XLNetModel's two
+  configs swapped were taken, then failed deep in the schedule or the loop, or trained otherwise (sweep 17, P6)."""
+  from xlnet_tf.modeling.xlnet import XLNetModel  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.training import TrainConfig  # pylint: disable=import-outside-toplevel
+  good = dict(learning_rate=1e-3, train_steps=4, global_batch_size=8)
+  TrainConfig(**dict(good, train_steps=np.int64(4), save_steps=None, clip=1))  # numpy's integers, an int for a float
+  for field, value, kind in (("learning_rate", "1e-3", "a number"), ("gradient_accumulation_steps", 2.0, "an integer"),
+                             ("gradient_accumulation_steps", True, "an integer"), ("jit_compile", 1, "True or False"),
+                             ("save_steps", 2.5, "an integer or None"), ("clip_mode", 3, "a string or None")):
+    with pytest.raises(TypeError, match=f"^TrainConfig.{field} must be {kind}. Received: {value!r} "):
+      TrainConfig(**dict(good, **{field: value}))
+  with pytest.raises(ValueError, match="^--train_batch_size must be a positive integer. Received: 0."):
+    TrainConfig(**dict(good, global_batch_size=0))
+  with pytest.raises(TypeError, match="^`is_training` must be True or False. Received: 'False'."):
+    RunConfig("False", False, False, 0.1, 0.1)
+  with pytest.raises(ValueError, match=r"^`dropout` must be in \[0, 1\). Received: '0.1'."):
+    RunConfig(True, False, False, "0.1", 0.1)
+  with pytest.raises(ValueError, match="^`reuse_len` must be >= 0"):
+    RunConfig(True, False, False, 0.1, 0.1, reuse_len=-3)
+  config, run_config = XLNetConfig(**FIELDS), RunConfig(False, False, False, 0.0, 0.0)
+  with pytest.raises(TypeError, match="^Pass an XLNetConfig .* in that order. Received: RunConfig, XLNetConfig."):
+    XLNetModel(run_config, config)

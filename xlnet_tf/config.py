@@ -166,9 +166,14 @@ class RunConfig:
     for name, value in (("mem_len", mem_len), ("reuse_len", reuse_len), ("clamp_len", clamp_len)):
       if value is not None and (not isinstance(value, (int, np.integer)) or isinstance(value, bool)):
         raise TypeError(f"`{name}` must be an integer or None. Received: {value!r}.")
+    for name, value in (("is_training", is_training), ("use_tpu", use_tpu), ("use_bfloat16", use_bfloat16),
+                        ("bi_data", bi_data), ("same_length", same_length), ("use_fp16", use_fp16),
+                        ("recompute_grad", recompute_grad), ("float32_positions", float32_positions)):
+      if not isinstance(value, (bool, np.bool_)):  # "False" is true: a notebook's string trained with dropout
+        raise TypeError(f"`{name}` must be True or False. Received: {value!r}.")
     for name, rate in (("dropout", dropout), ("dropatt", dropatt)):
-      if not 0.0 <= rate < 1.0:
-        raise ValueError(f"`{name}` must be in [0, 1). Received: {rate}.")
+      if not (isinstance(rate, (int, float, np.number)) and not isinstance(rate, bool) and 0.0 <= rate < 1.0):
+        raise ValueError(f"`{name}` must be in [0, 1). Received: {rate!r}.")
     for name, value in (("init_range", init_range), ("init_std", init_std)):  # a negative one read as its size
       if not (isinstance(value, (int, float, np.number)) and value > 0):
         raise ValueError(f"`{name}` must be a number > 0 (--{name}: the spread of new weights). Received: {value!r}.")
@@ -177,6 +182,9 @@ class RunConfig:
                        "--use_fp16).")
     if mem_len is not None and mem_len < 0:
       raise ValueError(f"`mem_len` must be >= 0 (0: no memory). Received: {mem_len}.")
+    if reuse_len is not None and reuse_len < 0:
+      raise ValueError(f"`reuse_len` must be >= 0 (the leading tokens whose states are cached). Received: "
+                       f"{reuse_len}.")
     self.is_training = is_training
     self.use_tpu = use_tpu
     self.use_bfloat16 = use_bfloat16
@@ -216,4 +224,7 @@ def as_configs(xlnet_config, run_config):
     xlnet_config = XLNetConfig(**xlnet_config)
   if isinstance(run_config, dict):
     run_config = RunConfig(**run_config)
+  if not (isinstance(xlnet_config, XLNetConfig) and isinstance(run_config, RunConfig)):  # e.g. the two swapped
+    raise TypeError(f"Pass an XLNetConfig (or its dict) and a RunConfig (or its dict), in that order. Received: "
+                    f"{type(xlnet_config).__name__}, {type(run_config).__name__}.")
   return xlnet_config, run_config

@@ -4,6 +4,7 @@ flag a CLI user sets.
 """
 
 import dataclasses
+import numbers
 from typing import Optional
 
 from xlnet_tf.training import accumulation
@@ -14,6 +15,20 @@ MEMS_RESET = ("never", "every_loop")
 
 
 LOSS_WEIGHTINGS = ("replica_mean", "global_mean")
+
+
+_KIND_NAMES = {float: "a number", int: "an integer", bool: "True or False", str: "a string",
+               Optional[int]: "an integer or None", Optional[str]: "a string or None"}
+
+
+def _is_a(kind, value):
+  """Whether `value` fits TrainConfig's annotation `kind` (a bool is no number; numpy's numbers are)."""
+  if kind in (Optional[int], Optional[str]):
+    return value is None or _is_a(kind.__args__[0], value)
+  if kind is bool:
+    return isinstance(value, bool)
+  number = numbers.Integral if kind is int else numbers.Real if kind is float else None
+  return isinstance(value, number) and not isinstance(value, bool) if number else isinstance(value, kind)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +75,13 @@ class TrainConfig:
   gradient_accumulation_steps: int = 1
 
   def __post_init__(self):
+    for field in dataclasses.fields(self):  # a notebook's "1e-3" or 2.0 failed deep in the schedule or the loop
+      value = getattr(self, field.name)
+      if not _is_a(field.type, value):
+        raise TypeError(f"TrainConfig.{field.name} must be {_KIND_NAMES[field.type]}. Received: {value!r} "
+                        f"({type(value).__name__}).")
+    if self.global_batch_size < 1:
+      raise ValueError(f"--train_batch_size must be a positive integer. Received: {self.global_batch_size}.")
     if self.mems_reset not in MEMS_RESET:
       raise ValueError(f"--mems_reset must be one of {MEMS_RESET}. Received: {self.mems_reset!r}.")
     accumulation.check_steps(self.gradient_accumulation_steps)  # the split of the per-replica batch: Trainer

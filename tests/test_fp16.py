@@ -321,3 +321,16 @@ def test_training_past_the_schedule_s_end_says_so(tmp_path):
   assert trainer.train(dataset_fn, train_steps=3, log_fn=lines.append)["lr"] == 0.0
   assert lines[0] == ("Warning: training to step 3, past the learning rate schedule's end at TrainConfig.train_steps=2:"
                       " the steps after it use its final learning rate (learning_rate x min_lr_ratio = 0).")
+
+
+def test_a_trainer_of_a_model_or_of_a_dict_config_is_one_line(tmp_path):
+  """Trainer(strategy, model, ...) (a model, not a function building one) failed calling it (`missing a required
+  argument: 'input_ids'`), a dict config with `'dict' object has no attribute 'global_batch_size'` (sweep 17, P6)."""
+  trainer = make_trainer(tmp_path, False)
+  args = dict(strategy=trainer.strategy, model_fn=lambda: trainer.model, task=PretrainTask(), model_dir=str(tmp_path),
+              config=trainer.config)
+  with pytest.raises(TypeError, match="^Trainer's model_fn must be a function that builds the model .* Received: "
+                                      "XLNetModel."):
+    training.Trainer(**dict(args, model_fn=trainer.model))
+  with pytest.raises(TypeError, match="^Trainer's config must be a TrainConfig. Received: dict."):
+    training.Trainer(**dict(args, config=dict(learning_rate=1e-3, train_steps=4, global_batch_size=BSZ)))

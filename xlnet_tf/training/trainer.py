@@ -41,6 +41,7 @@ from xlnet_tf import fileio
 from xlnet_tf.data import read_errors, records
 from xlnet_tf.run_checkpoint import RunCheckpoint, load_optimizer_state
 from xlnet_tf.training import accumulation, optimization, out_of_memory, preemption
+from xlnet_tf.training.config import TrainConfig
 from xlnet_tf.training.loss_scale import DynamicLossScale, loss_scale_for
 from xlnet_tf.training.mems import Mems
 from xlnet_tf.training.reporting import Progress, memory_device
@@ -62,6 +63,11 @@ class Trainer:
   """
 
   def __init__(self, strategy, model_fn, task, model_dir, config):
+    if not isinstance(config, TrainConfig):  # a dict: `'dict' object has no attribute 'global_batch_size'`
+      raise TypeError(f"Trainer's config must be a TrainConfig. Received: {type(config).__name__}.")
+    if hasattr(model_fn, "trainable_variables") or not callable(model_fn):  # a model: called, missing its input_ids
+      raise TypeError("Trainer's model_fn must be a function that builds the model (it is called inside the "
+                      f"strategy's scope), e.g. lambda: XLNetModel(...). Received: {type(model_fn).__name__}.")
     num_replicas = strategy.num_replicas_in_sync
     global_batch_size = config.global_batch_size
     if global_batch_size % num_replicas:

@@ -334,3 +334,7 @@ def test_a_trainer_of_a_model_or_of_a_dict_config_is_one_line(tmp_path):
     training.Trainer(**dict(args, model_fn=trainer.model))
   with pytest.raises(TypeError, match="^Trainer's config must be a TrainConfig. Received: dict."):
     training.Trainer(**dict(args, config=dict(learning_rate=1e-3, train_steps=4, global_batch_size=BSZ)))
+  with pytest.raises(ValueError, match=f"^dataset_fn's batches have 2 rows per replica, where TrainConfig."
+                                       f"global_batch_size={BSZ} over 1 replica\\(s\\) means {BSZ}. Batch the"):
+    trainer.train(lambda ctx, start: dataset_fn(ctx, start).unbatch().batch(2, drop_remainder=True), train_steps=1,
+                  log_fn=lambda _: None)

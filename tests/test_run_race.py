@@ -323,7 +323,7 @@ def test_flags_keep_the_original_names_and_defaults():
   assert {name: fv[name].default for name in ORIGINAL_RACE_FLAGS} == ORIGINAL_RACE_FLAGS
   new = set(vars(cli.defaults(run_race.define_flags))) - set(ORIGINAL_RACE_FLAGS)
   assert new == {"strategy", "jit_compile", "use_tf32", "seed", "deterministic", "clip_mode", "loss_weighting",
-                 "gradient_accumulation_steps", "recompute_grad", "use_fp16", "xla_cache_dir",
+                 "gradient_accumulation_steps", "recompute_grad", "use_fp16", "float32_positions", "xla_cache_dir",
                  "skip_bad_records", "fix_option_aliasing", "sorted_file_order", "eval_all_ckpt",
                  "do_predict", "predict_dir", "predict_ckpt"}
   assert fv["fix_option_aliasing"].default is False

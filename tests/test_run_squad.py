@@ -361,6 +361,6 @@ def test_flags_keep_the_original_names_and_defaults():
   assert {name: fv[name].default for name in ORIGINAL_SQUAD_FLAGS} == ORIGINAL_SQUAD_FLAGS
   new = set(vars(cli.defaults(run_squad.define_flags))) - set(ORIGINAL_SQUAD_FLAGS)
   assert new == {"strategy", "jit_compile", "use_tf32", "seed", "deterministic", "clip_mode", "loss_weighting",
-                 "gradient_accumulation_steps", "recompute_grad", "use_fp16", "xla_cache_dir",
+                 "gradient_accumulation_steps", "recompute_grad", "use_fp16", "float32_positions", "xla_cache_dir",
                  "skip_bad_records", "predict_ckpt", "predict_all_ckpt",
                  "allow_last_token", "allow_empty_prediction", "null_threshold"}

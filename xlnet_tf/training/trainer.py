@@ -184,6 +184,7 @@ class Trainer:
       log_fn(f"Gradient accumulation: each update sums {micro_batches} micro-batches of {rows} "
              f"row{'s' if rows > 1 else ''} per replica.")
     dist = self.strategy.distribute_datasets_from_function(lambda ctx: dataset_fn(ctx, start))
+    self._check_rows(dist.element_spec)
     iterator = iter(dist)
     keep_freed_memory_after_input()  # building the iterator reset glibc's mmap threshold
     if self._loop_fn is None:
@@ -199,6 +200,17 @@ class Trainer:
         raise ValueError(f"The dataset ran out at step {self.step + 1}: dataset_fn's dataset must give a batch for "
                          f"every step up to train_steps {train_steps} (end it with .repeat()). The steps before it "
                          f"were applied; {nothing_saved()}.") from None
+
+  def _check_rows(self, element_spec):
+    """ValueError where the dataset's per-replica batches (where their size is known) are not the rows the
+    TrainConfig says (an API caller's: it trained silently on other batches, or failed deep in the accumulation)."""
+    sizes = {spec.shape[0] for spec in tf.nest.flatten(element_spec)
+             if isinstance(spec, tf.TensorSpec) and spec.shape.rank and spec.shape[0] is not None}
+    if sizes and sizes != {self.bsz_per_replica}:
+      raise ValueError(f"dataset_fn's batches have {', '.join(map(str, sorted(sizes)))} rows per replica, where "
+                       f"TrainConfig.global_batch_size={self.config.global_batch_size} over "
+                       f"{self.strategy.num_replicas_in_sync} replica(s) means {self.bsz_per_replica}. Batch the "
+                       "dataset by input_context.get_per_replica_batch_size(global_batch_size).")
 
   def _steps_in_flight(self):
     """The steps of the loop call that failed, as its error line names them ("at step 5", "in steps 5-8")."""

@@ -62,7 +62,8 @@ def define_run_config_flags(dropout, dropatt, flag_values=flags.FLAGS):
                     "and loss).", **fv)
   flags.DEFINE_bool("float32_positions", False, "With --use_bfloat16: compute the relative positional encoding in "
                     "float32, then cast (new). False: in bfloat16, as the original, which rounds positions past 256 "
-                    "and the sinusoids' arguments (an encoding off by up to 2.0 at distance 512; docs/design.md).", **fv)
+                    "and the sinusoids' arguments (an encoding off by up to 2.0 at distance 512; docs/design.md).",
+                    **fv)
   flags.DEFINE_bool("use_fp16", False, "Compute in float16 (Keras mixed_float16 policy: float32 variables, Adam "
                     "slots and loss) with dynamic loss scaling, for GPUs without bfloat16 (T4, V100); steps whose "
                     "gradients overflow are skipped (docs/training_step.md#float16---use_fp16). Not with "

@@ -336,6 +336,11 @@ def test_tied_biases_are_repeated_per_layer_and_spiece_is_copied(tmp_path, monke
       f"Warning: {directory}/spiece.model, copied beside the model, has 1000 pieces, more than the model's n_token=32: "
       "it is not the model's tokenizer (its ids past the embedding). Replace it with the one the model was trained "
       "with." for directory in (src, hf)]
+  (hf / "spiece.model").write_bytes(b"not a model")
+  lines.clear()
+  convert.convert_to_original(str(hf), str(tmp_path / "tf1_garbage"), log_fn=lines.append)
+  assert lines[-2] == (f"Warning: {hf}/spiece.model, copied beside the model, is no SentencePiece model SentencePiece "
+                       "can read.")
 
 
 def _corrupt_copies(root):

@@ -192,8 +192,8 @@ def test_bfloat16_positions_are_the_original_s_and_float32_positions_are_exact()
   from xlnet_tf.modeling import ops  # pylint: disable=import-outside-toplevel
   golden = np.load("tests/testdata/positions/bf16.npz")
   for name, (qlen, klen, d_model, clamp_len, attn_type, bi_data, bsz) in json.loads(str(golden["cases_json"])).items():
-    encode = lambda compute_dtype, dtype=tf.bfloat16: ops.relative_positional_encoding(  # pylint: disable=cell-var-from-loop
-        qlen, klen, d_model, clamp_len, attn_type, bi_data, bsz=bsz, dtype=dtype, compute_dtype=compute_dtype)
+    def encode(compute_dtype, dtype=tf.bfloat16, args=(qlen, klen, d_model, clamp_len, attn_type, bi_data, bsz)):
+      return ops.relative_positional_encoding(*args[:-1], bsz=args[-1], dtype=dtype, compute_dtype=compute_dtype)
     original, exact = golden[f"{name}/bf16"], golden[f"{name}/fp32"]
     np.testing.assert_allclose(tf.cast(encode(tf.bfloat16), tf.float32).numpy(), original, atol=1e-6, err_msg=name)
     np.testing.assert_allclose(tf.cast(encode(tf.float32), tf.float32).numpy(), exact, atol=4e-3, err_msg=name)

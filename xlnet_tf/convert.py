@@ -61,7 +61,10 @@ def _spiece_notes(src_dir, n_token):
   path = os.path.join(src_dir, "spiece.model")
   if not fileio.exists(path):
     return []
-  pieces = sentencepiece.SentencePieceProcessor(model_proto=_read(path)).GetPieceSize()
+  try:
+    pieces = sentencepiece.SentencePieceProcessor(model_proto=_read(path)).GetPieceSize()
+  except RuntimeError:  # copied as it is; the tools that read it say what is wrong with it
+    return [f"Warning: {path}, copied beside the model, is no SentencePiece model SentencePiece can read."]
   return [f"Warning: {path}, copied beside the model, has {pieces} pieces, more than the model's n_token={n_token}: "
           "it is not the model's tokenizer (its ids past the embedding). Replace it with the one the model was "
           "trained with."] if pieces > n_token else []

@@ -128,7 +128,7 @@ class RunCheckpoint:
     """
     latest = checkpoint_lib.latest_checkpoint(self.model_dir)
     state = None if latest else checkpoint_paths.read_state(self.model_dir)
-    if state:
+    if state is not None:
       raise FileNotFoundError(f"Cannot resume: {os.path.join(self.model_dir, 'checkpoint')} names "
                               f"{state.model_checkpoint_path} as the latest checkpoint, but its files are gone and "
                               "there is no complete checkpoint in --model_dir (a copy cut short?). Copy the "

@@ -119,7 +119,8 @@ def _check_init_spiece(o, resolved=None):
                   ("record_info_dir", (resolved or {}).get(_SPIECE_DIGEST)))
   there = run_flags(directory) or {}
   beside = os.path.join(directory, "spiece.model")
-  if there.get(_SPIECE_DIGEST) or not digest or not fileio.exists(beside) or fileio.sha256(beside) == digest:
+  if (there.get(_SPIECE_DIGEST) or not digest or not fileio.exists(beside) or fileio.sha256(beside) == digest
+      or not _is_sentencepiece(beside)):  # e.g. a Git LFS pointer left for the model: nothing to compare with
     _check_spiece(there, o, flag, digest, "--init_checkpoint", directory)
     return
   given = (f"--spiece_model_file {o.spiece_model_file} is" if flag == "spiece_model_file" else
@@ -129,6 +130,15 @@ def _check_init_spiece(o, resolved=None):
   raise FlagError(f"{given} another SentencePiece model than the one beside --init_checkpoint ({beside}: its sha256 "
                   "differs): the same ids would mean other pieces than the model learned. "
                   f"{fix}, or move that file away if the vocabulary is meant to change.")
+
+
+def _is_sentencepiece(path):
+  from xlnet_tf.data import tokenization  # pylint: disable=g-import-not-at-top
+  try:
+    tokenization.load_sentencepiece(path)
+  except (ValueError, OSError, RuntimeError):
+    return False
+  return True
 
 
 def _acting(name, value):

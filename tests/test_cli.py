@@ -668,7 +668,7 @@ def test_fine_tuning_a_model_beside_another_sentencepiece_model_is_refused(tmp_p
   spm = "tests/testdata/data/spm/spiece.model"
   model = tmp_path / "hf"
   shutil.copytree("tests/testdata/hf/lm_safetensors", model)
-  (model / "spiece.model").write_bytes(open(spm, "rb").read() + b"x")
+  shutil.copy("tests/testdata/squad/spm/spiece.model", model / "spiece.model")
   o = types.SimpleNamespace(model_dir=str(tmp_path / "cls"), init_checkpoint=str(model), do_train=True,
                             spiece_model_file=spm)
   with pytest.raises(cli.FlagError) as error:
@@ -683,5 +683,7 @@ def test_fine_tuning_a_model_beside_another_sentencepiece_model_is_refused(tmp_p
   with pytest.raises(cli.FlagError, match=r"^The records of --record_info_dir /r were written with another "
                                           r"SentencePiece model than the one beside --init_checkpoint \("):
     run_files._check_init_spiece(records, {"spiece_model_sha256": "0" * 64})  # pylint: disable=protected-access
+  (model / "spiece.model").write_text("version https://git-lfs.github.com/spec/v1\noid sha256:0\nsize 760289\n")
+  run_files.check_trained_model(o, o.model_dir, None)  # a Git LFS pointer: no model to compare with (sweep 18, R4)
   (model / "spiece.model").unlink()
   run_files.check_trained_model(o, o.model_dir, None)

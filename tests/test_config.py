@@ -204,13 +204,14 @@ def test_configs_refuse_values_of_the_wrong_type_where_they_are_given():
   from xlnet_tf.modeling.xlnet import XLNetModel  # pylint: disable=import-outside-toplevel
   from xlnet_tf.training import TrainConfig  # pylint: disable=import-outside-toplevel
   good = dict(learning_rate=1e-3, train_steps=4, global_batch_size=8)
-  TrainConfig(**dict(good, train_steps=np.int64(4), save_steps=None, clip=1))  # numpy's integers, an int for a float
+  TrainConfig(**dict(good, train_steps=np.int64(4), save_steps=None, clip=1, jit_compile=np.bool_(True)))  # numpy's
   for field, value, kind in (("learning_rate", "1e-3", "a number"), ("gradient_accumulation_steps", 2.0, "an integer"),
                              ("gradient_accumulation_steps", True, "an integer"), ("jit_compile", 1, "True or False"),
                              ("save_steps", 2.5, "an integer or None"), ("clip_mode", 3, "a string or None")):
     with pytest.raises(TypeError, match=f"^TrainConfig.{field} must be {kind}. Received: {value!r} "):
       TrainConfig(**dict(good, **{field: value}))
-  with pytest.raises(ValueError, match="^--train_batch_size must be a positive integer. Received: 0."):
+  with pytest.raises(ValueError, match=r"^TrainConfig.global_batch_size \(--train_batch_size\) must be a positive "
+                                       "integer. Received: 0."):
     TrainConfig(**dict(good, global_batch_size=0))
   with pytest.raises(TypeError, match="^`is_training` must be True or False. Received: 'False'."):
     RunConfig("False", False, False, 0.1, 0.1)

@@ -153,7 +153,7 @@ def test_gradients_not_finite_at_the_minimum_scale_stop_the_run(tmp_path):
   trainer = make_trainer(tmp_path, True)
   trainer.model.lm_loss_layer.bias.assign(np.full(trainer.model.lm_loss_layer.bias.shape, 1e5, np.float32))
   trainer.loss_scale.scale.assign(2.0)
-  with pytest.raises(FloatingPointError, match=r"not finite even unscaled .* Lower --learning_rate or check the data "
+  with pytest.raises(FloatingPointError, match=r"not finite even unscaled .* Lower --learning_rate, check the data, "
                                                 r"or train without --use_fp16 \(float32, or --use_bfloat16\)\.$"):
     trainer.train(dataset_fn, train_steps=3, log_fn=lambda _: None)
 
@@ -338,3 +338,25 @@ def test_a_trainer_of_a_model_or_of_a_dict_config_is_one_line(tmp_path):
                                        f"global_batch_size={BSZ} over 1 replica\\(s\\) means {BSZ}. Batch the"):
     trainer.train(lambda ctx, start: dataset_fn(ctx, start).unbatch().batch(2, drop_remainder=True), train_steps=1,
                   log_fn=lambda _: None)
+  # On two replicas (each one's batch in a PerReplicaSpec: the check saw none; sweep 18, R1).
+  proc = subprocess.run([PY, "-c", TWO_REPLICAS_WRONG_BATCH.format(model_dir=tmp_path / "mirrored")],
+                        capture_output=True, text=True, timeout=300, cwd="tests")
+  assert proc.stdout.strip().splitlines()[-1] == (
+      f"dataset_fn's batches have {BSZ} rows per replica, where TrainConfig.global_batch_size={BSZ} over 2 "
+      f"replica(s) means {BSZ // 2}. Batch the dataset by input_context.get_per_replica_batch_size(global_batch_size)."
+  ), proc.stderr[-2000:]
+
+
+TWO_REPLICAS_WRONG_BATCH = r"""
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+import test_fp16
+
+trainer = test_fp16.make_trainer("{model_dir}", False, strategy="mirrored")
+try:
+  trainer.train(lambda ctx, start: test_fp16.dataset_fn(ctx, start).unbatch().batch(test_fp16.BSZ, drop_remainder=True),
+                train_steps=1)
+except ValueError as e:
+  print(e)
+"""

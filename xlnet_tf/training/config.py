@@ -7,6 +7,8 @@ import dataclasses
 import numbers
 from typing import Optional
 
+import numpy as np
+
 from xlnet_tf.training import accumulation
 from xlnet_tf.training import optimization
 
@@ -22,11 +24,11 @@ _KIND_NAMES = {float: "a number", int: "an integer", bool: "True or False", str:
 
 
 def _is_a(kind, value):
-  """Whether `value` fits TrainConfig's annotation `kind` (a bool is no number; numpy's numbers are)."""
+  """Whether `value` fits TrainConfig's annotation `kind` (a bool is no number; numpy's numbers and bools are)."""
   if kind in (Optional[int], Optional[str]):
     return value is None or _is_a(kind.__args__[0], value)
   if kind is bool:
-    return isinstance(value, bool)
+    return isinstance(value, (bool, np.bool_))
   number = numbers.Integral if kind is int else numbers.Real if kind is float else None
   return isinstance(value, number) and not isinstance(value, bool) if number else isinstance(value, kind)
 
@@ -81,7 +83,8 @@ class TrainConfig:
         raise TypeError(f"TrainConfig.{field.name} must be {_KIND_NAMES[field.type]}. Received: {value!r} "
                         f"({type(value).__name__}).")
     if self.global_batch_size < 1:
-      raise ValueError(f"--train_batch_size must be a positive integer. Received: {self.global_batch_size}.")
+      raise ValueError(f"TrainConfig.global_batch_size (--train_batch_size) must be a positive integer. Received: "
+                       f"{self.global_batch_size}.")
     if self.mems_reset not in MEMS_RESET:
       raise ValueError(f"--mems_reset must be one of {MEMS_RESET}. Received: {self.mems_reset!r}.")
     accumulation.check_steps(self.gradient_accumulation_steps)  # the split of the per-replica batch: Trainer

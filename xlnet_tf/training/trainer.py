@@ -65,7 +65,8 @@ class Trainer:
   def __init__(self, strategy, model_fn, task, model_dir, config):
     if not isinstance(config, TrainConfig):  # a dict: `'dict' object has no attribute 'global_batch_size'`
       raise TypeError(f"Trainer's config must be a TrainConfig. Received: {type(config).__name__}.")
-    if hasattr(model_fn, "trainable_variables") or not callable(model_fn):  # a model: called, missing its input_ids
+    if not callable(model_fn) or not isinstance(model_fn, type) and hasattr(model_fn, "trainable_variables"):
+      # a model: called as one, its input_ids missing
       raise TypeError("Trainer's model_fn must be a function that builds the model (it is called inside the "
                       f"strategy's scope), e.g. lambda: XLNetModel(...). Received: {type(model_fn).__name__}.")
     num_replicas = strategy.num_replicas_in_sync
@@ -204,7 +205,10 @@ class Trainer:
   def _check_rows(self, element_spec):
     """ValueError where the dataset's per-replica batches (where their size is known) are not the rows the
     TrainConfig says (an API caller's: it trained silently on other batches, or failed deep in the accumulation)."""
-    sizes = {spec.shape[0] for spec in tf.nest.flatten(element_spec)
+    specs = [part for spec in tf.nest.flatten(element_spec)  # several replicas: a PerReplicaSpec of each one's
+             for part in (tf.nest.flatten(spec, expand_composites=True) if type(spec).__name__ == "PerReplicaSpec"
+                          else [spec])]
+    sizes = {spec.shape[0] for spec in specs
              if isinstance(spec, tf.TensorSpec) and spec.shape.rank and spec.shape[0] is not None}
     if sizes and sizes != {self.bsz_per_replica}:
       raise ValueError(f"dataset_fn's batches have {', '.join(map(str, sorted(sizes)))} rows per replica, where "
@@ -281,9 +285,10 @@ class Trainer:
       what = (f"The float16 gradients are not finite even unscaled (loss scale at its minimum 1) by step {step} "
               f"(loss {loss}, gnorm {gnorm})")
     # float16's range (65504) may be the cause itself: activations of large weights overflow from the first step.
-    fix = " or train without --use_fp16 (float32, or --use_bfloat16)" if self.loss_scale is not None else ""
+    fix = (", check the data, or train without --use_fp16 (float32, or --use_bfloat16)" if self.loss_scale is not None
+           else " or check the data")
     raise FloatingPointError(f"{what}; stopped without saving. The last good checkpoint is "
-                             f"{self.checkpoints.latest()}. Lower --learning_rate or check the data{fix}.")
+                             f"{self.checkpoints.latest()}. Lower --learning_rate{fix}.")
 
   def _build_loop(self):
     strategy = self.strategy

@@ -309,7 +309,7 @@ def test_a_float32_run_resumed_in_float16_names_the_variables_it_lacks(tmp_path)
   first.checkpoints.manager.save(checkpoint_number=0)
   with pytest.raises(run_checkpoint.CannotResume) as error:
     make_trainer(tmp_path, True).restore_or_init(None)
-  assert "<tf.Variable" not in error.value.reason and "numpy=" not in error.value.reason
+  assert error.value.reason.startswith("it lacks ") and "<tf.Variable" not in error.value.reason
   assert "scale" in error.value.reason and "good_steps" in error.value.reason, error.value.reason
 
 

@@ -59,9 +59,13 @@ def load_optimizer_state(optimizer, slots, ckpt_path):
 
 def _variable_names(reason):
   """TensorFlow's reason with each variable it lists as its name (`<tf.Variable 'scale:0' shape=() dtype=float32,
-  numpy=32768.0>`, `<Variable path=seed_generator_4/seed_generator_state, ...>`: scale, seed_generator_4/...)."""
+  numpy=32768.0>`, `<Variable path=seed_generator_4/seed_generator_state, ...>`: scale, seed_generator_4/...), and
+  its sentence about unmatched objects as what it means here."""
   reason = re.sub(r"<tf\.Variable '([^':]+)(?::\d+)?'[^>]*>", r"\1", reason)
-  return re.sub(r"<Variable path=([^,>]+)[^>]*>", r"\1", reason)
+  reason = re.sub(r"<Variable path=([^,>]+)[^>]*>", r"\1", reason)
+  return re.sub(r"^Found (\d+) Python objects that were not bound to checkpointed values, likely due to changes in "
+                r"the Python program\. Showing \d+ of \d+ unmatched objects: \[(.*)\]",
+                r"it lacks \1 of this run's variables: \2", reason, flags=re.S)
 
 
 class CannotResume(ValueError):

@@ -145,6 +145,12 @@ def test_a_directory_of_several_checkpoints_names_them_and_a_prefix_without_its_
     checkpoint.resolve_checkpoint_path(str(tmp_path))
   (tmp_path / "model.ckpt-100.index").unlink()
   assert checkpoint.resolve_checkpoint_path(str(tmp_path)) == f"{tmp_path}/xlnet_model.ckpt"
+  (tmp_path / "xlnet_model.ckpt.index").rename(tmp_path / "xlnet_model.ckpt.index.moved")
+  with pytest.raises(FileNotFoundError, match=f"^No checkpoint found in directory {tmp_path} \\(no \\*.index file; "
+                                              "xlnet_model.ckpt.tmp-99999-0123456789ab.index is what a writer killed "
+                                              "while writing left: write it again\\)."):
+    checkpoint.resolve_checkpoint_path(str(tmp_path))
+  (tmp_path / "xlnet_model.ckpt.index.moved").rename(tmp_path / "xlnet_model.ckpt.index")
   message = (f"^Checkpoint {tmp_path}/model.ckpt-100 is incomplete: its model.ckpt-100.data-\\* file\\(s\\) are "
              "there, its model.ckpt-100.index is not")
   with pytest.raises(FileNotFoundError, match=message):

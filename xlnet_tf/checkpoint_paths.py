@@ -150,8 +150,10 @@ def resolve_checkpoint_path(ckpt_path):
         if fileio.exists(os.path.join(ckpt_path, "saved_model.pb")):
           raise FileNotFoundError(f"{ckpt_path} is a SavedModel (saved_model.pb: an export, for serving), not a "
                                   "checkpoint. Pass the --model_dir it was exported from, or one of its checkpoints.")
-        raise FileNotFoundError(f"No checkpoint found in directory {ckpt_path} (no *.index file). Pass the "
-                                "checkpoint prefix, e.g. .../xlnet_model.ckpt.")
+        left = [os.path.basename(p) for p in fileio.glob_in(ckpt_path, "*.tmp-*.index")]
+        raise FileNotFoundError(f"No checkpoint found in directory {ckpt_path} (no *.index file" + (
+            f"; {left[0]} is what a writer killed while writing left: write it again" if left else "") +
+            "). Pass the checkpoint prefix, e.g. .../xlnet_model.ckpt.")
       if len(indexes) != 1:
         names = ", ".join(sorted(os.path.basename(p)[:-len(".index")] for p in indexes))
         raise FileNotFoundError(f"Directory {ckpt_path} holds {len(indexes)} checkpoints ({names}), none of them "

@@ -176,6 +176,8 @@ def flag_changes(o, training_only=False, there=None):
   if there is None:
     return []
   here = json.loads(json.dumps(vars(o), default=str))  # as training.write_run_files wrote them
+  if "float32_positions" not in there and "float32_positions" in here:  # a run of before the flag: bfloat16 runs
+    there = dict(there, float32_positions=bool(there.get("use_bfloat16")) or here["float32_positions"])  # had them
   skipped = set(_NOT_COMPARED)
   if training_only:
     skipped = (skipped | _NOT_TRAINING) - {"train_steps"}  # the horizon of the decay: every later step's rate

@@ -304,6 +304,13 @@ def test_a_resume_with_other_training_flags_says_so_and_keeps_the_change(tmp_pat
                             XLNetConfig(**CONFIG), lines.append)
   assert lines[-1].startswith("Warning: resumed with other flags than the run that wrote the checkpoints (train_steps "
                               "10 there, 20 here)")
+  # A bfloat16 run written before --float32_positions computed its encoding exactly: resumed with the original's
+  # encoding (this version's default), it is a change (sweep 18, R5); a float32 run's encoding is the same either way.
+  written = json.load(open(tmp_path / "run_flags.json"))
+  for use_bfloat16, changes in ((True, ["float32_positions True there, False here"]), (False, [])):
+    there = {k: v for k, v in written.items() if k != "float32_positions"}
+    here = options(learning_rate=written["learning_rate"], use_bfloat16=use_bfloat16, float32_positions=False)
+    assert run_files.flag_changes(here, training_only=True, there=dict(there, use_bfloat16=use_bfloat16)) == changes
 
 
 def test_a_resume_on_other_records_says_so(tmp_path):

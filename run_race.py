@@ -190,13 +190,11 @@ def run(o, strategy, log_fn=print):
     ckpt = checkpoint.choose_checkpoint(o.model_dir, o.predict_ckpt, o.init_checkpoint)
     if o.predict_ckpt:
       run_files.check_trained_model(o, checkpoint.directory_of(ckpt), xlnet_config, "--predict_ckpt")
-    examples = race_data.get_examples(o.data_dir, o.eval_split, o.high_only, o.middle_only,
-                                       o.sorted_file_order, answers_required=False)
     level = "high." if o.high_only else "middle." if o.middle_only else ""
     output_file = os.path.join(o.predict_dir, f"{level}{o.eval_split}.predictions.json")
     with locks.directory_lock(o.predict_dir, name="predict", what="--predict_dir"):  # one run's files a time
       results["predict"] = race_eval.predict(inference, ckpt, info.path, o.max_seq_length, o.eval_batch_size,
-                                             examples, o.data_dir, output_file)
+                                             info.examples, o.data_dir, output_file)  # those the records hold
     accuracy = results["predict"]["accuracy"]
     log_fn(f"Predictions of {ckpt}: {output_file} ({results['predict']['num_questions']} questions, "
            + ("without answers to score)." if info.unanswered else f"accuracy {accuracy:.4f})."))

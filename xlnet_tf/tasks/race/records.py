@@ -109,12 +109,14 @@ class RecordsInfo:
     written: bool, False when an existing file was kept.
     unanswered: list of str, the files read without `answers` (an eval split's, to be predicted; their questions'
       label_ids are 0, so they cannot be evaluated).
+    examples: list of `InputExample`, an eval split's real examples in record order (what a prediction names).
   """
   path: str
   num_real: int
   num_padding: int
   written: bool
   unanswered: list = dataclasses.field(default_factory=list)
+  examples: list = dataclasses.field(default_factory=list)
 
   @property
   def num_records(self):
@@ -208,7 +210,7 @@ def prepare_records(config, split, tokenize_fn):
         return RecordsInfo(path=path, num_real=None, num_padding=0, written=False)
       examples = data.get_examples(c.data_dir, split, c.high_only, c.middle_only, c.sorted_file_order)
       random.Random(c.shuffle_seed).shuffle(examples)
-      num_real, unanswered = len(examples), []
+      num_real, unanswered, real_examples = len(examples), [], []
     else:
       real_examples = data.get_examples(c.data_dir, split, c.high_only, c.middle_only, c.sorted_file_order,
                                         answers_required=False)
@@ -220,7 +222,7 @@ def prepare_records(config, split, tokenize_fn):
     written = write_records(examples, tokenize_fn, path, c.max_seq_length, c.max_qa_length, c.fix_option_aliasing,
                             not reuse, fingerprint)
   return RecordsInfo(path=path, num_real=num_real, num_padding=len(examples) - num_real,
-                     written=written is not None, unanswered=unanswered)
+                     written=written is not None, unanswered=unanswered, examples=real_examples)
 
 
 def name_to_features(max_seq_length):

@@ -133,6 +133,7 @@ def _check_init_spiece(o, resolved=None):
 
 
 def _is_sentencepiece(path):
+  """Whether `path` is an XLNet SentencePiece model the tools can read (not, e.g., a Git LFS pointer)."""
   from xlnet_tf.data import tokenization  # pylint: disable=g-import-not-at-top
   try:
     tokenization.load_sentencepiece(path)

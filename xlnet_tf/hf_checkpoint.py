@@ -68,8 +68,7 @@ _QA = {
 _PROJ = {"logits_proj.weight": ("{scope}/kernel", True), "logits_proj.bias": ("{scope}/bias", False)}
 ARCHITECTURES = {  # HF class -> the heads it holds (beyond the backbone)
     "XLNetModel": {}, "XLNetLMHeadModel": _LM, "XLNetForSequenceClassification": {**_SUMMARY, **_PROJ},
-    "XLNetForMultipleChoice": {**_SUMMARY, **_PROJ}, "XLNetForQuestionAnswering": _QA,
-}
+    "XLNetForMultipleChoice": {**_SUMMARY, **_PROJ}, "XLNetForQuestionAnswering": _QA}
 RACE_SCOPE = "logits/dense"  # the original run_race.py's `tf.variable_scope("logits")` + dense
 POOLING = ("XLNetForSequenceClassification", "XLNetForMultipleChoice")  # the heads on HF's SequenceSummary
 

@@ -5,8 +5,10 @@ original passes to `transformer_xl` at run time (dropout, initializer, memory an
 """
 
 import json
+import numbers
 import os
 import re
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
@@ -21,6 +23,17 @@ MAX_WEIGHT_BYTES = 2**40  # float32 weights beyond this fit no device: a config 
 INITS = ("normal", "uniform")
 # A head's task name (`classification_{name}`, `regression_{name}`): characters a TensorFlow variable scope takes.
 _HEAD_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def fits(kind, value):
+  """Whether `value` is of the run settings' type `kind` (int, float, bool, str, Optional[int], Optional[str]) as
+  the Python API takes it: numpy's numbers and bools too, and a bool is no number."""
+  if kind in (Optional[int], Optional[str]):
+    return value is None or fits(kind.__args__[0], value)
+  if kind is bool:
+    return isinstance(value, (bool, np.bool_))
+  number = numbers.Integral if kind is int else numbers.Real if kind is float else None
+  return isinstance(value, number) and not isinstance(value, bool) if number else isinstance(value, kind)
 
 
 def is_head_name(name):
@@ -164,15 +177,15 @@ class RunConfig:
     if init not in INITS:
       raise ValueError(f"`init` must be one of {INITS}. Received: {init!r}.")
     for name, value in (("mem_len", mem_len), ("reuse_len", reuse_len), ("clamp_len", clamp_len)):
-      if value is not None and (not isinstance(value, (int, np.integer)) or isinstance(value, bool)):
+      if not fits(Optional[int], value):
         raise TypeError(f"`{name}` must be an integer or None. Received: {value!r}.")
     for name, value in (("is_training", is_training), ("use_tpu", use_tpu), ("use_bfloat16", use_bfloat16),
                         ("bi_data", bi_data), ("same_length", same_length), ("use_fp16", use_fp16),
                         ("recompute_grad", recompute_grad), ("float32_positions", float32_positions)):
-      if not isinstance(value, (bool, np.bool_)):  # "False" is true: a notebook's string trained with dropout
+      if not fits(bool, value):  # "False" is true: a notebook's string trained with dropout
         raise TypeError(f"`{name}` must be True or False. Received: {value!r}.")
     for name, rate in (("dropout", dropout), ("dropatt", dropatt)):
-      if not (isinstance(rate, (int, float, np.number)) and not isinstance(rate, bool) and 0.0 <= rate < 1.0):
+      if not (fits(float, rate) and 0.0 <= rate < 1.0):
         raise ValueError(f"`{name}` must be in [0, 1). Received: {rate!r}.")
     for name, value in (("init_range", init_range), ("init_std", init_std)):  # a negative one read as its size
       if not (isinstance(value, (int, float, np.number)) and value > 0):

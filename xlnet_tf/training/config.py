@@ -4,11 +4,9 @@ flag a CLI user sets.
 """
 
 import dataclasses
-import numbers
 from typing import Optional
 
-import numpy as np
-
+from xlnet_tf.config import fits
 from xlnet_tf.training import accumulation
 from xlnet_tf.training import optimization
 
@@ -21,16 +19,6 @@ LOSS_WEIGHTINGS = ("replica_mean", "global_mean")
 
 _KIND_NAMES = {float: "a number", int: "an integer", bool: "True or False", str: "a string",
                Optional[int]: "an integer or None", Optional[str]: "a string or None"}
-
-
-def _is_a(kind, value):
-  """Whether `value` fits TrainConfig's annotation `kind` (a bool is no number; numpy's numbers and bools are)."""
-  if kind in (Optional[int], Optional[str]):
-    return value is None or _is_a(kind.__args__[0], value)
-  if kind is bool:
-    return isinstance(value, (bool, np.bool_))
-  number = numbers.Integral if kind is int else numbers.Real if kind is float else None
-  return isinstance(value, number) and not isinstance(value, bool) if number else isinstance(value, kind)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +67,7 @@ class TrainConfig:
   def __post_init__(self):
     for field in dataclasses.fields(self):  # a notebook's "1e-3" or 2.0 failed deep in the schedule or the loop
       value = getattr(self, field.name)
-      if not _is_a(field.type, value):
+      if not fits(field.type, value):
         raise TypeError(f"TrainConfig.{field.name} must be {_KIND_NAMES[field.type]}. Received: {value!r} "
                         f"({type(value).__name__}).")
     if self.global_batch_size < 1:

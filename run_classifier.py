@@ -141,7 +141,7 @@ def trained_labels(directory):
       raise cli.FlagError(str(e)) from None
     labels = hf_checkpoint.named_labels(config)
     return (os.path.join(directory, hf_checkpoint.CONFIG_FILE), config, labels) if labels else (None, None, None)
-  if not (checkpoint.latest_checkpoint(directory) or fileio.glob_in(directory, "*.index")):
+  if not (checkpoint.latest_checkpoint(directory) or checkpoint.checkpoint_prefixes(directory)):
     return None, None, None
   there = run_files.run_flags(directory)
   if not there or "label_list" not in there:

@@ -49,14 +49,14 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
   (`_TRAINED_WITH` in its run_flags.json), or another SentencePiece model (its sha256 there); for a HuggingFace
   directory, another pooling than its config.json's. All load without a shape mismatch: an evaluation, a prediction,
   an export or a resume went on with other numbers, exit 0."""
-  from xlnet_tf import checkpoint, fileio, hf_checkpoint, training  # pylint: disable=g-import-not-at-top
+  from xlnet_tf import checkpoint, hf_checkpoint, training  # pylint: disable=g-import-not-at-top
   if flag == "--model_dir" and getattr(o, "do_train", False):  # before records are written
     _check_apart_from_init_checkpoint(o)
     _check_init_spiece(o)
   if directory and hf_checkpoint.is_hf_directory(directory):
     _check_hf_pooling(o, directory, flag)
     return
-  if not directory or not (checkpoint.latest_checkpoint(directory) or fileio.glob_in(directory, "*.index")):
+  if not directory or not (checkpoint.latest_checkpoint(directory) or checkpoint.checkpoint_prefixes(directory)):
     return  # no checkpoint (yet): nothing to check
   try:
     training.check_run_files(directory, xlnet_config, flag)
@@ -339,10 +339,8 @@ def _check_apart_from_init_checkpoint(o):
 
 def _other_checkpoint(directory):
   """The prefix of the first checkpoint in `directory` not named as a training run's (`ckpt-N`); None if none."""
-  from xlnet_tf import checkpoint, fileio  # pylint: disable=g-import-not-at-top
-  indexes = sorted(os.path.basename(path) for path in fileio.glob_in(directory, "*.index")
-                   if not checkpoint.is_run_checkpoint(path[:-len(".index")]))
-  return os.path.join(directory, indexes[0][:-len(".index")]) if indexes else None
+  from xlnet_tf import checkpoint  # pylint: disable=g-import-not-at-top
+  return next((p for p in checkpoint.checkpoint_prefixes(directory) if not checkpoint.is_run_checkpoint(p)), None)
 
 
 def _model_to_start_from(directory):

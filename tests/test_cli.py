@@ -586,6 +586,14 @@ def test_a_model_dir_holding_another_checkpoint_is_refused(tmp_path):
         else:
           run_files._check_apart_from_init_checkpoint(  # pylint: disable=protected-access
               types.SimpleNamespace(model_dir=str(directory), init_checkpoint=str(directory / "model.ckpt-6")))
+  killed = tmp_path / "killed"  # a killed conversion's temporary is no checkpoint: not named, the released one is
+  killed.mkdir()
+  for name in ["xlnet_model.ckpt.tmp-7-h.index", "zz.ckpt.index", "zz.ckpt.data-00000-of-00001"]:
+    (killed / name).write_text("{}")
+  assert refused(killed) == line(killed, "zz.ckpt")
+  (killed / "zz.ckpt.index").unlink()
+  run_files._check_apart_from_init_checkpoint(  # pylint: disable=protected-access
+      types.SimpleNamespace(model_dir=str(killed), init_checkpoint=None))
   ours = tmp_path / "ours"  # a run's own checkpoints beside another: resumed
   ours.mkdir()
   for name in ["model.ckpt-6.index", "ckpt-2.index", "ckpt-2.data-00000-of-00001"]:

@@ -26,7 +26,7 @@ from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
 # Finding a directory's checkpoints by their files is checkpoint_paths'; its names are callers' names here too.
 from xlnet_tf.checkpoint_paths import (  # pylint: disable=unused-import
-    directory_of, is_complete, is_run_checkpoint, latest_checkpoint, resolve_checkpoint_path)
+    checkpoint_prefixes, directory_of, is_complete, is_run_checkpoint, latest_checkpoint, resolve_checkpoint_path)
 from xlnet_tf.config import XLNetConfig
 
 
@@ -326,7 +326,7 @@ def load_weights(model, ckpt_path):
     _, arrays, info = hf_checkpoint.read_hf_checkpoint(ckpt_path, cls_scope=scopes[0] if len(scopes) == 1 else None)
     for line in info["notes"]:
       logging.info("%s", line)
-    tf_checkpoints = sorted(os.path.basename(p)[:-len(".index")] for p in fileio.glob_in(ckpt_path, "*.index"))
+    tf_checkpoints = [os.path.basename(p) for p in checkpoint_prefixes(ckpt_path)]
     if tf_checkpoints:  # a model directory holding both: which one was read was said at INFO only
       logging.warning("%s holds a HuggingFace model and TF checkpoints (%s): the HuggingFace weights (%s) are read. "
                       "Pass a checkpoint's prefix (%s) to read it instead.", ckpt_path, ", ".join(tf_checkpoints),
@@ -401,10 +401,7 @@ def list_checkpoints(model_dir):
     raise FileNotFoundError(f"--model_dir {model_dir!r} is not a directory holding checkpoints. Train first "
                             "(--do_train=True) or point --model_dir at the fine-tuning output.")
   entries = []
-  for name in tf.io.gfile.listdir(model_dir):
-    if not name.endswith(".index") or fileio.is_temp_name(name):
-      continue
-    prefix = os.path.join(model_dir, name[:-len(".index")])
+  for prefix in checkpoint_prefixes(model_dir):
     if not is_complete(prefix):
       logging.warning("Left out checkpoint %s: it has its .index but not every .data-* file it names (a copy cut "
                       "short). Copy it again, or delete its files.", prefix)

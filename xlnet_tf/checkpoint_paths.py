@@ -114,6 +114,12 @@ def is_complete(prefix):
   return bool(shards) and len(shards) == int(_SHARDS.search(shards[0]).group(1))
 
 
+def checkpoint_prefixes(directory):
+  """The sorted prefixes of the checkpoints in `directory` (its `*.index` files, hidden names too), less a writer's
+  temporaries (`xlnet_model.ckpt.tmp-P-H.index`: a writer killed before its rename), which are no checkpoint."""
+  return [p[:-len(".index")] for p in fileio.glob_in(directory, "*.index") if not fileio.is_temp_name(p)]
+
+
 def data_files(prefix):
   """The `.data-*-of-*` files (shards) of checkpoint `prefix` there are."""
   return [n for n in fileio.glob_in(os.path.dirname(prefix) or ".", os.path.basename(prefix) + ".data-*")
@@ -143,9 +149,8 @@ def resolve_checkpoint_path(ckpt_path):
   if tf.io.gfile.isdir(ckpt_path):
     latest = latest_checkpoint(ckpt_path)
     if latest is None:
-      # Not a writer's temporary (`xlnet_model.ckpt.tmp-P-H.index`: a conversion killed before its rename).
-      indexes = [p for p in fileio.glob_in(ckpt_path, "*.index") if not fileio.is_temp_name(p)]
-      if not indexes:
+      prefixes = checkpoint_prefixes(ckpt_path)
+      if not prefixes:
         hf_checkpoint.require_config(ckpt_path)
         if fileio.exists(os.path.join(ckpt_path, "saved_model.pb")):
           raise FileNotFoundError(f"{ckpt_path} is a SavedModel (saved_model.pb: an export, for serving), not a "
@@ -154,12 +159,12 @@ def resolve_checkpoint_path(ckpt_path):
         raise FileNotFoundError(f"No checkpoint found in directory {ckpt_path} (no *.index file" + (
             f"; {left[0]} is what a writer killed while writing left: write it again" if left else "") +
             "). Pass the checkpoint prefix, e.g. .../xlnet_model.ckpt.")
-      if len(indexes) != 1:
-        names = ", ".join(sorted(os.path.basename(p)[:-len(".index")] for p in indexes))
-        raise FileNotFoundError(f"Directory {ckpt_path} holds {len(indexes)} checkpoints ({names}), none of them "
+      if len(prefixes) != 1:
+        names = ", ".join(os.path.basename(p) for p in prefixes)
+        raise FileNotFoundError(f"Directory {ckpt_path} holds {len(prefixes)} checkpoints ({names}), none of them "
                                 "named its latest by a `checkpoint` state file: pass the prefix of one, e.g. "
-                                f"{indexes[0][:-len('.index')]}.")
-      latest = indexes[0][:-len(".index")]
+                                f"{prefixes[0]}.")
+      latest = prefixes[0]
     return latest
   if tf.io.gfile.exists(ckpt_path):  # its .index is not there (above)
     raise FileNotFoundError(f"{ckpt_path} is a file, not a checkpoint. Pass a checkpoint's prefix (its files' names "

@@ -73,12 +73,11 @@ def validate(o, num_replicas=1, strategy="one_device"):
   if o.do_predict and not o.predict_dir:
     raise cli.FlagError("--do_predict needs --predict_dir: where the predictions file goes.")
   cli.require_output_dirs(o, "output_dir", "model_dir", "predict_dir")
-  real = lambda p: p if fileio.is_remote(p) else os.path.realpath(p)  # a link to (or in) the data is the data
-  levels = [(d, real(d)) for d in (os.path.join(o.data_dir, split, level) for split in race_data.SPLITS
-                                   for level in race_data.LEVELS)]
+  dirs = [os.path.join(o.data_dir, split, level) for split in race_data.SPLITS for level in race_data.LEVELS]
+  levels = [(d, fileio.real_path(d)) for d in dirs]  # a link to (or in) the data is the data
   for name in ("output_dir", "model_dir", "predict_dir"):  # the reader takes every file there for an article
     if getattr(o, name) and (inside := [d for d, real_d in levels if fileio.is_within(getattr(o, name), d)
-                                        or fileio.is_within(real(getattr(o, name)), real_d)]):
+                                        or fileio.is_within(fileio.real_path(getattr(o, name)), real_d)]):
       raise cli.FlagError(f"--{name} {getattr(o, name)} is inside --data_dir {o.data_dir}'s {inside[0]}, whose every "
                           "file is read as a RACE article: the run's own files there would be read as articles. "
                           f"Pass a --{name} outside --data_dir's {{split}}/{{level}} directories.")

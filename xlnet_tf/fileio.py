@@ -47,6 +47,11 @@ def is_within(path, directory):
   return (full(path) + "/").startswith(full(directory) + "/")
 
 
+def real_path(path):
+  """`path`'s real name: a local one absolute, links followed; a remote one as given, less a trailing /."""
+  return str(path).rstrip("/") if is_remote(path) else os.path.realpath(path)
+
+
 def _gfile():
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   return tf.io.gfile
@@ -206,8 +211,7 @@ def open_file(path, mode="r"):
   return open(path, mode, encoding=None if "b" in mode else "utf-8")
 
 
-def size(path):
-  """The file's size in bytes."""
+def size(path):  # in bytes
   return int(_remote(_gfile().stat, path).length) if is_remote(path) else os.path.getsize(path)
 
 
@@ -234,8 +238,7 @@ def remove(path):
     pass
 
 
-def rename(src, dst):
-  """Renames `src` onto `dst` (a file is replaced; a directory must not exist)."""
+def rename(src, dst):  # onto `dst`: a file is replaced; a directory must not exist
   if is_remote(src):
     _gfile().rename(src, dst, overwrite=True)
   else:

@@ -139,7 +139,7 @@ def find_record_info(record_info_dir, split, spec, batch_flag=None):
   asked = _name_fields(split, spec)
   info = {"filenames": [], "num_batch": 0, "file_num_batch": []}
   dirs = record_dirs(record_info_dir)
-  same = [d.rstrip("/") if fileio.is_remote(d) else os.path.realpath(d) for d in dirs]
+  same = [fileio.real_path(d) for d in dirs]
   for i, key in enumerate(same):
     if key in same[:i]:
       raise ValueError(f"--record_info_dir names one directory twice ({dirs[same.index(key)]!r} and {dirs[i]!r}): "

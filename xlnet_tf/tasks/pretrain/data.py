@@ -240,14 +240,13 @@ def _own_files_left_out(file_paths, input_glob, save_dir, own_lock):
   tokenized the corpus_info.json of the run before into its records, exit 0, and a first run with --save_dir a
   folder of the corpus refused the folder it had made. Those left out are named in one warning, but for this run's
   own lock (`own_lock`, the file name data_utils.py holds in `save_dir`), which a user never had read as text."""
-  real = lambda path: path.rstrip("/") if fileio.is_remote(path) else os.path.realpath(path)
-  own_dir = real(save_dir)
+  own_dir = fileio.real_path(save_dir)
 
   def is_own(path, full):
     name = full[len(own_dir) + 1:] if full.startswith(own_dir + "/") else None
     return (full == own_dir and fileio.isdir(path)
             or name is not None and any(fnmatch.fnmatchcase(name, p) for p in _OWN_FILES))
-  own = {path: full for path, full in ((path, real(path)) for path in file_paths) if is_own(path, full)}
+  own = {path: full for path in file_paths if is_own(path, full := fileio.real_path(path))}
   named = [path for path, full in own.items() if full != os.path.join(own_dir, own_lock)]
   if named:
     _LOG.warning("--input_glob=%s reaches --save_dir's own files, which are never inputs: %s%s left out.",
@@ -326,7 +325,7 @@ def create_data(spec, options, *, input_glob, sp_path, save_dir):
                     f"--save_dir.") from None
   writer = {"num_core_per_host": options.num_core_per_host, "sp_model_sha256": fileio.sha256(sp_path),
             "num_task": num_task, "pass_id": pass_id,  # each text file by its real path, however the glob spelt it
-            "input_files": [p if fileio.is_remote(p) else os.path.realpath(p) for p in task_file_paths],
+            "input_files": [fileio.real_path(p) for p in task_file_paths],
             "num_input_files": len(file_paths)}  # of all tasks: a task >= it had no file, so writes no records
   _check_no_other_run(tfrecord_dir, spec, options, writer)
 

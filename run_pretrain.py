@@ -26,7 +26,7 @@ from xlnet_tf import hf_checkpoint
 from xlnet_tf import training
 from xlnet_tf.config import CONFIG_KEYS
 from xlnet_tf.data import pretrain_spec
-from xlnet_tf.data.record_files import missing_tasks, read_corpus_info, writer_info
+from xlnet_tf.data.record_files import missing_tasks, read_corpus_info
 from xlnet_tf.data.token_checks import check_token_ids
 from xlnet_tf.tasks.pretrain import input as pretrain_input
 from xlnet_tf.tasks.pretrain import task as pretrain_task
@@ -112,12 +112,13 @@ def check_vocabulary(o, xlnet_config, record_files):
       f"written with a SentencePiece model of at most {n_token} pieces."))
 
 
-def warn_of_missing_tasks(record_files, log_fn):
+def warn_of_missing_tasks(record_info, log_fn):
   """One warning line per data_utils.py pass whose --num_task split lacks the records of some task
   (`record_files.missing_tasks`): the run trains on part of the text, as it did without a word. Where the writer
   files do not give the number of text files (records of an older data_utils.py), the line says that a task may
   have had none, and how to tell."""
-  for pass_id, (num_task, tasks, known) in sorted(missing_tasks(record_files).items(), key=str):
+  named = zip(record_info["filenames"], record_info["writers"])  # `find_record_info`'s
+  for pass_id, (num_task, tasks, known) in sorted(missing_tasks(named).items(), key=str):
     head = (f"Warning: the records are those of a data_utils.py --num_task={num_task} split (--pass_id={pass_id}), "
             f"but task(s) {', '.join(map(str, tasks))} have no record_info here")
     write = (f"write them with data_utils.py --num_task={num_task} --task={tasks[0]} --pass_id={pass_id} (and the "
@@ -191,13 +192,13 @@ def _run(o, strategy, log_fn):
   input_fn, record_info = pretrain_input.get_input_fn(**data)
   log_fn(f"Found {len(record_info['filenames'])} record files, {record_info['num_batch']} batches of "
          f"{data['spec'].bsz_per_host} rows.")
-  warn_of_missing_tasks(record_info["filenames"], log_fn)
+  warn_of_missing_tasks(record_info, log_fn)
   check_vocabulary(o, xlnet_config, record_info["filenames"])
   trainer = build_trainer(o, strategy, xlnet_config)
   resolved = {}
   # The SentencePiece model the records were written with (their writer files; one, `check_writers`): a resume on
   # records of another one is refused (`run_files.restore_or_init`).
-  digests = {(writer_info(f) or {}).get("sp_model_sha256") for f in record_info["filenames"]} - {None}
+  digests = {(info or {}).get("sp_model_sha256") for info in record_info["writers"]} - {None}
   if len(digests) == 1:
     resolved["spiece_model_sha256"] = digests.pop()
   start = run_files.restore_or_init(o, trainer, xlnet_config, log_fn, resolved=resolved,

@@ -322,7 +322,7 @@ def test_run_pretrain_warns_of_the_tasks_of_a_num_task_split_it_lacks(tmp_path):
       data_utils.create_data(cli.values(_flag_values(args + [f"--task={task}"])))
     lines = []
     run_pretrain.warn_of_missing_tasks(
-        record_files.find_record_info(str(tmp_path / "tfrecords"), "train", spec)["filenames"], lines.append)
+        record_files.find_record_info(str(tmp_path / "tfrecords"), "train", spec), lines.append)
     assert lines == ([] if expected is None else [
         f"Warning: the records are those of a data_utils.py --num_task=3 split (--pass_id=0), but task(s) {expected} "
         "have no record_info here: their text is not trained on (a worker that failed or has not run). Write them "
@@ -343,7 +343,7 @@ def test_run_pretrain_does_not_warn_of_tasks_that_had_no_text_file(tmp_path):
   assert len(glob.glob(f"{GOLDEN}/corpus/*.txt")) == 3
   for task in (0, 2, 3, 4):
     data_utils.create_data(cli.values(_flag_values(args + [f"--task={task}"])))
-  found = lambda: record_files.find_record_info(str(tmp_path / "tfrecords"), "train", spec)["filenames"]
+  found = lambda: record_files.find_record_info(str(tmp_path / "tfrecords"), "train", spec)
   lines = []
   run_pretrain.warn_of_missing_tasks(found(), lines.append)  # task 1 had a file: named alone
   assert len(lines) == 1 and "but task(s) 1 have no record_info here: their text is not trained on" in lines[0]

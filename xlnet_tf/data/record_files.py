@@ -128,7 +128,8 @@ def find_record_info(record_info_dir, split, spec, batch_flag=None):
 
   Returns:
     dict with `filenames` (list of str, record files in order), `num_batch` (int, total steps of bsz_per_host
-    records) and `file_num_batch` (list, steps per file; None where a record_info lists several files).
+    records), `file_num_batch` (list, steps per file; None where a record_info lists several files) and
+    `writers` (list, each file's `writer_info`, read once here).
 
   Raises:
     FileNotFoundError: a directory or a listed record file does not exist.
@@ -181,6 +182,7 @@ def find_record_info(record_info_dir, split, spec, batch_flag=None):
     raise ValueError(f"The record_info files matching {pattern!r} in {record_info_dir!r} list no records "
                      f"(num_batch {info['num_batch']}, {len(info['filenames'])} files). Write more text with "
                      "data_utils.py (each row needs at least seq_len + reuse_len tokens).")
+  info["writers"] = [writer_info(f) for f in info["filenames"]]
   return info
 
 
@@ -246,16 +248,16 @@ def check_writers(named_infos, bi_data, ours=None):
   return cores.pop() if bi_data and len(cores) == 1 else None
 
 
-def missing_tasks(record_files):
+def missing_tasks(named_infos):
   """{pass_id: (num_task, [task, ...], known)}: the tasks of a data_utils.py --num_task split whose records are not
-  among `record_files` (those a run reads, `find_record_info`'s), by the writer files of the others (`num_task`,
-  `pass_id`; the task is in the record file's name, `{split}-{task}-{pass_id}.bsz-...`). Their record_info is
-  missing: a worker that failed or has not run, or one that had no text. Where a writer file gives the number of
-  text files of the split (`num_input_files`), the tasks that had none are not listed and `known` is True; older
-  writer files do not tell (`known` False). Records without writer files say nothing."""
+  among `named_infos` ([(record file, its writer info or None)] of those a run reads), by the writer files of the
+  others (`num_task`, `pass_id`; the task is in the record file's name, `{split}-{task}-{pass_id}.bsz-...`). Their
+  record_info is missing: a worker that failed or has not run, or one that had no text. Where a writer file gives
+  the number of text files of the split (`num_input_files`), the tasks that had none are not listed and `known` is
+  True; older writer files do not tell (`known` False). Records without writer files say nothing."""
   found, num_tasks, num_files = {}, {}, {}
-  for path in record_files:
-    info = writer_info(path) or {}
+  for path, info in named_infos:
+    info = info or {}
     parts = os.path.basename(path).split(".", 1)[0].split("-")  # split, task, pass_id
     task = parts[-2] if len(parts) >= 3 else ""
     if not isinstance(info.get("num_task"), int) or not task.isdigit():

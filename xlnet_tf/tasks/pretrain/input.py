@@ -60,7 +60,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from xlnet_tf.data.record_files import check_writers, find_record_info, read_corpus_info, writer_info
+from xlnet_tf.data.record_files import check_writers, find_record_info, read_corpus_info
 from xlnet_tf.data.records import checked_token_ids, counted_record_dataset, read_steps, record_dataset
 from xlnet_tf.tasks.pretrain.parser import parse_record
 
@@ -254,7 +254,7 @@ def get_input_fn(record_info_dir, split, spec, options, global_batch_size=None, 
   validate_lengths(seq_len, spec.reuse_len, options.perm_size, spec.num_predict)
   global_batch_size = bsz_per_host if global_batch_size is None else global_batch_size
   record_info = find_record_info(record_info_dir, split, spec, batch_flag)
-  writer_cores = check_writers([(f, writer_info(f)) for f in record_info["filenames"]], bi_data)
+  writer_cores = check_writers(list(zip(record_info["filenames"], record_info["writers"])), bi_data)
   writer_bsz_per_core = None
   if bi_data and writer_cores:
     writer_bsz_per_core = bsz_per_host // writer_cores

@@ -347,6 +347,26 @@ def test_a_trainer_of_a_model_or_of_a_dict_config_is_one_line(tmp_path):
   ), proc.stderr[-2000:]
 
 
+def test_a_dataset_batched_without_drop_remainder_is_checked_as_it_is_read(tmp_path):
+  """Batches of unknown size (batched without drop_remainder): the check of their rows saw none, and a short last
+  batch failed deep in the model (with mems: a ConcatOp error) or trained on fewer rows (sweep 18, not taken then).
+  They are checked as they are read; batches of the right rows train as the same batches of known size."""
+  unknown = lambda ctx, start: dataset_fn(ctx, 0).unbatch().take(2 * BSZ + 1).batch(BSZ).skip(start)  # 4, 4, 1
+  assert unknown(tf.distribute.InputContext(), 0).element_spec["input_k"].shape[0] is None
+  trainers = [make_trainer(tmp_path / name, False) for name in ("known", "unknown")]
+  trainers[0].train(dataset_fn, train_steps=2, log_fn=lambda _: None)
+  trainers[1].train(unknown, train_steps=2, log_fn=lambda _: None)
+  for name, value in state(trainers[0]).items():
+    np.testing.assert_array_equal(state(trainers[1])[name], value, err_msg=name)
+  with pytest.raises(ValueError) as error:
+    trainers[1].train(unknown, train_steps=3, log_fn=lambda _: None)
+  assert str(error.value) == (
+      f"dataset_fn's batches have other rows per replica than {BSZ} (at step 3: batched without "
+      f"drop_remainder=True?), where TrainConfig.global_batch_size={BSZ} over 1 replica(s) means {BSZ}. Batch the "
+      "dataset by input_context.get_per_replica_batch_size(global_batch_size), with drop_remainder=True.")
+  assert state(trainers[1])["step"] == 2
+
+
 TWO_REPLICAS_WRONG_BATCH = r"""
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]

@@ -40,7 +40,7 @@ from xlnet_tf import checkpoint as checkpoint_lib
 from xlnet_tf import fileio
 from xlnet_tf.data import read_errors, records
 from xlnet_tf.run_checkpoint import RunCheckpoint, load_optimizer_state
-from xlnet_tf.training import accumulation, optimization, out_of_memory, preemption
+from xlnet_tf.training import accumulation, batches, optimization, out_of_memory, preemption
 from xlnet_tf.training.config import TrainConfig
 from xlnet_tf.training.loss_scale import DynamicLossScale, loss_scale_for
 from xlnet_tf.training.mems import Mems
@@ -184,8 +184,9 @@ class Trainer:
       rows = self.bsz_per_replica // micro_batches
       log_fn(f"Gradient accumulation: each update sums {micro_batches} micro-batches of {rows} "
              f"row{'s' if rows > 1 else ''} per replica.")
-    dist = self.strategy.distribute_datasets_from_function(lambda ctx: dataset_fn(ctx, start))
-    self._check_rows(dist.element_spec)
+    replicas, rows = self.strategy.num_replicas_in_sync, self.bsz_per_replica
+    dist = self.strategy.distribute_datasets_from_function(lambda ctx: batches.checked(dataset_fn(ctx, start), rows))
+    batches.check(dist.element_spec, self.config, replicas, rows)
     iterator = iter(dist)
     keep_freed_memory_after_input()  # building the iterator reset glibc's mmap threshold
     if self._loop_fn is None:
@@ -201,20 +202,10 @@ class Trainer:
         raise ValueError(f"The dataset ran out at step {self.step + 1}: dataset_fn's dataset must give a batch for "
                          f"every step up to train_steps {train_steps} (end it with .repeat()). The steps before it "
                          f"were applied; {nothing_saved()}.") from None
-
-  def _check_rows(self, element_spec):
-    """ValueError where the dataset's per-replica batches (where their size is known) are not the rows the
-    TrainConfig says (an API caller's: it trained silently on other batches, or failed deep in the accumulation)."""
-    specs = [part for spec in tf.nest.flatten(element_spec)  # several replicas: a PerReplicaSpec of each one's
-             for part in (tf.nest.flatten(spec, expand_composites=True) if type(spec).__name__ == "PerReplicaSpec"
-                          else [spec])]
-    sizes = {spec.shape[0] for spec in specs
-             if isinstance(spec, tf.TensorSpec) and spec.shape.rank and spec.shape[0] is not None}
-    if sizes and sizes != {self.bsz_per_replica}:
-      raise ValueError(f"dataset_fn's batches have {', '.join(map(str, sorted(sizes)))} rows per replica, where "
-                       f"TrainConfig.global_batch_size={self.config.global_batch_size} over "
-                       f"{self.strategy.num_replicas_in_sync} replica(s) means {self.bsz_per_replica}. Batch the "
-                       "dataset by input_context.get_per_replica_batch_size(global_batch_size).")
+      except tf.errors.InvalidArgumentError as e:
+        if not batches.is_rows_error(e):
+          raise
+        raise batches.rows_error(self.config, replicas, rows, when=self._steps_in_flight()) from None
 
   def _steps_in_flight(self):
     """The steps of the loop call that failed, as its error line names them ("at step 5", "in steps 5-8")."""

@@ -129,9 +129,10 @@ def name_to_features(seq_length, is_training):
 def squad_dataset(input_files, seq_length, read, input_context=None, num_threads=8):
   """Reads SQuAD records as the original `input_fn_builder`, batch-major.
 
-  Training shuffles the files, interleaves up to num_threads of them, shuffles records and repeats forever;
-  evaluation reads the files in order, once (`read`: a `records.ReadConfig`). With an input_context
-  (tf.distribute) records are sharded per input pipeline and read.batch_size is per replica.
+  Training reads one file as `records.fine_tuning_dataset` (records shuffled, then repeated: every feature once an
+  epoch) and several by shuffling the files, interleaving up to num_threads of them, repeating and shuffling
+  records, the original's two paths; evaluation reads the files in order, once (`read`: a `records.ReadConfig`).
+  With an input_context (tf.distribute) records are sharded per input pipeline and read.batch_size is per replica.
 
   Args:
     input_files: a path, a glob or a list of them.
@@ -158,7 +159,7 @@ def squad_dataset(input_files, seq_length, read, input_context=None, num_threads
     raise ValueError(f"The SQuAD training records {', '.join(files)} hold no feature (a --train_file without "
                      "questions was preprocessed), so training would wait for its first batch forever. Preprocess a "
                      "--train_file that has questions: --do_prepro=True --train_file=..., with the same --output_dir.")
-  if read.is_training:
+  if read.is_training and len(files) > 1:
     d = tf.data.Dataset.from_tensor_slices(files).shuffle(len(files), seed=read.seed).repeat()
     d = d.interleave(records.record_dataset, cycle_length=min(num_threads, len(files)),
                      num_parallel_calls=tf.data.AUTOTUNE, deterministic=read.seed is not None)
@@ -168,6 +169,7 @@ def squad_dataset(input_files, seq_length, read, input_context=None, num_threads
     d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
   if read.is_training:
     d = d.shuffle(read.shuffle_buffer, seed=read.seed)
+    d = d if len(files) > 1 else d.repeat()  # one file: repeated after its shuffle, so no epoch mixes into the next
   d = d.batch(read.batch_size, drop_remainder=read.drop_remainder)
   return records.decoded_batches(d, decode)
 

@@ -560,3 +560,28 @@ def test_a_signal_while_writing_leaves_no_part_of_a_record_file(tmp_path):
   assert proc.returncode == 128 + signal.SIGTERM and "Traceback" not in err, err[-3000:]
   assert err.strip().splitlines()[-1].startswith("data_utils.py: stopped by SIGTERM; files are written whole"), err
   assert os.listdir(out / "tfrecords") == []
+
+
+def test_a_rerun_that_fails_after_its_records_leaves_the_run_before_whole(tmp_path, monkeypatch):
+  """A rerun (another SentencePiece model) whose disk filled while it wrote the writer file, after its records had
+  taken their name: the new records stayed under the old run's writer file and record_info, so the SentencePiece
+  check passed them and pretraining trained on ids of another vocabulary, exit 0 (sweep 19, F3). The records, the
+  writer file, record_info and corpus_info.json now replace the run before's together, or not at all."""
+  import errno  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.data import record_files  # pylint: disable=import-outside-toplevel
+  args = [f"--input_glob={GOLDEN}/corpus/*.txt", f"--save_dir={tmp_path}", *GOLDEN_FLAGS]
+  data_utils.create_data(cli.values(_flag_values(args + [f"--sp_path={GOLDEN}/spm/spiece.model"])))
+  before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+  assert len(before) == 4 and any(p.name.endswith(record_files.WRITER_SUFFIX) for p in before)
+  write = fileio._write_data  # pylint: disable=protected-access
+
+  def full_disk(path, data):
+    if record_files.WRITER_SUFFIX + ".tmp-" in path:
+      raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    write(path, data)
+
+  monkeypatch.setattr(fileio, "_write_data", full_disk)
+  other_model = "tests/testdata/race/spm/spiece.model"  # another model: other records, had the rerun been whole
+  with pytest.raises(OSError, match="^Could not write .*writer.json \\(No space left on device\\)"):
+    data_utils.create_data(cli.values(_flag_values(args + [f"--sp_path={other_model}"])))
+  assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before

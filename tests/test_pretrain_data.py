@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from xlnet_tf import fileio
 from xlnet_tf.data import example_encoder
 from xlnet_tf.data import tokenization as tk
 from xlnet_tf.data.pretrain_spec import PretrainDataSpec
@@ -73,9 +74,10 @@ def test_records_equal_the_original_exactly(golden_sp, tmp_path):
   np_rng, py_rng = np.random.RandomState(0), random.Random(3)
   data, sent_ids, perm = pretrain_text.combine_shards(shards, np_rng)
   assert perm == np.random.RandomState(0).permutation(3).tolist()
-  path, num_batch = pretrain_data.create_tfrecords(str(tmp_path), data, sent_ids, GOLDEN_SPEC,
-                                                   WriterOptions(num_core_per_host=1),
-                                                   start_table=tk.start_piece_table(golden_sp), rngs=(np_rng, py_rng))
+  with fileio.atomic_files() as files:
+    path, num_batch = pretrain_data.create_tfrecords(str(tmp_path), data, sent_ids, GOLDEN_SPEC,
+                                                     WriterOptions(num_core_per_host=1), files=files,
+                                                     start_table=tk.start_piece_table(golden_sp), rngs=(np_rng, py_rng))
   assert os.path.basename(path) == os.path.basename(GOLDEN_RECORDS)
   assert num_batch == 4437
   ours, gold = read_records(path, 32), read_records(GOLDEN_RECORDS, 32)

@@ -94,7 +94,7 @@ def stream_layout(data, sent_ids, bsz_per_host, num_core_per_host, bi_data):
 
 
 
-def create_tfrecords(save_dir, data, sent_ids, spec, options, *, start_table, rngs):
+def create_tfrecords(save_dir, data, sent_ids, spec, options, *, start_table, rngs, files):
   """Writes one stream as the original `create_tfrecords`: records `[INP, A, SEP, B, SEP, CLS]`, row by row.
 
   For i = 0, reuse_len, 2*reuse_len, ... every one of the bsz_per_host rows gives one record whose first reuse_len
@@ -109,6 +109,7 @@ def create_tfrecords(save_dir, data, sent_ids, spec, options, *, start_table, rn
       `{split}-{task}-{pass_id}` (`options.basename`).
     start_table: bool [vocab_size], `tokenization.start_piece_table`.
     rngs: (numpy RandomState for `_sample_mask`, `random.Random` for `_split_a_and_b`), as `make_rngs` gives.
+    files: the `fileio.atomic_files` set the record file is written in (with its writer file and record_info).
 
   Returns:
     (path of the tfrecord file, number of batches written).
@@ -136,45 +137,44 @@ def create_tfrecords(save_dir, data, sent_ids, spec, options, *, start_table, rn
 
   import tensorflow as tf  # pylint: disable=g-import-not-at-top  (only the writer needs it)
   num_batch = 0
-  with fileio.atomic_path(save_path) as tmp_path:
-    with tf.io.TFRecordWriter(tmp_path) as writer:
-      i = 0
-      while i + seq_len <= data_len:
-        if num_batch % 500 == 0:
-          _LOG.info("Processing batch %d", num_batch)
-        records = []
-        for idx in range(bsz_per_host):
-          inp = data[idx, i:i + reuse_len]
-          tgt = data[idx, i + 1:i + reuse_len + 1]
-          results = _split_a_and_b(data[idx], sent_ids[idx], begin_idx=i + reuse_len,
-                                   tot_len=seq_len - reuse_len - 3, extend_target=True, rng=py_rng,
-                                   starts=starts[idx])
-          if results is None:
-            _LOG.info("Break out with seq idx %d", i)
-            break
-          a_data, b_data, label, _, a_target, b_target = results
-          reverse = bi_data and (idx // (bsz_per_core // 2)) % 2 == 1
-          mask_0 = _sample_mask(inp, start_table, np_rng, sampling, reverse=reverse, goal_num_predict=num_predict_0)
-          second = np.concatenate([a_data, sep, b_data, sep, cls])
-          mask_1 = _sample_mask(second, start_table, np_rng, sampling, reverse=reverse, goal_num_predict=num_predict_1)
-          cat_data = np.concatenate([inp, second])
-          seg_id = np.repeat(seg_tail, [reuse_len + len(a_data) + 1, len(b_data) + 1, 1])
-          tgt = np.concatenate([tgt, a_target, b_target, cls, cls])  # The last two CLS only pad.
-          is_masked = np.concatenate([mask_0, mask_1])
-          assert cat_data.shape[0] == seq_len and tgt.shape[0] == seq_len
-          assert num_predict is None or int(is_masked.sum()) == num_predict
-          records.append({"input": cat_data, "is_masked": is_masked, "target": tgt, "seg_id": seg_id,
-                          "label": [label]})
-        else:
-          for record in serialize_examples(records):
-            writer.write(record)
-          num_batch += 1
-          i += reuse_len
-          continue
-        break
-    if num_batch == 0:  # Raised inside atomic_path: the empty file is not left behind.
-      raise DataError(f"Task {options.task} has {data.size} tokens, too few for one batch of {bsz_per_host} rows "
-                      f"of {seq_len} tokens: no record was written. Add text or lower --bsz_per_host/--seq_len.")
+  with tf.io.TFRecordWriter(files.path(save_path)) as writer:
+    i = 0
+    while i + seq_len <= data_len:
+      if num_batch % 500 == 0:
+        _LOG.info("Processing batch %d", num_batch)
+      records = []
+      for idx in range(bsz_per_host):
+        inp = data[idx, i:i + reuse_len]
+        tgt = data[idx, i + 1:i + reuse_len + 1]
+        results = _split_a_and_b(data[idx], sent_ids[idx], begin_idx=i + reuse_len,
+                                 tot_len=seq_len - reuse_len - 3, extend_target=True, rng=py_rng,
+                                 starts=starts[idx])
+        if results is None:
+          _LOG.info("Break out with seq idx %d", i)
+          break
+        a_data, b_data, label, _, a_target, b_target = results
+        reverse = bi_data and (idx // (bsz_per_core // 2)) % 2 == 1
+        mask_0 = _sample_mask(inp, start_table, np_rng, sampling, reverse=reverse, goal_num_predict=num_predict_0)
+        second = np.concatenate([a_data, sep, b_data, sep, cls])
+        mask_1 = _sample_mask(second, start_table, np_rng, sampling, reverse=reverse, goal_num_predict=num_predict_1)
+        cat_data = np.concatenate([inp, second])
+        seg_id = np.repeat(seg_tail, [reuse_len + len(a_data) + 1, len(b_data) + 1, 1])
+        tgt = np.concatenate([tgt, a_target, b_target, cls, cls])  # The last two CLS only pad.
+        is_masked = np.concatenate([mask_0, mask_1])
+        assert cat_data.shape[0] == seq_len and tgt.shape[0] == seq_len
+        assert num_predict is None or int(is_masked.sum()) == num_predict
+        records.append({"input": cat_data, "is_masked": is_masked, "target": tgt, "seg_id": seg_id,
+                        "label": [label]})
+      else:
+        for record in serialize_examples(records):
+          writer.write(record)
+        num_batch += 1
+        i += reuse_len
+        continue
+      break
+  if num_batch == 0:  # Raised inside the caller's atomic_files: the empty file is not left behind.
+    raise DataError(f"Task {options.task} has {data.size} tokens, too few for one batch of {bsz_per_host} rows "
+                    f"of {seq_len} tokens: no record was written. Add text or lower --bsz_per_host/--seq_len.")
   _LOG.info("Done writing %s. Num of batches: %d", save_path, num_batch)
   return save_path, num_batch
 
@@ -333,29 +333,32 @@ def create_data(spec, options, *, input_glob, sp_path, save_dir):
   data, sent_ids, perm = combine_shards(shards, rngs[0])
   _LOG.info("Using perm indices %s for pass %d", perm, pass_id)
   del shards
-  save_path, num_batch = create_tfrecords(tfrecord_dir, data, sent_ids, spec, options,
-                                          start_table=tokenization.start_piece_table(sp), rngs=rngs)
-  if task == 0:
-    corpus_info = {
-        # The original writes its hard-coded VOCAB_SIZE=32000 here; we write the model's real size.
-        "vocab_size": vocab,
-        "bsz_per_host": spec.bsz_per_host,
-        "num_core_per_host": options.num_core_per_host,
-        "seq_len": spec.seq_len,
-        "reuse_len": spec.reuse_len,
-        "uncased": spec.uncased,
-        "bi_data": spec.bi_data,
-        "mask_alpha": spec.mask_alpha,
-        "mask_beta": spec.mask_beta,
-        "num_predict": spec.num_predict,
-        "use_eod": options.use_eod,
-        "sp_path": sp_path,
-        "input_glob": input_glob,
-    }
-    fileio.write_json(os.path.join(save_dir, "corpus_info.json"), corpus_info)
   from xlnet_tf.data import record_files  # pylint: disable=g-import-not-at-top  (imports TF)
-  fileio.write_json(save_path + record_files.WRITER_SUFFIX, writer)  # before its record_info, which marks the end
-  record_info = {"filenames": [save_path], "num_batch": num_batch}
-  record_name = spec.filename(f"record_info-{options.basename}", "json")
-  fileio.write_json(os.path.join(tfrecord_dir, record_name), record_info)
+  # The records, their writer file, record_info (which marks the end) and corpus_info.json replace the files of a
+  # run before together: a rerun that failed between them left new records listed by the old run's files.
+  with fileio.atomic_files() as files:
+    save_path, num_batch = create_tfrecords(tfrecord_dir, data, sent_ids, spec, options, files=files,
+                                            start_table=tokenization.start_piece_table(sp), rngs=rngs)
+    if task == 0:
+      corpus_info = {
+          # The original writes its hard-coded VOCAB_SIZE=32000 here; we write the model's real size.
+          "vocab_size": vocab,
+          "bsz_per_host": spec.bsz_per_host,
+          "num_core_per_host": options.num_core_per_host,
+          "seq_len": spec.seq_len,
+          "reuse_len": spec.reuse_len,
+          "uncased": spec.uncased,
+          "bi_data": spec.bi_data,
+          "mask_alpha": spec.mask_alpha,
+          "mask_beta": spec.mask_beta,
+          "num_predict": spec.num_predict,
+          "use_eod": options.use_eod,
+          "sp_path": sp_path,
+          "input_glob": input_glob,
+      }
+      files.write(os.path.join(save_dir, "corpus_info.json"), json.dumps(corpus_info))
+    files.write(save_path + record_files.WRITER_SUFFIX, json.dumps(writer))
+    record_info = {"filenames": [save_path], "num_batch": num_batch}
+    record_name = spec.filename(f"record_info-{options.basename}", "json")
+    files.write(os.path.join(tfrecord_dir, record_name), json.dumps(record_info))
   return record_info

@@ -108,9 +108,10 @@ def require_spiece_model(o):
 def require_output_dirs(o, *names, marker=None):
   """FlagError unless every named flag of the options `o` that is set names a directory this run may write: never
   an existing file; with `marker` (the directory is replaced whole) an empty directory or one holding `marker`
-  (`fileio.check_output_dir`); for --model_dir, a name without glob wildcards."""
+  (`fileio.check_output_dir`); for --model_dir, a name without glob wildcards. --model_dir is checked only for a
+  run that trains: evaluation, prediction and export only read it (a read-only one was refused)."""
   from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
-  for name in names:
+  for name in (n for n in names if n != "model_dir" or getattr(o, "do_train", True)):
     if name == "model_dir" and o.model_dir and any(c in o.model_dir for c in "[]*?"):
       raise FlagError(f"--model_dir {o.model_dir} has [ ] * or ? in its name, which TensorFlow's checkpoint code "
                       "reads as wildcards (its clean-up of old checkpoints would delete those of another directory, "

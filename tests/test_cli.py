@@ -695,3 +695,18 @@ def test_fine_tuning_a_model_beside_another_sentencepiece_model_is_refused(tmp_p
   run_files.check_trained_model(o, o.model_dir, None)  # a Git LFS pointer: no model to compare with (sweep 18, R4)
   (model / "spiece.model").unlink()
   run_files.check_trained_model(o, o.model_dir, None)
+
+
+def test_a_read_only_model_dir_is_refused_for_training_only(tmp_path, monkeypatch):
+  """Evaluation, prediction and export only read --model_dir; a read-only one (an archived model, another user's
+  run, a read-only mount) was refused by every fine-tuning tool with "Pass a writable directory" (sweep 19, F4)."""
+  from xlnet_tf import fileio  # pylint: disable=import-outside-toplevel
+  (tmp_path / "ro").mkdir()
+  monkeypatch.setattr(fileio.os, "access", lambda path, mode: str(path) != str(tmp_path / "ro"))
+  options = lambda do_train: types.SimpleNamespace(do_train=do_train, model_dir=str(tmp_path / "ro"),
+                                                   output_dir=str(tmp_path / "out"), predict_dir=None)
+  cli.require_output_dirs(options(False), "model_dir", "output_dir", "predict_dir")
+  with pytest.raises(cli.FlagError, match=f"^Cannot use --model_dir {tmp_path}/ro: it is .*Pass a writable directory"):
+    cli.require_output_dirs(options(True), "model_dir", "output_dir", "predict_dir")
+  with pytest.raises(cli.FlagError, match=f"^Cannot use --output_dir {tmp_path}/ro: it is"):
+    cli.require_output_dirs(types.SimpleNamespace(do_train=False, output_dir=str(tmp_path / "ro")), "output_dir")

@@ -3,6 +3,8 @@
 import glob
 import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -118,3 +120,26 @@ def test_a_training_run_logs_its_peak_memory(tmp_path):
   (peak,) = _scalars(tmp_path, "train/peak_mem_gib").values()
   assert peak * reporting.GIB >= 3 * trainer.model.transformer.word_embedding.lookup_table.numpy().nbytes
   assert f"{peak:.2f}" == match.group(1)
+
+
+def test_events_that_cannot_be_written_are_one_warning_and_the_run_goes_on(tmp_path):
+  """A full disk or a file-size limit while the events were flushed: a 40-line traceback ended the run, or (the
+  limit: TensorFlow's OutOfRangeError) the Trainer took it for the dataset's end (sweep 19, F5). One warning now,
+  and the reports go on without events; the checkpoints' saves say where they cannot be written."""
+  script = f"""
+import resource, signal
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead of killing
+resource.setrlimit(resource.RLIMIT_FSIZE, (300, 300))
+from xlnet_tf.training import reporting
+progress = reporting.Progress({str(tmp_path)!r}, chief=True, tokens_per_step=1, language_model=False)
+progress.begin(start=0, train_steps=9, log_fn=print)
+for step in range(1, 10):
+  progress.report(step=step, loss=1.0, gnorm=1.0, lr=0.0, steps=1, seconds=1.0)
+"""
+  proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  lines = proc.stdout.splitlines()
+  warnings = [line for line in lines if line.startswith("Warning")]
+  assert warnings == [f"Warning: could not write the TensorBoard events in {tmp_path} (File too large); the run goes "
+                      "on without them. Free space for its checkpoints."], proc.stdout
+  assert lines[-1].startswith("[9] | gnorm 1.00")

@@ -78,21 +78,27 @@ class Progress:
     self._log_fn(f"[{step}] | gnorm {gnorm:.2f} lr {lr:8.6f} | loss {loss:.4f}{lm} | {steps_per_sec:.2f} steps/s, "
            f"{tokens_per_sec:.0f} tokens/s, ETA {format_seconds(eta)}"
            + ("" if skipped is None else f" | skipped {skipped}") + mem)
-    if self._writer is None:
-      self._writer = (tf.summary.create_file_writer(self._model_dir) if self._model_dir
-                      else tf.summary.create_noop_writer())
-    with self._writer.as_default(step=step):
-      tf.summary.scalar("train/total_loss", loss)
-      tf.summary.scalar("train/lr", lr)
-      tf.summary.scalar("train/gnorm", gnorm)
-      tf.summary.scalar("train/steps_per_sec", steps_per_sec)
-      tf.summary.scalar("train/tokens_per_sec", tokens_per_sec)
-      if loss_scale is not None:
-        tf.summary.scalar("train/loss_scale", loss_scale)
-        tf.summary.scalar("train/skipped_steps", skipped)
-      if peak is not None:
-        tf.summary.scalar("train/peak_mem_gib", peak / GIB)
-    self._writer.flush()
+    if not self._model_dir:  # not the chief's, or its events could not be written
+      return
+    scalars = {"total_loss": loss, "lr": lr, "gnorm": gnorm, "steps_per_sec": steps_per_sec,
+               "tokens_per_sec": tokens_per_sec}
+    if loss_scale is not None:
+      scalars.update(loss_scale=loss_scale, skipped_steps=skipped)
+    if peak is not None:
+      scalars["peak_mem_gib"] = peak / GIB
+    try:
+      if self._writer is None:
+        self._writer = tf.summary.create_file_writer(self._model_dir)
+      with self._writer.as_default(step=step):  # its exit flushes
+        for name, value in scalars.items():
+          tf.summary.scalar(f"train/{name}", value)
+    except tf.errors.OpError as e:  # a full disk or a file-size limit: a traceback ended the run, or was taken for
+      # the dataset's end. The checkpoints are what a run must write (their saves say where they cannot); no more
+      # events: tf.summary keeps a writer whose flush failed as its default, and a no-op writer would not replace it.
+      why = e.message.splitlines()[0].rsplit("; ", 1)[-1][:200]
+      self._log_fn(f"Warning: could not write the TensorBoard events in {self._model_dir} ({why}); the run goes on "
+                   "without them. Free space for its checkpoints.")
+      self._model_dir = None
 
 
 def format_seconds(seconds):

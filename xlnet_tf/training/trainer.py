@@ -198,7 +198,9 @@ class Trainer:
                                lambda: f"; {nothing_saved()}"):
       try:
         return self._train_loops(iterator, start, train_steps, log_fn, metrics_fn)
-      except tf.errors.OutOfRangeError:  # a dataset of the API's caller that ends (the tools' repeat)
+      except tf.errors.OutOfRangeError as e:  # a dataset of the API's caller that ends (the tools' repeat)
+        if "End of sequence" not in e.message:
+          raise
         raise ValueError(f"The dataset ran out at step {self.step + 1}: dataset_fn's dataset must give a batch for "
                          f"every step up to train_steps {train_steps} (end it with .repeat()). The steps before it "
                          f"were applied; {nothing_saved()}.") from None

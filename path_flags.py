@@ -1,7 +1,8 @@
 """The path flags of the command-line tools (every flag named `input` or ending in _dir, _file, _path, _glob,
-checkpoint or _ckpt): a `~` read as the home directory, a `gs:/` typo, an unreachable remote path or a pipe refused
-naming the flag, a HuggingFace hub cache directory read as its model, and the flag named in the one line of an
-error on a path. `cli.values()` applies the first three to every flag; `cli.cli_main` asks `path_error` for the line.
+checkpoint or _ckpt): a `~` read as the home directory; a `gs:/` typo, an unreachable remote path, a pipe and a
+name that is not UTF-8 refused naming the flag; a HuggingFace hub cache directory read as its model; and the flag
+named in the one line of an error on a path. `cli.values()` applies the first two to every flag; `cli.cli_main`
+asks `path_error` for the line.
 
 Importing this module has no side effects; it imports TensorFlow (through `xlnet_tf.fileio`) only when a check needs
 it.
@@ -53,6 +54,14 @@ def check_path(name, value):
     return
   from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top  (light to import)
   for part in value.split(","):
+    try:
+      part.encode("utf-8")
+    except UnicodeEncodeError as e:  # bytes of another encoding, as Python reads them (surrogates): TensorFlow's
+      # file functions take UTF-8 only, and failed naming no flag, data_utils.py after tokenizing the whole corpus
+      shown = os.fsencode(part).decode("utf-8", "backslashreplace")
+      raise FlagError(f"--{name}={shown}: the name is not UTF-8 (byte 0x{ord(e.object[e.start]) - 0xDC00:02x}), "
+                      "which TensorFlow's file functions cannot take. Rename it to UTF-8 (e.g. convmv -f latin1 -t "
+                      "utf8 --notest) or pass another path.") from None
     typo = _ONE_SLASH.match(part)
     if typo:
       scheme, rest = typo.group(1), part[typo.end():]

@@ -710,3 +710,15 @@ def test_a_read_only_model_dir_is_refused_for_training_only(tmp_path, monkeypatc
     cli.require_output_dirs(options(True), "model_dir", "output_dir", "predict_dir")
   with pytest.raises(cli.FlagError, match=f"^Cannot use --output_dir {tmp_path}/ro: it is"):
     cli.require_output_dirs(types.SimpleNamespace(do_train=False, output_dir=str(tmp_path / "ro")), "output_dir")
+
+
+def test_a_path_flag_whose_name_is_not_utf8_is_refused():
+  """A directory named in Latin-1 (`é` = byte 0xE9, which Python reads as a surrogate): TensorFlow's file functions
+  failed with `'utf-8' codec can't encode character '\\udce9' ... surrogates not allowed`, naming no flag, and
+  data_utils.py only after tokenizing the whole corpus (sweep 19, F1). UTF-8 names are paths like any other."""
+  with pytest.raises(cli.FlagError) as error:
+    _pretrain_values("--record_info_dir=/data/r", "--model_dir=" + os.fsdecode(b"/tmp/lat\xe9/m"))
+  assert str(error.value) == (
+      "--model_dir=/tmp/lat\\xe9/m: the name is not UTF-8 (byte 0xe9), which TensorFlow's file functions cannot "
+      "take. Rename it to UTF-8 (e.g. convmv -f latin1 -t utf8 --notest) or pass another path.")
+  assert _pretrain_values("--record_info_dir=/data/r", "--model_dir=/tmp/ünï çødé/m").model_dir == "/tmp/ünï çødé/m"

@@ -64,9 +64,37 @@ def start_script(argv=None):
   """What a CLI run as a script does first, before it imports TensorFlow: `filter_stderr(argv)`, and SIGINT or
   SIGTERM outside its `main`'s body (imports, flags: nothing written yet; or the end, after the body) end it with
   one line, exit 128 + signal."""
+  _check_flagfiles(sys.argv if argv is None else argv)
   filter_stderr(argv)
   for signum in _SIGNALS:
     signal.signal(signum, _exit_on_signal)
+
+
+def _check_flagfiles(argv):
+  """One line, exit 1, for a --flagfile that cannot be read twice as the same UTF-8 text (`filter_stderr` reads the
+  command line's flags first, absl's parse then): a pipe or a device (`<(...)`, /dev/stdin) gave its flags to the
+  first read only, and the run went on with the defaults, exit 0; a file of another encoding was a traceback. One
+  that cannot be opened is absl's line."""
+  given = [a.split("=", 1)[1] for a in argv if a.startswith(("--flagfile=", "-flagfile="))]
+  given += [b for a, b in zip(argv, argv[1:]) if a in ("--flagfile", "-flagfile")]
+  for path in given:
+    try:
+      path_flags.check_path("flagfile", path)
+      with open(path, "rb") as f:
+        text = f.read()
+      text.decode("utf-8")
+    except FlagError as e:
+      line = str(e)
+    except UnicodeDecodeError as e:
+      line_number = text[:e.start].count(b"\n") + 1
+      line = (f"--flagfile={path} is not UTF-8 (byte 0x{text[e.start]:02x} on line {line_number}). Convert it to "
+              "UTF-8 (e.g. iconv -f latin1 -t utf-8) and pass that.")
+    except OSError:
+      continue
+    else:
+      continue
+    print(f"{os.path.basename(argv[0])}: error: {line}", file=sys.stderr, flush=True)
+    sys.exit(1)
 
 
 def _verbosity(argv):

@@ -23,7 +23,7 @@ _PATH_FLAG_SUFFIXES = ("_dir", "_file", "_path", "_glob", "checkpoint", "_ckpt")
 
 
 def is_path_flag(name):
-  return name == "input" or name.endswith(_PATH_FLAG_SUFFIXES)
+  return name in ("input", "flagfile") or name.endswith(_PATH_FLAG_SUFFIXES)  # absl's --flagfile: `cli.start_script`
 
 
 def expand_user(name, value):

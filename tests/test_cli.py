@@ -722,3 +722,22 @@ def test_a_path_flag_whose_name_is_not_utf8_is_refused():
       "--model_dir=/tmp/lat\\xe9/m: the name is not UTF-8 (byte 0xe9), which TensorFlow's file functions cannot "
       "take. Rename it to UTF-8 (e.g. convmv -f latin1 -t utf8 --notest) or pass another path.")
   assert _pretrain_values("--record_info_dir=/data/r", "--model_dir=/tmp/ünï çødé/m").model_dir == "/tmp/ünï çødé/m"
+
+
+def test_a_flagfile_that_is_a_stream_or_not_utf8_is_one_line(tmp_path, capsys):
+  """--flagfile=<(...) or /dev/stdin: the start-up's read of the command line (for -v) took its flags, absl's parse
+  got none, and the run trained with the defaults, exit 0 (sweep 19, F6). One not in UTF-8 was a traceback (F7).
+  A regular UTF-8 flagfile passes; one that cannot be opened is left to absl's line."""
+  fifo, latin1, good = tmp_path / "fifo", tmp_path / "latin1.txt", tmp_path / "good.txt"
+  os.mkfifo(fifo)
+  latin1.write_bytes(b"--train_steps=5\n# caf\xe9\n")
+  good.write_text("--train_steps=5\n# café\n", encoding="utf-8")
+  for argv, line in (
+      ([f"--flagfile={fifo}"], f"--flagfile={fifo} is a pipe or a device, not a file: the tools read an input more "
+                               "than once"),
+      (["--flagfile", str(latin1)], f"--flagfile={latin1} is not UTF-8 (byte 0xe9 on line 2). Convert it to UTF-8")):
+    with pytest.raises(SystemExit) as exit_:
+      cli._check_flagfiles(["tool.py", *argv])  # pylint: disable=protected-access
+    assert exit_.value.code == 1 and capsys.readouterr().err.startswith(f"tool.py: error: {line}")
+  check = cli._check_flagfiles  # pylint: disable=protected-access
+  check(["tool.py", f"--flagfile={good}", f"--flagfile={tmp_path}/missing"])

@@ -482,6 +482,20 @@ def test_shared_files_each_replica_gets_its_rows(tmp_path):
   np.testing.assert_array_equal([b["input_k"][0, 0] for b in two_two], [1002, 1003, 1002, 1003])
 
 
+def test_shared_files_without_a_seed_are_read_in_one_mixed_order(tmp_path):
+  """Pipelines (workers) sharing the files without a seed cannot draw one random order apart: they read the sorted
+  listing, every run and epoch, so the passes of one task (the same text) came one after the other (faith 19, B2;
+  the original shuffles the file names once a run). One order from the files' names now, the same in every one."""
+  tf.random.set_seed(None)
+  for task in range(6):
+    _write_records(str(tmp_path), task, 1)
+  input_fn, _ = get_input_fn(str(tmp_path), **_small_kw())
+  per_pipe = [_take(input_fn(tf.distribute.InputContext(2, p, 2)), 12) for p in range(2)]
+  files = [[int(b["input_k"][0, 2]) - 3000 for b in batches] for batches in per_pipe]
+  assert files[0] == files[1] and sorted(files[0][:6]) == list(range(6)) and files[0][6:] == files[0][:6]
+  assert files[0][:6] != list(range(6))
+
+
 def test_file_slices_per_pipeline(tmp_path):
   for task in range(3):
     _write_records(str(tmp_path), task, 2)

@@ -47,14 +47,18 @@ Randomness. The masked positions are fixed in the records; the factorisation ord
 Without `seed` it is random (like the original, new orders every epoch). With `seed`, the order of a record is a
 stateless function of (seed, the record's position in its pipeline's stream, counted across epochs), so a run
 restarted with `start_step=k` gets exactly the batches of steps k, k+1, ... of an uninterrupted run. In the
-shared-files mode the position is the global one, so the batches do not depend on the number of pipelines.
+shared-files mode the position is the global one, so the batches do not depend on the number of pipelines. The
+files are read in one order for the run, random as the original's (`seed`: fixed by it); pipelines that share the
+files without a seed, which cannot draw one together, take one from the files' names.
 
 Deviation from the original: the `num_passes` option is not offered, because the original's filter never skips
 a file (it reads every record_info file that matches), which is what this module does.
 """
 
 import dataclasses
+import os
 import random
+import zlib
 
 import numpy as np
 import tensorflow as tf
@@ -92,12 +96,14 @@ class PipelineShare:
   Attributes:
     row_begin, row_end: int, the rows of each step this pipeline keeps; row_end None = bsz_per_host.
     seed_shard: int, folded into the per-record seed (distinguishes pipelines that read different files).
-    shuffle_files: bool, read the files in a random order (seeded by the reader's seed), fixed for the whole run.
+    files_seed: int or None, the seed of the files' order where the reader has none (pipelines that share the
+      files, in other processes: one order for all of them); None: the reader's seed, or random. The files are read
+      in that order, fixed for the whole run (as the original's one shuffle of the file names).
   """
   row_begin: int = 0
   row_end: int = None
   seed_shard: int = 0
-  shuffle_files: bool = True
+  files_seed: int = None
 
 
 
@@ -175,7 +181,8 @@ def _dataset(file_names, spec, options, batch_size, share, start_step, file_num_
   """`get_dataset` on validated lengths."""
   bsz_per_host, seq_len, reuse_len, num_predict = spec.bsz_per_host, spec.seq_len, spec.reuse_len, spec.num_predict
   perm_size, use_bfloat16, seed, cache = options.perm_size, options.use_bfloat16, options.seed, options.cache
-  row_begin, seed_shard, shuffle_files = share.row_begin, share.seed_shard, share.shuffle_files
+  row_begin, seed_shard = share.row_begin, share.seed_shard
+  files_seed = seed if seed is not None else share.files_seed
   row_end = bsz_per_host if share.row_end is None else share.row_end
   if not 0 <= row_begin < row_end <= bsz_per_host:
     raise ValueError(f"Rows [{row_begin}, {row_end}) must lie within a step of bsz_per_host={bsz_per_host} rows.")
@@ -188,8 +195,8 @@ def _dataset(file_names, spec, options, batch_size, share, start_step, file_num_
     raise ValueError("get_dataset needs at least one record file; received none. Check --record_info_dir.")
   file_names = list(file_names)
   file_num_batch = list(file_num_batch) if file_num_batch is not None else [None] * len(file_names)
-  if shuffle_files and len(file_names) > 1:
-    order = (np.random.RandomState(seed).permutation(len(file_names)) if seed is not None
+  if len(file_names) > 1:
+    order = (np.random.RandomState(files_seed).permutation(len(file_names)) if files_seed is not None
              else random.sample(range(len(file_names)), len(file_names)))
     file_names = [file_names[i] for i in order]
     file_num_batch = [file_num_batch[i] for i in order]
@@ -312,9 +319,11 @@ def get_input_fn(record_info_dir, split, spec, options, global_batch_size=None, 
     check_rows(rows, num_replicas, num_pipes)
     local_rows = rows * (num_replicas // num_pipes)
     if global_batch_size == bsz_per_host:  # shared files: pipeline p keeps its rows of every step
-      # Unseeded random file orders would differ between pipelines; then keep the listed order.
+      # Unseeded random file orders would differ between pipelines: one order from the files' names (the sorted
+      # listing read the passes of a task, the same text, one after the other).
+      names = "\n".join(os.path.basename(f) for f in file_names)
       share = PipelineShare(row_begin=pipe * local_rows, row_end=(pipe + 1) * local_rows,
-                            shuffle_files=options.seed is not None or num_pipes == 1)
+                            files_seed=None if num_pipes == 1 else zlib.crc32(names.encode()))
       return _dataset(file_names, spec, options, rows, share, step, file_num_batch)
     if num_pipes > 1 and global_batch_size == bsz_per_host * num_pipes:  # a contiguous slice of files per pipeline
       if len(file_names) < num_pipes:

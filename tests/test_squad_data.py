@@ -310,6 +310,26 @@ def test_one_training_file_reads_every_feature_once_an_epoch(sp_model, tmp_path)
   assert ids[:n] != ids[n:2 * n] and ids[:n] != sorted(ids[:n])  # reshuffled each epoch
 
 
+@pytest.mark.parametrize("num_files, pipelines", [(4, 2), (3, 4)])
+def test_input_pipelines_read_apart(sp_model, tmp_path, num_files, pipelines):
+  """Several input pipelines (workers, TPU hosts) without a seed: each read every file in its own random order and
+  sharded that, so their shares overlapped and about a third of the features went unread an epoch (faith 19, B1).
+  Each reads its own files now (as the original's hosts), or, with fewer files than pipelines, its shard of them
+  in file order."""
+  features, _ = data.build_features(_examples("train"), sp_model, _opts(64, 24, 16), is_training=True)
+  for k in range(num_files):
+    with records.FeatureWriter(str(tmp_path / f"spiece.model.{k}.slen-64.qlen-16.train.tf_record"), True) as w:
+      for f in features[k::num_files]:
+        w.process_feature(f)
+  read = records_lib.ReadConfig.training(1, shuffle_buffer=1, seed=None)  # a buffer of 1: who reads what
+  shares = []
+  for pipe in range(pipelines):
+    d = records.squad_dataset(str(tmp_path / records.train_record_glob("spiece.model", 64, 16)), 64, read,
+                              tf.distribute.InputContext(pipelines, pipe, pipelines))
+    shares.append({int(b["unique_ids"][0]) for b in d.take(3 * len(features) // pipelines)})
+  assert sum(map(len, shares)) == len(set().union(*shares)) == len(features)  # apart, and every feature read
+
+
 def test_dataset_errors(tmp_path):
   with pytest.raises(FileNotFoundError, match="matches no file"):
     records.squad_dataset(str(tmp_path / "*.tf_record"), 64, records_lib.ReadConfig(batch_size=8))

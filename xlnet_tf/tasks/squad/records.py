@@ -132,7 +132,10 @@ def squad_dataset(input_files, seq_length, read, input_context=None, num_threads
   Training reads one file as `records.fine_tuning_dataset` (records shuffled, then repeated: every feature once an
   epoch) and several by shuffling the files, interleaving up to num_threads of them, repeating and shuffling
   records, the original's two paths; evaluation reads the files in order, once (`read`: a `records.ReadConfig`).
-  With an input_context (tf.distribute) records are sharded per input pipeline and read.batch_size is per replica.
+  With an input_context (tf.distribute) read.batch_size is per replica, and each input pipeline reads its own
+  files (every pipes-th, as the original's hosts split them), or, with fewer files than pipelines (or a share
+  without records), its shard of the records read in file order: the pipelines' randomly ordered streams were
+  sharded, and their shards overlapped.
 
   Args:
     input_files: a path, a glob or a list of them.
@@ -159,17 +162,22 @@ def squad_dataset(input_files, seq_length, read, input_context=None, num_threads
     raise ValueError(f"The SQuAD training records {', '.join(files)} hold no feature (a --train_file without "
                      "questions was preprocessed), so training would wait for its first batch forever. Preprocess a "
                      "--train_file that has questions: --do_prepro=True --train_file=..., with the same --output_dir.")
-  if read.is_training and len(files) > 1:
+  pipes, pipe = (input_context.num_input_pipelines, input_context.input_pipeline_id) if input_context else (1, 0)
+  if read.is_training and pipes > 1 and len(files) >= pipes and all(
+      records.holds_a_record(files[p::pipes]) for p in range(pipes)):
+    files, pipes = files[pipe::pipes], 1  # each pipeline its own files, as the original's hosts (no record shard)
+  interleaved = read.is_training and len(files) > 1 and pipes == 1
+  if interleaved:
     d = tf.data.Dataset.from_tensor_slices(files).shuffle(len(files), seed=read.seed).repeat()
     d = d.interleave(records.record_dataset, cycle_length=min(num_threads, len(files)),
                      num_parallel_calls=tf.data.AUTOTUNE, deterministic=read.seed is not None)
-  else:
+  else:  # in file order: the pipelines' shards of it are apart
     d = records.record_dataset(files)
-  if input_context is not None:
-    d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+  if pipes > 1:
+    d = d.shard(pipes, pipe)
   if read.is_training:
     d = d.shuffle(read.shuffle_buffer, seed=read.seed)
-    d = d if len(files) > 1 else d.repeat()  # one file: repeated after its shuffle, so no epoch mixes into the next
+    d = d if interleaved else d.repeat()  # one stream: repeated after its shuffle, so no epoch mixes into the next
   d = d.batch(read.batch_size, drop_remainder=read.drop_remainder)
   return records.decoded_batches(d, decode)
 

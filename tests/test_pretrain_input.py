@@ -460,6 +460,19 @@ def test_no_seed_is_random(tmp_path):
   assert all(np.array_equal(x["input_k"], y["input_k"]) for x, y in zip(a, b))
 
 
+def test_an_unseeded_resume_over_several_files_starts_at_the_top_of_its_order(tmp_path):
+  """A resume without a seed draws another file order: skipping to the step's position in it read some records twice
+  and others not that epoch (faith 19, C1). It starts at the top of the new order, as the original's restart; one
+  file keeps its order, and a resume goes on where the run was."""
+  tf.random.set_seed(None)
+  for task in range(2):
+    _write_records(str(tmp_path / "two"), task, 5)
+  _write_records(str(tmp_path / "one"), 0, 5)
+  for name, first in (("two", 0), ("one", 3)):
+    input_fn, _ = get_input_fn(str(tmp_path / name), **_small_kw(start_step=3))
+    assert [int(b["input_k"][0, 1]) - 2000 for b in _take(input_fn(), 1)] == [first], name
+
+
 def test_shared_files_each_replica_gets_its_rows(tmp_path):
   _write_records(str(tmp_path), 0, 3)
   input_fn, _ = get_input_fn(str(tmp_path), **_small_kw(seed=3))

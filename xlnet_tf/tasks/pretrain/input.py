@@ -167,7 +167,8 @@ def get_dataset(file_names, spec, options, batch_size, share=PipelineShare(), st
       cache).
     batch_size: int, rows per yielded batch; must divide the rows of `share`.
     share: `PipelineShare`, the rows of each step this pipeline keeps, its seed shard, whether it shuffles files.
-    start_step: int, first step to yield (steps of bsz_per_host records of this pipeline's stream).
+    start_step: int, first step to yield (steps of bsz_per_host records of this pipeline's stream); without a seed,
+      over several files (another random order), the stream's first.
     file_num_batch: list of int/None per file (steps per file) or None; lets `start_step` skip whole files.
 
   Returns:
@@ -201,7 +202,10 @@ def _dataset(file_names, spec, options, batch_size, share, start_step, file_num_
     file_names = [file_names[i] for i in order]
     file_num_batch = [file_num_batch[i] for i in order]
 
-  first_pos = int(start_step) * bsz_per_host
+  # A resume skips to the step's position in the files' order where the run keeps it (a seed, one file, or one order
+  # for the pipelines); an unseeded one over several files drew another, where that position read some records twice
+  # and others not that epoch: it starts at the top of the new order, as the original's restart.
+  first_pos = int(start_step) * bsz_per_host if files_seed is not None or len(file_names) == 1 else 0
   records = _record_stream(file_names, file_num_batch, bsz_per_host, first_pos, cache)
   dataset = tf.data.Dataset.zip((tf.data.Dataset.counter(start=first_pos), records))
   if (row_begin, row_end) != (0, bsz_per_host):

@@ -31,6 +31,34 @@ def test_a_directory_lock_refuses_a_second_holder_and_takes_over_a_stale_one(tmp
   assert "stale lock" in caplog.text
 
 
+def test_a_killed_container_s_lock_is_stale_and_a_live_holder_s_is_not(tmp_path, caplog):
+  """A run killed in a container leaves `1 pod-0` (its pid in its own namespace, its pod's name): the rerun is pid 1
+  on pod-0 too, or on a new pod, and the pid-and-host test refused every rerun for good (sweep 19, F8). A lock no
+  process holds a flock on is stale; one a live process holds is refused, on whatever host it says."""
+  for holder in ("1 " + socket.gethostname(), "4242 pod-a"):
+    (tmp_path / ".run.lock").write_text(holder)
+    with locks.directory_lock(str(tmp_path)):
+      assert (tmp_path / ".run.lock").read_text() == f"{os.getpid()} {socket.gethostname()}"
+    assert caplog.text.count("stale lock") == 1 + (holder == "4242 pod-a")
+  live = subprocess.Popen([sys.executable, "-c", f"""
+import sys, time
+from xlnet_tf import locks
+with locks.directory_lock({str(tmp_path)!r}):
+  print("held", flush=True)
+  time.sleep(60)
+"""], stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=os.getcwd()))
+  try:
+    assert live.stdout.readline().strip() == "held"
+    with pytest.raises(ValueError, match=rf"^--model_dir {tmp_path} is in use by process {live.pid} on "):
+      with locks.directory_lock(str(tmp_path)):
+        pass
+  finally:
+    live.kill()
+    live.wait()
+  with locks.directory_lock(str(tmp_path)):  # killed: its flock is gone with it
+    pass
+
+
 def test_a_run_that_fails_in_a_directory_it_made_leaves_no_empty_directory(tmp_path):
   for existed in (False, True):
     target = tmp_path / f"new-{existed}"

@@ -29,10 +29,14 @@ RUN_TEMPORARIES = ("ckpt-*_temp", "run_flags.json.tmp-*", "xlnet_config.json.tmp
 
 @contextlib.contextmanager
 def directory_lock(directory, name="run", what="--model_dir", temporaries=None):
-  """Holds `{directory}/.{name}.lock` (`lock_file`; this process's pid and host) while the body runs.
+  """Holds `{directory}/.{name}.lock` (`lock_file`; an exclusive flock on it, and this process's pid and host in it,
+  for the message) while the body runs.
 
-  A second process asking for the same lock gets a one-line ValueError naming the holder. A lock whose process is
-  gone (same host) is stale: it is taken over and a warning says so. Once held, the temporaries a killed holder
+  A second process asking for the same lock gets a one-line ValueError naming the holder. A lock file no process
+  holds a flock on is stale (the kernel lets go of a flock however its process ends): it is taken over and a
+  warning says so. The pid and host alone decided before, and a run killed in a container (whose pid and host name
+  the rerun's repeat, or whose host is gone) locked the directory for good; they still decide where the file system
+  has no flock. Once held, the temporaries a killed holder
   left (`temporaries`: globs below `directory` of the names only the lock's holder writes; None: a training run's,
   `RUN_TEMPORARIES`, for the lock named "run", else none) are removed (`remove_stale_temporaries`). A directory
   made here is removed again when the body fails and leaves it empty. Remote directories are not locked.
@@ -47,21 +51,26 @@ def directory_lock(directory, name="run", what="--model_dir", temporaries=None):
     raise ValueError(f"Cannot create {what} {directory}: {e.strerror or e}. Pass a writable directory.") from None
   path = os.path.join(directory, lock_file(name))
   me = f"{os.getpid()} {socket.gethostname()}"
-  failed = True
+  failed, held = True, None
   try:
     with fileio.signals_held():  # a Ctrl-C while the lock is made waits till it is whole and the `finally` covers it
-      _take_lock(path, me, directory, what)
+      held = _take_lock(path, me, directory, what)
     remove_stale_temporaries(directory, (RUN_TEMPORARIES if name == "run" else ()) if temporaries is None
                              else temporaries)
     yield
     failed = False
   finally:
     try:
-      with open(path) as f:
-        if f.read() == me:
-          os.remove(path)
+      if held is not None and os.stat(path).st_ino == os.fstat(held.fileno()).st_ino:
+        os.remove(path)
+      elif held is None:  # taken by its name (no flock), or not at all
+        with open(path) as f:
+          if f.read() == me:
+            os.remove(path)
     except OSError:  # none (it was not taken) or not readable
       pass
+    if held is not None:
+      held.close()
     try:
       if created and failed and not os.listdir(directory):
         os.rmdir(directory)  # a run that failed before writing anything leaves no trace
@@ -111,8 +120,54 @@ def _pid_lives(pid):
 
 
 def _take_lock(path, me, directory, what):
-  """Makes the lock file `path` holding `me` (pid and host), taking over a stale one; a one-line ValueError where
-  a live process holds it or it cannot be written."""
+  """The lock file `path`, open and holding an exclusive flock, with `me` (pid and host) written in it (`None` where
+  the file system has no flock: `_take_lock_by_name` made it); a one-line ValueError where another process holds
+  it or it cannot be written."""
+  for _ in range(3):
+    try:
+      fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+    except OSError as e:
+      raise ValueError(f"Cannot use {what} {directory}: {e.strerror or e} (writing its lock {path}). Pass a "
+                       "writable directory.") from None
+    try:
+      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+      os.close(fd)
+      holder = _lock_holder(path, live=True) or ("?", "?")
+      raise ValueError(f"{what} {directory} is in use by process {holder[0]} on {holder[1]} (lock {path}). Wait "
+                       f"for it to finish, stop it, or use another {what}.") from None
+    except OSError:  # no flock on this file system
+      os.close(fd)
+      _take_lock_by_name(path, me, directory, what)
+      return None
+    if not os.path.exists(path) or os.stat(path).st_ino != os.fstat(fd).st_ino:
+      os.close(fd)  # its holder removed it between our open and flock: a new one is made
+      continue
+    f = None
+    try:
+      f = os.fdopen(fd, "r+")
+      if (old := f.read()) and old != me:
+        logging.warning("Taking over the stale lock %s (its process is gone).", path)
+      f.seek(0)
+      f.truncate()
+      f.write(me)
+      f.flush()
+    except OSError as e:  # a full disk: no empty lock, which a later run would read no holder from, is left
+      os.remove(path)
+      with contextlib.suppress(OSError):
+        if f:
+          f.close()
+        else:
+          os.close(fd)
+      raise ValueError(f"Cannot use {what} {directory}: {e.strerror or e} (writing its lock {path}). Pass a "
+                       "writable directory.") from None
+    return f
+  raise ValueError(f"Could not take the lock {path}; another process keeps taking it. Use another {what}.")
+
+
+def _take_lock_by_name(path, me, directory, what):
+  """`_take_lock` on a file system without flock: the file made, holding `me`, unless a live process (by its pid on
+  this host; any on another host) holds it."""
   for _ in range(2):
     try:
       fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -124,29 +179,22 @@ def _take_lock(path, me, directory, what):
       logging.warning("Taking over the stale lock %s (its process is gone).", path)
       fileio.remove(path)
       continue
-    except OSError as e:
-      raise ValueError(f"Cannot use {what} {directory}: {e.strerror or e} (writing its lock {path}). Pass a "
-                       "writable directory.") from None
-    try:
-      with os.fdopen(fd, "w") as f:
-        f.write(me)
-    except OSError as e:  # a full disk: no empty lock, which the next run would take for another's, is left
-      os.remove(path)
-      raise ValueError(f"Cannot use {what} {directory}: {e.strerror or e} (writing its lock {path}). Pass a "
-                       "writable directory.") from None
+    with os.fdopen(fd, "w") as f:
+      f.write(me)
     return
   raise ValueError(f"Could not take the lock {path}; another process keeps taking it. Use another {what}.")
 
 
-def _lock_holder(path):
-  """(pid, host) of a live lock holder, or None if the lock is stale (its process is gone on this host)."""
+def _lock_holder(path, live=False):
+  """(pid, host) of a live lock holder, or None if the lock is stale (its process is gone on this host; with
+  `live`, known to hold it: as the file says)."""
   try:
     with open(path) as f:
       pid, host = f.read().split(" ", 1)
     pid = int(pid)
   except (OSError, ValueError):
     return None  # unreadable or half-written: stale
-  if host != socket.gethostname():
+  if live or host != socket.gethostname():
     return pid, host  # another machine: cannot tell, so respect it
   return (pid, host) if _pid_lives(pid) else None
 

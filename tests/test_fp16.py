@@ -367,6 +367,35 @@ def test_a_dataset_batched_without_drop_remainder_is_checked_as_it_is_read(tmp_p
   assert state(trainers[1])["step"] == 2
 
 
+def test_a_first_save_that_fails_puts_the_run_files_back(tmp_path, monkeypatch):
+  """A resume with other flags whose first save failed (a full disk) had already written its run_flags.json: the
+  next rerun named flags of steps never saved as the checkpoints' (sweep 19, F11). They are put back (a first run's
+  removed), and written again before the next save."""
+  trainer = make_trainer(tmp_path, False)
+  (tmp_path / "run_flags.json").write_text('{"learning_rate": 1e-05}')
+  (tmp_path / "xlnet_config.json").write_text("{}")
+  trainer.before_first_save = lambda: training.write_run_files(str(tmp_path), XLNetConfig(**CONFIG),
+                                                               {"learning_rate": 5e-05})
+  save = trainer.checkpoints.save
+
+  def full_disk(step):
+    raise OSError(28, "No space left on device")
+  monkeypatch.setattr(trainer.checkpoints, "save", full_disk)
+  with pytest.raises(OSError):
+    trainer.save()
+  assert json.loads((tmp_path / "run_flags.json").read_text()) == {"learning_rate": 1e-05}
+  assert (tmp_path / "xlnet_config.json").read_text() == "{}"
+  monkeypatch.setattr(trainer.checkpoints, "save", save)
+  trainer.save()
+  assert json.loads((tmp_path / "run_flags.json").read_text()) == {"learning_rate": 5e-05}
+  first = make_trainer(tmp_path / "first", False)
+  first.before_first_save = lambda: training.write_run_files(str(tmp_path / "first"), XLNetConfig(**CONFIG), {})
+  monkeypatch.setattr(first.checkpoints, "save", full_disk)
+  with pytest.raises(OSError):
+    first.save()
+  assert not list((tmp_path / "first").glob("*.json"))
+
+
 TWO_REPLICAS_WRONG_BATCH = r"""
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]

@@ -309,10 +309,25 @@ def write_run_files(model_dir, xlnet_config, flags_dict):
   """`xlnet_config.json` and `run_flags.json` in model_dir (what the original's `config.json` held, and more), written
   as one set (`fileio.atomic_files`: both new or both as before). A CLI writes them once its run has restored or
   initialised its model: a run that fails before (a bad flag, a checkpoint it cannot resume) leaves the files of
-  the run before it as they were."""
+  the run before it as they were. Returns a function that puts those back (removes the files where there were
+  none), for a run whose first checkpoint then cannot be saved: they describe the checkpoints there."""
+  paths = [os.path.join(model_dir, name) for name in ("xlnet_config.json", "run_flags.json")]
+  before = {}
+  for path in paths:
+    if fileio.exists(path):
+      with fileio.open_file(path, "rb") as f:
+        before[path] = f.read()
   with fileio.atomic_files() as out:
-    xlnet_config.to_json(os.path.join(model_dir, "xlnet_config.json"), write=out.write)
-    out.write(os.path.join(model_dir, "run_flags.json"), json.dumps(flags_dict, indent=2, sort_keys=True, default=str))
+    xlnet_config.to_json(paths[0], write=out.write)
+    out.write(paths[1], json.dumps(flags_dict, indent=2, sort_keys=True, default=str))
+
+  def put_back():
+    with fileio.atomic_files() as out:
+      for path, data in before.items():
+        out.write(path, data)
+    for path in set(paths) - set(before):
+      fileio.remove(path)
+  return put_back
 
 
 def read_run_flags(directory):

@@ -29,6 +29,7 @@ mems, the dropout RNG state and the loss scale; with a seeded input pipeline tha
 resumed run repeats exactly what an uninterrupted run would have done (`--deterministic` adds op determinism).
 """
 
+import contextlib
 import math
 import signal
 import time
@@ -474,12 +475,19 @@ class Trainer:
 
   def save(self):
     """Writes a checkpoint of the current step (weights, optimizer, mems, RNG state; `RunCheckpoint.save`);
-    returns its path."""
-    if self.before_first_save is not None:
-      before, self.before_first_save = self.before_first_save, None
-      before()
+    returns its path. Before the first, `before_first_save()` (the run files), whose result, where callable, undoes
+    it if that save fails: a resume whose save failed left flags of steps never saved beside the checkpoints."""
+    before, self.before_first_save = self.before_first_save, None
+    undo = before() if before is not None else None
     self.mems.gather()
-    return self.checkpoints.save(self.step)
+    try:
+      return self.checkpoints.save(self.step)
+    except BaseException:
+      if callable(undo):
+        self.before_first_save = before  # again before the next save
+        with contextlib.suppress(Exception):  # as much as can be put back (a full disk): the save's error is the line
+          undo()
+      raise
 
 
 def _power_of_two_at_least(weight):

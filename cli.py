@@ -83,6 +83,10 @@ def _check_flagfiles(argv):
       with open(path, "rb") as f:
         text = f.read()
       text.decode("utf-8")
+      if text.startswith(b"\xef\xbb\xbf"):  # absl read the first flag with it as a stray word
+        raise FlagError(f"--flagfile={path} starts with a byte-order mark (a Windows editor's 'UTF-8'), which would "
+                        "make its first flag an unknown word. Save it as UTF-8 without one (e.g. sed -i "
+                        "'1s/^\\xEF\\xBB\\xBF//' FILE) and rerun.")
     except FlagError as e:
       line = str(e)
     except UnicodeDecodeError as e:
@@ -377,8 +381,12 @@ def cli_main(prog, body):
   exception with `exit_code`, `training.Interrupted`), elsewhere where it was (`preemption.stops_raised`), or at
   the end where the code it landed in lost it."""
   def main(argv):
-    if len(argv) > 1:
-      raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+    if len(argv) > 1:  # absl's UsageError printed the whole help before its line
+      word = argv[1]
+      print(f"{prog}: error: Unexpected argument {word!r}: flags take their value after '=' "
+            f"(e.g. --do_train=True), and a bool flag alone means True. Pass --helpshort to see the flags.",
+            file=sys.stderr, flush=True)
+      sys.exit(1)
     logging.set_verbosity(max(logging.INFO, logging.get_verbosity()))  # INFO, or DEBUG with -v 1
     from xlnet_tf.training import preemption  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)
     noted, options = [], None

@@ -728,16 +728,30 @@ def test_a_flagfile_that_is_a_stream_or_not_utf8_is_one_line(tmp_path, capsys):
   """--flagfile=<(...) or /dev/stdin: the start-up's read of the command line (for -v) took its flags, absl's parse
   got none, and the run trained with the defaults, exit 0 (sweep 19, F6). One not in UTF-8 was a traceback (F7).
   A regular UTF-8 flagfile passes; one that cannot be opened is left to absl's line."""
-  fifo, latin1, good = tmp_path / "fifo", tmp_path / "latin1.txt", tmp_path / "good.txt"
+  fifo, latin1, good, bom = tmp_path / "fifo", tmp_path / "latin1.txt", tmp_path / "good.txt", tmp_path / "bom.txt"
   os.mkfifo(fifo)
   latin1.write_bytes(b"--train_steps=5\n# caf\xe9\n")
+  bom.write_bytes(b"\xef\xbb\xbf--train_steps=5\n")  # Notepad's "UTF-8": the first flag read as a stray word
   good.write_text("--train_steps=5\n# café\n", encoding="utf-8")
   for argv, line in (
       ([f"--flagfile={fifo}"], f"--flagfile={fifo} is a pipe or a device, not a file: the tools read an input more "
                                "than once"),
-      (["--flagfile", str(latin1)], f"--flagfile={latin1} is not UTF-8 (byte 0xe9 on line 2). Convert it to UTF-8")):
+      (["--flagfile", str(latin1)], f"--flagfile={latin1} is not UTF-8 (byte 0xe9 on line 2). Convert it to UTF-8"),
+      ([f"--flagfile={bom}"], f"--flagfile={bom} starts with a byte-order mark")):
     with pytest.raises(SystemExit) as exit_:
       cli._check_flagfiles(["tool.py", *argv])  # pylint: disable=protected-access
     assert exit_.value.code == 1 and capsys.readouterr().err.startswith(f"tool.py: error: {line}")
   check = cli._check_flagfiles  # pylint: disable=protected-access
   check(["tool.py", f"--flagfile={good}", f"--flagfile={tmp_path}/missing"])
+
+
+def test_a_stray_word_on_the_command_line_is_one_line():
+  """`--do_eval True` (a bool flag takes no separate value) printed the tool's whole help, 84-274 lines, ending
+  `Unexpected arguments: True`, with no `{tool}: error:` line (sweep 19, F10)."""
+  proc = subprocess.run([sys.executable, "data_utils.py", "--uncased", "True"], capture_output=True, text=True,
+                        timeout=120)
+  assert proc.returncode == 1
+  assert proc.stderr.strip().splitlines()[-1] == (
+      "data_utils.py: error: Unexpected argument 'True': flags take their value after '=' (e.g. --do_train=True), "
+      "and a bool flag alone means True. Pass --helpshort to see the flags.")
+  assert "--bsz_per_host" not in proc.stderr + proc.stdout  # no help

@@ -73,7 +73,9 @@ def validate(o, num_replicas=1, strategy="one_device"):
   """One-line errors for flag values the run cannot use (before anything heavy starts)."""
   if not (o.do_train or o.do_eval or o.do_predict or o.export_dir):
     raise cli.FlagError("At least one of --do_train, --do_eval, --do_predict (or --export_dir) must be True.")
-  if (o.task_name or "").lower() not in classifier_data.TASK_NAMES:
+  if not o.task_name:
+    raise cli.FlagError(f"--task_name is required: one of {', '.join(classifier_data.TASK_NAMES)}.")
+  if o.task_name.lower() not in classifier_data.TASK_NAMES:
     raise cli.FlagError(f"Unknown --task_name {o.task_name!r}. Known tasks: {', '.join(classifier_data.TASK_NAMES)}.")
   if o.cls_scope and not is_head_name(o.cls_scope):  # it names a TensorFlow scope
     raise cli.FlagError(f"--cls_scope={o.cls_scope!r} cannot name the head's variable scope (classification_"

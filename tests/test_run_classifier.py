@@ -610,6 +610,9 @@ def test_a_cls_scope_no_variable_scope_can_have_is_refused_naming_the_flag(scope
     run_classifier.validate(o)
   o.cls_scope = "my_task-2.v1"
   run_classifier.validate(o)
+  o.task_name = None  # said "Unknown --task_name None" (sweep 19, F9)
+  with pytest.raises(cli.FlagError, match="^--task_name is required: one of mnli_matched, "):
+    run_classifier.validate(o)
 
 
 def test_the_labels_of_an_export_or_an_hf_model_are_checked(tmp_path):

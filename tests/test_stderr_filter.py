@@ -25,6 +25,9 @@ NOISE = [
     "I0000 00:00:1795779703.765943   10530 device_compiler.h:208] Compiled cluster using XLA!  This line is logged at "
     "most once for the lifetime of the process.",
     "I1127 11:41:57.767117 140491356756864 functional_saver.py:440] Sharding callback duration: 60 microseconds",
+    "INFO:tensorflow:Assets written to: /tmp/ex1.tmp-13759-8123270b2511/assets",  # the export's temporary name
+    "I1130 06:13:55.392403 140096951319424 builder_impl.py:838] Assets written to: /tmp/ex1.tmp-1-8123270b2511/assets",
+    "I1130 06:13:55.399316 140096951319424 fingerprinting_utils.py:49] Writing fingerprint to /tmp/ex1.tmp-1-81/fp.pb",
     # --xla_cache_dir, loading an entry on the machine that wrote it
     "E0000 00:00:1795809770.112576    4380 text_format.cc:378] Error parsing text-format "
     "tensorflow.XlaSerializedCacheEntry: 2:1: Expected identifier, got: 5",
@@ -44,6 +47,9 @@ SIGNAL = [
     "E0000 00:00:1795809770.112576    4380 text_format.cc:378] Error parsing text-format tensorflow.TFRecordInfo",
     "E0000 00:00:1795809770.541177    4380 cpu_aot_loader.cc:220] Loading XLA:CPU AOT result. Target machine feature "
     "+avx512fp16 is not  supported on the host machine. This could lead to execution errors such as SIGILL.",
+    "INFO:tensorflow:Exported a model",
+    "I1130 06:13:55.392403 140096951319424 builder_impl.py:838] Another SavedModel line",
+    "W1130 06:13:55.399316 140096951319424 fingerprinting_utils.py:49] Could not write the fingerprint",
 ]
 
 

@@ -90,6 +90,9 @@ def test_load_sentencepiece_checks_symbols(tmp_path):
   (tmp_path / "junk.model").write_bytes(b"not a model")
   with pytest.raises(ValueError, match="junk.model is not a SentencePiece model"):
     tk.load_sentencepiece(str(tmp_path / "junk.model"))
+  (tmp_path / "empty.model").write_bytes(b"")  # said "('INTERNAL: unk is not defined.')" (sweep 19, F9)
+  with pytest.raises(ValueError, match=r"empty.model is empty \(0 bytes: a copy or download cut short\?\)"):
+    tk.load_sentencepiece(str(tmp_path / "empty.model"))
   # A model trained without the XLNet control/user-defined symbols.
   (tmp_path / "t.txt").write_text(open(GOLDEN_CORPUS, encoding="utf-8").read(), encoding="utf-8")
   spm.SentencePieceTrainer.Train(input=str(tmp_path / "t.txt"), model_prefix=str(tmp_path / "plain"),

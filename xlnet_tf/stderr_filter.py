@@ -25,6 +25,7 @@ _LOG_PREFIX = r"[IWE]\d{4} [\d:. ]+\d+ "
 NOISE = re.compile(
     r"^(WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
     r"|To enable the following instructions: "
+    r"|INFO:tensorflow:Assets written to: "  # a SavedModel's, naming its temporary directory (also below)
     r"|" + _LOG_PREFIX + r"(?:"
     # Start-up: build flags, oneDNN's notice, the CUDA probe's failure on a machine without an NVIDIA driver.
     r"(?:port|cudart_stub|cpu_feature_guard)\.cc:\d+\] "
@@ -48,8 +49,11 @@ NOISE = re.compile(
     # ("+prefer-no-gather") never appear (the entries' names carry the CPU's real features: training.xla_cache).
     r"|text_format\.cc:\d+\] Error parsing text-format tensorflow\.XlaSerializedCacheEntry: "
     r"|cpu_aot_loader\.cc:\d+\] Loading XLA:CPU AOT result\. Target machine feature \+prefer-"
-    # TensorFlow's Python checkpoint writer, at INFO on every save.
+    # TensorFlow's Python checkpoint writer, at INFO on every save; its SavedModel writer, naming the temporary
+    # directory the export is written to (renamed onto --export_dir, which the tool's own line names).
     r"|functional_saver\.py:\d+\] Sharding callback duration: "
+    r"|builder_impl\.py:\d+\] Assets written to: "
+    r"|fingerprinting_utils\.py:\d+\] Writing fingerprint to "
     r"))")
 
 # Out of memory. A CLI turns every out-of-memory error into its own line (`training.out_of_memory`: the allocation,

@@ -201,6 +201,9 @@ def load_sentencepiece(path, flag="--sp_path"):
     raise FileNotFoundError(f"SentencePiece model {path} does not exist. Pass an existing {flag}.")
   with fileio.open_file(path, "rb") as f:
     proto = f.read()
+  if not proto:
+    raise ValueError(f"SentencePiece model {path} is empty (0 bytes: a copy or download cut short?). Pass the "
+                     f".model file written by scripts/train_spm.py as {flag}.")
   sp_model = spm.SentencePieceProcessor()
   try:
     sp_model.LoadFromSerializedProto(proto)

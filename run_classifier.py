@@ -317,12 +317,13 @@ def run(o, strategy, log_fn=print):
                                   label_list, o, tokenize_fn, "predict", log_fn, xlnet_config.n_token)
     files = classifier_metrics.PredictionFiles(predict_dir=o.predict_dir, task_name=task_name, label_list=label_list,
                                                predict_threshold=o.predict_threshold)
+    ckpt = checkpoint.chosen_again(ckpt, o.model_dir, o.predict_ckpt)  # a run beside may have deleted it since
     with locks.directory_lock(o.predict_dir, name="predict", what="--predict_dir"):  # one run's files a time
       results["predict"] = classifier_eval.predict(inference, ckpt, predict_file, o.max_seq_length,
                                                    o.predict_batch_size, files, keep_padding=o.predict_eval_padding)
     log_fn(f"Predictions of {ckpt}: {results['predict'][0]}, {results['predict'][1]}")
   if o.export_dir:
-    inference.load(ckpt)
+    inference.load(ckpt := checkpoint.chosen_again(ckpt, o.model_dir, o.predict_ckpt))
     results["export"] = serving.export_saved_model(inference.model, o.spiece_model_file, o.export_dir, scope,
                                                    label_list, o.max_seq_length, o.uncased,
                                                    processor.text_replacements)

@@ -500,3 +500,16 @@ def test_a_checkpoint_that_cannot_be_written_says_why_and_leaves_no_temporary_di
                               f"checkpoint is still none (no checkpoint in {tmp_path}): free space (or fix the "
                               "directory), then rerun the same command to resume from it.")
   assert not os.path.exists(tmp_path / "ckpt-1_temp")
+
+
+def test_a_chosen_checkpoint_a_run_beside_deleted_is_chosen_again(tmp_path):
+  """Predicting beside a training run that keeps one checkpoint (--max_save=1): model_dir's latest was deleted
+  between being chosen and being read, and the line said it was not found (sweep 19, F9). The choice is made again;
+  a checkpoint the user named is kept as named."""
+  for name in ("ckpt-3.index", "ckpt-3.data-00000-of-00001"):
+    (tmp_path / name).write_text("")
+  (tmp_path / "checkpoint").write_text('model_checkpoint_path: "ckpt-3"\n')
+  gone = str(tmp_path / "ckpt-2")
+  assert checkpoint.chosen_again(gone, str(tmp_path)) == str(tmp_path / "ckpt-3")
+  assert checkpoint.chosen_again(gone, str(tmp_path), explicit=gone) == gone
+  assert checkpoint.chosen_again(str(tmp_path / "ckpt-3"), str(tmp_path)) == str(tmp_path / "ckpt-3")

@@ -453,6 +453,15 @@ def choose_checkpoint(model_dir, explicit=None, fallback=None):
                           "--predict_ckpt.")
 
 
+def chosen_again(ckpt, model_dir, explicit=None, fallback=None):
+  """`ckpt` (`choose_checkpoint(model_dir, explicit, fallback)`'s) where its files are still there, else that choice
+  made again: a training run beside keeps only its last --max_save and deleted model_dir's latest since it was
+  chosen (a prediction then failed, naming it as not found)."""
+  if explicit or fileio.exists(ckpt + ".index") or hf_checkpoint.is_hf_directory(ckpt):
+    return ckpt
+  return choose_checkpoint(model_dir, explicit, fallback)
+
+
 def named_checkpoint(path):
   """The checkpoint a path given for one names, as the lines name what was read: the prefix a directory or
   `<dir>/latest` names (`resolve_checkpoint_path`), an HF directory as it is."""

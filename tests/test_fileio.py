@@ -443,3 +443,12 @@ def test_an_output_directory_through_a_symbolic_link_to_nowhere_is_named(below, 
   fileio.check_output_dir(f"{tmp_path}/dangling{sub}", "--model_dir")
   fileio.makedirs(f"{tmp_path}/dangling{sub}")
   assert os.path.isdir(f"{tmp_path}/disk/exp{sub}")
+
+
+def test_a_name_too_long_is_not_advised_to_free_space(tmp_path):
+  """A name past the file system's 255 bytes (with the temporary suffix): the line advised freeing space or fixing
+  permissions, neither of which helps (sweep 19, F9)."""
+  with pytest.raises(OSError, match=r"\(File name too long\); nothing was left under that name\. Pass a shorter name "
+                                    r"and rerun\.$"):
+    fileio.atomic_write(str(tmp_path / ("e" * 250)), "x")
+  assert not os.listdir(tmp_path)

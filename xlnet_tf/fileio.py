@@ -317,8 +317,9 @@ def _removed_on_error(temporaries, named):
     if (isinstance(e, OSError) or op_error) and not isinstance(e, FileNotFoundError) and named():
       message = " ".join(str(getattr(e, "message", e)).split())
       reason = getattr(e, "strerror", None) or message.rsplit("; ", 1)[-1][:200]  # TF's: "{op and path}; {why}"
-      raise OSError(f"Could not write {named()} ({reason}); nothing was left under that name. Free space (or fix "
-                    "the directory's permissions) and rerun.") from None
+      fix = "Pass a shorter name" if "too long" in reason else "Free space (or fix the directory's permissions)"
+      raise OSError(f"Could not write {named()} ({reason}); nothing was left under that name. {fix} and rerun.") \
+          from None
     raise
 
 
@@ -470,9 +471,6 @@ def atomic_files():
     files._commit()  # pylint: disable=protected-access
 
 
-_HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
 @contextlib.contextmanager
 def signals_held():
   """Holds SIGINT and SIGTERM back while the body runs; each one sent meanwhile is delivered (once) right after.
@@ -488,7 +486,7 @@ def signals_held():
     return
   held, old = [], {}
   try:
-    for signum in _HELD_SIGNALS:
+    for signum in (signal.SIGINT, signal.SIGTERM):
       if signal.getsignal(signum) not in (None, signal.SIG_IGN):
         old[signum] = signal.signal(signum, lambda sent, frame: held.append(sent))
     yield

@@ -127,15 +127,12 @@ def _take_lock(path, me, directory, what):
     try:
       fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
     except OSError as e:
-      raise ValueError(f"Cannot use {what} {directory}: {e.strerror or e} (writing its lock {path}). Pass a "
-                       "writable directory.") from None
+      raise _unwritable(what, directory, path, e) from None
     try:
       fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
       os.close(fd)
-      holder = _lock_holder(path, live=True) or ("?", "?")
-      raise ValueError(f"{what} {directory} is in use by process {holder[0]} on {holder[1]} (lock {path}). Wait "
-                       f"for it to finish, stop it, or use another {what}.") from None
+      raise _in_use(what, directory, path, _lock_holder(path, live=True) or ("?", "?")) from None
     except OSError:  # no flock on this file system
       os.close(fd)
       _take_lock_by_name(path, me, directory, what)
@@ -159,10 +156,19 @@ def _take_lock(path, me, directory, what):
           f.close()
         else:
           os.close(fd)
-      raise ValueError(f"Cannot use {what} {directory}: {e.strerror or e} (writing its lock {path}). Pass a "
-                       "writable directory.") from None
+      raise _unwritable(what, directory, path, e) from None
     return f
   raise ValueError(f"Could not take the lock {path}; another process keeps taking it. Use another {what}.")
+
+
+def _in_use(what, directory, path, holder):
+  return ValueError(f"{what} {directory} is in use by process {holder[0]} on {holder[1]} (lock {path}). Wait for it "
+                    f"to finish, stop it, or use another {what}.")
+
+
+def _unwritable(what, directory, path, error):
+  return ValueError(f"Cannot use {what} {directory}: {error.strerror or error} (writing its lock {path}). Pass a "
+                    "writable directory.")
 
 
 def _take_lock_by_name(path, me, directory, what):
@@ -174,13 +180,18 @@ def _take_lock_by_name(path, me, directory, what):
     except FileExistsError:
       holder = _lock_holder(path)
       if holder is not None:
-        raise ValueError(f"{what} {directory} is in use by process {holder[0]} on {holder[1]} (lock {path}). Wait "
-                         f"for it to finish, stop it, or use another {what}.") from None
+        raise _in_use(what, directory, path, holder) from None
       logging.warning("Taking over the stale lock %s (its process is gone).", path)
       fileio.remove(path)
       continue
-    with os.fdopen(fd, "w") as f:
-      f.write(me)
+    except OSError as e:
+      raise _unwritable(what, directory, path, e) from None
+    try:
+      with os.fdopen(fd, "w") as f:
+        f.write(me)
+    except OSError as e:
+      os.remove(path)
+      raise _unwritable(what, directory, path, e) from None
     return
   raise ValueError(f"Could not take the lock {path}; another process keeps taking it. Use another {what}.")
 

@@ -101,7 +101,7 @@ def test_a_signal_while_the_lock_is_made_leaves_no_lock(where, tmp_path, monkeyp
   assert not run_dir.exists(), os.listdir(run_dir)
   if where == "write":
     assert str(e.value) == (f"Cannot use --model_dir {run_dir}: No space left on device (writing its lock "
-                            f"{run_dir}/.run.lock). Pass a writable directory.")
+                            f"{run_dir}/.run.lock). Free space and rerun.")  # not "Pass a writable" (sweep 19, F9)
 
 
 def test_a_cache_in_use_is_shared_by_the_same_inputs_and_refused_to_others(tmp_path, monkeypatch):

@@ -5,6 +5,7 @@ not locked.
 """
 
 import contextlib
+import errno
 import fcntl
 import glob as glob_lib
 import logging
@@ -167,8 +168,8 @@ def _in_use(what, directory, path, holder):
 
 
 def _unwritable(what, directory, path, error):
-  return ValueError(f"Cannot use {what} {directory}: {error.strerror or error} (writing its lock {path}). Pass a "
-                    "writable directory.")
+  fix = "Free space and rerun" if error.errno in (errno.ENOSPC, errno.EDQUOT) else "Pass a writable directory"
+  return ValueError(f"Cannot use {what} {directory}: {error.strerror or error} (writing its lock {path}). {fix}.")
 
 
 def _take_lock_by_name(path, me, directory, what):

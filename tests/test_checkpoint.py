@@ -502,6 +502,22 @@ def test_a_checkpoint_that_cannot_be_written_says_why_and_leaves_no_temporary_di
   assert not os.path.exists(tmp_path / "ckpt-1_temp")
 
 
+def test_a_save_whose_state_file_failed_names_the_checkpoint_a_rerun_resumes_from(tmp_path, monkeypatch):
+  """A save cut after the checkpoint's files and before TensorFlow's `checkpoint` state file: the line said the
+  latest complete checkpoint was "still none", while the rerun resumes from the one just written (sweep 19, F9)."""
+  from test_fp16 import make_trainer  # pylint: disable=import-outside-toplevel
+  trainer = make_trainer(tmp_path, False)
+  save = trainer.checkpoints.manager.save
+
+  def state_file_fails(checkpoint_number):
+    save(checkpoint_number=checkpoint_number)
+    os.remove(tmp_path / "checkpoint")
+    raise OSError(1, "Operation not permitted")
+  monkeypatch.setattr(trainer.checkpoints.manager, "save", state_file_fails)
+  with pytest.raises(OSError, match=f"The latest complete checkpoint is {tmp_path}/ckpt-2: free space"):
+    trainer.checkpoints.save(2)
+
+
 def test_a_chosen_checkpoint_a_run_beside_deleted_is_chosen_again(tmp_path):
   """Predicting beside a training run that keeps one checkpoint (--max_save=1): model_dir's latest was deleted
   between being chosen and being read, and the line said it was not found (sweep 19, F9). The choice is made again;

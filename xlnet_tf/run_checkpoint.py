@@ -174,9 +174,11 @@ class RunCheckpoint:
       reason = stderr_filter.error_text(str(getattr(e, "message", e))).rpartition("; ")[2][:200]
       if isinstance(e, tf.errors.ResourceExhaustedError) and "space" not in reason:
         reason += "; the disk may be full"
+      # What a rerun resumes from: also this one where only TensorFlow's state file could not be written after it.
+      resumed = checkpoint_paths.latest_checkpoint(self._save_dir) if self.chief else None
       raise OSError(f"Could not write checkpoint {self._save_dir}/ckpt-{step} ({reason}). The latest complete "
-                    f"checkpoint is still {self.latest()}: free space (or fix the "
-                    "directory), then rerun the same command to resume from it.") from None
+                    f"checkpoint is {'still ' * (resumed in (None, self.latest_path))}{resumed or self.latest()}: "
+                    "free space (or fix the directory), then rerun the same command to resume from it.") from None
     if not self.chief:
       shutil.rmtree(self._save_dir, ignore_errors=True)
       return None

@@ -71,22 +71,29 @@ def start_script(argv=None):
 
 
 def _check_flagfiles(argv):
-  """One line, exit 1, for a --flagfile that cannot be read twice as the same UTF-8 text (`filter_stderr` reads the
-  command line's flags first, absl's parse then): a pipe or a device (`<(...)`, /dev/stdin) gave its flags to the
-  first read only, and the run went on with the defaults, exit 0; a file of another encoding was a traceback. One
-  that cannot be opened is absl's line."""
+  """One line, exit 1, for a --flagfile (on the command line, or named in one) that cannot be read twice as the
+  same UTF-8 text (`filter_stderr` reads the command line's flags first, absl's parse then): a pipe or a device
+  (`<(...)`, /dev/stdin) gave its flags to the first read only, and the run went on with the defaults, exit 0; a
+  file of another encoding was a traceback. One that cannot be opened is absl's line."""
   given = [a.split("=", 1)[1] for a in argv if a.startswith(("--flagfile=", "-flagfile="))]
   given += [b for a, b in zip(argv, argv[1:]) if a in ("--flagfile", "-flagfile")]
-  for path in given:
+  seen = set()
+  while given:
+    path = given.pop(0)
+    if path in seen:  # absl's line for a circular one
+      continue
+    seen.add(path)
     try:
       path_flags.check_path("flagfile", path)
       with open(path, "rb") as f:
         text = f.read()
-      text.decode("utf-8")
+      lines = text.decode("utf-8").splitlines()
       if text.startswith(b"\xef\xbb\xbf"):  # absl read the first flag with it as a stray word
         raise FlagError(f"--flagfile={path} starts with a byte-order mark (a Windows editor's 'UTF-8'), which would "
                         "make its first flag an unknown word. Save it as UTF-8 without one (e.g. sed -i "
                         "'1s/^\\xEF\\xBB\\xBF//' FILE) and rerun.")
+      given += [line.strip().split("=", 1)[1] for line in lines
+                if line.strip().startswith(("--flagfile=", "-flagfile="))]
     except FlagError as e:
       line = str(e)
     except UnicodeDecodeError as e:

@@ -58,8 +58,11 @@ def body(o):
                     "--num_core_per_host=%d is not used): train them on one replica per host, or drop "
                     "--use_tpu=False to lay them out for --num_core_per_host replicas.", o.num_core_per_host)
   spec, options = writer_config(o)
-  with locks.directory_lock(o.save_dir, options.lock_name, "--save_dir",
-                            temporaries=[f"tfrecords/{options.basename}.*.tmp-*"]):  # this task's records
+  with locks.directory_lock(o.save_dir, options.lock_name, "--save_dir",  # this task's records and record_info
+                            temporaries=[f"tfrecords/{options.basename}.*.tmp-*",
+                                         f"tfrecords/record_info-{options.basename}.*.tmp-*"]):
+    # corpus_info.json: task 0 of every split and pass writes it, each under its own lock.
+    locks.remove_stale_temporaries(o.save_dir, ["corpus_info.json.tmp-*"], only_dead=True)
     record_info = create_data(o, (spec, options))
   if record_info is not None:
     logging.info("Wrote %d batches to %s", record_info["num_batch"], record_info["filenames"][0])

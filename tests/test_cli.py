@@ -732,12 +732,15 @@ def test_a_flagfile_that_is_a_stream_or_not_utf8_is_one_line(tmp_path, capsys):
   os.mkfifo(fifo)
   latin1.write_bytes(b"--train_steps=5\n# caf\xe9\n")
   bom.write_bytes(b"\xef\xbb\xbf--train_steps=5\n")  # Notepad's "UTF-8": the first flag read as a stray word
+  nested = tmp_path / "nested.txt"
+  nested.write_text(f"--flagfile={good}\n  --flagfile={nested}\n--flagfile={fifo}\n")  # itself too: circular
   good.write_text("--train_steps=5\n# café\n", encoding="utf-8")
   for argv, line in (
       ([f"--flagfile={fifo}"], f"--flagfile={fifo} is a pipe or a device, not a file: the tools read an input more "
                                "than once"),
       (["--flagfile", str(latin1)], f"--flagfile={latin1} is not UTF-8 (byte 0xe9 on line 2). Convert it to UTF-8"),
-      ([f"--flagfile={bom}"], f"--flagfile={bom} starts with a byte-order mark")):
+      ([f"--flagfile={bom}"], f"--flagfile={bom} starts with a byte-order mark"),
+      ([f"--flagfile={nested}"], f"--flagfile={fifo} is a pipe or a device")):  # named in a flagfile (sweep 20, N1)
     with pytest.raises(SystemExit) as exit_:
       cli._check_flagfiles(["tool.py", *argv])  # pylint: disable=protected-access
     assert exit_.value.code == 1 and capsys.readouterr().err.startswith(f"tool.py: error: {line}")

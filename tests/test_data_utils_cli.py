@@ -585,3 +585,40 @@ def test_a_rerun_that_fails_after_its_records_leaves_the_run_before_whole(tmp_pa
   with pytest.raises(OSError, match="^Could not write .*writer.json \\(No space left on device\\)"):
     data_utils.create_data(cli.values(_flag_values(args + [f"--sp_path={other_model}"])))
   assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def test_a_rerun_killed_in_its_renames_leaves_no_record_info_over_new_records(tmp_path, monkeypatch):
+  """kill -9 in the renames of the set (the records renamed first) left the new records listed by the old
+  record_info and writer file, as a full disk did before (sweep 20, N6). The old record_info goes before the
+  renames: the task is then not read (pretraining says no record_info matches) until the rerun writes it."""
+  from xlnet_tf.data import record_files  # pylint: disable=import-outside-toplevel
+  args = [f"--input_glob={GOLDEN}/corpus/*.txt", f"--save_dir={tmp_path}", *GOLDEN_FLAGS]
+  data_utils.create_data(cli.values(_flag_values(args + [f"--sp_path={GOLDEN}/spm/spiece.model"])))
+  rename, renamed = fileio.rename, []
+
+  def killed_after_the_records(src, dst):
+    if renamed:
+      raise SystemExit(137)  # stands in for the kill: nothing after it runs
+    renamed.append(dst)
+    rename(src, dst)
+  monkeypatch.setattr(fileio, "rename", killed_after_the_records)
+  with pytest.raises(SystemExit):
+    data_utils.create_data(cli.values(_flag_values(args + ["--sp_path=tests/testdata/race/spm/spiece.model"])))
+  assert renamed[0].endswith(".tfrecords") and not list((tmp_path / "tfrecords").glob("record_info-*.json"))
+  spec = PretrainDataSpec(bsz_per_host=4, seq_len=32, reuse_len=16, bi_data=True, mask_alpha=6, mask_beta=1,
+                          uncased=False, num_predict=6)
+  with pytest.raises(ValueError, match="record_info"):
+    record_files.find_record_info(str(tmp_path / "tfrecords"), "train", spec)
+
+
+def test_a_rerun_removes_what_a_killed_run_left_of_its_record_info(tmp_path):
+  """A kill -9 while the set was written left `record_info-*.json.tmp-P-H` and `corpus_info.json.tmp-P-H`, which the
+  rerun kept for good: it removed its records' temporaries only (sweep 20, N7)."""
+  left = [tmp_path / "tfrecords" / ("record_info-train-0-0.bsz-4.seqlen-32.reuse-16.bi.alpha-6.beta-1.fnp-6.json"
+                                    ".tmp-999999-0123456789ab"), tmp_path / "corpus_info.json.tmp-999999-0123456789ab"]
+  for path in left:
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("{}")
+  data_utils.body(cli.values(_flag_values([f"--input_glob={GOLDEN}/corpus/*.txt", f"--save_dir={tmp_path}",
+                                           f"--sp_path={GOLDEN}/spm/spiece.model", *GOLDEN_FLAGS])))
+  assert not [path for path in left if path.exists()]

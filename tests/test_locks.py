@@ -35,11 +35,21 @@ def test_a_killed_container_s_lock_is_stale_and_a_live_holder_s_is_not(tmp_path,
   """A run killed in a container leaves `1 pod-0` (its pid in its own namespace, its pod's name): the rerun is pid 1
   on pod-0 too, or on a new pod, and the pid-and-host test refused every rerun for good (sweep 19, F8). A lock no
   process holds a flock on is stale; one a live process holds is refused, on whatever host it says."""
-  for holder in ("1 " + socket.gethostname(), "4242 pod-a"):
+  for holder in (f"{os.getpid()} {socket.gethostname()}", "4242 pod-a"):  # the killed run's pid is the rerun's
     (tmp_path / ".run.lock").write_text(holder)
     with locks.directory_lock(str(tmp_path)):
       assert (tmp_path / ".run.lock").read_text() == f"{os.getpid()} {socket.gethostname()}"
-    assert caplog.text.count("stale lock") == 1 + (holder == "4242 pod-a")
+  assert caplog.text.count("stale lock") == 1
+  older = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # a live run holding no flock
+  try:
+    (tmp_path / ".run.lock").write_text(f"{older.pid} {socket.gethostname()}")
+    with pytest.raises(ValueError, match=f"is locked by process {older.pid} on .* which is alive but holds no lock "
+                                         f"on it: .* if no run uses --model_dir, delete {tmp_path}/.run.lock\\.$"):
+      with locks.directory_lock(str(tmp_path)):
+        pass
+  finally:
+    older.kill()
+    older.wait()
   live = subprocess.Popen([sys.executable, "-c", f"""
 import sys, time
 from xlnet_tf import locks

@@ -145,6 +145,12 @@ def _take_lock(path, me, directory, what):
     try:
       f = os.fdopen(fd, "r+")
       if (old := f.read()) and old != me:
+        pid, _, host = old.partition(" ")
+        if host == socket.gethostname() and pid.isdigit() and int(pid) != os.getpid() and _pid_lives(int(pid)):
+          f.close()  # a live run of a version that held no flock (a container's rerun is its pid 1 again)
+          raise ValueError(f"{what} {directory} is locked by process {pid} on {host} (lock {path}), which is alive "
+                           "but holds no lock on it: a run of an older xlnet-tf, or a program that took the pid of "
+                           f"one killed. Wait for it to finish or stop it; if no run uses {what}, delete {path}.")
         logging.warning("Taking over the stale lock %s (its process is gone).", path)
       f.seek(0)
       f.truncate()

@@ -359,6 +359,9 @@ def create_data(spec, options, *, input_glob, sp_path, save_dir):
       files.write(os.path.join(save_dir, "corpus_info.json"), json.dumps(corpus_info))
     files.write(save_path + record_files.WRITER_SUFFIX, json.dumps(writer))
     record_info = {"filenames": [save_path], "num_batch": num_batch}
-    record_name = spec.filename(f"record_info-{options.basename}", "json")
-    files.write(os.path.join(tfrecord_dir, record_name), json.dumps(record_info))
+    record_path = os.path.join(tfrecord_dir, spec.filename(f"record_info-{options.basename}", "json"))
+    files.write(record_path, json.dumps(record_info))
+    # The run before's record_info goes first: a kill in the renames (records first, record_info last) leaves no
+    # record_info, whose task then is not read, rather than new records listed by the old files.
+    fileio.remove(record_path)
   return record_info

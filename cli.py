@@ -80,7 +80,7 @@ def _check_flagfiles(argv):
   seen = set()
   while given:
     path = given.pop(0)
-    if path in seen:  # absl's line for a circular one
+    if path in seen or os.path.realpath(path) == os.devnull:  # absl's line for a circular one; empty, as a stub
       continue
     seen.add(path)
     try:
@@ -390,9 +390,10 @@ def cli_main(prog, body):
   def main(argv):
     if len(argv) > 1:  # absl's UsageError printed the whole help before its line
       word = argv[1]
-      print(f"{prog}: error: Unexpected argument {word!r}: flags take their value after '=' "
-            f"(e.g. --do_train=True), and a bool flag alone means True. Pass --helpshort to see the flags.",
-            file=sys.stderr, flush=True)
+      before = sys.argv[sys.argv.index(word) - 1] if word in sys.argv[1:] else ""  # the flag it was meant for
+      meant = f"{before}={word}" if before.startswith("-") and "=" not in before else "--flag=value"
+      print(f"{prog}: error: Unexpected argument {word!r}: flags take their value after '=' ({meant}), and a "
+            "bool flag alone means True. Pass --helpshort to see the flags.", file=sys.stderr, flush=True)
       sys.exit(1)
     logging.set_verbosity(max(logging.INFO, logging.get_verbosity()))  # INFO, or DEBUG with -v 1
     from xlnet_tf.training import preemption  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)

@@ -82,9 +82,10 @@ def check_path(name, value):
       continue
     if name.endswith("_dir"):
       raise FlagError(f"--{name}={part} is a pipe or a device, not a directory. Pass a directory.")
+    example = "cat <(...) > flags.txt" if name == "flagfile" else "zcat corpus.gz > corpus.txt"
     raise FlagError(f"--{name}={part} is a pipe or a device, not a file: the tools read an input more than once (a "
-                    "check, then the read), and a stream gives its bytes once. Write it to a file first (e.g. zcat "
-                    "corpus.gz > corpus.txt) and pass that.")
+                    "check, then the read), and a stream gives its bytes once. Write it to a file first (e.g. "
+                    f"{example}) and pass that.")
 
 
 def flag_of(options, path):

@@ -69,7 +69,12 @@ def validate(o, num_replicas=1, strategy="one_device"):
   cli.require_spiece_model(o)
   if not o.output_dir:
     raise cli.FlagError("--output_dir is required: where the tfrecords (and the cached evaluation features) go.")
-  cli.require_output_dirs(o, "output_dir", "model_dir", "predict_dir")
+  try:
+    cli.require_output_dirs(o, "output_dir", "model_dir", "predict_dir")
+  except cli.FlagError as e:  # --do_train is True by default here (the original's): a run that only predicts says so
+    trains = o.do_train and not cli.given("do_train") and "--model_dir" in str(e)
+    raise cli.FlagError(str(e) + (" (--do_train is True by default in run_squad.py: pass --do_train=False to only "
+                                  "predict)" if trains else "")) from None
   try:
     squad_data.check_options(o.max_seq_length, o.max_query_length, o.doc_stride)
   except ValueError as e:

@@ -498,7 +498,7 @@ def test_a_checkpoint_that_cannot_be_written_says_why_and_leaves_no_temporary_di
     signal.signal(signal.SIGXFSZ, handler)
   assert str(error.value) == (f"Could not write checkpoint {tmp_path}/ckpt-1 (File too large). The latest complete "
                               f"checkpoint is still none (no checkpoint in {tmp_path}): free space (or fix the "
-                              "directory), then rerun the same command to resume from it.")
+                              "directory), then rerun the same command to start again from step 0.")
   assert not os.path.exists(tmp_path / "ckpt-1_temp")
 
 

@@ -745,7 +745,7 @@ def test_a_flagfile_that_is_a_stream_or_not_utf8_is_one_line(tmp_path, capsys):
       cli._check_flagfiles(["tool.py", *argv])  # pylint: disable=protected-access
     assert exit_.value.code == 1 and capsys.readouterr().err.startswith(f"tool.py: error: {line}")
   check = cli._check_flagfiles  # pylint: disable=protected-access
-  check(["tool.py", f"--flagfile={good}", f"--flagfile={tmp_path}/missing"])
+  check(["tool.py", f"--flagfile={good}", f"--flagfile={tmp_path}/missing", "--flagfile=/dev/null"])  # an empty stub
 
 
 def test_a_stray_word_on_the_command_line_is_one_line():
@@ -755,6 +755,6 @@ def test_a_stray_word_on_the_command_line_is_one_line():
                         timeout=120)
   assert proc.returncode == 1
   assert proc.stderr.strip().splitlines()[-1] == (
-      "data_utils.py: error: Unexpected argument 'True': flags take their value after '=' (e.g. --do_train=True), "
-      "and a bool flag alone means True. Pass --helpshort to see the flags.")
+      "data_utils.py: error: Unexpected argument 'True': flags take their value after '=' (--uncased=True), and a "
+      "bool flag alone means True. Pass --helpshort to see the flags.")
   assert "--bsz_per_host" not in proc.stderr + proc.stdout  # no help

@@ -362,7 +362,7 @@ def test_a_dataset_batched_without_drop_remainder_is_checked_as_it_is_read(tmp_p
     trainers[1].train(unknown, train_steps=3, log_fn=lambda _: None)
   assert str(error.value) == (
       f"dataset_fn's batches have other rows per replica than {BSZ} (at step 3: batched without "
-      f"drop_remainder=True?), where TrainConfig.global_batch_size={BSZ} over 1 replica(s) means {BSZ}. Batch the "
+      f"drop_remainder=True, or by another size?), where TrainConfig.global_batch_size={BSZ} over 1 replica(s) means {BSZ}. Batch the "
       "dataset by input_context.get_per_replica_batch_size(global_batch_size), with drop_remainder=True.")
   assert state(trainers[1])["step"] == 2
 

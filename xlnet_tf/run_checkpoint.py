@@ -178,7 +178,8 @@ class RunCheckpoint:
       resumed = checkpoint_paths.latest_checkpoint(self._save_dir) if self.chief else None
       raise OSError(f"Could not write checkpoint {self._save_dir}/ckpt-{step} ({reason}). The latest complete "
                     f"checkpoint is {'still ' * (resumed in (None, self.latest_path))}{resumed or self.latest()}: "
-                    "free space (or fix the directory), then rerun the same command to resume from it.") from None
+                    "free space (or fix the directory), then rerun the same command to "
+                    f"{'resume from it' if resumed or self.latest_path else 'start again from step 0'}.") from None
     if not self.chief:
       shutil.rmtree(self._save_dir, ignore_errors=True)
       return None

@@ -40,8 +40,8 @@ def is_rows_error(error):
 
 def rows_error(config, replicas, rows, sizes=None, when=None):
   """The ValueError of batches of other `sizes` than `rows` (known from the element_spec), or of one read `when`."""
-  found = (f"have {', '.join(map(str, sorted(sizes)))} rows per replica" if sizes else
-           f"have other rows per replica than {rows} ({when}: batched without drop_remainder=True?)")
+  found = (f"have {', '.join(map(str, sorted(sizes)))} rows per replica" if sizes else f"have other rows per "
+           f"replica than {rows} ({when}: batched without drop_remainder=True, or by another size?)")
   return ValueError(f"dataset_fn's batches {found}, where TrainConfig.global_batch_size={config.global_batch_size} "
                     f"over {replicas} replica(s) means {rows}. Batch the dataset by "
                     "input_context.get_per_replica_batch_size(global_batch_size)" +

@@ -97,7 +97,7 @@ class Progress:
       # events: tf.summary keeps a writer whose flush failed as its default, and a no-op writer would not replace it.
       why = e.message.splitlines()[0].rsplit("; ", 1)[-1][:200]
       self._log_fn(f"Warning: could not write the TensorBoard events in {self._model_dir} ({why}); the run goes on "
-                   "without them. Free space for its checkpoints.")
+                   "without them." + (" Free space for its checkpoints." if "space" in why else ""))
       self._model_dir = None
 
 

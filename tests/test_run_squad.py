@@ -364,3 +364,20 @@ def test_flags_keep_the_original_names_and_defaults():
                  "gradient_accumulation_steps", "recompute_grad", "use_fp16", "float32_positions", "xla_cache_dir",
                  "skip_bad_records", "predict_ckpt", "predict_all_ckpt",
                  "allow_last_token", "allow_empty_prediction", "null_threshold"}
+
+
+def test_a_read_only_model_dir_says_that_do_train_is_true_by_default(tmp_path, monkeypatch):
+  """run_squad.py trains by default (--do_train True, as the original): a run asked only to --do_predict from a
+  read-only --model_dir was refused as "not writable", which read as the bug it had been (sweep 20, N3)."""
+  from xlnet_tf import fileio  # pylint: disable=import-outside-toplevel
+  (tmp_path / "ro").mkdir()
+  monkeypatch.setattr(fileio.os, "access", lambda path, mode: str(path) != str(tmp_path / "ro"))
+  o = cli.defaults(run_squad.define_flags, do_predict=True, spiece_model_file=SPM, output_dir=str(tmp_path / "out"),
+                   model_dir=str(tmp_path / "ro"), predict_dir=str(tmp_path / "p"))
+  with pytest.raises(cli.FlagError, match=r"Pass a writable directory\. \(--do_train is True by default in "
+                                          r"run_squad\.py: pass --do_train=False to only predict\)$"):
+    run_squad.validate(o)
+  o.do_train = False
+  with pytest.raises(cli.FlagError) as error:  # past the directory check, another flag's line
+    run_squad.validate(o)
+  assert "--model_dir" not in str(error.value)

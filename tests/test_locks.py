@@ -69,6 +69,20 @@ with locks.directory_lock({str(tmp_path)!r}):
     pass
 
 
+def test_without_flock_the_pid_and_host_decide(tmp_path, monkeypatch, caplog):
+  """A file system without flock (some network mounts): the lock is made by its name, holding pid and host, with no
+  warning of a stale lock it made itself on its first try; a live holder on this host is refused."""
+  def no_flock(fd, operation):
+    raise OSError(37, "No locks available")
+  monkeypatch.setattr(locks.fcntl, "flock", no_flock)
+  with locks.directory_lock(str(tmp_path)):
+    assert (tmp_path / ".run.lock").read_text() == f"{os.getpid()} {socket.gethostname()}"
+    with pytest.raises(ValueError, match=f"is in use by process {os.getpid()} on "):
+      with locks.directory_lock(str(tmp_path)):
+        pass
+  assert "stale" not in caplog.text and not os.path.exists(tmp_path / ".run.lock")
+
+
 def test_a_run_that_fails_in_a_directory_it_made_leaves_no_empty_directory(tmp_path):
   for existed in (False, True):
     target = tmp_path / f"new-{existed}"

@@ -135,6 +135,8 @@ def _take_lock(path, me, directory, what):
       os.close(fd)
       raise _in_use(what, directory, path, _lock_holder(path, live=True) or ("?", "?")) from None
     except OSError:  # no flock on this file system
+      if not os.fstat(fd).st_size:  # none before this open (or one half-written, which the fallback takes as stale)
+        os.remove(path)
       os.close(fd)
       _take_lock_by_name(path, me, directory, what)
       return None

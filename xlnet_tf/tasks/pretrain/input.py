@@ -166,7 +166,7 @@ def get_dataset(file_names, spec, options, batch_size, share=PipelineShare(), st
     options: `ReaderOptions` (perm_size, use_bfloat16, seed: see the module docstring, also fixing the file order;
       cache).
     batch_size: int, rows per yielded batch; must divide the rows of `share`.
-    share: `PipelineShare`, the rows of each step this pipeline keeps, its seed shard, whether it shuffles files.
+    share: `PipelineShare`, the rows of each step this pipeline keeps, its seed shard, its files' order.
     start_step: int, first step to yield (steps of bsz_per_host records of this pipeline's stream); without a seed,
       over several files (another random order), the stream's first.
     file_num_batch: list of int/None per file (steps per file) or None; lets `start_step` skip whole files.

@@ -630,6 +630,13 @@ def test_a_huggingface_hub_cache_as_model_dir_is_refused(tmp_path):
       types.SimpleNamespace(model_dir=str(other), init_checkpoint=None))
 
 
+def _spiece_refusal(o):
+  """The line a fine-tuning run of the options `o` (from --init_checkpoint, into --model_dir) is refused with."""
+  with pytest.raises(cli.FlagError) as error:
+    run_files.check_trained_model(o, o.model_dir, None)
+  return str(error.value)
+
+
 def test_fine_tuning_a_run_of_another_sentencepiece_model_is_refused(tmp_path):
   """--init_checkpoint of a pretraining run whose records were written with another SentencePiece model than
   --spiece_model_file (its run_flags.json's spiece_model_sha256): it fine-tuned, exit 0, every id another piece than
@@ -648,9 +655,7 @@ def test_fine_tuning_a_run_of_another_sentencepiece_model_is_refused(tmp_path):
   (pt / "run_flags.json").write_text(json.dumps(flags))
   o = types.SimpleNamespace(model_dir=str(tmp_path / "cls"), init_checkpoint=str(pt), do_train=True,
                             spiece_model_file=spm)
-  with pytest.raises(cli.FlagError) as error:
-    run_files.check_trained_model(o, o.model_dir, None)
-  assert str(error.value) == (
+  assert _spiece_refusal(o) == (
       f"The checkpoints in --init_checkpoint {pt} were trained with other flags (--record_info_dir=/data/r there, "
       f"--spiece_model_file={spm} here: another SentencePiece model (its sha256 differs); {pt}/run_flags.json): the "
       "same ids would mean other pieces, and every embedding learned so far another piece. Pass that run's "
@@ -679,9 +684,7 @@ def test_fine_tuning_a_model_beside_another_sentencepiece_model_is_refused(tmp_p
   shutil.copy("tests/testdata/squad/spm/spiece.model", model / "spiece.model")
   o = types.SimpleNamespace(model_dir=str(tmp_path / "cls"), init_checkpoint=str(model), do_train=True,
                             spiece_model_file=spm)
-  with pytest.raises(cli.FlagError) as error:
-    run_files.check_trained_model(o, o.model_dir, None)
-  assert str(error.value) == (
+  assert _spiece_refusal(o) == (
       f"--spiece_model_file {spm} is another SentencePiece model than the one beside --init_checkpoint "
       f"({model}/spiece.model: its sha256 differs): the same ids would mean other pieces than the model learned. Pass "
       f"--spiece_model_file={model}/spiece.model, or move that file away if the vocabulary is meant to change.")

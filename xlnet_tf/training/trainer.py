@@ -185,9 +185,10 @@ class Trainer:
       rows = self.bsz_per_replica // micro_batches
       log_fn(f"Gradient accumulation: each update sums {micro_batches} micro-batches of {rows} "
              f"row{'s' if rows > 1 else ''} per replica.")
-    replicas, rows = self.strategy.num_replicas_in_sync, self.bsz_per_replica
-    dist = self.strategy.distribute_datasets_from_function(lambda ctx: batches.checked(dataset_fn(ctx, start), rows))
-    batches.check(dist.element_spec, self.config, replicas, rows)
+    replicas, per_replica = self.strategy.num_replicas_in_sync, self.bsz_per_replica  # (not the micro-batch's rows)
+    dist = self.strategy.distribute_datasets_from_function(
+        lambda ctx: batches.checked(dataset_fn(ctx, start), per_replica))
+    batches.check(dist.element_spec, self.config, replicas, per_replica)
     iterator = iter(dist)
     keep_freed_memory_after_input()  # building the iterator reset glibc's mmap threshold
     if self._loop_fn is None:
@@ -208,7 +209,7 @@ class Trainer:
       except tf.errors.InvalidArgumentError as e:
         if not batches.is_rows_error(e):
           raise
-        raise batches.rows_error(self.config, replicas, rows, when=self._steps_in_flight()) from None
+        raise batches.rows_error(self.config, replicas, per_replica, when=self._steps_in_flight()) from None
 
   def _steps_in_flight(self):
     """The steps of the loop call that failed, as its error line names them ("at step 5", "in steps 5-8")."""

@@ -164,7 +164,7 @@ def test_two_runs_with_the_same_new_inputs_write_the_cache_once(tmp_path):
 def test_what_a_killed_writer_left_under_temporary_names_is_removed_by_the_next_sole_writer(tmp_path, caplog):
   """A run killed while writing (kill -9, the OOM killer) left its temporaries for good, unnamed (a SavedModel's is
   as big as the model). The next writer that is the only one of those names (it holds the lock) removes them with a
-  line; without a lock (an export) only those whose process is gone; what is not a temporary stays."""
+  line; without a lock (a conversion) only those whose process is gone; what is not a temporary stays."""
   dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                             text=True).stdout)
   model_dir = tmp_path / "model"

@@ -23,6 +23,7 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the SentencePiece op for tf.saved_model.load)
 
 from xlnet_tf import RunConfig, XLNetConfig
+from xlnet_tf import locks
 from xlnet_tf.data import corpora
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.classifier.examples import InputExample
@@ -229,6 +230,21 @@ def test_a_new_export_keeps_assets_extra_and_refuses_files_it_does_not_write(tmp
       "does not write and would delete with the old model (only assets.extra/ is carried over). Move them elsewhere, "
       "or pass another directory.")
   assert sorted(os.listdir(export_dir)) == before and (export_dir / "NOTES.md").read_text() == "my notes"
+
+
+def test_an_export_into_a_directory_another_export_is_writing_is_refused(tmp_path):
+  """Two exports into one --export_dir at once both said "Exported", and one replaced the other's (sweep 19, F9.1):
+  an export holds a lock beside the directory it replaces, and a second is one line naming --export_dir."""
+  spm, export_dir = "tests/testdata/data/spm/spiece.model", tmp_path / "export"
+  with locks.directory_lock(str(tmp_path), name="export-export", what="--export_dir", shown=str(export_dir)):
+    with pytest.raises(ValueError, match=rf"^--export_dir {export_dir} is in use by process {os.getpid()} on .*"
+                                         rf"\(lock {tmp_path}/\.export-export\.lock\)\. Wait for it to finish"):
+      serving.export_saved_model(_model(), spm, str(export_dir), "classification_imdb", ["neg", "pos"], SEQ_LEN,
+                                 uncased=False)
+  assert not export_dir.exists()
+  serving.export_saved_model(_model(), spm, str(export_dir) + "/", "classification_imdb", ["neg", "pos"], SEQ_LEN,
+                             uncased=False)
+  assert (export_dir / "saved_model.pb").exists() and sorted(os.listdir(tmp_path)) == ["export"]
 
 
 def test_an_export_dir_prepared_with_assets_extra_or_holding_file_manager_files_is_taken(tmp_path):

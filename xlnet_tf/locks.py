@@ -29,7 +29,7 @@ RUN_TEMPORARIES = ("ckpt-*_temp", "run_flags.json.tmp-*", "xlnet_config.json.tmp
 
 
 @contextlib.contextmanager
-def directory_lock(directory, name="run", what="--model_dir", temporaries=None):
+def directory_lock(directory, name="run", what="--model_dir", temporaries=None, shown=None):
   """Holds `{directory}/.{name}.lock` (`lock_file`; an exclusive flock on it, and this process's pid and host in it,
   for the message) while the body runs.
 
@@ -40,7 +40,8 @@ def directory_lock(directory, name="run", what="--model_dir", temporaries=None):
   has no flock. Once held, the temporaries a killed holder
   left (`temporaries`: globs below `directory` of the names only the lock's holder writes; None: a training run's,
   `RUN_TEMPORARIES`, for the lock named "run", else none) are removed (`remove_stale_temporaries`). A directory
-  made here is removed again when the body fails and leaves it empty. Remote directories are not locked.
+  made here is removed again when the body fails and leaves it empty. Remote directories are not locked. `shown`:
+  the path the messages name as `what` (default `directory`), for a lock held beside what it guards.
   """
   if not directory or fileio.is_remote(directory):
     yield
@@ -49,13 +50,13 @@ def directory_lock(directory, name="run", what="--model_dir", temporaries=None):
   try:
     fileio.makedirs(directory)
   except OSError as e:
-    raise ValueError(f"Cannot create {what} {directory}: {e.strerror or e}. Pass a writable directory.") from None
+    raise ValueError(f"Cannot create {what} {shown or directory}: {e.strerror or e}. Pass a writable directory.") from None
   path = os.path.join(directory, lock_file(name))
   me = f"{os.getpid()} {socket.gethostname()}"
   failed, held = True, None
   try:
     with fileio.signals_held():  # a Ctrl-C while the lock is made waits till it is whole and the `finally` covers it
-      held = _take_lock(path, me, directory, what)
+      held = _take_lock(path, me, shown or directory, what)
     remove_stale_temporaries(directory, (RUN_TEMPORARIES if name == "run" else ()) if temporaries is None
                              else temporaries)
     yield

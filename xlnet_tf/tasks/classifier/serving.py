@@ -311,13 +311,16 @@ def export_saved_model(model, spiece_model_file, export_dir, scope, label_list, 
                 "classify_pair": module.classify_pair.get_concrete_function()}
   parent = os.path.dirname(os.path.abspath(export_dir))
   tf.io.gfile.makedirs(parent)
-  # the existing directory is replaced where it holds this marker (checked above): a SavedModel's, else the entry
-  # a directory prepared for one holds
-  marker = next((name for name in (SAVED_MODEL_MARKER, USER_ENTRIES, *OS_FILES)
-                 if fileio.exists(os.path.join(export_dir, name))), SAVED_MODEL_MARKER)
-  locks.remove_stale_temporaries(parent, [glob_lib.escape(os.path.basename(export_dir.rstrip("/"))) + ".tmp-*"],
-                                 only_dead=True)  # no lock: those of a live export stay
-  with fileio.atomic_path(export_dir, marker=marker) as tmp:
-    tf.saved_model.save(module, tmp, signatures=signatures)
-    _carry_user_entries(export_dir, tmp)
+  base = os.path.basename(export_dir.rstrip("/"))
+  # one export into export_dir at a time (its lock is beside it: the directory is replaced), which removes what a
+  # killed export left
+  with locks.directory_lock(parent, name=f"export-{base}", what="--export_dir", shown=export_dir,
+                            temporaries=[glob_lib.escape(base) + ".tmp-*"]):
+    # the existing directory is replaced where it holds this marker (checked above): a SavedModel's, else the entry
+    # a directory prepared for one holds
+    marker = next((name for name in (SAVED_MODEL_MARKER, USER_ENTRIES, *OS_FILES)
+                   if fileio.exists(os.path.join(export_dir, name))), SAVED_MODEL_MARKER)
+    with fileio.atomic_path(export_dir, marker=marker) as tmp:
+      tf.saved_model.save(module, tmp, signatures=signatures)
+      _carry_user_entries(export_dir, tmp)
   return export_dir

@@ -126,6 +126,11 @@ def require_file(path, flag, what, directory_ok=False):
   if not path:
     raise FlagError(f"--{flag} is required: {what}.")
   if not fileio.exists(path):
+    if os.path.islink(path):  # to nowhere (an unmounted disk?), or looping: its end is a link again
+      target = os.path.realpath(path)
+      why = (f"a symbolic link that loops ({path} -> {os.readlink(path)})" if os.path.lexists(target) else
+             f"a symbolic link to {target}, which does not exist")
+      raise FlagError(f"--{flag}={path} is {why}. Pass {what}.")
     raise FlagError(f"--{flag}={path} does not exist. Pass {what}.")
   if not directory_ok and fileio.isdir(path):
     raise FlagError(f"--{flag}={path} is a directory. Pass {what}.")
@@ -222,6 +227,7 @@ def check_configs(o, is_finetune, **fields):
   `train_config`: --clip, --save_steps, --max_save, ...; `fields` as there) from the options `o`, before any data
   is read or written: the CLIs build the same configs again once they know the batch."""
   check_precision(o)
+  require_positive(o, "num_hosts")  # the fine-tuning tools do not use it, but took -2 without a word
   create_run_config(o, is_training=True, is_finetune=is_finetune)
   train_config(o, global_batch_size=1, tokens_per_example=1, **fields)
 

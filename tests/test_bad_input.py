@@ -108,6 +108,11 @@ CASES = [
     ("pt-half-written-checkpoint", "run_pretrain.py", ["--model_dir={w}/half"], "Cannot resume from {w}/half/ckpt-2"),
     ("pt-model-dir-of-another-config", "run_pretrain.py", ["--model_dir={w}/bigger", "--train_steps=6"],
      "holds checkpoints of another model"),
+    # bounds taken without a word (sweep 19, F9.4): 0 was read as unset and recorded as 0; past int64
+    ("pt-n-token-zero", "run_pretrain.py", ["--n_token=0"], "--n_token must be a positive integer. Received: 0."),
+    ("pt-train-steps-past-int64", "run_pretrain.py", ["--train_steps=9223372036854775808"],
+     "train_steps must be below 2**63: TensorFlow counts steps in int64 (--train_steps). Received: "
+     "9223372036854775808."),
     ("pt-gpus-it-lacks", "run_pretrain.py", ["--num_core_per_host=4"], "--num_core_per_host=4 asks for 4"),
     ("pt-tpu-without-a-name", "run_pretrain.py", ["--use_tpu=True"],
      "--strategy=tpu (or --use_tpu=True) needs the Cloud TPU to connect to, and none was named (by --tpu or the "
@@ -161,6 +166,8 @@ CASES = [
     ("cls-csv-one-class", "run_classifier.py", [*CSV_TASK, "--data_dir={w}/csv_one_class"],
      "{w}/csv_one_class/train.csv holds one label only ('pos'), and the labels of task 'csv' are collected from it "
      "(--labels is unset): a classifier needs at least 2 classes. Pass every class with --labels"),
+    ("cls-num-hosts-negative", "run_classifier.py", ["--num_hosts=-2"],
+     "--num_hosts must be a positive integer. Received: -2."),
     ("cls-warmup", "run_classifier.py", ["--train_steps=4", "--warmup_steps=4"], "--warmup_steps must be"),
     ("cls-fp16-and-bf16", "run_classifier.py", ["--use_fp16=True", "--use_bfloat16=True"],
      "--use_fp16 and --use_bfloat16 are both set: pick one precision"),

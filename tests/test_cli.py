@@ -761,3 +761,22 @@ def test_a_stray_word_on_the_command_line_is_one_line():
       "data_utils.py: error: Unexpected argument 'True': flags take their value after '=' (--uncased=True), and a "
       "bool flag alone means True. Pass --helpshort to see the flags.")
   assert "--bsz_per_host" not in proc.stderr + proc.stdout  # no help
+
+
+def test_a_file_flag_through_a_symbolic_link_to_nowhere_or_a_loop_says_so(tmp_path):
+  """An input file behind a link to nowhere (an unmounted disk) or a link that loops was said not to exist, which
+  `ls` contradicts (sweep 19, F9)."""
+  (tmp_path / "a").symlink_to(tmp_path / "b")
+  (tmp_path / "b").symlink_to(tmp_path / "a")
+  (tmp_path / "c").symlink_to("/nowhere/spiece.model")
+  lines = []
+  for name in ("a", "c", "d"):
+    with pytest.raises(cli.FlagError) as error:
+      cli.require_file(str(tmp_path / name), "spiece_model_file", "the SentencePiece model")
+    lines.append(str(error.value))
+  assert lines == [
+      f"--spiece_model_file={tmp_path}/a is a symbolic link that loops ({tmp_path}/a -> {tmp_path}/b). Pass the "
+      "SentencePiece model.",
+      f"--spiece_model_file={tmp_path}/c is a symbolic link to /nowhere/spiece.model, which does not exist. Pass the "
+      "SentencePiece model.",
+      f"--spiece_model_file={tmp_path}/d does not exist. Pass the SentencePiece model."]

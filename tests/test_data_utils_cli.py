@@ -219,6 +219,9 @@ def bad_inputs(tmp_path_factory):
   (tmp_path / "latin1" / "x.txt").write_bytes("ok\nnaïve\n".encode("latin-1"))
   (tmp_path / "dangling").mkdir()
   os.symlink(tmp_path / "nowhere.txt", tmp_path / "dangling" / "gone.txt")
+  (tmp_path / "loop").mkdir()
+  os.symlink(tmp_path / "loop" / "b.txt", tmp_path / "loop" / "a.txt")
+  os.symlink(tmp_path / "loop" / "a.txt", tmp_path / "loop" / "b.txt")
   (tmp_path / "plain.txt").write_text(open(f"{GOLDEN}/corpus/imdb-0.txt", encoding="utf-8").read())
   import sentencepiece as spm  # pylint: disable=g-import-not-at-top
   spm.SentencePieceTrainer.Train(input=str(tmp_path / "plain.txt"), model_prefix=str(tmp_path / "plain"),
@@ -229,7 +232,10 @@ def bad_inputs(tmp_path_factory):
 @pytest.mark.parametrize("argv,message", [
     (["--input_glob={t}/none/*.txt"], "--input_glob={t}/none/*.txt matches no file"),
     (["--input_glob={t}/latin1/*.txt"], "{t}/latin1/x.txt:2: not UTF-8 (byte 0xef at column 3)"),
-    (["--input_glob={t}/dangling/*.txt"], "Cannot read input file {t}/dangling/gone.txt: No such file"),
+    (["--input_glob={t}/dangling/*.txt"], "Cannot read input file {t}/dangling/gone.txt: No such file or directory. "
+     "Fix the symbolic link or --input_glob."),  # and a loop: not "Fix its permissions" (sweep 19, F9.11)
+    (["--input_glob={t}/loop/a.txt"], "Cannot read input file {t}/loop/a.txt: Too many levels of symbolic links. "
+     "Fix the symbolic link or --input_glob."),
     (["--sp_path={t}/missing.model"], "SentencePiece model {t}/missing.model does not exist"),
     (["--sp_path={t}/plain.model"], "SentencePiece model {t}/plain.model lacks the XLNet special symbols"),
     (["--sp_path="], "No SentencePiece model given: pass --sp_path"),

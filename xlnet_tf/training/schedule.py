@@ -24,6 +24,9 @@ class WarmupDecaySchedule(keras.optimizers.schedules.LearningRateSchedule):
       raise ValueError(f"Need 0 <= warmup_steps < train_steps so that warm-up ends before training does "
                        f"(--warmup_steps, --train_steps). Received: warmup_steps={warmup_steps}, "
                        f"train_steps={train_steps}.")
+    if train_steps >= 2**63:
+      raise ValueError(f"train_steps must be below 2**63: TensorFlow counts steps in int64 (--train_steps). "
+                       f"Received: {train_steps}.")
     if not 0.0 <= min_lr_ratio <= 1.0:
       raise ValueError(f"min_lr_ratio must be in [0, 1]: the final lr is learning_rate * min_lr_ratio "
                        f"(--min_lr_ratio). Received: {min_lr_ratio}.")

@@ -1,6 +1,7 @@
 """Reading the pretraining writer's input: text files -> token ids and flipping sentence ids (the original
 `_create_data`'s reading), and the shards of one task combined into one stream."""
 
+import errno
 import itertools
 import logging
 import os
@@ -30,7 +31,9 @@ def check_readable(path):
       f.read(1)
   except Exception as e:  # pylint: disable=broad-except  (OSError, or tf.errors.OpError for remote paths)
     reason = getattr(e, "strerror", None) or getattr(e, "message", None) or str(e)
-    raise DataError(f"Cannot read input file {path}: {reason}. Fix its permissions or --input_glob.") from None
+    fix = {errno.ELOOP: "the symbolic link", errno.ENOENT: "the symbolic link"}.get(getattr(e, "errno", None),
+                                                                                "its permissions")  # glob matched it
+    raise DataError(f"Cannot read input file {path}: {reason}. Fix {fix} or --input_glob.") from None
 
 
 def read_shard(path, encoder, *, uncased, use_eod=True, from_raw_text=True, vocab_size=None, chunk_lines=8192):

@@ -57,6 +57,9 @@ def body(o):
     logging.warning("--use_tpu=False lays the bi_data records out for one core, as the original (its "
                     "--num_core_per_host=%d is not used): train them on one replica per host, or drop "
                     "--use_tpu=False to lay them out for --num_core_per_host replicas.", o.num_core_per_host)
+  if o.num_passes is not None and o.num_passes > 1:
+    logging.warning("--num_passes=%d is ignored, as by the original: this run writes pass --pass_id=%d only. Write "
+                    "each pass with its own --pass_id (0 to %d).", o.num_passes, o.pass_id, o.num_passes - 1)
   spec, options = writer_config(o)
   with locks.directory_lock(o.save_dir, options.lock_name, "--save_dir",  # this task's records and record_info
                             temporaries=[f"tfrecords/{options.basename}.*.tmp-*",

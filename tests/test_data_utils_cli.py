@@ -628,3 +628,15 @@ def test_a_rerun_removes_what_a_killed_run_left_of_its_record_info(tmp_path):
   data_utils.body(cli.values(_flag_values([f"--input_glob={GOLDEN}/corpus/*.txt", f"--save_dir={tmp_path}",
                                            f"--sp_path={GOLDEN}/spm/spiece.model", *GOLDEN_FLAGS])))
   assert not [path for path in left if path.exists()]
+
+
+def test_num_passes_above_one_says_it_writes_one_pass(tmp_path, caplog):
+  """The original README's `--num_passes=20` is accepted and ignored, as by the original, and the run wrote one pass
+  without a word (sweep 19, F9.7): a warning says which pass it writes and how to write the others."""
+  data_utils.body(cli.values(_flag_values([f"--input_glob={GOLDEN}/corpus/*.txt", f"--save_dir={tmp_path}",
+                                           f"--sp_path={GOLDEN}/spm/spiece.model", *GOLDEN_FLAGS,
+                                           "--num_passes=20", "--pass_id=1"])))
+  assert "--num_passes=20 is ignored, as by the original: this run writes pass --pass_id=1 only. Write each pass " \
+         "with its own --pass_id (0 to 19)." in caplog.text
+  assert [p.name for p in (tmp_path / "tfrecords").glob("record_info-*")] == [
+      f"record_info-train-0-1.{GOLDEN_NAME}.json"]

@@ -103,6 +103,9 @@ def validate(o, num_replicas=1, strategy="one_device"):
       raise cli.FlagError("--predict_dir is required with --do_predict: where predictions.json, "
                           "nbest_predictions.json and null_odds.json go.")
     cli.require_positive(o, "predict_batch_size", "n_best_size", "max_answer_length", "start_n_top", "end_n_top")
+    if o.null_threshold is not None and not o.allow_empty_prediction:  # it was ignored without a word
+      raise cli.FlagError(f"--null_threshold={o.null_threshold} is used only with --allow_empty_prediction=True (the "
+                          "original never predicts \"\"). Pass both, or drop --null_threshold.")
     for name in ("start_n_top", "end_n_top"):
       if getattr(o, name) > o.max_seq_length:
         raise cli.FlagError(f"--{name} must be at most --max_seq_length ({o.max_seq_length}). Received: "

@@ -221,6 +221,8 @@ def test_bad_input_gives_one_line_errors_and_writes_nothing(tiny_config, tmp_pat
     (dict(do_train=False, do_predict=True, predict_file="nowhere/dev.json"), ValueError, "--predict_file="),
     (dict(do_train=False, do_predict=True, predict_file=DEV, init_checkpoint=CKPT, start_n_top=65), ValueError,
      "--start_n_top must be at most --max_seq_length"),
+    (dict(do_train=False, do_predict=True, predict_file=DEV, init_checkpoint=CKPT, null_threshold=5.0), ValueError,
+     "--null_threshold=5.0 is used only with --allow_empty_prediction=True"),  # ignored before (sweep 19, F9.4)
     (dict(do_train=True, train_file=TRAIN, model_dir=None), ValueError, "--model_dir is required"),
 ])
 def test_bad_flags_are_refused_before_anything_is_written(tiny_config, tmp_path, overrides, error, message):

@@ -399,6 +399,12 @@ def _corrupt_copies(root):
       shutil.copy(root / name / first, root / name / second)
     else:
       (root / name / index_name).write_text(text)
+  # a second shard also holding a weight the index places in the first (an old download's shard kept): it won
+  shutil.copytree(f"{DATA}/{sharded}", root / "shards_of_two_downloads")
+  later = load_file(str(root / "shards_of_two_downloads" / second))
+  moved = sorted(k for k, v in index["weight_map"].items() if v == first)[0]
+  later[moved] = np.zeros_like(load_file(str(root / "shards_of_two_downloads" / first))[moved])
+  save_file(later, str(root / "shards_of_two_downloads" / second))
   # Directories without usable weights: shards without their index, a config and tokenizer alone, a weights file
   # that is a broken link (an unfinished hub download).
   shutil.copytree(f"{DATA}/{sharded}", root / "shards_without_index")
@@ -443,6 +449,9 @@ def _corrupt_copies(root):
                            "sequence_summary.summary.bias, logits_proj.weight, logits_proj.bias"),
     ("shard_swapped", "model-00002-of-00002.safetensors lacks logits_proj.bias, .*index.json places there: the shard "
                       "is another one or damaged"),
+    ("shards_of_two_downloads", r"model-00002-of-00002.safetensors holds \S+, which .*index.json places in "
+                                r"model-00001-of-00002.safetensors: shards of two downloads\? Download the model "
+                                "again into an empty directory."),
     ("index_a_list", "is not a valid shard index"), ("weight_map_a_list", "is not a valid shard index"),
     ("shard_a_path", "is not a valid shard index"),
     ("shards_without_index", r"holds weight shards \(model-00001-of-00002.safetensors, ...\) but not their index "

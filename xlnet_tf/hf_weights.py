@@ -89,6 +89,10 @@ def read_weights(directory):
         if lacking:
           raise ValueError(f"{shard_path} lacks {', '.join(sorted(lacking)[:3])}, which {index} places there: the "
                            "shard is another one or damaged. Download it again.")
+        elsewhere = sorted(n for n in held if weight_map.get(n, shard) != shard)  # the later shard won, unsaid
+        if elsewhere:
+          raise ValueError(f"{shard_path} holds {elsewhere[0]}, which {index} places in {weight_map[elsewhere[0]]}: "
+                           "shards of two downloads? Download the model again into an empty directory.")
         weights.update(held)
       return weights, f"{name} ({len(set(weight_map.values()))} shards)"
   path = os.path.join(directory, "tf_model.h5")

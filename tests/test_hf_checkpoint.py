@@ -691,6 +691,16 @@ def test_the_export_pools_and_names_labels_as_the_fine_tuning_run_did(tmp_path):
   assert (f"Its pooling is unknown (no --summary_type, and no run_flags.json of the run that fine-tuned it beside "
           f"{src / 'xlnet_model.ckpt'}): config.json says summary_type 'last', the original's default. Convert again "
           "with --summary_type if it was fine-tuned with another.") in lines
+  (src / "run_flags.json").write_text('{"summary_type": "mean", "label_li')  # a copy cut short: taken as none
+  for to_hf in (True, False):
+    with pytest.raises(ValueError, match=f"^{src}/run_flags.json is damaged \\(.*\\): it records the flags of the run "
+                                         "that wrote the checkpoints there, whose pooling and labels the conversion "
+                                         "carries over. Restore it from a copy of that run, or move it away to convert "
+                                         "without them.$"):
+      (convert.convert_to_hf if to_hf else convert.clean_checkpoint)(
+          str(src / "xlnet_model.ckpt"), str(tmp_path / "hf5"), **({"task_name": "toy", "allow_d_head_override": True}
+                                                                  if to_hf else {}), log_fn=lambda _: None)
+    assert not (tmp_path / "hf5").exists()
 
 
 def test_a_converted_model_is_not_written_beside_a_model_of_the_other_format(tmp_path):

@@ -94,12 +94,10 @@ def _input_arrays(path):
 def _fine_tuned_with(ckpt_dir):
   """(summary_type, label_list, clamp_len) of the run that wrote the checkpoints in ckpt_dir (its run_flags.json),
   None for what it does not record (the original's checkpoints record none; a run_pretrain.py run no pooling or
-  labels)."""
+  labels). A damaged one is a ValueError naming it (it was taken as none: an export pooled otherwise)."""
   from xlnet_tf.training import runtime  # pylint: disable=import-outside-toplevel  (the converter needs no trainer)
-  try:
-    flags = runtime.read_run_flags(ckpt_dir) or {}
-  except ValueError:  # a damaged one: as none
-    flags = {}
+  flags = runtime.read_run_flags(ckpt_dir, use="whose pooling and labels the conversion carries over. Restore it "
+                                "from a copy of that run, or move it away to convert without them.") or {}
   if "record_info_dir" in flags:  # run_pretrain.py's --summary_type pools nothing
     return None, None, flags.get("clamp_len")
   return flags.get("summary_type"), flags.get("label_list"), flags.get("clamp_len")

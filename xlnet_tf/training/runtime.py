@@ -330,9 +330,10 @@ def write_run_files(model_dir, xlnet_config, flags_dict):
   return put_back
 
 
-def read_run_flags(directory):
+def read_run_flags(directory, use="which this run checks. Restore it from a copy of that run, or pass another "
+                                   "--model_dir."):
   """The `run_flags.json` of `write_run_files` in `directory` as a dict; None where there is none (a run of the
-  original code). One that is not a json object is a ValueError naming it."""
+  original code). One that is not a json object is a ValueError naming it, and `use` (what reads it, the remedy)."""
   path = os.path.join(directory, "run_flags.json") if directory else None
   if not path or not fileio.exists(path):
     return None
@@ -344,8 +345,7 @@ def read_run_flags(directory):
   if not isinstance(flags, dict):
     problem = flags if isinstance(flags, ValueError) else f"a json {type(flags).__name__}, not an object"
     raise ValueError(f"{path} is damaged ({problem}): it records the flags of the run that wrote the checkpoints "
-                     "there, which this run checks. Restore it from a copy of that run, or pass another "
-                     "--model_dir.")
+                     f"there, {use}")
   return flags
 
 

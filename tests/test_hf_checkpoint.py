@@ -128,6 +128,25 @@ def test_load_checkpoint_of_an_hf_directory(name):
   _check_outputs(head, model)
 
 
+def test_the_base_class_s_weights_without_the_transformer_prefix_are_the_backbone(tmp_path):
+  """`XLNetModel.save_pretrained` (transformers' base class, no head) writes `layer.0.ff...`, not
+  `transformer.layer.0.ff...`; it was refused as `config.json does not match the weights: the weights have 0
+  layers` (sweep 21, H2). Read as transformers reads it: the backbone of the LM model it was cut from."""
+  base = tmp_path / "base"
+  shutil.copytree(f"{DATA}/lm_safetensors", base)
+  from safetensors.numpy import save_file  # pylint: disable=import-outside-toplevel
+  save_file({k[len("transformer."):]: v for k, v in _hf_arrays("lm_safetensors").items()
+             if k.startswith("transformer.")}, str(base / "model.safetensors"))
+  config = json.loads((base / "config.json").read_text())
+  (base / "config.json").write_text(json.dumps(dict(config, architectures=["XLNetModel"])))
+  _, arrays, info = hf_checkpoint.read_hf_checkpoint(str(base))
+  _, lm_arrays, _ = hf_checkpoint.read_hf_checkpoint(f"{DATA}/lm_safetensors")
+  assert info["architecture"] == "XLNetModel" and sorted(arrays) == sorted(
+      n for n in lm_arrays if n.startswith("model/transformer/"))
+  for name, array in arrays.items():
+    np.testing.assert_array_equal(array, lm_arrays[name])
+
+
 def test_a_directory_of_an_hf_model_and_tf_checkpoints_says_which_it_reads(tmp_path, caplog):
   """A directory holding both (an HF download a run wrote checkpoints into) was read as the HF model, said at INFO
   only; a warning names the checkpoints and how to read one."""

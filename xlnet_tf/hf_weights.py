@@ -71,7 +71,16 @@ def _read_weight_map(index):
 
 def read_weights(directory):
   """({HF name: numpy array} in PyTorch names and layouts, the file read) of an HF model directory; the first of
-  safetensors, sharded safetensors, pytorch_model.bin (sharded), tf_model.h5 that it holds."""
+  safetensors, sharded safetensors, pytorch_model.bin (sharded), tf_model.h5 that it holds. The weights of
+  transformers' base class (`XLNetModel.save_pretrained`: `layer.0.ff...`, no head) take the heads' names
+  (`transformer.layer.0.ff...`), as transformers reads them."""
+  weights, source = _read_weights(directory)
+  if "word_embedding.weight" in weights and not any(name.startswith("transformer.") for name in weights):
+    weights = {f"transformer.{name}": array for name, array in weights.items()}
+  return weights, source
+
+
+def _read_weights(directory):
   for name, reader in (("model.safetensors", _read_safetensors), ("pytorch_model.bin", torch_pickle.load)):
     path = os.path.join(directory, name)
     if fileio.exists(path):

@@ -44,7 +44,7 @@ def filter_stderr(argv=None):
   stderr_filter.start()
 
 
-_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # SIGHUP unless ignored (`nohup`)
 
 
 _WHEN = {False: "while starting; nothing was written.",
@@ -67,7 +67,8 @@ def start_script(argv=None):
   _check_flagfiles(sys.argv if argv is None else argv)
   filter_stderr(argv)
   for signum in _SIGNALS:
-    signal.signal(signum, _exit_on_signal)
+    if signum != signal.SIGHUP or signal.getsignal(signum) is not signal.SIG_IGN:
+      signal.signal(signum, _exit_on_signal)
 
 
 def _check_flagfiles(argv):
@@ -382,6 +383,20 @@ def _failed_allocation(error):
     return None
   from xlnet_tf.training import out_of_memory  # pylint: disable=g-import-not-at-top
   return out_of_memory.allocation(error)
+
+
+def print_line(line):
+  """A CLI's line on standard output. Where its reader is gone (`| head`, a `tee` that ended), the line and those
+  after it go nowhere, and a training run stops as on a signal, saving its step (`preemption.request_stop`): it
+  ended at its next line with `[Errno 32] Broken pipe`, saving nothing."""
+  try:
+    print(line, flush=True)
+  except BrokenPipeError:
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)
+    from xlnet_tf.training import preemption  # pylint: disable=g-import-not-at-top
+    preemption.request_stop(signal.SIGPIPE)
 
 
 def cli_main(prog, body):

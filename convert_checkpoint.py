@@ -60,7 +60,7 @@ def run(o, log_fn=print):
 
 
 def body(o):
-  run(o, log_fn=lambda line: print(line, flush=True))
+  run(o, log_fn=cli.print_line)
 
 
 if __name__ == "__main__":

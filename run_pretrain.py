@@ -8,8 +8,8 @@
 Every flag of the original scripts is accepted with its name and default (see README: `use_tpu` defaults to
 False and means `--strategy=tpu`; `train_batch_size` is global). New (docs/design.md, New flags): --strategy,
 --mems_reset, --jit_compile, --xla_cache_dir, --seed, --deterministic, --model_config_path, --clip_mode,
---loss_weighting, --init_optimizer_state, --skip_bad_records, --gradient_accumulation_steps, --recompute_grad,
---use_fp16, --use_tf32. Restarting the same command resumes from the latest checkpoint.
+--loss_weighting, --lr_layer_decay_rate, --init_optimizer_state, --skip_bad_records, --gradient_accumulation_steps,
+--recompute_grad, --use_fp16, --use_tf32. Restarting the same command resumes from the latest checkpoint.
 """
 
 import cli  # first: start_script() runs before anything imports TensorFlow
@@ -216,7 +216,7 @@ def _run(o, strategy, log_fn):
 
 
 def body(o):
-  run(o, cli.start(o), log_fn=lambda line: print(line, flush=True))
+  run(o, cli.start(o), log_fn=cli.print_line)
 
 
 if __name__ == "__main__":

@@ -202,7 +202,7 @@ def run(o, strategy, log_fn=print):
 
 def body(o):
   validate(o)
-  run(o, cli.start(o), log_fn=lambda line: print(line, flush=True))
+  run(o, cli.start(o), log_fn=cli.print_line)
 
 
 if __name__ == "__main__":

@@ -221,6 +221,46 @@ def test_a_signal_while_the_loop_is_traced_adds_nothing_to_its_graph():
   assert [op.type for op in graph.get_operations()] == ["Placeholder", "Const", "AddV2", "Identity"]
 
 
+def test_a_line_to_a_gone_reader_goes_nowhere_and_requests_a_stop(monkeypatch):
+  """`cli.print_line` where standard output's reader is gone (sweep 21, P1): no BrokenPipeError; during a training
+  loop a stop as on SIGPIPE; before one, the next loop stops before its first step (once)."""
+  def gone_reader():
+    read_fd, write_fd = os.pipe()
+    os.close(read_fd)
+    monkeypatch.setattr(sys, "stdout", open(write_fd, "w"))  # pylint: disable=consider-using-with
+  gone_reader()
+  with preemption.StopRequest() as request:
+    cli.print_line("[1] | loss 0.5")
+    cli.print_line("a second line")  # goes nowhere
+    assert request.signum == signal.SIGPIPE and int(request.flag.numpy()) == 1
+  gone_reader()
+  cli.print_line("Training from step 0")
+  with preemption.StopRequest() as request:
+    assert request.signum == signal.SIGPIPE and int(request.flag.numpy()) == 1
+  with preemption.StopRequest() as request:
+    assert request.signum is None and int(request.flag.numpy()) == 0
+
+
+def test_sighup_stops_a_run_unless_ignored_as_under_nohup():
+  """SIGHUP (the terminal or ssh session closed) killed a training run at once, no line, its steps since the last
+  checkpoint lost (sweep 21, P2): a stop request as SIGTERM is; a run under `nohup` (SIGHUP ignored) goes on."""
+  with preemption.StopRequest() as request:
+    signal.raise_signal(signal.SIGHUP)
+    deadline = time.time() + 10
+    while int(request.flag.numpy()) == 0 and time.time() < deadline:
+      time.sleep(0.01)
+    assert request.signum == signal.SIGHUP
+  old = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+  try:
+    with preemption.StopRequest() as request:
+      assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+      signal.raise_signal(signal.SIGHUP)
+      time.sleep(0.1)
+      assert request.signum is None and int(request.flag.numpy()) == 0
+  finally:
+    signal.signal(signal.SIGHUP, old)
+
+
 def test_a_stop_lost_in_eval_stops_it_before_the_next_batch(capsys):
   absl_flags.FLAGS.mark_as_parsed()
   steps = []

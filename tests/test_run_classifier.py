@@ -4,6 +4,7 @@ original (TF1) fine-tuned checkpoints, our own checkpoints as --init_checkpoint,
 import csv
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -394,6 +395,33 @@ def test_num_core_per_host_the_machine_lacks_is_one_line(files, tmp_path):
   lines = proc.stderr.strip().splitlines()
   assert len(lines) == 1 and "--num_core_per_host=4 asks for 4 replicas" in lines[0] and "0 GPU(s)" in lines[0]
   assert not (tmp_path / "m").exists() or not any((tmp_path / "m").glob("ckpt-*"))
+
+
+@pytest.mark.parametrize("ending", ["reader_gone", "hangup"])
+def test_a_training_run_whose_output_reader_or_terminal_is_gone_saves_its_step_and_stops(files, tmp_path, ending):
+  """`run_classifier.py ... | head -3`, or a `tee` that ended: the run died at its next progress line with
+  `[Errno 32] Broken pipe`, rc 1, saving nothing (sweep 21, P1); its terminal or ssh session closing (SIGHUP, not
+  under nohup) killed it at once, no line, the steps since the last checkpoint lost (P2). Each stops as on SIGTERM:
+  the step saved, one line on stderr, exit 128 + the signal; the same command resumes from that step."""
+  cmd = classifier_cmd(files, "--do_train=True", f"--output_dir={tmp_path / 'records'}", f"--model_dir={tmp_path / 'm'}",
+                       "--train_batch_size=2", "--train_steps=100000", "--iterations=1")
+  proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  for line in proc.stdout:
+    if line.startswith("[1] |"):  # the first progress line: the loop runs
+      break
+  if ending == "reader_gone":
+    proc.stdout.close()  # as `head` ends
+  else:
+    proc.send_signal(signal.SIGHUP)
+  err = proc.stderr.read()
+  signum, why = {"reader_gone": (signal.SIGPIPE, " (its standard output's reader is gone)"),
+                 "hangup": (signal.SIGHUP, "")}[ending]
+  assert proc.wait(timeout=120) == 128 + signum, err[-3000:]
+  last = err.strip().splitlines()[-1]
+  step = int(re.search(r"at step (\d+);", last).group(1))
+  assert last == (f"run_classifier.py: stopped by {signum.name}{why} at step {step}; checkpoint {tmp_path}/m/ckpt-"
+                  f"{step}. Run the same command again to resume from step {step}.")
+  assert tf.train.latest_checkpoint(str(tmp_path / "m")) == f"{tmp_path}/m/ckpt-{step}"
 
 
 @pytest.mark.slow

@@ -1,4 +1,5 @@
-"""Stopping a training run cleanly on SIGTERM (what a preempted cloud VM and most schedulers send) or SIGINT.
+"""Stopping a training run cleanly on SIGTERM (what a preempted cloud VM and most schedulers send), SIGINT or
+SIGHUP (its terminal closed; not under `nohup`).
 
 A signal cannot interrupt a `tf.function` that runs many steps, and Python runs its signal handlers only when that
 call returns. So the signal is also written to a pipe (`signal.set_wakeup_fd`): a watcher thread reads it at once
@@ -25,10 +26,15 @@ import time
 
 import tensorflow as tf
 
-_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)  # SIGHUP: the terminal or ssh session of the run closed
 # How long the watcher waits, after a second Ctrl-C, for Python's handler to take it before it ends the process:
 # the handler runs within microseconds unless the main thread is inside a TensorFlow call.
 FORCE_AFTER_S = 2.0
+
+
+def _handled_signals():
+  """`_SIGNALS`, SIGHUP only where it is not ignored (a run under `nohup` goes on when its terminal closes)."""
+  return tuple(s for s in _SIGNALS if s != signal.SIGHUP or signal.getsignal(s) is not signal.SIG_IGN)
 
 
 class Interrupted(Exception):
@@ -50,6 +56,19 @@ class Stopped(BaseException):
 
 
 _noted = []  # the lists of signals the `stops_raised` that run now noted, innermost last
+_requests = []  # the StopRequests whose bodies run now
+_pending = []  # a stop `request_stop` asked for outside any StopRequest: the next one stops at once
+
+
+def request_stop(signum):
+  """Requests a stop from code, as the signal `signum` would (`cli.print_line`: standard output's reader is gone):
+  the training loop that runs stops after its step, saving it; outside one, the next training loop stops before
+  its first step (an evaluation or prediction goes on)."""
+  for request in _requests:
+    request.signum = request.signum or signum
+    request.flag.assign(1)
+  if not _requests:
+    _pending[:] = [signum]
 
 
 @contextlib.contextmanager
@@ -73,7 +92,7 @@ def stops_raised():
     if stop_signal(unraisable.exc_value, []) is None:
       old_unraisable(unraisable)
 
-  old = {signum: signal.signal(signum, raise_stopped) for signum in _SIGNALS}
+  old = {signum: signal.signal(signum, raise_stopped) for signum in _handled_signals()}
   old_unraisable, sys.unraisablehook = sys.unraisablehook, unless_stopped
   _noted.append(noted)
   try:
@@ -121,16 +140,17 @@ class StopRequest:
 
   def __enter__(self):
     check_stop()  # a stop requested before the loop that the code it landed in lost: the loop does not start
-    self.signum = None
+    self.signum = _pending.pop() if _pending else None
     self._sigints = 0
-    self.flag.assign(0)
+    self.flag.assign(int(self.signum is not None))
+    _requests.append(self)
     if threading.current_thread() is not threading.main_thread():
       return self  # Signal handlers can only be installed from the main thread: no clean stop then.
     self._read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
     self._write_fd = write_fd
     self._old_wakeup = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
-    for signum in _SIGNALS:
+    for signum in _handled_signals():
       self._old[signum] = signal.signal(signum, self._handle)
     self._watcher = threading.Thread(target=self._watch, name="xlnet-stop-request", daemon=True)
     self._watcher.start()
@@ -185,6 +205,8 @@ class StopRequest:
     os._exit(128 + signal.SIGINT)  # pylint: disable=protected-access
 
   def __exit__(self, *exc_info):
+    if self in _requests:
+      _requests.remove(self)
     if not self._old:
       return False
     for signum, handler in self._old.items():

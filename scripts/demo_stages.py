@@ -1,6 +1,9 @@
 """How scripts/demo.py runs and shows its stages: one line per stage (rewritten in place on a terminal), its log
 file and done marker, the command-line tool it runs, and the native stderr kept off the terminal."""
 
+if __name__ == "__main__":  # run by its name it did nothing, exit 0
+  raise SystemExit("demo_stages.py is a library: run scripts/demo.sh.")
+
 import json
 import os
 import shlex

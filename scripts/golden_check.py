@@ -13,6 +13,9 @@ when
   - on a run of every part: a key of a golden npz that no part read (the goldens hold a number nothing compared).
 """
 
+if __name__ == "__main__":  # run by its name it did nothing, exit 0
+  raise SystemExit("golden_check.py is a library: run scripts/check_race.py or scripts/check_squad.py.")
+
 import argparse
 import collections
 import json

@@ -18,6 +18,9 @@ replicas --num_core_per_host asks for; on a CPU the caller must split the CPU in
 TensorFlow starts (scripts/check_train_step.py does).
 """
 
+if __name__ == "__main__":  # run by its name it did nothing, exit 0
+  raise SystemExit("step_parity.py is a library: run scripts/check_train_step.py.")
+
 import json
 import os
 import re

@@ -155,3 +155,14 @@ def test_cli_prints_fail_last_and_exits_nonzero(task):
   proc = subprocess.run([sys.executable, f"scripts/check_{task}.py", "--golden_dir", GOLDENS[task], "--parts", ","],
                         capture_output=True, text=True, timeout=300, check=False)
   assert proc.returncode == 1 and proc.stdout.splitlines()[-1] == "FAIL", proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("command, words", [
+    (["scripts/step_parity.py", "--golden_dir=x"], "step_parity.py is a library: run scripts/check_train_step.py."),
+    (["scripts/golden_check.py"], "golden_check.py is a library: run scripts/check_race.py or scripts/check_squad.py."),
+    (["scripts/demo_stages.py"], "demo_stages.py is a library: run scripts/demo.sh."),
+    (["-m", "xlnet_tf.convert", "--input=x"], "xlnet_tf.convert is the library of convert_checkpoint.py: run")])
+def test_a_library_run_by_its_name_says_what_to_run(command, words):
+  """Run by its name (docs call step_parity.py "the checker"), a library did nothing and exited 0 (sweep 21, M1)."""
+  proc = subprocess.run([sys.executable, *command], capture_output=True, text=True, timeout=60)
+  assert proc.returncode == 1 and proc.stderr.strip().splitlines()[-1].startswith(words), proc.stderr[-2000:]

@@ -113,6 +113,8 @@ def parse_args(argv=None):
       setattr(args, key, value)
   if args.out is None:
     args.out = os.path.join(ROOT, "demo_out", "long") if args.long else os.path.join(ROOT, "demo_out")
+  if not args.out.strip():  # an unset $OUT: it ran in the working directory, among the sources
+    sys.exit("demo: error: --out is empty. Pass a directory, or leave --out out for demo_out.")
   try:
     check_args(args)
   except ValueError as e:
@@ -166,7 +168,8 @@ class Demo:
                  + ", ".join(f"{k}: {a} there, {b} now" for k, (a, b) in diff.items())
                  + "). Use another --out, or the same settings to resume.")
     elif os.path.exists(os.path.join(self.out, "corpus")):
-      sys.exit(f"demo: {self.out} holds a run of an older demo (no demo_settings.json). Use another --out.")
+      sys.exit(f"demo: {self.out} holds corpus/ but no demo_settings.json: an older demo's run, or other files. Use "
+               "another --out.")
     os.makedirs(self.log_dir, exist_ok=True)
 
   def saved_settings(self):
@@ -174,8 +177,15 @@ class Demo:
     path = os.path.join(self.out, "demo_settings.json")
     if not os.path.exists(path):
       return None
-    with open(path) as f:
-      return json.load(f)
+    try:
+      with open(path) as f:
+        settings = json.load(f)
+    except (ValueError, OSError) as e:  # a traceback; a json list let a stage run first
+      settings = e
+    if not isinstance(settings, dict):
+      sys.exit(f"demo: {path} is damaged ({settings if isinstance(settings, Exception) else 'not a json object'}): "
+               "it keeps the settings of the stages done. Use another --out, or remove this one to start again.")
+    return settings
 
   def save_settings(self, *keys):
     """Adds the settings `keys` to demo_settings.json: a stage wrote what depends on them (or, pretraining, is about

@@ -8,6 +8,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -96,26 +97,51 @@ def train_progress(line, train_steps):
   return f"step {step}/{train_steps}, loss {loss}, {speed} steps/s, ETA {eta}"
 
 
+# What stops the demo: each is passed on to the tool that runs (in a session of its own, so that a Ctrl-C or a
+# hang-up reaches it once, through the demo), which saves its step and ends; the demo then ends with one line.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 def run_tool(stage, cmd, progress_fn, commands):
   """Runs a command-line tool from the repository root; output to the stage's log; progress on the stage's line.
 
-  Returns the tool's output lines. Stops the demo (showing the log's tail) if the tool fails.
+  Returns the tool's output lines. Stops the demo (showing the log's tail) if the tool fails, and with one line
+  (exit 128 + the signal) where a signal stopped it (`STOP_SIGNALS`: the demo ended at once, no line, and the tool
+  lost its step).
   """
   commands.append(cmd)
-  lines = []
+  lines, stopped = [], []
   with open(stage.log, "a") as log:
     log.write(f"\n$ {shlex.join(cmd)}\n")
     log.flush()
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    for line in proc.stdout:
-      log.write(line)
-      log.flush()
-      lines.append(line.rstrip("\n"))
-      text = progress_fn(lines[-1])
-      if text:
-        stage.show(text)
-    returncode = proc.wait()
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            start_new_session=True)
+    def forward(signum, frame):
+      del frame
+      stopped.append(signum)
+      proc.send_signal(signum)
+    old = {signum: signal.signal(signum, forward) for signum in STOP_SIGNALS
+           if signal.getsignal(signum) is not signal.SIG_IGN}  # under nohup a hang-up stops nothing
+    try:
+      for line in proc.stdout:
+        log.write(line)
+        log.flush()
+        lines.append(line.rstrip("\n"))
+        text = progress_fn(lines[-1])
+        if text:
+          stage.show(text)
+      returncode = proc.wait()
+    finally:
+      for signum, handler in old.items():
+        signal.signal(signum, handler)
+  if stopped:
+    name = signal.Signals(stopped[0]).name
+    DISPLAY.done(f"{stage.prefix}: stopped by {name} after {duration(time.time() - stage.t0)}")
+    print("".join(f"    {line}\n" for line in lines[-1:]), end="")  # the tool's own line: what it saved
+    print(f"demo: stopped by {name}; the stages done are kept: run the same command again to go on (a training "
+          "stage resumes from the step it saved).", file=sys.stderr, flush=True)
+    sys.exit(128 + stopped[0])
   if returncode != 0:
     DISPLAY.done(f"{stage.prefix}: FAILED (exit {returncode}) after {duration(time.time() - stage.t0)}")
     print("".join(f"    {line}\n" for line in lines[-15:]), end="")

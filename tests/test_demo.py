@@ -4,8 +4,10 @@ is not refused while a rerun that would mix two runs' data still is."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -70,3 +72,56 @@ def test_settings_are_kept_once_a_stage_wrote_what_depends_on_them(tmp_path, mon
   assert json.loads(settings.read_text()) == {"num_docs": 200, "vocab_size": 8000}
   with pytest.raises(SystemExit, match=r"vocab_size: 8000 there, 500 now"):
     demo.Demo(demo.parse_args([out, "--num_docs=200", "--vocab_size=500"])).check_settings()
+
+
+def test_an_empty_out_or_damaged_settings_are_one_line(tmp_path):
+  """`--out=` (an unset $OUT) ran the whole demo in the working directory, among the sources; a damaged
+  demo_settings.json was a traceback, a json list let a stage run first (sweep 21, D1, D3)."""
+  with pytest.raises(SystemExit, match="^demo: error: --out is empty. Pass a directory, or leave --out out for "
+                                       "demo_out.$"):
+    demo.parse_args(["--out="])
+  (tmp_path / "demo_settings.json").write_text("[1, 2]")
+  with pytest.raises(SystemExit, match=f"^demo: {tmp_path}/demo_settings.json is damaged \\(not a json object\\): "
+                                       "it keeps the settings of the stages done. Use another --out"):
+    demo.Demo(demo.parse_args([f"--out={tmp_path}"])).check_settings()
+  (tmp_path / "demo_settings.json").write_text('{"num_docs": 2')
+  with pytest.raises(SystemExit, match=r"demo_settings.json is damaged \(Expecting"):
+    demo.Demo(demo.parse_args([f"--out={tmp_path}"])).check_settings()
+  assert sorted(os.listdir(tmp_path)) == ["demo_settings.json"]
+
+
+_TOOL = """
+import signal, sys, time
+got = []
+signal.signal(signal.SIGTERM, lambda signum, frame: got.append(signum))
+print("ready", flush=True)
+while not got:
+  time.sleep(0.01)
+time.sleep(0.2)  # a second signal would come now
+print(f"tool: stopped by SIGTERM ({len(got)} signal); saved step 3", flush=True)
+sys.exit(143)
+"""
+_DEMO = """
+import sys, time, types
+from scripts import demo_stages
+stage = types.SimpleNamespace(log=sys.argv[1], prefix="[6/6] fine-tune", t0=time.time(), show=lambda text: None)
+demo_stages.run_tool(stage, [sys.executable, "-c", sys.argv[2]], lambda line: None, [])
+"""
+
+
+def test_a_signal_to_the_demo_is_passed_on_once_and_ends_it_with_a_line(tmp_path):
+  """SIGTERM to demo.py (kill, a batch system) ended it at once, no line; its tool, left writing to a closed pipe,
+  lost its step (sweep 21, D2). The tool gets the signal once, its line is shown, the demo says how to go on."""
+  log = tmp_path / "stage.log"
+  proc = subprocess.Popen([sys.executable, "-c", _DEMO, str(log), _TOOL], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+  deadline = time.time() + 60
+  while not (log.exists() and "ready" in log.read_text()) and time.time() < deadline:
+    time.sleep(0.02)
+  proc.send_signal(signal.SIGTERM)
+  out, err = proc.communicate(timeout=60)
+  assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
+  assert out.splitlines()[-2].startswith("[6/6] fine-tune: stopped by SIGTERM after ")
+  assert out.splitlines()[-1] == "    tool: stopped by SIGTERM (1 signal); saved step 3"
+  assert err.strip().splitlines()[-1] == ("demo: stopped by SIGTERM; the stages done are kept: run the same command "
+                                          "again to go on (a training stage resumes from the step it saved).")

@@ -17,6 +17,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import types
 import zipfile
 
 import ml_dtypes
@@ -34,6 +35,7 @@ from xlnet_tf import convert
 from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
 from xlnet_tf import hf_weights
+from xlnet_tf import torch_pickle
 from xlnet_tf.modeling.heads import finetune_heads
 from xlnet_tf.tasks.race import task as race_task
 from xlnet_tf.tasks.squad import task as squad_task
@@ -534,6 +536,16 @@ def test_a_half_precision_bin_gives_its_values_as_float32(name, dtype):
   for key, array in full.items():
     assert half[key].dtype == np.float32, key
     np.testing.assert_array_equal(half[key], array.astype(dtype).astype(np.float32), err_msg=key)
+
+
+def test_a_tensor_expanded_past_its_storage_is_refused_before_it_is_made():
+  """A 14 KB pytorch_model.bin whose tensor has strides of 0 and a large shape was expanded in memory before any
+  shape check (2.5 GB for [50000, 10000]; numpy's "Unable to allocate 364. TiB" for a larger one) (sweep 21, T1)."""
+  storage = types.SimpleNamespace(values=np.ones([4], np.float32))
+  with pytest.raises(ValueError, match=r"^a tensor of shape \(50000, 10000\) holds more elements than its storage "
+                                       "of 4$"):
+    torch_pickle._Tensor(storage, 0, (50000, 10000), (0, 0)).array()  # pylint: disable=protected-access
+  np.testing.assert_array_equal(torch_pickle._Tensor(storage, 1, (3,), (1,)).array(), [1, 1, 1])  # a view: read
 
 
 class _RunsACommand:

@@ -14,6 +14,7 @@ other class in the file is refused, so reading a file never runs its code (as to
 
 import collections
 import io
+import math
 import pickle
 import struct
 import sys
@@ -65,6 +66,8 @@ class _Tensor:
     values = self.storage.values
     if len(self.stride) != len(self.size) or self.offset < 0 or min(self.stride + self.size, default=0) < 0:
       raise ValueError(f"a tensor of shape {self.size}, strides {self.stride}, offset {self.offset}")
+    if math.prod(self.size) > values.size:  # strides of 0 (an expanded view): GBs from a file of KBs, before any check
+      raise ValueError(f"a tensor of shape {self.size} holds more elements than its storage of {values.size}")
     if 0 not in self.size:
       end = self.offset + sum((n - 1) * s for n, s in zip(self.size, self.stride))
       if end >= values.size:

@@ -14,6 +14,7 @@ line.
 """
 
 import atexit
+import contextlib
 import gc
 import math
 import os
@@ -445,7 +446,8 @@ def cli_main(prog, body):
     finally:
       _main_ended[0] = True
     gc.collect()  # TensorFlow objects of the failed run log their teardown now, not after our last line
-    print(line, file=sys.stderr, flush=True)
+    with contextlib.suppress(OSError):  # its reader gone too (`2>&1 | tee`, the group stopped): the code says it
+      print(line, file=sys.stderr, flush=True)
     sys.exit(code)
   return main
 

@@ -397,22 +397,29 @@ def test_num_core_per_host_the_machine_lacks_is_one_line(files, tmp_path):
   assert not (tmp_path / "m").exists() or not any((tmp_path / "m").glob("ckpt-*"))
 
 
-@pytest.mark.parametrize("ending", ["reader_gone", "hangup"])
+@pytest.mark.parametrize("ending", ["reader_gone", "hangup", "group_stopped"])
 def test_a_training_run_whose_output_reader_or_terminal_is_gone_saves_its_step_and_stops(files, tmp_path, ending):
   """`run_classifier.py ... | head -3`, or a `tee` that ended: the run died at its next progress line with
   `[Errno 32] Broken pipe`, rc 1, saving nothing (sweep 21, P1); its terminal or ssh session closing (SIGHUP, not
-  under nohup) killed it at once, no line, the steps since the last checkpoint lost (P2). Each stops as on SIGTERM:
-  the step saved, one line on stderr, exit 128 + the signal; the same command resumes from that step."""
+  under nohup) killed it at once, no line, the steps since the last checkpoint lost (P2); `... 2>&1 | tee log`
+  stopped as a group (timeout, scancel): tee gone, the SIGTERM's save was lost to the broken pipe (P3). Each stops
+  as on SIGTERM: the step saved, one line on stderr (where it is read), exit 128 + the signal."""
   cmd = classifier_cmd(files, "--do_train=True", f"--output_dir={tmp_path / 'records'}", f"--model_dir={tmp_path / 'm'}",
                        "--train_batch_size=2", "--train_steps=100000", "--iterations=1")
   proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
   for line in proc.stdout:
     if line.startswith("[1] |"):  # the first progress line: the loop runs
       break
-  if ending == "reader_gone":
-    proc.stdout.close()  # as `head` ends
-  else:
+  if ending == "hangup":
     proc.send_signal(signal.SIGHUP)
+  else:
+    proc.stdout.close()  # as `head` or `tee` ends
+  if ending == "group_stopped":
+    proc.stderr.close()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) == 128 + signal.SIGTERM
+    assert tf.train.latest_checkpoint(str(tmp_path / "m")) is not None
+    return
   err = proc.stderr.read()
   signum, why = {"reader_gone": (signal.SIGPIPE, " (its standard output's reader is gone)"),
                  "hangup": (signal.SIGHUP, "")}[ending]

@@ -722,6 +722,23 @@ def test_the_export_pools_and_names_labels_as_the_fine_tuning_run_did(tmp_path):
   assert (f"Its pooling is unknown (no --summary_type, and no run_flags.json of the run that fine-tuned it beside "
           f"{src / 'xlnet_model.ckpt'}): config.json says summary_type 'last', the original's default. Convert again "
           "with --summary_type if it was fine-tuned with another.") in lines
+  # a spiece.model beside it that is not the one the run recorded: the export shipped it as the tokenizer (sweep 21,
+  # H4); the one recorded is copied
+  spm = "tests/testdata/data/spm/spiece.model"
+  (src / "run_flags.json").write_text(json.dumps({"summary_type": "mean", "spiece_model_file": spm,
+                                                   "spiece_model_sha256": fileio.sha256(spm)}))
+  (src / "spiece.model").write_bytes(b"another model")
+  for to_hf in (True, False):
+    with pytest.raises(ValueError, match=f"^{src}/spiece.model is another SentencePiece model than the run that "
+                                         f"trained the checkpoint used \\(its sha256 differs from {src}/run_flags"
+                                         f".json's, of --spiece_model_file={spm}\\): .* or move this one away"):
+      (convert.convert_to_hf if to_hf else convert.clean_checkpoint)(
+          str(src / "xlnet_model.ckpt"), str(tmp_path / "hf6"), **({"task_name": "toy", "allow_d_head_override": True}
+                                                                  if to_hf else {}), log_fn=lambda _: None)
+    assert not (tmp_path / "hf6").exists()
+  shutil.copy(spm, src / "spiece.model")
+  convert.clean_checkpoint(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf6"), log_fn=lambda _: None)
+  assert (tmp_path / "hf6" / "spiece.model").read_bytes() == (src / "spiece.model").read_bytes()
   (src / "run_flags.json").write_text('{"summary_type": "mean", "label_li')  # a copy cut short: taken as none
   for to_hf in (True, False):
     with pytest.raises(ValueError, match=f"^{src}/run_flags.json is damaged \\(.*\\): it records the flags of the run "
@@ -885,12 +902,26 @@ def test_an_original_checkpoint_with_adam_slots_cleans_to_its_weights(tmp_path):
            for suffix in (("Adam", "Adam_1") if "layer_0" in name else ("adam_m", "adam_v"))}
   slots.update(beta1_power=np.float32(0.9), beta2_power=np.float32(0.99))
   trained = checkpoint.write_original_checkpoint({**weights, **slots}, str(tmp_path / "run" / "model.ckpt-7"), 7)
-  shutil.copy(f"{MODEL}/ckpt_untied/xlnet_config.json", tmp_path / "run")
   mismatched = cli.defaults(convert_checkpoint.define_flags, input=trained, to="tf1", output_dir=str(tmp_path / "x"),
                             model_config_path=f"{MODEL}/ckpt_tied/xlnet_config.json")
   with pytest.raises(ValueError, match="the config does not match the checkpoint: model/transformer/r_w_bias"):
     convert_checkpoint.run(mismatched, log_fn=lambda line: None)
   assert not (tmp_path / "x").exists()
+  shutil.copy(f"{MODEL}/ckpt_untied/xlnet_config.json", tmp_path / "run")
+  # the same shapes, another activation than the run's own config beside the checkpoint: it was written, relu
+  # (sweep 21, H5); both directions refuse it
+  relu = tmp_path / "relu.json"
+  XLNetConfig(**{**XLNetConfig(json_path=str(tmp_path / "run" / "xlnet_config.json")).to_dict(),
+                 "ff_activation": "relu"}).to_json(str(relu))
+  for to in ("tf1", "hf"):
+    with pytest.raises(ValueError, match=f"^--model_config_path {relu} describes another model than {tmp_path}/run/"
+                                         r"xlnet_config.json, the config of the run that trained the checkpoint "
+                                         r"\(ff_activation gelu there, relu here\): the converted model would "
+                                         "compute otherwise. Leave --model_config_path unset.$"):
+      convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=trained, to=to,
+                                          output_dir=str(tmp_path / "x"), model_config_path=str(relu)),
+                           log_fn=lambda line: None)
+    assert not (tmp_path / "x").exists()
   convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=str(tmp_path / "run"), to="tf1",
                                       output_dir=str(tmp_path / "clean")), log_fn=lambda line: None)
   cleaned = checkpoint.checkpoint_arrays(str(tmp_path / "clean" / "xlnet_model.ckpt"))

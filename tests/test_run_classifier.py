@@ -404,8 +404,8 @@ def test_a_training_run_whose_output_reader_or_terminal_is_gone_saves_its_step_a
   under nohup) killed it at once, no line, the steps since the last checkpoint lost (P2); `... 2>&1 | tee log`
   stopped as a group (timeout, scancel): tee gone, the SIGTERM's save was lost to the broken pipe (P3). Each stops
   as on SIGTERM: the step saved, one line on stderr (where it is read), exit 128 + the signal."""
-  cmd = classifier_cmd(files, "--do_train=True", f"--output_dir={tmp_path / 'records'}", f"--model_dir={tmp_path / 'm'}",
-                       "--train_batch_size=2", "--train_steps=100000", "--iterations=1")
+  cmd = classifier_cmd(files, "--do_train=True", f"--output_dir={tmp_path / 'records'}",
+                       f"--model_dir={tmp_path / 'm'}", "--train_batch_size=2", "--train_steps=100000", "--iterations=1")
   proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
   for line in proc.stdout:
     if line.startswith("[1] |"):  # the first progress line: the loop runs

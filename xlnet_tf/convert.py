@@ -84,6 +84,20 @@ def _copy(src_dir, output_dir, write=fileio.atomic_write, name="spiece.model"):
   return False
 
 
+def _check_config_beside(src_dir, model_config_path):
+  """ValueError where --model_config_path describes another model than the xlnet_config.json beside the checkpoint,
+  the record of the run that trained it: a flag won over it without a word (a gelu model exported as relu)."""
+  beside = os.path.join(src_dir, "xlnet_config.json")
+  if not model_config_path or not fileio.exists(beside):
+    return
+  diff = [f"{k} {a} there, {b} here"
+          for k, a, b in XLNetConfig(json_path=beside).differences(XLNetConfig(json_path=model_config_path))]
+  if diff:
+    raise ValueError(f"--model_config_path {model_config_path} describes another model than {beside}, the config of "
+                     f"the run that trained the checkpoint ({'; '.join(diff)}): the converted model would compute "
+                     "otherwise. Leave --model_config_path unset.")
+
+
 def _input_arrays(path):
   """{original name: array} of the weights of the --input checkpoint `path`; a ValueError naming --input where it
   is damaged, naming the weight where one holds NaN or infinity."""
@@ -95,13 +109,31 @@ def _input_arrays(path):
   return arrays
 
 
-def _fine_tuned_with(ckpt_dir):
-  """(summary_type, label_list, clamp_len) of the run that wrote the checkpoints in ckpt_dir (its run_flags.json),
-  None for what it does not record (the original's checkpoints record none; a run_pretrain.py run no pooling or
-  labels). A damaged one is a ValueError naming it (it was taken as none: an export pooled otherwise)."""
+def _run_flags(ckpt_dir):
+  """The run_flags.json of the run that wrote the checkpoints in ckpt_dir, {} where there is none (the original's);
+  a damaged one is a ValueError naming it (it was taken as none: an export pooled otherwise)."""
   from xlnet_tf.training import runtime  # pylint: disable=import-outside-toplevel  (the converter needs no trainer)
-  flags = runtime.read_run_flags(ckpt_dir, use="whose pooling and labels the conversion carries over. Restore it "
+  return runtime.read_run_flags(ckpt_dir, use="whose pooling and labels the conversion carries over. Restore it "
                                 "from a copy of that run, or move it away to convert without them.") or {}
+
+
+def _check_spiece_beside(ckpt_dir):
+  """ValueError where the spiece.model beside the checkpoint is another SentencePiece model than the one its run's
+  run_flags.json records (by sha256): the converted model shipped another vocabulary as its tokenizer."""
+  path, flags = os.path.join(ckpt_dir, "spiece.model"), _run_flags(ckpt_dir)
+  recorded = flags.get("spiece_model_sha256")
+  if recorded and fileio.exists(path) and fileio.sha256(path) != recorded:
+    raise ValueError(f"{path} is another SentencePiece model than the run that trained the checkpoint used (its "
+                     f"sha256 differs from {os.path.join(ckpt_dir, 'run_flags.json')}'s, of --spiece_model_file="
+                     f"{flags.get('spiece_model_file')}): the converted model would tokenize with other pieces. Put "
+                     "that file there, or move this one away to convert without it.")
+
+
+def _fine_tuned_with(ckpt_dir):
+  """(summary_type, label_list, clamp_len) of the run that wrote the checkpoints in ckpt_dir (its run_flags.json,
+  `_run_flags`), None for what it does not record (the original's checkpoints record none; a run_pretrain.py run no
+  pooling or labels)."""
+  flags = _run_flags(ckpt_dir)
   if "record_info_dir" in flags:  # run_pretrain.py's --summary_type pools nothing
     return None, None, flags.get("clamp_len")
   return flags.get("summary_type"), flags.get("label_list"), flags.get("clamp_len")
@@ -124,6 +156,8 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
   path = checkpoint.resolve_checkpoint_path(ckpt_path)
   _check_output_dir(output_dir, os.path.dirname(path))
   _check_copy(os.path.dirname(path), output_dir)
+  _check_config_beside(os.path.dirname(path), model_config_path)
+  _check_spiece_beside(os.path.dirname(path))
   xlnet_config = XLNetConfig(json_path=model_config_path or os.path.join(os.path.dirname(path), "xlnet_config.json"))
   trained_summary, label_list, clamp_len = _fine_tuned_with(os.path.dirname(path))
   if summary_type and trained_summary and summary_type != trained_summary:
@@ -193,6 +227,8 @@ def clean_checkpoint(ckpt_path, output_dir, model_config_path=None, log_fn=print
   flag_files = ["run_flags.json"] if _fine_tuned_with(src_dir)[0] else []  # a pretraining run's: a release's layout
   for name in ["spiece.model", *flag_files]:
     _check_copy(src_dir, output_dir, name)
+  _check_config_beside(src_dir, model_config_path)
+  _check_spiece_beside(src_dir)
   arrays = _input_arrays(path)
   config_path = model_config_path or os.path.join(src_dir, "xlnet_config.json")
   if model_config_path or fileio.exists(config_path):

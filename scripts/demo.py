@@ -408,4 +408,7 @@ class Demo:
       print(f"  {name:<{width}}  {value}")
 
 if __name__ == "__main__":
-  Demo(parse_args()).main()
+  try:
+    Demo(parse_args()).main()
+  except OSError as e:  # a full disk in a stage of its own (the corpus, the records' check): it was a traceback
+    sys.exit(f"demo: error: {' '.join(str(e).split())}")

@@ -125,3 +125,17 @@ def test_a_signal_to_the_demo_is_passed_on_once_and_ends_it_with_a_line(tmp_path
   assert out.splitlines()[-1] == "    tool: stopped by SIGTERM (1 signal); saved step 3"
   assert err.strip().splitlines()[-1] == ("demo: stopped by SIGTERM; the stages done are kept: run the same command "
                                           "again to go on (a training stage resumes from the step it saved).")
+
+
+def test_a_full_disk_in_the_demo_s_own_stage_is_one_line(tmp_path):
+  """The corpus stage on a full disk (here a file-size limit) was a traceback whose last line held its own message
+  twice, the reason lost (sweep 21, D4): one line naming the directory and the reason; nothing left but logs/."""
+  import resource  # pylint: disable=import-outside-toplevel
+  proc = subprocess.run([sys.executable, "scripts/demo.py", f"--out={tmp_path}/d", "--num_docs=100"],
+                        capture_output=True, text=True, timeout=120,
+                        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000)))
+  assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+  assert proc.stderr.strip().splitlines()[-1] == (
+      f"demo: error: Could not write {tmp_path}/d/corpus (File too large); nothing was left under that name. Free "
+      "space (or fix the directory's permissions) and rerun.")
+  assert os.listdir(tmp_path / "d") == ["logs"]

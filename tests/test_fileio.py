@@ -240,6 +240,23 @@ def test_a_failed_later_file_leaves_no_part_of_a_prefix_and_no_temporary(tmp_pat
   assert listing(tmp_path) == []
 
 
+def test_a_full_disk_inside_a_directory_written_atomically_names_the_file_once(tmp_path, monkeypatch):
+  """A file written atomically inside a directory written atomically (the demo's corpus): the outer writer took the
+  inner one's whole line as its reason, `Could not write D (nothing was left ... rerun.); nothing was left ...`, and
+  "No space left on device" was lost (sweep 21, D4). The outer names its file with the inner's reason."""
+  def full_disk(path, data):
+    del path, data
+    raise OSError(28, "No space left on device")
+  monkeypatch.setattr(fileio, "_write_data", full_disk)
+  with pytest.raises(OSError) as error:
+    with fileio.atomic_path(str(tmp_path / "corpus")) as tmp:
+      os.makedirs(tmp)
+      fileio.atomic_write(os.path.join(tmp, "0.txt"), "text")
+  assert str(error.value) == (f"Could not write {tmp_path}/corpus (No space left on device); nothing was left under "
+                              "that name. Free space (or fix the directory's permissions) and rerun.")
+  assert listing(tmp_path) == []
+
+
 def test_a_prefix_with_nothing_written_replaces_nothing(tmp_path):
   with pytest.raises(ValueError, match=f"^Nothing was written for {tmp_path / 'ckpt'}"):
     with fileio.atomic_files() as files:

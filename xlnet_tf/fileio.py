@@ -316,10 +316,11 @@ def _removed_on_error(temporaries, named):
     op_error = type(e).__module__.startswith("tensorflow") and hasattr(e, "error_code")  # tf.errors.OpError
     if (isinstance(e, OSError) or op_error) and not isinstance(e, FileNotFoundError) and named():
       message = " ".join(str(getattr(e, "message", e)).split())
-      reason = getattr(e, "strerror", None) or message.rsplit("; ", 1)[-1][:200]  # TF's: "{op and path}; {why}"
+      reason = getattr(e, "reason", None) or getattr(e, "strerror", None) or message.rsplit("; ", 1)[-1][:200]
       fix = "Pass a shorter name" if "too long" in reason else "Free space (or fix the directory's permissions)"
-      raise OSError(f"Could not write {named()} ({reason}); nothing was left under that name. {fix} and rerun.") \
-          from None
+      error = OSError(f"Could not write {named()} ({reason}); nothing was left under that name. {fix} and rerun.")
+      error.reason = reason  # for a writer around this one (TF's OpError: "{op and path}; {why}"), naming its own file
+      raise error from None
     raise
 
 

@@ -81,10 +81,11 @@ def directory_lock(directory, name="run", what="--model_dir", temporaries=None, 
 
 
 # A writer's temporary name (`fileio.temp_name`: `{name}.tmp-{pid}-{12 hex}`, with a part's suffix for a checkpoint
-# written under a temporary prefix, and TensorFlow's `.tempstate{N}` after a shard it was writing; not `.old`, a
-# replaced directory set aside, which may be the only copy left where a run was killed between the renames) and the
-# directory TensorFlow saves a checkpoint's shards into (`ckpt-4_temp/`).
-_TEMPORARY = re.compile(r"\.tmp-(\d+)-[0-9a-f]{12}(\.index|\.data-\d+-of-\d+(\.tempstate\d+)?)?$|^ckpt-\d+_temp$")
+# written under a temporary prefix or SentencePiece's `.model`/`.vocab` under one, and TensorFlow's `.tempstate{N}`
+# after a shard it was writing; not `.old`, a replaced directory set aside, which may be the only copy left where a
+# run was killed between the renames) and the directory TensorFlow saves a checkpoint's shards into (`ckpt-4_temp/`).
+_TEMPORARY = re.compile(r"\.tmp-(\d+)-[0-9a-f]{12}(\.index|\.data-\d+-of-\d+(\.tempstate\d+)?|\.model|\.vocab)?$"
+                        r"|^ckpt-\d+_temp$")
 
 
 def remove_stale_temporaries(directory, patterns, only_dead=False):

@@ -9,9 +9,13 @@ whose ids differ, and `train_sentencepiece` trains one with the original README'
 """
 
 import codecs
+import contextlib
+import ctypes
 import dataclasses
+import errno
 import glob as glob_lib
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -22,6 +26,7 @@ import numpy as np
 import sentencepiece as spm
 
 from xlnet_tf import fileio
+from xlnet_tf import locks
 
 
 SPIECE_UNDERLINE = "▁"
@@ -244,11 +249,17 @@ def expand_inputs(inputs):
   return sorted(set(files))
 
 
+# spm_train's --max_sentence_length: a longer line (bytes) is skipped without a word, and a corpus of only such lines
+# (one line per document, lines ending in CR alone) ends in its assertion `!sentences_.empty()`.
+MAX_SENTENCE_BYTES = 4192
+
+
 def check_text_files(files, flag="--input", head_bytes=1 << 20):
   """ValueError unless `files` are text SentencePiece can train on: no directory, each file's first `head_bytes`
-  UTF-8, and some line that is not blank. (SentencePiece's own errors name no file: `Is a directory`, or an
-  assertion on its sentence count or vocabulary.)"""
-  has_text = False
+  UTF-8, and some line that is not blank and not longer than `MAX_SENTENCE_BYTES`; a warning for a file whose first
+  `head_bytes` hold such long lines (SentencePiece skips them). (SentencePiece's own errors name no file: `Is a
+  directory`, or an assertion on its sentence count or vocabulary.)"""
+  has_text = has_long = False
   for path in files:
     if os.path.isdir(path):
       raise ValueError(f"{flag}: {path} is a directory. Make {flag} match text files only.")
@@ -259,9 +270,21 @@ def check_text_files(files, flag="--input", head_bytes=1 << 20):
       except UnicodeDecodeError as e:
         raise ValueError(f"{flag}: {path} is not UTF-8 text (byte 0x{head[e.start]:02x} at offset {e.start}). "
                          "Convert it to UTF-8 (e.g. iconv -f latin1 -t utf-8), or leave it out.") from None
-      has_text = has_text or bool(head.strip()) or any(line.strip() for line in f)
+      lines = head.split(b"\n")  # SentencePiece's lines: CR is no line end
+      lines = lines[:-1] if len(head) == head_bytes and len(lines) > 1 else lines  # the last one is cut
+      long = sum(len(line) > MAX_SENTENCE_BYTES for line in lines)
+      if long:
+        cr_only = b"\r" in head and b"\n" not in head
+        logging.warning("%s: %d of the first %d lines of %s are longer than %d bytes%s, which SentencePiece skips. "
+                        "Put one sentence (or paragraph) per line.", flag, long, len(lines), path, MAX_SENTENCE_BYTES,
+                        " (its lines end in CR alone: convert them, e.g. tr '\\r' '\\n')" if cr_only else "")
+      has_long = has_long or bool(long)
+      has_text = has_text or any(line.strip() and len(line) <= MAX_SENTENCE_BYTES for line in lines) or any(
+          line.strip() and len(line) <= MAX_SENTENCE_BYTES + 1 for line in f)
   if not has_text:
-    raise ValueError(f"{flag}: {', '.join(files[:3])}{' ...' if len(files) > 3 else ''} hold no text. Pass text "
+    why = (f" SentencePiece reads: every line is longer than {MAX_SENTENCE_BYTES} bytes (one line per document? lines "
+           "ending in CR alone?)") if has_long else ""
+    raise ValueError(f"{flag}: {', '.join(files[:3])}{' ...' if len(files) > 3 else ''} hold no text{why}. Pass text "
                      "files, one sentence per line.")
 
 
@@ -322,6 +345,8 @@ def train_sentencepiece(inputs, model_prefix, options, *, quiet=False, **extra_o
   """
   files = expand_inputs(inputs)
   check_text_files(files)
+  directory, name = os.path.split(os.path.abspath(model_prefix))
+  locks.remove_stale_temporaries(directory, [glob_lib.escape(name) + ".tmp-*"], only_dead=True)  # a kill -9's
   with fileio.atomic_path(model_prefix, last_suffix=".model") as tmp_prefix:  # the .model file is renamed last
     settings = dict(
         input=files, model_prefix=tmp_prefix, vocab_size=options.vocab_size,
@@ -334,12 +359,18 @@ def train_sentencepiece(inputs, model_prefix, options, *, quiet=False, **extra_o
       settings["minloglevel"] = 2
     settings.update(extra_options)
     try:
-      request = json.dumps(settings)
-    except TypeError:  # a Python object option (`sentence_iterator`, `model_writer`) cannot go to another process
-      spm.SentencePieceTrainer.Train(**settings)
-    else:
-      _train_in_a_child(request)
-    load_sentencepiece(tmp_prefix + ".model")  # Checks the special ids.
+      try:
+        request = json.dumps(settings)
+      except TypeError:  # a Python object option (`sentence_iterator`, `model_writer`) cannot go to another process
+        spm.SentencePieceTrainer.Train(**settings)
+      else:
+        _train_in_a_child(request)
+      load_sentencepiece(tmp_prefix + ".model")  # Checks the special ids.
+    except (RuntimeError, ValueError):  # a full disk: SentencePiece's line, or a .model cut short without one
+      stat = os.statvfs(directory)
+      if stat.f_bavail * stat.f_frsize < 1 << 20:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)) from None  # atomic_path's line names the file
+      raise
   return model_prefix + ".model"
 
 
@@ -376,6 +407,10 @@ def _train_here():
   """The child's side of `_train_in_a_child`: the settings from stdin (JSON), `{"error": None or SentencePiece's
   message}` to stdout."""
   signal.signal(signal.SIGINT, signal.SIG_DFL)  # a Ctrl-C reaches the whole process group: the parent says why
+  with contextlib.suppress(OSError, AttributeError):  # Linux: killed with its parent (a kill -9 left it training on
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # for hours, then writing its files): PR_SET_PDEATHSIG
+  if os.getppid() == 1:  # the parent was gone before that
+    return
   settings = json.load(sys.stdin)
   try:
     spm.SentencePieceTrainer.Train(**settings)

@@ -53,6 +53,7 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
   if flag == "--model_dir" and getattr(o, "do_train", False):  # before records are written
     _check_apart_from_init_checkpoint(o)
     _check_init_spiece(o)
+    _check_init_config(o, xlnet_config)
   if directory and hf_checkpoint.is_hf_directory(directory):
     _check_hf_pooling(o, directory, flag)
     return
@@ -100,6 +101,26 @@ def _check_spiece(there, o, flag, digest, dir_flag, directory):
     raise FlagError(f"The checkpoints in {dir_flag} {directory} were trained with other flags ({change}; "
                     f"{os.path.join(directory, 'run_flags.json')}): the same ids would mean other pieces, and every "
                     f"embedding learned so far another piece. Pass {fix}, or another {dir_flag}.")
+
+
+def _check_init_config(o, xlnet_config):
+  """FlagError where the xlnet_config.json beside --init_checkpoint (a released model's, a run's) describes another
+  model than this run builds: the same shapes load (another ff_activation), and the run fine-tuned another function
+  than the weights learned, exit 0. Nothing where --model_dir holds a run to resume (it reads no --init_checkpoint)."""
+  from xlnet_tf import checkpoint, XLNetConfig  # pylint: disable=g-import-not-at-top
+  if not getattr(o, "init_checkpoint", None) or checkpoint.latest_checkpoint(o.model_dir):
+    return
+  try:
+    beside = os.path.join(checkpoint.directory_of(o.init_checkpoint), "xlnet_config.json")
+  except FileNotFoundError:  # said by the trainer, naming --init_checkpoint
+    return
+  diff = os.path.exists(beside) and [f"{k} {a} there, {b} here"
+                                     for k, a, b in XLNetConfig(json_path=beside).differences(xlnet_config)]
+  if diff:
+    source = f"--model_config_path {o.model_config_path}" if o.model_config_path else "the model flags"
+    raise FlagError(f"--init_checkpoint {o.init_checkpoint} is another model than {source} describes ({beside}: "
+                    f"{'; '.join(diff)}): its weights would compute another function. Pass "
+                    f"--model_config_path={beside}.")
 
 
 def _check_init_spiece(o, resolved=None):
@@ -225,6 +246,7 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, data_files=
   _check_spiece(there, o, "record_info_dir", (resolved or {}).get(_SPIECE_DIGEST), "--model_dir", o.model_dir)
   if not resuming and chief:
     _check_init_spiece(o, resolved)
+    _check_init_config(o, xlnet_config)
   replicas = trainer.strategy.num_replicas_in_sync
   there = _clip_mode_compared(there, getattr(o, "clip_mode", None), replicas)
   changes = flag_changes(o, training_only=True, there=there) if there else []

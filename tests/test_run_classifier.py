@@ -19,6 +19,7 @@ from absl import flags as absl_flags
 from helpers import cli_forks
 import cli
 import run_classifier
+import run_files
 from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
 from xlnet_tf import checkpoint
 from xlnet_tf import training
@@ -215,6 +216,30 @@ def test_imdb_train_eval_predict(files, cli_runs):
   assert "model/classification_imdb/logit/kernel" in report["loaded"] and report["kept_initial"] == []
   np.testing.assert_allclose(python_logits(model, examples, ["neg", "pos"], "classification_imdb"), expected,
                              rtol=1e-5, atol=1e-5)
+
+
+def test_an_init_checkpoint_of_another_activation_than_the_config_is_refused(tmp_path):
+  """--init_checkpoint of a released model whose xlnet_config.json says gelu, --model_config_path relu (the same
+  shapes): it fine-tuned another function than the weights learned, exit 0 (sweep 21, H6). Refused before anything
+  is written; its own config is accepted."""
+  config = XLNetConfig(**CONFIG)
+  released = tmp_path / "released"
+  checkpoint.export_original_checkpoint(XLNetModel(config, RunConfig(is_training=False, use_tpu=False,
+                                                                     use_bfloat16=False, dropout=0, dropatt=0)),
+                                        str(released / "xlnet_model.ckpt"))
+  config.to_json(str(released / "xlnet_config.json"))
+  relu = XLNetConfig(**{**CONFIG, "ff_activation": "relu"})
+  relu.to_json(str(tmp_path / "relu.json"))
+  o = cli.defaults(run_classifier.define_flags, do_train=True, init_checkpoint=str(released / "xlnet_model.ckpt"),
+                   model_config_path=str(tmp_path / "relu.json"), model_dir=str(tmp_path / "m"))
+  with pytest.raises(cli.FlagError, match=f"^--init_checkpoint {released}/xlnet_model.ckpt is another model than "
+                                          f"--model_config_path {tmp_path}/relu.json describes \\({released}/xlnet_"
+                                          r"config.json: ff_activation gelu there, relu here\): its weights would "
+                                          f"compute another function. Pass --model_config_path={released}/xlnet_"
+                                          "config.json.$"):
+    run_files.check_trained_model(o, o.model_dir, relu)
+  run_files.check_trained_model(o, o.model_dir, config)
+  assert not (tmp_path / "m").exists()
 
 
 def test_pretraining_checkpoints_initialise_a_classifier(tmp_path):

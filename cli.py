@@ -66,6 +66,15 @@ def start_script(argv=None):
   SIGTERM outside its `main`'s body (imports, flags: nothing written yet; or the end, after the body) end it with
   one line, exit 128 + signal."""
   _check_flagfiles(sys.argv if argv is None else argv)
+  for fd, name in ((1, "stdout"), (2, "stderr")):  # closed (`>&-`, a daemon's set-up): a file opened later would
+    try:  # take its number, native lines (TensorFlow's log) would go into it, and Python's stream is None
+      os.fstat(fd)
+    except OSError:
+      null = os.open(os.devnull, os.O_WRONLY)
+      if null != fd:
+        os.dup2(null, fd)
+        os.close(null)
+      setattr(sys, name, open(fd, "w", buffering=1, closefd=False))  # pylint: disable=consider-using-with
   filter_stderr(argv)
   for signum in _SIGNALS:
     if signum != signal.SIGHUP or signal.getsignal(signum) is not signal.SIG_IGN:
@@ -499,7 +508,7 @@ def _end_process(code):
     print(code, file=sys.stderr)
     code = 1
   atexit._run_exitfuncs()  # pylint: disable=protected-access
-  for stream in (sys.stdout, sys.stderr):
+  for stream in filter(None, (sys.stdout, sys.stderr)):  # None: closed when the process started
     try:
       stream.flush()
     except (OSError, ValueError):  # a closed pipe or stream: nothing more can reach it

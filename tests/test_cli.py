@@ -820,3 +820,15 @@ def test_a_file_flag_through_a_symbolic_link_to_nowhere_or_a_loop_says_so(tmp_pa
       f"--spiece_model_file={tmp_path}/c is a symbolic link to /nowhere/spiece.model, which does not exist. Pass the "
       "SentencePiece model.",
       f"--spiece_model_file={tmp_path}/d does not exist. Pass the SentencePiece model."]
+
+
+@pytest.mark.parametrize("closed", [1, 2])
+def test_a_tool_started_with_stdout_or_stderr_closed_runs_and_says_it_by_its_code(closed, tmp_path):
+  """`tool >&-` (a daemon's or cron's set-up): a finished run ended in a traceback, exit 1 (its flush of a stdout
+  Python had set to None); with `2>&-` a run failed at once, without a word (sweep 21, P4). Both run (the closed
+  descriptor is /dev/null: no file opened later takes its number), exit 0."""
+  proc = subprocess.run([sys.executable, "convert_checkpoint.py", "--input=tests/testdata/hf/cls_bin",
+                         f"--output_dir={tmp_path}/out"], preexec_fn=lambda: os.close(closed), capture_output=False,
+                        timeout=120, stdin=subprocess.DEVNULL)
+  assert proc.returncode == 0
+  assert (tmp_path / "out" / "xlnet_config.json").exists()

@@ -377,6 +377,12 @@ def _corrupt_copies(root):
   weights.write_bytes(weights.read_bytes()[:3000])
   h5 = root / "cut_h5" / "tf_model.h5"
   h5.write_bytes(h5.read_bytes()[:20000])
+  shutil.copytree(f"{DATA}/lm_h5", root / "unwritten_h5")  # a 53 KB file of GBs (sweep 21, T1)
+  import h5py  # pylint: disable=import-outside-toplevel
+  with h5py.File(root / "unwritten_h5" / "tf_model.h5", "r+") as f:
+    group = f["transformer"]
+    del group["tfxl_net_lm_head_model/transformer/mask_emb:0"]
+    group.create_dataset("tfxl_net_lm_head_model/transformer/mask_emb:0", shape=(50000, 10000), dtype="float32")
   config = json.loads((root / "bad_config" / "config.json").read_text())
   (root / "bad_config" / "config.json").write_text(json.dumps(dict(config, d_inner=12)))
   for name, text in (("config_list", json.dumps([config])), ("string_size", json.dumps(dict(config, d_model="16"))),
@@ -440,6 +446,8 @@ def _corrupt_copies(root):
 
 @pytest.mark.parametrize("case,words", [
     ("cut_safetensors", "is not a readable safetensors file"), ("cut_h5", "is not a readable tf_model.h5"),
+    ("unwritten_h5", r"is not a readable tf_model.h5 \(tfxl_net_lm_head_model/transformer/mask_emb:0 of shape "
+                     r"\[50000, 10000\] holds no data\)"),
     ("cut_bin", "is not a readable PyTorch weights file"),
     ("cut_legacy_bin", r"is not a readable PyTorch weights file \(a storage of \d+ float32 elements has \d+ bytes\)"),
     ("bad_config", "config.json does not match the weights"),

@@ -38,6 +38,8 @@ def _read_h5(path):
         group = f[layer]
         for name in group.attrs["weight_names"]:
           name = name.decode() if isinstance(name, bytes) else name
+          if group[name].size and not group[name].id.get_storage_size():  # never written: GBs of its fill value
+            raise OSError(f"{name} of shape {list(group[name].shape)} holds no data")
           array = np.asarray(group[name])
           tf_name = name.split("/", 1)[1].rsplit(":", 1)[0]  # drop the model's scope and `:0`
           parts = _H5_LAYER.sub(r"/layer.\1/", tf_name).split("/")

@@ -149,6 +149,19 @@ def test_the_base_class_s_weights_without_the_transformer_prefix_are_the_backbon
     np.testing.assert_array_equal(array, lm_arrays[name])
 
 
+def test_a_config_of_far_more_weights_than_its_files_hold_is_refused_before_the_model_is_built(tmp_path):
+  """An HF config.json saying n_layer 200000 over 2 layers' weights, as --predict_ckpt or --init_checkpoint: the
+  tools built the 200000-layer model first, minutes and GBs without a line (sweep 21, H7)."""
+  shutil.copytree(f"{DATA}/cls_bin", tmp_path / "hf")
+  config = json.loads((tmp_path / "hf" / "config.json").read_text())
+  assert hf_checkpoint.model_config(None, str(tmp_path / "hf"), "--predict_ckpt").n_layer == config["n_layer"]
+  (tmp_path / "hf" / "config.json").write_text(json.dumps(dict(config, n_layer=200000)))
+  with pytest.raises(ValueError, match=f"^{tmp_path}/hf/config.json: config.json describes a model of [0-9,]+ "
+                                       "weights, more than its weight files' [0-9,]+ bytes hold: the config of "
+                                       "another model."):
+    hf_checkpoint.model_config(None, str(tmp_path / "hf"), "--predict_ckpt")
+
+
 def test_a_directory_of_an_hf_model_and_tf_checkpoints_says_which_it_reads(tmp_path, caplog):
   """A directory holding both (an HF download a run wrote checkpoints into) was read as the HF model, said at INFO
   only; a warning names the checkpoints and how to read one."""

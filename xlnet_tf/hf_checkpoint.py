@@ -36,7 +36,7 @@ import numpy as np
 
 from xlnet_tf import fileio
 from xlnet_tf.config import XLNetConfig, is_head_name
-from xlnet_tf.hf_weights import WEIGHT_FILES, read_weights
+from xlnet_tf.hf_weights import WEIGHT_FILES, check_size, read_weights
 
 CONFIG_FILE = "config.json"
 SUMMARY_TYPES = ("last", "first", "mean")  # what HF's SequenceSummary and the original both compute
@@ -484,7 +484,7 @@ def model_config(model_config_path, init_checkpoint, flag="--init_checkpoint", c
   hf = read_config(init_checkpoint) if path else None
   if hf is not None and clamp_len is not None:
     check_clamp_len(hf, path, clamp_len, flag)
-  hf_config = xlnet_config_from_hf(hf, None, path)[0] if path else None
+  hf_config = check_size(xlnet_config_from_hf(hf, None, path)[0], init_checkpoint, path) if path else None
   if xlnet_config is None:
     if hf_config is None:
       raise ValueError("--model_config_path is required (the xlnet_config.json of the model), unless "

@@ -71,6 +71,22 @@ def _read_weight_map(index):
   return weight_map
 
 
+_SHARD = re.compile(r"^(model|pytorch_model)-\d+-of-\d+\.(safetensors|bin)$")
+
+
+def check_size(xlnet_config, directory, source):
+  """xlnet_config, or a ValueError where its backbone has more weights than the weight files of the HF model
+  `directory` hold at 2 bytes each (bfloat16's): the config of another model, which a tool built before it read a
+  weight (n_layer 200000 over 2 layers' weights: minutes and GBs without a line)."""
+  held = sum(fileio.size(os.path.join(directory, name)) for name in fileio.listdir(directory)
+             if name in WEIGHT_FILES or _SHARD.match(name))
+  if held and 2 * xlnet_config.num_weights() > held:
+    raise ValueError(f"{source}: config.json describes a model of {xlnet_config.num_weights():,} weights, more than "
+                     f"its weight files' {held:,} bytes hold: the config of another model. Use the config.json that "
+                     "came with the weights.")
+  return xlnet_config
+
+
 def read_weights(directory):
   """({HF name: numpy array} in PyTorch names and layouts, the file read) of an HF model directory; the first of
   safetensors, sharded safetensors, pytorch_model.bin (sharded), tf_model.h5 that it holds. The weights of

@@ -33,6 +33,9 @@ def check_model_prefix(model_prefix, overwrite):
     raise ValueError(f"--model_prefix={model_prefix} is a directory; it is the start of the file names, e.g. "
                      f"--model_prefix={os.path.join(model_prefix, 'spiece')} writes spiece.model and spiece.vocab "
                      "there.")
+  if model_prefix.endswith((".model", ".vocab")):  # it wrote x.model.model, and `--sp_path=x.model` found nothing
+    raise ValueError(f"--model_prefix={model_prefix} is the start of the file names, to which .model and .vocab are "
+                     f"added: pass --model_prefix={model_prefix.rsplit('.', 1)[0]} to write {model_prefix}.")
   if os.path.dirname(model_prefix):
     fileio.check_output_dir(os.path.dirname(model_prefix), "--model_prefix's directory")
   held = [model_prefix + suffix for suffix in (".model", ".vocab") if os.path.exists(model_prefix + suffix)]

@@ -231,6 +231,8 @@ def bad_inputs(tmp_path_factory):
 
 @pytest.mark.parametrize("argv,message", [
     (["--input_glob={t}/none/*.txt"], "--input_glob={t}/none/*.txt matches no file"),
+    (["--input_glob={t}/corpus/a.txt,{t}/plain.txt"], "matches no file (one glob: not a comma-separated list, as "
+     "train_spm.py's --input takes)"),  # both files exist (sweep 21, C11)
     (["--input_glob={t}/latin1/*.txt"], "{t}/latin1/x.txt:2: not UTF-8 (byte 0xef at column 3)"),
     (["--input_glob={t}/dangling/*.txt"], "Cannot read input file {t}/dangling/gone.txt: No such file or directory. "
      "Fix the symbolic link or --input_glob."),  # and a loop: not "Fix its permissions" (sweep 19, F9.11)

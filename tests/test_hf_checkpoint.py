@@ -375,6 +375,11 @@ def test_tied_biases_are_repeated_per_layer_and_spiece_is_copied(tmp_path, monke
   convert.convert_to_original(str(hf), str(tmp_path / "tf1_garbage"), log_fn=lines.append)
   assert lines[-2] == (f"Warning: {hf}/spiece.model, copied beside the model, is no SentencePiece model SentencePiece "
                        "can read.")
+  (hf / "spiece.model").write_bytes(b"")  # copied without a word, with SentencePiece's native lines (sweep 21, C4)
+  lines.clear()
+  convert.convert_to_original(str(hf), str(tmp_path / "tf1_empty"), log_fn=lines.append)
+  assert lines[-2] == (f"Warning: {hf}/spiece.model, copied beside the model, is no SentencePiece model SentencePiece "
+                       "can read (it is empty: a copy cut short?).")
 
 
 def _corrupt_copies(root):
@@ -412,6 +417,10 @@ def _corrupt_copies(root):
   from safetensors.numpy import save_file  # pylint: disable=import-outside-toplevel
   # Weights of layer 1 (layer 0 fits the config) of another shape or type; one that is left out.
   ff_2, r_w = "transformer.layer.1.ff.layer_2.weight", "transformer.layer.1.rel_attn.r_w_bias"
+  shutil.copytree(f"{DATA}/lm_safetensors", root / "layer_1_renamed")
+  weights = load_file(str(root / "layer_1_renamed" / "model.safetensors"))
+  save_file({k.replace("layer.1.", "layer.2."): v for k, v in weights.items()},
+            str(root / "layer_1_renamed" / "model.safetensors"))
   for name, key, edit in (("no_ff_weight", "transformer.layer.1.ff.layer_1.weight", None),
                           ("wide_layer_1", ff_2, lambda w: np.zeros([8, 12], np.float32)),
                           ("wide_bias_layer_1", r_w, lambda w: np.zeros([2, 5], np.float32)),
@@ -464,6 +473,8 @@ def _corrupt_copies(root):
     ("cut_bin", "is not a readable PyTorch weights file"),
     ("cut_legacy_bin", r"is not a readable PyTorch weights file \(a storage of \d+ float32 elements has \d+ bytes\)"),
     ("bad_config", "config.json does not match the weights"),
+    ("layer_1_renamed", r"config.json does not match the weights: the weights hold layers \[0, 2\], the config says "
+                        "n_layer=2"),  # "have 2 layers, the config says n_layer=2" (sweep 21, C5)
     ("config_list", "config.json holds a json list, not an object of settings"),
     ("string_size", "config.json's sizes must be positive integers; received d_model '16'"),
     ("no_heads", "config.json's sizes must be positive integers; received n_head 0"),
@@ -567,6 +578,20 @@ def test_a_tensor_expanded_past_its_storage_is_refused_before_it_is_made():
                                        "of 4$"):
     torch_pickle._Tensor(storage, 0, (50000, 10000), (0, 0)).array()  # pylint: disable=protected-access
   np.testing.assert_array_equal(torch_pickle._Tensor(storage, 1, (3,), (1,)).array(), [1, 1, 1])  # a view: read
+
+
+def test_a_training_script_s_checkpoint_says_where_its_weights_are(tmp_path, monkeypatch):
+  """`torch.save({"state_dict": ..., "epoch": 3})` as pytorch_model.bin: "it holds no dict of tensors. Download it
+  again." (it is a dict, and downloading again cannot help) (sweep 21, T2)."""
+  storage = types.SimpleNamespace(values=np.ones([4], np.float32))
+  nested = {"state_dict": {"w": torch_pickle._Tensor(storage, 0, (4,), (1,))}, "epoch": 3}  # pylint: disable=W0212
+  monkeypatch.setattr(torch_pickle, "_load_zip", lambda archive: nested)
+  with zipfile.ZipFile(tmp_path / "pytorch_model.bin", "w") as archive:
+    archive.writestr("archive/data.pkl", b"")
+  with pytest.raises(ValueError, match=r"pytorch_model.bin is not a readable PyTorch weights file \(it is a training "
+                                       r"script's checkpoint, its weights under 'state_dict': save them alone, e.g. "
+                                       r"torch.save\(checkpoint\['state_dict'\], path\)\).$"):
+    torch_pickle.load(str(tmp_path / "pytorch_model.bin"))
 
 
 class _RunsACommand:

@@ -322,6 +322,16 @@ def test_long_lines_are_named_and_what_a_killed_run_or_a_full_disk_left_is_not(t
   assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "sp.model", "sp.vocab"]
 
 
+def test_a_model_prefix_ending_in_model_is_refused(tmp_path):
+  """--model_prefix=D/x.model wrote D/x.model.model, and the README's next command's --sp_path=D/x.model found
+  nothing (sweep 21, C9)."""
+  from scripts import train_spm  # pylint: disable=import-outside-toplevel
+  with pytest.raises(ValueError, match=f"^--model_prefix={tmp_path}/x.model is the start of the file names, to which "
+                                       f".model and .vocab are added: pass --model_prefix={tmp_path}/x to write "
+                                       f"{tmp_path}/x.model.$"):
+    train_spm.check_model_prefix(f"{tmp_path}/x.model", overwrite=False)
+
+
 def test_expand_inputs(tmp_path):
   for name in ("b.txt", "a.txt", "c.md"):
     (tmp_path / name).write_text("x\n")

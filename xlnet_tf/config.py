@@ -87,8 +87,8 @@ class XLNetConfig:
       if "model_type" in fields:
         raise ValueError(f"XLNet config file {json_path} is a HuggingFace config.json (model_type "
                          f"{fields['model_type']!r}), not the original's xlnet_config.json. Pass its directory as "
-                         "--init_checkpoint and leave --model_config_path unset (its config.json then gives the "
-                         "model), or write an xlnet_config.json with convert_checkpoint.py.")
+                         "--init_checkpoint (convert_checkpoint.py's --input) and leave --model_config_path unset: its "
+                         "config.json then gives the model.")
       source = json_path
     else:
       source = "the fields passed to XLNetConfig"

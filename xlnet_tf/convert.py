@@ -65,10 +65,13 @@ def _spiece_notes(src_dir, n_token):
   path = os.path.join(src_dir, "spiece.model")
   if not fileio.exists(path):
     return []
-  try:
-    pieces = sentencepiece.SentencePieceProcessor(model_proto=_read(path)).GetPieceSize()
+  try:  # an empty one loads as a model of 0 pieces, with SentencePiece's native lines
+    pieces = sentencepiece.SentencePieceProcessor(model_proto=_read(path)).GetPieceSize() if fileio.size(path) else 0
   except RuntimeError:  # copied as it is; the tools that read it say what is wrong with it
-    return [f"Warning: {path}, copied beside the model, is no SentencePiece model SentencePiece can read."]
+    pieces = 0
+  if not pieces:
+    return [f"Warning: {path}, copied beside the model, is no SentencePiece model SentencePiece can read"
+            f"{' (it is empty: a copy cut short?)' if not fileio.size(path) else ''}."]
   return [f"Warning: {path}, copied beside the model, has {pieces} pieces, more than the model's n_token={n_token}: "
           "it is not the model's tokenizer (its ids past the embedding). Replace it with the one the model was "
           "trained with."] if pieces > n_token else []

@@ -339,7 +339,7 @@ def xlnet_config_from_hf(config, weights, source):
          if name in weights and list(weights[name].shape) != shape]
   layers = {int(m.group(1)) for m in map(re.compile(r"^transformer\.layer\.(\d+)\.").match, weights) if m}
   if layers != set(range(n_layer)):
-    bad.append(f"the weights have {len(layers)} layers, the config says n_layer={n_layer}")
+    bad.append(f"the weights hold layers {sorted(layers)[:20]}, the config says n_layer={n_layer}")
   if bad:
     raise ValueError(f"{source}: config.json does not match the weights: {'; '.join(bad)}. Use the config.json "
                      "that came with the weights.")

@@ -172,9 +172,13 @@ def load(path):
         f.seek(0)
         state = _load_legacy(f.read())
     if not isinstance(state, dict) or not all(isinstance(t, _Tensor) for t in state.values()):
-      raise ValueError("it holds no dict of tensors")
+      inner = [k for k, v in (state.items() if isinstance(state, dict) else ()) if isinstance(v, dict) and v
+               and all(isinstance(t, _Tensor) for t in v.values())]
+      raise ValueError(f"it is a training script's checkpoint, its weights under {inner[0]!r}: save them alone, "
+                       f"e.g. torch.save(checkpoint[{inner[0]!r}], path)" if inner else "it holds no dict of tensors")
     return {str(name): tensor.array() for name, tensor in state.items()}
   except (ValueError, pickle.UnpicklingError, zipfile.BadZipFile, KeyError, EOFError, struct.error, TypeError,
           IndexError, AttributeError) as e:
-    raise ValueError(f"{path} is not a readable PyTorch weights file ({' '.join(str(e).split())[:160]}). "
-                     "Download it again.") from None
+    fix = "" if "training script's" in str(e) else " Download it again."  # downloading again cannot help that
+    raise ValueError(f"{path} is not a readable PyTorch weights file ({' '.join(str(e).split())[:160]}).{fix}") \
+        from None

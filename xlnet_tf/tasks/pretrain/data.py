@@ -288,7 +288,8 @@ def create_data(spec, options, *, input_glob, sp_path, save_dir):
   file_paths = _own_files_left_out(fileio.glob(input_glob), input_glob, save_dir,
                                    own_lock=locks.lock_file(options.lock_name))  # data_utils.py's
   if not file_paths:
-    raise DataError(f"--input_glob={input_glob} matches no file. Pass a glob of existing text files "
+    listed = " (one glob: not a comma-separated list, as train_spm.py's --input takes)" if "," in input_glob else ""
+    raise DataError(f"--input_glob={input_glob} matches no file{listed}. Pass a glob of existing text files "
                     f"(one sentence per line, blank line between documents).")
   file_paths = _one_name_each(file_paths, input_glob)
   task_file_paths = file_paths[task::num_task]

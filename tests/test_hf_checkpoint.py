@@ -785,6 +785,11 @@ def test_the_export_pools_and_names_labels_as_the_fine_tuning_run_did(tmp_path):
   shutil.copy(spm, src / "spiece.model")
   convert.clean_checkpoint(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf6"), log_fn=lambda _: None)
   assert (tmp_path / "hf6" / "spiece.model").read_bytes() == (src / "spiece.model").read_bytes()
+  (src / "run_flags.json").write_text(json.dumps({"summary_type": "mean", "label_list": ["a", "b"]}))  # 3 classes
+  with pytest.raises(ValueError, match=f"^The run_flags.json beside {src}/xlnet_model.ckpt lists 2 labels, the "
+                                       "checkpoint's classification head has 3 classes: it is another run's"):
+    convert.convert_to_hf(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf7"), task_name="toy",
+                          allow_d_head_override=True)  # its pooling was taken, its labels dropped (sweep 21, C10)
   (src / "run_flags.json").write_text('{"summary_type": "mean", "label_li')  # a copy cut short: taken as none
   for to_hf in (True, False):
     with pytest.raises(ValueError, match=f"^{src}/run_flags.json is damaged \\(.*\\): it records the flags of the run "

@@ -53,7 +53,8 @@ def original_to_hf(arrays, xlnet_config, source, summary_type="last", task_name=
     allow_d_head_override: write a config with d_head != d_model / n_head (transformers refuses to load it unless
       `d_head` is set on the config object after construction; for tests).
     label_list: the class names of a classification head (logit i is label_list[i]; run_classifier.py's
-      run_flags.json records them) for config.json's id2label; None (or another length): LABEL_i.
+      run_flags.json records them) for config.json's id2label; None: LABEL_i; another count than the head's classes:
+      a ValueError (another run's file).
     clamp_len: the --clamp_len the checkpoint was trained with; above 0, config.json's clamp_len (transformers
       then clamps as the run did); else none is written (transformers' default -1: no clamping).
   """
@@ -105,6 +106,9 @@ def original_to_hf(arrays, xlnet_config, source, summary_type="last", task_name=
   if "logits_proj.weight" in weights and architecture == "XLNetForSequenceClassification":
     n_labels = weights["logits_proj.weight"].shape[0]
     names = [str(n) for n in label_list or []]
+    if names and len(names) != n_labels:  # another run's file: its pooling is not this head's either
+      raise ValueError(f"The run_flags.json beside {source} lists {len(names)} labels, the checkpoint's classification "
+                       f"head has {n_labels} classes: it is another run's. Move it away to convert without it.")
     if not len(names) == len(set(names)) == n_labels:
       names = [f"LABEL_{i}" for i in range(n_labels)]
     config["id2label"] = {str(i): name for i, name in enumerate(names)}

@@ -177,7 +177,8 @@ def test_a_set_of_files_replaces_the_old_set_whole(tmp_path):
 
 
 def test_a_failed_write_in_a_set_leaves_every_old_file_and_no_temporary(tmp_path, monkeypatch):
-  """A full disk at the 2nd file of 3: the 1st (already written to its temporary name) replaces nothing either."""
+  """A full disk at the 2nd file of 3: the 1st (already written to its temporary name) replaces nothing either; the
+  line says the old file is left as it was (it said "nothing was left under that name", sweep 21, C3)."""
   paths = _old_set(tmp_path)
   write_data = fileio._write_data  # pylint: disable=protected-access
 
@@ -187,7 +188,8 @@ def test_a_failed_write_in_a_set_leaves_every_old_file_and_no_temporary(tmp_path
       raise OSError(28, "No space left on device")
     write_data(path, data)
   monkeypatch.setattr(fileio, "_write_data", full_disk_at_b)
-  with pytest.raises(OSError, match=rf"^Could not write {paths[1]} \(No space left on device\); nothing was left"):
+  with pytest.raises(OSError, match=rf"^Could not write {paths[1]} \(No space left on device\); what was there is "
+                                    r"left as it was\. Free space"):
     with fileio.atomic_files() as files:
       for path in paths:
         files.write(path, "new")

@@ -318,7 +318,8 @@ def _removed_on_error(temporaries, named):
       message = " ".join(str(getattr(e, "message", e)).split())
       reason = getattr(e, "reason", None) or getattr(e, "strerror", None) or message.rsplit("; ", 1)[-1][:200]
       fix = "Pass a shorter name" if "too long" in reason else "Free space (or fix the directory's permissions)"
-      error = OSError(f"Could not write {named()} ({reason}); nothing was left under that name. {fix} and rerun.")
+      left = "what was there is left as it was" if exists(named()) else "nothing was left under that name"
+      error = OSError(f"Could not write {named()} ({reason}); {left}. {fix} and rerun.")
       error.reason = reason  # for a writer around this one (TF's OpError: "{op and path}; {why}"), naming its own file
       raise error from None
     raise

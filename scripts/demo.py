@@ -115,6 +115,7 @@ def parse_args(argv=None):
     args.out = os.path.join(ROOT, "demo_out", "long") if args.long else os.path.join(ROOT, "demo_out")
   if not args.out.strip():  # an unset $OUT: it ran in the working directory, among the sources
     sys.exit("demo: error: --out is empty. Pass a directory, or leave --out out for demo_out.")
+  args.out = os.path.join(os.environ.get("XLNET_DEMO_CWD", ""), os.path.expanduser(args.out))  # demo.sh's caller's
   try:
     check_args(args)
   except ValueError as e:

@@ -115,15 +115,19 @@ def run_tool(stage, cmd, progress_fn, commands):
     log.write(f"\n$ {shlex.join(cmd)}\n")
     log.flush()
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            start_new_session=True)
+    procs = []
     def forward(signum, frame):
       del frame
       stopped.append(signum)
-      proc.send_signal(signum)
+      for proc in procs:
+        proc.send_signal(signum)
     old = {signum: signal.signal(signum, forward) for signum in STOP_SIGNALS
            if signal.getsignal(signum) is not signal.SIG_IGN}  # under nohup a hang-up stops nothing
     try:
+      procs.append(proc := subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                            text=True, env=env, start_new_session=True))
+      if stopped:  # before it started: it stops at once
+        proc.send_signal(stopped[0])
       for line in proc.stdout:
         log.write(line)
         log.flush()

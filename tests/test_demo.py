@@ -116,7 +116,8 @@ def test_a_signal_to_the_demo_is_passed_on_once_and_ends_it_with_a_line(tmp_path
   proc = subprocess.Popen([sys.executable, "-c", _DEMO, str(log), _TOOL], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True)
   deadline = time.time() + 60
-  while not (log.exists() and "ready" in log.read_text()) and time.time() < deadline:
+  while not (log.exists() and "\nready\n" in log.read_text()) and time.time() < deadline:  # the tool's line, not
+    # its source in the command the log starts with
     time.sleep(0.02)
   proc.send_signal(signal.SIGTERM)
   out, err = proc.communicate(timeout=60)
@@ -139,3 +140,11 @@ def test_a_full_disk_in_the_demo_s_own_stage_is_one_line(tmp_path):
       f"demo: error: Could not write {tmp_path}/d/corpus (File too large); nothing was left under that name. Free "
       "space (or fix the directory's permissions) and rerun.")
   assert os.listdir(tmp_path / "d") == ["logs"]
+
+
+def test_a_relative_out_is_the_caller_s_through_demo_sh(tmp_path, monkeypatch):
+  """`cd ~/work && bash xlnet/scripts/demo.sh --out=mydemo` wrote xlnet/mydemo: demo.sh runs from the repository
+  (sweep 21, C8). It passes the caller's directory on; an absolute --out stays as it is."""
+  monkeypatch.setenv("XLNET_DEMO_CWD", str(tmp_path))
+  assert demo.parse_args(["--out=mydemo"]).out == str(tmp_path / "mydemo")
+  assert demo.parse_args([f"--out={tmp_path}/abs"]).out == str(tmp_path / "abs")

@@ -108,18 +108,19 @@ def _check_init_config(o, xlnet_config):
   model than this run builds: the same shapes load (another ff_activation), and the run fine-tuned another function
   than the weights learned, exit 0. Nothing where --model_dir holds a run to resume (it reads no --init_checkpoint)."""
   from xlnet_tf import checkpoint, XLNetConfig  # pylint: disable=g-import-not-at-top
-  if not getattr(o, "init_checkpoint", None) or checkpoint.latest_checkpoint(o.model_dir):
+  if not getattr(o, "init_checkpoint", None) or xlnet_config is None or checkpoint.latest_checkpoint(o.model_dir):
     return
   try:
     beside = os.path.join(checkpoint.directory_of(o.init_checkpoint), "xlnet_config.json")
-  except FileNotFoundError:  # said by the trainer, naming --init_checkpoint
+    there = XLNetConfig(json_path=beside) if os.path.exists(beside) else None
+  except (FileNotFoundError, ValueError):  # said by the trainer, naming --init_checkpoint; a damaged config: unused
     return
-  diff = os.path.exists(beside) and [f"{k} {a} there, {b} here"
-                                     for k, a, b in XLNetConfig(json_path=beside).differences(xlnet_config)]
+  diff = [f"{k} {a} there, {b} here" for k, a, b in there.differences(xlnet_config)] if there else []
   if diff:
-    source = f"--model_config_path {o.model_config_path}" if o.model_config_path else "the model flags"
-    raise FlagError(f"--init_checkpoint {o.init_checkpoint} is another model than {source} describes ({beside}: "
-                    f"{'; '.join(diff)}): its weights would compute another function. Pass "
+    given = getattr(o, "model_config_path", None)
+    source = f"--model_config_path {given}" if given else "the model flags"
+    raise FlagError(f"--init_checkpoint {o.init_checkpoint} is another model than this run builds from {source} "
+                    f"({beside}: {'; '.join(diff)}): its weights would compute another function. Pass "
                     f"--model_config_path={beside}.")
 
 

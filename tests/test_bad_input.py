@@ -97,7 +97,9 @@ CASES = [
     ("pt-record-info-lists-a-missing-file", "run_pretrain.py", ["--record_info_dir={w}/missing_file/tfrecords"],
      "does not exist"),
     ("pt-init-config-mismatch", "run_pretrain.py", ["--init_checkpoint={w}/other/xlnet_model.ckpt"],
-     "Shape mismatch loading {w}/other/xlnet_model.ckpt"),
+     "--init_checkpoint {w}/other/xlnet_model.ckpt is another model than this run builds from the model flags "
+     "({w}/other/xlnet_config.json: d_head 12 there, 8 here; d_model 24 there, 16 here): its weights would compute "
+     "another function. Pass --model_config_path={w}/other/xlnet_config.json."),  # "Shape mismatch loading" before
     ("pt-init-missing", "run_pretrain.py", ["--init_checkpoint={w}/nowhere/xlnet_model.ckpt"],
      "--init_checkpoint: Checkpoint {w}/nowhere/xlnet_model.ckpt not found"),
     ("pt-model-config-is-a-directory", "run_pretrain.py", ["--model_config_path={w}/empty"],
@@ -184,7 +186,7 @@ CASES = [
      "model's xlnet_config.json: the run would write over it and put its checkpoints beside the model it starts "
      "from"),
     ("cls-config-mismatch", "run_classifier.py", ["--init_checkpoint={w}/other/xlnet_model.ckpt"],
-     "Shape mismatch loading"),
+     "--init_checkpoint {w}/other/xlnet_model.ckpt is another model than this run builds from --model_config_path"),
     ("cls-corrupt-cached-records", "run_classifier.py", ["--output_dir={w}/cls_corrupt"], "is unreadable at record"),
     ("cls-cached-records-of-another-task", "run_classifier.py",
      ["--task_name=sts-b", "--is_regression=True", "--data_dir={w}/stsb", "--output_dir={w}/cls_other_task"],

@@ -233,7 +233,8 @@ def test_an_init_checkpoint_of_another_activation_than_the_config_is_refused(tmp
   o = cli.defaults(run_classifier.define_flags, do_train=True, init_checkpoint=str(released / "xlnet_model.ckpt"),
                    model_config_path=str(tmp_path / "relu.json"), model_dir=str(tmp_path / "m"))
   with pytest.raises(cli.FlagError, match=f"^--init_checkpoint {released}/xlnet_model.ckpt is another model than "
-                                          f"--model_config_path {tmp_path}/relu.json describes \\({released}/xlnet_"
+                                          f"this run builds from --model_config_path {tmp_path}/relu.json "
+                                          f"\\({released}/xlnet_"
                                           r"config.json: ff_activation gelu there, relu here\): its weights would "
                                           f"compute another function. Pass --model_config_path={released}/xlnet_"
                                           "config.json.$"):
@@ -430,7 +431,8 @@ def test_a_training_run_whose_output_reader_or_terminal_is_gone_saves_its_step_a
   stopped as a group (timeout, scancel): tee gone, the SIGTERM's save was lost to the broken pipe (P3). Each stops
   as on SIGTERM: the step saved, one line on stderr (where it is read), exit 128 + the signal."""
   cmd = classifier_cmd(files, "--do_train=True", f"--output_dir={tmp_path / 'records'}",
-                       f"--model_dir={tmp_path / 'm'}", "--train_batch_size=2", "--train_steps=100000", "--iterations=1")
+                       f"--model_dir={tmp_path / 'm'}", "--train_batch_size=2", "--train_steps=100000",
+                       "--iterations=1")
   proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
   for line in proc.stdout:
     if line.startswith("[1] |"):  # the first progress line: the loop runs

@@ -100,6 +100,8 @@ CASES = [
      "--init_checkpoint {w}/other/xlnet_model.ckpt is another model than this run builds from the model flags "
      "({w}/other/xlnet_config.json: d_head 12 there, 8 here; d_model 24 there, 16 here): its weights would compute "
      "another function. Pass --model_config_path={w}/other/xlnet_config.json."),  # "Shape mismatch loading" before
+    ("pt-init-shape-mismatch", "run_pretrain.py", ["--init_checkpoint={w}/other_bare/xlnet_model.ckpt"],
+     "Shape mismatch loading {w}/other_bare/xlnet_model.ckpt"),
     ("pt-init-missing", "run_pretrain.py", ["--init_checkpoint={w}/nowhere/xlnet_model.ckpt"],
      "--init_checkpoint: Checkpoint {w}/nowhere/xlnet_model.ckpt not found"),
     ("pt-model-config-is-a-directory", "run_pretrain.py", ["--model_config_path={w}/empty"],
@@ -391,6 +393,8 @@ def workspace(tmp_path_factory):
   (w / "empty_model").mkdir()
   (w / "other").mkdir()
   _export(dict(TINY, d_model=24, d_head=12), str(w / "other" / "xlnet_model.ckpt"))
+  shutil.copytree(w / "other", w / "other_bare")  # no config beside it to compare: its shapes say it
+  (w / "other_bare" / "xlnet_config.json").unlink()
   # HuggingFace directories: a good one (converted from TINY), one whose safetensors file or tf_model.h5 is cut
   # short, one whose config.json does not fit its weights.
   _export(TINY, str(w / "tiny_ckpt" / "xlnet_model.ckpt"))

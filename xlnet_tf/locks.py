@@ -50,7 +50,8 @@ def directory_lock(directory, name="run", what="--model_dir", temporaries=None, 
   try:
     fileio.makedirs(directory)
   except OSError as e:
-    raise ValueError(f"Cannot create {what} {shown or directory}: {e.strerror or e}. Pass a writable directory.") from None
+    raise ValueError(f"Cannot create {what} {shown or directory}: {e.strerror or e}. Pass a writable "
+                     "directory.") from None
   path = os.path.join(directory, lock_file(name))
   me = f"{os.getpid()} {socket.gethostname()}"
   failed, held = True, None

@@ -135,7 +135,8 @@ def test_a_failed_write_leaves_both_prediction_files_of_the_run_before(tmp_path,
       raise OSError(28, "No space left on device")
     return open_file(path, mode)
   monkeypatch.setattr(fileio, "open_file", full_disk_at_the_logits)
-  with pytest.raises(OSError, match=f"^Could not write {json_path} \\(No space left on device\\); nothing was left"):
+  with pytest.raises(OSError, match=f"^Could not write {json_path} \\(No space left on device\\); what was there is "
+                                    "left as it was"):
     metrics.write_predictions(files, [[3.0, 0.0], [0.0, 3.0], [1.0, 0.0]])
   assert {path: open(path, "rb").read() for path in (tsv_path, json_path)} == before
   assert sorted(os.listdir(tmp_path)) == ["sst-2.logits.json", "sst-2.tsv"]

@@ -396,12 +396,13 @@ def _failed_allocation(error):
 
 
 def print_line(line):
-  """A CLI's line on standard output. Where its reader is gone (`| head`, a `tee` that ended), the line and those
-  after it go nowhere, and a training run stops as on a signal, saving its step (`preemption.request_stop`): it
-  ended at its next line with `[Errno 32] Broken pipe`, saving nothing."""
+  """A CLI's line on standard output. Where it cannot be written (its reader gone: `| head`, a `tee` that ended; a
+  terminal hung up: EIO; a full disk under `> log`), the line and those after it go nowhere, and a training run
+  stops as on a signal, saving its step (`preemption.request_stop`): it ended at its next line with `[Errno 32]
+  Broken pipe` (or 5, 28), saving nothing."""
   try:
     print(line, flush=True)
-  except BrokenPipeError:
+  except OSError:
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, sys.stdout.fileno())
     os.close(null)

@@ -448,7 +448,7 @@ def test_a_training_run_whose_output_reader_or_terminal_is_gone_saves_its_step_a
     assert tf.train.latest_checkpoint(str(tmp_path / "m")) is not None
     return
   err = proc.stderr.read()
-  signum, why = {"reader_gone": (signal.SIGPIPE, " (its standard output's reader is gone)"),
+  signum, why = {"reader_gone": (signal.SIGPIPE, " (its standard output cannot be written)"),
                  "hangup": (signal.SIGHUP, "")}[ending]
   assert proc.wait(timeout=120) == 128 + signum, err[-3000:]
   last = err.strip().splitlines()[-1]

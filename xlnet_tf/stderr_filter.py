@@ -165,8 +165,9 @@ def _relay(source, sink):
     for line in kept(source):
       sink.write(line)
       sink.flush()
-  except BrokenPipeError:  # the terminal or the reading process is gone: nothing left to show
-    pass
+  except OSError:  # the terminal or the reading process is gone (EPIPE; EIO after a hang-up): read on, show nothing
+    for _ in source:
+      pass
 
 
 if __name__ == "__main__":

@@ -160,6 +160,12 @@ def test_a_config_of_far_more_weights_than_its_files_hold_is_refused_before_the_
                                        "weights, more than its weight files' [0-9,]+ bytes hold: the config of "
                                        "another model."):
     hf_checkpoint.model_config(None, str(tmp_path / "hf"), "--predict_ckpt")
+  # Weights that are Git LFS pointers (a clone without git-lfs), with the right config: the weights are named, not
+  # the config (sweep 22, N2)
+  (tmp_path / "hf" / "config.json").write_text(json.dumps(config))
+  (tmp_path / "hf" / "pytorch_model.bin").write_text("version https://git-lfs.github.com/spec/v1\noid sha256:ab\n")
+  with pytest.raises(ValueError, match=f"^{tmp_path}/hf/pytorch_model.bin is not a readable PyTorch weights file"):
+    hf_checkpoint.model_config(None, str(tmp_path / "hf"), "--predict_ckpt")
 
 
 def test_a_directory_of_an_hf_model_and_tf_checkpoints_says_which_it_reads(tmp_path, caplog):

@@ -81,6 +81,7 @@ def check_size(xlnet_config, directory, source):
   held = sum(fileio.size(os.path.join(directory, name)) for name in fileio.listdir(directory)
              if name in WEIGHT_FILES or _SHARD.match(name))
   if held and 2 * xlnet_config.num_weights() > held:
+    read_weights(directory)  # weights cut short, or Git LFS pointers: their own line (they were blamed on the config)
     raise ValueError(f"{source}: config.json describes a model of {xlnet_config.num_weights():,} weights, more than "
                      f"its weight files' {held:,} bytes hold: the config of another model. Use the config.json that "
                      "came with the weights.")

@@ -4,6 +4,7 @@ file and done marker, the command-line tool it runs, and the native stderr kept 
 if __name__ == "__main__":  # run by its name it did nothing, exit 0
   raise SystemExit("demo_stages.py is a library: run scripts/demo.sh.")
 
+import contextlib
 import json
 import os
 import shlex
@@ -25,12 +26,16 @@ class Display:
   def update(self, text):
     if self.tty:
       width = shutil.get_terminal_size((100, 20)).columns - 1
-      sys.stdout.write("\r\033[K" + text[:width])
-      sys.stdout.flush()
+      self._write("\r\033[K" + text[:width])
 
   def done(self, text):
-    sys.stdout.write(("\r\033[K" if self.tty else "") + text + "\n")
-    sys.stdout.flush()
+    self._write(("\r\033[K" if self.tty else "") + text + "\n")
+
+  @staticmethod
+  def _write(text):
+    with contextlib.suppress(OSError):  # a hung-up terminal (EIO): the demo goes on, its tool's lines to the log
+      sys.stdout.write(text)
+      sys.stdout.flush()
 
 
 DISPLAY = Display()
@@ -69,12 +74,12 @@ class Stage:
 
   def load(self, key):
     """The result a finished run of the same command stored, or None."""
-    if os.path.exists(self.marker):
+    try:
       with open(self.marker) as f:
         saved = json.load(f)
-      if saved.get("key") == key:
-        return saved["result"]
-    return None
+    except (OSError, ValueError):  # none, or damaged (a traceback): the stage runs again and writes it anew
+      return None
+    return saved["result"] if isinstance(saved, dict) and saved.get("key") == key and "result" in saved else None
 
   def store(self, key, result):
     from xlnet_tf import fileio
@@ -142,9 +147,10 @@ def run_tool(stage, cmd, progress_fn, commands):
   if stopped:
     name = signal.Signals(stopped[0]).name
     DISPLAY.done(f"{stage.prefix}: stopped by {name} after {duration(time.time() - stage.t0)}")
-    print("".join(f"    {line}\n" for line in lines[-1:]), end="")  # the tool's own line: what it saved
-    print(f"demo: stopped by {name}; the stages done are kept: run the same command again to go on (a training "
-          "stage resumes from the step it saved).", file=sys.stderr, flush=True)
+    DISPLAY._write("".join(f"    {line}\n" for line in lines[-1:]))  # the tool's own line: what it saved
+    with contextlib.suppress(OSError):  # a hung-up terminal
+      print(f"demo: stopped by {name}; the stages done are kept: run the same command again to go on (a training "
+            "stage resumes from the step it saved).", file=sys.stderr, flush=True)
     sys.exit(128 + stopped[0])
   if returncode != 0:
     DISPLAY.done(f"{stage.prefix}: FAILED (exit {returncode}) after {duration(time.time() - stage.t0)}")

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 
 import pytest
 
@@ -148,3 +149,14 @@ def test_a_relative_out_is_the_caller_s_through_demo_sh(tmp_path, monkeypatch):
   monkeypatch.setenv("XLNET_DEMO_CWD", str(tmp_path))
   assert demo.parse_args(["--out=mydemo"]).out == str(tmp_path / "mydemo")
   assert demo.parse_args([f"--out={tmp_path}/abs"]).out == str(tmp_path / "abs")
+
+
+def test_a_damaged_stage_marker_runs_the_stage_again(tmp_path):
+  """A damaged logs/<stage>.done.json was a traceback (sweep 22, N6): the stage counts as not done and runs again."""
+  from scripts import demo_stages  # pylint: disable=import-outside-toplevel
+  stage = types.SimpleNamespace(marker=str(tmp_path / "corpus.done.json"))
+  for text in ('{"key": [1], "res', "[1, 2]", '{"key": [1]}'):
+    (tmp_path / "corpus.done.json").write_text(text)
+    assert demo_stages.Stage.load(stage, [1]) is None
+  (tmp_path / "corpus.done.json").write_text('{"key": [1], "result": {"a": 1}}')
+  assert demo_stages.Stage.load(stage, [1]) == {"a": 1}

@@ -188,3 +188,13 @@ def test_what_a_killed_writer_left_under_temporary_names_is_removed_by_the_next_
   with locks.cache_lock(str(cache), cache.exists) as reuse:
     assert not reuse and listing(cache.parent) == [".train.tf_record.lock"]
     cache.write_bytes(b"y")
+
+
+def test_a_lock_taken_a_moment_ago_names_another_process(tmp_path):
+  """A lock whose holder had not yet written its pid and host was said to be held by "process ? on ?" (sweep 22,
+  N3)."""
+  with locks.directory_lock(str(tmp_path)):
+    (tmp_path / ".run.lock").write_text("")  # as the moment between the holder's flock and its write
+    with pytest.raises(ValueError, match=rf"^--model_dir {tmp_path} is in use by another process \(lock "):
+      with locks.directory_lock(str(tmp_path)):
+        pass

@@ -136,7 +136,7 @@ def _take_lock(path, me, directory, what):
       fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
       os.close(fd)
-      raise _in_use(what, directory, path, _lock_holder(path, live=True) or ("?", "?")) from None
+      raise _in_use(what, directory, path, _lock_holder(path, live=True)) from None
     except OSError:  # no flock on this file system
       if not os.fstat(fd).st_size:  # none before this open (or one half-written, which the fallback takes as stale)
         os.remove(path)
@@ -174,8 +174,10 @@ def _take_lock(path, me, directory, what):
 
 
 def _in_use(what, directory, path, holder):
-  return ValueError(f"{what} {directory} is in use by process {holder[0]} on {holder[1]} (lock {path}). Wait for it "
-                    f"to finish, stop it, or use another {what}.")
+  """`holder`: (pid, host), or None where the holder has not written them yet (it said "process ? on ?")."""
+  who = f"process {holder[0]} on {holder[1]}" if holder else "another process"
+  return ValueError(f"{what} {directory} is in use by {who} (lock {path}). Wait for it to finish, stop it, or use "
+                    f"another {what}.")
 
 
 def _unwritable(what, directory, path, error):

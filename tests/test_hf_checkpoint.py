@@ -384,8 +384,8 @@ def test_tied_biases_are_repeated_per_layer_and_spiece_is_copied(tmp_path, monke
   (hf / "spiece.model").write_bytes(b"")  # copied without a word, with SentencePiece's native lines (sweep 21, C4)
   lines.clear()
   convert.convert_to_original(str(hf), str(tmp_path / "tf1_empty"), log_fn=lines.append)
-  assert lines[-2] == (f"Warning: {hf}/spiece.model, copied beside the model, is no SentencePiece model SentencePiece "
-                       "can read (it is empty: a copy cut short?).")
+  assert lines[-2] == f"Warning: {hf}/spiece.model is empty (a copy cut short?): not copied beside the model."
+  assert not (tmp_path / "tf1_empty" / "spiece.model").exists()  # it was, 0 bytes (sweep 22, N8)
 
 
 def _corrupt_copies(root):

@@ -69,9 +69,10 @@ def _spiece_notes(src_dir, n_token):
     pieces = sentencepiece.SentencePieceProcessor(model_proto=_read(path)).GetPieceSize() if fileio.size(path) else 0
   except RuntimeError:  # copied as it is; the tools that read it say what is wrong with it
     pieces = 0
+  if not fileio.size(path):
+    return [f"Warning: {path} is empty (a copy cut short?): not copied beside the model."]
   if not pieces:
-    return [f"Warning: {path}, copied beside the model, is no SentencePiece model SentencePiece can read"
-            f"{' (it is empty: a copy cut short?)' if not fileio.size(path) else ''}."]
+    return [f"Warning: {path}, copied beside the model, is no SentencePiece model SentencePiece can read."]
   return [f"Warning: {path}, copied beside the model, has {pieces} pieces, more than the model's n_token={n_token}: "
           "it is not the model's tokenizer (its ids past the embedding). Replace it with the one the model was "
           "trained with."] if pieces > n_token else []
@@ -81,7 +82,7 @@ def _copy(src_dir, output_dir, write=fileio.atomic_write, name="spiece.model"):
   """Copies src_dir's spiece.model (or other file `name`), if any, into output_dir with `write(path, data)`;
   whether there was one."""
   src = os.path.join(src_dir, name)
-  if fileio.exists(src):
+  if fileio.exists(src) and fileio.size(src):  # an empty one is no file of its kind (a copy cut short)
     write(os.path.join(output_dir, name), _read(src))
     return True
   return False

@@ -27,12 +27,13 @@ import json
 import math
 import os
 import shlex
+import signal
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from scripts.demo_stages import (ROOT, Stage, duration, quiet_native_stderr, rel, run_tool,  # noqa: E402
-                                 train_progress)  # pylint: disable=wrong-import-position
+from scripts.demo_stages import (ROOT, STOP_SIGNALS, Stage, duration, quiet_native_stderr, rel,  # noqa: E402
+                                 run_tool, train_progress)  # pylint: disable=wrong-import-position
 
 # The small model and data shapes of the demo.
 SEQ_LEN, REUSE_LEN, BSZ, NUM_PREDICT = 128, 64, 16, 21
@@ -408,8 +409,24 @@ class Demo:
     for name, value in rows:
       print(f"  {name:<{width}}  {value}")
 
+class _Stopped(BaseException):
+  """A stop signal in a stage the demo runs itself (a tool's stage passes it on: `run_tool`)."""
+
+
+def _stop(signum, frame):
+  del frame
+  raise _Stopped(signum)
+
+
 if __name__ == "__main__":
+  for stop_signal in STOP_SIGNALS:  # it ended with no line; what it writes is removed on the way out (atomic_path)
+    if signal.getsignal(stop_signal) is not signal.SIG_IGN:
+      signal.signal(stop_signal, _stop)
   try:
     Demo(parse_args()).main()
   except OSError as e:  # a full disk in a stage of its own (the corpus, the records' check): it was a traceback
     sys.exit(f"demo: error: {' '.join(str(e).split())}")
+  except _Stopped as e:
+    print(f"demo: stopped by {signal.Signals(e.args[0]).name}; files are written whole or not at all: run the same "
+          "command again to go on.", file=sys.stderr)
+    sys.exit(128 + e.args[0])

@@ -160,3 +160,17 @@ def test_a_damaged_stage_marker_runs_the_stage_again(tmp_path):
     assert demo_stages.Stage.load(stage, [1]) is None
   (tmp_path / "corpus.done.json").write_text('{"key": [1], "result": {"a": 1}}')
   assert demo_stages.Stage.load(stage, [1]) == {"a": 1}
+
+
+def test_a_signal_in_a_stage_the_demo_runs_itself_ends_it_with_a_line(tmp_path):
+  """SIGTERM while the demo writes its corpus (in-process, no tool to pass it to) ended it with no line (sweep 22,
+  N12): one line, exit 128 + the signal, and no corpus half-written."""
+  proc = subprocess.Popen([sys.executable, "scripts/demo.py", f"--out={tmp_path}/d", "--num_docs=20000"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  assert proc.stdout.readline().startswith("XLNet demo in ")  # the corpus stage starts
+  proc.send_signal(signal.SIGTERM)
+  _, err = proc.communicate(timeout=60)
+  assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
+  assert err.strip().splitlines()[-1] == ("demo: stopped by SIGTERM; files are written whole or not at all: run the "
+                                          "same command again to go on.")
+  assert os.listdir(tmp_path / "d") == ["logs"]

@@ -26,13 +26,13 @@ class Display:
   def update(self, text):
     if self.tty:
       width = shutil.get_terminal_size((100, 20)).columns - 1
-      self._write("\r\033[K" + text[:width])
+      self.write("\r\033[K" + text[:width])
 
   def done(self, text):
-    self._write(("\r\033[K" if self.tty else "") + text + "\n")
+    self.write(("\r\033[K" if self.tty else "") + text + "\n")
 
   @staticmethod
-  def _write(text):
+  def write(text):
     with contextlib.suppress(OSError):  # a hung-up terminal (EIO): the demo goes on, its tool's lines to the log
       sys.stdout.write(text)
       sys.stdout.flush()
@@ -147,7 +147,7 @@ def run_tool(stage, cmd, progress_fn, commands):
   if stopped:
     name = signal.Signals(stopped[0]).name
     DISPLAY.done(f"{stage.prefix}: stopped by {name} after {duration(time.time() - stage.t0)}")
-    DISPLAY._write("".join(f"    {line}\n" for line in lines[-1:]))  # the tool's own line: what it saved
+    DISPLAY.write("".join(f"    {line}\n" for line in lines[-1:]))  # the tool's own line: what it saved
     with contextlib.suppress(OSError):  # a hung-up terminal
       print(f"demo: stopped by {name}; the stages done are kept: run the same command again to go on (a training "
             "stage resumes from the step it saved).", file=sys.stderr, flush=True)

@@ -52,8 +52,7 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
   from xlnet_tf import checkpoint, hf_checkpoint, training  # pylint: disable=g-import-not-at-top
   if flag == "--model_dir" and getattr(o, "do_train", False):  # before records are written
     _check_apart_from_init_checkpoint(o)
-    _check_init_spiece(o)
-    _check_init_config(o, xlnet_config)
+    _check_init_checkpoint(o, xlnet_config)
   if directory and hf_checkpoint.is_hf_directory(directory):
     _check_hf_pooling(o, directory, flag)
     return
@@ -103,17 +102,30 @@ def _check_spiece(there, o, flag, digest, dir_flag, directory):
                     f"embedding learned so far another piece. Pass {fix}, or another {dir_flag}.")
 
 
-def _check_init_config(o, xlnet_config):
-  """FlagError where the xlnet_config.json beside --init_checkpoint (a released model's, a run's) describes another
-  model than this run builds: the same shapes load (another ff_activation), and the run fine-tuned another function
-  than the weights learned, exit 0. Nothing where --model_dir holds a run to resume (it reads no --init_checkpoint)."""
-  from xlnet_tf import checkpoint, XLNetConfig  # pylint: disable=g-import-not-at-top
-  if not getattr(o, "init_checkpoint", None) or xlnet_config is None or checkpoint.latest_checkpoint(o.model_dir):
+def _check_init_checkpoint(o, xlnet_config, resolved=None):
+  """The checks of --init_checkpoint's run against this one where this run starts from it: its SentencePiece model
+  (`_check_init_spiece`) and its model (`_check_init_config`). Nothing where --model_dir holds a run to resume (it
+  reads no --init_checkpoint), or where the checkpoint is not found (the trainer says so, naming the flag)."""
+  from xlnet_tf import checkpoint  # pylint: disable=g-import-not-at-top
+  if not getattr(o, "init_checkpoint", None) or checkpoint.latest_checkpoint(o.model_dir):
     return
   try:
-    beside = os.path.join(checkpoint.directory_of(o.init_checkpoint), "xlnet_config.json")
-    there = XLNetConfig(json_path=beside) if os.path.exists(beside) else None
-  except (FileNotFoundError, ValueError):  # said by the trainer, naming --init_checkpoint; a damaged config: unused
+    directory = checkpoint.directory_of(o.init_checkpoint)
+  except FileNotFoundError:
+    return
+  _check_init_spiece(o, directory, resolved)
+  _check_init_config(o, directory, xlnet_config)
+
+
+def _check_init_config(o, directory, xlnet_config):
+  """FlagError where the xlnet_config.json beside --init_checkpoint (in `directory`: a released model's, a run's)
+  describes another model than this run builds (`xlnet_config`; None: not checked): the same shapes load (another
+  ff_activation), and the run fine-tuned another function than the weights learned, exit 0."""
+  from xlnet_tf import XLNetConfig  # pylint: disable=g-import-not-at-top
+  beside = os.path.join(directory, "xlnet_config.json")
+  try:
+    there = XLNetConfig(json_path=beside) if xlnet_config is not None and os.path.exists(beside) else None
+  except ValueError:  # damaged: unused (this run's model comes from its own flags)
     return
   diff = [f"{k} {a} there, {b} here" for k, a, b in there.differences(xlnet_config)] if there else []
   if diff:
@@ -124,19 +136,12 @@ def _check_init_config(o, xlnet_config):
                     f"--model_config_path={beside}.")
 
 
-def _check_init_spiece(o, resolved=None):
-  """`_check_spiece` for --init_checkpoint's run (a pretraining run fine-tuned, or a fine-tuning run continued) where
-  this run starts from it: against --spiece_model_file, or (pretraining) its records' model (`resolved`'s digest).
-  Where the checkpoint has no run_flags.json recording one (a released or HuggingFace model, a conversion, an
-  original run), against the `spiece.model` beside it, the model's own. Nothing where --model_dir holds a run to
-  resume (it reads no --init_checkpoint)."""
-  from xlnet_tf import checkpoint, fileio  # pylint: disable=g-import-not-at-top
-  if not getattr(o, "init_checkpoint", None) or checkpoint.latest_checkpoint(o.model_dir):
-    return
-  try:
-    directory = checkpoint.directory_of(o.init_checkpoint)
-  except FileNotFoundError:  # said by the trainer, naming --init_checkpoint
-    return
+def _check_init_spiece(o, directory, resolved=None):
+  """`_check_spiece` for --init_checkpoint's run (in `directory`: a pretraining run fine-tuned, or a fine-tuning run
+  continued): against --spiece_model_file, or (pretraining) its records' model (`resolved`'s digest). Where the
+  checkpoint has no run_flags.json recording one (a released or HuggingFace model, a conversion, an original run),
+  against the `spiece.model` beside it, the model's own."""
+  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
   flag, digest = (("spiece_model_file", spiece_digest(o)) if getattr(o, "spiece_model_file", None) else
                   ("record_info_dir", (resolved or {}).get(_SPIECE_DIGEST)))
   there = run_flags(directory) or {}
@@ -246,8 +251,7 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, data_files=
   there = (run_flags(o.model_dir) or {}) if resuming and chief else {}  # the run that wrote the checkpoints
   _check_spiece(there, o, "record_info_dir", (resolved or {}).get(_SPIECE_DIGEST), "--model_dir", o.model_dir)
   if not resuming and chief:
-    _check_init_spiece(o, resolved)
-    _check_init_config(o, xlnet_config)
+    _check_init_checkpoint(o, xlnet_config, resolved)
   replicas = trainer.strategy.num_replicas_in_sync
   there = _clip_mode_compared(there, getattr(o, "clip_mode", None), replicas)
   changes = flag_changes(o, training_only=True, there=there) if there else []

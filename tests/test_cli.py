@@ -737,7 +737,7 @@ def test_fine_tuning_a_model_beside_another_sentencepiece_model_is_refused(tmp_p
   records = types.SimpleNamespace(model_dir=str(tmp_path / "pt"), init_checkpoint=str(model), record_info_dir="/r")
   with pytest.raises(cli.FlagError, match=r"^The records of --record_info_dir /r were written with another "
                                           r"SentencePiece model than the one beside --init_checkpoint \("):
-    run_files._check_init_spiece(records, {"spiece_model_sha256": "0" * 64})  # pylint: disable=protected-access
+    run_files._check_init_checkpoint(records, None, {"spiece_model_sha256": "0" * 64})  # pylint: disable=W0212
   (model / "spiece.model").write_text("version https://git-lfs.github.com/spec/v1\noid sha256:0\nsize 760289\n")
   run_files.check_trained_model(o, o.model_dir, None)  # a Git LFS pointer: no model to compare with (sweep 18, R4)
   (model / "spiece.model").unlink()

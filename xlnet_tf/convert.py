@@ -121,10 +121,11 @@ def _run_flags(ckpt_dir):
                                 "from a copy of that run, or move it away to convert without them.") or {}
 
 
-def _check_spiece_beside(ckpt_dir):
+def _check_spiece_beside(ckpt_dir, flags):
   """ValueError where the spiece.model beside the checkpoint is another SentencePiece model than the one its run's
-  run_flags.json records (by sha256): the converted model shipped another vocabulary as its tokenizer."""
-  path, flags = os.path.join(ckpt_dir, "spiece.model"), _run_flags(ckpt_dir)
+  run_flags.json (`flags`, `_run_flags`) records (by sha256): the converted model shipped another vocabulary as its
+  tokenizer."""
+  path = os.path.join(ckpt_dir, "spiece.model")
   recorded = flags.get("spiece_model_sha256")
   if recorded and fileio.exists(path) and fileio.sha256(path) != recorded:
     raise ValueError(f"{path} is another SentencePiece model than the run that trained the checkpoint used (its "
@@ -133,11 +134,10 @@ def _check_spiece_beside(ckpt_dir):
                      "that file there, or move this one away to convert without it.")
 
 
-def _fine_tuned_with(ckpt_dir):
-  """(summary_type, label_list, clamp_len) of the run that wrote the checkpoints in ckpt_dir (its run_flags.json,
+def _fine_tuned_with(flags):
+  """(summary_type, label_list, clamp_len) of the run that wrote a checkpoint, from its run_flags.json (`flags`,
   `_run_flags`), None for what it does not record (the original's checkpoints record none; a run_pretrain.py run no
   pooling or labels)."""
-  flags = _run_flags(ckpt_dir)
   if "record_info_dir" in flags:  # run_pretrain.py's --summary_type pools nothing
     return None, None, flags.get("clamp_len")
   return flags.get("summary_type"), flags.get("label_list"), flags.get("clamp_len")
@@ -161,9 +161,10 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
   _check_output_dir(output_dir, os.path.dirname(path))
   _check_copy(os.path.dirname(path), output_dir)
   _check_config_beside(os.path.dirname(path), model_config_path)
-  _check_spiece_beside(os.path.dirname(path))
+  flags = _run_flags(os.path.dirname(path))
+  _check_spiece_beside(os.path.dirname(path), flags)
   xlnet_config = XLNetConfig(json_path=model_config_path or os.path.join(os.path.dirname(path), "xlnet_config.json"))
-  trained_summary, label_list, clamp_len = _fine_tuned_with(os.path.dirname(path))
+  trained_summary, label_list, clamp_len = _fine_tuned_with(flags)
   if summary_type and trained_summary and summary_type != trained_summary:
     raise ValueError(f"--summary_type {summary_type}, but {path} was fine-tuned with --summary_type={trained_summary} "
                      f"({os.path.join(os.path.dirname(path), 'run_flags.json')}): the HF model would pool otherwise. "
@@ -228,11 +229,12 @@ def clean_checkpoint(ckpt_path, output_dir, model_config_path=None, log_fn=print
   src_dir = os.path.dirname(path)
   _check_output_dir(output_dir, src_dir)
   # A fine-tuning run's flags go with its weights: how it pooled, its labels, its casing and SentencePiece model.
-  flag_files = ["run_flags.json"] if _fine_tuned_with(src_dir)[0] else []  # a pretraining run's: a release's layout
+  flags = _run_flags(src_dir)
+  flag_files = ["run_flags.json"] if _fine_tuned_with(flags)[0] else []  # a pretraining run's: a release's layout
   for name in ["spiece.model", *flag_files]:
     _check_copy(src_dir, output_dir, name)
   _check_config_beside(src_dir, model_config_path)
-  _check_spiece_beside(src_dir)
+  _check_spiece_beside(src_dir, flags)
   arrays = _input_arrays(path)
   config_path = model_config_path or os.path.join(src_dir, "xlnet_config.json")
   if model_config_path or fileio.exists(config_path):

@@ -70,15 +70,20 @@ def start_script(argv=None):
     try:  # take its number, native lines (TensorFlow's log) would go into it, and Python's stream is None
       os.fstat(fd)
     except OSError:
-      null = os.open(os.devnull, os.O_WRONLY)
-      if null != fd:
-        os.dup2(null, fd)
-        os.close(null)
+      _to_devnull(fd)
       setattr(sys, name, open(fd, "w", buffering=1, closefd=False))  # pylint: disable=consider-using-with
   filter_stderr(argv)
   for signum in _SIGNALS:
     if signum != signal.SIGHUP or signal.getsignal(signum) is not signal.SIG_IGN:
       signal.signal(signum, _exit_on_signal)
+
+
+def _to_devnull(fd):
+  """Points the file descriptor `fd` (closed, or a stream nobody reads any more) at /dev/null."""
+  null = os.open(os.devnull, os.O_WRONLY)
+  if null != fd:  # where `fd` was closed, /dev/null took its number
+    os.dup2(null, fd)
+    os.close(null)
 
 
 def _check_flagfiles(argv):
@@ -403,9 +408,7 @@ def print_line(line):
   try:
     print(line, flush=True)
   except OSError:
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, sys.stdout.fileno())
-    os.close(null)
+    _to_devnull(sys.stdout.fileno())
     from xlnet_tf.training import preemption  # pylint: disable=g-import-not-at-top
     preemption.request_stop(signal.SIGPIPE)
 

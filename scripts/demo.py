@@ -32,8 +32,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from scripts.demo_stages import (ROOT, STOP_SIGNALS, Stage, duration, quiet_native_stderr, rel,  # noqa: E402
-                                 run_tool, train_progress)  # pylint: disable=wrong-import-position
+from scripts.demo_stages import (ROOT, Stage, duration, handle_stop_signals, quiet_native_stderr,  # noqa: E402
+                                 rel, run_tool, train_progress)  # pylint: disable=wrong-import-position
 
 # The small model and data shapes of the demo.
 SEQ_LEN, REUSE_LEN, BSZ, NUM_PREDICT = 128, 64, 16, 21
@@ -419,9 +419,7 @@ def _stop(signum, frame):
 
 
 if __name__ == "__main__":
-  for stop_signal in STOP_SIGNALS:  # it ended with no line; what it writes is removed on the way out (atomic_path)
-    if signal.getsignal(stop_signal) is not signal.SIG_IGN:
-      signal.signal(stop_signal, _stop)
+  handle_stop_signals(_stop)  # it ended with no line; what it writes is removed on the way out (atomic_path)
   try:
     Demo(parse_args()).main()
   except OSError as e:  # a full disk in a stage of its own (the corpus, the records' check): it was a traceback

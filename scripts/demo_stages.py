@@ -107,6 +107,13 @@ def train_progress(line, train_steps):
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
+def handle_stop_signals(handler):
+  """Sets `handler` for the `STOP_SIGNALS` not ignored (under nohup a hang-up stops nothing); {signal: handler
+  before}."""
+  return {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS
+          if signal.getsignal(signum) is not signal.SIG_IGN}
+
+
 def run_tool(stage, cmd, progress_fn, commands):
   """Runs a command-line tool from the repository root; output to the stage's log; progress on the stage's line.
 
@@ -126,8 +133,7 @@ def run_tool(stage, cmd, progress_fn, commands):
       stopped.append(signum)
       for proc in procs:
         proc.send_signal(signum)
-    old = {signum: signal.signal(signum, forward) for signum in STOP_SIGNALS
-           if signal.getsignal(signum) is not signal.SIG_IGN}  # under nohup a hang-up stops nothing
+    old = handle_stop_signals(forward)
     try:
       procs.append(proc := subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                             text=True, env=env, start_new_session=True))

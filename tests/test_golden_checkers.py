@@ -161,8 +161,11 @@ def test_cli_prints_fail_last_and_exits_nonzero(task):
     (["scripts/step_parity.py", "--golden_dir=x"], "step_parity.py is a library: run scripts/check_train_step.py."),
     (["scripts/golden_check.py"], "golden_check.py is a library: run scripts/check_race.py or scripts/check_squad.py."),
     (["scripts/demo_stages.py"], "demo_stages.py is a library: run scripts/demo.sh."),
-    (["-m", "xlnet_tf.convert", "--input=x"], "xlnet_tf.convert is the library of convert_checkpoint.py: run")])
+    (["-m", "xlnet_tf.convert", "--input=x"], "xlnet_tf.convert is library code, not a tool: run convert_checkpoint"),
+    (["-mxlnet_tf.hf_export"], "xlnet_tf.hf_export is library code, not a tool: run convert_checkpoint.py"),
+    (["-m", "xlnet_tf.checkpoint"], "xlnet_tf.checkpoint is library code, not a tool: run one of run_pretrain.py,")])
 def test_a_library_run_by_its_name_says_what_to_run(command, words):
-  """Run by its name (docs call step_parity.py "the checker"), a library did nothing and exited 0 (sweep 21, M1)."""
+  """Run by its name (docs call step_parity.py "the checker"), a library did nothing and exited 0 (sweeps 21-22, M1,
+  N9)."""
   proc = subprocess.run([sys.executable, *command], capture_output=True, text=True, timeout=60)
   assert proc.returncode == 1 and proc.stderr.strip().splitlines()[-1].startswith(words), proc.stderr[-2000:]

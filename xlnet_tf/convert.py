@@ -3,10 +3,6 @@ HuggingFace XLNet model directory, or to the original's format with its weights 
 does: `hf_checkpoint` maps the names and reads and writes HF's files, `checkpoint` reads and writes the original
 format."""
 
-if __name__ == "__main__":  # `python -m xlnet_tf.convert` did nothing, exit 0
-  raise SystemExit("xlnet_tf.convert is the library of convert_checkpoint.py: run `python convert_checkpoint.py "
-                   "--input=... --output_dir=...` from the repository root (--helpshort lists its flags).")
-
 import json
 import os
 

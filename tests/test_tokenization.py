@@ -309,7 +309,7 @@ def test_long_lines_are_named_and_what_a_killed_run_or_a_full_disk_left_is_not(t
     (tmp_path / f"sp.tmp-{dead}-0123456789ab{suffix}").write_bytes(b"left by a kill -9")
   tk.train_sentencepiece(str(tmp_path / "corpus.txt"), str(tmp_path / "sp"), tk.SpmTrainOptions(vocab_size=250),
                          quiet=True, hard_vocab_limit=False)
-  assert f"--input: 1 of the first {text.count(chr(10)) + 2} lines of {tmp_path}/corpus.txt are longer than 4192 " \
+  assert f"--input: 1 of the {text.count(chr(10)) + 1} lines of {tmp_path}/corpus.txt are longer than 4192 " \
          "bytes, which SentencePiece skips." in caplog.text
   assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "sp.model", "sp.vocab"]
   def full_disk(request):
@@ -320,6 +320,15 @@ def test_long_lines_are_named_and_what_a_killed_run_or_a_full_disk_left_is_not(t
                                     "nothing was left under that name"):
     tk.train_sentencepiece(str(tmp_path / "corpus.txt"), str(tmp_path / "sp2"), tk.SpmTrainOptions(vocab_size=250))
   assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "sp.model", "sp.vocab"]
+
+
+def test_long_lines_past_the_first_megabyte_are_counted(tmp_path, caplog):
+  """Only each file's first MB was looked at: a corpus whose long lines came later trained without a word (sweep 22,
+  N7)."""
+  corpus = tmp_path / "late.txt"
+  corpus.write_bytes(b"a short sentence.\n" * 70000 + b"y" * 5000 + b"\n" + b"z" * 4193 + b"\n" + b"z" * 4192)
+  tk.check_text_files([str(corpus)])
+  assert f"--input: 2 of the 70003 lines of {corpus} are longer than 4192 bytes" in caplog.text
 
 
 def test_a_model_prefix_ending_in_model_is_refused(tmp_path):

@@ -256,9 +256,9 @@ MAX_SENTENCE_BYTES = 4192
 
 def check_text_files(files, flag="--input", head_bytes=1 << 20):
   """ValueError unless `files` are text SentencePiece can train on: no directory, each file's first `head_bytes`
-  UTF-8, and some line that is not blank and not longer than `MAX_SENTENCE_BYTES`; a warning for a file whose first
-  `head_bytes` hold such long lines (SentencePiece skips them). (SentencePiece's own errors name no file: `Is a
-  directory`, or an assertion on its sentence count or vocabulary.)"""
+  UTF-8, and some line that is not blank and not longer than `MAX_SENTENCE_BYTES`; a warning for a file that holds
+  such long lines (SentencePiece skips them). (SentencePiece's own errors name no file: `Is a directory`, or an
+  assertion on its sentence count or vocabulary.)"""
   has_text = has_long = False
   for path in files:
     if os.path.isdir(path):
@@ -270,17 +270,20 @@ def check_text_files(files, flag="--input", head_bytes=1 << 20):
       except UnicodeDecodeError as e:
         raise ValueError(f"{flag}: {path} is not UTF-8 text (byte 0x{head[e.start]:02x} at offset {e.start}). "
                          "Convert it to UTF-8 (e.g. iconv -f latin1 -t utf-8), or leave it out.") from None
-      lines = head.split(b"\n")  # SentencePiece's lines: CR is no line end
-      lines = lines[:-1] if len(head) == head_bytes and len(lines) > 1 else lines  # the last one is cut
-      long = sum(len(line) > MAX_SENTENCE_BYTES for line in lines)
+      f.seek(0)
+      lines = long = 0
+      for line in f:  # SentencePiece's lines: CR is no line end; the whole file (long lines late in it: sweep 22, N7)
+        lines += 1
+        if len(line.rstrip(b"\n")) > MAX_SENTENCE_BYTES:
+          long += 1
+        elif not has_text and line.strip():
+          has_text = True
       if long:
         cr_only = b"\r" in head and b"\n" not in head
-        logging.warning("%s: %d of the first %d lines of %s are longer than %d bytes%s, which SentencePiece skips. "
-                        "Put one sentence (or paragraph) per line.", flag, long, len(lines), path, MAX_SENTENCE_BYTES,
+        logging.warning("%s: %d of the %d lines of %s are longer than %d bytes%s, which SentencePiece skips. "
+                        "Put one sentence (or paragraph) per line.", flag, long, lines, path, MAX_SENTENCE_BYTES,
                         " (its lines end in CR alone: convert them, e.g. tr '\\r' '\\n')" if cr_only else "")
       has_long = has_long or bool(long)
-      has_text = has_text or any(line.strip() and len(line) <= MAX_SENTENCE_BYTES for line in lines) or any(
-          line.strip() and len(line) <= MAX_SENTENCE_BYTES + 1 for line in f)
   if not has_text:
     why = (f" SentencePiece reads: every line is longer than {MAX_SENTENCE_BYTES} bytes (one line per document? lines "
            "ending in CR alone?)") if has_long else ""

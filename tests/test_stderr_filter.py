@@ -132,6 +132,27 @@ DATA_LOSS_REPORT = [
 ]
 
 
+# scripts/train_spm.py's trainer (SentencePiece 0.2, 2026-11-30), the settings cut to a few of their 60 lines.
+SPM_SETTINGS = [
+    "I0000 00:00:1796033346.833231   10896 sentencepiece_trainer.cc:149] Starts training with : ",
+    "trainer_spec {", "  input: /tmp/small.txt", "  input_format: ", "  control_symbols: <cls>", "  unk_surface:  ⁇ ",
+    "}", "normalizer_spec {", "  name: nmt_nfkc", "  normalization_rule_tsv: ", "}", "denormalizer_spec {}",
+    "I0000 00:00:1796033346.833840   10896 trainer_interface.cc:461] Adding meta_piece: <s>",
+    "I0000 00:00:1796033347.517744   10896 trainer_interface.cc:755] Saving model: /tmp/sp.tmp-10846-8d273abae7d9.model",
+]
+AFTER_THE_SETTINGS = [
+    "I0000 00:00:1796033346.833298   10896 trainer_interface.cc:232] Loading corpus: /tmp/small.txt",
+    "--input: 4 of the 610 lines of /tmp/half.txt are longer than 4192 bytes, which SentencePiece skips. Put ...",
+    "  an indented line of the tool's own",
+]
+
+
+def test_sentencepiece_s_settings_are_dropped_and_what_follows_them_kept():
+  """The settings' 60 lines buried train_spm.py's own warnings (sweep 22, N5)."""
+  got = list(stderr_filter.kept(SPM_SETTINGS[:-2] + AFTER_THE_SETTINGS[:1] + SPM_SETTINGS + AFTER_THE_SETTINGS[1:]))
+  assert got == AFTER_THE_SETTINGS
+
+
 def test_a_damaged_record_report_is_dropped():
   last = "run_pretrain.py: error: Record file F is unreadable at record 8873 (truncated record at 2211494 failed ...)."
   assert list(stderr_filter.kept(DATA_LOSS_REPORT + [last])) == [last]

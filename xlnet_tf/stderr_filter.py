@@ -1,4 +1,4 @@
-"""The lines TensorFlow's C++ runtime writes to stderr that tell a user nothing, and the filter that keeps them off
+"""The lines TensorFlow's C++ runtime (and SentencePiece's trainer) writes to stderr that tell a user nothing, and
 a command-line tool's stderr.
 
 TensorFlow's C++ libraries write to file descriptor 2 directly, past Python's logging: at start-up (build flags,
@@ -54,6 +54,9 @@ NOISE = re.compile(
     r"|functional_saver\.py:\d+\] Sharding callback duration: "
     r"|builder_impl\.py:\d+\] Assets written to: "
     r"|fingerprinting_utils\.py:\d+\] Writing fingerprint to "
+    # SentencePiece's trainer (scripts/train_spm.py): each symbol the tool adds, and the temporary files it writes
+    # (the tool's own line names the model).
+    r"|trainer_interface\.cc:\d+\] (?:Adding meta_piece: |Saving (?:model|vocabs): .*\.tmp-)"
     r"))")
 
 # Out of memory. A CLI turns every out-of-memory error into its own line (`training.out_of_memory`: the allocation,
@@ -93,6 +96,13 @@ OOM_REPORT_LINE = re.compile(
     r"|Hint: If you want to see a list of allocated tensors when OOM happens"
     r"|\s*$)")
 
+# SentencePiece's trainer echoes its settings, some 60 lines (`Starts training with :`, then `trainer_spec {` to
+# `denormalizer_spec {}`: the values of train_spm.py's flags, which the .model file holds too), above which the
+# tool's own warnings were lost (sweep 22, N5). Dropped as a report.
+SPM_SETTINGS = re.compile(_LOG_PREFIX + r"sentencepiece_trainer\.cc:\d+\] Starts training with : ?$")
+SPM_SETTINGS_LINE = re.compile(r"^(?:\w+_spec \{\}?|  .*|\})$")
+_REPORTS = ((OOM_REPORT, OOM_REPORT_LINE), (SPM_SETTINGS, SPM_SETTINGS_LINE))  # (first line, the lines after it)
+
 _reader = []  # [(the reader process, descriptor 2 as it was)] while the filter runs
 
 
@@ -102,15 +112,16 @@ def is_noise(line):
 
 
 def kept(lines):
-  """The lines of the iterable `lines` (str or bytes) that a user is shown: neither `NOISE` nor part of TensorFlow's
-  report of an out-of-memory error (`OOM_REPORT`), each as soon as it is read."""
-  in_report = False
+  """The lines of the iterable `lines` (str or bytes) that a user is shown: neither `NOISE` nor part of one of
+  `_REPORTS` (TensorFlow's report of an out-of-memory error, SentencePiece's settings), each as soon as it is
+  read."""
+  report = None  # the pattern of the lines after a report's first, while in one
   for line in lines:
     text = (line.decode("utf-8", "replace") if isinstance(line, bytes) else line).rstrip("\n")
-    if in_report and OOM_REPORT_LINE.match(text):
+    if report and report.match(text):
       continue
-    in_report = bool(OOM_REPORT.match(text))
-    if not in_report and not is_noise(text):
+    report = next((rest for first, rest in _REPORTS if first.match(text)), None)
+    if report is None and not is_noise(text):
       yield line
 
 

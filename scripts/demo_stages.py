@@ -14,6 +14,8 @@ import subprocess
 import sys
 import time
 
+from xlnet_tf import locks
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -135,8 +137,9 @@ def run_tool(stage, cmd, progress_fn, commands):
         proc.send_signal(signum)
     old = handle_stop_signals(forward)
     try:
-      procs.append(proc := subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                            text=True, env=env, start_new_session=True))
+      procs.append(proc := subprocess.Popen(  # a kill -9 of the demo left the tool training on (sweep 22, N4)
+          cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+          start_new_session=True, preexec_fn=lambda: locks.end_with_parent(signal.SIGTERM)))
       if stopped:  # before it started: it stops at once
         proc.send_signal(stopped[0])
       for line in proc.stdout:

@@ -129,6 +129,23 @@ def test_a_signal_to_the_demo_is_passed_on_once_and_ends_it_with_a_line(tmp_path
                                           "again to go on (a training stage resumes from the step it saved).")
 
 
+def test_a_kill_9_of_the_demo_stops_its_tool_with_sigterm(tmp_path):
+  """kill -9 of demo.py left its tool (in a session of its own) training on until its next progress line met the
+  closed pipe: up to --iterations steps (sweep 22, N4). The tool gets SIGTERM, as from a batch system: it saves."""
+  log, mark = tmp_path / "stage.log", tmp_path / "tool_stopped"
+  tool = _TOOL.replace('print(f"tool:', f'open({str(mark)!r}, "w").write(str(got)); print(f"tool:')
+  proc = subprocess.Popen([sys.executable, "-c", _DEMO, str(log), tool], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+  deadline = time.time() + 60
+  while not (log.exists() and "\nready\n" in log.read_text()) and time.time() < deadline:
+    time.sleep(0.02)
+  proc.kill()
+  proc.communicate(timeout=60)
+  while not mark.exists() and time.time() < deadline:
+    time.sleep(0.02)
+  assert mark.read_text() == f"[{int(signal.SIGTERM)}]"
+
+
 def test_a_full_disk_in_the_demo_s_own_stage_is_one_line(tmp_path):
   """The corpus stage on a full disk (here a file-size limit) was a traceback whose last line held its own message
   twice, the reason lost (sweep 21, D4): one line naming the directory and the reason; nothing left but logs/."""

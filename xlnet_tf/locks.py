@@ -5,6 +5,7 @@ not locked.
 """
 
 import contextlib
+import ctypes
 import errno
 import fcntl
 import glob as glob_lib
@@ -111,6 +112,14 @@ def remove_stale_temporaries(directory, patterns, only_dead=False):
   if stale:
     logging.warning("Removed what a run that was killed while writing left under temporary names: %s.",
                     ", ".join(sorted(stale)))
+
+
+def end_with_parent(signum):
+  """Has Linux send this process `signum` when its parent ends, by kill -9 too (PR_SET_PDEATHSIG; elsewhere
+  nothing), so that a killed tool's worker stops rather than run on alone. False if the parent had already ended."""
+  with contextlib.suppress(OSError, AttributeError):
+    ctypes.CDLL(None).prctl(1, signum)
+  return os.getppid() != 1
 
 
 def _pid_lives(pid):

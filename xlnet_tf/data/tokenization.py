@@ -9,8 +9,6 @@ whose ids differ, and `train_sentencepiece` trains one with the original README'
 """
 
 import codecs
-import contextlib
-import ctypes
 import dataclasses
 import errno
 import glob as glob_lib
@@ -410,10 +408,8 @@ def _train_here():
   """The child's side of `_train_in_a_child`: the settings from stdin (JSON), `{"error": None or SentencePiece's
   message}` to stdout."""
   signal.signal(signal.SIGINT, signal.SIG_DFL)  # a Ctrl-C reaches the whole process group: the parent says why
-  with contextlib.suppress(OSError, AttributeError):  # Linux: killed with its parent (a kill -9 left it training on
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # for hours, then writing its files): PR_SET_PDEATHSIG
-  if os.getppid() == 1:  # the parent was gone before that
-    return
+  if not locks.end_with_parent(signal.SIGKILL):  # a kill -9 of the tool left it training on for hours, then
+    return  # writing its files
   settings = json.load(sys.stdin)
   try:
     spm.SentencePieceTrainer.Train(**settings)

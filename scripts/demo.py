@@ -108,6 +108,7 @@ def parse_args(argv=None):
   parser.add_argument("--skip_finetune", action="store_true")
   parser.add_argument("--use_bfloat16", choices=("auto", "true", "false"), default="auto",
                       help="Compute in bfloat16 (else float32 with XLA); auto: where the CPU computes it natively.")
+  parser.add_argument("--check_flags", action="store_true", help=argparse.SUPPRESS)  # demo.sh's, before set-up
   args = parser.parse_args(argv)
   for key, value in (LONG if args.long else DEFAULTS).items():
     if getattr(args, key) is None:
@@ -421,7 +422,8 @@ def _stop(signum, frame):
 if __name__ == "__main__":
   handle_stop_signals(_stop)  # it ended with no line; what it writes is removed on the way out (atomic_path)
   try:
-    Demo(parse_args()).main()
+    if not (args := parse_args()).check_flags:
+      Demo(args).main()
   except OSError as e:  # a full disk in a stage of its own (the corpus, the records' check): it was a traceback
     sys.exit(f"demo: error: {' '.join(str(e).split())}")
   except _Stopped as e:

@@ -4,5 +4,11 @@
 set -euo pipefail
 export XLNET_DEMO_CWD="$PWD"  # a relative --out is the caller's, not the repository's
 cd "$(dirname "$0")/.."
+# A flag demo.py refuses (or --help) is answered before set-up installs anything: its check needs no package.
+PY=.venv/bin/python; [ -x "$PY" ] || PY=python3
+if "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2> /dev/null; then
+  case " $* " in *" -h "* | *" --help "*) exec "$PY" scripts/demo.py "$@" ;; esac
+  "$PY" scripts/demo.py --check_flags "$@"
+fi
 bash scripts/setup.sh
 exec .venv/bin/python scripts/demo.py "$@"

@@ -168,6 +168,21 @@ def test_a_relative_out_is_the_caller_s_through_demo_sh(tmp_path, monkeypatch):
   assert demo.parse_args([f"--out={tmp_path}/abs"]).out == str(tmp_path / "abs")
 
 
+def test_demo_sh_refuses_a_bad_flag_before_set_up(tmp_path):
+  """`demo.sh --num_docs=0` ran setup.sh (a venv, pip installs) before demo.py refused the flag (sweep 22, N10).
+  demo.sh is run from a copy of the repository whose setup.sh only leaves a mark."""
+  root = os.path.dirname(os.path.dirname(os.path.abspath(demo.__file__)))
+  (tmp_path / "scripts").mkdir()
+  for name in ("demo.py", "demo_stages.py", "demo.sh"):
+    os.symlink(os.path.join(root, "scripts", name), tmp_path / "scripts" / name)
+  os.symlink(os.path.join(root, "xlnet_tf"), tmp_path / "xlnet_tf")
+  (tmp_path / "scripts" / "setup.sh").write_text(f"touch {tmp_path}/set_up\nexit 1\n")
+  proc = subprocess.run(["bash", "scripts/demo.sh", "--num_docs=0"], cwd=tmp_path, capture_output=True, text=True,
+                        timeout=60)
+  assert proc.returncode == 1 and proc.stderr == "demo: error: --num_docs must be in [4, 20000]. Received: 0.\n"
+  assert not (tmp_path / "set_up").exists()
+
+
 def test_a_damaged_stage_marker_runs_the_stage_again(tmp_path):
   """A damaged logs/<stage>.done.json was a traceback (sweep 22, N6): the stage counts as not done and runs again."""
   from scripts import demo_stages  # pylint: disable=import-outside-toplevel

@@ -24,7 +24,8 @@ its machine), whatever order this machine's directory listing has. Parts:
 
 Float32 outputs of the model pass within 1e-5 x max(1, max |golden|) (golden_check.REL_TOL, as
 tests/test_parity.py: another operation order than the original's); everything else is exact. On a run of every
-part, each key of each golden npz must have been compared (scripts/golden_check.py).
+part, each key of each golden npz must have been compared, and each npz beside the parts' files listed
+(scripts/golden_check.py).
 """
 
 import os

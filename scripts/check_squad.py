@@ -26,7 +26,7 @@ predict_batch_size, dropout, the paths of the SentencePiece model, config and ch
 Tolerance for float32 model outputs: |diff| <= 1e-5 x max(1, max |golden|) (golden_check.REL_TOL; float32
 rounding of different kernels, as tests/test_parity.py), over the positions p_mask leaves; the masked positions
 (about -1e30) must be masked on both sides. Everything else is exact. On a run of every part, each key of each
-golden npz must have been compared (scripts/golden_check.py).
+golden npz must have been compared, and each npz beside the parts' files listed (scripts/golden_check.py).
 """
 
 import json

@@ -24,6 +24,9 @@ from absl import flags as absl_flags
 from absl import logging
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from xlnet_tf import stderr_filter  # noqa: E402  pylint: disable=wrong-import-position  (the standard library only)
+if __name__ == "__main__":
+  stderr_filter.start()  # TensorFlow's start-up lines off stderr, as the CLIs' (cli.filter_stderr)
 import golden_check  # noqa: E402  pylint: disable=g-import-not-at-top,wrong-import-position  (numpy and absl only)
 
 absl_flags.DEFINE_string("golden_dir", None, "Directory of the training-step goldens (layout of "

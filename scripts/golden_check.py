@@ -10,7 +10,9 @@ when
   - a file a part lists is missing (the part does not run), or the part did not open it,
   - a part raises (the exception's last line is its row) or returns no row,
   - any row fails,
-  - on a run of every part: a key of a golden npz that no part read (the goldens hold a number nothing compared).
+  - on a run of every part: a golden npz beside the files the parts list that no part lists (meta.json names fewer
+    settings than the directory holds), or a key of a golden npz that no part read (the goldens hold a number nothing compared);
+    not for the files of a part that raised.
 """
 
 if __name__ == "__main__":  # run by its name it did nothing, exit 0
@@ -18,10 +20,12 @@ if __name__ == "__main__":  # run by its name it did nothing, exit 0
 
 import argparse
 import collections
+import contextlib
 import json
 import os
 import sys
 import traceback
+import zipfile
 
 import numpy as np
 from absl import logging
@@ -96,12 +100,12 @@ class Golden:
     return os.path.join(self.root, rel)
 
   def json(self, rel):
-    with open(self.path(rel), encoding="utf-8") as f:
+    with open(self.path(rel), encoding="utf-8") as f, _naming(rel):
       return json.load(f)
 
   def npz(self, rel):
     if rel not in self._npz:
-      with np.load(self.path(rel)) as f:
+      with _naming(rel), np.load(self.path(rel)) as f:
         self._npz[rel] = {k: f[k] for k in f.files}
       self.npz_keys[rel] = set(self._npz[rel])
     self.opened.add(rel)
@@ -112,6 +116,15 @@ class Golden:
     for suffix in CHECKPOINT_SUFFIXES:
       self.opened.add(rel_prefix + suffix)
     return os.path.join(self.root, rel_prefix)
+
+
+@contextlib.contextmanager
+def _naming(rel):
+  """A golden file that cannot be read is named in the part's row (a bare `BadZipFile: File is not a zip file` was)."""
+  try:
+    yield
+  except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+    raise ValueError(f"golden file {rel} is unreadable ({type(e).__name__}: {e})") from e
 
 
 def checkpoint_files(rel_prefix):
@@ -145,7 +158,8 @@ def run(golden_dir, parts, requested, out=None):
     say(f"FAIL {golden_dir}/meta.json unreadable: {e}")
     say("FAIL")
     return False
-  verdicts, listed, compared, num_rows, num_failed = {}, set(), set(), 0, 0
+  requested = list(dict.fromkeys(requested))  # a part named twice runs once ("1 of 2 parts passed" read as a FAIL)
+  verdicts, listed, compared, raised, num_rows, num_failed = {}, set(), set(), set(), 0, 0
   for name in requested:
     golden.opened = set()
     try:
@@ -158,14 +172,14 @@ def run(golden_dir, parts, requested, out=None):
         rows = [Row(f"golden file {f} is missing", float("inf"), False) for f in missing]
       else:
         try:
-          rows = list(parts[name].check(golden))
+          rows = list(parts[name].check(golden)) or [Row("no comparison made", float("inf"), False)]
         except Exception as e:  # pylint: disable=broad-except
           rows = [_error_row(e)]
-        if not rows:
-          rows = [Row("no comparison made", float("inf"), False)]
-        unopened = sorted(set(files) - golden.opened)
-        if unopened:
-          rows.append(Row(f"listed but not compared: {', '.join(unopened)}", float("inf"), False))
+          raised |= set(files)  # the files and keys it did not get to are no second fault
+        else:
+          unopened = sorted(set(files) - golden.opened)
+          if unopened:
+            rows.append(Row(f"listed but not compared: {', '.join(unopened)}", float("inf"), False))
     listed |= set(files)
     compared |= set(files) & golden.opened
     say(f"== {name}")
@@ -176,8 +190,11 @@ def run(golden_dir, parts, requested, out=None):
     num_failed += sum(not ok for _, _, ok in rows)
     say(f"{name}: {'PASS' if verdicts[name] else 'FAIL'}")
   coverage_ok = True
-  if list(requested) == list(parts):
-    for rel in sorted(golden.npz_keys):
+  if requested == list(parts):
+    for rel in sorted(_npz_files(golden_dir, {os.path.dirname(f) for f in listed}) - listed):
+      coverage_ok = False
+      say(f"FAIL golden {rel} is compared by no part (meta.json names less than the directory holds?)")
+    for rel in sorted(set(golden.npz_keys) - raised):
       unread = sorted(golden.npz_keys[rel] - golden.keys_read[rel])
       if unread:
         coverage_ok = False
@@ -190,6 +207,12 @@ def run(golden_dir, parts, requested, out=None):
       f"golden files compared; {num_rows - num_failed} of {num_rows} comparisons ok")
   say("PASS" if ok else "FAIL")
   return ok
+
+
+def _npz_files(golden_dir, directories):
+  """The npz files in `directories` of `golden_dir` (relative to it)."""
+  return {os.path.join(d, f) for d in directories if os.path.isdir(os.path.join(golden_dir, d))
+          for f in os.listdir(os.path.join(golden_dir, d)) if f.endswith(".npz")}
 
 
 def golden_dir_problem(golden_dir, what, marker, example):

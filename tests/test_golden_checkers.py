@@ -82,6 +82,9 @@ TAMPERINGS = [
      lambda d: os.remove(d / "features/L48_QA10_uncased_dev.npz"), "L48_QA10_uncased_dev.npz is missing"),
     ("race", "an article file dropped", "predict",
      lambda d: os.remove(d / "data/dev/high/204.txt"), "204.txt is missing"),
+    ("race", "meta.json names one setting of the two the directory holds", "features,head,predict",  # sweep 21, G2
+     lambda d: _edit_json(d / "meta.json", lambda m: m.update(settings=m["settings"][:1])),
+     "golden features/L48_QA10_uncased_dev.npz is compared by no part"),
     ("race", "a setting changed", "features",
      lambda d: _edit_json(d / "meta.json", lambda m: m["settings"][1].update(max_qa_length=9)), "input_ids"),
     ("squad", "a prediction changed", "predictions,predict",
@@ -140,6 +143,20 @@ def test_a_golden_dir_that_is_none_is_one_line_and_exit_2(checkers, capsys, tmp_
     assert e.value.code == 2 and not out and len(err.splitlines()) == 1, (out, err)
     assert ": error: " + words in err, err
     assert not argv or f"such as {GOLDENS[task]} (the tests' small copy)." in err, err
+
+
+def test_an_unreadable_golden_file_is_named_once_and_a_part_named_twice_runs_once(checkers, capsys, tmp_path):
+  """A golden npz cut short was `raised BadZipFile: File is not a zip file`, naming no file, and the keys its part
+  did not get to read were a second FAIL; `--parts=head,head` said "1 of 2 parts passed" under PASS (sweep 21, G1)."""
+  golden = _copy("race", tmp_path)
+  code, lines = _run(checkers, capsys, "race", golden, "head,head")
+  assert (code, lines[-2:]) == (0, ["1 of 1 parts passed (head=PASS); 4 of 4 golden files compared; 3 of 3 "
+                                    "comparisons ok", "PASS"])
+  os.truncate(golden / "head/eval.npz", 100)
+  code, lines = _run(checkers, capsys, "race", golden)
+  fails = [l.strip().partition(" (at ")[0] for l in lines if l.strip().startswith("FAIL")]
+  assert code == 1 and fails == 2 * ["FAIL raised ValueError: golden file head/eval.npz is unreadable (BadZipFile: "
+                                     "File is not a zip file)"] + ["FAIL"], "\n".join(lines)
 
 
 def test_a_golden_key_no_part_compares_fails(checkers, capsys, tmp_path):

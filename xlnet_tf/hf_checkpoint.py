@@ -151,21 +151,20 @@ def hub_snapshot(path):
   """The model directory inside a HuggingFace hub cache directory (`models--xlnet--xlnet-base-cased`, where
   `from_pretrained` downloads to: `refs/main` names a commit, `snapshots/<commit>/` holds the model's files as links
   into `blobs/`): `snapshots/<refs/main>`, else its only snapshot; None when `path` is not such a directory. A cache
-  with several snapshots and no usable `refs/main` is a ValueError naming them."""
+  whose refs/main names no snapshot it holds (the other was read, sweep 21 C2), or with several and no refs/main, is
+  a ValueError naming them."""
   snapshots = os.path.join(path, "snapshots")
   if not fileio.isdir(snapshots) or is_hf_directory(path):
     return None
-  ref = os.path.join(path, "refs", "main")
+  names, ref, commit = sorted(fileio.listdir(snapshots)), os.path.join(path, "refs", "main"), ""
   if fileio.exists(ref):
     with fileio.open_file(ref) as f:
       commit = f.read().strip()
-    if commit and fileio.isdir(os.path.join(snapshots, commit)):
-      return os.path.join(snapshots, commit)
-  names = sorted(fileio.listdir(snapshots))
-  if len(names) != 1:
-    raise ValueError(f"{path} is a HuggingFace hub cache directory with {len(names)} snapshots and no refs/main "
-                     f"naming one of them. Pass the snapshot to read: {snapshots}/<commit>.")
-  return os.path.join(snapshots, names[0])
+  if (commit or len(names) == 1) and commit in names + [""]:
+    return os.path.join(snapshots, commit or names[0])
+  raise ValueError(f"{path} is a HuggingFace hub cache directory with {len(names)} snapshots ({', '.join(names)}) and "
+                   + (f"a refs/main naming {commit}, not one of them (a download cut short?)" if commit else
+                      "no refs/main naming one of them") + f". Pass the snapshot to read: {snapshots}/<commit>.")
 
 
 _MODEL_FILES = (CONFIG_FILE, "spiece.model", "tokenizer.json", "tokenizer_config.json")  # beside the weights

@@ -37,6 +37,7 @@ from xlnet_tf import hf_checkpoint
 from xlnet_tf import hf_weights
 from xlnet_tf import torch_pickle
 from xlnet_tf.modeling.heads import finetune_heads
+from xlnet_tf.tasks.classifier import evaluation as classifier_eval
 from xlnet_tf.tasks.race import task as race_task
 from xlnet_tf.tasks.squad import task as squad_task
 
@@ -128,6 +129,19 @@ def test_load_checkpoint_of_an_hf_directory(name):
   report = checkpoint.load_checkpoint(model, f"{DATA}/{name}")
   assert report["unused"] == [] and "HuggingFace" in report["source"]
   _check_outputs(head, model)
+
+
+def test_an_hf_classifier_of_another_class_count_is_named_as_such_in_evaluation():
+  """Evaluating a 2-class task with a 3-class HF classifier was "it holds no classification head (a pretrained
+  checkpoint, or another task's)" (sweep 21, C6): the head was dropped, as it is (rightly) to fine-tune from it."""
+  config, rc = hf_checkpoint.model_config(None, f"{DATA}/cls_bin"), _run_config()
+  model = XLNetModel(config, rc, heads=finetune_heads(config, rc, "mean", cls_heads={"sst-2": 2}))
+  report = checkpoint.load_checkpoint(model, f"{DATA}/cls_bin")
+  assert report["other_classes"] == (3, 2) and "model/classification_sst-2/logit/bias" in report["kept_initial"]
+  with pytest.raises(ValueError, match=r"cls_bin's classification head has 3 classes, this task's 2: it was fine-tuned "
+                                       r"for another task. Pass that task as --task_name \(a csv or tsv task with its "
+                                       r"3 --labels\), or another checkpoint.$"):
+    classifier_eval.Inference(model, "classification_sst-2").check_head(report, f"{DATA}/cls_bin")
 
 
 def test_the_base_class_s_weights_without_the_transformer_prefix_are_the_backbone(tmp_path):

@@ -316,8 +316,9 @@ def load_weights(model, ckpt_path):
     ckpt_path: a checkpoint prefix, a directory (its latest checkpoint, or an HF model) or `<dir>/latest`.
 
   Returns:
-    dict with sorted lists `loaded`, `kept_initial` and `unused` (see `load_original_checkpoint`), and `source`:
-    what was read.
+    dict with sorted lists `loaded`, `kept_initial` and `unused` (see `load_original_checkpoint`), `source`: what
+    was read, and for an HF model whose head of another class count was not loaded `other_classes`: (its classes,
+    the model's).
   """
   ckpt_path = fileio.api_path(ckpt_path)
   if hf_checkpoint.is_hf_directory(ckpt_path):
@@ -333,13 +334,14 @@ def load_weights(model, ckpt_path):
                       info["description"], os.path.join(ckpt_path, tf_checkpoints[-1]))
     other = sorted(n for n, a in arrays.items() if _head_of(n) in scopes and n in table
                    and list(np.shape(a)) != list(table[n].shape))
+    classes = (int(np.shape(arrays[other[0]])[-1]), int(table[other[0]].shape[-1])) if other else None
     if other:  # another task's head (of another class count): a fresh one, as a TF1 head of another name
       logging.info("The HF model's head has %s classes, this task's %s: it is not loaded (%s); the task's head "
-                   "starts afresh.", np.shape(arrays[other[0]])[-1], table[other[0]].shape[-1], ", ".join(other))
+                   "starts afresh.", *classes, ", ".join(other))
       arrays = {n: a for n, a in arrays.items() if n not in other}
     source = f"{ckpt_path} ({info['description']})"
     report = assign_by_name(model, ArrayReader(arrays), {n: n for n in arrays}, source)
-    return dict(report, source=source)
+    return dict(report, source=source, other_classes=classes)
   path = resolve_checkpoint_path(ckpt_path)
   reader = Reader(path)
   if not reader.has_tensor(OBJECT_GRAPH_KEY):

@@ -429,7 +429,8 @@ def _corrupt_copies(root):
                      ("attn_type", json.dumps(dict(config, attn_type="uni"))),
                      ("bi_data", json.dumps(dict(config, bi_data=True))),
                      ("summary_attn", json.dumps(dict(config, summary_type="attn"))),
-                     ("no_proj_tanh", json.dumps(dict(config, summary_use_proj=False)))):
+                     ("no_proj_tanh", json.dumps(dict(config, summary_use_proj=False))),
+                     ("lm_architecture", json.dumps(dict(config, architectures=["XLNetLMHeadModel"])))):
     shutil.copytree(f"{DATA}/cls_h5", root / name)
     (root / name / "config.json").write_text(text)
   # Incomplete weights: a tensor left out of a safetensors file; a shard index that leaves out a shard; a shard
@@ -510,6 +511,9 @@ def _corrupt_copies(root):
     ("qa_simple", "unknown head XLNetForQuestionAnsweringSimple"),
     ("several_heads", "holds several heads"), ("d_head", "d_head=6 is not d_model / n_head"),
     ("output_is_a_file", "as a directory: it is a file"),
+    ("lm_architecture", r"lm_architecture/tf_model.h5: config.json's architectures names XLNetLMHeadModel, whose "
+                        r"lm_loss.bias the weights lack; they hold logits_proj, sequence_summary: another head. Fix "
+                        "architectures in config.json."),  # "incomplete ... Download the model again" (sweep 21, C7)
     ("no_ff_weight", r"\(XLNetLMHeadModel\) lacks transformer.layer.1.ff.layer_1.weight: its weights are incomplete"),
     ("wide_layer_1", r"model.safetensors: transformer.layer.1.ff.layer_2.weight has the shape \[8, 12\], where the "
                      r"model of its config.json has \[8, 11\]: the weights file is damaged"),

@@ -288,9 +288,7 @@ def hf_summary_type(config, source):
   return summary
 
 
-# ------------------------------------------------------------------------------------------------------------
-# HF -> the original.
-# ------------------------------------------------------------------------------------------------------------
+# ----- HF -> the original. ----------------------------------------------------------------------------------
 
 _HF_SIZES = {"n_layer": 24, "d_model": 1024, "n_head": 16, "d_inner": 4096, "vocab_size": 32000}  # HF's defaults
 _HF_OLD_NAMES = {"n_layer": "num_hidden_layers", "d_model": "hidden_size", "n_head": "num_attention_heads",
@@ -307,8 +305,7 @@ def _is_size(value):
 
 def xlnet_config_from_hf(config, weights, source):
   """(XLNetConfig, notes) of an HF config dict, checked against the weights' shapes (None: not checked)."""
-  activation = config.get("ff_activation", "gelu")
-  notes = []
+  activation, notes = config.get("ff_activation", "gelu"), []
   if activation == "gelu":
     notes.append("ff_activation 'gelu' in HF is the exact (erf) GELU; the original's gelu (and this port's) is the "
                  "tanh approximation (HF's gelu_new), which the released XLNet weights were trained with. Outputs "
@@ -399,6 +396,10 @@ def hf_to_original(config, weights, source, task_name=None, cls_scope=None):
   expected = [*(n for n in table if use_proj or not n.startswith("sequence_summary.")),
               *(f"transformer.layer.{i}.{n}" for i in range(xlnet_config.n_layer) for n in LAYER_NAMES)]
   missing = [n for n in expected if n not in weights]
+  heads = sorted({n.split(".")[0] for n in weights for h in ARCHITECTURES.values() if n in h})
+  if missing and not set(missing) - set(ARCHITECTURES[architecture]) and heads:  # another head: not the download's
+    raise ValueError(f"{source}: config.json's architectures names {architecture}, whose {missing[0]} the weights "
+                     f"lack; they hold {', '.join(heads)}: another head. Fix architectures in config.json.")
   if missing:
     raise ValueError(f"{source} ({architecture}) lacks {', '.join(missing[:4])}"
                      f"{f' and {len(missing) - 4} more' if len(missing) > 4 else ''}: its weights are incomplete (a "

@@ -169,7 +169,9 @@ def require_output_dirs(o, *names, marker=None):
   """FlagError unless every named flag of the options `o` that is set names a directory this run may write: never
   an existing file; with `marker` (the directory is replaced whole) an empty directory or one holding `marker`
   (`fileio.check_output_dir`); for --model_dir, a name without glob wildcards. --model_dir is checked only for a
-  run that trains: evaluation, prediction and export only read it (a read-only one was refused)."""
+  run that trains: evaluation, prediction and export only read it (a read-only one was refused); so is --output_dir
+  where it may hold the cached records they read (a read-only one was refused; one that must be written fails on
+  the write, naming the file)."""
   from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
   for name in (n for n in names if n != "model_dir" or getattr(o, "do_train", True)):
     if name == "model_dir" and o.model_dir and any(c in o.model_dir for c in "[]*?"):
@@ -178,7 +180,8 @@ def require_output_dirs(o, *names, marker=None):
                       "such as m1 for m[1]). Pass a name without them.")
     if getattr(o, name):
       try:
-        fileio.check_output_dir(getattr(o, name), f"--{name}", marker)
+        fileio.check_output_dir(getattr(o, name), f"--{name}", marker,
+                                writable=name != "output_dir" or getattr(o, "do_train", True))
       except ValueError as e:
         raise FlagError(str(e)) from None
 

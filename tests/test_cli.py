@@ -746,7 +746,8 @@ def test_fine_tuning_a_model_beside_another_sentencepiece_model_is_refused(tmp_p
 
 def test_a_read_only_model_dir_is_refused_for_training_only(tmp_path, monkeypatch):
   """Evaluation, prediction and export only read --model_dir; a read-only one (an archived model, another user's
-  run, a read-only mount) was refused by every fine-tuning tool with "Pass a writable directory" (sweep 19, F4)."""
+  run, a read-only mount) was refused by every fine-tuning tool with "Pass a writable directory" (sweep 19, F4); and
+  --output_dir where it holds the cached records (F9.9)."""
   from xlnet_tf import fileio  # pylint: disable=import-outside-toplevel
   (tmp_path / "ro").mkdir()
   monkeypatch.setattr(fileio.os, "access", lambda path, mode: str(path) != str(tmp_path / "ro"))
@@ -755,8 +756,10 @@ def test_a_read_only_model_dir_is_refused_for_training_only(tmp_path, monkeypatc
   cli.require_output_dirs(options(False), "model_dir", "output_dir", "predict_dir")
   with pytest.raises(cli.FlagError, match=f"^Cannot use --model_dir {tmp_path}/ro: it is .*Pass a writable directory"):
     cli.require_output_dirs(options(True), "model_dir", "output_dir", "predict_dir")
+  # --output_dir too, which holds the cached records they read (sweep 19, F9.9): refused where the run trains.
+  cli.require_output_dirs(types.SimpleNamespace(do_train=False, output_dir=str(tmp_path / "ro")), "output_dir")
   with pytest.raises(cli.FlagError, match=f"^Cannot use --output_dir {tmp_path}/ro: it is"):
-    cli.require_output_dirs(types.SimpleNamespace(do_train=False, output_dir=str(tmp_path / "ro")), "output_dir")
+    cli.require_output_dirs(types.SimpleNamespace(do_train=True, output_dir=str(tmp_path / "ro")), "output_dir")
 
 
 def test_a_path_flag_whose_name_is_not_utf8_is_refused():

@@ -254,7 +254,7 @@ def is_temp_name(path):
   return ".tmp-" in os.path.basename(str(path).rstrip("/"))
 
 
-def check_output_dir(path, what=None, marker=None):
+def check_output_dir(path, what=None, marker=None, writable=True):
   """Checks that `path` can be an output directory without replacing anything a user owns.
 
   Args:
@@ -266,8 +266,8 @@ def check_output_dir(path, what=None, marker=None):
 
   Raises:
     ValueError: `path` (or, locally, a directory above it) is an existing file, or a symbolic link that leads
-      nowhere or loops (`check_links`); with `what` (a user's flag),
-      locally, `path` or the directory it would be made in cannot be written; with `marker`, `path` is a non-empty
+      nowhere or loops (`check_links`); with `what` (a user's flag) and `writable` (False: a run that may only read
+      it), locally, `path` or the directory it would be made in cannot be written; with `marker`, `path` is a non-empty
       directory without `marker`. The message names `path`, which is left as it is.
   """
   if str(path) and not str(path).strip("/"):
@@ -283,7 +283,7 @@ def check_output_dir(path, what=None, marker=None):
     which = "it is a file" if above == path else f"{above} is a file"
     raise ValueError(f"Cannot use {name} as a directory: {which}, left as it is. Pass a directory (new, or one "
                      "this tool wrote).")
-  if what and above and not is_remote(above) and not os.access(above, os.W_OK | os.X_OK):
+  if what and writable and above and not is_remote(above) and not os.access(above, os.W_OK | os.X_OK):
     why = "on a read-only file system" if os.statvfs(above).f_flag & os.ST_RDONLY else "not writable by this user"
     which = "it is" if above == path else f"{above} is"
     raise ValueError(f"Cannot use {name}: {which} {why}. Pass a writable directory.")

@@ -133,9 +133,10 @@ def squad_dataset(input_files, seq_length, read, input_context=None, num_threads
   epoch) and several by shuffling the files, interleaving up to num_threads of them, repeating and shuffling
   records, the original's two paths; evaluation reads the files in order, once (`read`: a `records.ReadConfig`).
   With an input_context (tf.distribute) read.batch_size is per replica, and each input pipeline reads its own
-  files (every pipes-th, as the original's hosts split them), or, with fewer files than pipelines (or a share
-  without records), its shard of the records read in file order: the pipelines' randomly ordered streams were
-  sharded, and their shards overlapped.
+  files (every pipes-th; the original's hosts take contiguous slices, which a file count the host count does not
+  divide leaves uneven: 4/4/2 of 10 files), or, with fewer files than pipelines (or a share without records), its
+  shard of the records read in file order: the pipelines' randomly ordered streams were sharded, and their shards
+  overlapped.
 
   Args:
     input_files: a path, a glob or a list of them.

@@ -55,6 +55,7 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
     _check_init_checkpoint(o, xlnet_config)
   if directory and hf_checkpoint.is_hf_directory(directory):
     _check_hf_pooling(o, directory, flag)
+    _check_spiece_beside(o, directory, flag)  # an HF model's own tokenizer (sweep 23, A1)
     return
   if not directory or not (checkpoint.latest_checkpoint(directory) or checkpoint.checkpoint_prefixes(directory)):
     return  # no checkpoint (yet): nothing to check
@@ -68,6 +69,8 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
   if getattr(o, "spiece_model_file", None) and (change := _spiece_change(there, o, "spiece_model_file",
                                                                         spiece_digest(o))):
     changed.append(change)
+  elif not there.get(_SPIECE_DIGEST):  # a released model, a conversion: its spiece.model (sweep 23, A1)
+    _check_spiece_beside(o, directory, flag)
   if changed:
     raise FlagError(f"The checkpoints in {flag} {directory} were fine-tuned with other flags "
                     f"({'; '.join(changed)}; {os.path.join(directory, 'run_flags.json')}): the same weights would "
@@ -104,7 +107,7 @@ def _check_spiece(there, o, flag, digest, dir_flag, directory):
 
 def _check_init_checkpoint(o, xlnet_config, resolved=None):
   """The checks of --init_checkpoint's run against this one where this run starts from it: its SentencePiece model
-  (`_check_init_spiece`) and its model (`_check_init_config`). Nothing where --model_dir holds a run to resume (it
+  (`_check_spiece_beside`) and its model (`_check_init_config`). Nothing where --model_dir holds a run to resume (it
   reads no --init_checkpoint), or where the checkpoint is not found (the trainer says so, naming the flag)."""
   from xlnet_tf import checkpoint  # pylint: disable=g-import-not-at-top
   if not getattr(o, "init_checkpoint", None) or checkpoint.latest_checkpoint(o.model_dir):
@@ -113,7 +116,7 @@ def _check_init_checkpoint(o, xlnet_config, resolved=None):
     directory = checkpoint.directory_of(o.init_checkpoint)
   except FileNotFoundError:
     return
-  _check_init_spiece(o, directory, resolved)
+  _check_spiece_beside(o, directory, "--init_checkpoint", resolved)
   _check_init_config(o, directory, xlnet_config)
 
 
@@ -136,9 +139,10 @@ def _check_init_config(o, directory, xlnet_config):
                     f"--model_config_path={beside}.")
 
 
-def _check_init_spiece(o, directory, resolved=None):
-  """`_check_spiece` for --init_checkpoint's run (in `directory`: a pretraining run fine-tuned, or a fine-tuning run
-  continued): against --spiece_model_file, or (pretraining) its records' model (`resolved`'s digest). Where the
+def _check_spiece_beside(o, directory, dir_flag, resolved=None):
+  """`_check_spiece` for the run of the checkpoints in `directory` (`dir_flag` names it: --init_checkpoint's, a
+  pretraining run fine-tuned or a fine-tuning run continued; or the checkpoint an evaluation, prediction or export
+  reads): against --spiece_model_file, or (pretraining) its records' model (`resolved`'s digest). Where the
   checkpoint has no run_flags.json recording one (a released or HuggingFace model, a conversion, an original run),
   against the `spiece.model` beside it, the model's own."""
   from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
@@ -148,13 +152,13 @@ def _check_init_spiece(o, directory, resolved=None):
   beside = os.path.join(directory, "spiece.model")
   if (there.get(_SPIECE_DIGEST) or not digest or not fileio.exists(beside) or fileio.sha256(beside) == digest
       or not _is_sentencepiece(beside)):  # e.g. a Git LFS pointer left for the model: nothing to compare with
-    _check_spiece(there, o, flag, digest, "--init_checkpoint", directory)
+    _check_spiece(there, o, flag, digest, dir_flag, directory)
     return
   given = (f"--spiece_model_file {o.spiece_model_file} is" if flag == "spiece_model_file" else
            f"The records of --record_info_dir {o.record_info_dir} were written with")
   fix = (f"Pass --spiece_model_file={beside}" if flag == "spiece_model_file" else
          f"Write the records with it (data_utils.py --sp_path={beside})")
-  raise FlagError(f"{given} another SentencePiece model than the one beside --init_checkpoint ({beside}: its sha256 "
+  raise FlagError(f"{given} another SentencePiece model than the one beside {dir_flag} ({beside}: its sha256 "
                   "differs): the same ids would mean other pieces than the model learned. "
                   f"{fix}, or move that file away if the vocabulary is meant to change.")
 

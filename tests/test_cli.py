@@ -738,6 +738,18 @@ def test_fine_tuning_a_model_beside_another_sentencepiece_model_is_refused(tmp_p
   with pytest.raises(cli.FlagError, match=r"^The records of --record_info_dir /r were written with another "
                                           r"SentencePiece model than the one beside --init_checkpoint \("):
     run_files._check_init_checkpoint(records, None, {"spiece_model_sha256": "0" * 64})  # pylint: disable=W0212
+  # Predicting, evaluating or exporting with it checked nothing: the wrong tokenizer, exit 0 (sweep 23, A1); nor a
+  # TF1 checkpoint beside its model's spiece.model (a conversion, a released model).
+  predict = types.SimpleNamespace(do_train=False, spiece_model_file=spm)
+  with pytest.raises(cli.FlagError, match=f"^--spiece_model_file {spm} is another SentencePiece model than the one "
+                                          f"beside --predict_ckpt \\({model}/spiece.model: its sha256 differs\\)"):
+    run_files.check_trained_model(predict, str(model), None, "--predict_ckpt")
+  tf1 = tmp_path / "tf1"
+  tf1.mkdir()
+  for name in ["xlnet_model.ckpt.index", "xlnet_model.ckpt.data-00000-of-00001", "spiece.model"]:
+    shutil.copy(model / "spiece.model", tf1 / name)
+  with pytest.raises(cli.FlagError, match=f"than the one beside --init_checkpoint \\({tf1}/spiece.model"):
+    run_files.check_trained_model(predict, str(tf1), None, "--init_checkpoint")
   (model / "spiece.model").write_text("version https://git-lfs.github.com/spec/v1\noid sha256:0\nsize 760289\n")
   run_files.check_trained_model(o, o.model_dir, None)  # a Git LFS pointer: no model to compare with (sweep 18, R4)
   (model / "spiece.model").unlink()

@@ -96,6 +96,21 @@ def test_a_moved_directory_s_absolute_state_file_paths_name_the_checkpoint_besid
   assert checkpoint.latest_checkpoint(str(tmp_path / "m")) == str(tmp_path / "m" / "ckpt-5")
 
 
+def test_a_state_file_naming_a_checkpoint_outside_its_directory_takes_the_directory_s_own(tmp_path, caplog):
+  """A copied run's state file naming the original's checkpoints by absolute path: the original's files were read
+  where they still existed, and a resume trained them against the copy's run files, another pooling, exit 0 (sweep
+  23, A2). The copy's own checkpoint of that name, else its latest complete one, with a warning."""
+  _run_dir(tmp_path / "old", [5, 7])
+  _run_dir(tmp_path / "copy", [5])
+  state = f'model_checkpoint_path: "{tmp_path}/old/ckpt-5"\nall_model_checkpoint_paths: "{tmp_path}/old/ckpt-5"\n'
+  (tmp_path / "copy" / "checkpoint").write_text(state)
+  assert checkpoint.latest_checkpoint(str(tmp_path / "copy")) == str(tmp_path / "copy" / "ckpt-5")
+  (tmp_path / "copy" / "checkpoint").write_text(state.replace("ckpt-5", "ckpt-7"))
+  assert checkpoint.latest_checkpoint(str(tmp_path / "copy")) == str(tmp_path / "copy" / "ckpt-5")
+  assert f"names {tmp_path}/old/ckpt-7 as the latest checkpoint, but it lies outside {tmp_path}/copy (the state " \
+         "file of a copied or moved run?)" in caplog.text
+
+
 def test_a_resume_after_the_latest_checkpoint_was_deleted_continues_from_the_one_before(tmp_path):
   """The advice for a damaged latest checkpoint is to delete its files: the rerun then resumed at step 0 and wrote
   over the checkpoints before it (rc 0, no line). It resumes from the one before, and a stop before its next save

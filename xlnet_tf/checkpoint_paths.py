@@ -23,7 +23,9 @@ def latest_checkpoint(directory):
   checkpoint of the highest step, with a warning. Where the state file names a checkpoint whose `.index` is gone
   (deleted, or a copy cut short), the newest complete one it lists (else the highest complete `ckpt-N` there), with
   a warning naming the missing one: TensorFlow's takes such a directory for one without checkpoints, and a run there
-  started again from step 0 and wrote over them. None where the directory holds no complete checkpoint."""
+  started again from step 0 and wrote over them. The same where it names one outside the directory (a copied or
+  moved run's state file, sweep 23 A2: a resume trained it against this directory's run files). None where the
+  directory holds no complete checkpoint."""
   state = read_state(directory)
   if state is None:
     path = _highest_run_checkpoint(directory, complete=False)  # a damaged one: `Cannot resume`, naming it
@@ -33,12 +35,17 @@ def latest_checkpoint(directory):
     return path
   named = state.model_checkpoint_path
   beside = lambda p: os.path.join(directory, os.path.basename(p))  # TF1 wrote absolute paths: a directory moved
-  if fileio.exists(named + ".index") or fileio.exists(beside(named) + ".index"):
-    return named if fileio.exists(named + ".index") else beside(named)
+  if fileio.exists(beside(named) + ".index"):  # the directory's own files, where a copied run's names the original's
+    return beside(named)
+  outside = fileio.exists(named + ".index")
+  if outside and fileio.is_within(named, directory):
+    return named
   listed = [beside(p) for p in reversed(state.all_model_checkpoint_paths) if beside(p) != beside(named)]
   path = next((p for p in listed if is_complete(p)), None) or _highest_run_checkpoint(directory, complete=True)
-  _warn_once("%s names %s as the latest checkpoint, but its files are gone (no %s.index): %s",
-             os.path.join(directory, "checkpoint"), named, os.path.basename(named),
+  _warn_once("%s names %s as the latest checkpoint, but %s: %s", os.path.join(directory, "checkpoint"), named,
+             f"it lies outside {directory} (the state file of a copied or moved run?), and only the directory's own "
+             "checkpoints are read (another run's flags would be checked against this one's)" if outside else
+             f"its files are gone (no {os.path.basename(named)}.index)",
              f"the latest complete checkpoint there, {path}, is taken." if path else
              "there is no complete checkpoint there either, so none is taken.")
   return path

@@ -207,8 +207,10 @@ def test_file_order_is_the_directory_listing_unless_sorted(tmp_path):
 
 
 @pytest.mark.parametrize("content,message", [
-    ("{not json", "not JSON"),
+    ("{not json", "not valid JSON (line 1 column 2"),
     ("[1, 2]", "not an object"),
+    (json.dumps(_article(options=(("a", "Free\ud800dom", "c", "d"),))),  # valid JSON, a traceback (sweep 23, B1)
+     "not text: options[0][1] holds a lone surrogate (\\ud800 at character 4), which is no character"),
     (_article(answers=("E",)), "answer 0 is 'E'"),
     (_article(answers=("b",)), "answer 0 is 'b'"),
     (_article(options=(("a", "b", "c"),)), "needs a list of 4 option strings"),

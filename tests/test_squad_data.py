@@ -124,6 +124,8 @@ def test_squad_v1_without_is_impossible(tmp_path):
 
 @pytest.mark.parametrize("content, message", [
     ("{not json", "is not valid JSON"),
+    (_squad([{"id": "q1", "question": "Where\ud83d?", "answers": []}]),  # valid JSON, a traceback (sweep 23, B1)
+     r"is not text: data\[0\].paragraphs\[0\].qas\[0\].question holds a lone surrogate \(\\ud83d at character 5\)"),
     ({"data": {"paragraphs": []}}, "expected an object with a 'data' list"),
     (_squad([{"id": "q1", "question": "Where?", "answers": [{"text": "the hat", "answer_start": 15}]}]),
      "is not the text at answer_start 15"),
@@ -138,6 +140,14 @@ def test_bad_input_is_one_line_naming_the_file(tmp_path, content, message):
   with pytest.raises(ValueError, match=message) as info:
     squad_examples.read_squad_examples(path, is_training=True)
   assert path in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_file_with_a_byte_order_mark_is_read(tmp_path):
+  """A SQuAD file saved with a UTF-8 byte-order mark was refused as not JSON; RACE's were read (sweep 23, C9)."""
+  path = tmp_path / "bom.json"
+  path.write_text("\ufeff" + json.dumps(_squad([{"id": "q1", "question": "Where?", "answers": [
+      {"text": "the mat", "answer_start": 15}]}])), encoding="utf-8")
+  assert [e.qas_id for e in squad_examples.read_squad_examples(str(path), is_training=True)] == ["q1"]
 
 
 def test_dev_file_in_training_mode_is_rejected():

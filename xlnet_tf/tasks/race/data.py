@@ -30,6 +30,7 @@ import os
 import numpy as np
 
 from xlnet_tf import fileio
+from xlnet_tf.data import json_text
 from xlnet_tf.data import records
 from xlnet_tf.data.records import InputFeatures, PaddingInputExample
 from xlnet_tf.data import tokenization
@@ -112,10 +113,9 @@ def read_race_file(path, level, answers_required=True):
       not have exactly 4 options.
   """
   try:
-    with fileio.open_file(path, "rb") as f:
-      data = json.loads(f.read().decode("utf-8-sig"))  # a byte-order mark (a Windows editor's) is no text
-  except (json.JSONDecodeError, UnicodeDecodeError) as e:
-    raise _bad_file(path, f"not JSON ({e})") from None
+    data = json_text.load(path)
+  except ValueError as e:
+    raise _bad_file(path, str(e)) from None
   if not isinstance(data, dict):
     raise _bad_file(path, f"the JSON is a {type(data).__name__}, not an object")
   missing = [k for k in ("article", "questions", "options", "answers") if k not in data]

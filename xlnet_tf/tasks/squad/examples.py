@@ -2,9 +2,9 @@
 the entry and what is wrong."""
 
 import dataclasses
-import json
 
 from xlnet_tf import fileio
+from xlnet_tf.data import json_text
 
 
 @dataclasses.dataclass
@@ -37,15 +37,10 @@ def load_squad_data(input_file):
   """
   if not fileio.exists(input_file):
     raise FileNotFoundError(f"SQuAD file {input_file} does not exist. Pass an existing --train_file/--predict_file.")
-  with fileio.open_file(input_file, "r") as f:
-    try:
-      doc = json.load(f)
-    except json.JSONDecodeError as e:
-      raise ValueError(f"SQuAD file {input_file} is not valid JSON (line {e.lineno} column {e.colno}: {e.msg}). "
-                       "Pass a SQuAD v1.1/v2.0 JSON file.") from None
-    except UnicodeDecodeError as e:
-      raise ValueError(f"SQuAD file {input_file} is not UTF-8 (byte {e.object[e.start]:#x} at offset {e.start}). "
-                       "Pass a SQuAD v1.1/v2.0 JSON file (UTF-8).") from None
+  try:
+    doc = json_text.load(input_file)
+  except ValueError as e:
+    raise ValueError(f"SQuAD file {input_file} is {e}. Pass a SQuAD v1.1/v2.0 JSON file (UTF-8).") from None
   if not isinstance(doc, dict) or not isinstance(doc.get("data"), list):
     _fail(input_file, "top level", "expected an object with a 'data' list (SQuAD v1.1/v2.0 layout).")
   for a, article in enumerate(doc["data"]):

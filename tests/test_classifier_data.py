@@ -514,6 +514,32 @@ def test_generic_csv_labels_that_do_not_fit_name_the_labels_flag(tmp_path):
     p.get_labels()
 
 
+def test_an_empty_label_a_label_column_that_is_a_text_column_and_two_unicode_forms_of_a_label(tmp_path):
+  """Sweep 23: rows with an empty label cell trained as a class "" (B2); --label_column naming the text column
+  trained a class per row (B6); "café" typed in NFC and in NFD were two classes, and the error line advised both
+  (C1)."""
+  d = str(tmp_path)
+  write(f"{d}/train.tsv", "text\tlabel\ngood film\tpos\nbad film\t \ngreat\tneg\n")
+  p = classifier_data.get_processor("tsv", text_a_column="text", label_column="label", data_dir=d)
+  with pytest.raises(ValueError, match=r"train.tsv line 3: its label \(column 1\) is empty. Label every row, or remove "
+                                       r"the unlabelled ones.$"):
+    p.get_labels()
+  write(f"{d}/train.tsv", "text\tlabel\ngood film\tpos\nbad film\tneg\n")
+  for columns, words in (({"label_column": "text"}, "text_a_column='text' and label_column='text' name one column of "
+                          f"{d}/train.tsv: the text would be its own label, a class per row."),
+                         ({"label_column": "label", "text_b_column": 0}, "text_a_column='text' and text_b_column=0 "
+                          "name one column of .*: each text would be paired with itself.")):
+    p = classifier_data.get_processor("tsv", text_a_column="text", data_dir=d, **columns)
+    with pytest.raises(ValueError, match=words):
+      p.get_train_examples(d)
+  nfc, nfd = "caf\u00e9", "cafe\u0301"
+  write(f"{d}/train.tsv", f"text\tlabel\ngood\t{nfc}\nbad\tbad\n")
+  write(f"{d}/dev.tsv", f"text\tlabel\nfine\t{nfd}\n")
+  p = classifier_data.get_processor("tsv", text_a_column="text", label_column="label", data_dir=d)
+  assert p.get_labels() == ["bad", nfc] and [e.label for e in p.get_dev_examples(d)] == [nfc]
+  assert DelimitedTask(task_name="tsv", text_a_column=0, label_column=1, labels=[nfd, "bad"]).labels == (nfc, "bad")
+
+
 def test_delimited_task_is_checked_once_and_frozen():
   task = DelimitedTask(task_name="tsv", text_a_column=0, label_column=2, labels=[3, 10], has_header=0)
   assert task.labels == ("3", "10") and task.has_header is False and task.is_regression is False

@@ -5,6 +5,7 @@ import csv
 import dataclasses
 import logging
 import os
+import unicodedata
 
 from xlnet_tf import fileio
 from xlnet_tf.tasks.classifier.examples import (DataProcessor, InputExample, check_label, parse_float_label,
@@ -53,7 +54,7 @@ class DelimitedTask:
                        f"{self.text_a_column!r}, label_column={self.label_column!r}. Pass them (e.g. "
                        "--text_a_column=sentence --label_column=label).")
     if labels is not None:
-      labels = [str(label).strip() for label in labels]
+      labels = [_label_text(label) for label in labels]
       if not labels or len(set(labels)) != len(labels):
         raise ValueError(f"labels for task {task_name!r} must be a non-empty list without repeats. Received: {labels}.")
       if "" in labels:  # --labels=pos,neg, : a class nothing is labelled with, a head of one row more
@@ -64,6 +65,13 @@ class DelimitedTask:
     object.__setattr__(self, "has_header_unset", self.has_header is None)
     object.__setattr__(self, "has_header", self.has_header is None or bool(self.has_header))
     object.__setattr__(self, "is_regression", bool(self.is_regression))
+
+
+def _label_text(text):
+  """A label as a class name: without the spaces around it ("pos " from a spreadsheet is "pos"), in Unicode's NFC
+  form ("café" typed on macOS, NFD, is the "café" of a Windows file, NFC: two classes that looked alike, sweep 23
+  C1)."""
+  return unicodedata.normalize("NFC", str(text).strip())
 
 
 def _check_one_spelling(labels, path):
@@ -190,12 +198,22 @@ class DelimitedProcessor(DataProcessor):
       if any(c >= len(row) or c < -len(row) for c in cols):
         raise ValueError(f"{path} line {line_num} has {len(row)} columns; task {self.task_name!r} reads columns "
                          f"{cols}. Fix the file or the column options.")
+      same = [k for k, c in (("text_a_column", a_col), ("text_b_column", b_col), ("label_column", label_col))
+              if c is not None and [d % len(row) for d in cols].count(c % len(row)) > 1]
+      if same:  # a slip in one flag: a class per row (sweep 23, B6)
+        what = ("the text would be its own label, a class per row" if "label_column" in same else
+                "each text would be paired with itself")
+        raise ValueError(f"{' and '.join(f'{k}={getattr(self.task, k)!r}' for k in same)} name one column of "
+                         f"{path}: {what}. Pass the columns of the texts and of the label.")
       if is_test:
         label = 0.0 if self.is_regression else self.get_labels(data_dir)[0]
       elif self.is_regression:
         label = parse_float_label(row[label_col], path, line_num, self.task_name)
       else:
-        label = row[label_col].strip()  # "pos " (a spreadsheet's trailing space) is no other class than "pos"
+        label = _label_text(row[label_col])
+        if not label:  # a class "" of its own: rows left unlabelled (sweep 23, B2), as --labels=pos, is refused
+          raise ValueError(f"{path} line {line_num}: its label (column {label_col}) is empty. Label every row, or "
+                           "remove the unlabelled ones.")
         if labels is not None and label not in labels:
           check_label(label, labels, path, line_num, self.task_name, fix=self._label_fix(label, labels, data_dir))
       text_b = row[b_col] if b_col is not None else None

@@ -148,6 +148,15 @@ def test_a_cache_in_use_is_shared_by_the_same_inputs_and_refused_to_others(tmp_p
   assert cache_user.use(path, "inputs-2") == "wrote" and open(path).read() == "inputs-2"
 
 
+def test_a_directory_named_like_the_cache_is_refused(tmp_path):
+  """It was "reused" (no fingerprint: a legacy cache), then TensorFlow's traceback reading it (sweep 23, B5)."""
+  (tmp_path / "cache").mkdir()
+  with pytest.raises(ValueError, match=f"^--output_dir {tmp_path} holds a directory named like the cached file "
+                                       f"{tmp_path}/cache: move it away, or pass another --output_dir.$"):
+    with locks.cache_lock(str(tmp_path / "cache"), lambda: True):
+      pass
+
+
 def test_two_runs_with_the_same_new_inputs_write_the_cache_once(tmp_path):
   path = tmp_path / "cache"
   start = time.time() + 1.0  # both are running by then

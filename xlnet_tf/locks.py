@@ -263,10 +263,14 @@ def cache_lock(path, reusable, overwrite=False, what="--output_dir"):
     what: str, the flag that names the directory of `path`, for the message.
 
   Raises:
-    ValueError: `path` is to be written and another live process uses it (one line: `what`, `path`, what to do).
+    ValueError: `path` is to be written and another live process uses it, or is a directory (one line: `what`,
+      `path`, what to do).
   """
   path = str(path)
   directory = os.path.dirname(path)
+  if fileio.isdir(path):  # "reused", then TensorFlow's traceback reading it (sweep 23, B5)
+    raise ValueError(f"{what} {directory} holds a directory named like the cached file {path}: move it away, or pass "
+                     f"another {what}.")
   lock = os.path.join(directory, f".{os.path.basename(path)}.lock")
   fd = held = None if fileio.is_remote(path) else _CACHE_LOCKS.get(lock)
   if fd is None and not fileio.is_remote(path):

@@ -135,15 +135,18 @@ def test_train_sentencepiece_ids_and_vocab_size(tmp_path):
 @pytest.mark.parametrize("kwargs,words", [
     (dict(character_coverage=2), r"--character_coverage must be in \[0.98, 1.0\] .* Received: 2."),
     (dict(character_coverage=0.9), r"--character_coverage must be in \[0.98, 1.0\]"),
-    (dict(input_sentence_size=-1), r"--input_sentence_size must be >= 0 .* Received: -1."),
+    (dict(input_sentence_size=-1), r"--input_sentence_size must be 0 \(every sentence\) or above 100 .* Received: -1."),
+    (dict(input_sentence_size=100), r"--input_sentence_size must be 0 .* Received: 100."),  # sweep 23, C5
+    (dict(vocab_size=1 << 31), r"--vocab_size must exceed 9 \(the XLNet special symbols\) and be below 2\*\*31."),
     (dict(num_threads=0), r"--num_threads must be in \[1, 1024\] .* Received: 0."),
     (dict(num_threads=2000), r"--num_threads must be in \[1, 1024\]"),
 ])
 def test_spm_train_options_are_checked_before_sentencepiece(kwargs, words):
   """SentencePiece reports these as a bare condition of its source (`trainer_interface.cc(94) [...]`)."""
   with pytest.raises(ValueError, match=words):
-    tk.SpmTrainOptions(vocab_size=100, **kwargs)
+    tk.SpmTrainOptions(**{"vocab_size": 100, **kwargs})
   tk.SpmTrainOptions(vocab_size=100, character_coverage=1.0, input_sentence_size=0, num_threads=1024)
+  tk.SpmTrainOptions(vocab_size=(1 << 31) - 1, input_sentence_size=101)
 
 
 def test_start_piece_table_apostrophe_quirk():

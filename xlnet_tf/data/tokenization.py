@@ -309,16 +309,16 @@ class SpmTrainOptions:
   num_threads: int = None
 
   def __post_init__(self):
-    if self.vocab_size <= len(special_symbols):
-      raise ValueError(f"--vocab_size must exceed {len(special_symbols)} (the XLNet special symbols). "
-                       f"Received: {self.vocab_size}.")
+    if not len(special_symbols) < self.vocab_size < 1 << 31:  # above: SentencePiece's "cannot parse as int"
+      raise ValueError(f"--vocab_size must exceed {len(special_symbols)} (the XLNet special symbols) and be below "
+                       f"2**31. Received: {self.vocab_size}.")
     # SentencePiece's own checks (trainer_interface.cc), which it reports as a bare condition naming no flag.
     if not 0.98 <= self.character_coverage <= 1.0:
       raise ValueError(f"--character_coverage must be in [0.98, 1.0] (SentencePiece's range; the README uses "
                        f"0.99995). Received: {self.character_coverage}.")
-    if self.input_sentence_size < 0:
-      raise ValueError(f"--input_sentence_size must be >= 0 (0: every sentence). Received: "
-                       f"{self.input_sentence_size}.")
+    if not (self.input_sentence_size == 0 or 100 < self.input_sentence_size < 1 << 63):
+      raise ValueError(f"--input_sentence_size must be 0 (every sentence) or above 100 (SentencePiece's range; the "
+                       f"README uses 10000000). Received: {self.input_sentence_size}.")
     if self.num_threads is not None and not 1 <= self.num_threads <= 1024:
       raise ValueError(f"--num_threads must be in [1, 1024] (SentencePiece's range), or unset for all CPUs. Received: "
                        f"{self.num_threads}.")

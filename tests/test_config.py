@@ -45,6 +45,16 @@ def test_bad_fields_name_the_key(change, message):
     XLNetConfig(**fields)
 
 
+def test_a_json_with_a_key_more_is_read_as_the_original_reads_it(tmp_path, caplog):
+  """The original's XLNetConfig reads the keys it needs: an xlnet_config.json with one more was refused here, with
+  an empty "Missing: []" in the line (sweep 23, C11)."""
+  (tmp_path / "xlnet_config.json").write_text(json.dumps(dict(FIELDS, foo=1)))
+  assert XLNetConfig(json_path=str(tmp_path / "xlnet_config.json")) == XLNetConfig(**FIELDS)
+  assert "holds keys that are no XLNet config keys, ignored (as by the original's XLNetConfig): foo." in caplog.text
+  with pytest.raises(ValueError, match=r"must have exactly the keys \[.*\]. unknown: \['foo'\].$"):
+    XLNetConfig(**dict(FIELDS, foo=1))
+
+
 def test_the_weights_are_counted_as_the_released_models_have_them():
   large = XLNetConfig(json_path="tests/testdata/model/ckpt_untied/xlnet_config.json")
   for key, value in dict(n_layer=24, d_model=1024, n_head=16, d_head=64, d_inner=4096, n_token=32000).items():

@@ -454,6 +454,7 @@ def test_failed_run_leaves_no_output(tmp_path):
     (dict(bsz_per_host=6, num_core_per_host=4, bi_data=False), "divisible by --num_core_per_host"),
     (dict(mask_alpha=1, mask_beta=2), "mask_alpha >= mask_beta"),
     (dict(task=2, num_task=2), "--task must be in [0, --num_task)"),
+    (dict(task=0, num_task=0), "--num_task must be at least 1 (the number of data_utils.py workers). Received: 0."),
     (dict(span_sampling="words"), "--span_sampling must be one of"),
 ])
 def test_validate_options_rejects(kw, message):

@@ -12,6 +12,7 @@ from typing import Optional
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from xlnet_tf import fileio
 
@@ -94,9 +95,13 @@ class XLNetConfig:
       source = "the fields passed to XLNetConfig"
     missing = [k for k in CONFIG_KEYS if k not in fields]
     unknown = sorted(k for k in fields if k not in CONFIG_KEYS)
+    if unknown and json_path is not None and not missing:  # the original's reads its keys and takes the file
+      logging.warning("%s holds keys that are no XLNet config keys, ignored (as by the original's XLNetConfig): %s.",
+                      json_path, ", ".join(unknown))
+      fields, unknown = {k: v for k, v in fields.items() if k in CONFIG_KEYS}, []
     if missing or unknown:
-      raise ValueError(f"XLNet config from {source} must have exactly the keys {list(CONFIG_KEYS)}. "
-                       f"Missing: {missing}; unknown: {unknown}.")
+      raise ValueError(f"XLNet config from {source} must have exactly the keys {list(CONFIG_KEYS)}. " + "; ".join(
+          f"{what}: {keys}" for what, keys in (("Missing", missing), ("unknown", unknown)) if keys) + ".")
     for key in CONFIG_KEYS:
       value = fields[key]
       want = _KEY_TYPES[key]

@@ -92,7 +92,9 @@ def validate_options(spec, options):
            f"Received: --num_predict={num_predict}.")
   if split not in SPLIT_CHOICES:
     fail(f"--split must be one of {SPLIT_CHOICES}. Received: {split!r}.")
-  if num_task < 1 or not 0 <= task < num_task:
+  if num_task < 1:  # it blamed --task (sweep 23, C11)
+    fail(f"--num_task must be at least 1 (the number of data_utils.py workers). Received: {num_task}.")
+  if not 0 <= task < num_task:
     fail(f"--task must be in [0, --num_task). Received: --task={task} --num_task={num_task}.")
   if pass_id < 0 or 100 * task + pass_id >= 2**32:
     fail(f"--pass_id must be >= 0 and 100*task+pass_id < 2**32 (numpy's seed). Received: --pass_id={pass_id}.")

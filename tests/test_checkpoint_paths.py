@@ -89,6 +89,17 @@ def test_a_state_file_listing_no_complete_checkpoint_takes_the_highest_on_disk_o
   assert checkpoint.latest_checkpoint(str(tmp_path / "m")) is None
 
 
+def test_a_state_file_that_is_a_directory_is_one_line(tmp_path):
+  """A resume trained, then failed to save, saying the checkpoint it had just written was both unwritten and the
+  latest complete one (sweep 23, C7)."""
+  _run_dir(tmp_path / "m", [2])
+  (tmp_path / "m" / "checkpoint").unlink()
+  (tmp_path / "m" / "checkpoint").mkdir()
+  with pytest.raises(ValueError, match=f"^{tmp_path}/m/checkpoint is a directory, where a run keeps its `checkpoint` "
+                                       "state file .* Move it away, then rerun.$"):
+    checkpoint.latest_checkpoint(str(tmp_path / "m"))
+
+
 def test_a_moved_directory_s_absolute_state_file_paths_name_the_checkpoint_beside_it(tmp_path):
   """TF1's Saver wrote absolute paths into the state file: a directory copied from another machine names them."""
   _run_dir(tmp_path / "m", [5])

@@ -756,6 +756,14 @@ def test_fine_tuning_a_model_beside_another_sentencepiece_model_is_refused(tmp_p
   run_files.check_trained_model(o, o.model_dir, None)
 
 
+def test_a_run_flags_json_that_is_a_directory_is_one_line(tmp_path):
+  """It was a bare `[Errno 21] Is a directory: '.../run_flags.json'` (sweep 23, C7)."""
+  (tmp_path / "run_flags.json").mkdir()
+  with pytest.raises(cli.FlagError, match=f"^{tmp_path}/run_flags.json is a directory, not the file of the flags of "
+                                          "the run that wrote the checkpoints there, which this run checks. Restore"):
+    run_files.run_flags(str(tmp_path))
+
+
 def test_a_read_only_model_dir_is_refused_for_training_only(tmp_path, monkeypatch):
   """Evaluation, prediction and export only read --model_dir; a read-only one (an archived model, another user's
   run, a read-only mount) was refused by every fine-tuning tool with "Pass a writable directory" (sweep 19, F4); and

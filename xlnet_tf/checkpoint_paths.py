@@ -58,8 +58,11 @@ def read_state(directory):
   names no checkpoint (empty, or cut short), which TensorFlow refuses naming no file, is a ValueError saying what to
   do."""
   path = os.path.join(directory, "checkpoint") if directory else None
-  if not path or not fileio.exists(path) or fileio.isdir(path):
+  if not path or not fileio.exists(path):
     return None
+  if fileio.isdir(path):  # a training run failed on its first save, naming the checkpoint (sweep 23, C7)
+    raise ValueError(f"{path} is a directory, where a run keeps its `checkpoint` state file (the latest checkpoint's "
+                     "name). Move it away, then rerun.")
   with fileio.open_file(path) as f:
     text = f.read()
   state = checkpoint_state_pb2.CheckpointState()

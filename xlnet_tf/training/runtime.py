@@ -337,6 +337,9 @@ def read_run_flags(directory, use="which this run checks. Restore it from a copy
   path = os.path.join(directory, "run_flags.json") if directory else None
   if not path or not fileio.exists(path):
     return None
+  if fileio.isdir(path):  # it was a bare `[Errno 21] Is a directory` (sweep 23, C7)
+    raise ValueError(f"{path} is a directory, not the file of the flags of the run that wrote the checkpoints there, "
+                     f"{use}")
   with fileio.open_file(path) as f:
     try:
       flags = json.load(f)

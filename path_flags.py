@@ -103,10 +103,21 @@ def flag_of(options, path):
   return best and best[1]
 
 
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")  # [org/]name, as transformers' from_pretrained
+
+
 def hub_snapshot(name, path):
   """--{name}=path, or the model directory inside it where it is a HuggingFace hub cache directory
   (`hf_checkpoint.hub_snapshot`: ~/.cache/huggingface/hub/models--xlnet--xlnet-base-cased, what `from_pretrained`
-  downloaded), with a log line naming it."""
+  downloaded), with a log line naming it. FlagError for a name like a hub model id (`xlnet-base-cased`,
+  `xlnet/xlnet-base-cased`) that is no file here: it was "Checkpoint ... not found" or "--model_config_path is
+  required" (sweep 23, C12)."""
+  if _HUB_ID.fullmatch(path) and "ckpt" not in path and not os.path.exists(path.split("/")[0]) and not any(
+      os.path.exists(path + suffix) for suffix in (".index", ".data-00000-of-00001")):
+    raise FlagError(f"--{name}={path} is no file or directory here. If it is a HuggingFace hub model id: these tools "
+                    f"do not download; pass the directory of a local copy (huggingface-cli download {path} "
+                    f"--local-dir DIR), or its hub cache directory (~/.cache/huggingface/hub/models--"
+                    f"{path.replace('/', '--')}).")
   if not os.path.isdir(os.path.join(path, "snapshots")):  # local only: a hub cache is on the user's disk
     return path
   from xlnet_tf import hf_checkpoint  # pylint: disable=g-import-not-at-top  (light to import)

@@ -89,6 +89,12 @@ def test_a_state_file_listing_no_complete_checkpoint_takes_the_highest_on_disk_o
   assert checkpoint.latest_checkpoint(str(tmp_path / "m")) is None
 
 
+def test_a_missing_name_with_spaces_around_it_is_quoted(tmp_path):
+  """`--init_checkpoint="D/ckpt-2 "` read as "Checkpoint D/ckpt-2 not found" where D/ckpt-2 exists (sweep 23, C11)."""
+  with pytest.raises(FileNotFoundError, match=f"^Checkpoint '{tmp_path}/ckpt-2 ' not found"):
+    checkpoint.resolve_checkpoint_path(f"{tmp_path}/ckpt-2 ")
+
+
 def test_a_state_file_that_is_a_directory_is_one_line(tmp_path):
   """A resume trained, then failed to save, saying the checkpoint it had just written was both unwritten and the
   latest complete one (sweep 23, C7)."""

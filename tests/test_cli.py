@@ -756,6 +756,21 @@ def test_fine_tuning_a_model_beside_another_sentencepiece_model_is_refused(tmp_p
   run_files.check_trained_model(o, o.model_dir, None)
 
 
+def test_a_hub_model_id_is_told_to_be_downloaded_first(tmp_path, monkeypatch):
+  """`--init_checkpoint=xlnet-base-cased` (transformers' habit) was "--model_config_path is required", or "Checkpoint
+  xlnet-base-cased not found" (sweep 23, C12)."""
+  monkeypatch.chdir(tmp_path)
+  for model in ("xlnet-base-cased", "xlnet/xlnet-large-cased"):
+    with pytest.raises(cli.FlagError, match=f"^--init_checkpoint={model} is no file or directory here. If it is a "
+                                            "HuggingFace hub model id: these tools do not download; pass .* "
+                                            f"--local-dir DIR\\), or its hub cache directory \\(.*models--"
+                                            f"{model.replace('/', '--')}\\).$"):
+      path_flags.hub_snapshot("init_checkpoint", model)
+  os.makedirs("xlnet")  # a local directory of that name, or a checkpoint prefix: the tools' own lines
+  for path in ("xlnet/xlnet-large-cased", "ckpt-4", "model/xlnet_model.ckpt"):
+    assert path_flags.hub_snapshot("init_checkpoint", path) == path
+
+
 def test_a_run_flags_json_that_is_a_directory_is_one_line(tmp_path):
   """It was a bare `[Errno 21] Is a directory: '.../run_flags.json'` (sweep 23, C7)."""
   (tmp_path / "run_flags.json").mkdir()

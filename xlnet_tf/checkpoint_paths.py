@@ -183,7 +183,8 @@ def resolve_checkpoint_path(ckpt_path):
     raise FileNotFoundError(f"Checkpoint {ckpt_path} is incomplete: its {os.path.basename(ckpt_path)}.data-* "
                             f"file(s) are there, its {os.path.basename(ckpt_path)}.index is not (a copy or download "
                             "cut short). Copy or download it again.")
-  raise FileNotFoundError(f"Checkpoint {ckpt_path} not found ({ckpt_path}.index does not exist). Pass the "
+  shown = repr(ckpt_path) if ckpt_path != ckpt_path.strip() else ckpt_path  # "ckpt-2 " read as an existing name
+  raise FileNotFoundError(f"Checkpoint {shown} not found ({ckpt_path}.index does not exist). Pass the "
                           "prefix of a TF checkpoint, e.g. xlnet_cased_L-24_H-1024_A-16/xlnet_model.ckpt.")
 
 

@@ -145,11 +145,15 @@ def test_a_dict_passed_as_the_json_path_names_the_fix():
     ("loss_weighting", "sum", r"--loss_weighting must be one of \('replica_mean', 'global_mean'\)."),
     ("clip_mode", "global", "--clip_mode must be one of .* Received: 'global'."),
     ("clip", -1.0, r"--clip must be > 0: .* Received: -1.0. To train without clipping .* e.g. --clip=1e9"),
-    ("gradient_accumulation_steps", 0, r"--gradient_accumulation_steps must be a positive integer \(1: no ")])
+    ("gradient_accumulation_steps", 0, r"--gradient_accumulation_steps must be a positive integer \(1: no "),
+    # refused only after the training records were written (sweep 23, C6)
+    ("learning_rate", -0.1, r"learning_rate must be >= 0 \(--learning_rate\). Received: -0.1."),
+    ("weight_decay", -1.0, r"weight_decay must be >= 0 \(--weight_decay\). Received: -1.0."),
+    ("min_lr_ratio", 2.0, r"min_lr_ratio")])
 def test_train_config_rejects_a_bad_value_naming_the_flag(field, value, message):
   from xlnet_tf.training import TrainConfig  # pylint: disable=g-import-not-at-top
   with pytest.raises(ValueError, match=message):
-    TrainConfig(learning_rate=1e-4, train_steps=1, global_batch_size=1, **{field: value})
+    TrainConfig(**{"learning_rate": 1e-4, "train_steps": 1, "global_batch_size": 1, field: value})
 
 
 @pytest.mark.parametrize("clip_mode, resolved", [("auto", "per_replica"), ("dense", "dense")])

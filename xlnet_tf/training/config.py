@@ -96,6 +96,7 @@ class TrainConfig:
                        f"{self.save_steps}.")
     if self.max_save is not None and self.max_save < 0:
       raise ValueError(f"--max_save must be >= 0 (0: keep every checkpoint). Received: {self.max_save}.")
+    optimization.check_optimizer_args(**self.optimizer_args())
 
   def optimizer_args(self):
     """The arguments of `optimization.create_optimizer`."""

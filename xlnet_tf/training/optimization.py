@@ -39,12 +39,22 @@ def create_optimizer(learning_rate, train_steps, warmup_steps=0, decay_method="p
   Returns:
     An `XLNetAdam` or `AdamWeightDecay`, to be stepped with `apply_gradients`.
   """
-  schedule = lr_schedule(learning_rate, train_steps, warmup_steps, decay_method, min_lr_ratio)
-  if weight_decay < 0:
-    raise ValueError(f"weight_decay must be >= 0 (--weight_decay). Received: {weight_decay}.")
+  schedule = check_optimizer_args(learning_rate, train_steps, warmup_steps, decay_method, min_lr_ratio, weight_decay)
   if weight_decay == 0:
     return XLNetAdam(learning_rate=schedule, beta_1=0.9, beta_2=0.999, epsilon=adam_epsilon)
   return AdamWeightDecay(schedule, weight_decay_rate=weight_decay, beta_1=0.9, beta_2=0.999, epsilon=adam_epsilon)
+
+
+def check_optimizer_args(learning_rate, train_steps, warmup_steps=0, decay_method="poly", min_lr_ratio=0.0,
+                         weight_decay=0.0, adam_epsilon=None):
+  """The schedule of `create_optimizer`'s arguments (`lr_schedule`, which checks its own), a ValueError naming the
+  flag where one cannot be used; `TrainConfig` calls it before a run reads or writes data (a --learning_rate=-0.1
+  was refused only after the training records were written: sweep 23, C6)."""
+  del adam_epsilon  # TrainConfig's own check
+  schedule = lr_schedule(learning_rate, train_steps, warmup_steps, decay_method, min_lr_ratio)
+  if not weight_decay >= 0:
+    raise ValueError(f"weight_decay must be >= 0 (--weight_decay). Received: {weight_decay}.")
+  return schedule
 
 
 CLIP_MODES = ("indexed_slices", "dense", "per_core", "per_replica")

@@ -35,6 +35,7 @@ from xlnet_tf import convert
 from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
 from xlnet_tf import hf_weights
+from xlnet_tf import locks
 from xlnet_tf import torch_pickle
 from xlnet_tf.modeling.heads import finetune_heads
 from xlnet_tf.tasks.classifier import evaluation as classifier_eval
@@ -1063,7 +1064,7 @@ def test_a_conversion_that_fails_at_its_last_file_leaves_none(tmp_path, monkeypa
   monkeypatch.setattr(fileio, "_write_data", full_disk_at_the_config)
   with pytest.raises(OSError, match=f"Could not write {out / config_file} \\(No space left"):
     convert_model()
-  assert os.listdir(out) == []
+  assert not out.exists()  # nor the directory it made (`locks.directory_lock`, held while it converts)
   monkeypatch.undo()
   convert_model()
   assert config_file in os.listdir(out) and "spiece.model" in os.listdir(out)
@@ -1089,3 +1090,28 @@ def test_what_a_killed_conversion_left_is_removed_and_the_rerun_writes_the_model
   (live / f"xlnet_model.ckpt.tmp-{os.getpid()}-0123456789ab.index").write_bytes(b"x")
   with pytest.raises(ValueError, match=r"--output_dir .*/live already holds a model \(xlnet_model.ckpt.tmp-"):
     convert.convert_to_original(f"{DATA}/cls_bin", str(live), log_fn=lambda _: None)
+
+
+def test_a_conversion_into_an_output_dir_another_conversion_is_writing_is_refused(tmp_path, caplog):
+  """Two conversions into one --output_dir at once both said "Wrote", one model replacing the other's: each checked
+  the directory before the other wrote (sweep 23, B4). A conversion holds the directory's lock, and a second (each
+  of --to's forms) is one line naming --output_dir and the first's process; a killed holder's lock is taken over."""
+  src, out = tmp_path / "src", tmp_path / "out"
+  convert.convert_to_original(f"{DATA}/cls_bin", str(src), log_fn=lambda _: None)
+  conversions = [lambda: convert.convert_to_original(f"{DATA}/cls_bin", str(out), log_fn=lambda _: None),
+                 lambda: convert.convert_to_hf(str(src / "xlnet_model.ckpt"), str(out), log_fn=lambda _: None),
+                 lambda: convert.clean_checkpoint(str(src / "xlnet_model.ckpt"), str(out), log_fn=lambda _: None)]
+  for conversion in conversions:
+    with locks.directory_lock(str(out), name="convert", what="--output_dir"):  # a conversion writing there
+      with pytest.raises(ValueError, match=rf"^--output_dir {out} is in use by process {os.getpid()} on .* \(lock "
+                                           rf"{out}/\.convert\.lock\)\. Wait for it to finish, stop it, or use "
+                                           r"another --output_dir\.$"):
+        conversion()
+    assert os.listdir(out) == []
+  dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                            text=True).stdout)
+  (out / ".convert.lock").write_text(f"{dead} {os.uname().nodename}")  # a conversion killed (kill -9) while it held it
+  conversions[0]()
+  assert "Taking over the stale lock" in caplog.text and ".convert.lock" not in os.listdir(out)
+  assert "xlnet_model.ckpt.index" in os.listdir(out)
+

@@ -3,6 +3,7 @@ HuggingFace XLNet model directory, or to the original's format with its weights 
 does: `hf_checkpoint` maps the names and reads and writes HF's files, `checkpoint` reads and writes the original
 format."""
 
+import contextlib
 import json
 import os
 
@@ -21,24 +22,30 @@ _MODEL_FILES = (hf_checkpoint.CONFIG_FILE, *hf_checkpoint.WEIGHT_FILES, "xlnet_c
                 "run_flags.json")
 
 
-def _check_output_dir(output_dir, input_dir):
-  """ValueError unless --output_dir can take a converted model without meeting a model already there: none of
-  `_MODEL_FILES` (names or globs) may exist in it (anything else may), and it is not the directory of the --input
-  (which would then hold two models, one of them read in place of the other)."""
+@contextlib.contextmanager
+def _output_dir_held(output_dir, input_dir):
+  """Holds --output_dir's lock (`.convert.lock` in it, `locks.directory_lock`) while the body converts into it, once
+  it is found able to take a converted model: none of `_MODEL_FILES` (names or globs) may exist in it (anything else
+  may), and it is not the directory of the --input (which would then hold two models, one of them read in place of
+  the other). A ValueError (one line) otherwise, or where another conversion into it is running: two at once both
+  said "Wrote", one replacing the other's model, as each had checked the directory before the other wrote (sweep 23,
+  B4). The check is made under the lock, so no other conversion writes there between it and the body's files."""
   if not output_dir:
     raise ValueError("--output_dir is required: the directory the converted model goes to.")
   fileio.check_output_dir(output_dir, "--output_dir")
   if os.path.abspath(output_dir) == os.path.abspath(input_dir):
     raise ValueError(f"--output_dir {output_dir} is the directory of the --input: the converted model would be "
                      "written beside the one it is made from. Pass a new or empty directory.")
-  # What a conversion killed while writing there left (a checkpoint's `xlnet_model.ckpt.tmp-P-H.index`): it was
-  # taken for a model there, and the rerun refused.
-  written = (*_MODEL_FILES, "spiece.model")
-  locks.remove_stale_temporaries(output_dir, [name.rstrip(".*") + ".tmp-*" for name in written], only_dead=True)
-  held = [os.path.basename(p) for name in _MODEL_FILES for p in fileio.glob_in(output_dir, name)]
-  if held:
-    raise ValueError(f"--output_dir {output_dir} already holds a model ({', '.join(held)}), which the conversion "
-                     "would replace or be read in place of; it was left as it is. Pass a new or empty directory.")
+  with locks.directory_lock(output_dir, name="convert", what="--output_dir"):
+    # What a conversion killed while writing there left (a checkpoint's `xlnet_model.ckpt.tmp-P-H.index`): it was
+    # taken for a model there, and the rerun refused.
+    written = (*_MODEL_FILES, "spiece.model")
+    locks.remove_stale_temporaries(output_dir, [name.rstrip(".*") + ".tmp-*" for name in written], only_dead=True)
+    held = [os.path.basename(p) for name in _MODEL_FILES for p in fileio.glob_in(output_dir, name)]
+    if held:
+      raise ValueError(f"--output_dir {output_dir} already holds a model ({', '.join(held)}), which the conversion "
+                       "would replace or be read in place of; it was left as it is. Pass a new or empty directory.")
+    yield
 
 
 def _read(path):
@@ -154,29 +161,30 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
   """
   from safetensors import numpy as safetensors_numpy  # pylint: disable=import-outside-toplevel
   path = checkpoint.resolve_checkpoint_path(ckpt_path)
-  _check_output_dir(output_dir, os.path.dirname(path))
-  _check_copy(os.path.dirname(path), output_dir)
-  _check_config_beside(os.path.dirname(path), model_config_path)
-  flags = _run_flags(os.path.dirname(path))
-  _check_spiece_beside(os.path.dirname(path), flags)
-  xlnet_config = XLNetConfig(json_path=model_config_path or os.path.join(os.path.dirname(path), "xlnet_config.json"))
-  trained_summary, label_list, clamp_len = _fine_tuned_with(flags)
-  if summary_type and trained_summary and summary_type != trained_summary:
-    raise ValueError(f"--summary_type {summary_type}, but {path} was fine-tuned with --summary_type={trained_summary} "
-                     f"({os.path.join(os.path.dirname(path), 'run_flags.json')}): the HF model would pool otherwise. "
-                     "Leave --summary_type unset.")
-  unknown_summary = not (summary_type or trained_summary)
-  summary_type = summary_type or trained_summary or "last"
-  arrays = _input_arrays(path)
-  config, weights, notes = hf_export.original_to_hf(arrays, xlnet_config, path, summary_type, task_name,
-                                                     allow_d_head_override, label_list, clamp_len)
-  fileio.makedirs(output_dir)
-  with fileio.atomic_files() as out:  # one set: a conversion cut short leaves no weights without their config
-    # The bytes, written as our other files: safetensors' own save_file writes through a hidden temporary file of its
-    # own (left for good by a kill -9), with mode 0600, to local paths only.
-    out.write(os.path.join(output_dir, "model.safetensors"), safetensors_numpy.save(weights, metadata={"format": "pt"}))
-    copied = _copy(os.path.dirname(path), output_dir, out.write)
-    out.write(os.path.join(output_dir, hf_checkpoint.CONFIG_FILE), json.dumps(config, indent=2, sort_keys=True))
+  with _output_dir_held(output_dir, os.path.dirname(path)):
+    _check_copy(os.path.dirname(path), output_dir)
+    _check_config_beside(os.path.dirname(path), model_config_path)
+    flags = _run_flags(os.path.dirname(path))
+    _check_spiece_beside(os.path.dirname(path), flags)
+    xlnet_config = XLNetConfig(json_path=model_config_path or os.path.join(os.path.dirname(path), "xlnet_config.json"))
+    trained_summary, label_list, clamp_len = _fine_tuned_with(flags)
+    if summary_type and trained_summary and summary_type != trained_summary:
+      raise ValueError(f"--summary_type {summary_type}, but {path} was fine-tuned with "
+                       f"--summary_type={trained_summary} ({os.path.join(os.path.dirname(path), 'run_flags.json')}): "
+                       "the HF model would pool otherwise. Leave --summary_type unset.")
+    unknown_summary = not (summary_type or trained_summary)
+    summary_type = summary_type or trained_summary or "last"
+    arrays = _input_arrays(path)
+    config, weights, notes = hf_export.original_to_hf(arrays, xlnet_config, path, summary_type, task_name,
+                                                       allow_d_head_override, label_list, clamp_len)
+    fileio.makedirs(output_dir)
+    with fileio.atomic_files() as out:  # one set: a conversion cut short leaves no weights without their config
+      # The bytes, written as our other files: safetensors' own save_file writes through a hidden temporary file of
+      # its own (left for good by a kill -9), with mode 0600, to local paths only.
+      out.write(os.path.join(output_dir, "model.safetensors"),
+                safetensors_numpy.save(weights, metadata={"format": "pt"}))
+      copied = _copy(os.path.dirname(path), output_dir, out.write)
+      out.write(os.path.join(output_dir, hf_checkpoint.CONFIG_FILE), json.dumps(config, indent=2, sort_keys=True))
   if unknown_summary and config["architectures"][0] in hf_checkpoint.POOLING:
     notes.append(f"Its pooling is unknown (no --summary_type, and no run_flags.json of the run that fine-tuned it "
                  f"beside {path}): config.json says summary_type 'last', the original's default. Convert again with "
@@ -195,16 +203,16 @@ def convert_to_original(directory, output_dir, task_name=None, log_fn=print):
   export it as the HF model pools, and refuse another pooling or labels) in output_dir. An output_dir that already
   holds a model (a config or a checkpoint) is refused. The files appear together (`fileio.atomic_files`), the
   checkpoint's index after its data."""
-  _check_output_dir(output_dir, directory)
-  _check_copy(directory, output_dir)
-  xlnet_config, arrays, info = hf_checkpoint.read_hf_checkpoint(directory, task_name)
-  ckpt = os.path.join(output_dir, "xlnet_model.ckpt")
-  with fileio.atomic_files() as out:  # one set: a conversion cut short leaves no checkpoint without its config
-    checkpoint.write_original_checkpoint(arrays, ckpt, files=out)
-    copied = _copy(directory, output_dir, out.write)
-    xlnet_config.to_json(os.path.join(output_dir, "xlnet_config.json"), write=out.write)
-    if info["fine_tuned_with"]:
-      out.write(os.path.join(output_dir, "run_flags.json"), json.dumps(info["fine_tuned_with"], indent=2))
+  with _output_dir_held(output_dir, directory):
+    _check_copy(directory, output_dir)
+    xlnet_config, arrays, info = hf_checkpoint.read_hf_checkpoint(directory, task_name)
+    ckpt = os.path.join(output_dir, "xlnet_model.ckpt")
+    with fileio.atomic_files() as out:  # one set: a conversion cut short leaves no checkpoint without its config
+      checkpoint.write_original_checkpoint(arrays, ckpt, files=out)
+      copied = _copy(directory, output_dir, out.write)
+      xlnet_config.to_json(os.path.join(output_dir, "xlnet_config.json"), write=out.write)
+      if info["fine_tuned_with"]:
+        out.write(os.path.join(output_dir, "run_flags.json"), json.dumps(info["fine_tuned_with"], indent=2))
   for line in info["notes"] + _spiece_notes(directory, xlnet_config.n_token):
     log_fn(line)
   log_fn(f"Wrote {ckpt} ({len(arrays)} variables, {info['description']}), xlnet_config.json"
@@ -223,28 +231,28 @@ def clean_checkpoint(ckpt_path, output_dir, model_config_path=None, log_fn=print
   holds a model is refused; the files appear together (`fileio.atomic_files`)."""
   path = checkpoint.resolve_checkpoint_path(ckpt_path)
   src_dir = os.path.dirname(path)
-  _check_output_dir(output_dir, src_dir)
-  # A fine-tuning run's flags go with its weights: how it pooled, its labels, its casing and SentencePiece model.
-  flags = _run_flags(src_dir)
-  flag_files = ["run_flags.json"] if _fine_tuned_with(flags)[0] else []  # a pretraining run's: a release's layout
-  for name in ["spiece.model", *flag_files]:
-    _check_copy(src_dir, output_dir, name)
-  _check_config_beside(src_dir, model_config_path)
-  _check_spiece_beside(src_dir, flags)
-  arrays = _input_arrays(path)
-  config_path = model_config_path or os.path.join(src_dir, "xlnet_config.json")
-  if model_config_path or fileio.exists(config_path):
-    hf_export.check_config(arrays, XLNetConfig(json_path=config_path), path)
-  else:
-    config_path = None
-  ckpt = os.path.join(output_dir, "xlnet_model.ckpt")
-  fileio.makedirs(output_dir)
-  with fileio.atomic_files() as out:  # one set, as convert_to_original's
-    checkpoint.write_original_checkpoint(arrays, ckpt, files=out)
-    copied = _copy(src_dir, output_dir, out.write)
-    flags = bool(flag_files) and _copy(src_dir, output_dir, out.write, "run_flags.json")
-    if config_path:
-      out.write(os.path.join(output_dir, "xlnet_config.json"), _read(config_path))
+  with _output_dir_held(output_dir, src_dir):
+    # A fine-tuning run's flags go with its weights: how it pooled, its labels, its casing and SentencePiece model.
+    flags = _run_flags(src_dir)
+    flag_files = ["run_flags.json"] if _fine_tuned_with(flags)[0] else []  # a pretraining run's: a release's layout
+    for name in ["spiece.model", *flag_files]:
+      _check_copy(src_dir, output_dir, name)
+    _check_config_beside(src_dir, model_config_path)
+    _check_spiece_beside(src_dir, flags)
+    arrays = _input_arrays(path)
+    config_path = model_config_path or os.path.join(src_dir, "xlnet_config.json")
+    if model_config_path or fileio.exists(config_path):
+      hf_export.check_config(arrays, XLNetConfig(json_path=config_path), path)
+    else:
+      config_path = None
+    ckpt = os.path.join(output_dir, "xlnet_model.ckpt")
+    fileio.makedirs(output_dir)
+    with fileio.atomic_files() as out:  # one set, as convert_to_original's
+      checkpoint.write_original_checkpoint(arrays, ckpt, files=out)
+      copied = _copy(src_dir, output_dir, out.write)
+      flags = bool(flag_files) and _copy(src_dir, output_dir, out.write, "run_flags.json")
+      if config_path:
+        out.write(os.path.join(output_dir, "xlnet_config.json"), _read(config_path))
   written = ", ".join(["xlnet_config.json"] * bool(config_path) + ["spiece.model"] * copied +
                       ["run_flags.json"] * flags)
   log_fn(f"Wrote {ckpt} ({len(arrays)} variables: the weights of {path}, without its optimizer state)"

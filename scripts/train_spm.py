@@ -9,7 +9,8 @@ is the README's `spm_train --vocab_size=32000 --character_coverage=0.99995 --mod
 (lines over 4192 bytes are skipped by SentencePiece). Pass the same text you pretrain on, or a sample of it.
 
 Unlike `spm_train`, it does not replace an existing `{model_prefix}.model` or `.vocab` (a model others may have been
-trained with) unless --overwrite is given; a --model_prefix that is a directory is refused (the files would be written
+trained with) unless --overwrite is given, and a second run with the same --model_prefix while one trains is refused
+(`model_prefix_lock`); a --model_prefix that is a directory is refused (the files would be written
 beside it, as `<dir>.model`). The numeric flags are checked before training, with SentencePiece's ranges. SIGINT
 and SIGTERM stop it at once, the trainer included (it runs in a child process), with one line and nothing written.
 """
@@ -23,6 +24,7 @@ if __name__ == "__main__":
   cli.start_script()
 import flags  # pylint: disable=wrong-import-position
 from xlnet_tf import fileio  # pylint: disable=wrong-import-position
+from xlnet_tf import locks  # pylint: disable=wrong-import-position
 from xlnet_tf.data import tokenization  # pylint: disable=wrong-import-position
 
 
@@ -44,6 +46,14 @@ def check_model_prefix(model_prefix, overwrite):
                      "another --model_prefix, or --overwrite to replace them.")
 
 
+def model_prefix_lock(model_prefix):
+  """`locks.directory_lock` on --model_prefix: `.spm-{name}.lock` in its directory, named after the prefix (another
+  prefix there is not blocked). Two runs with one prefix at once both said "Wrote", the second's model replacing the
+  first's although neither was given --overwrite (each had checked before the other wrote; sweep 23, B4)."""
+  directory, name = os.path.split(os.path.abspath(model_prefix))
+  return locks.directory_lock(directory, name=f"spm-{name}", what="--model_prefix", shown=model_prefix)
+
+
 def check_symbols(o):
   """ValueError where --control_symbols or --user_defined_symbols (spm_train's flags, which the original README
   passes) are not the built-in values: the tools find the XLNet symbols by those ids."""
@@ -62,7 +72,9 @@ def body(o):
       input_sentence_size=o.input_sentence_size, shuffle_input_sentence=o.shuffle_input_sentence,
       hard_vocab_limit=o.hard_vocab_limit, num_threads=o.num_threads)
   try:
-    path = tokenization.train_sentencepiece(o.input, o.model_prefix, options)
+    with model_prefix_lock(o.model_prefix):  # one run per prefix; a run that wrote it meanwhile is seen again here
+      check_model_prefix(o.model_prefix, o.overwrite)
+      path = tokenization.train_sentencepiece(o.input, o.model_prefix, options)
   except RuntimeError as e:  # SentencePiece's trainer: its message's first line says what
     line = str(e).strip().splitlines()[0]
     if "Vocabulary size" in line:  # e.g. `INTERNAL: src/trainer_interface.cc(744) [...] Vocabulary size too high`

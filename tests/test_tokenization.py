@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import sentencepiece as spm
 
+from xlnet_tf import locks
 from xlnet_tf.data import corpora
 from xlnet_tf.data import tokenization as tk
 
@@ -246,6 +247,10 @@ def test_a_kill_9_of_train_spm_takes_its_trainer_with_it(tmp_path):
   while os.path.exists(f"/proc/{children[0]}") and time.time() < deadline:
     time.sleep(0.05)
   assert not os.path.exists(f"/proc/{children[0]}")  # trained on to its end before
+  assert sorted(os.listdir(tmp_path)) == [".spm-m.lock", "big.txt"]  # its lock, which no process holds now:
+  from scripts import train_spm  # pylint: disable=import-outside-toplevel
+  with train_spm.model_prefix_lock(str(tmp_path / "m")):  # the next run takes it over
+    pass
   assert sorted(os.listdir(tmp_path)) == ["big.txt"]
 
 
@@ -342,6 +347,42 @@ def test_a_model_prefix_ending_in_model_is_refused(tmp_path):
                                        f".model and .vocab are added: pass --model_prefix={tmp_path}/x to write "
                                        f"{tmp_path}/x.model.$"):
     train_spm.check_model_prefix(f"{tmp_path}/x.model", overwrite=False)
+
+
+def _train_spm_options(tmp_path, prefix):
+  return types.SimpleNamespace(
+      input=GOLDEN_CORPUS, model_prefix=str(tmp_path / prefix), overwrite=False, vocab_size=250,
+      character_coverage=0.99995, model_type="unigram", input_sentence_size=0, shuffle_input_sentence=True,
+      hard_vocab_limit=False, num_threads=1, control_symbols=",".join(tk.CONTROL_SYMBOLS),
+      user_defined_symbols=",".join(tk.USER_DEFINED_SYMBOLS))
+
+
+def test_two_train_spm_runs_with_one_model_prefix_do_not_both_write(tmp_path, caplog, monkeypatch):
+  """Two runs with one --model_prefix at once both said "Wrote", the second's model replacing the first's although
+  neither was given --overwrite: each had checked the prefix before the other wrote (sweep 23, B4). A run holds a lock
+  named after its prefix (`.spm-m.lock`; another prefix in the directory is not blocked, a killed run's lock is taken
+  over) and checks the prefix again under it."""
+  from scripts import train_spm  # pylint: disable=import-outside-toplevel
+  with locks.directory_lock(str(tmp_path), name="spm-m", what="--model_prefix", shown=str(tmp_path / "m")):
+    with pytest.raises(ValueError, match=rf"^--model_prefix {tmp_path}/m is in use by process {os.getpid()} on .* "
+                                         rf"\(lock {tmp_path}/\.spm-m\.lock\)\. Wait for it to finish, stop it, or "
+                                         r"use another --model_prefix\.$"):
+      train_spm.body(_train_spm_options(tmp_path, "m"))
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True).stdout)
+    (tmp_path / ".spm-n.lock").write_text(f"{dead} {os.uname().nodename}")  # a run killed (kill -9) while training
+    train_spm.body(_train_spm_options(tmp_path, "n"))
+  assert "Taking over the stale lock" in caplog.text
+  assert sorted(os.listdir(tmp_path)) == ["n.model", "n.vocab"]
+  held = train_spm.model_prefix_lock
+  def another_run_wrote_it_first(model_prefix):  # between this run's first check and its lock
+    (tmp_path / "m.model").write_bytes(b"the first run's model")
+    return held(model_prefix)
+  monkeypatch.setattr(train_spm, "model_prefix_lock", another_run_wrote_it_first)
+  with pytest.raises(ValueError, match=rf"^--model_prefix={tmp_path}/m would replace {tmp_path}/m.model \(left as"):
+    train_spm.body(_train_spm_options(tmp_path, "m"))
+  assert (tmp_path / "m.model").read_bytes() == b"the first run's model"
+  assert sorted(os.listdir(tmp_path)) == ["m.model", "n.model", "n.vocab"]
 
 
 def test_expand_inputs(tmp_path):

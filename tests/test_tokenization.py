@@ -129,7 +129,8 @@ def test_train_sentencepiece_ids_and_vocab_size(tmp_path):
   assert all(sp.IsControl(i) for i in range(1, 8)) and not sp.IsControl(tk.EOP_ID)
   assert [sp.PieceToId(s) for s in tk.USER_DEFINED_SYMBOLS] == list(range(8, 8 + len(tk.USER_DEFINED_SYMBOLS)))
   assert tk.vocab_size(sp) == sp.GetPieceSize() <= 300
-  with pytest.raises(ValueError, match=r"vocab_size must exceed 9 \(the XLNet special symbols\). Received: 9."):
+  with pytest.raises(ValueError, match=r"vocab_size must exceed 9 \(the XLNet special symbols\) and be below 2\*\*31. "
+                                       r"Received: 9."):
     tk.SpmTrainOptions(vocab_size=9)
 
 

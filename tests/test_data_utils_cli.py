@@ -315,6 +315,15 @@ def test_a_file_the_glob_names_twice_is_read_once(tmp_path, caplog):
   assert copies["num_batch"] > once["num_batch"]
 
 
+def test_a_file_named_with_glob_characters_is_read(tmp_path):
+  """`--input_glob=br[1]/c.txt` (an existing file) "matched no file": [1] is a glob's class (sweep 23, C10)."""
+  (tmp_path / "br[1]").mkdir()
+  shutil.copy(f"{GOLDEN}/corpus/imdb-0.txt", tmp_path / "br[1]" / "c.txt")
+  args = [f"--sp_path={GOLDEN}/spm/spiece.model", *GOLDEN_FLAGS, f"--input_glob={tmp_path}/br[1]/c.txt",
+          f"--save_dir={tmp_path}/out"]
+  assert data_utils.create_data(cli.values(_flag_values(args)))["num_batch"] > 0
+
+
 def test_run_pretrain_warns_of_the_tasks_of_a_num_task_split_it_lacks(tmp_path):
   """Records of task 0 of a --num_task=3 split, tasks 1 and 2 never written (a worker that failed): run_pretrain.py
   trained on a third of the text without a word (sweep 14, B4). One warning line names them and how to write them;

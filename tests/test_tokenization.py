@@ -392,3 +392,6 @@ def test_expand_inputs(tmp_path):
   assert tk.expand_inputs(f"{tmp_path}/*.txt,{tmp_path}/a.txt") == [str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
   with pytest.raises(FileNotFoundError, match="none\\*.txt' matches no file"):
     tk.expand_inputs(f"{tmp_path}/none*.txt")
+  (tmp_path / "br[1]").mkdir()  # glob characters in a file's name: it matched nothing (sweep 23, C10)
+  (tmp_path / "br[1]" / "c.txt").write_text("x\n")
+  assert tk.expand_inputs(f"{tmp_path}/br[1]/c.txt") == [f"{tmp_path}/br[1]/c.txt"]

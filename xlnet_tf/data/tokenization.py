@@ -235,12 +235,13 @@ def start_piece_table(sp_model):
 
 
 def expand_inputs(inputs):
-  """A glob, a comma-separated list of globs/files, or a list of them -> sorted unique existing files."""
+  """A glob, a comma-separated list of globs/files, or a list of them -> sorted unique existing files (a file named
+  with glob characters, `br[1]/c.txt`, matched nothing: sweep 23, C10)."""
   if isinstance(inputs, str):
     inputs = [s for s in inputs.split(",") if s]
   files = []
-  for pattern in inputs:
-    matches = sorted(glob_lib.glob(pattern))
+  for pattern in inputs:  # a file whose name holds [ ] * or ?, which the glob reads as wildcards, is taken as named
+    matches = sorted(glob_lib.glob(pattern)) or ([pattern] if os.path.isfile(pattern) else [])
     if not matches:
       raise FileNotFoundError(f"Input {pattern!r} matches no file. Pass existing text files or a glob (--input).")
     files.extend(matches)

@@ -285,7 +285,8 @@ def create_data(spec, options, *, input_glob, sp_path, save_dir):
     raise DataError(str(e)) from None
   if not input_glob:
     raise DataError("--input_glob is empty. Pass a glob of text files, e.g. --input_glob='data/*.txt'.")
-  file_paths = _own_files_left_out(fileio.glob(input_glob), input_glob, save_dir,
+  literal = [input_glob] if fileio.exists(input_glob) and not fileio.isdir(input_glob) else []  # "br[1]/c.txt"
+  file_paths = _own_files_left_out(fileio.glob(input_glob) or literal, input_glob, save_dir,
                                    own_lock=locks.lock_file(options.lock_name))  # data_utils.py's
   if not file_paths:
     listed = " (one glob: not a comma-separated list, as train_spm.py's --input takes)" if "," in input_glob else ""

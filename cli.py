@@ -15,6 +15,7 @@ line.
 
 import atexit
 import contextlib
+import errno
 import gc
 import math
 import os
@@ -410,10 +411,10 @@ def print_line(line):
   Broken pipe` (or 5, 28), saving nothing."""
   try:
     print(line, flush=True)
-  except OSError:
+  except OSError as e:
     _to_devnull(sys.stdout.fileno())
     from xlnet_tf.training import preemption  # pylint: disable=g-import-not-at-top
-    preemption.request_stop(signal.SIGPIPE)
+    preemption.request_stop(signal.SIGPIPE, None if e.errno == errno.EPIPE else e.strerror)
 
 
 def cli_main(prog, body):

@@ -240,9 +240,14 @@ def test_a_line_to_a_gone_reader_goes_nowhere_and_requests_a_stop(monkeypatch):
   with preemption.StopRequest() as request:
     assert request.signum is None and int(request.flag.numpy()) == 0
   monkeypatch.setattr(sys, "stdout", open("/dev/full", "w"))  # pylint: disable=consider-using-with
+  assert preemption.stop_name(signal.SIGPIPE) == "SIGPIPE (its standard output cannot be written)"
   with preemption.StopRequest() as request:  # a full disk (or EIO: a hung-up terminal) lost the run too (sweep 22)
     cli.print_line("[1] | loss 0.5")
     assert request.signum == signal.SIGPIPE and int(request.flag.numpy()) == 1
+  # and the line said it had been a closed pipe (sweep 23, C3)
+  assert preemption.stop_name(signal.SIGPIPE) == ("SIGPIPE (its standard output cannot be written: No space left on "
+                                                  "device)")
+  preemption._reasons.clear()  # pylint: disable=protected-access  # the process's other tests
 
 
 def test_sighup_stops_a_run_unless_ignored_as_under_nohup():

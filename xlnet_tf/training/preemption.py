@@ -58,17 +58,28 @@ class Stopped(BaseException):
 _noted = []  # the lists of signals the `stops_raised` that run now noted, innermost last
 _requests = []  # the StopRequests whose bodies run now
 _pending = []  # a stop `request_stop` asked for outside any StopRequest: the next one stops at once
+_reasons = []  # why `request_stop` stopped, where its signal alone does not say
 
 
-def request_stop(signum):
-  """Requests a stop from code, as the signal `signum` would (`cli.print_line`: standard output's reader is gone):
-  the training loop that runs stops after its step, saving it; outside one, the next training loop stops before
-  its first step (an evaluation or prediction goes on)."""
+def request_stop(signum, reason=None):
+  """Requests a stop from code, as the signal `signum` would (`cli.print_line`: standard output cannot be written;
+  `reason`: why, where it is not that its reader is gone, e.g. a full disk): the training loop that runs stops after
+  its step, saving it; outside one, the next training loop stops before its first step (an evaluation or prediction
+  goes on)."""
+  _reasons[:] = [reason] if reason else _reasons
   for request in _requests:
     request.signum = request.signum or signum
     request.flag.assign(1)
   if not _requests:
     _pending[:] = [signum]
+
+
+def stop_name(signum):
+  """How a stop's line names its cause: the signal; SIGPIPE (`request_stop`'s) with what failed, and why where its
+  reader is not what went (a full disk under `> log` read as a closed pipe: sweep 23, C3)."""
+  if signum != signal.SIGPIPE:
+    return signal.Signals(signum).name
+  return f"SIGPIPE (its standard output cannot be written{': ' + _reasons[0] if _reasons else ''})"
 
 
 @contextlib.contextmanager

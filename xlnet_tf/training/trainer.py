@@ -467,7 +467,7 @@ class Trainer:
   def _stop_now(self, step, log_fn):
     """Saves the current step (if not saved yet) and raises `preemption.Interrupted`."""
     signum = self._stop.signum or signal.SIGTERM
-    name = signal.Signals(signum).name + (" (its standard output cannot be written)" * (signum == signal.SIGPIPE))
+    name = preemption.stop_name(signum)
     latest = self.checkpoints.latest_path
     path = latest if latest and latest.endswith(f"-{step}") else self.save()
     log_fn(f"Stopped by {name} after step {step}; checkpoint {path}.")

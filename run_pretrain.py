@@ -100,13 +100,16 @@ def check_vocabulary(o, xlnet_config, record_files):
   """One-line errors, before training, for records whose token ids the model's n_token cannot embed: the
   vocabulary in corpus_info.json, then the ids of the first records (for records without that file)."""
   n_token = xlnet_config.n_token
-  source = f"the n_token of --model_config_path {o.model_config_path}" if o.model_config_path else "--n_token"
+  hf_init = not o.model_config_path and hf_checkpoint.is_hf_directory(o.init_checkpoint)  # not --n_token (C4)
+  source = (f"the n_token of --model_config_path {o.model_config_path}" if o.model_config_path else
+            f"the vocab_size of --init_checkpoint {o.init_checkpoint} (its config.json)" if hf_init else "--n_token")
   vocab_size = (read_corpus_info(o.record_info_dir) or {}).get("vocab_size")
   if vocab_size and vocab_size > n_token:
+    fix = (f"Pass an --init_checkpoint of at least {vocab_size} ids, or records written with its spiece.model"
+           if hf_init else f"Pass {source} of at least {vocab_size}{'' if o.model_config_path else ' or leave it unset'}")
     raise cli.FlagError(f"The records of --record_info_dir {o.record_info_dir} were written with a vocabulary of "
                         f"{vocab_size} ids (vocab_size in its corpus_info.json), more than the model's "
-                        f"n_token={n_token} ({source}). Pass {source} of at least {vocab_size}"
-                        f"{'' if o.model_config_path else ' or leave it unset'}.")
+                        f"n_token={n_token} ({source}). {fix}.")
   check_token_ids(record_files, n_token, key="input", fix=(
       f"Pass {source} of the vocabulary the records were written with (data_utils.py's --sp_path), or records "
       f"written with a SentencePiece model of at most {n_token} pieces."))

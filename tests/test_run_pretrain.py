@@ -776,3 +776,18 @@ def test_model_flags_that_model_config_path_overrides_are_named(monkeypatch):
   run_pretrain.build_xlnet_config(cli.values(flag_values), lines.append)
   assert lines == [f"Warning: --d_model=32 ignored: the model is {cfg}'s (d_model 8), which overrides the model "
                    "flags. Drop them."]
+
+
+def test_a_vocabulary_past_an_hf_init_checkpoint_s_names_its_config(tmp_path):
+  """Records of 1000 ids and an HF --init_checkpoint of 32: the line blamed --n_token, which was not given (sweep
+  23, C4)."""
+  import types  # pylint: disable=import-outside-toplevel
+  import cli  # pylint: disable=import-outside-toplevel
+  import run_pretrain  # pylint: disable=import-outside-toplevel
+  (tmp_path / "corpus_info.json").write_text(json.dumps({"vocab_size": 1000}))
+  hf = "tests/testdata/hf/lm_safetensors"
+  o = types.SimpleNamespace(model_config_path=None, init_checkpoint=hf, record_info_dir=str(tmp_path))
+  with pytest.raises(cli.FlagError, match=f"more than the model's n_token=32 \\(the vocab_size of --init_checkpoint "
+                                          f"{hf} \\(its config.json\\)\\). Pass an --init_checkpoint of at least 1000 "
+                                          "ids, or records written with its spiece.model.$"):
+    run_pretrain.check_vocabulary(o, types.SimpleNamespace(n_token=32), [])

@@ -132,12 +132,18 @@ def test_a_users_own_cache_setting_wins(fresh_process, monkeypatch, tmp_path):
   assert not (tmp_path / "ours").exists()
 
 
-def test_a_cache_directory_that_cannot_be_written_is_one_line(fresh_process, tmp_path):
+def test_a_cache_directory_that_cannot_be_written_is_one_line(fresh_process, tmp_path, monkeypatch):
   (tmp_path / "file").write_text("a user's file")
-  with pytest.raises(ValueError, match=r"^--xla_cache_dir .*file cannot be written \(.*\)\. Pass a writable "
-                     r"directory, or leave the flag unset to compile in every run\.$"):
+  with pytest.raises(ValueError, match=f"^Cannot use --xla_cache_dir {tmp_path}/file as a directory: it is a file, "
+                                       "left as it is."):  # the other flags' words (sweep 23, C8)
     xla_cache.enable(str(tmp_path / "file"))
   assert (tmp_path / "file").read_text() == "a user's file"
+  monkeypatch.delenv("TF_XLA_FLAGS")  # the first call set it
+  (tmp_path / "d").mkdir()
+  (tmp_path / "d" / f".write_check-{os.getpid()}").mkdir()  # the probe cannot be made: the reason alone, no nested
+  with pytest.raises(ValueError, match=r"^--xla_cache_dir .*/d cannot be written \(Is a directory\)\. Pass a "
+                                       r"writable directory, or leave the flag unset to compile in every run\.$"):
+    xla_cache.enable(str(tmp_path / "d"))
 
 
 def test_too_late_in_a_process_is_a_warning_not_a_silent_no_op(monkeypatch, tmp_path, caplog):

@@ -813,6 +813,10 @@ def test_the_export_pools_and_names_labels_as_the_fine_tuning_run_did(tmp_path):
           str(src / "xlnet_model.ckpt"), str(tmp_path / "hf6"), **({"task_name": "toy", "allow_d_head_override": True}
                                                                   if to_hf else {}), log_fn=lambda _: None)
     assert not (tmp_path / "hf6").exists()
+  (src / "spiece.model").write_bytes(b"")  # "another model" (sweep 22, N8)
+  with pytest.raises(ValueError, match=f"^{src}/spiece.model is empty \\(0 bytes: a copy cut short\\?\\), not the "
+                                       "SentencePiece model of the run that trained the checkpoint used"):
+    convert.clean_checkpoint(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf6"), log_fn=lambda _: None)
   shutil.copy(spm, src / "spiece.model")
   convert.clean_checkpoint(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf6"), log_fn=lambda _: None)
   assert (tmp_path / "hf6" / "spiece.model").read_bytes() == (src / "spiece.model").read_bytes()

@@ -131,10 +131,12 @@ def _check_spiece_beside(ckpt_dir, flags):
   path = os.path.join(ckpt_dir, "spiece.model")
   recorded = flags.get("spiece_model_sha256")
   if recorded and fileio.exists(path) and fileio.sha256(path) != recorded:
-    raise ValueError(f"{path} is another SentencePiece model than the run that trained the checkpoint used (its "
-                     f"sha256 differs from {os.path.join(ckpt_dir, 'run_flags.json')}'s, of --spiece_model_file="
-                     f"{flags.get('spiece_model_file')}): the converted model would tokenize with other pieces. Put "
-                     "that file there, or move this one away to convert without it.")
+    what = ("is empty (0 bytes: a copy cut short?), not the SentencePiece model of the run that trained the "
+            "checkpoint used" if not fileio.size(path) else  # "another model" (sweep 22, N8)
+            "is another SentencePiece model than the run that trained the checkpoint used")
+    raise ValueError(f"{path} {what} (its sha256 differs from {os.path.join(ckpt_dir, 'run_flags.json')}'s, of "
+                     f"--spiece_model_file={flags.get('spiece_model_file')}): the converted model would tokenize "
+                     "with other pieces. Put that file there, or move this one away to convert without it.")
 
 
 def _fine_tuned_with(flags):

@@ -271,7 +271,7 @@ CASES = [
     ("race-huge-eval-batch", "run_race.py", ["--do_eval=True", "--eval_batch_size=100000000"],
      "--eval_batch_size=100000000 is more than 65536 examples a batch"),
     ("race-bad-dev-file-with-do-eval", "run_race.py", ["--data_dir={w}/race_bad_dev", "--do_eval=True"],
-     "{w}/race_bad_dev/dev/high/bad.txt is not a RACE article file: not JSON"),
+     "{w}/race_bad_dev/dev/high/bad.txt is not a RACE article file: not valid JSON"),
     ("race-output-dir-is-a-file", "run_race.py", ["--output_dir={w}/owned.bin"],
      "Cannot use --output_dir {w}/owned.bin as a directory: it is a file"),
     ("race-model-dir-is-a-file", "run_race.py", ["--model_dir={w}/owned.bin"],

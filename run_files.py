@@ -47,8 +47,8 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
   """FlagError where the checkpoints in `directory` (`flag` names it) were fine-tuned as another model than the
   options `o` build: another xlnet_config.json (`training.check_run_files`), or another pooling or casing
   (`_TRAINED_WITH` in its run_flags.json), or another SentencePiece model (its sha256 there); for a HuggingFace
-  directory, another pooling than its config.json's. All load without a shape mismatch: an evaluation, a prediction,
-  an export or a resume went on with other numbers, exit 0."""
+  directory, another pooling than its config.json's, another casing than its tokenizer_config.json's. All load
+  without a shape mismatch: an evaluation, a prediction, an export or a resume went on with other numbers, exit 0."""
   from xlnet_tf import checkpoint, hf_checkpoint, training  # pylint: disable=g-import-not-at-top
   if flag == "--model_dir" and getattr(o, "do_train", False):  # before records are written
     _check_apart_from_init_checkpoint(o)
@@ -56,6 +56,7 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
   if directory and hf_checkpoint.is_hf_directory(directory):
     _check_hf_pooling(o, directory, flag)
     _check_spiece_beside(o, directory, flag)  # an HF model's own tokenizer (sweep 23, A1)
+    _check_started_with(o, directory, flag)  # its casing (sweep 23, B7)
     return
   if not directory or not (checkpoint.latest_checkpoint(directory) or checkpoint.checkpoint_prefixes(directory)):
     return  # no checkpoint (yet): nothing to check
@@ -64,8 +65,7 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
   except ValueError as e:
     raise FlagError(str(e)) from None
   there = run_flags(directory) or {}
-  changed = [f"--{k}={there[k]} there, {getattr(o, k)} here" for k in _TRAINED_WITH if k in there and hasattr(o, k)
-             and _acting(k, there[k]) != _acting(k, getattr(o, k))]
+  changed = _changes(there, o, _TRAINED_WITH)
   if getattr(o, "spiece_model_file", None) and (change := _spiece_change(there, o, "spiece_model_file",
                                                                         spiece_digest(o))):
     changed.append(change)
@@ -107,8 +107,9 @@ def _check_spiece(there, o, flag, digest, dir_flag, directory):
 
 def _check_init_checkpoint(o, xlnet_config, resolved=None):
   """The checks of --init_checkpoint's run against this one where this run starts from it: its SentencePiece model
-  (`_check_spiece_beside`) and its model (`_check_init_config`). Nothing where --model_dir holds a run to resume (it
-  reads no --init_checkpoint), or where the checkpoint is not found (the trainer says so, naming the flag)."""
+  (`_check_spiece_beside`), its casing and clamp (`_check_started_with`) and its model (`_check_init_config`).
+  Nothing where --model_dir holds a run to resume (it reads no --init_checkpoint), or where the checkpoint is not
+  found (the trainer says so, naming the flag)."""
   from xlnet_tf import checkpoint  # pylint: disable=g-import-not-at-top
   if not getattr(o, "init_checkpoint", None) or checkpoint.latest_checkpoint(o.model_dir):
     return
@@ -117,7 +118,53 @@ def _check_init_checkpoint(o, xlnet_config, resolved=None):
   except FileNotFoundError:
     return
   _check_spiece_beside(o, directory, "--init_checkpoint", resolved)
+  _check_started_with(o, directory, "--init_checkpoint")
   _check_init_config(o, directory, xlnet_config)
+
+
+def _check_started_with(o, directory, flag):
+  """FlagError where the checkpoints in `directory` (`flag` names it: --init_checkpoint, or an HF directory a run
+  reads) were trained on text cased otherwise than the options `o` read (--uncased), or with relative positions
+  clamped otherwise (--clamp_len): their run_flags.json's values (a pretraining run's --uncased: its records'), an HF
+  directory's tokenizer_config.json's do_lower_case (its clamp_len: `hf_checkpoint.check_clamp_len`). Nothing where
+  neither is recorded (a released model, an original run's). Fine-tuning changes the head, not the text read."""
+  from xlnet_tf import hf_checkpoint  # pylint: disable=g-import-not-at-top
+  hf = hf_checkpoint.is_hf_directory(directory)
+  source = os.path.join(directory, "tokenizer_config.json" if hf else "run_flags.json")
+  there = {"uncased": _json_object(source).get("do_lower_case")} if hf else (run_flags(directory) or {})
+  there = {k: there[k] for k in ("uncased", "clamp_len") if isinstance(there.get(k), (bool, int, float))}
+  keys = [k for k in there if _changes(there, o, (k,))]
+  if not keys:
+    return
+  changed = ([f"do_lower_case {json.dumps(there['uncased'])} there, --uncased={o.uncased} here"] if hf else
+             _changes(there, o, keys))  # the file's own name for it
+  learned = [f"the pieces of {'lower-cased' if there[k] else 'cased'} text" if k == "uncased" else
+             f"relative positions {f'clamped at {there[k]}' if _acting(k, there[k]) > 0 else 'unclamped'}"
+             for k in keys]
+  raise FlagError(f"{flag} {directory} was trained with other flags ({'; '.join(changed)}; {source}): its weights "
+                  f"learned {' and '.join(learned)}, which this run would read otherwise. Pass "
+                  f"{' '.join(f'--{k}={there[k]}' for k in keys)}, or another {flag}.")
+
+
+def _changes(there, o, names):
+  """'--name=X there, Y here' for each of `names` whose value in `there` (a run_flags.json's dict) acts otherwise
+  (`_acting`) than the options `o`'s."""
+  return [f"--{k}={there[k]} there, {getattr(o, k)} here" for k in names if k in there and hasattr(o, k)
+          and _acting(k, there[k]) != _acting(k, getattr(o, k))]
+
+
+def _json_object(path):
+  """The json object in the file `path` as a dict; {} where there is none, or it is no readable json object (an HF
+  directory's tokenizer_config.json: transformers' file, which the tools here read nothing else of)."""
+  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
+  if not fileio.exists(path):
+    return {}
+  try:
+    with fileio.open_file(path) as f:
+      value = json.load(f)
+  except (OSError, ValueError):  # a directory, unreadable; JSONDecodeError, UnicodeDecodeError
+    return {}
+  return value if isinstance(value, dict) else {}
 
 
 def _check_init_config(o, directory, xlnet_config):

@@ -784,6 +784,72 @@ def test_a_run_flags_json_that_is_a_directory_is_one_line(tmp_path):
     run_files.run_flags(str(tmp_path))
 
 
+def test_fine_tuning_a_run_of_other_casing_or_clamp_len_is_refused(tmp_path):
+  """--init_checkpoint of a run trained on uncased text (its run_flags.json's uncased: a pretraining run's records')
+  fine-tuned with --uncased=False, or of one trained with --clamp_len=5 started with -1: trained, exit 0, though a
+  resume, an evaluation or a prediction refuses it (sweep 23, B7). Refused before records are written; the same
+  values (clamp_len's that clamp nothing are one), a run that recorded none (a released model) or a --model_dir to
+  resume pass."""
+  import json  # pylint: disable=import-outside-toplevel
+  pt = tmp_path / "pt"
+  pt.mkdir()
+  for name in ["ckpt-2.index", "ckpt-2.data-00000-of-00001"]:
+    (pt / name).write_text("{}")
+  (pt / "run_flags.json").write_text(json.dumps({"record_info_dir": "/data/r", "uncased": True, "clamp_len": -1}))
+  o = types.SimpleNamespace(model_dir=str(tmp_path / "cls"), init_checkpoint=str(pt), do_train=True, uncased=False,
+                            clamp_len=0)
+  with pytest.raises(cli.FlagError) as error:
+    run_files.check_trained_model(o, o.model_dir, None)
+  assert str(error.value) == (
+      f"--init_checkpoint {pt} was trained with other flags (--uncased=True there, False here; {pt}/run_flags.json): "
+      "its weights learned the pieces of lower-cased text, which this run would read otherwise. Pass --uncased=True, "
+      "or another --init_checkpoint.")
+  run_files.check_trained_model(types.SimpleNamespace(**dict(vars(o), uncased=True)), o.model_dir, None)
+  (pt / "run_flags.json").write_text(json.dumps({"uncased": False, "clamp_len": 5}))
+  with pytest.raises(cli.FlagError) as error:  # run_pretrain.py's path: restore_or_init checks it there
+    run_files._check_init_checkpoint(o, None)  # pylint: disable=protected-access
+  assert str(error.value) == (
+      f"--init_checkpoint {pt} was trained with other flags (--clamp_len=5 there, 0 here; {pt}/run_flags.json): its "
+      "weights learned relative positions clamped at 5, which this run would read otherwise. Pass --clamp_len=5, or "
+      "another --init_checkpoint.")
+  run_files.check_trained_model(types.SimpleNamespace(**dict(vars(o), clamp_len=5)), o.model_dir, None)
+  resumed = tmp_path / "resumed"  # a run of ours to resume: --init_checkpoint is not read
+  resumed.mkdir()
+  for name in ["ckpt-4.index", "ckpt-4.data-00000-of-00001"]:
+    (resumed / name).write_text("{}")
+  run_files._check_init_checkpoint(  # pylint: disable=protected-access
+      types.SimpleNamespace(**dict(vars(o), model_dir=str(resumed))), None)
+  (pt / "run_flags.json").unlink()  # a released model, an original run: nothing recorded
+  run_files.check_trained_model(o, o.model_dir, None)
+
+
+def test_a_huggingface_model_of_other_casing_is_refused(tmp_path):
+  """An HF directory whose tokenizer_config.json says do_lower_case true (what XLNetTokenizer.save_pretrained writes
+  for a lower-casing tokenizer), fine-tuned or predicted with --uncased=False: its file was never read, exit 0 (sweep
+  23, B7). Refused naming the file; the same casing, or no file or key, pass."""
+  import json  # pylint: disable=import-outside-toplevel
+  model = tmp_path / "hf"
+  shutil.copytree("tests/testdata/hf/lm_safetensors", model)
+  (model / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True, "remove_space": True}))
+  o = types.SimpleNamespace(model_dir=str(tmp_path / "cls"), init_checkpoint=str(model), do_train=True, uncased=False)
+  with pytest.raises(cli.FlagError) as error:
+    run_files.check_trained_model(o, o.model_dir, None)
+  assert str(error.value) == (
+      f"--init_checkpoint {model} was trained with other flags (do_lower_case true there, --uncased=False here; "
+      f"{model}/tokenizer_config.json): its weights learned the pieces of lower-cased text, which this run would "
+      "read otherwise. Pass --uncased=True, or another --init_checkpoint.")
+  predict = types.SimpleNamespace(do_train=False, uncased=False)
+  with pytest.raises(cli.FlagError, match=f"^--predict_ckpt {model} was trained with other flags \(do_lower_case "
+                                          "true there, --uncased=False here;"):
+    run_files.check_trained_model(predict, str(model), None, "--predict_ckpt")
+  run_files.check_trained_model(types.SimpleNamespace(do_train=False, uncased=True), str(model), None,
+                                "--predict_ckpt")
+  (model / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "XLNetTokenizer"}))
+  run_files.check_trained_model(o, o.model_dir, None)
+  (model / "tokenizer_config.json").unlink()
+  run_files.check_trained_model(predict, str(model), None, "--predict_ckpt")
+
+
 def test_a_read_only_model_dir_is_refused_for_training_only(tmp_path, monkeypatch):
   """Evaluation, prediction and export only read --model_dir; a read-only one (an archived model, another user's
   run, a read-only mount) was refused by every fine-tuning tool with "Pass a writable directory" (sweep 19, F4); and

@@ -73,6 +73,8 @@ def start_script(argv=None):
     except OSError:
       _to_devnull(fd)
       setattr(sys, name, open(fd, "w", buffering=1, closefd=False))  # pylint: disable=consider-using-with
+  with contextlib.suppress(AttributeError, ValueError):  # a line naming a path no stdout encoding holds
+    sys.stdout.reconfigure(errors="backslashreplace")  # (PYTHONIOENCODING=ascii) failed the run (sweep 23, C11)
   filter_stderr(argv)
   for signum in _SIGNALS:
     if signum != signal.SIGHUP or signal.getsignal(signum) is not signal.SIG_IGN:

@@ -776,6 +776,15 @@ def test_a_hub_model_id_is_told_to_be_downloaded_first(tmp_path, monkeypatch):
     assert path_flags.hub_snapshot("init_checkpoint", path) == path
 
 
+def test_a_line_stdout_s_encoding_cannot_hold_is_shown_escaped():
+  """A path beyond PYTHONIOENCODING=ascii in a CLI's line was `'ascii' codec can't encode character`, exit 1, after
+  the run had written its files (sweep 23, C11)."""
+  code = "import cli; cli.start_script(['x']); cli.print_line('Wrote /tmp/\\u00fcn/x')"
+  proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                        env=dict(os.environ, PYTHONIOENCODING="ascii"))
+  assert (proc.returncode, proc.stdout) == (0, "Wrote /tmp/\\xfcn/x\n"), proc.stderr[-2000:]
+
+
 def test_a_run_flags_json_that_is_a_directory_is_one_line(tmp_path):
   """It was a bare `[Errno 21] Is a directory: '.../run_flags.json'` (sweep 23, C7)."""
   (tmp_path / "run_flags.json").mkdir()

@@ -41,6 +41,9 @@ def check_model_prefix(model_prefix, overwrite):
   if os.path.dirname(model_prefix):
     fileio.check_output_dir(os.path.dirname(model_prefix), "--model_prefix's directory")
   held = [model_prefix + suffix for suffix in (".model", ".vocab") if os.path.exists(model_prefix + suffix)]
+  if folders := [path for path in held if os.path.isdir(path)]:  # "Could not write D/m (Is a directory)" (sweep 23)
+    raise ValueError(f"--model_prefix={model_prefix} would write {folders[0]}, which is a directory. Move it away, "
+                     "or pass another --model_prefix.")
   if held and not overwrite:
     raise ValueError(f"--model_prefix={model_prefix} would replace {' and '.join(held)} (left as they are). Pass "
                      "another --model_prefix, or --overwrite to replace them.")

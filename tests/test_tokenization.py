@@ -348,6 +348,10 @@ def test_a_model_prefix_ending_in_model_is_refused(tmp_path):
                                        f".model and .vocab are added: pass --model_prefix={tmp_path}/x to write "
                                        f"{tmp_path}/x.model.$"):
     train_spm.check_model_prefix(f"{tmp_path}/x.model", overwrite=False)
+  (tmp_path / "m.model").mkdir()  # it was "Could not write D/m (Is a directory)", naming no directory (sweep 23)
+  with pytest.raises(ValueError, match=f"^--model_prefix={tmp_path}/m would write {tmp_path}/m.model, which is a "
+                                       "directory. Move it away, or pass another --model_prefix.$"):
+    train_spm.check_model_prefix(f"{tmp_path}/m", overwrite=True)
 
 
 def _train_spm_options(tmp_path, prefix):

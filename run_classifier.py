@@ -113,7 +113,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
     classifier_features.check_max_seq_length(o.max_seq_length, is_pair=False)
   except ValueError as e:
     raise cli.FlagError(str(e)) from None
-  cli.require_positive(o, "train_batch_size", "eval_batch_size", "predict_batch_size", "num_passes",
+  cli.require_positive(o, "num_hosts", "train_batch_size", "eval_batch_size", "predict_batch_size", "num_passes",
                        "shuffle_buffer", "iterations")
   if o.do_train:
     cli.check_training_flags(o, num_replicas, strategy)

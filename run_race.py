@@ -88,7 +88,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
     race_data.check_lengths(o.max_seq_length, o.max_qa_length)
   except ValueError as e:
     raise cli.FlagError(str(e)) from None
-  cli.require_positive(o, "train_batch_size", "eval_batch_size", "shuffle_buffer", "iterations")
+  cli.require_positive(o, "num_hosts", "train_batch_size", "eval_batch_size", "shuffle_buffer", "iterations")
   if o.do_train:
     cli.check_training_flags(o, num_replicas, strategy)
 

@@ -172,6 +172,8 @@ CASES = [
      "(--labels is unset): a classifier needs at least 2 classes. Pass every class with --labels"),
     ("cls-num-hosts-negative", "run_classifier.py", ["--num_hosts=-2"],
      "--num_hosts must be a positive integer. Received: -2."),
+    ("cls-num-hosts-zero-eval-only", "run_classifier.py", ["--do_train=False", "--do_eval=True", "--num_hosts=0"],
+     "--num_hosts must be"),  # accepted without --do_train (sweep 23, C11)
     ("cls-warmup", "run_classifier.py", ["--train_steps=4", "--warmup_steps=4"], "--warmup_steps must be"),
     ("cls-fp16-and-bf16", "run_classifier.py", ["--use_fp16=True", "--use_bfloat16=True"],
      "--use_fp16 and --use_bfloat16 are both set: pick one precision"),

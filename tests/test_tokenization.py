@@ -331,6 +331,17 @@ def test_long_lines_are_named_and_what_a_killed_run_or_a_full_disk_left_is_not(t
   assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "sp.model", "sp.vocab"]
 
 
+def test_a_model_prefix_whose_temporary_name_is_too_long_is_one_line(tmp_path):
+  """A name that fits whose temporary (23 bytes longer) does not: SentencePiece's raw `INVALID_ARGUMENT: ... File
+  name too long` (sweep 23, C11)."""
+  prefix = str(tmp_path / ("c" * 240))
+  with pytest.raises(OSError, match=f"^Could not write {prefix} \\(File name too long\\); nothing was left under "
+                                    "that name. Pass a shorter name and rerun.$"):
+    tk.train_sentencepiece(GOLDEN_CORPUS, prefix, tk.SpmTrainOptions(vocab_size=250), quiet=True,
+                           hard_vocab_limit=False)
+  assert not os.listdir(tmp_path)
+
+
 def test_long_lines_past_the_first_megabyte_are_counted(tmp_path, caplog):
   """Only each file's first MB was looked at: a corpus whose long lines came later trained without a word (sweep 22,
   N7)."""

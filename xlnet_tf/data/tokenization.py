@@ -368,10 +368,12 @@ def train_sentencepiece(inputs, model_prefix, options, *, quiet=False, **extra_o
       else:
         _train_in_a_child(request)
       load_sentencepiece(tmp_prefix + ".model")  # Checks the special ids.
-    except (RuntimeError, ValueError):  # a full disk: SentencePiece's line, or a .model cut short without one
+    except (RuntimeError, ValueError) as e:  # a full disk: SentencePiece's line, or a .model cut short without one
       stat = os.statvfs(directory)
       if stat.f_bavail * stat.f_frsize < 1 << 20:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)) from None  # atomic_path's line names the file
+      if "File name too long" in str(e):  # the temporary's name, 23 bytes longer: SentencePiece's raw line (C11)
+        raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG)) from None
       raise
   return model_prefix + ".model"
 

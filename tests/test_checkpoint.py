@@ -449,6 +449,21 @@ def test_a_cut_latest_checkpoint_is_one_line_and_deleting_it_resumes_from_the_on
   assert str(error.value).startswith(f"Cannot resume from {other}/model.ckpt-1 (") and "delete" not in str(error.value)
 
 
+def test_a_checkpoint_of_mixed_files_is_one_line_without_tensorflow_s_node_names(tmp_path):
+  """A copy whose .data file is another checkpoint's: the resume's line carried `{{function_node __wrapped__...}}`
+  and was cut short inside the checksum's numbers (sweep 23, C11)."""
+  from test_fp16 import make_trainer  # pylint: disable=import-outside-toplevel
+  from xlnet_tf import run_checkpoint  # pylint: disable=import-outside-toplevel
+  first = make_trainer(tmp_path, False)
+  for step in (1, 2):
+    first.optimizer.iterations.assign(step)
+    first.checkpoints.manager.save(checkpoint_number=step)
+  shutil.copy(tmp_path / "ckpt-1.data-00000-of-00001", tmp_path / "ckpt-2.data-00000-of-00001")
+  with pytest.raises(run_checkpoint.CannotResume) as error:
+    make_trainer(tmp_path, False).restore_or_init(None)
+  assert "{{" not in str(error.value) and "/job:" not in str(error.value), str(error.value)
+
+
 def test_a_state_file_naming_files_that_are_gone_with_none_complete_is_no_run_from_step_0(tmp_path):
   """Every checkpoint cut short (a copy interrupted): the resume started again from step 0 with a warning and wrote
   over the state file, the one record of which checkpoint to copy again."""

@@ -144,7 +144,7 @@ class RunCheckpoint:
           self.checkpoint.restore(latest).assert_existing_objects_matched()
       except (tf.errors.OpError, ValueError, AssertionError) as e:
         reason = e.reason if isinstance(e, checkpoint_lib.DamagedCheckpointError) else str(getattr(e, "message", e))
-        reason = textwrap.shorten(_variable_names(reason), 300, placeholder=" ...")
+        reason = textwrap.shorten(_variable_names(stderr_filter.error_text(reason)), 300, placeholder=" ...")
         # Deleting is advised for a run's own checkpoint only, never for another's (an original run's model.ckpt-N).
         damaged = (f"if it is half-written or damaged, delete its files ({latest}.*) to resume from the checkpoint "
                    "before it; " if checkpoint_paths.is_run_checkpoint(latest) else "")

@@ -108,15 +108,15 @@ def _check_spiece(there, o, flag, digest, dir_flag, directory):
 def _check_init_checkpoint(o, xlnet_config, resolved=None):
   """The checks of --init_checkpoint's run against this one where this run starts from it: its SentencePiece model
   (`_check_spiece_beside`), its casing and clamp (`_check_started_with`) and its model (`_check_init_config`).
-  Nothing where --model_dir holds a run to resume (it reads no --init_checkpoint), or where the checkpoint is not
-  found (the trainer says so, naming the flag)."""
+  Nothing where --model_dir holds a run to resume (it reads no --init_checkpoint); one where the checkpoint is not
+  found (the trainer's line)."""
   from xlnet_tf import checkpoint  # pylint: disable=g-import-not-at-top
   if not getattr(o, "init_checkpoint", None) or checkpoint.latest_checkpoint(o.model_dir):
     return
   try:
     directory = checkpoint.directory_of(o.init_checkpoint)
-  except FileNotFoundError:
-    return
+  except FileNotFoundError as e:  # the trainer's line, before the records are written (sweep 23, C6)
+    raise FlagError(f"--init_checkpoint: {e}") from None
   _check_spiece_beside(o, directory, "--init_checkpoint", resolved)
   _check_started_with(o, directory, "--init_checkpoint")
   _check_init_config(o, directory, xlnet_config)

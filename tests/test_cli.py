@@ -785,6 +785,16 @@ def test_a_line_stdout_s_encoding_cannot_hold_is_shown_escaped():
   assert (proc.returncode, proc.stdout) == (0, "Wrote /tmp/\\xfcn/x\n"), proc.stderr[-2000:]
 
 
+def test_an_init_checkpoint_that_is_no_checkpoint_is_refused_before_the_records(tmp_path):
+  """`--init_checkpoint=D/ckpt-2.index` was refused by the trainer, after the training records were written (sweep
+  23, C6)."""
+  (tmp_path / "ckpt-2.index").write_text("{}")
+  o = types.SimpleNamespace(model_dir=str(tmp_path / "m"), init_checkpoint=str(tmp_path / "ckpt-2.index"),
+                            do_train=True)
+  with pytest.raises(cli.FlagError, match=f"^--init_checkpoint: {tmp_path}/ckpt-2.index is a file, not a checkpoint"):
+    run_files._check_init_checkpoint(o, None)  # pylint: disable=protected-access
+
+
 def test_a_run_flags_json_that_is_a_directory_is_one_line(tmp_path):
   """It was a bare `[Errno 21] Is a directory: '.../run_flags.json'` (sweep 23, C7)."""
   (tmp_path / "run_flags.json").mkdir()

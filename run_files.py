@@ -157,12 +157,10 @@ def _json_object(path):
   """The json object in the file `path` as a dict; {} where there is none, or it is no readable json object (an HF
   directory's tokenizer_config.json: transformers' file, which the tools here read nothing else of)."""
   from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
-  if not fileio.exists(path):
-    return {}
+  from xlnet_tf.data import json_text  # pylint: disable=g-import-not-at-top
   try:
-    with fileio.open_file(path) as f:
-      value = json.load(f)
-  except (OSError, ValueError):  # a directory, unreadable; JSONDecodeError, UnicodeDecodeError
+    value = json_text.load(path) if fileio.exists(path) else {}
+  except (OSError, ValueError):  # a directory, unreadable, no json
     return {}
   return value if isinstance(value, dict) else {}
 

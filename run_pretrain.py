@@ -106,7 +106,8 @@ def check_vocabulary(o, xlnet_config, record_files):
   vocab_size = (read_corpus_info(o.record_info_dir) or {}).get("vocab_size")
   if vocab_size and vocab_size > n_token:
     fix = (f"Pass an --init_checkpoint of at least {vocab_size} ids, or records written with its spiece.model"
-           if hf_init else f"Pass {source} of at least {vocab_size}{'' if o.model_config_path else ' or leave it unset'}")
+           if hf_init else
+           f"Pass {source} of at least {vocab_size}{'' if o.model_config_path else ' or leave it unset'}")
     raise cli.FlagError(f"The records of --record_info_dir {o.record_info_dir} were written with a vocabulary of "
                         f"{vocab_size} ids (vocab_size in its corpus_info.json), more than the model's "
                         f"n_token={n_token} ({source}). {fix}.")

@@ -11,8 +11,8 @@ when
   - a part raises (the exception's last line is its row) or returns no row,
   - any row fails,
   - on a run of every part: a golden npz beside the files the parts list that no part lists (meta.json names fewer
-    settings than the directory holds), or a key of a golden npz that no part read (the goldens hold a number nothing compared);
-    not for the files of a part that raised.
+    settings than the directory holds), or a key of a golden npz that no part read (the goldens hold a number
+    nothing compared); not for the files of a part that raised.
 """
 
 if __name__ == "__main__":  # run by its name it did nothing, exit 0

@@ -191,7 +191,8 @@ CASES = [
      "from"),
     ("cls-eval-of-predict-ckpt", "run_classifier.py",  # it was "not a directory holding checkpoints" (sweep 23, C2)
      ["--do_train=False", "--do_eval=True", "--predict_ckpt={w}/released/xlnet_model.ckpt"],
-     "/model, which holds none (as the original's run_classifier.py); --predict_ckpt {w}/released/xlnet_model.ckpt is read by --do_predict and --export_dir only"),
+     "/model, which holds none (as the original's run_classifier.py); --predict_ckpt {w}/released/xlnet_model.ckpt "
+     "is read by --do_predict and --export_dir only"),
     ("cls-config-mismatch", "run_classifier.py", ["--init_checkpoint={w}/other/xlnet_model.ckpt"],
      "--init_checkpoint {w}/other/xlnet_model.ckpt is another model than this run builds from --model_config_path"),
     ("cls-corrupt-cached-records", "run_classifier.py", ["--output_dir={w}/cls_corrupt"], "is unreadable at record"),

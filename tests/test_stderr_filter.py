@@ -138,7 +138,7 @@ SPM_SETTINGS = [
     "trainer_spec {", "  input: /tmp/small.txt", "  input_format: ", "  control_symbols: <cls>", "  unk_surface:  ⁇ ",
     "}", "normalizer_spec {", "  name: nmt_nfkc", "  normalization_rule_tsv: ", "}", "denormalizer_spec {}",
     "I0000 00:00:1796033346.833840   10896 trainer_interface.cc:461] Adding meta_piece: <s>",
-    "I0000 00:00:1796033347.517744   10896 trainer_interface.cc:755] Saving model: /tmp/sp.tmp-10846-8d273abae7d9.model",
+    "I0000 00:00:1796033347.517744   10896 trainer_interface.cc:755] Saving model: /tmp/sp.tmp-1-8d273abae7d9.model",
 ]
 AFTER_THE_SETTINGS = [
     "I0000 00:00:1796033346.833298   10896 trainer_interface.cc:232] Loading corpus: /tmp/small.txt",

@@ -139,7 +139,7 @@ CASES = [
     ("pt-model-dir-is-a-file", "run_pretrain.py", ["--model_dir={w}/owned.bin"],
      "Cannot use --model_dir {w}/owned.bin as a directory: it is a file"),
     ("pt-xla-cache-dir-is-a-file", "run_pretrain.py", ["--xla_cache_dir={w}/owned.bin"],
-     "--xla_cache_dir {w}/owned.bin cannot be written"),
+     "Cannot use --xla_cache_dir {w}/owned.bin as a directory: it is a file, left as it is"),
     ("pt-n-token-below-corpus-info", "run_pretrain.py", ["--n_token=100"],
      "a vocabulary of 1000 ids (vocab_size in its corpus_info.json), more than the model's n_token=100 (--n_token)"),
     ("pt-ids-beyond-n-token", "run_pretrain.py", ["--record_info_dir={w}/no_info/tfrecords", "--n_token=100"],

@@ -129,9 +129,10 @@ def _check_started_with(o, directory, flag):
   directory's tokenizer_config.json's do_lower_case (its clamp_len: `hf_checkpoint.check_clamp_len`). Nothing where
   neither is recorded (a released model, an original run's). Fine-tuning changes the head, not the text read."""
   from xlnet_tf import hf_checkpoint  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.data import json_text  # pylint: disable=g-import-not-at-top
   hf = hf_checkpoint.is_hf_directory(directory)
   source = os.path.join(directory, "tokenizer_config.json" if hf else "run_flags.json")
-  there = {"uncased": _json_object(source).get("do_lower_case")} if hf else (run_flags(directory) or {})
+  there = {"uncased": json_text.load_object(source).get("do_lower_case")} if hf else (run_flags(directory) or {})
   there = {k: there[k] for k in ("uncased", "clamp_len") if isinstance(there.get(k), (bool, int, float))}
   keys = [k for k in there if _changes(there, o, (k,))]
   if not keys:
@@ -151,18 +152,6 @@ def _changes(there, o, names):
   (`_acting`) than the options `o`'s."""
   return [f"--{k}={there[k]} there, {getattr(o, k)} here" for k in names if k in there and hasattr(o, k)
           and _acting(k, there[k]) != _acting(k, getattr(o, k))]
-
-
-def _json_object(path):
-  """The json object in the file `path` as a dict; {} where there is none, or it is no readable json object (an HF
-  directory's tokenizer_config.json: transformers' file, which the tools here read nothing else of)."""
-  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
-  from xlnet_tf.data import json_text  # pylint: disable=g-import-not-at-top
-  try:
-    value = json_text.load(path) if fileio.exists(path) else {}
-  except (OSError, ValueError):  # a directory, unreadable, no json
-    return {}
-  return value if isinstance(value, dict) else {}
 
 
 def _check_init_config(o, directory, xlnet_config):

@@ -889,6 +889,26 @@ def test_an_id2label_of_another_length_than_the_head_is_refused(tmp_path):
     hf_checkpoint.read_hf_checkpoint(str(hf))
 
 
+def test_a_conversion_keeps_the_casing_the_tools_compare(tmp_path):
+  """The casing a run read (its run_flags.json's uncased) and an HF tokenizer's do_lower_case went nowhere in a
+  conversion: the converted copy then fine-tuned or predicted with the other casing, exit 0, where the source was
+  refused (sweep 24, N-B1)."""
+  src = tmp_path / "pt"
+  shutil.copytree(f"{MODEL}/ckpt_untied", src)
+  (src / "run_flags.json").write_text(json.dumps({"record_info_dir": "/r", "uncased": True, "clamp_len": -1}))
+  convert.convert_to_hf(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf"), task_name="toy",
+                        allow_d_head_override=True, log_fn=lambda _: None)
+  assert json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text())["do_lower_case"] is True
+  assert (tmp_path / "hf" / "config.json").exists()
+  convert.clean_checkpoint(str(src / "xlnet_model.ckpt"), str(tmp_path / "tf1"), log_fn=lambda _: None)
+  assert json.loads((tmp_path / "tf1" / "run_flags.json").read_text()) == {"uncased": True, "clamp_len": -1}
+  hf = tmp_path / "cls"
+  shutil.copytree(f"{DATA}/cls_bin", hf)
+  (hf / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}))
+  convert.convert_to_original(str(hf), str(tmp_path / "cls_tf1"), log_fn=lambda _: None)
+  assert json.loads((tmp_path / "cls_tf1" / "run_flags.json").read_text())["uncased"] is True
+
+
 def test_an_hf_classifier_converted_to_tf1_keeps_its_pooling_and_labels(tmp_path):
   """HF -> TF1 wrote the weights and xlnet_config.json alone: predicting with them pooled with the flag's `last`
   (the model's is `mean`: other logits, exit 0), and TF1 -> HF again wrote `last` and LABEL_i. Now a run_flags.json

@@ -13,11 +13,13 @@ from xlnet_tf import hf_checkpoint
 from xlnet_tf import hf_export
 from xlnet_tf import locks
 from xlnet_tf.config import XLNetConfig
+from xlnet_tf.data import json_text
 
 
 # The files of a model of either format (and the run_flags.json beside one): an output directory holding one takes no
 # converted model (one of the same format would be replaced; one of the other would shadow it or be shadowed, as
 # readers of a directory prefer HF's).
+_TOKENIZER_CONFIG = "tokenizer_config.json"  # transformers' tokenizer settings: the casing (do_lower_case)
 _MODEL_FILES = (hf_checkpoint.CONFIG_FILE, *hf_checkpoint.WEIGHT_FILES, "xlnet_config.json", "xlnet_model.ckpt.*",
                 "run_flags.json")
 
@@ -186,6 +188,10 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
       out.write(os.path.join(output_dir, "model.safetensors"),
                 safetensors_numpy.save(weights, metadata={"format": "pt"}))
       copied = _copy(os.path.dirname(path), output_dir, out.write)
+      lowercases = flags.get("uncased") if isinstance(flags.get("uncased"), bool) else None
+      if lowercases is not None:  # the run's casing, which the tools compare (sweep 24, N-B1); transformers reads it
+        out.write(os.path.join(output_dir, _TOKENIZER_CONFIG), json.dumps(
+            {"do_lower_case": lowercases, "tokenizer_class": "XLNetTokenizer"}, indent=2, sort_keys=True))
       out.write(os.path.join(output_dir, hf_checkpoint.CONFIG_FILE), json.dumps(config, indent=2, sort_keys=True))
   if unknown_summary and config["architectures"][0] in hf_checkpoint.POOLING:
     notes.append(f"Its pooling is unknown (no --summary_type, and no run_flags.json of the run that fine-tuned it "
@@ -194,7 +200,8 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
   for line in notes + _spiece_notes(os.path.dirname(path), xlnet_config.n_token):
     log_fn(line)
   log_fn(f"Wrote {config['architectures'][0]} ({len(weights)} arrays) from {path} to {output_dir}: "
-         f"model.safetensors, config.json{', spiece.model' if copied else ''}.")
+         f"model.safetensors, config.json{', spiece.model' if copied else ''}"
+         f"{', ' + _TOKENIZER_CONFIG if lowercases is not None else ''}.")
   return output_dir
 
 
@@ -208,17 +215,19 @@ def convert_to_original(directory, output_dir, task_name=None, log_fn=print):
   with _output_dir_held(output_dir, directory):
     _check_copy(directory, output_dir)
     xlnet_config, arrays, info = hf_checkpoint.read_hf_checkpoint(directory, task_name)
+    lowercases = json_text.load_object(os.path.join(directory, _TOKENIZER_CONFIG)).get("do_lower_case")
+    fine_tuned_with = dict(info["fine_tuned_with"], **({"uncased": lowercases} if isinstance(lowercases, bool) else {}))
     ckpt = os.path.join(output_dir, "xlnet_model.ckpt")
     with fileio.atomic_files() as out:  # one set: a conversion cut short leaves no checkpoint without its config
       checkpoint.write_original_checkpoint(arrays, ckpt, files=out)
       copied = _copy(directory, output_dir, out.write)
       xlnet_config.to_json(os.path.join(output_dir, "xlnet_config.json"), write=out.write)
-      if info["fine_tuned_with"]:
-        out.write(os.path.join(output_dir, "run_flags.json"), json.dumps(info["fine_tuned_with"], indent=2))
+      if fine_tuned_with:
+        out.write(os.path.join(output_dir, "run_flags.json"), json.dumps(fine_tuned_with, indent=2))
   for line in info["notes"] + _spiece_notes(directory, xlnet_config.n_token):
     log_fn(line)
   log_fn(f"Wrote {ckpt} ({len(arrays)} variables, {info['description']}), xlnet_config.json"
-         f"{', spiece.model' if copied else ''}{', run_flags.json' if info['fine_tuned_with'] else ''} from "
+         f"{', spiece.model' if copied else ''}{', run_flags.json' if fine_tuned_with else ''} from "
          f"{directory}.")
   return ckpt
 
@@ -228,7 +237,8 @@ def clean_checkpoint(ckpt_path, output_dir, model_config_path=None, log_fn=print
   state) -> its weights alone as the original's released checkpoint: `xlnet_model.ckpt` (the original names,
   `global_step` 0, no optimizer slot), with `xlnet_config.json` (model_config_path, else the one beside the
   checkpoint, copied as it is once it matches the weights), `spiece.model` (when beside the checkpoint) and a
-  fine-tuning run's `run_flags.json` (its pooling and labels, which a later export to HF reads), as the original
+  fine-tuning run's `run_flags.json` (its pooling and labels, which a later export to HF reads; a pretraining run's
+  casing and clamp_len, which the tools compare), as the original
   `model_utils.py --clean_input_ckpt` does (it writes `model.ckpt-0` and no other file). An output_dir that already
   holds a model is refused; the files appear together (`fileio.atomic_files`)."""
   path = checkpoint.resolve_checkpoint_path(ckpt_path)
@@ -252,7 +262,12 @@ def clean_checkpoint(ckpt_path, output_dir, model_config_path=None, log_fn=print
     with fileio.atomic_files() as out:  # one set, as convert_to_original's
       checkpoint.write_original_checkpoint(arrays, ckpt, files=out)
       copied = _copy(src_dir, output_dir, out.write)
-      flags = bool(flag_files) and _copy(src_dir, output_dir, out.write, "run_flags.json")
+      casing = {k: flags[k] for k in ("uncased", "clamp_len") if k in flags}  # a pretraining run's (sweep 24, N-B1)
+      if flag_files:
+        _copy(src_dir, output_dir, out.write, "run_flags.json")
+      elif casing:  # what the tools compare with the run that starts from it: the text read, the positions
+        out.write(os.path.join(output_dir, "run_flags.json"), json.dumps(casing, indent=2))
+      flags = bool(flag_files or casing)
       if config_path:
         out.write(os.path.join(output_dir, "xlnet_config.json"), _read(config_path))
   written = ", ".join(["xlnet_config.json"] * bool(config_path) + ["spiece.model"] * copied +

@@ -900,6 +900,12 @@ def test_a_conversion_keeps_the_casing_the_tools_compare(tmp_path):
                         allow_d_head_override=True, log_fn=lambda _: None)
   assert json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text())["do_lower_case"] is True
   assert (tmp_path / "hf" / "config.json").exists()
+  (tmp_path / "hf2").mkdir()
+  (tmp_path / "hf2" / "tokenizer_config.json").write_text('{"a user\'s": 1}')  # never replaced
+  with pytest.raises(ValueError, match="already holds another tokenizer_config.json, which the conversion would"):
+    convert.convert_to_hf(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf2"), task_name="toy",
+                          allow_d_head_override=True, log_fn=lambda _: None)
+  assert os.listdir(tmp_path / "hf2") == ["tokenizer_config.json"]
   convert.clean_checkpoint(str(src / "xlnet_model.ckpt"), str(tmp_path / "tf1"), log_fn=lambda _: None)
   assert json.loads((tmp_path / "tf1" / "run_flags.json").read_text()) == {"uncased": True, "clamp_len": -1}
   hf = tmp_path / "cls"

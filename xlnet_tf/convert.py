@@ -190,8 +190,12 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
       copied = _copy(os.path.dirname(path), output_dir, out.write)
       lowercases = flags.get("uncased") if isinstance(flags.get("uncased"), bool) else None
       if lowercases is not None:  # the run's casing, which the tools compare (sweep 24, N-B1); transformers reads it
-        out.write(os.path.join(output_dir, _TOKENIZER_CONFIG), json.dumps(
-            {"do_lower_case": lowercases, "tokenizer_class": "XLNetTokenizer"}, indent=2, sort_keys=True))
+        text = json.dumps({"do_lower_case": lowercases, "tokenizer_class": "XLNetTokenizer"}, indent=2, sort_keys=True)
+        held = os.path.join(output_dir, _TOKENIZER_CONFIG)
+        if fileio.exists(held) and _read(held) != text.encode():
+          raise ValueError(f"--output_dir {output_dir} already holds another {_TOKENIZER_CONFIG}, which the conversion "
+                           "would replace; it was left as it is. Pass a new or empty directory.")
+        out.write(held, text)
       out.write(os.path.join(output_dir, hf_checkpoint.CONFIG_FILE), json.dumps(config, indent=2, sort_keys=True))
   if unknown_summary and config["architectures"][0] in hf_checkpoint.POOLING:
     notes.append(f"Its pooling is unknown (no --summary_type, and no run_flags.json of the run that fine-tuned it "

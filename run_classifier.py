@@ -303,11 +303,11 @@ def run(o, strategy, log_fn=print):
         o.jit_compile)
   if o.do_eval and not o.do_train and (o.predict_ckpt or o.init_checkpoint) and not (
       fileio.isdir(o.model_dir) and checkpoint.checkpoint_prefixes(o.model_dir)):  # it ignored them (sweep 23, C2)
-    given = f"--predict_ckpt {o.predict_ckpt}" if o.predict_ckpt else f"--init_checkpoint {o.init_checkpoint}"
+    given = (f"--predict_ckpt {o.predict_ckpt} is read by --do_predict and --export_dir only" if o.predict_ckpt else
+             f"--init_checkpoint {o.init_checkpoint} by --do_train only, as its start")
     raise cli.FlagError(f"--do_eval evaluates the checkpoints in --model_dir {o.model_dir}, which holds none (as the "
-                        f"original's run_classifier.py); {given} is read by --do_predict and --export_dir only. To "
-                        "evaluate it, pass its directory as --model_dir (an HF model converted first: "
-                        "convert_checkpoint.py --to=tf1).")
+                        f"original's run_classifier.py); {given}. To evaluate it, pass its directory as --model_dir "
+                        "(an HF model converted first: convert_checkpoint.py --to=tf1).")
   if o.do_eval:
     padded = classifier_features.pad_examples(eval_examples, o.eval_batch_size)
     eval_file = _write_records(padded, label_list, o, tokenize_fn, "eval", log_fn, xlnet_config.n_token)

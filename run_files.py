@@ -142,9 +142,12 @@ def _check_started_with(o, directory, flag):
   learned = [f"the pieces of {'lower-cased' if there[k] else 'cased'} text" if k == "uncased" else
              f"relative positions {f'clamped at {there[k]}' if _acting(k, there[k]) > 0 else 'unclamped'}"
              for k in keys]
+  fix = " ".join(f"--{k}={there[k]}" for k in keys)
+  if getattr(o, "record_info_dir", None) and "uncased" in keys:  # run_pretrain: --uncased picks the records (N-C6)
+    fix = f"records written by data_utils.py with --uncased={there['uncased']} (and {fix})"
   raise FlagError(f"{flag} {directory} was trained with other flags ({'; '.join(changed)}; {source}): its weights "
-                  f"learned {' and '.join(learned)}, which this run would read otherwise. Pass "
-                  f"{' '.join(f'--{k}={there[k]}' for k in keys)}, or another {flag}.")
+                  f"learned {' and '.join(learned)}, which this run would read otherwise. Pass {fix}, or another "
+                  f"{flag}.")
 
 
 def _changes(there, o, names):

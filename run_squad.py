@@ -67,6 +67,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
   if not (o.do_prepro or o.do_train or o.do_predict):
     raise cli.FlagError("At least one of --do_prepro, --do_train and --do_predict must be True.")
   cli.require_spiece_model(o)
+  cli.require_positive(o, "num_hosts")  # a prediction took 0 where the other tools refuse it (sweep 24, N-C3)
   if not o.output_dir:
     raise cli.FlagError("--output_dir is required: where the tfrecords (and the cached evaluation features) go.")
   try:

@@ -795,6 +795,17 @@ def test_an_init_checkpoint_that_is_no_checkpoint_is_refused_before_the_records(
     run_files._check_init_checkpoint(o, None)  # pylint: disable=protected-access
 
 
+def test_run_pretrain_s_casing_refusal_names_the_records_to_write(tmp_path):
+  """In run_pretrain --uncased picks the record files: `Pass --uncased=False` led to the refusal of the records
+  (sweep 24, N-C6)."""
+  import json  # pylint: disable=import-outside-toplevel
+  (tmp_path / "run_flags.json").write_text(json.dumps({"uncased": False}))
+  o = types.SimpleNamespace(uncased=True, record_info_dir="/r")
+  with pytest.raises(cli.FlagError, match=r"Pass records written by data_utils.py with --uncased=False \(and "
+                                          r"--uncased=False\), or another --init_checkpoint.$"):
+    run_files._check_started_with(o, str(tmp_path), "--init_checkpoint")  # pylint: disable=protected-access
+
+
 def test_a_run_flags_json_that_is_a_directory_is_one_line(tmp_path):
   """It was a bare `[Errno 21] Is a directory: '.../run_flags.json'` (sweep 23, C7)."""
   (tmp_path / "run_flags.json").mkdir()

@@ -662,13 +662,13 @@ def test_a_hub_cache_directory_reads_its_snapshot(tmp_path):
   assert hf_checkpoint.hub_snapshot(str(two)) == str(two / "snapshots" / "b2")
   assert hf_checkpoint.is_hf_directory(hf_checkpoint.hub_snapshot(str(two)))
   (two / "refs" / "main").unlink()
-  with pytest.raises(ValueError, match=r"hub cache directory with 2 snapshots \(a1, b2\) and no refs/main naming one "
+  with pytest.raises(ValueError, match=r"hub cache directory with snapshots a1, b2 and no refs/main naming one "
                                        r"of them. Pass the snapshot to read: .*/two/snapshots/<commit>"):
     hf_checkpoint.hub_snapshot(str(two))
   for cache in (one, two):  # a commit whose snapshot is missing: the other, older one was read (sweep 21, C2)
     (cache / "refs").mkdir(exist_ok=True)
     (cache / "refs" / "main").write_text("c3")
-    with pytest.raises(ValueError, match=r"hub cache directory with \d snapshots \(a1.*\) and a refs/main naming c3, "
+    with pytest.raises(ValueError, match=r"hub cache directory with snapshots a1(, b2)? and a refs/main naming c3, "
                                          r"not one of them \(a download cut short\?\). Pass the snapshot to read"):
       hf_checkpoint.hub_snapshot(str(cache))
   for plain in (f"{DATA}/cls_bin", f"{MODEL}/ckpt_untied", str(tmp_path / "two" / "snapshots" / "a1")):

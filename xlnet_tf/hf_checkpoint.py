@@ -162,7 +162,7 @@ def hub_snapshot(path):
       commit = f.read().strip()
   if (commit or len(names) == 1) and commit in names + [""]:
     return os.path.join(snapshots, commit or names[0])
-  raise ValueError(f"{path} is a HuggingFace hub cache directory with {len(names)} snapshots ({', '.join(names)}) and "
+  raise ValueError(f"{path} is a HuggingFace hub cache directory with snapshots {', '.join(names) or 'none'} and "
                    + (f"a refs/main naming {commit}, not one of them (a download cut short?)" if commit else
                       "no refs/main naming one of them") + f". Pass the snapshot to read: {snapshots}/<commit>.")
 

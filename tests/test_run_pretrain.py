@@ -180,10 +180,12 @@ def test_a_pretraining_checkpoint_cleans_to_its_weights_as_released(uninterrupte
   with open(os.path.join(os.path.dirname(ckpt), "xlnet_config.json"), "rb") as a, \
        open(release / "xlnet_config.json", "rb") as b:
     assert a.read() == b.read()
-  assert sorted(os.listdir(release)) == ["xlnet_config.json", "xlnet_model.ckpt.data-00000-of-00001",
-                                         "xlnet_model.ckpt.index"]
+  assert sorted(os.listdir(release)) == ["run_flags.json", "xlnet_config.json",
+                                         "xlnet_model.ckpt.data-00000-of-00001", "xlnet_model.ckpt.index"]
+  # the casing and clamp the tools compare with a run that starts from it (sweep 24, N-B1)
+  assert sorted(json.loads((release / "run_flags.json").read_text())) == ["clamp_len", "uncased"]
   assert lines == [f"Wrote {release}/xlnet_model.ckpt ({len(weights)} variables: the weights of {ckpt}, without its "
-                   "optimizer state), xlnet_config.json."]
+                   "optimizer state), xlnet_config.json, run_flags.json."]
   before = {name: (release / name).read_bytes() for name in os.listdir(release)}
   with pytest.raises(ValueError, match="already holds a model"):
     convert_checkpoint.run(options, log_fn=lines.append)

@@ -217,7 +217,7 @@ def _bad_data(files, tmp_path):
 
 BAD_INPUT = [  # (extra flags, data key or None, expected message, run as a subprocess)
     ([], "missing", "train/high does not exist", True),
-    ([], "not_json", "bad.txt is not a RACE article file: not JSON", True),
+    ([], "not_json", "bad.txt is not a RACE article file: not valid JSON", True),
     (["--max_qa_length=61"], None, "--max_qa_length must be an integer in [1, max_seq_length - 3)", True),
     ([], "letter", "answer 0 is 'E', not one of the letters A, B, C, D", False),
     ([], "options", "question 0 needs a list of 4 option strings", False),

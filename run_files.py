@@ -55,8 +55,9 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
     _check_init_checkpoint(o, xlnet_config)
   if directory and hf_checkpoint.is_hf_directory(directory):
     _check_hf_pooling(o, directory, flag)
-    _check_spiece_beside(o, directory, flag)  # an HF model's own tokenizer (sweep 23, A1)
-    _check_started_with(o, directory, flag)  # its casing (sweep 23, B7)
+    there = run_flags(directory) or {}
+    _check_spiece_beside(o, directory, flag, there)  # an HF model's own tokenizer (sweep 23, A1)
+    _check_started_with(o, directory, flag, there)  # its casing (sweep 23, B7)
     return
   if not directory or not (checkpoint.latest_checkpoint(directory) or checkpoint.checkpoint_prefixes(directory)):
     return  # no checkpoint (yet): nothing to check
@@ -70,7 +71,7 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
                                                                         spiece_digest(o))):
     changed.append(change)
   elif not there.get(_SPIECE_DIGEST):  # a released model, a conversion: its spiece.model (sweep 23, A1)
-    _check_spiece_beside(o, directory, flag)
+    _check_spiece_beside(o, directory, flag, there)
   if changed:
     raise FlagError(f"The checkpoints in {flag} {directory} were fine-tuned with other flags "
                     f"({'; '.join(changed)}; {os.path.join(directory, 'run_flags.json')}): the same weights would "
@@ -117,22 +118,23 @@ def _check_init_checkpoint(o, xlnet_config, resolved=None):
     directory = checkpoint.directory_of(o.init_checkpoint)
   except FileNotFoundError as e:  # the trainer's line, before the records are written (sweep 23, C6)
     raise FlagError(f"--init_checkpoint: {e}") from None
-  _check_spiece_beside(o, directory, "--init_checkpoint", resolved)
-  _check_started_with(o, directory, "--init_checkpoint")
+  there = run_flags(directory) or {}
+  _check_spiece_beside(o, directory, "--init_checkpoint", there, resolved)
+  _check_started_with(o, directory, "--init_checkpoint", there)
   _check_init_config(o, directory, xlnet_config)
 
 
-def _check_started_with(o, directory, flag):
+def _check_started_with(o, directory, flag, there):
   """FlagError where the checkpoints in `directory` (`flag` names it: --init_checkpoint, or an HF directory a run
   reads) were trained on text cased otherwise than the options `o` read (--uncased), or with relative positions
-  clamped otherwise (--clamp_len): their run_flags.json's values (a pretraining run's --uncased: its records'), an HF
-  directory's tokenizer_config.json's do_lower_case (its clamp_len: `hf_checkpoint.check_clamp_len`). Nothing where
-  neither is recorded (a released model, an original run's). Fine-tuning changes the head, not the text read."""
-  from xlnet_tf import hf_checkpoint  # pylint: disable=g-import-not-at-top
-  from xlnet_tf.data import json_text  # pylint: disable=g-import-not-at-top
+  clamped otherwise (--clamp_len): the values of their run_flags.json (`there`; a pretraining run's --uncased: its
+  records'), an HF directory's tokenizer_config.json's do_lower_case (its clamp_len: `hf_checkpoint.check_clamp_len`).
+  Nothing where neither is recorded (a released model, an original run's). Fine-tuning changes the head, not the
+  text read."""
+  from xlnet_tf import convert, hf_checkpoint  # pylint: disable=g-import-not-at-top
   hf = hf_checkpoint.is_hf_directory(directory)
-  source = os.path.join(directory, "tokenizer_config.json" if hf else "run_flags.json")
-  there = {"uncased": json_text.load_object(source).get("do_lower_case")} if hf else (run_flags(directory) or {})
+  source = os.path.join(directory, convert.TOKENIZER_CONFIG if hf else "run_flags.json")
+  there = {"uncased": convert.tokenizer_lowercases(directory)} if hf else there
   there = {k: there[k] for k in ("uncased", "clamp_len") if isinstance(there.get(k), (bool, int, float))}
   keys = [k for k in there if _changes(there, o, (k,))]
   if not keys:
@@ -176,16 +178,15 @@ def _check_init_config(o, directory, xlnet_config):
                     f"--model_config_path={beside}.")
 
 
-def _check_spiece_beside(o, directory, dir_flag, resolved=None):
+def _check_spiece_beside(o, directory, dir_flag, there, resolved=None):
   """`_check_spiece` for the run of the checkpoints in `directory` (`dir_flag` names it: --init_checkpoint's, a
   pretraining run fine-tuned or a fine-tuning run continued; or the checkpoint an evaluation, prediction or export
-  reads): against --spiece_model_file, or (pretraining) its records' model (`resolved`'s digest). Where the
-  checkpoint has no run_flags.json recording one (a released or HuggingFace model, a conversion, an original run),
-  against the `spiece.model` beside it, the model's own."""
+  reads; `there` its run_flags.json): against --spiece_model_file, or (pretraining) its records' model (`resolved`'s
+  digest). Where the checkpoint has no run_flags.json recording one (a released or HuggingFace model, a conversion,
+  an original run), against the `spiece.model` beside it, the model's own."""
   from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
   flag, digest = (("spiece_model_file", spiece_digest(o)) if getattr(o, "spiece_model_file", None) else
                   ("record_info_dir", (resolved or {}).get(_SPIECE_DIGEST)))
-  there = run_flags(directory) or {}
   beside = os.path.join(directory, "spiece.model")
   if (there.get(_SPIECE_DIGEST) or not digest or not fileio.exists(beside) or fileio.sha256(beside) == digest
       or not _is_sentencepiece(beside)):  # e.g. a Git LFS pointer left for the model: nothing to compare with

@@ -803,7 +803,8 @@ def test_run_pretrain_s_casing_refusal_names_the_records_to_write(tmp_path):
   o = types.SimpleNamespace(uncased=True, record_info_dir="/r")
   with pytest.raises(cli.FlagError, match=r"Pass records written by data_utils.py with --uncased=False \(and "
                                           r"--uncased=False\), or another --init_checkpoint.$"):
-    run_files._check_started_with(o, str(tmp_path), "--init_checkpoint")  # pylint: disable=protected-access
+    run_files._check_started_with(  # pylint: disable=protected-access
+        o, str(tmp_path), "--init_checkpoint", run_files.run_flags(str(tmp_path)))
 
 
 def test_a_run_flags_json_that_is_a_directory_is_one_line(tmp_path):

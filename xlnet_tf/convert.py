@@ -19,7 +19,7 @@ from xlnet_tf.data import json_text
 # The files of a model of either format (and the run_flags.json beside one): an output directory holding one takes no
 # converted model (one of the same format would be replaced; one of the other would shadow it or be shadowed, as
 # readers of a directory prefer HF's).
-_TOKENIZER_CONFIG = "tokenizer_config.json"  # transformers' tokenizer settings: the casing (do_lower_case)
+TOKENIZER_CONFIG = "tokenizer_config.json"  # transformers' tokenizer settings: the casing (do_lower_case)
 _MODEL_FILES = (hf_checkpoint.CONFIG_FILE, *hf_checkpoint.WEIGHT_FILES, "xlnet_config.json", "xlnet_model.ckpt.*",
                 "run_flags.json")
 
@@ -57,10 +57,24 @@ def _read(path):
 
 def _check_copy(src_dir, output_dir, name="spiece.model"):
   """ValueError where output_dir holds a file `name` other than the one `_copy` would copy there."""
-  src, dst = os.path.join(src_dir, name), os.path.join(output_dir, name)
-  if fileio.exists(src) and fileio.exists(dst) and _read(src) != _read(dst):
-    raise ValueError(f"--output_dir {output_dir} already holds another {name} than {src}, which the "
-                     "conversion would replace; it was left as it is. Pass a new or empty directory.")
+  src = os.path.join(src_dir, name)
+  if fileio.exists(src):
+    _check_held(output_dir, name, _read(src), src)
+
+
+def _check_held(output_dir, name, data, source=None):
+  """ValueError where output_dir holds a file `name` other than the bytes `data` (of `source`, where a file) the
+  conversion writes there: a file of the user's, never replaced."""
+  dst = os.path.join(output_dir, name)
+  if fileio.exists(dst) and _read(dst) != data:
+    raise ValueError(f"--output_dir {output_dir} already holds another {name}{f' than {source}' if source else ''}, "
+                     "which the conversion would replace; it was left as it is. Pass a new or empty directory.")
+
+
+def tokenizer_lowercases(directory):
+  """An HF model directory's casing: `do_lower_case` of its tokenizer_config.json (what transformers'
+  `XLNetTokenizer.save_pretrained` writes) as it is there; None where it says none."""
+  return json_text.load_object(os.path.join(directory, TOKENIZER_CONFIG)).get("do_lower_case")
 
 
 def _spiece_notes(src_dir, n_token):
@@ -170,6 +184,11 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
     _check_config_beside(os.path.dirname(path), model_config_path)
     flags = _run_flags(os.path.dirname(path))
     _check_spiece_beside(os.path.dirname(path), flags)
+    # the run's casing, which the tools compare (sweep 24, N-B1); transformers reads it too
+    tokenizer = json.dumps({"do_lower_case": flags["uncased"], "tokenizer_class": "XLNetTokenizer"}, indent=2,
+                           sort_keys=True) if isinstance(flags.get("uncased"), bool) else None
+    if tokenizer:
+      _check_held(output_dir, TOKENIZER_CONFIG, tokenizer.encode())
     xlnet_config = XLNetConfig(json_path=model_config_path or os.path.join(os.path.dirname(path), "xlnet_config.json"))
     trained_summary, label_list, clamp_len = _fine_tuned_with(flags)
     if summary_type and trained_summary and summary_type != trained_summary:
@@ -188,14 +207,8 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
       out.write(os.path.join(output_dir, "model.safetensors"),
                 safetensors_numpy.save(weights, metadata={"format": "pt"}))
       copied = _copy(os.path.dirname(path), output_dir, out.write)
-      lowercases = flags.get("uncased") if isinstance(flags.get("uncased"), bool) else None
-      if lowercases is not None:  # the run's casing, which the tools compare (sweep 24, N-B1); transformers reads it
-        text = json.dumps({"do_lower_case": lowercases, "tokenizer_class": "XLNetTokenizer"}, indent=2, sort_keys=True)
-        held = os.path.join(output_dir, _TOKENIZER_CONFIG)
-        if fileio.exists(held) and _read(held) != text.encode():
-          raise ValueError(f"--output_dir {output_dir} already holds another {_TOKENIZER_CONFIG}, which the conversion "
-                           "would replace; it was left as it is. Pass a new or empty directory.")
-        out.write(held, text)
+      if tokenizer:
+        out.write(os.path.join(output_dir, TOKENIZER_CONFIG), tokenizer)
       out.write(os.path.join(output_dir, hf_checkpoint.CONFIG_FILE), json.dumps(config, indent=2, sort_keys=True))
   if unknown_summary and config["architectures"][0] in hf_checkpoint.POOLING:
     notes.append(f"Its pooling is unknown (no --summary_type, and no run_flags.json of the run that fine-tuned it "
@@ -205,7 +218,7 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
     log_fn(line)
   log_fn(f"Wrote {config['architectures'][0]} ({len(weights)} arrays) from {path} to {output_dir}: "
          f"model.safetensors, config.json{', spiece.model' if copied else ''}"
-         f"{', ' + _TOKENIZER_CONFIG if lowercases is not None else ''}.")
+         f"{', ' + TOKENIZER_CONFIG if tokenizer else ''}.")
   return output_dir
 
 
@@ -219,7 +232,7 @@ def convert_to_original(directory, output_dir, task_name=None, log_fn=print):
   with _output_dir_held(output_dir, directory):
     _check_copy(directory, output_dir)
     xlnet_config, arrays, info = hf_checkpoint.read_hf_checkpoint(directory, task_name)
-    lowercases = json_text.load_object(os.path.join(directory, _TOKENIZER_CONFIG)).get("do_lower_case")
+    lowercases = tokenizer_lowercases(directory)
     fine_tuned_with = dict(info["fine_tuned_with"], **({"uncased": lowercases} if isinstance(lowercases, bool) else {}))
     ckpt = os.path.join(output_dir, "xlnet_model.ckpt")
     with fileio.atomic_files() as out:  # one set: a conversion cut short leaves no checkpoint without its config
@@ -271,11 +284,10 @@ def clean_checkpoint(ckpt_path, output_dir, model_config_path=None, log_fn=print
         _copy(src_dir, output_dir, out.write, "run_flags.json")
       elif casing:  # what the tools compare with the run that starts from it: the text read, the positions
         out.write(os.path.join(output_dir, "run_flags.json"), json.dumps(casing, indent=2))
-      flags = bool(flag_files or casing)
       if config_path:
         out.write(os.path.join(output_dir, "xlnet_config.json"), _read(config_path))
   written = ", ".join(["xlnet_config.json"] * bool(config_path) + ["spiece.model"] * copied +
-                      ["run_flags.json"] * flags)
+                      ["run_flags.json"] * bool(flag_files or casing))
   log_fn(f"Wrote {ckpt} ({len(arrays)} variables: the weights of {path}, without its optimizer state)"
          f"{', ' + written if written else ''}.")
   if not config_path:

@@ -188,9 +188,10 @@ def run(o, strategy, log_fn=print):
         inference, checkpoints, info.path, o.max_seq_length, o.eval_batch_size, log_fn=log_fn, model_dir=o.model_dir)
   if o.do_predict:
     ckpt = checkpoint.choose_checkpoint(o.model_dir, o.predict_ckpt, o.init_checkpoint)
-    if o.predict_ckpt or checkpoint.directory_of(ckpt) != os.path.abspath(o.model_dir):  # --init_checkpoint's too
-      run_files.check_trained_model(o, checkpoint.directory_of(ckpt), xlnet_config,
-                                    "--predict_ckpt" if o.predict_ckpt else "--init_checkpoint")
+    directory = checkpoint.directory_of(ckpt)
+    if o.predict_ckpt or directory != os.path.abspath(o.model_dir):  # --init_checkpoint's too
+      run_files.check_trained_model(o, directory, xlnet_config, "--predict_ckpt" if o.predict_ckpt else
+                                    "--init_checkpoint")
     level = "high." if o.high_only else "middle." if o.middle_only else ""
     output_file = os.path.join(o.predict_dir, f"{level}{o.eval_split}.predictions.json")
     with locks.directory_lock(o.predict_dir, name="predict", what="--predict_dir"):  # one run's files a time

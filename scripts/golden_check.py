@@ -100,7 +100,7 @@ class Golden:
     return os.path.join(self.root, rel)
 
   def json(self, rel):
-    with open(self.path(rel), encoding="utf-8") as f, _naming(rel):
+    with _naming(rel), open(self.path(rel), encoding="utf-8") as f:
       return json.load(f)
 
   def npz(self, rel):

@@ -66,7 +66,8 @@ def request_stop(signum, reason=None):
   `reason`: why, where it is not that its reader is gone, e.g. a full disk): the training loop that runs stops after
   its step, saving it; outside one, the next training loop stops before its first step (an evaluation or prediction
   goes on)."""
-  _reasons[:] = [reason] if reason else _reasons
+  if reason:
+    _reasons[:] = [reason]
   for request in _requests:
     request.signum = request.signum or signum
     request.flag.assign(1)

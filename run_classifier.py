@@ -51,6 +51,7 @@ from xlnet_tf import hf_checkpoint
 from xlnet_tf import locks
 from xlnet_tf import training
 from xlnet_tf.config import is_head_name
+from xlnet_tf.data import records
 from xlnet_tf.data import token_checks
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.classifier import data as classifier_data
@@ -204,8 +205,8 @@ def build_model_args(o, label_list):
 
 def _write_records(examples, label_list, o, tokenize_fn, mode, log_fn, n_token, num_passes=1):
   """The cached records of `examples` in --output_dir (written unless cached), their ids checked."""
-  path = os.path.join(o.output_dir, classifier_features.record_file_name(o.spiece_model_file, o.max_seq_length, mode,
-                                                                      o.eval_split))
+  path = records.cache_path(o.output_dir, classifier_features.record_file_name(o.spiece_model_file, o.max_seq_length,
+                                                                              mode, o.eval_split))
   ordered = mode != "train" or o.seed is not None  # a seeded run's shuffle is one order: a cache must hold it
   fingerprint = classifier_features.examples_fingerprint(examples, label_list, o.max_seq_length, num_passes,
                                                          o.spiece_model_file, o.uncased, ordered=ordered)

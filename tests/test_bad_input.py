@@ -155,6 +155,8 @@ CASES = [
     ("cls-model-config-is-a-directory", "run_classifier.py", ["--model_config_path={w}/empty"],
      "--model_config_path={w}/empty is a directory. Pass the xlnet_config.json of the model"),  # a traceback before
     ("cls-missing-spm", "run_classifier.py", ["--spiece_model_file={w}/missing.model"], "does not exist"),
+    ("cls-spm-name-too-long", "run_classifier.py", ["--spiece_model_file={w}/" + "s" * 215 + ".model"],
+     "(244 bytes; at most 223 with the temporary names beside it): it begins with --spiece_model_file's file name"),
     ("cls-spm-garbage", "run_classifier.py", ["--spiece_model_file={w}/garbage.model"],
      "Pass the .model file written by scripts/train_spm.py as --spiece_model_file."),  # not data_utils' --sp_path
     ("cls-stsb-nan-label", "run_classifier.py",
@@ -394,6 +396,7 @@ def workspace(tmp_path_factory):
   (w / "tiny100.json").write_text(json.dumps(dict(TINY, n_token=100)))
   (w / "tiny_wide.json").write_text(json.dumps(dict(TINY, d_model=24, d_head=12)))
   (w / "owned.bin").write_bytes(OWNED)
+  shutil.copy(SPM, w / ("s" * 215 + ".model"))
   (w / "owned_dir").mkdir()
   (w / "owned_dir" / "notes.txt").write_bytes(OWNED)
   (w / "empty_model").mkdir()

@@ -857,7 +857,8 @@ def test_fine_tuning_a_run_of_other_casing_or_clamp_len_is_refused(tmp_path):
 def test_a_huggingface_model_of_other_casing_is_refused(tmp_path):
   """An HF directory whose tokenizer_config.json says do_lower_case true (what XLNetTokenizer.save_pretrained writes
   for a lower-casing tokenizer), fine-tuned or predicted with --uncased=False: its file was never read, exit 0 (sweep
-  23, B7). Refused naming the file; the same casing, or no file or key, pass."""
+  23, B7). Refused naming the file; the same casing, or no file or key, pass; a damaged file or a do_lower_case that
+  is no boolean is named."""
   import json  # pylint: disable=import-outside-toplevel
   model = tmp_path / "hf"
   shutil.copytree("tests/testdata/hf/lm_safetensors", model)
@@ -879,6 +880,14 @@ def test_a_huggingface_model_of_other_casing_is_refused(tmp_path):
   run_files.check_trained_model(o, o.model_dir, None)
   (model / "tokenizer_config.json").unlink()
   run_files.check_trained_model(predict, str(model), None, "--predict_ckpt")
+  for text, what in (('{"do_lower_case": "false"}', 'its do_lower_case is "false", not true or false'),  # HF: truthy
+                     ('{"do_lower_case": tr', "it is damaged (not valid JSON (line 1 column 19: Expecting value))")):
+    (model / "tokenizer_config.json").write_text(text)  # taken for no casing: unchecked, exit 0 (sweep 24, N-C2)
+    with pytest.raises(ValueError) as error:
+      run_files.check_trained_model(o, o.model_dir, None)
+    assert str(error.value) == (f"{model}/tokenizer_config.json: {what}. It says whether the model's text was "
+                                "lower-cased, which is checked against --uncased: fix it, or restore it from the "
+                                "model's download.")
 
 
 def test_a_read_only_model_dir_is_refused_for_training_only(tmp_path, monkeypatch):

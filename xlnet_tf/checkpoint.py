@@ -16,6 +16,7 @@ checkpoints by step; finding a directory's latest checkpoint, or the prefix a pa
 import contextlib
 import os
 import re
+import textwrap
 
 import numpy as np
 import tensorflow as tf
@@ -24,6 +25,7 @@ from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
+from xlnet_tf import stderr_filter
 # Finding a directory's checkpoints by their files is checkpoint_paths'; its names are callers' names here too.
 from xlnet_tf.checkpoint_paths import (  # pylint: disable=unused-import
     checkpoint_prefixes, directory_of, is_complete, is_run_checkpoint, latest_checkpoint, resolve_checkpoint_path)
@@ -85,8 +87,8 @@ def reading(path):
   try:
     yield
   except (tf.errors.OpError, IndexError, RuntimeError) as e:
-    reason = " ".join((str(getattr(e, "message", "") or e) or type(e).__name__).split())[:200]
-    raise DamagedCheckpointError(path, reason) from None
+    reason = stderr_filter.error_text(str(getattr(e, "message", "") or e) or type(e).__name__)
+    raise DamagedCheckpointError(path, textwrap.shorten(reason, 300, placeholder=" ...")) from None
 
 
 class Reader:

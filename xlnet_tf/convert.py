@@ -73,8 +73,25 @@ def _check_held(output_dir, name, data, source=None):
 
 def tokenizer_lowercases(directory):
   """An HF model directory's casing: `do_lower_case` of its tokenizer_config.json (what transformers'
-  `XLNetTokenizer.save_pretrained` writes) as it is there; None where it says none."""
-  return json_text.load_object(os.path.join(directory, TOKENIZER_CONFIG)).get("do_lower_case")
+  `XLNetTokenizer.save_pretrained` writes); None where there is none, or it says none.
+
+  Raises:
+    ValueError: the file is damaged (transformers' tokenizer refuses it), or its do_lower_case is no JSON true or
+      false (a string "false" lower-cases there): one line naming it (it was taken for no casing: unchecked).
+  """
+  path = os.path.join(directory, TOKENIZER_CONFIG)
+  if not fileio.exists(path):
+    return None
+  try:
+    value = json_text.load(path)
+  except (OSError, ValueError) as e:
+    value = getattr(e, "strerror", None) or str(e)
+  if not isinstance(value, dict) or value.get("do_lower_case", False) not in (True, False, None):
+    what = (f"its do_lower_case is {json.dumps(value['do_lower_case'])}, not true or false" if isinstance(value, dict)
+            else f"it is damaged ({value if isinstance(value, str) else 'not a JSON object'})")
+    raise ValueError(f"{path}: {what}. It says whether the model's text was lower-cased, which is checked against "
+                     "--uncased: fix it, or restore it from the model's download.")
+  return value.get("do_lower_case")
 
 
 def _spiece_notes(src_dir, n_token):

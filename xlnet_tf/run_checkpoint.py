@@ -142,9 +142,15 @@ class RunCheckpoint:
       try:
         with checkpoint_lib.reading(latest):  # a cut .data file: the reader's IndexError, a traceback before
           self.checkpoint.restore(latest).assert_existing_objects_matched()
+      except checkpoint_lib.DamagedCheckpointError as e:  # a run's own: its files cannot be read whole
+        advice = (f"delete its files ({latest}.*) to resume from the checkpoint before it, or pass another "
+                  "--model_dir" if checkpoint_paths.is_run_checkpoint(latest) else "copy its files again, or pass "
+                  "another --model_dir")
+        raise CannotResume(f"Cannot resume from {latest}: its files are incomplete or damaged ({e.reason}); "
+                           f"{advice}.", latest, e.reason) from None
       except (tf.errors.OpError, ValueError, AssertionError) as e:
-        reason = e.reason if isinstance(e, checkpoint_lib.DamagedCheckpointError) else str(getattr(e, "message", e))
-        reason = textwrap.shorten(_variable_names(stderr_filter.error_text(reason)), 300, placeholder=" ...")
+        reason = textwrap.shorten(_variable_names(stderr_filter.error_text(str(getattr(e, "message", e)))), 300,
+                                  placeholder=" ...")
         # Deleting is advised for a run's own checkpoint only, never for another's (an original run's model.ckpt-N).
         damaged = (f"if it is half-written or damaged, delete its files ({latest}.*) to resume from the checkpoint "
                    "before it; " if checkpoint_paths.is_run_checkpoint(latest) else "")

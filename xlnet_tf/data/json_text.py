@@ -30,16 +30,6 @@ def load(path):
   return value
 
 
-def load_object(path):
-  """The JSON object of a file that may be absent (transformers' tokenizer_config.json beside an HF model) as a
-  dict; {} where there is none, or it is no readable JSON object."""
-  try:
-    value = load(path) if fileio.exists(path) else {}
-  except (OSError, ValueError):  # a directory, unreadable, no JSON
-    return {}
-  return value if isinstance(value, dict) else {}
-
-
 def _lone_surrogate(value, where):
   """(where, what) of the first string under `value` (at `where`, e.g. `data[0].paragraphs[1].context`) that holds
   a lone surrogate; None if none does."""

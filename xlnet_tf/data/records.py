@@ -6,6 +6,7 @@ and whether a cached file may be reused (`cache_fingerprint`, `reusable_cache`, 
 import dataclasses
 import hashlib
 import numbers
+import os
 import re
 
 import tensorflow as tf
@@ -45,6 +46,19 @@ def cache_fingerprint(*parts):
     data = part if isinstance(part, bytes) else str(part).encode("utf-8")
     digest.update(len(data).to_bytes(8, "little") + data)
   return digest.hexdigest()
+
+
+def cache_path(directory, name):
+  """`directory/name`, the path of a cached record file whose name begins with --spiece_model_file's file name, as
+  the original's. Where the longest name written beside it (its fingerprint's temporary,
+  `{name}.source.tmp-{pid}-{12 hex}`) would pass the file system's 255 bytes, one line naming that flag before the
+  file's examples are tokenized, not a write error after it naming a file the user never named (sweep 23, C11)."""
+  size, room = len(name.encode("utf-8")), 255 - len(".source.tmp-") - 7 - 1 - 12  # pids below 2**22: 7 digits
+  if size > room and not fileio.is_remote(directory):
+    raise ValueError(f"The cached records' file name {name} is too long ({size} bytes; at most {room} with the "
+                     "temporary names beside it): it begins with --spiece_model_file's file name. Give the "
+                     "SentencePiece model a shorter file name (a copy or a link) and rerun.")
+  return os.path.join(directory, name)
 
 
 def reusable_cache(path, fingerprint):

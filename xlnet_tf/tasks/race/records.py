@@ -193,8 +193,8 @@ def prepare_records(config, split, tokenize_fn):
     `RecordsInfo`. Eval steps = info.num_records // eval_batch_size.
   """
   c = config
-  path = os.path.join(c.output_dir, record_file_name(c.spiece_model_file, c.max_seq_length, split, c.high_only,
-                                                     c.middle_only))
+  path = records.cache_path(c.output_dir, record_file_name(c.spiece_model_file, c.max_seq_length, split, c.high_only,
+                                                           c.middle_only))
   try:
     fingerprint = _fingerprint(c, split)
   except FileNotFoundError:  # no files to read: a cached training file is kept by its name, as the original does

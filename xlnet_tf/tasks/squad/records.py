@@ -261,8 +261,8 @@ def prepare_train_records(train_file, sp_model, spiece_model_file, output_dir, o
     raise ValueError(f"--proc_id must be in [0, --num_proc). Received: proc_id={proc_id!r}, num_proc={num_proc!r}.")
   examples = examples_lib.read_squad_examples(train_file, is_training=True)[proc_id::num_proc]
   random.Random(shuffle_seed).shuffle(examples)
-  path = os.path.join(output_dir, train_record_name(spiece_model_file, proc_id, options.max_seq_length,
-                                                    options.max_query_length))
+  path = records.cache_path(output_dir, train_record_name(spiece_model_file, proc_id, options.max_seq_length,
+                                                          options.max_query_length))
   logging.info("Writing %d training examples to %s", len(examples), path)
   with fileio.atomic_files() as out:  # the record and its fingerprint together
     with FeatureWriter(path, is_training=True, files=out) as writer:
@@ -302,8 +302,9 @@ def prepare_eval_features(predict_file, sp_model, spiece_model_file, output_dir,
   """
   examples = examples_lib.read_squad_examples(predict_file, is_training=False)
   max_seq_length, max_query_length = options.max_seq_length, options.max_query_length
-  record = os.path.join(output_dir, eval_record_name(spiece_model_file, max_seq_length, max_query_length))
-  feature_file = os.path.join(output_dir, eval_features_name(spiece_model_file, max_seq_length, max_query_length))
+  record = records.cache_path(output_dir, eval_record_name(spiece_model_file, max_seq_length, max_query_length))
+  feature_file = records.cache_path(output_dir, eval_features_name(spiece_model_file, max_seq_length,
+                                                                   max_query_length))
   with fileio.open_file(predict_file, "rb") as f, fileio.open_file(spiece_model_file, "rb") as g:
     fingerprint = records.cache_fingerprint(f.read(), g.read(), repr(options))
   reusable = lambda: fileio.exists(record) and records.reusable_cache(feature_file, fingerprint)

@@ -244,9 +244,11 @@ def test_a_line_to_a_gone_reader_goes_nowhere_and_requests_a_stop(monkeypatch):
   with preemption.StopRequest() as request:  # a full disk (or EIO: a hung-up terminal) lost the run too (sweep 22)
     cli.print_line("[1] | loss 0.5")
     assert request.signum == signal.SIGPIPE and int(request.flag.numpy()) == 1
-  # and the line said it had been a closed pipe (sweep 23, C3)
-  assert preemption.stop_name(signal.SIGPIPE) == ("SIGPIPE (its standard output cannot be written: No space left on "
-                                                  "device)")
+  # and the line said it had been a closed pipe, exit 141, advising the same command into the same disk (sweep 23, C3)
+  stop = preemption.stopped(signal.SIGPIPE, 3, "m/ckpt-3")
+  assert (str(stop), stop.exit_code) == (
+      "stopped at step 3: its standard output cannot be written (No space left on device); checkpoint m/ckpt-3. "
+      "Once it can be written (e.g. space freed on its disk), run the same command again to resume from step 3.", 1)
   preemption._reasons.clear()  # pylint: disable=protected-access  # the process's other tests
 
 

@@ -38,12 +38,13 @@ def _handled_signals():
 
 
 class Interrupted(Exception):
-  """Training stopped on a signal after saving a checkpoint. `exit_code` is 128 + the signal number."""
+  """Training stopped on a signal after saving a checkpoint. `exit_code` is 128 + the signal number, 1 where the
+  stop was a write to standard output that failed otherwise than by a gone reader (`stopped`)."""
 
-  def __init__(self, message, signum):
+  def __init__(self, message, signum, exit_code=None):
     super().__init__(message)
     self.signum = signum
-    self.exit_code = 128 + signum
+    self.exit_code = exit_code or 128 + signum
 
 
 class Stopped(BaseException):
@@ -76,11 +77,20 @@ def request_stop(signum, reason=None):
 
 
 def stop_name(signum):
-  """How a stop's line names its cause: the signal; SIGPIPE (`request_stop`'s) with what failed, and why where its
-  reader is not what went (a full disk under `> log` read as a closed pipe: sweep 23, C3)."""
-  if signum != signal.SIGPIPE:
-    return signal.Signals(signum).name
-  return f"SIGPIPE (its standard output cannot be written{': ' + _reasons[0] if _reasons else ''})"
+  """How a stop's line names its signal; SIGPIPE (`request_stop`'s) with what failed."""
+  return "SIGPIPE (its standard output cannot be written)" if signum == signal.SIGPIPE else signal.Signals(signum).name
+
+
+def stopped(signum, step, path):
+  """The training loop's `Interrupted` for a stop by `signum` after saving `path`, the checkpoint of `step`. A
+  write to standard output that failed otherwise than by a gone reader (a full disk under `> log`) is no signal: it
+  was "stopped by SIGPIPE", exit 141, and advised the same command, which meets the same disk (sweep 23, C3)."""
+  resume = f"run the same command again to resume from step {step}."
+  if signum == signal.SIGPIPE and _reasons:
+    return Interrupted(f"stopped at step {step}: its standard output cannot be written ({_reasons[0]}); checkpoint "
+                       f"{path}. Once it can be written (e.g. space freed on its disk), {resume}", signum, exit_code=1)
+  return Interrupted(f"stopped by {stop_name(signum)} at step {step}; checkpoint {path}. {resume.capitalize()}",
+                     signum)
 
 
 @contextlib.contextmanager

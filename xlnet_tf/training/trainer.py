@@ -471,8 +471,7 @@ class Trainer:
     latest = self.checkpoints.latest_path
     path = latest if latest and latest.endswith(f"-{step}") else self.save()
     log_fn(f"Stopped by {name} after step {step}; checkpoint {path}.")
-    raise preemption.Interrupted(f"stopped by {name} at step {step}; checkpoint {path}. Run the same command "
-                                 f"again to resume from step {step}.", signum)
+    raise preemption.stopped(signum, step, path)
 
   def save(self):
     """Writes a checkpoint of the current step (weights, optimizer, mems, RNG state; `RunCheckpoint.save`);

@@ -410,3 +410,8 @@ def test_expand_inputs(tmp_path):
   (tmp_path / "br[1]").mkdir()  # glob characters in a file's name: it matched nothing (sweep 23, C10)
   (tmp_path / "br[1]" / "c.txt").write_text("x\n")
   assert tk.expand_inputs(f"{tmp_path}/br[1]/c.txt") == [f"{tmp_path}/br[1]/c.txt"]
+  with pytest.raises(FileNotFoundError) as error:  # a glob in that directory: "matches no file", no word why (sweep 24)
+    tk.expand_inputs(f"{tmp_path}/br[1]/*.txt")
+  assert f"matches no file (a glob reads the [ ] in {tmp_path}/br[1] as a set of characters: write that directory " \
+         f"{tmp_path}/br[[]1[]])" in str(error.value)
+  assert tk.expand_inputs(f"{tmp_path}/br[[]1[]]/*.txt") == [f"{tmp_path}/br[1]/c.txt"]

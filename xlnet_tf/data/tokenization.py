@@ -15,6 +15,7 @@ import glob as glob_lib
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -234,6 +235,16 @@ def start_piece_table(sp_model):
                   dtype=bool)
 
 
+def bracket_hint(pattern):
+  """Where a glob that matched nothing names a directory whose name holds [ ] (`br[1]/*.txt`: a glob reads them as a
+  set of characters), the words saying so; else "" (sweep 24)."""
+  head = os.path.dirname(pattern)
+  if not ("[" in head and os.path.isdir(head)):
+    return ""
+  spelt = re.sub(r"[][]", lambda m: f"[{m.group()}]", head)
+  return f" (a glob reads the [ ] in {head} as a set of characters: write that directory {spelt})"
+
+
 def expand_inputs(inputs):
   """A glob, a comma-separated list of globs/files, or a list of them -> sorted unique existing files (a file named
   with glob characters, `br[1]/c.txt`, matched nothing: sweep 23, C10)."""
@@ -243,7 +254,8 @@ def expand_inputs(inputs):
   for pattern in inputs:  # a file whose name holds [ ] * or ?, which the glob reads as wildcards, is taken as named
     matches = sorted(glob_lib.glob(pattern)) or ([pattern] if os.path.isfile(pattern) else [])
     if not matches:
-      raise FileNotFoundError(f"Input {pattern!r} matches no file. Pass existing text files or a glob (--input).")
+      raise FileNotFoundError(f"Input {pattern!r} matches no file{bracket_hint(pattern)}. Pass existing text files or "
+                              "a glob (--input).")
     files.extend(matches)
   return sorted(set(files))
 

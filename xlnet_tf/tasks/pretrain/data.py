@@ -290,6 +290,7 @@ def create_data(spec, options, *, input_glob, sp_path, save_dir):
                                    own_lock=locks.lock_file(options.lock_name))  # data_utils.py's
   if not file_paths:
     listed = " (one glob: not a comma-separated list, as train_spm.py's --input takes)" if "," in input_glob else ""
+    listed += tokenization.bracket_hint(input_glob)
     raise DataError(f"--input_glob={input_glob} matches no file{listed}. Pass a glob of existing text files "
                     f"(one sentence per line, blank line between documents).")
   file_paths = _one_name_each(file_paths, input_glob)

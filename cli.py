@@ -52,6 +52,7 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # SIGHUP unless ignor
 _WHEN = {False: "while starting; nothing was written.",
          True: "after its run ended; what the run wrote is whole."}
 _main_ended = [False]  # whether a `cli_main` body has ended (then a signal no longer interrupts the start)
+_kept = []  # the exception of a stop by a signal, never torn down (`cli_main`)
 
 
 def _exit_on_signal(signum, frame):
@@ -438,7 +439,7 @@ def cli_main(prog, body):
       sys.exit(1)
     logging.set_verbosity(max(logging.INFO, logging.get_verbosity()))  # INFO, or DEBUG with -v 1
     from xlnet_tf.training import preemption  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)
-    noted, options = [], None
+    noted, options, kept = [], None, False
     try:
       with preemption.stops_raised() as noted:
         options = values()
@@ -454,6 +455,11 @@ def cli_main(prog, body):
       elif (signum := preemption.stop_signal(e, noted)) is not None:
         line, code = (f"{prog}: stopped by {signal.Signals(signum).name}; files are written whole or not at all, "
                       "so none was left half-written. Run the same command again."), 128 + signum
+        # It may have landed inside TensorFlow's making of an object: tearing that down corrupted the heap once
+        # (SIGTERM during --eval_all_ckpt, exit 134 without this line; sweep 23, B3). The objects its traceback
+        # holds stay alive, and no collection runs here, until os._exit (`_end_process`) ends the process.
+        _kept.append(e)
+        kept = True
       elif (path_line := path_flags.path_error(e, options)) is not None:  # a remote path that cannot be read
         line, code = f"{prog}: error: {path_line}", 1
       elif isinstance(e, (ValueError, OSError, FloatingPointError, MemoryError)):
@@ -464,7 +470,8 @@ def cli_main(prog, body):
         raise
     finally:
       _main_ended[0] = True
-    gc.collect()  # TensorFlow objects of the failed run log their teardown now, not after our last line
+    if not kept:
+      gc.collect()  # TensorFlow objects of the failed run log their teardown now, not after our last line
     with contextlib.suppress(OSError):  # its reader gone too (`2>&1 | tee`, the group stopped): the code says it
       print(line, file=sys.stderr, flush=True)
     sys.exit(code)

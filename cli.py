@@ -450,16 +450,19 @@ def cli_main(prog, body):
       line, code = (f"{prog}: stopped by {name} late: the code it landed in lost it, and the run went on to its end; "
                     "what the run wrote is whole."), 128 + noted[0]
     except BaseException as e:  # pylint: disable=broad-except
+      signum = None if hasattr(e, "exit_code") else preemption.stop_signal(e, noted)
+      kept = hasattr(e, "exit_code") or signum is not None
+      if kept:  # A stop: what it interrupted stays alive, and no collection runs here, until os._exit
+        # (`_end_process`) ends the process. Tearing it down took 26 s after 19k steps of a run stopped on SIGTERM
+        # (a spot machine's grace is 30 s; sweep 19, F2), and outside the loop, where the signal may land inside
+        # TensorFlow's making of an object, once corrupted the heap (SIGTERM during --eval_all_ckpt: exit 134, no
+        # line; sweep 23, B3).
+        _kept.append(e)
       if hasattr(e, "exit_code"):  # e.g. training.Interrupted: stopped by a signal after saving
         line, code = f"{prog}: {e}", e.exit_code
-      elif (signum := preemption.stop_signal(e, noted)) is not None:
+      elif signum is not None:
         line, code = (f"{prog}: stopped by {signal.Signals(signum).name}; files are written whole or not at all, "
                       "so none was left half-written. Run the same command again."), 128 + signum
-        # It may have landed inside TensorFlow's making of an object: tearing that down corrupted the heap once
-        # (SIGTERM during --eval_all_ckpt, exit 134 without this line; sweep 23, B3). The objects its traceback
-        # holds stay alive, and no collection runs here, until os._exit (`_end_process`) ends the process.
-        _kept.append(e)
-        kept = True
       elif (path_line := path_flags.path_error(e, options)) is not None:  # a remote path that cannot be read
         line, code = f"{prog}: error: {path_line}", 1
       elif isinstance(e, (ValueError, OSError, FloatingPointError, MemoryError)):

@@ -817,6 +817,18 @@ def test_the_export_pools_and_names_labels_as_the_fine_tuning_run_did(tmp_path):
   with pytest.raises(ValueError, match=f"^{src}/spiece.model is empty \\(0 bytes: a copy cut short\\?\\), not the "
                                        "SentencePiece model of the run that trained the checkpoint used"):
     convert.clean_checkpoint(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf6"), log_fn=lambda _: None)
+  (src / "spiece.model").unlink()  # none beside it, another one in --output_dir: the tools took that one as the
+  (tmp_path / "hf_spm").mkdir()  # model's, and advised passing it (sweep 25, A1)
+  (tmp_path / "hf_spm" / "spiece.model").write_bytes(b"another model")
+  for to_hf in (True, False):
+    with pytest.raises(ValueError, match=f"^{tmp_path}/hf_spm/spiece.model is another SentencePiece model than the run "
+                                         f"that trained the checkpoint used \\(its sha256 differs from {src}/run_flags"
+                                         ".json's, of --spiece_model_file=.*Move it away, or pass another "
+                                         "--output_dir.$"):
+      (convert.convert_to_hf if to_hf else convert.clean_checkpoint)(
+          str(src / "xlnet_model.ckpt"), str(tmp_path / "hf_spm"),
+          **({"task_name": "toy", "allow_d_head_override": True} if to_hf else {}), log_fn=lambda _: None)
+    assert os.listdir(tmp_path / "hf_spm") == ["spiece.model"]
   shutil.copy(spm, src / "spiece.model")
   convert.clean_checkpoint(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf6"), log_fn=lambda _: None)
   assert (tmp_path / "hf6" / "spiece.model").read_bytes() == (src / "spiece.model").read_bytes()

@@ -157,19 +157,21 @@ def _run_flags(ckpt_dir):
                                 "from a copy of that run, or move it away to convert without them.") or {}
 
 
-def _check_spiece_beside(ckpt_dir, flags):
-  """ValueError where the spiece.model beside the checkpoint is another SentencePiece model than the one its run's
-  run_flags.json (`flags`, `_run_flags`) records (by sha256): the converted model shipped another vocabulary as its
-  tokenizer."""
-  path = os.path.join(ckpt_dir, "spiece.model")
+def _check_spiece_beside(ckpt_dir, flags, output_dir):
+  """ValueError where the spiece.model beside the checkpoint, or one in output_dir (where the converted model is
+  read with it: sweep 25, A1), is another SentencePiece model than the one its run's run_flags.json (`flags`,
+  `_run_flags`) records (by sha256): the converted model shipped another vocabulary as its tokenizer."""
   recorded = flags.get("spiece_model_sha256")
-  if recorded and fileio.exists(path) and fileio.sha256(path) != recorded:
-    what = ("is empty (0 bytes: a copy cut short?), not the SentencePiece model of the run that trained the "
-            "checkpoint used" if not fileio.size(path) else  # "another model" (sweep 22, N8)
-            "is another SentencePiece model than the run that trained the checkpoint used")
-    raise ValueError(f"{path} {what} (its sha256 differs from {os.path.join(ckpt_dir, 'run_flags.json')}'s, of "
-                     f"--spiece_model_file={flags.get('spiece_model_file')}): the converted model would tokenize "
-                     "with other pieces. Put that file there, or move this one away to convert without it.")
+  for directory, fix in ((ckpt_dir, "Put that file there, or move this one away to convert without it."),
+                         (output_dir, "Move it away, or pass another --output_dir.")):
+    path = os.path.join(directory, "spiece.model")
+    if recorded and fileio.exists(path) and fileio.sha256(path) != recorded:
+      what = ("is empty (0 bytes: a copy cut short?), not the SentencePiece model of the run that trained the "
+              "checkpoint used" if not fileio.size(path) else  # "another model" (sweep 22, N8)
+              "is another SentencePiece model than the run that trained the checkpoint used")
+      raise ValueError(f"{path} {what} (its sha256 differs from {os.path.join(ckpt_dir, 'run_flags.json')}'s, of "
+                       f"--spiece_model_file={flags.get('spiece_model_file')}): the converted model would tokenize "
+                       f"with other pieces. {fix}")
 
 
 def _fine_tuned_with(flags):
@@ -200,7 +202,7 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
     _check_copy(os.path.dirname(path), output_dir)
     _check_config_beside(os.path.dirname(path), model_config_path)
     flags = _run_flags(os.path.dirname(path))
-    _check_spiece_beside(os.path.dirname(path), flags)
+    _check_spiece_beside(os.path.dirname(path), flags, output_dir)
     # the run's casing, which the tools compare (sweep 24, N-B1); transformers reads it too
     tokenizer = json.dumps({"do_lower_case": flags["uncased"], "tokenizer_class": "XLNetTokenizer"}, indent=2,
                            sort_keys=True) if isinstance(flags.get("uncased"), bool) else None
@@ -284,7 +286,7 @@ def clean_checkpoint(ckpt_path, output_dir, model_config_path=None, log_fn=print
     for name in ["spiece.model", *flag_files]:
       _check_copy(src_dir, output_dir, name)
     _check_config_beside(src_dir, model_config_path)
-    _check_spiece_beside(src_dir, flags)
+    _check_spiece_beside(src_dir, flags, output_dir)
     arrays = _input_arrays(path)
     config_path = model_config_path or os.path.join(src_dir, "xlnet_config.json")
     if model_config_path or fileio.exists(config_path):

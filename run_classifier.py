@@ -334,7 +334,7 @@ def run(o, strategy, log_fn=print):
     inference.load(ckpt := checkpoint.chosen_again(ckpt, o.model_dir, o.predict_ckpt))
     results["export"] = serving.export_saved_model(inference.model, o.spiece_model_file, o.export_dir, scope,
                                                    label_list, o.max_seq_length, o.uncased,
-                                                   processor.text_replacements)
+                                                   processor.text_replacements, o.predict_threshold)
     log_fn(f"Exported {ckpt} as a SavedModel to {o.export_dir} (signatures serving_default(text_a), "
            "classify_pair(text_a, text_b)).")
   return results

@@ -28,6 +28,7 @@ from xlnet_tf.data import corpora
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.classifier.examples import InputExample
 from xlnet_tf.tasks.classifier import features as classifier_features
+from xlnet_tf.tasks.classifier import metrics as classifier_metrics
 from xlnet_tf.tasks.classifier import serving
 from xlnet_tf.tasks.classifier import task as finetune
 
@@ -189,6 +190,20 @@ def test_saved_model_matches_the_python_path(data):
         loaded.signatures["serving_default"](text_a=bad["text_a"])
       else:
         loaded.signatures["classify_pair"](**bad)
+
+
+def test_the_label_of_two_follows_predict_threshold_as_the_prediction_files(data):
+  """A SavedModel exported with --predict_threshold labelled by the argmax, the predictions file of the same command
+  by logit1 - logit0 > threshold: they disagreed on every text between (sweep 25, B1)."""
+  texts = tf.constant(data["reviews"] + data["numbers"])
+  logits = serving.ClassifierModule(_model(), data["spm"], "classification_imdb", ["neg", "pos"], SEQ_LEN,
+                                    uncased=True).classify(texts)["logits"].numpy()
+  threshold = float(np.median(logits[:, 1] - logits[:, 0]))
+  module = serving.ClassifierModule(_model(), data["spm"], "classification_imdb", ["neg", "pos"], SEQ_LEN,
+                                    uncased=True, predict_threshold=threshold)
+  labels = [label.decode() for label in module.classify(texts)["label"].numpy()]
+  assert labels == classifier_metrics.predictions_from_logits(logits, ["neg", "pos"], threshold)
+  assert labels != classifier_metrics.predictions_from_logits(logits, ["neg", "pos"])  # the threshold mattered
 
 
 def test_regression_module_returns_the_score(data):

@@ -3,7 +3,8 @@
 The exported `tf.Module` has the signatures
   serving_default(text_a: string [B]) and classify_pair(text_a: string [B], text_b: string [B])
 returning, for classification, `probabilities` float32 [B, n_class] (softmax of the logits), `logits` [B, n_class]
-and `label` string [B] (the label of the largest logit); for regression, `score` float32 [B] (the regression
+and `label` string [B] (the label of the largest logit; of 2, as the prediction files: the second where logit1 -
+logit0 > `predict_threshold`, else the first); for regression, `score` float32 [B] (the regression
 value). The callable functions `encode(text_a)` and `encode_pair(text_a, text_b)` return the model inputs
 `input_ids` int32 [B, L], `segment_ids` int32 [B, L] and `input_mask` float32 [B, L] (1 = padding).
 
@@ -134,9 +135,11 @@ class ClassifierModule(tf.Module):
     max_seq_length: int, L.
     uncased: bool, lower-case the text (the --uncased of training).
     text_replacements: ((old, new), ...) applied to every text first: the task reader's (`DataProcessor`).
+    predict_threshold: float, --predict_threshold: where the label of 2 is the second (`_classify`).
   """
 
-  def __init__(self, model, spiece_model_file, scope, label_list, max_seq_length, uncased, text_replacements=()):
+  def __init__(self, model, spiece_model_file, scope, label_list, max_seq_length, uncased, text_replacements=(),
+               predict_threshold=0.0):
     super().__init__(name="xlnet_classifier")
     self.text_replacements = tuple(text_replacements)
     classifier_features.check_max_seq_length(max_seq_length, is_pair=False)
@@ -158,6 +161,7 @@ class ClassifierModule(tf.Module):
     self._replacement_starts = tf.constant(np.cumsum(lengths) - lengths)  # [V], where they start
     self.labels = tf.constant([str(x) for x in (label_list or [])], tf.string)
     self.has_labels = bool(label_list)
+    self.predict_threshold = float(predict_threshold)
 
     # Any shape, checked in the graph (`_batch_of_texts`): under a [None] spec a scalar or an [N, 1] batch (TF
     # Serving's {"inputs": "text"}, {"instances": [["text"]]}) reached the signature unchecked and failed inside it
@@ -236,7 +240,10 @@ class ClassifierModule(tf.Module):
     if self.is_regression:
       return {"score": logits}
     out = {"probabilities": tf.nn.softmax(logits, axis=-1), "logits": logits}
-    if self.has_labels:
+    if self.has_labels and self.labels.shape[0] == 2:  # `metrics.predictions_from_logits`: in float64, as Python's
+      pair = tf.cast(logits, tf.float64)               # float() of each logit there
+      out["label"] = tf.gather(self.labels, tf.cast(pair[:, 1] - pair[:, 0] > self.predict_threshold, tf.int32))
+    elif self.has_labels:
       out["label"] = tf.gather(self.labels, tf.argmax(logits, axis=-1))
     return out
 
@@ -295,7 +302,7 @@ def _carry_user_entries(export_dir, tmp):
 
 
 def export_saved_model(model, spiece_model_file, export_dir, scope, label_list, max_seq_length, uncased,
-                       text_replacements=()):
+                       text_replacements=(), predict_threshold=0.0):
   """Exports `ClassifierModule(...)` as a SavedModel in export_dir (written to a temporary directory, then
   moved into place). An existing export_dir is replaced only if it is empty or a SavedModel (`saved_model.pb`)
   holding only what an export writes and assets.extra/, which is carried over (or a directory holding only
@@ -306,7 +313,8 @@ def export_saved_model(model, spiece_model_file, export_dir, scope, label_list, 
     export_dir.
   """
   check_export_dir(export_dir)
-  module = ClassifierModule(model, spiece_model_file, scope, label_list, max_seq_length, uncased, text_replacements)
+  module = ClassifierModule(model, spiece_model_file, scope, label_list, max_seq_length, uncased, text_replacements,
+                            predict_threshold)
   signatures = {"serving_default": module.classify.get_concrete_function(),
                 "classify_pair": module.classify_pair.get_concrete_function()}
   parent = os.path.dirname(os.path.abspath(export_dir))

@@ -927,6 +927,19 @@ def test_a_conversion_keeps_the_casing_the_tools_compare(tmp_path):
   assert json.loads((tmp_path / "cls_tf1" / "run_flags.json").read_text())["uncased"] is True
 
 
+def test_a_pretrained_model_s_export_says_the_pooling_a_head_made_from_it_gets(tmp_path):
+  """An LM checkpoint (a pretraining run's) exported with summary_use_proj false and no activation: transformers'
+  classification and multiple-choice heads made from it then had no tanh projection, the original's fine-tuning
+  default and the hub configs' (sweep 25, B2). Its config says what transformers wrote for the model."""
+  convert.convert_to_original(f"{DATA}/lm_safetensors", str(tmp_path / "tf1"), log_fn=lambda _: None)
+  convert.convert_to_hf(str(tmp_path / "tf1" / "xlnet_model.ckpt"), str(tmp_path / "back"), log_fn=lambda _: None)
+  keys = ("summary_type", "summary_use_proj", "summary_activation", "summary_last_dropout")
+  written = json.loads((tmp_path / "back" / "config.json").read_text())
+  assert written["architectures"] == ["XLNetLMHeadModel"]
+  assert {k: written[k] for k in keys} == {k: json.loads(open(f"{DATA}/lm_safetensors/config.json").read())[k]
+                                           for k in keys} == dict(zip(keys, ("last", True, "tanh", 0.1)))
+
+
 def test_an_hf_classifier_converted_to_tf1_keeps_its_pooling_and_labels(tmp_path):
   """HF -> TF1 wrote the weights and xlnet_config.json alone: predicting with them pooled with the flag's `last`
   (the model's is `mean`: other logits, exit 0), and TF1 -> HF again wrote `last` and LABEL_i. Now a run_flags.json

@@ -93,13 +93,17 @@ def original_to_hf(arrays, xlnet_config, source, summary_type="last", task_name=
   if architecture != "XLNetForQuestionAnswering":
     for name in [n for n in arrays if n.startswith("model/sequnece_summary/") and "/summary/" not in n][:1]:
       notes.append(f"{source}: the `attn` summary's weights ({name}, ...) are not exported; HF has no `attn` summary.")
+  # A pooled head's config says how it pools. Without one (a pretrained model), the pooling a head made from it
+  # gets (transformers' from_pretrained), as the original's fine-tuning default and the hub's configs: tanh
+  # projection. It said none, which such a head then lacked (sweep 25, B2).
+  pooled = architecture in ("XLNetForSequenceClassification", "XLNetForMultipleChoice")
+  projected = "sequence_summary.summary.weight" in weights or not pooled
   config = dict(
       model_type="xlnet", architectures=[architecture], vocab_size=c.n_token, d_model=c.d_model, n_layer=c.n_layer,
       n_head=c.n_head, d_head=c.d_head, d_inner=c.d_inner,
       ff_activation="gelu_new" if c.ff_activation == "gelu" else c.ff_activation, untie_r=c.untie_r,
-      attn_type="bi", layer_norm_eps=1e-12, summary_type=summary_type,
-      summary_use_proj="sequence_summary.summary.weight" in weights,
-      summary_activation="tanh" if "sequence_summary.summary.weight" in weights else None,  # none without projection
+      attn_type="bi", layer_norm_eps=1e-12, summary_type=summary_type, summary_use_proj=projected,
+      summary_activation="tanh" if projected else None,  # none without projection
       summary_last_dropout=0.1, dropout=0.1, tie_word_embeddings=True)
   if isinstance(clamp_len, int) and not isinstance(clamp_len, bool) and clamp_len > 0:
     config["clamp_len"] = clamp_len

@@ -558,6 +558,39 @@ def test_use_tpu_connects_to_the_cloud_tpu_its_flags_name(monkeypatch):
   assert asked == [dict(tpu="grpc://10.0.0.2:8470", zone="zone-b", project="proj")]
 
 
+@pytest.mark.parametrize("value,why", [
+    ("", "not JSON: Expecting value: line 1 column 1 (char 0)"),
+    ("[1, 2]", "not a JSON object"),
+    ("{}", 'no "cluster" of task address lists'),
+    ('{"cluster": {"worker": ["h:1"]}}', 'no "task" with a type and an index'),
+    ('{"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 3}}',
+     "its task worker 3 is not in its cluster of 1 worker"),
+])
+def test_a_tf_config_that_names_no_cluster_of_this_worker_is_one_line_naming_it(monkeypatch, value, why):
+  """TensorFlow's words (`Expecting value: line 1 column 1`, `task_id 3 exceeds the maximum id of worker`) named no
+  variable, and `{}` or `[1, 2]` trained one worker alone, exit 0 (sweep 25, B3)."""
+  monkeypatch.setenv("TF_CONFIG", value)
+  with pytest.raises(ValueError) as e:
+    training.make_strategy("multi_worker_mirrored")
+  assert str(e.value) == (
+      f"TF_CONFIG={value!r} names no cluster of this worker ({why}). Set it as {{\"cluster\": {{\"worker\": "
+      '["host1:port", ...]}, "task": {"type": "worker", "index": I}} (docs/design.md, Multi-worker), or unset it and '
+      "pass another --strategy to train alone.")
+
+
+def test_a_tf_config_of_several_workers_without_multi_worker_mirrored_is_refused(monkeypatch):
+  """A two-worker TF_CONFIG (a TFJob's, set on every pod) with the default --strategy=auto: each pod trained its own
+  copy, exit 0, no word (sweep 25, B3). One worker, or none, trains here."""
+  cluster = {"worker": ["h:1", "h:2"]}
+  monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 1}}))
+  with pytest.raises(ValueError, match=r"^TF_CONFIG names a cluster of 2 workers, but --strategy=auto trains on this "
+                                       r"machine alone: each worker would train its own copy\. Pass "
+                                       r"--strategy=multi_worker_mirrored, or unset TF_CONFIG\.$"):
+    training.make_strategy("auto")
+  monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}}))
+  assert training.make_strategy("auto").num_replicas_in_sync == 1
+
+
 def test_a_tpu_name_that_cannot_be_looked_up_is_one_line_naming_tpu(monkeypatch):
   """Off GCE, TensorFlow's lookup of a TPU name fails in urllib (the metadata server's or the Cloud TPU API's name
   does not resolve): one line naming --tpu and its value, what could not be reached and what to pass instead."""

@@ -128,6 +128,44 @@ def _check_tpu_reachable(master, flag, timeout_s=None):
                    "compute tpus list) and that --tpu names it or its worker's grpc://ip:port (port 8470).")
 
 
+def _tf_config_workers(strategy):
+  """The number of workers (chief and workers) the TF_CONFIG environment variable names; 0 where it is unset or
+  names none. For --strategy (`strategy`) multi_worker_mirrored, a ValueError naming the
+  variable where it names no cluster of this worker: TensorFlow's own words (`Expecting value: line 1 column 1`,
+  `task_id 3 exceeds the maximum id of worker`) named no variable, and `{}` trained one worker alone without a
+  word (sweep 25, B3)."""
+  text = os.environ.get("TF_CONFIG")
+  if text is None and strategy == "multi_worker_mirrored":
+    raise ValueError("--strategy=multi_worker_mirrored needs the TF_CONFIG environment variable (cluster and "
+                     "task of this worker). See docs/design.md, Multi-worker.")
+  why, workers = _tf_config_problem("{}" if text is None else text)
+  if why and strategy == "multi_worker_mirrored":
+    raise ValueError(f"TF_CONFIG={text[:200]!r} names no cluster of this worker ({why}). Set it as "
+                     '{"cluster": {"worker": ["host1:port", ...]}, "task": {"type": "worker", "index": I}} '
+                     "(docs/design.md, Multi-worker), or unset it and pass another --strategy to train alone.")
+  return workers
+
+
+def _tf_config_problem(text):
+  """(what is wrong with TF_CONFIG's value `text`, or None; its count of chief and worker tasks)."""
+  try:
+    value = json.loads(text)
+  except ValueError as e:
+    return f"not JSON: {e}", 0
+  if not isinstance(value, dict):
+    return "not a JSON object", 0
+  cluster, task = value.get("cluster"), value.get("task")
+  if not isinstance(cluster, dict) or not cluster or not all(isinstance(v, list) for v in cluster.values()):
+    return 'no "cluster" of task address lists', 0
+  workers = sum(len(cluster.get(k, [])) for k in ("chief", "worker"))
+  if not isinstance(task, dict) or not isinstance(task.get("index"), int):
+    return 'no "task" with a type and an index', workers
+  if task["index"] not in range(len(cluster.get(task.get("type"), []))):
+    tasks = ", ".join(f"{len(v)} {k}" for k, v in cluster.items())
+    return f"its task {task.get('type')} {task['index']} is not in its cluster of {tasks}", workers
+  return None, workers
+
+
 def make_strategy(name, num_core_per_host=None, cloud_tpu=CloudTPU()):
   """Builds the `tf.distribute` strategy named by --strategy, with the original's meaning of --num_core_per_host.
 
@@ -139,6 +177,11 @@ def make_strategy(name, num_core_per_host=None, cloud_tpu=CloudTPU()):
   cannot honour is a ValueError (one line), and so is a TPU that cannot be looked up, reached
   (`_check_tpu_reachable`, before TensorFlow's connection, which would wait for good) or found.
   """
+  workers = _tf_config_workers(name)
+  if workers > 1 and name not in ("multi_worker_mirrored", "tpu"):
+    raise ValueError(f"TF_CONFIG names a cluster of {workers} workers, but --strategy={name} trains on this machine "
+                     "alone: each worker would train its own copy. Pass --strategy=multi_worker_mirrored, or unset "
+                     "TF_CONFIG.")
   if name == "auto":
     name = "mirrored" if num_core_per_host and num_core_per_host > 1 else "one_device"
   if name == "one_device":
@@ -160,9 +203,6 @@ def make_strategy(name, num_core_per_host=None, cloud_tpu=CloudTPU()):
                        f"already (write its bi_data records with data_utils.py --num_core_per_host={have}).")
     return tf.distribute.MirroredStrategy(devices[:wanted] or ["/cpu:0"])
   if name == "multi_worker_mirrored":
-    if "TF_CONFIG" not in os.environ:
-      raise ValueError("--strategy=multi_worker_mirrored needs the TF_CONFIG environment variable (cluster and "
-                       "task of this worker). See docs/design.md, Multi-worker.")
     return tf.distribute.MultiWorkerMirroredStrategy()
   if name == "tpu":
     flag = f"--tpu={cloud_tpu.tpu}" if cloud_tpu.tpu else "--tpu (unset: the TPU the environment names)"

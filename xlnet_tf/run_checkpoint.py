@@ -107,6 +107,7 @@ class RunCheckpoint:
     if loss_scale is not None:
       items["loss_scale"] = loss_scale
     self.checkpoint = tf.train.Checkpoint(**items)
+    self._items = items
     self.model_dir = model_dir
     self.chief = chief
     self._save_dir = model_dir if chief else tempfile.mkdtemp(prefix="xlnet-worker-ckpt-")
@@ -116,6 +117,7 @@ class RunCheckpoint:
     # The latest complete checkpoint: the one resumed from, then each one saved. Not the manager's latest, which is
     # the one its state file names until the first save, where that one's files may be gone (`restore_latest`).
     self.latest_path = None
+    self.fresh_loss_scale = False  # a float32 run's checkpoint resumed in float16 (`restore_latest`)
 
   def latest(self):
     """The latest checkpoint written, or where there is none (for error lines)."""
@@ -139,9 +141,16 @@ class RunCheckpoint:
                               "checkpoint's files again; to train from step 0 there, delete that state file; or "
                               "pass another --model_dir.")
     if latest:
+      restored = self.checkpoint
+      if "loss_scale" in self._items and not any(
+          name.startswith("loss_scale/") for name in checkpoint_lib.Reader(latest).get_variable_to_shape_map()):
+        # A float32 run's, resumed with --use_fp16 (as the README advises a run out of memory): its loss scale
+        # starts as a float16 run's at step 0 does. It was refused, listing every changed flag (sweep 25, C2).
+        restored = tf.train.Checkpoint(**{k: v for k, v in self._items.items() if k != "loss_scale"})
+        self.fresh_loss_scale = True
       try:
         with checkpoint_lib.reading(latest):  # a cut .data file: the reader's IndexError, a traceback before
-          self.checkpoint.restore(latest).assert_existing_objects_matched()
+          restored.restore(latest).assert_existing_objects_matched()
       except checkpoint_lib.DamagedCheckpointError as e:  # a run's own: its files cannot be read whole
         advice = (f"delete its files ({latest}.*) to resume from the checkpoint before it, or pass another "
                   "--model_dir" if checkpoint_paths.is_run_checkpoint(latest) else "copy its files again, or pass "

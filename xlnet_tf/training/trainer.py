@@ -132,6 +132,8 @@ class Trainer:
     if latest:
       self.mems.scatter()
       log_fn(f"Resumed from {latest} at step {self.step}." + (
+          " It holds no loss scale (a float32 run's): float16's starts afresh." if self.checkpoints.fresh_loss_scale
+          else "") + (
           f" --init_checkpoint {init_checkpoint} is not read: a --model_dir holding checkpoints continues them (as "
           "the original's Estimator); pass a new --model_dir to start from it." if init_checkpoint else ""))
     elif init_checkpoint:

@@ -402,6 +402,15 @@ def test_generic_csv_by_header_name(tmp_path):
   assert triples(p.get_train_examples(d)) == [("good, really", None, "10"), ("bad", None, "2"), ("meh", None, "10")]
   assert triples(p.get_dev_examples(d)) == [("fine", None, "2")]  # Columns found by name in each file.
   assert triples(p.get_test_examples(d)) == [("unknown", None, "2")]
+  assert not p.test_has_labels and "placeholder label '2'" in p.placeholder_labels_note("test")
+  # A test file with the label column: its labels were never read, and --do_eval --eval_split=test scored the model
+  # against the placeholder, exit 0 (sweep 25, B6). Read where every row holds a class; else the placeholder.
+  write(f"{d}/test.csv", "id,review,stars\n0,fine,10\n1,poor,2\n")
+  assert triples(p.get_test_examples(d)) == [("fine", None, "10"), ("poor", None, "2")]
+  assert p.test_has_labels and p.placeholder_labels_note("test") is None
+  write(f"{d}/test.csv", "id,review,stars\n0,fine,10\n1,poor,\n")  # one row unlabelled: a set to predict
+  assert triples(p.get_test_examples(d)) == [("fine", None, "2"), ("poor", None, "2")]
+  assert not p.test_has_labels
   assert p.metric_names == ("accuracy",)
   write(f"{d}/dev.csv", "review,stars\nfine,7\n")
   with pytest.raises(ValueError, match=r"Label '7' in .*dev.csv line 2 is not one of the labels of task 'csv'"):
@@ -475,12 +484,17 @@ def test_generic_tsv_by_index_pairs_given_labels_and_regression(tmp_path, caplog
     classifier_data.get_processor("tsv", text_a_column=0, has_header=False).get_labels(f"{d}/nothere")
   with pytest.raises(ValueError, match=r"needs the text and label columns"):
     classifier_data.get_processor("csv", label_column="label")
-  # Without --label_column: a test file (whose labels are not read) is read, a training file is not.
+  # Without --label_column: a test file (whose labels are optional) is read, a training file is not.
   write(f"{d}/test.tsv", "s1\ts2\nx\ty\n")
   unlabelled = classifier_data.get_processor("tsv", text_a_column="s1", labels=["a", "b"])
   assert triples(unlabelled.get_test_examples(d)) == [("x", None, "a")]
+  write(f"{d}/test.tsv", "s1\ts2\tscore\nx\ty\t0.5\nz\tw\t2\n")  # regression: numbers read; else 0.0
+  assert triples(r.get_test_examples(d)) == [("x", "y", 0.5), ("z", "w", 2.0)]
+  write(f"{d}/test.tsv", "s1\ts2\tscore\nx\ty\tnan\nz\tw\t2\n")
+  assert triples(r.get_test_examples(d)) == [("x", "y", 0.0), ("z", "w", 0.0)]
+  write(f"{d}/test.tsv", "s1\ts2\nx\ty\n")
   with pytest.raises(ValueError, match=r"reads the labels of .*scores.tsv from --label_column, which is unset. Pass "
-                                       r"it \(e.g. --label_column=label\); a test file's labels are not read."):
+                                       r"it \(e.g. --label_column=label\); a test file's labels are optional."):
     classifier_data.get_processor("tsv", text_a_column="s1", labels=["a", "b"], train_file="scores.tsv"
                                   ).get_train_examples(d)
 

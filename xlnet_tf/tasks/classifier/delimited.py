@@ -4,6 +4,7 @@
 import csv
 import dataclasses
 import logging
+import math
 import os
 import unicodedata
 
@@ -90,10 +91,11 @@ def _check_one_spelling(labels, path):
 
 class DelimitedProcessor(DataProcessor):
   """The generic `csv` / `tsv` task: the user names the text column(s) and the label column (`task`: a
-  `DelimitedTask`). Test examples get the placeholder label `get_labels()[0]` (0.0 for regression); their label
-  column is not read.
+  `DelimitedTask`). A test file's labels are read where it has that column and every row holds one of the classes
+  (a number for regression); else each test example gets the placeholder label `get_labels()[0]` (0.0 for
+  regression), as GLUE's test files (sweep 25, B6: a labelled test file was evaluated against the placeholder).
   """
-  test_has_labels = False
+  test_has_labels = False  # set by the last read of the test file
 
   def __init__(self, task):
     self.task = task
@@ -182,8 +184,9 @@ class DelimitedProcessor(DataProcessor):
                  self._resolve(self.task.text_b_column, header, path, "text_b_column"))
         if not is_test and self.task.label_column is None:
           raise ValueError(f"Task {self.task_name!r} reads the labels of {path} from --label_column, which is unset. "
-                           "Pass it (e.g. --label_column=label); a test file's labels are not read.")
-        label_col = None if is_test else self._resolve(self.task.label_column, header, path, "label_column")
+                           "Pass it (e.g. --label_column=label); a test file's labels are optional.")
+        label_col = (self._test_label_column(header) if is_test else
+                     self._resolve(self.task.label_column, header, path, "label_column"))
         if self.task.has_header:
           given = [c for c in (self.task.text_a_column, self.task.text_b_column, self.task.label_column)
                    if c is not None]
@@ -194,7 +197,7 @@ class DelimitedProcessor(DataProcessor):
                             "columns are given by index. If it is an example, pass --has_header=False (True to say "
                             "it is the header).", path, str(row)[:80])
           continue
-      cols = [c for c in (a_col, b_col, label_col) if c is not None]
+      cols = [c for c in (a_col, b_col, None if is_test else label_col) if c is not None]
       if any(c >= len(row) or c < -len(row) for c in cols):
         raise ValueError(f"{path} line {line_num} has {len(row)} columns; task {self.task_name!r} reads columns "
                          f"{cols}. Fix the file or the column options.")
@@ -206,7 +209,7 @@ class DelimitedProcessor(DataProcessor):
         raise ValueError(f"{' and '.join(f'{k}={getattr(self.task, k)!r}' for k in same)} name one column of "
                          f"{path}: {what}. Pass the columns of the texts and of the label.")
       if is_test:
-        label = 0.0 if self.is_regression else self.get_labels(data_dir)[0]
+        label = self._test_label(row, label_col, data_dir)
       elif self.is_regression:
         label = parse_float_label(row[label_col], path, line_num, self.task_name)
       else:
@@ -218,4 +221,28 @@ class DelimitedProcessor(DataProcessor):
           check_label(label, labels, path, line_num, self.task_name, fix=self._label_fix(label, labels, data_dir))
       text_b = row[b_col] if b_col is not None else None
       examples.append(InputExample(guid=f"{set_type}-{i}", text_a=row[a_col], text_b=text_b, label=label))
+    if is_test:
+      self.test_has_labels = bool(examples) and None not in [e.label for e in examples]
+      placeholder = 0.0 if self.is_regression else self.get_labels(data_dir)[0]
+      examples = [e if self.test_has_labels else dataclasses.replace(e, label=placeholder) for e in examples]
     return examples
+
+  def _test_label_column(self, header):
+    """--label_column in the test file, or None where it has none (a test file's labels are optional)."""
+    column = self.task.label_column
+    if column is None or isinstance(column, int) or str(column).isdigit():
+      return None if column is None else int(column)
+    return header.index(column) if header is not None and column in header else None
+
+  def _test_label(self, row, label_col, data_dir):
+    """A test row's label in `label_col`; None where it has none of the classes (or no number, for regression)."""
+    if label_col is None or not -len(row) <= label_col < len(row):
+      return None
+    if self.is_regression:
+      try:
+        value = float(row[label_col])
+      except ValueError:
+        return None
+      return value if math.isfinite(value) else None
+    label = _label_text(row[label_col])
+    return label if label in self.get_labels(data_dir) else None

@@ -257,21 +257,25 @@ def test_run_classifier_trains_evaluates_and_predicts_with_use_fp16(tmp_path):
 def test_gradient_accumulation_in_float16_skips_no_more_steps_than_the_whole_batch(tmp_path):
   """With accumulation the objective is the micro-batch's loss SUM (divided by the batch's weight after): scaled
   as it was, its float16 gradients were the weight times larger, overflowed, and the first steps were skipped (2 of
-  8 here; about log2(85 x 32) with the README's pretraining batch). It is now scaled as the mean would be."""
+  8 here; about log2(85 x 32) with the README's pretraining batch). Scaled then as the micro-batch's mean, each
+  row's gradients were still N times the whole batch's: from a scale of 2**18, 2 and 3 steps skipped with 2 and 4
+  micro-batches where the whole batch skips 1 (faith 21, B1). It is scaled as the whole step's mean now."""
   skipped = []
-  for steps in (1, 2):
+  for steps, scale in ((1, None), (2, None), (1, 2.0**18), (2, 2.0**18), (4, 2.0**18)):
     run_config = RunConfig(is_training=True, use_tpu=False, use_bfloat16=False, dropout=0.0, dropatt=0.0,
                            mem_len=MEM_LEN, reuse_len=REUSE_LEN, use_fp16=True)
     tf.keras.utils.set_random_seed(1)
     trainer = training.Trainer(training.make_strategy("one_device"),
                                lambda: XLNetModel(XLNetConfig(**CONFIG), run_config), PretrainTask(),
-                               str(tmp_path / str(steps)),
+                               str(tmp_path / f"{steps}-{scale}"),
                                training.TrainConfig(learning_rate=1e-2, train_steps=8, global_batch_size=BSZ,
                                                     iterations=4, gradient_accumulation_steps=steps))
     trainer.restore_or_init()
+    if scale:
+      trainer.loss_scale.scale.assign(scale)
     trainer.train(dataset_fn, log_fn=lambda _: None)
     skipped.append(trainer.loss_scale.report()["skipped"])
-  assert skipped == [0, 0]
+  assert skipped == [0, 0, 1, 1, 1]
 
 
 @pytest.mark.parametrize("use_fp16", [False, True])

@@ -397,8 +397,10 @@ class Trainer:
       if not self._divide_after:
         objective = loss_sum / tf.cast(self._loss_weight(weight_sum), loss_sum.dtype)
       if self.loss_scale is not None:
-        if self._divide_after:  # a sum over the weight: scaled as the mean would be, it overflows no sooner
-          divisor = _power_of_two_at_least(weight_sum)  # divided by, and multiplied back, exactly
+        if self._divide_after:  # a sum, scaled as the whole step's mean (all micro-batches and replicas): as a
+          # micro-batch's, its rows' float16 gradients were N times larger, more steps skipped (faith 21, B1)
+          whole = self.config.gradient_accumulation_steps * tf.distribute.get_replica_context().num_replicas_in_sync
+          divisor = _power_of_two_at_least(tf.cast(weight_sum, tf.float32) * whole)  # divided, multiplied back
           objective = objective / divisor
         objective = self.loss_scale.scale_objective(objective)
     targets = list(self.model.trainable_variables)

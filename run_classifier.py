@@ -250,7 +250,8 @@ def _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, model_
 
 def run(o, strategy, log_fn=print):
   """Fine-tunes, evaluates, predicts and/or exports as the options `o` (this script's flags: `cli.values` or
-  `cli.defaults(define_flags, ...)`) say, on `strategy` for training.
+  `cli.defaults(define_flags, ...)`) say, on `strategy` for training: `cli.start(o)`'s, which also applies --seed
+  (the fresh weights' initialisation), --deterministic and --use_tf32, as the command line does.
 
   Returns:
     dict: `train` (the last training loop's loss, lr, step), `eval` (per-checkpoint results), `best`, `predict`

@@ -170,7 +170,9 @@ def for_strategy(o, strategy):
 
 
 def run(o, strategy, log_fn=print):
-  """Pretrains as the options `o` (this script's flags, see `cli.values`/`cli.defaults`) say, on `strategy`.
+  """Pretrains as the options `o` (this script's flags, see `cli.values`/`cli.defaults`) say, on `strategy`:
+  `cli.start(o)`'s, which also applies --seed (the fresh weights' initialisation), --deterministic and --use_tf32, as
+  the command line does.
 
   Returns:
     The last loop's {loss, gnorm, lr, step}.

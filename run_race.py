@@ -145,7 +145,8 @@ def train(o, strategy, xlnet_config, tokenize_fn, model_args, log_fn):
 
 def run(o, strategy, log_fn=print):
   """Fine-tunes, evaluates and/or predicts as the options `o` (this script's flags: `cli.values` or
-  `cli.defaults(define_flags, ...)`) say, on `strategy` for training.
+  `cli.defaults(define_flags, ...)`) say, on `strategy` for training: `cli.start(o)`'s, which also applies --seed
+  (the fresh weights' initialisation), --deterministic and --use_tf32, as the command line does.
 
   Returns:
     dict: `train` (the last training loop's loss, lr, step), `eval` (per-checkpoint results) and `best`, `predict`

@@ -217,7 +217,8 @@ def _predict_checkpoints(o, xlnet_config):
 
 def run(o, strategy, log_fn=print):
   """Preprocesses, fine-tunes and/or predicts as the options `o` (this script's flags: `cli.values` or
-  `cli.defaults(define_flags, ...)`) say, on `strategy` for training.
+  `cli.defaults(define_flags, ...)`) say, on `strategy` for training: `cli.start(o)`'s, which also applies --seed
+  (the fresh weights' initialisation), --deterministic and --use_tf32, as the command line does.
 
   Returns:
     dict: `prepro` (the record written), `train` (the last training loop's loss, lr, step), `predict`

@@ -34,6 +34,15 @@ NOISE = [
     "E0000 00:00:1795809770.541177    4380 cpu_aot_loader.cc:220] Loading XLA:CPU AOT result. Target machine feature "
     "+prefer-no-scatter is not  supported on the host machine. Machine type used for XLA:CPU compilation doesn't "
     "match the machine type for execution. Compile machine features: [+64bit,+adx] vs host machine features: [adx]",
+    # a resume's failed restore, torn down after the tool's own line said why (sweep 25, C4)
+    "WARNING:tensorflow:Detecting that an object or model or tf.train.Checkpoint is being deleted with unrestored "
+    "values. See the following logs for the specific values in question. To silence these warnings, use "
+    "`status.expect_partial()`.",
+    "W1130 13:38:50.059132 139717777386368 checkpoint.py:225] Detecting that an object or model or "
+    "tf.train.Checkpoint is being deleted with unrestored values. See the following logs for the specific values",
+    "WARNING:tensorflow:Value in checkpoint could not be found in the restored object: (root).save_counter",
+    "W1130 13:38:50.059433 139717777386368 checkpoint.py:234] Value in checkpoint could not be found in the restored "
+    "object: (root).mems",
 ]
 SIGNAL = [
     "E0000 00:00:1795779701.864012   10378 util.cc:131] oneDNN failed to create a primitive: out of memory",
@@ -50,6 +59,11 @@ SIGNAL = [
     "INFO:tensorflow:Exported a model",
     "I1130 06:13:55.392403 140096951319424 builder_impl.py:838] Another SavedModel line",
     "W1130 06:13:55.399316 140096951319424 fingerprinting_utils.py:49] Could not write the fingerprint",
+    "WARNING:tensorflow:Skipping full serialization of Keras layer",
+    "W1130 13:38:50.059132 139717777386368 checkpoint.py:225] Checkpoint was expected to be a trackable object",
+    "WARNING:tensorflow:Value in the model could not be found",
+    "W1130 13:38:50.059433 139717777386368 saver.py:234] Value in checkpoint could not be found in the restored "
+    "object: (root).mems",
 ]
 
 

@@ -22,11 +22,16 @@ import sys
 
 # One alternative per message. The TensorFlow log prefix: level letter, date, time, thread id, file:line.
 _LOG_PREFIX = r"[IWE]\d{4} [\d:. ]+\d+ "
+_UNRESTORED = (r"(?:Detecting that an object or model or tf\.train\.Checkpoint is being deleted with unrestored "
+               r"values|Value in checkpoint could not be found in the restored object: )")
 NOISE = re.compile(
     r"^(WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
     r"|To enable the following instructions: "
     r"|INFO:tensorflow:Assets written to: "  # a SavedModel's, naming its temporary directory (also below)
-    r"|" + _LOG_PREFIX + r"(?:"
+    # A resume's restore that failed (the tools say why in their own line), torn down: its unrestored values (also
+    # below, as a log line; sweep 25, C4).
+    r"|WARNING:tensorflow:" + _UNRESTORED +
+    r"|" + _LOG_PREFIX + r"(?:checkpoint\.py:\d+\] " + _UNRESTORED + "|"
     # Start-up: build flags, oneDNN's notice, the CUDA probe's failure on a machine without an NVIDIA driver.
     r"(?:port|cudart_stub|cpu_feature_guard)\.cc:\d+\] "
     r"|cuda_platform\.cc:\d+\] failed call to cuInit"

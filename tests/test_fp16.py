@@ -51,9 +51,9 @@ def dataset_fn(ctx, start):
 
 
 def make_trainer(model_dir, use_fp16, train_steps=8, learning_rate=1e-2, iterations=1, save_steps=None,
-                 strategy="one_device"):
+                 strategy="one_device", mem_len=MEM_LEN):
   run_config = RunConfig(is_training=True, use_tpu=False, use_bfloat16=False, dropout=0.0, dropatt=0.0,
-                         mem_len=MEM_LEN, reuse_len=REUSE_LEN, use_fp16=use_fp16)
+                         mem_len=mem_len, reuse_len=REUSE_LEN, use_fp16=use_fp16)
   tf.keras.utils.set_random_seed(1)
   return training.Trainer(training.make_strategy(strategy), lambda: XLNetModel(XLNetConfig(**CONFIG), run_config),
                           PretrainTask(), str(model_dir),
@@ -305,7 +305,7 @@ def test_a_step_that_fails_moves_nothing_and_the_trainer_goes_on(tmp_path, use_f
   assert state(trainer)["step"] == 5
 
 
-def test_a_float32_run_resumed_in_float16_continues_with_a_fresh_loss_scale(tmp_path):
+def test_a_float32_run_resumed_in_float16_or_with_other_mems_continues_with_them_afresh(tmp_path):
   """A float32 checkpoint has no loss scale: the resume was refused, its line listing every changed flag as the
   cause (sweep 25, C2), though the README advises --use_fp16 for a run out of memory. It resumes, its weights,
   slots and step the checkpoint's, the loss scale a fresh float16 run's, and says so; the variables TensorFlow
@@ -324,6 +324,18 @@ def test_a_float32_run_resumed_in_float16_continues_with_a_fresh_loss_scale(tmp_
       k: v for k, v in fresh.items() if k.startswith("loss_scale/")}
   before, after = state(first), state(resumed)
   assert [k for k in before if not np.array_equal(before[k], after[k])] == []
+  # mems of another --mem_len: refused, TensorFlow's shape text and every changed flag in the line (sweep 25, C4);
+  # they start afresh, as the original's train_gpu.py, which keeps them out of its checkpoints, starts every resume's
+  first.mems.global_variable.assign(tf.ones_like(first.mems.global_variable))  # a run's after its steps
+  first.checkpoints.manager.save(checkpoint_number=4)
+  lines = []
+  other = make_trainer(tmp_path, False, mem_len=MEM_LEN + 2)
+  assert other.restore_or_init(None, log_fn=lines.append) == 3
+  shapes = [other.mems.numpy().shape[0], MEM_LEN, other.mems.numpy().shape[2], other.mems.numpy().shape[3]]
+  assert lines == [f"Resumed from {tmp_path}/ckpt-4 at step 3. Its mems are of shape {shapes}, this run's "
+                   f"{list(other.mems.numpy().shape)} (another --mem_len or batch): they start afresh, as every "
+                   "resume of the original's."]
+  assert not other.mems.numpy().any() and make_trainer(tmp_path, False).restore_or_init(None) == 3
   reason = ("Found 2 Python objects that were not bound to checkpointed values, likely due to changes in the Python "
             "program. Showing 2 of 2 unmatched objects: [<tf.Variable 'skipped:0' shape=() dtype=int64, numpy=0>, "
             "<Variable path=seed_generator_4/seed_generator_state, shape=(2,), dtype=uint32, value=[0 0]>]")

@@ -117,7 +117,7 @@ class RunCheckpoint:
     # The latest complete checkpoint: the one resumed from, then each one saved. Not the manager's latest, which is
     # the one its state file names until the first save, where that one's files may be gone (`restore_latest`).
     self.latest_path = None
-    self.fresh_loss_scale = False  # a float32 run's checkpoint resumed in float16 (`restore_latest`)
+    self.fresh = {}  # {item: why} of what the resume left as it starts (`restore_latest`)
 
   def latest(self):
     """The latest checkpoint written, or where there is none (for error lines)."""
@@ -141,14 +141,10 @@ class RunCheckpoint:
                               "checkpoint's files again; to train from step 0 there, delete that state file; or "
                               "pass another --model_dir.")
     if latest:
-      restored = self.checkpoint
-      if "loss_scale" in self._items and not any(
-          name.startswith("loss_scale/") for name in checkpoint_lib.Reader(latest).get_variable_to_shape_map()):
-        # A float32 run's, resumed with --use_fp16 (as the README advises a run out of memory): its loss scale
-        # starts as a float16 run's at step 0 does. It was refused, listing every changed flag (sweep 25, C2).
-        restored = tf.train.Checkpoint(**{k: v for k, v in self._items.items() if k != "loss_scale"})
-        self.fresh_loss_scale = True
       try:
+        self.fresh = self._fresh_items(checkpoint_lib.Reader(latest).get_variable_to_shape_map())
+        restored = (tf.train.Checkpoint(**{k: v for k, v in self._items.items() if k not in self.fresh})
+                    if self.fresh else self.checkpoint)
         with checkpoint_lib.reading(latest):  # a cut .data file: the reader's IndexError, a traceback before
           restored.restore(latest).assert_existing_objects_matched()
       except checkpoint_lib.DamagedCheckpointError as e:  # a run's own: its files cannot be read whole
@@ -169,6 +165,21 @@ class RunCheckpoint:
                            "belongs to another model, pass another --model_dir.", latest, reason) from None
     self.latest_path = latest
     return latest
+
+  def _fresh_items(self, held):
+    """{item: the sentence that says so} of what a resume from a checkpoint holding `held` ({name: shape}) leaves
+    as a run starts it, else refused listing every changed flag (sweep 25, C2, C4): the loss scale a float32 run's
+    checkpoint lacks, resumed with --use_fp16 (as the README advises a run out of memory); mems of another shape
+    (another --mem_len), which the original's train_gpu.py keeps out of its checkpoints, starting every resume's
+    afresh."""
+    fresh = {}
+    if "loss_scale" in self._items and not any(name.startswith("loss_scale/") for name in held):
+      fresh["loss_scale"] = "It holds no loss scale (a float32 run's): float16's starts afresh."
+    shape = held.get("mems/.ATTRIBUTES/VARIABLE_VALUE")
+    if "mems" in self._items and shape is not None and list(shape) != self._items["mems"].shape.as_list():
+      fresh["mems"] = (f"Its mems are of shape {list(shape)}, this run's {self._items['mems'].shape.as_list()} "
+                       "(another --mem_len or batch): they start afresh, as every resume of the original's.")
+    return fresh
 
   def save(self, step):
     """Writes the checkpoint of `step`; returns its path (None on a worker that is not the chief).

@@ -131,9 +131,8 @@ class Trainer:
     latest = self.checkpoints.restore_latest()
     if latest:
       self.mems.scatter()
-      log_fn(f"Resumed from {latest} at step {self.step}." + (
-          " It holds no loss scale (a float32 run's): float16's starts afresh." if self.checkpoints.fresh_loss_scale
-          else "") + (
+      fresh = "".join(f" {why}" for why in self.checkpoints.fresh.values())  # left as a run starts it
+      log_fn(f"Resumed from {latest} at step {self.step}.{fresh}" + (
           f" --init_checkpoint {init_checkpoint} is not read: a --model_dir holding checkpoints continues them (as "
           "the original's Estimator); pass a new --model_dir to start from it." if init_checkpoint else ""))
     elif init_checkpoint:

@@ -379,6 +379,7 @@ def _check_apart_from_init_checkpoint(o):
   from xlnet_tf import checkpoint  # pylint: disable=g-import-not-at-top
   latest = checkpoint.latest_checkpoint(o.model_dir)
   if latest and checkpoint.is_run_checkpoint(latest):
+    _check_same_tool(o, latest)  # before the records are written: they were, then the run refused (sweep 25, C4)
     return
   init_dir = None
   try:
@@ -404,6 +405,16 @@ def _check_apart_from_init_checkpoint(o):
     raise FlagError(f"--model_dir {o.model_dir} holds the checkpoint {foreign}, not one of this tool's training runs "
                     "(ckpt-N): pass it as --init_checkpoint (its Adam slots and step come with it: "
                     "--init_optimizer_state) and another --model_dir.")
+
+
+def _check_same_tool(o, latest):
+  """FlagError where --model_dir's run_flags.json has flags this tool's options `o` lack: its checkpoints, `latest`
+  the last, are another tool's."""
+  foreign = sorted(set(run_flags(o.model_dir) or {}) - set(vars(o)) - _RESOLVED)
+  if foreign:
+    raise FlagError(f"Cannot resume from {latest}: --model_dir {o.model_dir} holds the checkpoints of another "
+                    f"tool (its run_flags.json has flags this one lacks: {', '.join(foreign[:4])}"
+                    f"{', ...' if len(foreign) > 4 else ''}). Pass another --model_dir.")
 
 
 def _other_checkpoint(directory):
@@ -438,11 +449,7 @@ def _restore_or_init(o, trainer, log_fn, **kwargs):
   try:
     return trainer.restore_or_init(o.init_checkpoint, log_fn=log_fn, **kwargs)
   except run_checkpoint.CannotResume as e:
-    foreign = sorted(set(run_flags(o.model_dir) or {}) - set(vars(o)) - _RESOLVED)
-    if foreign:
-      raise FlagError(f"Cannot resume from {e.latest}: --model_dir {o.model_dir} holds the checkpoints of another "
-                      f"tool (its run_flags.json has flags this one lacks: {', '.join(foreign[:4])}"
-                      f"{', ...' if len(foreign) > 4 else ''}). Pass another --model_dir.") from None
+    _check_same_tool(o, e.latest)
     changes = flag_changes(o)
     if not changes:
       raise

@@ -919,6 +919,20 @@ def test_a_huggingface_model_of_other_casing_is_refused(tmp_path):
                                 "model's download.")
 
 
+def test_another_tool_s_model_dir_is_refused_before_the_training_records_are_written(tmp_path):
+  """run_classifier.py --do_train with a pretraining run's --model_dir wrote (or rewrote) the training records in
+  --output_dir, then refused the resume (sweep 25, C4): the check that runs before the records says it now."""
+  import json  # pylint: disable=import-outside-toplevel
+  import run_classifier  # pylint: disable=import-outside-toplevel
+  tf.train.CheckpointManager(tf.train.Checkpoint(v=tf.Variable(1.0)), str(tmp_path), 1, checkpoint_name="ckpt").save(2)
+  (tmp_path / "run_flags.json").write_text(json.dumps({"record_info_dir": "r", "mem_len": 16, "perm_size": 16}))
+  o = cli.defaults(run_classifier.define_flags, model_dir=str(tmp_path), do_train=True)
+  with pytest.raises(cli.FlagError, match=f"^Cannot resume from {tmp_path}/ckpt-2: --model_dir {tmp_path} holds the "
+                                          r"checkpoints of another tool \(its run_flags.json has flags this one lacks: "
+                                          r"mem_len, perm_size, record_info_dir\)\. Pass another --model_dir\.$"):
+    run_files.check_trained_model(o, o.model_dir, None)
+
+
 def test_a_read_only_model_dir_is_refused_for_training_only(tmp_path, monkeypatch):
   """Evaluation, prediction and export only read --model_dir; a read-only one (an archived model, another user's
   run, a read-only mount) was refused by every fine-tuning tool with "Pass a writable directory" (sweep 19, F4); and

@@ -75,10 +75,28 @@ STEP_KEYS = {"pretrain": ("loss", "tower_loss", "learning_rate", "gnorm", "globa
              "race": ("loss", "per_example_loss", "logits", "learning_rate", "gnorm", "global_step"),
              "long": ("loss", "learning_rate", "gnorm", "global_step")}
 
-# The same run of the original with every matmul summing in another order (`alt/*`, where a golden holds it; see
-# tests/testdata/generate_train_step_goldens.py): a quantity may then differ from the golden by up to
-# DRIFT_FACTOR x what that rerun differs, where this is more than the tolerance above.
+# Reruns of the original a golden may hold (see tests/testdata/generate_train_step_goldens.py): `alt/*`, the same run
+# with every matmul summing in another order (oneDNN switched), and, in a long golden, `pert1/*` .. `pertK/*`, the
+# same run from the checkpoint moved by one ulp in a random half of every float variable's entries. A quantity may
+# differ from the golden by up to DRIFT_FACTOR x the LARGEST difference of any of these reruns, where this is more
+# than the tolerance above. Neither kind bounds the other: over 300 steps the alt rerun drifts 1.6-2.6x further than
+# the perturbed ones on one pretraining golden and 3-30x less on a classifier golden, where 2x (3x) alt alone failed
+# the original's own perturbed reruns; the largest over alt and four perturbed reruns passes a fifth one unseen
+# (docs/training_step.md, "The original's noise floor").
 DRIFT_FACTOR = {"loss": 2, "gnorm": 2, "new_mems": 2, "last_new_mems": 2, "final": 3, "slots": 3}
+RERUN = re.compile(r"(alt|pert[0-9]+)/")
+
+
+def reruns(g):
+  """The prefixes of the original's reruns the golden holds: "alt/", "pert1/", ... ."""
+  return sorted({match.group(0) for match in map(RERUN.match, g) if match})
+
+
+def rerun_drift(g, key, measure):
+  """(the largest measure(g[prefix + key]) over the golden's reruns that hold `key`, that rerun's prefix), or
+  (None, None) when none does."""
+  drifts = [(measure(g[prefix + key]), prefix) for prefix in reruns(g) if prefix + key in g]
+  return max(drifts, key=lambda d: d[0]) if drifts else (None, None)
 
 
 def step_keys(g, meta):
@@ -334,14 +352,14 @@ def _rel(ours, golden):
   return float(np.max(np.abs(ours - golden))) / max(float(np.max(np.abs(golden))), 1e-12)
 
 
-def final_variable_diffs(golden_final, ours_final, initial, v_slot=None, alt_final=None):
+def final_variable_diffs(golden_final, ours_final, initial, v_slot=None, rerun_finals=()):
   """How far one variable's final value is from the golden's, relative to the golden's largest update.
 
   Args:
     golden_final, ours_final, initial: arrays of one variable (initial: the checkpoint's value).
     v_slot: the golden's second-moment slot of the variable, or None.
-    alt_final: the variable after the original's rerun in another summation order, or None: where given, every
-      entry may also differ by DRIFT_FACTOR["final"] x that rerun's largest difference on the variable.
+    rerun_finals: the variable after each of the original's reruns (`alt/`, `pert{i}/`): every entry may also
+      differ by DRIFT_FACTOR["final"] x the largest difference of any of them on the variable.
 
   Returns:
     (worst |ours - golden| / max|golden update| over the entries whose gradient is not in the rounding noise,
@@ -357,7 +375,7 @@ def final_variable_diffs(golden_final, ours_final, initial, v_slot=None, alt_fin
   if v_slot is not None and np.max(v_slot) > 0:  # v == 0: no gradient ever, nothing to amplify
     root = np.sqrt(np.asarray(v_slot, np.float64))
     noise = (root > 0) & (root < TOLERANCES["noise_v"] * np.max(root))
-  drift = 0.0 if alt_final is None else DRIFT_FACTOR["final"] * float(np.max(np.abs(alt_final - golden)))
+  drift = DRIFT_FACTOR["final"] * max((float(np.max(np.abs(r - golden))) for r in rerun_finals), default=0.0)
   strict_ok = bool(np.all(diff[~noise] <= TOLERANCES["final"] * update + TOLERANCES["final_abs"] + drift))
   noise_ok = bool(np.all(diff[noise] <= TOLERANCES["noise_final"] * update + TOLERANCES["final_abs"] + drift))
   scale = max(update, 1e-12)
@@ -443,9 +461,10 @@ def compare(g, meta, ours, initial):
   mode = meta["mode"]
   long = "batch_of_step" in g
   known = (set(step_keys(g, meta)) | set(INPUT_KEYS[mode]) | {"meta_json", "gnorm_dense"} |
-           {"batch_of_step"} | {f"alt/{k}" for k in DRIFT_FACTOR})
+           {"batch_of_step"} | {prefix + k for prefix in reruns(g) for k in DRIFT_FACTOR})
   for key in sorted(g):
-    if key not in known and not key.startswith(("grad0/", "grad0_slices/", "final/", "alt/final/")):
+    if key not in known and not key.startswith(("grad0/", "grad0_slices/", "final/") +
+                                               tuple(prefix + "final/" for prefix in reruns(g))):
       missing(f"unknown key {key}", "the golden holds it; this checker compares nothing of it")
   for key in step_keys(g, meta):
     if key not in g:
@@ -455,10 +474,10 @@ def compare(g, meta, ours, initial):
     else:
       tol = TOLERANCES["new_mems" if key == "last_new_mems" else TOLERANCE_OF.get(key, key)]
       note = ""
-      if f"alt/{key}" in g:
-        drift = _rel(g[f"alt/{key}"], g[key])
+      drift, prefix = rerun_drift(g, key, lambda rerun, key=key: _rel(rerun, g[key]))
+      if drift is not None:
         tol = max(tol, DRIFT_FACTOR[key] * drift)
-        note = f"the original against itself: {drift:.1e}"
+        note = f"the original against itself: {drift:.1e} ({prefix[:-1]})"
       check(key, _rel(np.asarray(ours[key]), g[key]), tol, note=note)
 
   # Variables xlnet-tf's model holds but the original's graph for this run does not create (e.g. lm_loss/bias and
@@ -514,7 +533,8 @@ def compare(g, meta, ours, initial):
   variables = [n for n in variables if n not in noisy_vars]
   if variables:
     results = {n: final_variable_diffs(finals[n], ours_final[n], initial[n],
-                                       finals.get(slot_names.get(n, {}).get("v", "")), g.get(f"alt/final/{n}"))
+                                       finals.get(slot_names.get(n, {}).get("v", "")),
+                                       [g[p + f"final/{n}"] for p in reruns(g) if p + f"final/{n}" in g])
                for n in variables}
     worst = max(results, key=lambda n: results[n][0])
     check("final variables", results[worst][0], TOLERANCES["final"], all(r[3] for r in results.values()),
@@ -526,13 +546,15 @@ def compare(g, meta, ours, initial):
   slots = [n for n in finals if n in ours_final and n.endswith(SLOT_SUFFIXES)]
   if slots:
     slot_diff = slot_diffs(finals, slot_names, slots, set(noise))
-    tols = {n: max(TOLERANCES["slots"], DRIFT_FACTOR["slots"] * slot_diff(n, g[f"alt/final/{n}"]))
-            if f"alt/final/{n}" in g else TOLERANCES["slots"] for n in slots}
+    drifts = {n: rerun_drift(g, f"final/{n}", lambda rerun, n=n: slot_diff(n, rerun)) for n in slots}
+    tols = {n: TOLERANCES["slots"] if drifts[n][0] is None else max(TOLERANCES["slots"],
+                                                                    DRIFT_FACTOR["slots"] * drifts[n][0])
+            for n in slots}
     diffs = {n: slot_diff(n, ours_final[n]) for n in slots}
     worst = max(slots, key=lambda n: diffs[n] / tols[n])
+    drift, prefix = drifts[worst]
     check("final slots", diffs[worst], tols[worst], all(diffs[n] <= tols[n] for n in slots),
-          f"worst {worst}" + (" (the original against itself: "
-                              f"{slot_diff(worst, g[f'alt/final/{worst}']):.1e})" if f"alt/final/{worst}" in g
+          f"worst {worst}" + (f" (the original against itself: {drift:.1e}, {prefix[:-1]})" if drift is not None
                               else "") + (f"; {len(noise)} variables' gradients in the rounding noise, their slots "
                                           f"judged against the largest slot: {', '.join(noise)}" if noise else ""))
   for n in ("beta1_power", "beta2_power"):

@@ -435,6 +435,53 @@ def test_the_originals_own_drift_does_not_hide_a_difference():
   assert rows["final variables"][3].endswith(name)
 
 
+def test_the_largest_of_the_originals_reruns_sets_the_allowance():
+  """A golden with perturbed reruns (`pert{i}/*`) besides `alt/*`: the loss, a variable and its slot moved by ours
+  between DRIFT_FACTOR x the alt rerun's drift and DRIFT_FACTOR x the largest perturbed rerun's pass (and fail without
+  the perturbed reruns); moved beyond the latter they fail. pert1 drifts further than pert2: the largest counts."""
+  step_parity = _step_parity()
+  g, meta = step_parity.load(os.path.join(TIED_DIR, "pretrain_adamwd_gpu.npz"))
+  initial = checkpoint_lib.checkpoint_arrays(os.path.join(TIED_DIR, "ckpt", "xlnet_model.ckpt"))
+  name = "model/transformer/layer_0/ff/layer_1/kernel"
+  slot = f"{name}/adam_m"
+  final = {k[len("final/"):]: v for k, v in g.items() if k.startswith("final/")}
+  # The allowances alt alone gives: the loss's, the variable's (absolute) and the slot's.
+  loss_tol = max(step_parity.TOLERANCES["loss"], 2 * step_parity._rel(g["alt/loss"], g["loss"]))  # pylint: disable=protected-access
+  update = float(np.max(np.abs(final[name] - initial[name])))
+  var_tol = (step_parity.TOLERANCES["final"] * update + step_parity.TOLERANCES["final_abs"] +
+             3 * float(np.max(np.abs(g[f"alt/final/{name}"] - final[name]))))
+  slot_tol = max(step_parity.TOLERANCES["slots"],
+                 3 * step_parity._rel(g[f"alt/final/{slot}"], final[slot]))  # pylint: disable=protected-access
+  for seed, scale in ((1, 2.0), (2, 1.0)):  # pert1 drifts 2x the alt allowance, pert2 1x
+    g[f"pert{seed}/loss"] = (g["loss"] * (1 + scale * loss_tol)).astype(np.float32)
+    g[f"pert{seed}/gnorm"] = g["gnorm"]
+    g.update({f"pert{seed}/final/{n}": v for n, v in final.items()})
+    g[f"pert{seed}/final/{name}"] = (final[name] + scale * var_tol).astype(np.float32)
+    g[f"pert{seed}/final/{slot}"] = (final[slot] * (1 + scale * slot_tol)).astype(np.float32)
+  assert step_parity.reruns(g) == ["alt/", "pert1/", "pert2/"]
+
+  def rows(golden, moved):  # ours: the golden's own figures, the three quantities moved `moved` x their alt allowance
+    ours = {k: list(golden[k]) for k in step_parity.step_keys(golden, meta)}
+    ours["grad0"] = {k[len("grad0/"):]: v for k, v in golden.items() if k.startswith("grad0/")}
+    ours["final"] = dict(final)
+    ours["loss"] = list(np.asarray(golden["loss"], np.float64) * (1 + moved * loss_tol))
+    ours["final"][name] = final[name] + moved * var_tol
+    ours["final"][slot] = final[slot] * (1 + moved * slot_tol)
+    ours["initial"] = {n: initial[n] for n in final if n in initial}
+    out = step_parity.compare(golden, meta, ours, initial)
+    assert not [r for r in out if r.startswith("unknown key")], out
+    return {r: out[r][2] for r in ("loss", "final variables", "final slots")}, out
+  alt_only = {k: v for k, v in g.items() if not k.startswith("pert")}
+  assert rows(g, 0)[0] == rows(alt_only, 0)[0] == {"loss": True, "final variables": True, "final slots": True}
+  assert rows(alt_only, 3)[0] == {"loss": False, "final variables": False, "final slots": False}
+  passed, out = rows(g, 3)  # within 2x (3x) pert1's drift of 2x (2x) the alt allowance: 4x (6x)
+  assert passed == {"loss": True, "final variables": True, "final slots": True}, out
+  assert "pert1" in out["loss"][3] and "pert1" in out["final slots"][3], out
+  assert rows(g, 8)[0] == {"loss": False, "final variables": False, "final slots": False}
+  g["pert1/grad0/x"] = g["loss"]  # a rerun key the checker does not know
+  assert "unknown key pert1/grad0/x" in step_parity.compare(g, meta, {"final": {}}, initial)
+
+
 TASK_DIR = os.path.join("tests", "testdata", "task_step")
 TASK_GOLDENS = ("squad/squad_adam_clip1", "squad/squad_adamwd_lrlayer075_warmup", "race/race_adam_clip05",
                 "race/race_adamwd_lrlayer075_warmup_clip05")

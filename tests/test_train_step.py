@@ -650,3 +650,35 @@ def test_the_fine_tuning_long_horizon_sees_a_gradient_norm_slightly_off():
   initial = checkpoint_lib.checkpoint_arrays(os.path.join(os.path.dirname(path), "ckpt", "xlnet_model.ckpt"))
   failed = {name for name, row in step_parity.compare(g, meta, ours, initial).items() if not row[2]}
   assert {"loss", "gnorm"} <= failed, failed
+
+
+def test_a_perturbed_rerun_starts_one_ulp_off_in_half_the_entries(tmp_path):
+  """The long goldens' `pert{i}/*` reruns start from generate_train_step_goldens.perturbed_checkpoint: every float
+  variable has about half its entries one ulp up or down (seeded), the rest and the integers unchanged."""
+  sys.path.insert(0, os.path.join("tests", "testdata"))
+  try:
+    generator = importlib.import_module("generate_train_step_goldens")
+  finally:
+    sys.path.remove(os.path.join("tests", "testdata"))
+  src = os.path.join(TIED_DIR, "ckpt")
+  prefix = generator.perturbed_checkpoint(tf.compat.v1, src, str(tmp_path / "p1"), 1)
+  again = generator.perturbed_checkpoint(tf.compat.v1, src, str(tmp_path / "p1_again"), 1)
+  other = generator.perturbed_checkpoint(tf.compat.v1, src, str(tmp_path / "p2"), 2)
+  assert os.path.isfile(tmp_path / "p1" / "xlnet_config.json")
+  start, moved = tf.train.load_checkpoint(os.path.join(src, "xlnet_model.ckpt")), tf.train.load_checkpoint(prefix)
+  assert set(moved.get_variable_to_shape_map()) == set(start.get_variable_to_shape_map())
+  changed = total = 0
+  for name in start.get_variable_to_shape_map():
+    a, b = start.get_tensor(name), moved.get_tensor(name)
+    assert a.dtype == b.dtype and a.shape == b.shape, name
+    if a.dtype != np.float32:
+      assert np.array_equal(a, b), name
+      continue
+    differ = a != b
+    up, down = np.nextafter(a, np.float32(np.inf)), np.nextafter(a, np.float32(-np.inf))
+    assert np.all((b[differ] == up[differ]) | (b[differ] == down[differ])), name
+    changed, total = changed + int(differ.sum()), total + a.size
+    assert np.array_equal(b, tf.train.load_checkpoint(again).get_tensor(name)), name
+  assert total > 10000 and 0.45 < changed / total < 0.55, (changed, total)
+  assert not np.array_equal(tf.train.load_checkpoint(other).get_tensor("model/transformer/word_embedding/lookup_table"),
+                            moved.get_tensor("model/transformer/word_embedding/lookup_table"))

@@ -16,7 +16,9 @@ head's outputs (the return value of `get_qa_outputs` / `get_race_loss` / ...), `
 learning rate and the pre-clip gnorm model_fn drops) and the gradients `tf.clip_by_global_norm` receives (the step-1
 gradients). With weight decay the global step's increment waits for the learning rate's read (a race in the
 original; as generate_train_step_goldens.py). Each golden runs in a child process (the scripts define the same absl
-flags), and again with oneDNN switched (`alt/*`: the original's own float32 drift).
+flags), and again with oneDNN switched (`alt/*`: the original's own float32 drift); a long golden also from K
+checkpoints moved by one ulp in a random half of every float variable's entries (`pert1/*` .. `pertK/*`, the keys
+`alt/*` has, seed i: generate_train_step_goldens.perturbed_checkpoint; --perturbed_reruns, K = 4 by default).
 
 Inputs: tests/testdata/squad/head/train_batch.npz (24 training features of L64_Q16_S24_cased, step k = rows
 [8k, 8k+8)) from tests/testdata/squad/ckpt; RACE: the 4 training then the 8 dev questions of L64_QA16_cased
@@ -29,8 +31,8 @@ outputs or step-1 gradients): SQuAD from 160 training features of L64_Q16_S24_ca
 (classification, 3 labels) from tests/testdata/train_step/ckpt on 80 examples made as that folder's finetune goldens'
 (`classifier_examples`, through the original `classifier_utils.convert_single_example`; inputs stored time-major as
 there). Written, per task, to OUT_DIR/{squad,race,classifier}/ (a `ckpt` link to the task's checkpoint folder, the npz
-files; MANIFEST written by hand; see `GOLDENS`). About two minutes on two cores. Needs only the project's .venv
-(TensorFlow, numpy, sentencepiece, absl).
+files; MANIFEST written by hand; see `GOLDENS`). About three minutes on two cores (the two long files with all their
+reruns: 100 s). Needs only the project's .venv (TensorFlow, numpy, sentencepiece, absl).
 """
 
 import argparse
@@ -303,27 +305,46 @@ def main():
   parser.add_argument("--xlnet_src", required=True, help="A checkout of github.com/zihangdai/xlnet (bbaa3a6).")
   parser.add_argument("--out_dir", default=os.path.join(HERE, "task_step"))
   parser.add_argument("--only", default=None, help="Comma-separated golden names (default: all).")
+  parser.add_argument("--perturbed_reruns", type=int, default=None, help=(
+      "K: also write K reruns of the original from 1-ulp-perturbed checkpoints as pert1/* .. pertK/* (default: "
+      f"{train_step_goldens.PERTURBED_RERUNS} for a long golden, 0 otherwise)."))
   parser.add_argument("--child_out", default=None, help=argparse.SUPPRESS)  # one golden in this process
+  parser.add_argument("--child_ckpt_dir", default=None, help=argparse.SUPPRESS)  # ... from this checkpoint
   args = parser.parse_args()
   if args.child_out:
+    if args.child_ckpt_dir:
+      TASKS[GOLDENS[args.only]["task"]]["ckpt_dir"] = args.child_ckpt_dir
     arrays, meta = run_golden(args.xlnet_src, args.only)
     np.savez(args.child_out, meta_json=np.asarray(json.dumps(meta, sort_keys=True)), **arrays)
     return
   names = args.only.split(",") if args.only else list(GOLDENS)
   with tempfile.TemporaryDirectory(prefix="xlnet-task-goldens-") as tmp:
     for name in names:
+      task = GOLDENS[name]["task"]
+      onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1")
+      # The main run; the same with oneDNN switched (`alt`); from checkpoints moved by one ulp in half their entries
+      # (`pert{i}`: over a long horizon these can drift up to 30x further than the alt rerun).
+      reruns = (train_step_goldens.PERTURBED_RERUNS if args.perturbed_reruns is None and "batches" in GOLDENS[name]
+                else args.perturbed_reruns or 0)
+      kinds = [("main", onednn, None), ("alt", "0" if onednn != "0" else "1", None)] + [
+          (f"pert{seed}", onednn, seed) for seed in range(1, reruns + 1)]
       runs = {}
-      for kind, onednn in (("main", os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1")),
-                           ("alt", "0" if os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1") != "0" else "1")):
+      for kind, kind_onednn, seed in kinds:
         path = os.path.join(tmp, f"{name}_{kind}.npz")
-        subprocess.run([sys.executable, __file__, f"--xlnet_src={args.xlnet_src}", f"--only={name}",
-                        f"--child_out={path}"], check=True, env=dict(os.environ, TF_ENABLE_ONEDNN_OPTS=onednn))
+        command = [sys.executable, __file__, f"--xlnet_src={args.xlnet_src}", f"--only={name}", f"--child_out={path}"]
+        if seed is not None:
+          ckpt_dir = os.path.join(tmp, f"{task}_{kind}")
+          if not os.path.exists(ckpt_dir):
+            import tensorflow as tf2  # pylint: disable=import-outside-toplevel
+            train_step_goldens.perturbed_checkpoint(tf2.compat.v1, TASKS[task]["ckpt_dir"], ckpt_dir, seed)
+          command.append(f"--child_ckpt_dir={ckpt_dir}")
+        subprocess.run(command, check=True, env=dict(os.environ, TF_ENABLE_ONEDNN_OPTS=kind_onednn))
         with np.load(path) as d:
           runs[kind] = {k: d[k] for k in d.files}
-      arrays, alt = runs["main"], runs["alt"]
-      arrays.update({f"alt/{k}": alt[k] for k in ("loss", "gnorm")})
-      arrays.update({f"alt/{k}": v for k, v in alt.items() if k.startswith("final/")})
-      task = GOLDENS[name]["task"]
+      arrays, alt = runs.pop("main"), runs["alt"]
+      for kind, rerun in runs.items():
+        arrays.update({f"{kind}/{k}": rerun[k] for k in ("loss", "gnorm")})
+        arrays.update({f"{kind}/{k}": v for k, v in rerun.items() if k.startswith("final/")})
       folder = os.path.join(args.out_dir, task)
       os.makedirs(folder, exist_ok=True)
       link = os.path.join(folder, "ckpt")

@@ -11,18 +11,23 @@ and `dropout`) and TF 1.13's aggregation of a dense and an IndexedSlices gradien
 so `scripts/check_train_step.py --golden_dir=OUT_DIR` replays them. A long-horizon file (`*_long_*`) holds its inputs
 once per distinct batch (`batch_of_step` says which batch each step ran). Every file also holds, as `alt/*` (loss,
 gnorm, mems, every final value), the same run of the original with oneDNN switched, i.e. another summation order
-in every matmul: the original's own float32 drift, which a port's differences are judged against.
+in every matmul: the original's own float32 drift, which a port's differences are judged against. A long file also
+holds, as `pert1/*` .. `pertK/*` (the same keys; --perturbed_reruns, K = 4 by default), the run from the checkpoint
+moved by one ulp in a random half of every float variable's entries (seed i, `perturbed_checkpoint`): over 300 steps
+such a start can drift up to 30x further than the alt rerun, and the judge takes the largest of all these drifts.
 
 Written (see `GOLDENS` for the settings):
   ckpt/                      a TF1 checkpoint from the original graph: untie_r false, relu, d_head 6 (random values)
   pretrain_adamwd_{gpu,tpupath}.npz, pretrain_adam_gpu.npz           3 steps, clamp_len 6, mem_len 24, batch 5
   pretrain_{adam,adamwd}_long_gpu.npz                                300 steps cycling 20 batches
-About two minutes on two cores. Needs only the project's .venv (TensorFlow, numpy, sentencepiece).
+About three minutes on two cores (the two long files with all their reruns: 100 s). Needs only the project's .venv
+(TensorFlow, numpy, sentencepiece).
 """
 
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -175,6 +180,34 @@ def make_checkpoint(tf, function_builder, out_dir):
   return path
 
 
+PERTURBED_RERUNS = 4  # how many 1-ulp-perturbed reruns a long golden holds (`pert{i}/*`, seeds 1..K) by default
+
+
+def perturbed_checkpoint(tf, src_dir, dst_dir, seed):
+  """src_dir's xlnet_model.ckpt (and xlnet_config.json) written to dst_dir with one ulp added or taken (at random) on
+  a random half of every float32 variable's entries (numpy RandomState(seed), variables in name order, per variable
+  first the half, then the direction): a start the original's own rounding could have reached. Returns the prefix."""
+  reader = tf.train.load_checkpoint(os.path.join(src_dir, "xlnet_model.ckpt"))
+  rng = np.random.RandomState(seed)
+  values = {}
+  for name in sorted(reader.get_variable_to_shape_map()):
+    value = reader.get_tensor(name)
+    if value.dtype == np.float32:
+      pick = rng.rand(*value.shape) < 0.5
+      toward = np.where(rng.rand(*value.shape) < 0.5, np.float32(np.inf), np.float32(-np.inf)).astype(np.float32)
+      value = np.where(pick, np.nextafter(value, toward), value).astype(np.float32)
+    values[name] = value
+  os.makedirs(dst_dir, exist_ok=True)
+  prefix = os.path.join(dst_dir, "xlnet_model.ckpt")
+  with tf.Graph().as_default():
+    variables = [tf.Variable(value, name=name) for name, value in values.items()]
+    with tf.Session(config=session_config(tf)) as sess:
+      sess.run(tf.global_variables_initializer())
+      tf.train.Saver(variables).save(sess, prefix, write_meta_graph=False)
+  shutil.copy(os.path.join(src_dir, "xlnet_config.json"), dst_dir)
+  return prefix
+
+
 def increment_after_the_learning_rate(tf, learning_rate):
   """Makes every assignment to the global step wait for the learning rate's read: with AdamWeightDecay the original's
   `get_train_op` increments the step with no dependency on that read, a race. Returns what was added, in words."""
@@ -279,6 +312,16 @@ def to_arrays(golden, batches, out, flags, ckpt_rel):
   return arrays
 
 
+def rerun_arrays(golden, out):
+  """What a golden keeps of a rerun of the original (`alt/*`, `pert{i}/*`): loss, gnorm, the (last) mems, every
+  final value."""
+  long = "batches" in golden
+  arrays = {"loss": np.asarray(out["loss"], np.float32), "gnorm": np.asarray(out["gnorm"], np.float32),
+            "last_new_mems" if long else "new_mems": out["new_mems"][-1][None] if long else np.stack(out["new_mems"])}
+  arrays.update({f"final/{n}": v for n, v in out["final"].items()})
+  return arrays
+
+
 def write_records(tmp):
   """The project's `data_utils.py` (its records equal the original's) on tests/testdata/data: bsz 5, uni."""
   records = os.path.join(tmp, "records")
@@ -296,6 +339,9 @@ def main():
   parser.add_argument("--xlnet_src", required=True, help="A checkout of github.com/zihangdai/xlnet (bbaa3a6).")
   parser.add_argument("--out_dir", default=os.path.join(HERE, "train_step_tied"))
   parser.add_argument("--only", default=None, help="Comma-separated golden names (default: all).")
+  parser.add_argument("--perturbed_reruns", type=int, default=None, help=(
+      "K: also write K reruns of the original from 1-ulp-perturbed checkpoints as pert1/* .. pertK/* (default: "
+      f"{PERTURBED_RERUNS} for a long golden, 0 otherwise)."))
   parser.add_argument("--alt", action="store_true", help=argparse.SUPPRESS)  # the oneDNN-switched rerun
   parser.add_argument("--records_dir", default=None, help=argparse.SUPPRESS)
   args = parser.parse_args()
@@ -320,10 +366,7 @@ def generate(args):
     golden = GOLDENS[name]
     used = batches[:golden.get("batches", golden["steps"])]
     out, flags = run_steps(tf, function_builder, model_utils, golden, used, ckpt)
-    alt = {"loss": np.asarray(out["loss"], np.float32), "gnorm": np.asarray(out["gnorm"], np.float32),
-           "last_new_mems" if "batches" in golden else "new_mems":
-           out["new_mems"][-1][None] if "batches" in golden else np.stack(out["new_mems"])}
-    alt.update({f"final/{n}": v for n, v in out["final"].items()})
+    alt = rerun_arrays(golden, out)
     if args.alt:
       np.savez(os.path.join(args.records_dir, f"alt_{name}.npz"), **alt)
       continue
@@ -334,6 +377,13 @@ def generate(args):
                     f"--records_dir={args.records_dir}", f"--only={name}", "--alt"], check=True, env=env)
     with np.load(os.path.join(args.records_dir, f"alt_{name}.npz")) as alt:
       arrays.update({f"alt/{k}": alt[k] for k in alt.files})
+    # The same run from checkpoints moved by one ulp in half their entries: the original's own drift from a start
+    # its rounding could have reached, which grows over a long horizon further than the alt rerun's (it can be weak).
+    reruns = PERTURBED_RERUNS if args.perturbed_reruns is None and "batches" in golden else args.perturbed_reruns or 0
+    for seed in range(1, reruns + 1):
+      perturbed = perturbed_checkpoint(tf, os.path.dirname(ckpt), os.path.join(records_dir, f"pert{seed}"), seed)
+      pert = rerun_arrays(golden, run_steps(tf, function_builder, model_utils, golden, used, perturbed)[0])
+      arrays.update({f"pert{seed}/{k}": v for k, v in pert.items()})
     np.savez_compressed(os.path.join(args.out_dir, f"{name}.npz"), **arrays)
     print(f"{name}: loss {arrays['loss'][:3]} ... {arrays['loss'][-1]:.6f}, gnorm {arrays['gnorm'][:3]}",
           flush=True)

@@ -399,7 +399,8 @@ def test_original_steps_beyond_the_shared_goldens_replay_within_the_originals_ow
   """tests/testdata/train_step_tied (written with the ORIGINAL code by tests/testdata/generate_train_step_goldens.py):
   untie_r false, relu, clamp_len 6, mem_len 24, batch 5; 3 steps of Adam and of AdamWeightDecay (GPU and TPU
   embedding paths) and 300 steps of each with mems carried, every step's loss and gnorm tracking the original's
-  within twice what the original's own rerun in another summation order moves."""
+  within twice what the original's own reruns move (in another summation order; the long files also from four
+  1-ulp-perturbed checkpoints: the largest counts)."""
   proc = subprocess.run([sys.executable, "scripts/check_train_step.py", f"--golden_dir={TIED_DIR}"],
                         capture_output=True, text=True, timeout=600, env=ENV)
   assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
@@ -407,6 +408,9 @@ def test_original_steps_beyond_the_shared_goldens_replay_within_the_originals_ow
                "pretrain_adamwd_long_gpu"):
     assert f"{name}.npz: PASS" in proc.stdout, proc.stdout
   assert "Replayed 5 of 5 files" in proc.stdout and proc.stdout.splitlines()[-1] == "PASS"
+  for name in ("pretrain_adam_long_gpu", "pretrain_adamwd_long_gpu"):
+    g, _ = _step_parity().load(os.path.join(TIED_DIR, f"{name}.npz"))
+    assert _step_parity().reruns(g) == ["alt/", "pert1/", "pert2/", "pert3/", "pert4/"]
 
 
 @pytest.mark.slow  # the default suite's 15 minutes; by default: the shared goldens' replay
@@ -608,16 +612,17 @@ def long_task_replays():
 @pytest.mark.slow  # the default suite's 15 minutes; by default: the SQuAD/RACE goldens' 3-step replay
 @pytest.mark.parametrize("golden", LONG_TASK_GOLDENS)
 def test_fine_tuning_over_300_steps_tracks_the_original_within_its_own_drift(golden, long_task_replays):
-  """Every step's loss and gnorm within twice what the original's rerun in another summation order moves (`alt/*`),
-  the learning rate (warm-up 30, poly decay) and global step exact; after step 300 every variable and slot: the content
-  stream with a padding mask, the heads and our hand-written gradients, 300 steps through SQuAD's AdamWeightDecay with
-  layer-wise decay and run_classifier.py's Adam."""
+  """Every step's loss and gnorm within twice what the original's reruns move (`alt/*`: another summation order;
+  `pert1/*` .. `pert4/*`: from 1-ulp-perturbed checkpoints; the largest counts), the learning rate (warm-up 30, poly
+  decay) and global step exact; after step 300 every variable and slot: the content stream with a padding mask, the
+  heads and our hand-written gradients, 300 steps through SQuAD's AdamWeightDecay with layer-wise decay and
+  run_classifier.py's Adam."""
   g, meta, ours, initial = long_task_replays[golden]
   rows = _step_parity().compare(g, meta, ours, initial)
   assert not {name: row for name, row in rows.items() if not row[2]}
   assert len(ours["loss"]) == len(g["batch_of_step"]) == 300 and g["input_ids"].shape[0] == 20
   assert {"loss", "learning_rate", "gnorm", "global_step", "final variables", "final slots"} <= set(rows)
-  assert "alt/loss" in g and "alt/gnorm" in g
+  assert _step_parity().reruns(g) == ["alt/", "pert1/", "pert2/", "pert3/", "pert4/"]
 
 
 @pytest.mark.slow  # the default suite's 15 minutes; by default: the shared goldens' tampered replays

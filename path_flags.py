@@ -54,14 +54,9 @@ def check_path(name, value):
     return
   from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top  (light to import)
   for part in value.split(","):
-    try:
-      part.encode("utf-8")
-    except UnicodeEncodeError as e:  # bytes of another encoding, as Python reads them (surrogates): TensorFlow's
-      # file functions take UTF-8 only, and failed naming no flag, data_utils.py after tokenizing the whole corpus
-      shown = os.fsencode(part).decode("utf-8", "backslashreplace")
-      raise FlagError(f"--{name}={shown}: the name is not UTF-8 (byte 0x{ord(e.object[e.start]) - 0xDC00:02x}), "
-                      "which TensorFlow's file functions cannot take. Rename it to UTF-8 (e.g. convmv -f latin1 -t "
-                      "utf8 --notest) or pass another path.") from None
+    not_utf8 = fileio.non_utf8_line(part, f"--{name}=")  # TensorFlow's file functions take UTF-8 only, and
+    if not_utf8:  # failed naming no flag, data_utils.py after tokenizing the whole corpus
+      raise FlagError(not_utf8)
     typo = _ONE_SLASH.match(part)
     if typo:
       scheme, rest = typo.group(1), part[typo.end():]

@@ -30,7 +30,9 @@ from xlnet_tf.data import tokenization  # pylint: disable=wrong-import-position
 
 def check_model_prefix(model_prefix, overwrite):
   """ValueError unless --model_prefix names files this run may write: not a directory, and no existing
-  `{model_prefix}.model` or `.vocab` unless `overwrite`."""
+  `{model_prefix}.model` or `.vocab` unless `overwrite`, and a UTF-8 name (SentencePiece's error named nothing)."""
+  if not_utf8 := fileio.non_utf8_line(model_prefix, "--model_prefix=", taker="SentencePiece"):
+    raise ValueError(not_utf8)
   if model_prefix.endswith(("/", os.sep)) or os.path.isdir(model_prefix):
     raise ValueError(f"--model_prefix={model_prefix} is a directory; it is the start of the file names, e.g. "
                      f"--model_prefix={os.path.join(model_prefix, 'spiece')} writes spiece.model and spiece.vocab "

@@ -337,6 +337,19 @@ def test_imdb_layout(tmp_path):
     p.get_train_examples(str(tmp_path))
 
 
+def test_an_imdb_file_named_in_another_encoding_is_one_line(tmp_path):
+  """A review named in Latin-1 (an archive unpacked with another code page): TensorFlow's listing failed with a bare
+  "'utf-8' codec can't decode byte 0xe9", naming no file (sweep 25, B5)."""
+  d = str(tmp_path)
+  write(f"{d}/train/neg/0_3.txt", "Dull.")
+  open(os.path.join(os.fsencode(d), b"train/neg/\xe91_2.txt"), "w").close()
+  with pytest.raises(fileio.PathError) as error:
+    classifier_data.get_processor("imdb").get_train_examples(d)
+  assert error.value.named("--data_dir") == (
+      f"--data_dir holds {d}/train/neg/\\xe91_2.txt: the name is not UTF-8 (byte 0xe9), which TensorFlow's file "
+      "functions cannot take. Rename it to UTF-8 (e.g. convmv -f latin1 -t utf8 --notest) or move it away.")
+
+
 def test_imdb_reads_the_files_in_the_listing_order_unless_sorted(tmp_path, monkeypatch):
   # The original lists with tf.gfile.ListDirectory: the file system's order, not sorted (docs/design.md).
   d = str(tmp_path)

@@ -164,6 +164,15 @@ def test_the_base_class_s_weights_without_the_transformer_prefix_are_the_backbon
     np.testing.assert_array_equal(array, lm_arrays[name])
 
 
+def test_a_stray_file_named_in_another_encoding_is_let_be(tmp_path):
+  """A notes file named in Latin-1 beside an HF model's weights: the size check's listing (TensorFlow's) failed with a
+  bare "'utf-8' codec can't decode byte 0xe9", naming nothing (sweep 25, B5); the converter read the model."""
+  shutil.copytree(f"{DATA}/cls_bin", tmp_path / "hf")
+  open(os.path.join(os.fsencode(tmp_path / "hf"), b"\xe9notes.txt"), "w").close()
+  config = json.loads((tmp_path / "hf" / "config.json").read_text())
+  assert hf_checkpoint.model_config(None, str(tmp_path / "hf"), "--predict_ckpt").n_layer == config["n_layer"]
+
+
 def test_a_config_of_far_more_weights_than_its_files_hold_is_refused_before_the_model_is_built(tmp_path):
   """An HF config.json saying n_layer 200000 over 2 layers' weights, as --predict_ckpt or --init_checkpoint: the
   tools built the 200000-layer model first, minutes and GBs without a line (sweep 21, H7)."""

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from xlnet_tf import fileio
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.race import data
 
@@ -189,6 +190,15 @@ def test_a_file_with_a_byte_order_mark_is_read(tmp_path):
   _write(root, "dev/high/1.txt", _article())
   _write(root, "dev/middle/1.txt", "\ufeff" + json.dumps(_article(answers=("C",))))
   assert [ex.label for ex in data.get_examples(root, "dev")] == [2, 1]
+
+
+def test_an_article_named_in_another_encoding_is_one_line(tmp_path):
+  """An article file named in Latin-1: a bare "'utf-8' codec can't decode byte 0xe9", naming no file (sweep 25, B5)."""
+  root = str(tmp_path)
+  _write(root, "dev/high/1.txt", _article())
+  open(os.path.join(os.fsencode(root), b"dev/high/\xe92.txt"), "w").close()
+  with pytest.raises(fileio.PathError, match=f"^{root}/dev/high/\\\\xe92.txt: the name is not UTF-8 \\(byte 0xe9\\)"):
+    data.level_files(root, "dev", "high")
 
 
 def test_file_order_is_the_directory_listing_unless_sorted(tmp_path):

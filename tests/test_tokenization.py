@@ -1,4 +1,5 @@
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -363,6 +364,22 @@ def test_a_model_prefix_ending_in_model_is_refused(tmp_path):
   with pytest.raises(ValueError, match=f"^--model_prefix={tmp_path}/m would write {tmp_path}/m.model, which is a "
                                        "directory. Move it away, or pass another --model_prefix.$"):
     train_spm.check_model_prefix(f"{tmp_path}/m", overwrite=True)
+
+
+def test_train_spm_names_a_file_name_in_another_encoding(tmp_path):
+  """A Latin-1 name matched by --input's glob, or in --model_prefix: SentencePiece's bare "_TrainFromMap():
+  incompatible function arguments. The following argument types are supported:" (sweep 25, B5)."""
+  from scripts import train_spm  # pylint: disable=import-outside-toplevel
+  shutil.copy(GOLDEN_CORPUS, tmp_path / "a.txt")
+  shutil.copy(GOLDEN_CORPUS, os.path.join(os.fsencode(tmp_path), b"\xe9.txt"))
+  with pytest.raises(ValueError) as error:
+    tk.check_text_files(tk.expand_inputs(f"{tmp_path}/*.txt"))
+  assert str(error.value) == (
+      f"--input matches {tmp_path}/\\xe9.txt: the name is not UTF-8 (byte 0xe9), which SentencePiece cannot take. "
+      "Rename it to UTF-8 (e.g. convmv -f latin1 -t utf8 --notest) or leave it out.")
+  with pytest.raises(ValueError, match=f"^--model_prefix={tmp_path}/\\\\xff/m: the name is not UTF-8 \\(byte "
+                                       "0xff\\), which SentencePiece cannot take. .* or pass another path.$"):
+    train_spm.check_model_prefix(os.fsdecode(os.fsencode(tmp_path) + b"/\xff/m"), overwrite=False)
 
 
 def _train_spm_options(tmp_path, prefix):

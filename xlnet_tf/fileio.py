@@ -23,12 +23,13 @@ import glob as glob_lib
 import hashlib
 import json
 import os
-import re
 import shutil
 import signal
 import sys
 import threading
 import uuid
+
+from xlnet_tf.path_errors import PathError, non_utf8_line, remote_error  # pylint: disable=unused-import  (fileio's)
 
 
 def api_path(path):
@@ -55,50 +56,6 @@ def real_path(path):
 def _gfile():
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   return tf.io.gfile
-
-
-class PathError(ValueError):
-  """The path `path` cannot be used: one line, naming `what` (a flag) where the code that raised it knew it (else
-  None); `named(flag)` is the line naming `flag` (`cli.cli_main` finds the flag whose value holds `path`)."""
-
-  def __init__(self, path, describe, what=None):
-    self.path, self.what, self._describe = str(path), what, describe
-    super().__init__(describe(what))
-
-  def named(self, what):
-    return self._describe(what)
-
-
-_MODEL_FLAGS = ("--init_checkpoint", "--predict_ckpt", "--input")  # the flags that name a model
-
-
-def remote_error(error, path=None):
-  """The `PathError` of a TensorFlow error (`tf.errors.OpError`) on the remote path `path` (None: the first
-  `scheme://...` its message names): a file system TensorFlow does not have here (`https://`, `s3://`, `hdfs://`),
-  or one it cannot reach (no network, no credentials). None for any other error, and for a path that is not there
-  (NotFoundError), which the callers report themselves."""
-  if not (type(error).__module__.startswith("tensorflow") and hasattr(error, "error_code")):
-    return None
-  if type(error).__name__ == "NotFoundError":
-    return None
-  message = str(getattr(error, "message", error))
-  if path is None:
-    found = re.search(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]+", message)
-    if found is None:
-      return None
-    path = found.group(0).rstrip(".,;:)")
-  path = str(path)
-  scheme = path.split("://", 1)[0]
-  if type(error).__name__ == "UnimplementedError" and "File system scheme" in message:
-    def describe(what):
-      download = ("download the model and pass its local directory" if what in _MODEL_FLAGS else
-                  "copy it to a local disk and pass its local path")
-      return f"{what + ' ' if what else ''}{path}: TensorFlow cannot read {scheme}:// paths here; {download}."
-    return PathError(path, describe)
-  reason = (message.strip().splitlines() or [type(error).__name__])[0].strip().rstrip(".")
-  return PathError(path, lambda what: (
-      f"Cannot reach {what + ' ' if what else ''}{path}: {reason}. Check the network and credentials (gcloud auth "
-      "application-default login), or pass a local path."))
 
 
 def _remote(call, path, *args):
@@ -130,8 +87,17 @@ def isdir(path):
 
 def listdir(path):
   """The names in directory `path`, in `tf.io.gfile.listdir`'s order: the file system's, unsorted (the original's
-  `tf.gfile.ListDirectory`). Every name but `.` and `..`, hidden ones included; remote subdirectories end in `/`."""
-  return _remote(_gfile().listdir, path)
+  `tf.gfile.ListDirectory`). Every name but `.` and `..`, hidden ones included; remote subdirectories end in `/`.
+  A local name that is not UTF-8 (an archive unpacked with another code page) is a one-line `PathError` naming it
+  (TensorFlow's was a bare "'utf-8' codec can't decode byte 0xe9")."""
+  try:
+    return _remote(_gfile().listdir, path)
+  except UnicodeDecodeError:
+    bad = None if is_remote(path) else next((n for n in os.listdir(path) if non_utf8_line(n)), None)
+    if bad is None:
+      raise
+  raise PathError(path, lambda what: non_utf8_line(
+      os.path.join(path, bad), f"{what} holds " if what else "", "move it away"))
 
 
 def glob(pattern):

@@ -78,8 +78,8 @@ def check_size(xlnet_config, directory, source):
   """xlnet_config, or a ValueError where its backbone has more weights than the weight files of the HF model
   `directory` hold at 2 bytes each (bfloat16's): the config of another model, which a tool built before it read a
   weight (n_layer 200000 over 2 layers' weights: minutes and GBs without a line)."""
-  held = sum(fileio.size(os.path.join(directory, name)) for name in fileio.listdir(directory)
-             if name in WEIGHT_FILES or _SHARD.match(name))
+  held = sum(fileio.size(path) for path in fileio.glob_in(directory, "*")  # a glob: a stray file named in another
+             if os.path.basename(path) in WEIGHT_FILES or _SHARD.match(os.path.basename(path)))  # encoding is let be
   if held and 2 * xlnet_config.num_weights() > held:
     read_weights(directory)  # weights cut short, or Git LFS pointers: their own line (they were blamed on the config)
     raise ValueError(f"{source}: config.json describes a model of {xlnet_config.num_weights():,} weights, more than "

@@ -266,14 +266,16 @@ MAX_SENTENCE_BYTES = 4192
 
 
 def check_text_files(files, flag="--input", head_bytes=1 << 20):
-  """ValueError unless `files` are text SentencePiece can train on: no directory, each file's first `head_bytes`
-  UTF-8, and some line that is not blank and not longer than `MAX_SENTENCE_BYTES`; a warning for a file that holds
-  such long lines (SentencePiece skips them). (SentencePiece's own errors name no file: `Is a directory`, or an
-  assertion on its sentence count or vocabulary.)"""
+  """ValueError unless `files` are text SentencePiece can train on: no directory, UTF-8 names, each file's first
+  `head_bytes` UTF-8, and some line that is not blank and not longer than `MAX_SENTENCE_BYTES`; a warning for a
+  file that holds such long lines (SentencePiece skips them). (SentencePiece's own errors name no file: `Is a
+  directory`, or an assertion on its sentence count or vocabulary.)"""
   has_text = has_long = False
   for path in files:
     if os.path.isdir(path):
       raise ValueError(f"{flag}: {path} is a directory. Make {flag} match text files only.")
+    if not_utf8 := fileio.non_utf8_line(path, f"{flag} matches ", "leave it out", "SentencePiece"):
+      raise ValueError(not_utf8)  # SentencePiece's was a bare "_TrainFromMap(): incompatible function arguments"
     with open(path, "rb") as f:
       head = f.read(head_bytes)
       try:

@@ -17,6 +17,8 @@ import os
 import tensorflow as tf
 from absl import logging
 
+from xlnet_tf import fileio
+
 from xlnet_tf.tasks.classifier.delimited import DelimitedProcessor, DelimitedTask
 from xlnet_tf.tasks.classifier.examples import (DataProcessor, InputExample, check_label, open_text,
                                                 parse_float_label, read_rows)
@@ -227,7 +229,7 @@ class ImdbProcessor(_TrainTestProcessor):
       if not tf.io.gfile.isdir(cur_dir):
         raise FileNotFoundError(f"Task 'imdb' needs the directory {cur_dir} of *.txt reviews, which does not exist. "
                                 "Point --data_dir at the aclImdb directory (holding train/ and test/).")
-      names = tf.io.gfile.listdir(cur_dir)
+      names = fileio.listdir(cur_dir)  # a name that is not UTF-8: one line naming it
       for filename in sorted(names) if self.sorted_file_order else names:
         if not filename.endswith("txt"):
           continue

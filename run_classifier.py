@@ -93,6 +93,9 @@ def validate(o, num_replicas=1, strategy="one_device"):
   if o.do_predict and not o.predict_dir:
     raise cli.FlagError("--do_predict needs --predict_dir: where {task}.tsv and {task}.logits.json go.")
   cli.require_output_dirs(o, "model_dir", "output_dir", "predict_dir")
+  if o.do_predict:  # a directory there was found by the write, after the whole prediction (sweep 25, C3)
+    fileio.check_file_names(o.predict_dir, classifier_metrics.prediction_file_names(o.task_name), "--predict_dir",
+                            "prediction")
   if o.export_dir:  # replaced whole: a SavedModel holding nothing else (its assets.extra/ is carried over)
     try:
       serving.check_export_dir(o.export_dir, "--export_dir")

@@ -73,6 +73,8 @@ def validate(o, num_replicas=1, strategy="one_device"):
   if o.do_predict and not o.predict_dir:
     raise cli.FlagError("--do_predict needs --predict_dir: where the predictions file goes.")
   cli.require_output_dirs(o, "output_dir", "model_dir", "predict_dir")
+  if o.do_predict:  # a directory there was found by the write, after the whole prediction (sweep 25, C3)
+    fileio.check_file_names(o.predict_dir, [predictions_name(o)], "--predict_dir", "prediction")
   dirs = [os.path.join(o.data_dir, split, level) for split in race_data.SPLITS for level in race_data.LEVELS]
   levels = [(d, fileio.real_path(d)) for d in dirs]  # a link to (or in) the data is the data
   for name in ("output_dir", "model_dir", "predict_dir"):  # the reader takes every file there for an article
@@ -193,8 +195,7 @@ def run(o, strategy, log_fn=print):
     if o.predict_ckpt or directory != os.path.abspath(o.model_dir):  # --init_checkpoint's too
       run_files.check_trained_model(o, directory, xlnet_config, "--predict_ckpt" if o.predict_ckpt else
                                     "--init_checkpoint")
-    level = "high." if o.high_only else "middle." if o.middle_only else ""
-    output_file = os.path.join(o.predict_dir, f"{level}{o.eval_split}.predictions.json")
+    output_file = os.path.join(o.predict_dir, predictions_name(o))
     with locks.directory_lock(o.predict_dir, name="predict", what="--predict_dir"):  # one run's files a time
       results["predict"] = race_eval.predict(inference, ckpt, info.path, o.max_seq_length, o.eval_batch_size,
                                              info.examples, o.data_dir, output_file)  # those the records hold
@@ -202,6 +203,12 @@ def run(o, strategy, log_fn=print):
     log_fn(f"Predictions of {ckpt}: {output_file} ({results['predict']['num_questions']} questions, "
            + ("without answers to score)." if info.unanswered else f"accuracy {accuracy:.4f})."))
   return results
+
+
+def predictions_name(o):
+  """The predictions file's name: `[high.|middle.]{eval_split}.predictions.json`."""
+  level = "high." if o.high_only else "middle." if o.middle_only else ""
+  return f"{level}{o.eval_split}.predictions.json"
 
 
 def body(o):

@@ -121,6 +121,9 @@ def validate(o, num_replicas=1, strategy="one_device"):
       raise cli.FlagError(f"--predict_dir {o.predict_dir} is --model_dir: --predict_all_ckpt writes each checkpoint's "
                           "predictions into --predict_dir/<checkpoint name>/, a directory named like the checkpoint "
                           "beside it (ckpt-2/ beside ckpt-2.index). Pass another --predict_dir.")
+    if not o.predict_all_ckpt:  # (which writes into a directory per checkpoint) a directory there was found by the
+      # write, after the whole prediction (sweep 25, C3)
+      fileio.check_file_names(o.predict_dir, squad_predict.OUTPUT_FILES, "--predict_dir", "prediction")
     if not (o.predict_ckpt or o.predict_all_ckpt or o.do_train or o.init_checkpoint or o.model_dir):
       raise cli.FlagError("--do_predict needs a checkpoint: pass --predict_ckpt, --init_checkpoint or a "
                           "--model_dir holding one.")

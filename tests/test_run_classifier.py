@@ -661,6 +661,22 @@ def test_an_export_dir_that_is_another_output_dir_is_refused_before_the_run(name
     run_classifier.validate(o)
 
 
+def test_a_directory_named_like_a_prediction_file_is_refused_before_the_run(tmp_path):
+  """A directory at --predict_dir/sst-2.tsv: `Could not write ... (Is a directory) ... Free space`, after the whole
+  prediction (sweep 25, C3)."""
+  (tmp_path / "pred" / "sst-2.logits.json").mkdir(parents=True)
+  o = cli.defaults(run_classifier.define_flags, task_name="SST-2", data_dir=str(tmp_path), do_predict=True,
+                   model_config_path="tests/testdata/model/ckpt_untied/xlnet_config.json", spiece_model_file=SPM,
+                   output_dir=str(tmp_path / "records"), model_dir=str(tmp_path / "model"),
+                   predict_dir=str(tmp_path / "pred"))
+  with pytest.raises(ValueError) as error:
+    run_classifier.validate(o)
+  assert str(error.value) == (f"--predict_dir {tmp_path}/pred holds a directory named like the prediction file "
+                              f"{tmp_path}/pred/sst-2.logits.json: move it away, or pass another --predict_dir.")
+  o.do_predict, o.do_eval = False, True  # an evaluation writes no prediction file
+  run_classifier.validate(o)
+
+
 @pytest.mark.parametrize("scope", ["a b", "a:b", "a/b", "é"])
 def test_a_cls_scope_no_variable_scope_can_have_is_refused_naming_the_flag(scope, tmp_path):
   """`--cls_scope='a b'` (or `:`, non-ASCII) ended in a 3,000-character traced stack at the first step, after the

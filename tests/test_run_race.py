@@ -284,6 +284,21 @@ def test_an_output_flag_inside_a_level_directory_is_refused(files, tmp_path):
   assert sorted(os.walk(files["data"])) == before
 
 
+def test_a_directory_named_like_the_predictions_file_is_refused_before_the_run(files, tmp_path):
+  """A directory at --predict_dir/high.dev.predictions.json: `Could not write ... (Is a directory) ... Free space`,
+  after the whole prediction (sweep 25, C3)."""
+  (tmp_path / "pred" / "high.dev.predictions.json").mkdir(parents=True)
+  o = cli.defaults(run_race.define_flags, data_dir=files["data"], spiece_model_file=SPM, high_only=True,
+                   model_config_path=files["config"], do_predict=True, output_dir=str(tmp_path / "rec"),
+                   model_dir=str(tmp_path / "model"), predict_dir=str(tmp_path / "pred"))
+  with pytest.raises(ValueError, match=f"^--predict_dir {tmp_path}/pred holds a directory named like the prediction "
+                                       f"file {tmp_path}/pred/high.dev.predictions.json: move it away, or pass "
+                                       "another --predict_dir.$"):
+    run_race.validate(o)
+  o.high_only = False  # dev.predictions.json
+  run_race.validate(o)
+
+
 def test_an_output_flag_inside_a_level_directory_through_a_link_is_refused(files, tmp_path):
   """The same check by real path: --data_dir a link to the data, or an output flag through a link into it, passed
   the check by name and wrote the lock among the articles (sweep 16, N10)."""

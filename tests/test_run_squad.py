@@ -245,6 +245,21 @@ def test_predict_all_ckpt_into_the_model_dir_is_refused(tiny_config, tmp_path):
   run_squad.validate(o)
 
 
+def test_a_directory_named_like_a_prediction_file_is_refused_before_the_run(tiny_config, tmp_path):
+  """A directory at --predict_dir/null_odds.json: `Could not write ... (Is a directory) ... Free space`, after the
+  whole prediction (sweep 25, C3). --predict_all_ckpt writes into a directory per checkpoint instead."""
+  args = _bad_input_args(tiny_config, tmp_path, 0)
+  (tmp_path / "pred" / "null_odds.json").mkdir(parents=True)
+  o = cli.defaults(run_squad.define_flags, **dict(args, predict_dir=str(tmp_path / "pred")), do_train=False,
+                   do_predict=True, predict_file=DEV)
+  with pytest.raises(ValueError, match=f"^--predict_dir {tmp_path}/pred holds a directory named like the prediction "
+                                       f"file {tmp_path}/pred/null_odds.json: move it away, or pass another "
+                                       "--predict_dir.$"):
+    run_squad.validate(o)
+  o.predict_all_ckpt = True
+  run_squad.validate(o)
+
+
 def test_a_predict_file_without_questions_is_refused_before_training(tiny_config, tmp_path):
   """A --predict_file that gives no feature ended, after the training, in `The evaluation record holds no feature`
   (no flag, no file); it is refused as soon as it is read, before any training."""

@@ -260,6 +260,17 @@ def check_output_dir(path, what=None, marker=None, writable=True):
                      "as a whole; it was left as it is. Pass a new or empty directory.")
 
 
+def check_file_names(directory, names, what, kind):
+  """ValueError where `directory` holds a directory under one of `names`, the files a run is to write there (the
+  `kind` file: "cached", "prediction"): the write found it only at the end, after the run's work ("Could not write
+  ... (Is a directory) ... Free space"), or a cache was taken as reused. `what`: the flag naming `directory`."""
+  for name in names:
+    path = os.path.join(directory, name)
+    if isdir(path):
+      raise ValueError(f"{what} {directory} holds a directory named like the {kind} file {path}: move it away, or "
+                       f"pass another {what}.")
+
+
 def _prepare(path):
   """(path, its temporary name) for a writer of `path`, whose directory is checked (`check_output_dir`) and made."""
   path = str(path).rstrip("/")

@@ -268,9 +268,8 @@ def cache_lock(path, reusable, overwrite=False, what="--output_dir"):
   """
   path = str(path)
   directory = os.path.dirname(path)
-  if fileio.isdir(path):  # "reused", then TensorFlow's traceback reading it (sweep 23, B5)
-    raise ValueError(f"{what} {directory} holds a directory named like the cached file {path}: move it away, or pass "
-                     f"another {what}.")
+  fileio.check_file_names(directory, [os.path.basename(path)], what, "cached")  # was "reused", then TensorFlow's
+  # traceback reading it (sweep 23, B5)
   lock = os.path.join(directory, f".{os.path.basename(path)}.lock")
   fd = held = None if fileio.is_remote(path) else _CACHE_LOCKS.get(lock)
   if fd is None and not fileio.is_remote(path):

@@ -231,6 +231,11 @@ class PredictionFiles:
       raise ValueError("Prediction needs an output directory. Set --predict_dir.")
 
 
+def prediction_file_names(task_name):
+  """The names of `write_predictions`' two files: `{task}.tsv`, `{task}.logits.json` (lower-cased, as the original)."""
+  return f"{task_name.lower()}.tsv", f"{task_name.lower()}.logits.json"
+
+
 def write_predictions(files, logits, is_real_example=None):
   """Writes `{predict_dir}/{task}.tsv` (`index\\tprediction`, GLUE submission format) and `{task}.logits.json`,
   together (`fileio.atomic_files`): a failed or stopped write leaves both files of the run before.
@@ -258,9 +263,7 @@ def write_predictions(files, logits, is_real_example=None):
                              f"examples (the first: row {bad[0]}): its weights hold NaN or inf (a damaged checkpoint, "
                              "or one of a diverged run). Nothing was written; predict with another checkpoint.")
   labels_out = predictions_from_logits(logits, files.label_list, files.predict_threshold)
-  task = files.task_name.lower()
-  tsv_path = os.path.join(files.predict_dir, f"{task}.tsv")
-  json_path = os.path.join(files.predict_dir, f"{task}.logits.json")
+  tsv_path, json_path = (os.path.join(files.predict_dir, name) for name in prediction_file_names(files.task_name))
   lines = ["index\tprediction\n"] + [f"{i}\t{label}\n" for i, label in enumerate(labels_out)]
   with fileio.atomic_files() as out:  # both files of this run, or both of the run before
     out.write(tsv_path, "".join(lines))

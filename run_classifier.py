@@ -83,8 +83,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
                         f"{o.cls_scope}): use letters, digits, '_', '.' and '-' only, as the checkpoint's head has.")
   cli.require_model_config(o)
   cli.require_spiece_model(o)
-  if not o.model_dir:
-    raise cli.FlagError("--model_dir is required: where the fine-tuned checkpoints go (and are read by eval).")
+  run_files.require_model_dir(o)
   if o.do_train or o.do_eval or o.do_predict:
     if not o.data_dir or not fileio.isdir(o.data_dir):
       raise cli.FlagError(f"--data_dir {o.data_dir!r} is not a directory. Pass the directory of the task's data files.")

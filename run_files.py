@@ -25,6 +25,23 @@ def run_flags(directory):
     raise FlagError(str(e)) from None
 
 
+def require_model_dir(o, sources=("predict_ckpt",)):
+  """FlagError where --model_dir is missing and the run needs it: to train (where the checkpoints go) or evaluate
+  (whose checkpoints are evaluated), or to predict or export with no other checkpoint named (`sources`: the flags a
+  tool predicts from). The same rule for the three fine-tuning tools: run_classifier.py and run_race.py required it
+  to predict with --predict_ckpt, run_squad.py did not (sweep 25, C1)."""
+  if o.model_dir:
+    return
+  if o.do_train or getattr(o, "do_eval", False):
+    raise FlagError("--model_dir is required with " + (
+        "--do_train: where the fine-tuned checkpoints go." if o.do_train else
+        "--do_eval: the directory whose checkpoints it evaluates."))
+  if not any(getattr(o, name) for name in sources):
+    mode = "--do_predict" if o.do_predict else "--export_dir"
+    raise FlagError(f"{mode} needs a checkpoint: pass {', '.join(f'--{name}' for name in sources)} or a --model_dir "
+                    "holding one.")
+
+
 # Another value loads the same weights and pools otherwise (summary_type, use_summ_proj), reads other tokens (uncased)
 # or takes other relative positions (clamp_len).
 _TRAINED_WITH = ("summary_type", "use_summ_proj", "uncased", "clamp_len")

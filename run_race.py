@@ -63,8 +63,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
     raise cli.FlagError("At least one of --do_train, --do_eval or --do_predict must be True.")
   cli.require_model_config(o)
   cli.require_spiece_model(o)
-  if not o.model_dir:
-    raise cli.FlagError("--model_dir is required: where the fine-tuned checkpoints go (and are read by eval).")
+  run_files.require_model_dir(o, ("predict_ckpt", "init_checkpoint"))  # its prediction falls back to the latter
   if not o.data_dir or not fileio.isdir(o.data_dir):
     raise cli.FlagError(f"--data_dir {o.data_dir!r} is not a directory. Pass the RACE directory (with "
                         "{train,dev,test}/{middle,high}/).")
@@ -192,7 +191,7 @@ def run(o, strategy, log_fn=print):
   if o.do_predict:
     ckpt = checkpoint.choose_checkpoint(o.model_dir, o.predict_ckpt, o.init_checkpoint)
     directory = checkpoint.directory_of(ckpt)
-    if o.predict_ckpt or directory != os.path.abspath(o.model_dir):  # --init_checkpoint's too
+    if o.predict_ckpt or not o.model_dir or directory != os.path.abspath(o.model_dir):  # --init_checkpoint's too
       run_files.check_trained_model(o, directory, xlnet_config, "--predict_ckpt" if o.predict_ckpt else
                                     "--init_checkpoint")
     output_file = os.path.join(o.predict_dir, predictions_name(o))

@@ -93,9 +93,10 @@ def validate(o, num_replicas=1, strategy="one_device"):
                           f"--num_proc={o.num_proc}.")
     return
   cli.require_model_config(o)
+  if o.do_predict and o.predict_all_ckpt and not o.model_dir:
+    raise cli.FlagError("--predict_all_ckpt needs --model_dir: the directory whose checkpoints are predicted.")
+  run_files.require_model_dir(o, ("predict_ckpt", "init_checkpoint"))
   if o.do_train:
-    if not o.model_dir:
-      raise cli.FlagError("--model_dir is required with --do_train: where the fine-tuned checkpoints go.")
     cli.require_positive(o, "train_batch_size", "shuffle_buffer", "iterations")
     cli.check_training_flags(o, num_replicas, strategy)
   if o.do_predict:
@@ -114,8 +115,6 @@ def validate(o, num_replicas=1, strategy="one_device"):
     if o.target_eval_key not in EVAL_KEYS:
       raise cli.FlagError(f"--target_eval_key must be one of {', '.join(EVAL_KEYS)}. Received: "
                           f"{o.target_eval_key!r}.")
-    if o.predict_all_ckpt and not o.model_dir:
-      raise cli.FlagError("--predict_all_ckpt needs --model_dir: the directory whose checkpoints are predicted.")
     if o.predict_all_ckpt and fileio.is_within(o.predict_dir, o.model_dir) and fileio.is_within(o.model_dir,
                                                                                                o.predict_dir):
       raise cli.FlagError(f"--predict_dir {o.predict_dir} is --model_dir: --predict_all_ckpt writes each checkpoint's "
@@ -124,9 +123,6 @@ def validate(o, num_replicas=1, strategy="one_device"):
     if not o.predict_all_ckpt:  # (which writes into a directory per checkpoint) a directory there was found by the
       # write, after the whole prediction (sweep 25, C3)
       fileio.check_file_names(o.predict_dir, squad_predict.OUTPUT_FILES, "--predict_dir", "prediction")
-    if not (o.predict_ckpt or o.predict_all_ckpt or o.do_train or o.init_checkpoint or o.model_dir):
-      raise cli.FlagError("--do_predict needs a checkpoint: pass --predict_ckpt, --init_checkpoint or a "
-                          "--model_dir holding one.")
 
 
 def _train_records(o, sp_model, log_fn):

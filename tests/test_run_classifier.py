@@ -677,6 +677,29 @@ def test_a_directory_named_like_a_prediction_file_is_refused_before_the_run(tmp_
   run_classifier.validate(o)
 
 
+def test_a_prediction_or_export_from_predict_ckpt_needs_no_model_dir(tmp_path):
+  """run_classifier.py and run_race.py required --model_dir to predict with --predict_ckpt (refused as "where the
+  fine-tuned checkpoints go"), run_squad.py did not (sweep 25, C1): one rule for the three; training and evaluation
+  still need it. A checkpoint without a step is named without `step None` in the result lines."""
+  o = cli.defaults(run_classifier.define_flags, task_name="sst-2", data_dir=str(tmp_path), do_predict=True,
+                   model_config_path="tests/testdata/model/ckpt_untied/xlnet_config.json", spiece_model_file=SPM,
+                   output_dir=str(tmp_path / "records"), predict_dir=str(tmp_path / "pred"),
+                   predict_ckpt="tests/testdata/hf/cls_safetensors")
+  run_classifier.validate(o)
+  o.do_predict, o.export_dir = False, str(tmp_path / "export")
+  run_classifier.validate(o)
+  o.predict_ckpt = None
+  with pytest.raises(cli.FlagError, match="^--export_dir needs a checkpoint: pass --predict_ckpt or a --model_dir "
+                                          "holding one.$"):
+    run_classifier.validate(o)
+  o.predict_ckpt, o.do_eval = "tests/testdata/hf/cls_safetensors", True
+  with pytest.raises(cli.FlagError, match="^--model_dir is required with --do_eval: the directory whose checkpoints "
+                                          "it evaluates.$"):
+    run_classifier.validate(o)
+  assert classifier_eval._format_result("Eval result", dict(eval_accuracy=0.5, step=None, global_step=None,
+                                                            path="m")) == "Eval result | eval_accuracy 0.5 | path m | "
+
+
 @pytest.mark.parametrize("scope", ["a b", "a:b", "a/b", "é"])
 def test_a_cls_scope_no_variable_scope_can_have_is_refused_naming_the_flag(scope, tmp_path):
   """`--cls_scope='a b'` (or `:`, non-ASCII) ended in a 3,000-character traced stack at the first step, after the

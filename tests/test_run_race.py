@@ -17,6 +17,7 @@ import run_race
 from xlnet_tf import locks
 from xlnet_tf import training
 from xlnet_tf.tasks.race import corpus
+from xlnet_tf.tasks.race import evaluation as race_eval
 
 PY = sys.executable
 GOLDEN = "tests/testdata/race"
@@ -297,6 +298,23 @@ def test_a_directory_named_like_the_predictions_file_is_refused_before_the_run(f
     run_race.validate(o)
   o.high_only = False  # dev.predictions.json
   run_race.validate(o)
+
+
+def test_a_prediction_from_predict_ckpt_needs_no_model_dir(files, tmp_path):
+  """--model_dir was required to predict with --predict_ckpt (run_squad.py's needed none; sweep 25, C1)."""
+  o = cli.defaults(run_race.define_flags, data_dir=files["data"], spiece_model_file=SPM,
+                   model_config_path=files["config"], do_predict=True, output_dir=str(tmp_path / "rec"),
+                   predict_dir=str(tmp_path / "pred"), predict_ckpt=str(tmp_path / "ckpt-2"))
+  run_race.validate(o)
+  o.predict_ckpt = None
+  with pytest.raises(cli.FlagError, match="^--do_predict needs a checkpoint: pass --predict_ckpt, --init_checkpoint "
+                                          "or a --model_dir holding one.$"):
+    run_race.validate(o)
+  o.init_checkpoint, o.do_train = str(tmp_path / "ckpt-2"), True
+  with pytest.raises(cli.FlagError, match="^--model_dir is required with --do_train: where the fine-tuned "):
+    run_race.validate(o)
+  assert race_eval.format_result("Eval", dict(eval_accuracy=0.5, eval_loss=1.0, loss=1.0, global_step=None)) == (
+      "Eval | eval_accuracy 0.5 | eval_loss 1.0 | loss 1.0 | ")
 
 
 def test_an_output_flag_inside_a_level_directory_through_a_link_is_refused(files, tmp_path):

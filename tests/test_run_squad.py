@@ -260,6 +260,14 @@ def test_a_directory_named_like_a_prediction_file_is_refused_before_the_run(tiny
   run_squad.validate(o)
 
 
+def test_the_result_line_of_a_model_without_a_step_leaves_the_step_out():
+  """An HF directory as --predict_ckpt: `Result | ... | step None | path ...` (sweep 25, C1)."""
+  assert squad_predict.format_result("Result", dict(best_f1=50.0, step=None, path="hf")) == (
+      "Result | best_f1 50.0 | path hf | ")
+  assert squad_predict.format_result("Result", dict(best_f1=50.0, step=2, path="m/ckpt-2")) == (
+      "Result | best_f1 50.0 | step 2 | path m/ckpt-2 | ")
+
+
 def test_a_predict_file_without_questions_is_refused_before_training(tiny_config, tmp_path):
   """A --predict_file that gives no feature ended, after the training, in `The evaluation record holds no feature`
   (no flag, no file); it is refused as soon as it is read, before any training."""

@@ -125,7 +125,7 @@ def test_flow_equals_the_originals(name, stand_ins, tmp_path):
   assert list(result)[:len(golden["returned"])] == list(golden["returned"])
   (want_line,) = golden["result_lines"]
   assert [line for line in lines if line.startswith("Result | ")] == [
-      want_line + "step None | path stand-in | predict_dir " + str(tmp_path / "pred") + " | "]
+      want_line + "path stand-in | predict_dir " + str(tmp_path / "pred") + " | "]  # a stand-in: no step
   # Predicting again reads the cached features and writes the same files, as the original from its pickle.
   o.do_train = False
   written = os.stat(tmp_path / "out" / npz).st_mtime_ns

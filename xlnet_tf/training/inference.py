@@ -107,3 +107,10 @@ def tf_metrics_mean(values, weights=None, batch_size=None):
     total += np.sum(v, dtype=np.float32)
     count += np.sum(w, dtype=np.float32)
   return float(total / count) if count else math.nan
+
+
+def result_line(title, items):
+  """The original's result line, `{title} | key value | ...`, of `items` ((key, value) pairs), less a `step` or
+  `global_step` of None: a checkpoint that records none, an HF model directory (the line read `step None`)."""
+  return f"{title} | " + "".join(f"{key} {value} | " for key, value in items
+                                 if not (value is None and key in ("step", "global_step")))

@@ -63,7 +63,7 @@ class Inference(inference.Inference):
 
 
 def _format_result(title, result):
-  return f"{title} | " + "".join(f"{key} {value} | " for key, value in sorted(result.items()))
+  return inference.result_line(title, sorted(result.items()))
 
 
 def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval_batch_size, task_name,

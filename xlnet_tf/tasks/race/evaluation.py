@@ -77,8 +77,8 @@ def eval_metrics(logits, loss, label_ids, is_real_example, batch_loss):
 
 
 def format_result(title, result, keys=("eval_accuracy", "eval_loss", "loss", "global_step")):
-  """`{title} | key value | ...`, the original's log line."""
-  return f"{title} | " + "".join(f"{key} {result[key]} | " for key in keys)
+  """`{title} | key value | ...`, the original's log line (no step where there is none)."""
+  return inference.result_line(title, ((key, result[key]) for key in keys))
 
 
 def eval_dataset(eval_file, max_seq_length, eval_batch_size, n_token=None):

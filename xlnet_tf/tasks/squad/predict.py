@@ -93,8 +93,8 @@ def predict_checkpoint(inference, ckpt_path, eval_set, predict_dir, predict_batc
 
 
 def format_result(title, result):
-  """The original's log line: `{title} | key value | ...`."""
-  return f"{title} | " + "".join(f"{key} {value} | " for key, value in result.items())
+  """The original's log line: `{title} | key value | ...` (no step where there is none)."""
+  return inference.result_line(title, result.items())
 
 
 def predict_checkpoints(inference, checkpoints, eval_set, predict_dir, predict_batch_size, options,

@@ -10,9 +10,11 @@ is the README's `spm_train --vocab_size=32000 --character_coverage=0.99995 --mod
 
 Unlike `spm_train`, it does not replace an existing `{model_prefix}.model` or `.vocab` (a model others may have been
 trained with) unless --overwrite is given, and a second run with the same --model_prefix while one trains is refused
-(`model_prefix_lock`); a --model_prefix that is a directory is refused (the files would be written
-beside it, as `<dir>.model`). The numeric flags are checked before training, with SentencePiece's ranges. SIGINT
-and SIGTERM stop it at once, the trainer included (it runs in a child process), with one line and nothing written.
+(`model_prefix_lock`); a --model_prefix that is a directory is refused (the files would be written beside it, as
+`<dir>.model`). An --input glob that reaches `{model_prefix}.model`/`.vocab` (a rerun over the corpus directory)
+leaves them out with a line, and an --input that names one is refused. The numeric flags are checked before
+training, with SentencePiece's ranges. SIGINT and SIGTERM stop it at once, the trainer included (it runs in a child
+process), with one line and nothing written.
 """
 
 import os
@@ -71,6 +73,7 @@ def check_symbols(o):
 
 def body(o):
   check_symbols(o)
+  tokenization.own_files_left_out(o.input, o.model_prefix)  # an --input that is an output: refused first
   check_model_prefix(o.model_prefix, o.overwrite)
   options = tokenization.SpmTrainOptions(
       vocab_size=o.vocab_size, character_coverage=o.character_coverage, model_type=o.model_type,

@@ -366,6 +366,30 @@ def test_a_model_prefix_ending_in_model_is_refused(tmp_path):
     train_spm.check_model_prefix(f"{tmp_path}/m", overwrite=True)
 
 
+def test_an_input_glob_over_the_model_prefix_leaves_its_files_out(tmp_path, caplog):
+  """--input='D/*' with --model_prefix=D/spiece: a rerun (with --overwrite) read the run before's spiece.model as a
+  corpus ("not UTF-8 text ... iconv -f latin1"); --input=D/m.vocab (the corpus, so named) was replaced with
+  --overwrite, exit 0 (sweep 25, B4). The tool's own files are left out with a line, as data_utils.py's; an input
+  that names one is refused, --overwrite or not."""
+  from scripts import train_spm  # pylint: disable=import-outside-toplevel
+  shutil.copy(GOLDEN_CORPUS, tmp_path / "a.txt")
+  options = tk.SpmTrainOptions(vocab_size=250, hard_vocab_limit=False)
+  for _ in range(2):  # the second: over the first's model, as a rerun with --overwrite
+    tk.train_sentencepiece(f"{tmp_path}/*", str(tmp_path / "spiece"), options, quiet=True)
+  assert (f"--input={tmp_path}/* reaches --model_prefix's own files, which are never inputs: {tmp_path}/spiece.model, "
+          f"{tmp_path}/spiece.vocab left out.") in caplog.text
+  assert tk.own_files_left_out([f"{tmp_path}/*.*"], str(tmp_path / "spiece")) == [f"{tmp_path}/a.txt"]
+  shutil.copy(GOLDEN_CORPUS, tmp_path / "m.vocab")
+  o = _train_spm_options(tmp_path, "m")
+  o.input, o.overwrite = f"{tmp_path}/m.vocab", True
+  with pytest.raises(ValueError) as error:
+    train_spm.body(o)
+  assert str(error.value) == (f"--input {tmp_path}/m.vocab is the .vocab file of --model_prefix={tmp_path}/m, which "
+                              "training writes: it would replace the text it trains on, --overwrite or not. Pass "
+                              "another --model_prefix.")
+  assert (tmp_path / "m.vocab").read_bytes() == open(GOLDEN_CORPUS, "rb").read()
+
+
 def test_train_spm_names_a_file_name_in_another_encoding(tmp_path):
   """A Latin-1 name matched by --input's glob, or in --model_prefix: SentencePiece's bare "_TrainFromMap():
   incompatible function arguments. The following argument types are supported:" (sweep 25, B5)."""

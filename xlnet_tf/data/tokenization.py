@@ -260,6 +260,25 @@ def expand_inputs(inputs):
   return sorted(set(files))
 
 
+def own_files_left_out(inputs, model_prefix):
+  """`expand_inputs(inputs)` without the files training writes, `{model_prefix}.model` and `.vocab`, which a glob
+  over the directory of an earlier run's model reaches (a rerun with --overwrite was refused as "not UTF-8 text ...
+  iconv", the model being read as a corpus; a `.vocab` alone would have been read as text), named in one warning, as
+  data_utils.py leaves out its own files. ValueError where an input names one of them itself: training would
+  replace the text it trains on (with --overwrite it did; sweep 25, B4)."""
+  own = {fileio.real_path(model_prefix + suffix): suffix for suffix in (".model", ".vocab")}
+  for pattern in [s for s in inputs.split(",") if s] if isinstance(inputs, str) else inputs:
+    if fileio.real_path(pattern) in own:
+      raise ValueError(f"--input {pattern} is the {own[fileio.real_path(pattern)]} file of --model_prefix="
+                       f"{model_prefix}, which training writes: it would replace the text it trains on, --overwrite "
+                       "or not. Pass another --model_prefix.")
+  files = expand_inputs(inputs)
+  if left := [path for path in files if fileio.real_path(path) in own]:
+    logging.warning("--input=%s reaches --model_prefix's own files, which are never inputs: %s left out.",
+                    inputs if isinstance(inputs, str) else ",".join(inputs), ", ".join(left))
+  return [path for path in files if path not in left]
+
+
 # spm_train's --max_sentence_length: a longer line (bytes) is skipped without a word, and a corpus of only such lines
 # (one line per document, lines ending in CR alone) ends in its assertion `!sentences_.empty()`.
 MAX_SENTENCE_BYTES = 4192
@@ -359,7 +378,10 @@ def train_sentencepiece(inputs, model_prefix, options, *, quiet=False, **extra_o
   Returns:
     The path of the written `.model` file.
   """
-  files = expand_inputs(inputs)
+  files = own_files_left_out(inputs, model_prefix)
+  if not files:
+    raise FileNotFoundError(f"Input {inputs!r} matches no file but --model_prefix's own (left out). Pass text "
+                            "files (--input).")
   check_text_files(files)
   directory, name = os.path.split(os.path.abspath(model_prefix))
   locks.remove_stale_temporaries(directory, [glob_lib.escape(name) + ".tmp-*"], only_dead=True)  # a kill -9's

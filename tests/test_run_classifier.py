@@ -684,7 +684,7 @@ def test_a_prediction_or_export_from_predict_ckpt_needs_no_model_dir(tmp_path):
   o = cli.defaults(run_classifier.define_flags, task_name="sst-2", data_dir=str(tmp_path), do_predict=True,
                    model_config_path="tests/testdata/model/ckpt_untied/xlnet_config.json", spiece_model_file=SPM,
                    output_dir=str(tmp_path / "records"), predict_dir=str(tmp_path / "pred"),
-                   predict_ckpt="tests/testdata/hf/cls_safetensors")
+                   predict_ckpt="tests/testdata/hf/cls_bin")
   run_classifier.validate(o)
   o.do_predict, o.export_dir = False, str(tmp_path / "export")
   run_classifier.validate(o)
@@ -692,7 +692,7 @@ def test_a_prediction_or_export_from_predict_ckpt_needs_no_model_dir(tmp_path):
   with pytest.raises(cli.FlagError, match="^--export_dir needs a checkpoint: pass --predict_ckpt or a --model_dir "
                                           "holding one.$"):
     run_classifier.validate(o)
-  o.predict_ckpt, o.do_eval = "tests/testdata/hf/cls_safetensors", True
+  o.predict_ckpt, o.do_eval = "tests/testdata/hf/cls_bin", True
   with pytest.raises(cli.FlagError, match="^--model_dir is required with --do_eval: the directory whose checkpoints "
                                           "it evaluates.$"):
     run_classifier.validate(o)

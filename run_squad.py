@@ -198,9 +198,9 @@ def _predict_checkpoints(o, xlnet_config):
   if o.predict_all_ckpt:
     found = checkpoint.list_checkpoints(o.model_dir)
     if not found:
-      raise FileNotFoundError("No checkpoint to predict with: no complete checkpoint (*.index and its .data-* files) "
-                              f"in --model_dir {o.model_dir}. Train first (--do_train=True), or pass --predict_ckpt "
-                              "or --init_checkpoint.")
+      raise FileNotFoundError(checkpoint.no_checkpoint_line(o.model_dir, (
+          "No checkpoint to predict with: no complete checkpoint (*.index and its .data-* files) in --model_dir "
+          f"{o.model_dir}. Train first (--do_train=True), or pass --predict_ckpt or --init_checkpoint.")))
     run_files.check_trained_model(o, o.model_dir, xlnet_config)
     return found
   chosen = o.predict_ckpt or (o.init_checkpoint if not o.do_train else None)

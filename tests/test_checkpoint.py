@@ -501,6 +501,21 @@ def test_the_checkpoint_chosen_to_predict_with_is_the_prefix_a_directory_names(t
   assert checkpoint.choose_checkpoint(None, hf) == hf
 
 
+def test_an_hf_model_directory_as_model_dir_to_read_is_said_to_be_one(tmp_path):
+  """An HF directory as --model_dir for an evaluation or a prediction: "No checkpoint in --model_dir ... Train first"
+  (--do_train said "pass it as --init_checkpoint"; sweep 25, C5). A directory without checkpoints keeps its line."""
+  hf = "tests/testdata/hf/cls_bin"
+  with pytest.raises(FileNotFoundError) as error:
+    checkpoint.choose_checkpoint(hf)
+  assert str(error.value) == (
+      f"--model_dir {hf} is a HuggingFace model directory (config.json and weights), not a fine-tuning run's "
+      "checkpoints: pass it as --predict_ckpt to predict or export with it; to evaluate it, convert it first "
+      "(convert_checkpoint.py --to=tf1) and pass that directory as --model_dir.")
+  with pytest.raises(FileNotFoundError, match=f"^No checkpoint in --model_dir {tmp_path}. Train first"):
+    checkpoint.choose_checkpoint(str(tmp_path))
+  assert checkpoint.no_checkpoint_line(hf, "x").startswith(f"--model_dir {hf} is a HuggingFace model directory")
+
+
 def test_a_checkpoint_that_cannot_be_written_says_why_and_leaves_no_temporary_directory(tmp_path):
   """A full disk: the line held TensorFlow's `{{function_node __wrapped__SaveV2...}}` and its temporary file's name,
   cut at 200 characters before the reason (`No space left on device`), and `ckpt-N_temp/` stayed. Here a file-size

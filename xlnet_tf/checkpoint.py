@@ -453,8 +453,19 @@ def choose_checkpoint(model_dir, explicit=None, fallback=None):
       return latest or listed[-1][1]
   if fallback:
     return named_checkpoint(fallback)
-  raise FileNotFoundError(f"No checkpoint in --model_dir {model_dir}. Train first (--do_train=True) or pass "
-                          "--predict_ckpt.")
+  raise FileNotFoundError(no_checkpoint_line(model_dir, f"No checkpoint in --model_dir {model_dir}. Train first "
+                                                        "(--do_train=True) or pass --predict_ckpt."))
+
+
+def no_checkpoint_line(model_dir, line):
+  """`line`, what a tool says of a --model_dir without checkpoints, or where --model_dir is a HuggingFace model
+  directory, that and how to use it (--do_train says: as --init_checkpoint): an evaluation and a prediction said only
+  "no complete checkpoint ... Train first" (sweep 25, C5)."""
+  if not (model_dir and hf_checkpoint.is_hf_directory(model_dir)):
+    return line
+  return (f"--model_dir {model_dir} is a HuggingFace model directory (config.json and weights), not a fine-tuning "
+          "run's checkpoints: pass it as --predict_ckpt to predict or export with it; to evaluate it, convert it "
+          "first (convert_checkpoint.py --to=tf1) and pass that directory as --model_dir.")
 
 
 def chosen_again(ckpt, model_dir, explicit=None, fallback=None):

@@ -87,9 +87,9 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
   """
   is_regression = inference.is_regression
   if not checkpoints:
-    raise FileNotFoundError(f"No checkpoint to evaluate: no complete checkpoint (*.index and its .data-* files) in "
-                            f"--model_dir {model_dir}. Train first (--do_train=True) or point --model_dir at the "
-                            "fine-tuning output.")
+    raise FileNotFoundError(checkpoint.no_checkpoint_line(model_dir, (
+        "No checkpoint to evaluate: no complete checkpoint (*.index and its .data-* files) in --model_dir "
+        f"{model_dir}. Train first (--do_train=True) or point --model_dir at the fine-tuning output.")))
   dataset = classifier_data.classifier_dataset(eval_file, max_seq_length, is_regression,
                                                records.ReadConfig(batch_size=eval_batch_size,
                                                                   n_token=inference.n_token))

@@ -105,9 +105,10 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
     the highest eval_accuracy.
   """
   if not checkpoints:
-    raise FileNotFoundError(f"No checkpoint to evaluate: no complete checkpoint (*.index and its .data-* files) in "
-                            f"--model_dir {model_dir}, no --init_checkpoint. Train first (--do_train=True) or "
-                            "point --model_dir at the fine-tuning output.")
+    raise FileNotFoundError(checkpoint.no_checkpoint_line(model_dir, (
+        "No checkpoint to evaluate: no complete checkpoint (*.index and its .data-* files) in --model_dir "
+        f"{model_dir}, no --init_checkpoint. Train first (--do_train=True) or point --model_dir at the fine-tuning "
+        "output.")))
   dataset = eval_dataset(eval_file, max_seq_length, eval_batch_size, inference.n_token)
 
   def evaluate(step, path):

@@ -8,6 +8,7 @@ Importing this module has no side effects; it imports TensorFlow (through `xlnet
 it.
 """
 
+import errno
 import os
 import re
 import stat
@@ -71,8 +72,16 @@ def check_path(name, value):
       continue
     try:
       mode = os.stat(part).st_mode
-    except (OSError, ValueError):
-      continue  # not there (yet): said where it is read or written
+    except OSError as e:  # not there (yet): said where it is read or written; but a link that loops, which an
+      # input flag called "not a directory", "not found" or absl's "ERROR:: ... [Errno 40]" (a glob's files: where read)
+      if e.errno == errno.ELOOP and not name.endswith("_glob"):
+        try:
+          fileio.check_links(part, f"--{name}", "a directory" if name.endswith("_dir") else "a file or directory")
+        except fileio.PathError as loop:
+          raise FlagError(str(loop)) from None
+      continue
+    except ValueError:
+      continue
     if not (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)):  # /dev/stdin, <(zcat f), a FIFO
       continue
     if name.endswith("_dir"):

@@ -1018,6 +1018,27 @@ def test_a_file_flag_through_a_symbolic_link_to_nowhere_or_a_loop_says_so(tmp_pa
       f"--spiece_model_file={tmp_path}/d does not exist. Pass the SentencePiece model."]
 
 
+def test_an_input_flag_through_a_symbolic_link_that_loops_says_so(tmp_path, capsys):
+  """--data_dir said "is not a directory", --init_checkpoint "Checkpoint ... not found (....index does not exist)",
+  --flagfile absl's "ERROR:: Unable to open flagfile: [Errno 40] Too many levels of symbolic links" (sweep 25, C5):
+  the line the output flags give."""
+  (tmp_path / "a").symlink_to(tmp_path / "b")
+  (tmp_path / "b").symlink_to(tmp_path / "a")
+  loop = f"{tmp_path}/a -> {tmp_path}/b"
+  with pytest.raises(cli.FlagError) as error:
+    _pretrain_values("--record_info_dir=/data/r", "--model_dir=/tmp/m", f"--init_checkpoint={tmp_path}/a")
+  assert str(error.value) == (f"Cannot use --init_checkpoint {tmp_path}/a: it is a symbolic link that loops ({loop}). "
+                              "Point it at a file or directory or pass another --init_checkpoint.")
+  with pytest.raises(cli.FlagError) as error:
+    _pretrain_values(f"--record_info_dir={tmp_path}/a/r", "--model_dir=/tmp/m")
+  assert str(error.value) == (f"Cannot use --record_info_dir {tmp_path}/a/r: {tmp_path}/a is a symbolic link that "
+                              f"loops ({loop}). Point it at a directory or pass another --record_info_dir.")
+  with pytest.raises(SystemExit):
+    cli._check_flagfiles(["tool.py", f"--flagfile={tmp_path}/a"])  # pylint: disable=protected-access
+  assert capsys.readouterr().err == (f"tool.py: error: Cannot use --flagfile {tmp_path}/a: it is a symbolic link that "
+                                     f"loops ({loop}). Point it at a file or directory or pass another --flagfile.\n")
+
+
 @pytest.mark.parametrize("closed", [1, 2])
 def test_a_tool_started_with_stdout_or_stderr_closed_runs_and_says_it_by_its_code(closed, tmp_path):
   """`tool >&-` (a daemon's or cron's set-up): a finished run ended in a traceback, exit 1 (its flush of a stdout

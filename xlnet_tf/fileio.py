@@ -138,11 +138,11 @@ def makedirs(path):
   os.makedirs(path, exist_ok=True)
 
 
-def check_links(path, what=None):
+def check_links(path, what=None, kind="a directory"):
   """`PathError` where the local directory `path` to be written (or made) is, or lies below, a symbolic link whose
   target does not exist (an unmounted disk) or that loops: `os.makedirs` and the checks after it said only
   "[Errno 2] No such file or directory" or "[Errno 40] Too many levels of symbolic links". `what`: how the user
-  named `path` (e.g. "--model_dir")."""
+  named `path` (e.g. "--model_dir"); `kind`: what the link should point at."""
   path = str(path).rstrip("/")
   if not path or is_remote(path):
     return
@@ -163,8 +163,8 @@ def check_links(path, what=None):
     which = "it is" if link == path else f"{link} is"
     other = f"another {flag}" if flag else "another directory"
     if loops:
-      return (f"Cannot use {name}: {which} a symbolic link that loops ({link} -> {os.readlink(link)}). Point it at a "
-              f"directory or pass {other}.")
+      return (f"Cannot use {name}: {which} a symbolic link that loops ({link} -> {os.readlink(link)}). Point it at "
+              f"{kind} or pass {other}.")
     return (f"Cannot use {name}: {which} a symbolic link to {target}, which does not exist (an unmounted disk?). "
             f"Create {target} or pass {other}.")
   raise PathError(path, describe, what)

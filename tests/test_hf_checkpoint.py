@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import pickle
+import re
 import shutil
 import stat
 import subprocess
@@ -162,6 +163,24 @@ def test_the_base_class_s_weights_without_the_transformer_prefix_are_the_backbon
       n for n in lm_arrays if n.startswith("model/transformer/"))
   for name, array in arrays.items():
     np.testing.assert_array_equal(array, lm_arrays[name])
+
+
+def test_fp8_weights_are_said_to_be_a_dtype_not_read_not_a_damaged_file(tmp_path):
+  """An fp8 (F8_E4M3) model.safetensors: "is not a readable safetensors file (module 'numpy' has no attribute
+  'float8_e4m3fn'). Download it again." (sweep 25, C5): the file is fine, its dtype is what cannot be read."""
+  shutil.copytree(f"{DATA}/lm_safetensors", tmp_path / "fp8")
+  arrays = load_file(str(tmp_path / "fp8" / "model.safetensors"))
+  header, offset = {}, 0
+  for name, array in sorted(arrays.items()):  # one byte an element, as safetensors writes F8_E4M3
+    header[name] = {"dtype": "F8_E4M3", "shape": list(array.shape), "data_offsets": [offset, offset + array.size]}
+    offset += array.size
+  text = json.dumps(header).encode()
+  (tmp_path / "fp8" / "model.safetensors").write_bytes(len(text).to_bytes(8, "little") + text + bytes(offset))
+  first = sorted(arrays)[0]
+  with pytest.raises(ValueError, match=f"^{tmp_path}/fp8/model.safetensors holds {re.escape(first)} in F8_E4M3, a "
+                                       "dtype numpy \\(and so these tools\\) cannot read; the file is fine. Save the "
+                                       "model in float32, bfloat16 or float16"):
+    hf_checkpoint.read_hf_checkpoint(str(tmp_path / "fp8"))
 
 
 def test_a_stray_file_named_in_another_encoding_is_let_be(tmp_path):

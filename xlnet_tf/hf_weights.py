@@ -21,8 +21,25 @@ def _read_safetensors(path):
   try:
     return load_file(path)
   except Exception as e:  # pylint: disable=broad-except  (SafetensorError, or an OSError of a cut file)
+    # "module 'numpy' has no attribute 'float8_e4m3fn'", said as a damaged file (sweep 25, C5)
+    if isinstance(e, AttributeError) and (found := _numpy_less_dtype(path)):
+      raise ValueError(f"{path} holds {found[0]} in {found[1]}, a dtype numpy (and so these tools) cannot read; "
+                       "the file is fine. Save the model in float32, bfloat16 or float16 (e.g. transformers: "
+                       "model.to(torch.float16).save_pretrained(DIR)) and pass that.") from None
     raise ValueError(f"{path} is not a readable safetensors file ({' '.join(str(e).split())[:160]}). "
                      "Download it again.") from None
+
+
+def _numpy_less_dtype(path):
+  """(name, dtype) of the first tensor of the safetensors file `path` in a float8 (or smaller float) dtype, which
+  safetensors.numpy reads through a numpy type numpy lacks (fp8 models: `F8_E4M3`); None where there is none."""
+  try:
+    with fileio.open_file(path, "rb") as f:
+      header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
+    small = [(name, t["dtype"]) for name, t in header.items() if str(t.get("dtype", "")).startswith(("F8", "F6", "F4"))]
+    return small[0] if small else None
+  except (OSError, ValueError, AttributeError, MemoryError):
+    return None
 
 
 _H5_LAYER = re.compile(r"/layer_\._(\d+)/")

@@ -183,6 +183,24 @@ def test_fp8_weights_are_said_to_be_a_dtype_not_read_not_a_damaged_file(tmp_path
     hf_checkpoint.read_hf_checkpoint(str(tmp_path / "fp8"))
 
 
+def test_a_shard_index_with_an_empty_weight_map_is_named_as_damaged(tmp_path):
+  """`{"metadata": {}, "weight_map": {}}`: "model.safetensors (0 shards): config.json does not match the weights: the
+  weights hold layers []" blamed the config; one shard was said "(1 shards)" (sweep 25, C5)."""
+  from safetensors.numpy import save_file  # pylint: disable=import-outside-toplevel
+  shutil.copytree(f"{DATA}/cls_safetensors_sharded", tmp_path / "sh")
+  index = tmp_path / "sh" / "model.safetensors.index.json"
+  index.write_text(json.dumps({"metadata": {}, "weight_map": {}}))
+  with pytest.raises(ValueError, match=f"^{index} is not a valid shard index \\(its weight_map is empty: it names no "
+                                       "weight and no shard\\). Download it again.$"):
+    hf_weights.read_weights(str(tmp_path / "sh"))
+  weights, _ = hf_weights.read_weights(f"{DATA}/cls_safetensors_sharded")
+  for path in (tmp_path / "sh").glob("model-*"):
+    path.unlink()
+  save_file(weights, str(tmp_path / "sh" / "model-00001-of-00001.safetensors"))
+  index.write_text(json.dumps({"weight_map": {name: "model-00001-of-00001.safetensors" for name in weights}}))
+  assert hf_weights.read_weights(str(tmp_path / "sh"))[1] == "model.safetensors (1 shard)"
+
+
 def test_a_stray_file_named_in_another_encoding_is_let_be(tmp_path):
   """A notes file named in Latin-1 beside an HF model's weights: the size check's listing (TensorFlow's) failed with a
   bare "'utf-8' codec can't decode byte 0xe9", naming nothing (sweep 25, B5); the converter read the model."""

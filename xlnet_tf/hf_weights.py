@@ -85,6 +85,9 @@ def _read_weight_map(index):
       for n, s in weight_map.items()):
     raise ValueError(f"{index} is not a valid shard index (its weight_map must map weight names to the file names "
                      "of shards beside it). Download it again.")
+  if not weight_map:  # it was "config.json does not match the weights: the weights hold layers []" (sweep 25, C5)
+    raise ValueError(f"{index} is not a valid shard index (its weight_map is empty: it names no weight and no "
+                     "shard). Download it again.")
   return weight_map
 
 
@@ -139,7 +142,8 @@ def _read_weights(directory):
           raise ValueError(f"{shard_path} holds {elsewhere[0]}, which {index} places in {weight_map[elsewhere[0]]}: "
                            "shards of two downloads? Download the model again into an empty directory.")
         weights.update(held)
-      return weights, f"{name} ({len(set(weight_map.values()))} shards)"
+      shards = len(set(weight_map.values()))
+      return weights, f"{name} ({shards} shard{'s' if shards != 1 else ''})"
   path = os.path.join(directory, "tf_model.h5")
   if fileio.exists(path):
     return _read_h5(path), "tf_model.h5"

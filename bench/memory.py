@@ -359,6 +359,13 @@ def parse_args(argv):
     args.seq_lens = [int(v) for v in args.seq_lens.split(",")]
   except ValueError:
     sys.exit(f"bench/memory.py: error: --seq_lens must be comma-separated integers. Received: {args.seq_lens!r}.")
+  # Each probe failed alone, after a TensorFlow start-up, with numpy's "ValueError: high <= 0" (sweep 25, C5).
+  for task, shortest, need in (("finetune", 3, "at least 3 (A SEP CLS, as run_classifier.py's --max_seq_length)"),
+                               ("pretrain", 10, "even and at least 10 (reuse_len seq/2, and 5 positions after it)")):
+    if task in args.tasks and (bad := [s for s in args.seq_lens if s < shortest or task == "pretrain" and s % 2]):
+      sys.exit(f"bench/memory.py: error: --seq_lens {','.join(map(str, bad))}: a {task} sequence must be {need}.")
+  if not 0 < args.budget_gib < float("inf"):  # a negative budget ran the whole search (minutes), every probe over it
+    sys.exit(f"bench/memory.py: error: --budget_gib must be a positive number of GiB. Received: {args.budget_gib:g}.")
   if args.model_config and not os.path.isfile(args.model_config):
     sys.exit(f"bench/memory.py: error: --model_config {args.model_config!r} is not a file. Pass an "
              "xlnet_config.json.")

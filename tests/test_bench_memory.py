@@ -136,6 +136,22 @@ def test_bad_micro_batch_is_one_line_naming_the_flag(m):
                           f"(bi_data). Received: {m}.")
 
 
+@pytest.mark.parametrize("argv,line", [
+    (["--budget_gib=-1"], "--budget_gib must be a positive number of GiB. Received: -1."),  # ran every probe
+    (["--budget_gib=0"], "--budget_gib must be a positive number of GiB. Received: 0."),
+    (["--tasks=pretrain", "--seq_lens=7,128,9"],  # numpy's "ValueError: high <= 0" in every probe's row
+     "--seq_lens 7,9: a pretrain sequence must be even and at least 10 (reuse_len seq/2, and 5 positions after it)."),
+    (["--tasks=finetune", "--seq_lens=2"],
+     "--seq_lens 2: a finetune sequence must be at least 3 (A SEP CLS, as run_classifier.py's --max_seq_length)."),
+])
+def test_a_budget_or_sequence_length_no_probe_can_use_is_one_line(argv, line):
+  """sweep 25, C5: each was accepted, and the search ran (a negative budget: minutes) or every probe failed alone."""
+  with pytest.raises(SystemExit) as e:
+    memory.parse_args(argv)
+  assert str(e.value) == f"bench/memory.py: error: {line}"
+  assert memory.parse_args(["--tasks=finetune", "--seq_lens=7"]).seq_lens == [7]
+
+
 def test_a_probe_reads_the_peak_of_the_steps_after_the_first_apart():
   """With 3 steps the probe's peak is the whole run's (the first step's 64 MiB tensor) and the later peak that of
   steps 2 and 3 alone (their 8 MiB tensors): the allocator's statistics are reset after the first step."""

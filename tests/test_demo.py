@@ -181,6 +181,11 @@ def test_demo_sh_refuses_a_bad_flag_before_set_up(tmp_path):
                         timeout=60)
   assert proc.returncode == 1 and proc.stderr == "demo: error: --num_docs must be in [4, 20000]. Received: 0.\n"
   assert not (tmp_path / "set_up").exists()
+  # --check_flags, the check alone, ran set-up before it (sweep 25, C5)
+  proc = subprocess.run(["bash", "scripts/demo.sh", "--check_flags", "--num_docs=8"], cwd=tmp_path,
+                        capture_output=True, text=True, timeout=60)
+  assert (proc.returncode, proc.stderr) == (0, "")
+  assert not (tmp_path / "set_up").exists()
 
 
 def test_a_damaged_stage_marker_runs_the_stage_again(tmp_path):

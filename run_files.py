@@ -26,10 +26,8 @@ def run_flags(directory):
 
 
 def require_model_dir(o, sources=("predict_ckpt",)):
-  """FlagError where --model_dir is missing and the run needs it: to train (where the checkpoints go) or evaluate
-  (whose checkpoints are evaluated), or to predict or export with no other checkpoint named (`sources`: the flags a
-  tool predicts from). The same rule for the three fine-tuning tools: run_classifier.py and run_race.py required it
-  to predict with --predict_ckpt, run_squad.py did not (sweep 25, C1)."""
+  """FlagError where --model_dir is missing and the run trains, evaluates, or predicts or exports with none of
+  `sources` (the flags a tool predicts from) set: one rule for the fine-tuning tools (sweep 25, C1)."""
   if o.model_dir:
     return
   if o.do_train or getattr(o, "do_eval", False):
@@ -425,8 +423,7 @@ def _check_apart_from_init_checkpoint(o):
 
 
 def _check_same_tool(o, latest):
-  """FlagError where --model_dir's run_flags.json has flags this tool's options `o` lack: its checkpoints, `latest`
-  the last, are another tool's."""
+  """FlagError where --model_dir's run_flags.json has flags the options `o` lack: another tool's (`latest` the last)."""
   foreign = sorted(set(run_flags(o.model_dir) or {}) - set(vars(o)) - _RESOLVED)
   if foreign:
     raise FlagError(f"Cannot resume from {latest}: --model_dir {o.model_dir} holds the checkpoints of another "

@@ -270,7 +270,7 @@ def test_pretraining_checkpoints_initialise_a_classifier(tmp_path):
       classifier_eval.Inference(model, "classification_imdb").load(path)
   # Another task's head: the line names the value the flag takes (it named the scope, which the flag prefixes).
   checkpoint.export_original_checkpoint(inference_model(), str(tmp_path / "imdb" / "xlnet_model.ckpt"))
-  with pytest.raises(ValueError, match=r"it holds the classification heads classification_imdb. Evaluate a "
+  with pytest.raises(ValueError, match=r"it holds the classification heads classification_imdb. Use a "
                                        r"fine-tuned checkpoint, or pass the head's name as --cls_scope \(or "
                                        r"--task_name\): imdb.$"):
     classifier_eval.Inference(inference_model("classification_sst-2"), "classification_sst-2").load(

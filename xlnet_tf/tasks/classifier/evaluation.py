@@ -44,9 +44,9 @@ class Inference(inference.Inference):
     if missing:
       heads = sorted({n.split("/")[1] for n in report["unused"] if re.match(r"model/(classification|regression)_", n)})
       names = ", ".join(h.split("_", 1)[1] for h in heads)  # the flag takes the name after the prefix
-      held = (f"it holds the classification heads {', '.join(heads)}. Evaluate a fine-tuned checkpoint, or pass "
+      held = (f"it holds the classification heads {', '.join(heads)}. Use a fine-tuned checkpoint, or pass "
               f"the head's name as --cls_scope (or --task_name): {names}." if heads else
-              "it holds no classification head (a pretrained checkpoint, or another task's). Evaluate a checkpoint "
+              "it holds no classification head (a pretrained checkpoint, or another task's). Use a checkpoint "
               "run_classifier.py fine-tuned.")
       raise ValueError(f"Checkpoint {ckpt_path} has no fine-tuned {missing[0].rsplit('/', 2)[0]} (it lacks "
                        f"{missing[0]}); {held}")

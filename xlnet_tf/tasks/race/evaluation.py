@@ -42,7 +42,7 @@ class Inference(inference.Inference):
     missing = [n for n in report["kept_initial"] if n.startswith((f"{HEAD_NAME}/", "model/sequnece_summary/"))]
     if missing:
       raise ValueError(f"Checkpoint {ckpt_path} has no fine-tuned RACE head (it lacks {', '.join(missing)}). "
-                       "Evaluate a checkpoint written by run_race.py or fine-tuned by the original run_race.py.")
+                       "Use a checkpoint written by run_race.py or fine-tuned by the original run_race.py.")
 
   def run(self, dataset):
     """Runs the model over a dataset of feature batches (`records.race_dataset`).

@@ -497,6 +497,9 @@ def test_generic_tsv_by_index_pairs_given_labels_and_regression(tmp_path, caplog
     classifier_data.get_processor("tsv", text_a_column=0, has_header=False).get_labels(f"{d}/nothere")
   with pytest.raises(ValueError, match=r"needs the text and label columns"):
     classifier_data.get_processor("csv", label_column="label")
+  with pytest.raises(ValueError, match=r"^--labels names classes of task 'tsv', but --is_regression=True fits one "
+                                       r"number per example. Drop one of the two.$"):  # --labels was ignored
+    classifier_data.get_processor("tsv", text_a_column=0, label_column=2, labels=["0", "1"], is_regression=True)
   # Without --label_column: a test file (whose labels are optional) is read, a training file is not.
   write(f"{d}/test.tsv", "s1\ts2\nx\ty\n")
   unlabelled = classifier_data.get_processor("tsv", text_a_column="s1", labels=["a", "b"])

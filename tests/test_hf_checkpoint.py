@@ -144,6 +144,9 @@ def test_an_hf_classifier_of_another_class_count_is_named_as_such_in_evaluation(
                                        r"for another task. Pass that task as --task_name \(a csv or tsv task with its "
                                        r"3 --labels\), or another checkpoint.$"):
     classifier_eval.Inference(model, "classification_sst-2").check_head(report, f"{DATA}/cls_bin")
+  with pytest.raises(ValueError, match=r"has 1 classes, this task's 2: it was fine-tuned for a regression: pass "
+                                       r"--is_regression=True \(a csv or tsv task\), or another checkpoint.$"):
+    classifier_eval.Inference(model, "classification_sst-2").check_head(dict(report, other_classes=(1, 2)), "c")
 
 
 def test_the_base_class_s_weights_without_the_transformer_prefix_are_the_backbone(tmp_path):

@@ -54,6 +54,9 @@ class DelimitedTask:
       raise ValueError(f"Task {task_name!r} needs the text and label columns. Received text_a_column="
                        f"{self.text_a_column!r}, label_column={self.label_column!r}. Pass them (e.g. "
                        "--text_a_column=sentence --label_column=label).")
+    if labels is not None and self.is_regression:  # the labels were ignored, the run a regression (sweep 25, C5)
+      raise ValueError(f"--labels names classes of task {task_name!r}, but --is_regression=True fits one number per "
+                       "example. Drop one of the two.")
     if labels is not None:
       labels = [_label_text(label) for label in labels]
       if not labels or len(set(labels)) != len(labels):

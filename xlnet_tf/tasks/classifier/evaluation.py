@@ -37,9 +37,10 @@ class Inference(inference.Inference):
   def check_head(self, report, ckpt_path):
     if report.get("other_classes"):  # an HF model's head, not loaded: it was "no classification head" (sweep 21, C6)
       held, ours = report["other_classes"]
+      task = ("a regression: pass --is_regression=True (a csv or tsv task)" if held == 1 else
+              f"another task. Pass that task as --task_name (a csv or tsv task with its {held} --labels)")
       raise ValueError(f"Checkpoint {ckpt_path}'s classification head has {held} classes, this task's {ours}: it was "
-                       f"fine-tuned for another task. Pass that task as --task_name (a csv or tsv task with its {held} "
-                       "--labels), or another checkpoint.")
+                       f"fine-tuned for {task}, or another checkpoint.")
     missing = [n for n in report["kept_initial"] if n.startswith(f"model/{self.scope}/") or "sequnece_summary" in n]
     if missing:
       heads = sorted({n.split("/")[1] for n in report["unused"] if re.match(r"model/(classification|regression)_", n)})

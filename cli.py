@@ -322,7 +322,7 @@ def start(o):
   return training.start(strategy="tpu" if o.use_tpu else o.strategy, num_core_per_host=o.num_core_per_host,
                         seed=o.seed, deterministic=o.deterministic, use_tf32=o.use_tf32,
                         use_bfloat16=o.use_bfloat16, cloud_tpu=training.CloudTPU(o.tpu, o.tpu_zone, o.gcp_project),
-                        xla_cache_dir=o.xla_cache_dir)
+                        xla_cache_dir=o.xla_cache_dir, trains=getattr(o, "do_train", True))
 
 
 def create_run_config(o, is_training, is_finetune):

@@ -587,6 +587,10 @@ def test_a_tf_config_of_several_workers_without_multi_worker_mirrored_is_refused
                                        r"machine alone: each worker would train its own copy\. Pass "
                                        r"--strategy=multi_worker_mirrored, or unset TF_CONFIG\.$"):
     training.make_strategy("auto")
+  assert training.make_strategy("auto", trains=False).num_replicas_in_sync == 1  # a worker's prediction alone
+  import cli  # pylint: disable=import-outside-toplevel
+  import run_classifier  # pylint: disable=import-outside-toplevel
+  assert cli.start(cli.defaults(run_classifier.define_flags, do_train=False, do_predict=True)).num_replicas_in_sync == 1
   monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}}))
   assert training.make_strategy("auto").num_replicas_in_sync == 1
 

@@ -166,7 +166,7 @@ def _tf_config_problem(text):
   return None, workers
 
 
-def make_strategy(name, num_core_per_host=None, cloud_tpu=CloudTPU()):
+def make_strategy(name, num_core_per_host=None, cloud_tpu=CloudTPU(), trains=True):
   """Builds the `tf.distribute` strategy named by --strategy, with the original's meaning of --num_core_per_host.
 
   auto (the default): as the original's GPU path, `num_core_per_host` > 1 mirrors over that many local GPUs
@@ -175,10 +175,11 @@ def make_strategy(name, num_core_per_host=None, cloud_tpu=CloudTPU()):
   unset; the CPU, one replica, where there is none). multi_worker_mirrored: from TF_CONFIG. tpu: TPUStrategy
   through a TPUClusterResolver of `cloud_tpu` (a `CloudTPU`); its replicas are the TPU's cores. A count the machine
   cannot honour is a ValueError (one line), and so is a TPU that cannot be looked up, reached
-  (`_check_tpu_reachable`, before TensorFlow's connection, which would wait for good) or found.
+  (`_check_tpu_reachable`, before TensorFlow's connection, which would wait for good) or found, and (`trains`: a
+  run that trains) a TF_CONFIG cluster of several workers with a strategy of one machine.
   """
   workers = _tf_config_workers(name)
-  if workers > 1 and name not in ("multi_worker_mirrored", "tpu"):
+  if workers > 1 and trains and name not in ("multi_worker_mirrored", "tpu"):  # a prediction alone is a worker's
     raise ValueError(f"TF_CONFIG names a cluster of {workers} workers, but --strategy={name} trains on this machine "
                      "alone: each worker would train its own copy. Pass --strategy=multi_worker_mirrored, or unset "
                      "TF_CONFIG.")
@@ -406,7 +407,7 @@ def set_float32_matmul_precision(use_tf32, strategy):
 
 
 def start(*, strategy="auto", num_core_per_host=None, seed=None, deterministic=False, use_tf32=False,
-          use_bfloat16=False, cloud_tpu=CloudTPU(), xla_cache_dir=None):
+          use_bfloat16=False, cloud_tpu=CloudTPU(), xla_cache_dir=None, trains=True):
   """What every training CLI does before it builds a model; returns the `tf.distribute` strategy.
 
   Keeps XLA's compiled programs in `xla_cache_dir` where it is set (`xla_cache.enable`; first, before TensorFlow's
@@ -418,7 +419,7 @@ def start(*, strategy="auto", num_core_per_host=None, seed=None, deterministic=F
   `XLA_FLAGS` (`read_xla_flags`). The CLIs call it with their flags through `cli.start`.
 
   Args:
-    strategy: a name of `STRATEGIES`; num_core_per_host, cloud_tpu: as `make_strategy`.
+    strategy: a name of `STRATEGIES`; num_core_per_host, cloud_tpu, trains: as `make_strategy`.
   """
   if xla_cache_dir:
     xla_cache.enable(xla_cache_dir)
@@ -430,7 +431,7 @@ def start(*, strategy="auto", num_core_per_host=None, seed=None, deterministic=F
     tf.config.experimental.enable_op_determinism()
   if seed is not None:
     keras.utils.set_random_seed(seed)
-  strategy = make_strategy(strategy, None if strategy == "tpu" else num_core_per_host, cloud_tpu)
+  strategy = make_strategy(strategy, None if strategy == "tpu" else num_core_per_host, cloud_tpu, trains)
   set_float32_matmul_precision(use_tf32, strategy)
   warn_if_emulated_bfloat16(use_bfloat16, strategy)
   read_xla_flags()

@@ -444,11 +444,15 @@ def cli_main(prog, body):
       with preemption.stops_raised() as noted:
         options = values()
         body(options)
-      if not noted:
+      if not noted and (lost := preemption.output_lost()) is None:
         return
-      name = signal.Signals(noted[0]).name  # lost where it landed (`preemption.check_stop` saw no step after it)
-      line, code = (f"{prog}: stopped by {name} late: the code it landed in lost it, and the run went on to its end; "
-                    "what the run wrote is whole."), 128 + noted[0]
+      if noted:
+        name = signal.Signals(noted[0]).name  # lost where it landed (`preemption.check_stop` saw no step after it)
+        line, code = (f"{prog}: stopped by {name} late: the code it landed in lost it, and the run went on to its "
+                      "end; what the run wrote is whole."), 128 + noted[0]
+      else:  # an evaluation or prediction went on to its end, its lines (its results) nowhere: exit 0, no word
+        line, code = (f"{prog}: error: its standard output could not be written ({lost}), so the lines after that, "
+                      "its results among them, were lost. Rerun with standard output where it can be written."), 1
     except BaseException as e:  # pylint: disable=broad-except
       signum = None if hasattr(e, "exit_code") else preemption.stop_signal(e, noted)
       kept = hasattr(e, "exit_code") or signum is not None

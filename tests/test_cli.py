@@ -248,6 +248,23 @@ def test_a_signal_while_the_loop_is_traced_adds_nothing_to_its_graph():
   assert [op.type for op in graph.get_operations()] == ["Placeholder", "Const", "AddV2", "Identity"]
 
 
+def test_an_evaluation_whose_results_could_not_be_written_is_an_error(monkeypatch, capsys):
+  """--do_eval with standard output on a full disk (`> /dev/full`): exit 0, nothing on stderr, the results lost
+  (rerun of sweep 25, N3). A training run stops on it (above); one that runs to its end says so, exit 1."""
+  absl_flags.FLAGS.mark_as_parsed()
+  monkeypatch.setattr(sys, "stdout", open("/dev/full", "w"))  # pylint: disable=consider-using-with
+  try:
+    with pytest.raises(SystemExit) as ended:
+      cli.cli_main("tool.py", lambda options: cli.print_line("Eval result | eval_accuracy 0.9"))(["tool.py"])
+  finally:
+    preemption._reasons.clear()  # pylint: disable=protected-access  # the process's other tests
+    preemption._pending.clear()  # pylint: disable=protected-access
+  assert ended.value.code == 1
+  assert capsys.readouterr().err.strip().splitlines()[-1] == (
+      "tool.py: error: its standard output could not be written (No space left on device), so the lines after that, "
+      "its results among them, were lost. Rerun with standard output where it can be written.")
+
+
 def test_a_line_to_a_gone_reader_goes_nowhere_and_requests_a_stop(monkeypatch):
   """`cli.print_line` where standard output's reader is gone (sweep 21, P1): no BrokenPipeError; during a training
   loop a stop as on SIGPIPE; before one, the next loop stops before its first step (once)."""

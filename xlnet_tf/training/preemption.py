@@ -76,6 +76,12 @@ def request_stop(signum, reason=None):
     _pending[:] = [signum]
 
 
+def output_lost():
+  """Why standard output could not be written (`request_stop`'s reason: a full disk, EIO), or None where it could,
+  or only its reader went (`| head`)."""
+  return _reasons[0] if _reasons else None
+
+
 def stop_name(signum):
   """How a stop's line names its signal; SIGPIPE (`request_stop`'s) with what failed."""
   return "SIGPIPE (its standard output cannot be written)" if signum == signal.SIGPIPE else signal.Signals(signum).name

@@ -43,7 +43,6 @@ import run_files
 import numpy as np
 import tensorflow as tf
 from absl import flags as absl_flags
-from absl import logging
 
 from xlnet_tf import checkpoint
 from xlnet_tf import fileio
@@ -288,7 +287,7 @@ def run(o, strategy, log_fn=print):
     if not eval_examples:
       raise cli.FlagError(f"Task {task_name!r} found no {o.eval_split} examples in --data_dir {o.data_dir}.")
     if o.do_eval and (note := processor.placeholder_labels_note(o.eval_split)):
-      logging.warning(note)
+      log_fn(f"Warning: {note}")  # beside the results it qualifies, not among TensorFlow's log lines
 
   if o.do_train:
     with locks.directory_lock(o.model_dir if training.is_chief(strategy) else None):

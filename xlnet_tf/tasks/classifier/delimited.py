@@ -99,6 +99,7 @@ class DelimitedProcessor(DataProcessor):
   regression), as GLUE's test files (sweep 25, B6: a labelled test file was evaluated against the placeholder).
   """
   test_has_labels = False  # set by the last read of the test file
+  placeholder_why = ""  # and where its labels are not read for that, why
 
   def __init__(self, task):
     self.task = task
@@ -226,6 +227,9 @@ class DelimitedProcessor(DataProcessor):
       examples.append(InputExample(guid=f"{set_type}-{i}", text_a=row[a_col], text_b=text_b, label=label))
     if is_test:
       self.test_has_labels = bool(examples) and None not in [e.label for e in examples]
+      missing = [e.label for e in examples].count(None)
+      self.placeholder_why = (f"{missing} of {len(examples)} rows of {path} have no label of the classes in "
+                              f"--label_column {self.task.label_column!r}" if label_col is not None and missing else "")
       placeholder = 0.0 if self.is_regression else self.get_labels(data_dir)[0]
       examples = [e if self.test_has_labels else dataclasses.replace(e, label=placeholder) for e in examples]
     return examples

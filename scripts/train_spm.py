@@ -73,7 +73,7 @@ def check_symbols(o):
 
 def body(o):
   check_symbols(o)
-  tokenization.own_files_left_out(o.input, o.model_prefix)  # an --input that is an output: refused first
+  tokenization.own_files_left_out(o.input, o.model_prefix, warn=False)  # an --input that is an output: refused first
   check_model_prefix(o.model_prefix, o.overwrite)
   options = tokenization.SpmTrainOptions(
       vocab_size=o.vocab_size, character_coverage=o.character_coverage, model_type=o.model_type,

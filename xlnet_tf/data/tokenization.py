@@ -260,12 +260,12 @@ def expand_inputs(inputs):
   return sorted(set(files))
 
 
-def own_files_left_out(inputs, model_prefix):
+def own_files_left_out(inputs, model_prefix, warn=True):
   """`expand_inputs(inputs)` without the files training writes, `{model_prefix}.model` and `.vocab`, which a glob
   over the directory of an earlier run's model reaches (a rerun with --overwrite was refused as "not UTF-8 text ...
   iconv", the model being read as a corpus; a `.vocab` alone would have been read as text), named in one warning, as
   data_utils.py leaves out its own files. ValueError where an input names one of them itself: training would
-  replace the text it trains on (with --overwrite it did; sweep 25, B4)."""
+  replace the text it trains on (with --overwrite it did; sweep 25, B4). `warn`: say what was left out."""
   own = {fileio.real_path(model_prefix + suffix): suffix for suffix in (".model", ".vocab")}
   for pattern in [s for s in inputs.split(",") if s] if isinstance(inputs, str) else inputs:
     if fileio.real_path(pattern) in own:
@@ -273,7 +273,7 @@ def own_files_left_out(inputs, model_prefix):
                        f"{model_prefix}, which training writes: it would replace the text it trains on, --overwrite "
                        "or not. Pass another --model_prefix.")
   files = expand_inputs(inputs)
-  if left := [path for path in files if fileio.real_path(path) in own]:
+  if (left := [path for path in files if fileio.real_path(path) in own]) and warn:
     logging.warning("--input=%s reaches --model_prefix's own files, which are never inputs: %s left out.",
                     inputs if isinstance(inputs, str) else ",".join(inputs), ", ".join(left))
   return [path for path in files if path not in left]

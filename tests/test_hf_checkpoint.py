@@ -140,11 +140,11 @@ def test_an_hf_classifier_of_another_class_count_is_named_as_such_in_evaluation(
   model = XLNetModel(config, rc, heads=finetune_heads(config, rc, "mean", cls_heads={"sst-2": 2}))
   report = checkpoint.load_checkpoint(model, f"{DATA}/cls_bin")
   assert report["other_classes"] == (3, 2) and "model/classification_sst-2/logit/bias" in report["kept_initial"]
-  with pytest.raises(ValueError, match=r"cls_bin's classification head has 3 classes, this task's 2: it was fine-tuned "
-                                       r"for another task. Pass that task as --task_name \(a csv or tsv task with its "
-                                       r"3 --labels\), or another checkpoint.$"):
+  with pytest.raises(ValueError, match=r"cls_bin's classification head has 3 classes, this task's 2 classes: it was "
+                                       r"fine-tuned for another task. Pass that task as --task_name \(a csv or tsv "
+                                       r"task with its 3 --labels\), or another checkpoint.$"):
     classifier_eval.Inference(model, "classification_sst-2").check_head(report, f"{DATA}/cls_bin")
-  with pytest.raises(ValueError, match=r"has 1 classes, this task's 2: it was fine-tuned for a regression: pass "
+  with pytest.raises(ValueError, match=r"has 1 output, this task's 2 classes: it was fine-tuned for a regression: pass "
                                        r"--is_regression=True \(a csv or tsv task\), or another checkpoint.$"):
     classifier_eval.Inference(model, "classification_sst-2").check_head(dict(report, other_classes=(1, 2)), "c")
 

@@ -39,7 +39,8 @@ class Inference(inference.Inference):
       held, ours = report["other_classes"]
       task = ("a regression: pass --is_regression=True (a csv or tsv task)" if held == 1 else
               f"another task. Pass that task as --task_name (a csv or tsv task with its {held} --labels)")
-      raise ValueError(f"Checkpoint {ckpt_path}'s classification head has {held} classes, this task's {ours}: it was "
+      has = "1 output" if held == 1 else f"{held} classes"
+      raise ValueError(f"Checkpoint {ckpt_path}'s classification head has {has}, this task's {ours} classes: it was "
                        f"fine-tuned for {task}, or another checkpoint.")
     missing = [n for n in report["kept_initial"] if n.startswith(f"model/{self.scope}/") or "sequnece_summary" in n]
     if missing:

@@ -91,12 +91,12 @@ def stopped(signum, step, path):
   """The training loop's `Interrupted` for a stop by `signum` after saving `path`, the checkpoint of `step`. A
   write to standard output that failed otherwise than by a gone reader (a full disk under `> log`) is no signal: it
   was "stopped by SIGPIPE", exit 141, and advised the same command, which meets the same disk (sweep 23, C3)."""
-  resume = f"run the same command again to resume from step {step}."
-  if signum == signal.SIGPIPE and _reasons:
-    return Interrupted(f"stopped at step {step}: its standard output cannot be written ({_reasons[0]}); checkpoint "
-                       f"{path}. Once it can be written (e.g. space freed on its disk), {resume}", signum, exit_code=1)
-  return Interrupted(f"stopped by {stop_name(signum)} at step {step}; checkpoint {path}. {resume.capitalize()}",
-                     signum)
+  resume = f"the same command again to resume from step {step}."
+  if signum == signal.SIGPIPE and output_lost():
+    return Interrupted(f"stopped at step {step}: its standard output cannot be written ({output_lost()}); checkpoint "
+                       f"{path}. Once it can be written (e.g. space freed on its disk), run {resume}", signum,
+                       exit_code=1)
+  return Interrupted(f"stopped by {stop_name(signum)} at step {step}; checkpoint {path}. Run {resume}", signum)
 
 
 @contextlib.contextmanager

@@ -428,7 +428,8 @@ def cli_main(prog, body):
   `{prog}: error: ...`,
   exit 1; a run stopped by a signal with one line and exit 128 + signal: in the training loop after saving (an
   exception with `exit_code`, `training.Interrupted`), elsewhere where it was (`preemption.stops_raised`), or at
-  the end where the code it landed in lost it."""
+  the end where the code it landed in lost it; a run whose standard output could not be written (a full disk, not
+  a gone reader: `print_line`) with one line at its end, exit 1."""
   def main(argv):
     if len(argv) > 1:  # absl's UsageError printed the whole help before its line
       word = argv[1]

@@ -987,6 +987,12 @@ def test_a_pretrained_model_s_export_says_the_pooling_a_head_made_from_it_gets(t
   assert written["architectures"] == ["XLNetLMHeadModel"]
   assert {k: written[k] for k in keys} == {k: json.loads(open(f"{DATA}/lm_safetensors/config.json").read())[k]
                                            for k in keys} == dict(zip(keys, ("last", True, "tanh", 0.1)))
+  lines = []  # --summary_type for it: written without a word (rerun of sweep 25, N4)
+  convert.convert_to_hf(str(tmp_path / "tf1" / "xlnet_model.ckpt"), str(tmp_path / "mean"), summary_type="mean",
+                        log_fn=lines.append)
+  assert json.loads((tmp_path / "mean" / "config.json").read_text())["summary_type"] == "mean"
+  assert ("The model has no pooled head: config.json's summary_type 'mean' is the pooling a head that transformers "
+          "adds to it (XLNetForSequenceClassification.from_pretrained) will use.") in lines
 
 
 def test_an_hf_classifier_converted_to_tf1_keeps_its_pooling_and_labels(tmp_path):

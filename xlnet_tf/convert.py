@@ -214,7 +214,7 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
       raise ValueError(f"--summary_type {summary_type}, but {path} was fine-tuned with "
                        f"--summary_type={trained_summary} ({os.path.join(os.path.dirname(path), 'run_flags.json')}): "
                        "the HF model would pool otherwise. Leave --summary_type unset.")
-    unknown_summary = not (summary_type or trained_summary)
+    unknown_summary, given_summary = not (summary_type or trained_summary), summary_type
     summary_type = summary_type or trained_summary or "last"
     arrays = _input_arrays(path)
     config, weights, notes = hf_export.original_to_hf(arrays, xlnet_config, path, summary_type, task_name,
@@ -229,6 +229,9 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
       if tokenizer:
         out.write(os.path.join(output_dir, TOKENIZER_CONFIG), tokenizer)
       out.write(os.path.join(output_dir, hf_checkpoint.CONFIG_FILE), json.dumps(config, indent=2, sort_keys=True))
+  if given_summary and config["architectures"][0] not in hf_checkpoint.POOLING:  # it was written without a word
+    notes.append(f"The model has no pooled head: config.json's summary_type {summary_type!r} is the pooling a head "
+                 "that transformers adds to it (XLNetForSequenceClassification.from_pretrained) will use.")
   if unknown_summary and config["architectures"][0] in hf_checkpoint.POOLING:
     notes.append(f"Its pooling is unknown (no --summary_type, and no run_flags.json of the run that fine-tuned it "
                  f"beside {path}): config.json says summary_type 'last', the original's default. Convert again with "

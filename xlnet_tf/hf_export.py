@@ -5,8 +5,8 @@ import re
 
 import numpy as np
 
-from xlnet_tf.hf_checkpoint import (ARCHITECTURES, BACKBONE, LAYER_NAMES, RACE_SCOPE, STACKED, SUMMARY_TYPES,
-                                    original_shapes)
+from xlnet_tf.hf_checkpoint import (ARCHITECTURES, BACKBONE, LAYER_NAMES, POOLING, RACE_SCOPE, STACKED,
+                                    SUMMARY_TYPES, original_shapes)
 
 
 def check_config(arrays, xlnet_config, source):
@@ -96,8 +96,7 @@ def original_to_hf(arrays, xlnet_config, source, summary_type="last", task_name=
   # A pooled head's config says how it pools. Without one (a pretrained model), the pooling a head made from it
   # gets (transformers' from_pretrained), as the original's fine-tuning default and the hub's configs: tanh
   # projection. It said none, which such a head then lacked (sweep 25, B2).
-  pooled = architecture in ("XLNetForSequenceClassification", "XLNetForMultipleChoice")
-  projected = "sequence_summary.summary.weight" in weights or not pooled
+  projected = "sequence_summary.summary.weight" in weights or architecture not in POOLING
   config = dict(
       model_type="xlnet", architectures=[architecture], vocab_size=c.n_token, d_model=c.d_model, n_layer=c.n_layer,
       n_head=c.n_head, d_head=c.d_head, d_inner=c.d_inner,

@@ -92,10 +92,10 @@ def reruns(g):
   return sorted({match.group(0) for match in map(RERUN.match, g) if match})
 
 
-def rerun_drift(g, key, measure):
-  """(the largest measure(g[prefix + key]) over the golden's reruns that hold `key`, that rerun's prefix), or
-  (None, None) when none does."""
-  drifts = [(measure(g[prefix + key]), prefix) for prefix in reruns(g) if prefix + key in g]
+def rerun_drift(g, prefixes, key, measure):
+  """(the largest measure(g[prefix + key]) over the golden's reruns (`prefixes`, `reruns(g)`) that hold `key`, that
+  rerun's prefix), or (None, None) when none does."""
+  drifts = [(measure(g[prefix + key]), prefix) for prefix in prefixes if prefix + key in g]
   return max(drifts, key=lambda d: d[0]) if drifts else (None, None)
 
 
@@ -460,11 +460,12 @@ def compare(g, meta, ours, initial):
 
   mode = meta["mode"]
   long = "batch_of_step" in g
+  prefixes = reruns(g)  # the original's reruns the golden holds, read once
   known = (set(step_keys(g, meta)) | set(INPUT_KEYS[mode]) | {"meta_json", "gnorm_dense"} |
-           {"batch_of_step"} | {prefix + k for prefix in reruns(g) for k in DRIFT_FACTOR})
+           {"batch_of_step"} | {prefix + k for prefix in prefixes for k in DRIFT_FACTOR})
+  read_below = ("grad0/", "grad0_slices/", "final/", *(prefix + "final/" for prefix in prefixes))
   for key in sorted(g):
-    if key not in known and not key.startswith(("grad0/", "grad0_slices/", "final/") +
-                                               tuple(prefix + "final/" for prefix in reruns(g))):
+    if key not in known and not key.startswith(read_below):
       missing(f"unknown key {key}", "the golden holds it; this checker compares nothing of it")
   for key in step_keys(g, meta):
     if key not in g:
@@ -474,7 +475,7 @@ def compare(g, meta, ours, initial):
     else:
       tol = TOLERANCES["new_mems" if key == "last_new_mems" else TOLERANCE_OF.get(key, key)]
       note = ""
-      drift, prefix = rerun_drift(g, key, lambda rerun, key=key: _rel(rerun, g[key]))
+      drift, prefix = rerun_drift(g, prefixes, key, lambda rerun, key=key: _rel(rerun, g[key]))
       if drift is not None:
         tol = max(tol, DRIFT_FACTOR[key] * drift)
         note = f"the original against itself: {drift:.1e} ({prefix[:-1]})"
@@ -534,7 +535,7 @@ def compare(g, meta, ours, initial):
   if variables:
     results = {n: final_variable_diffs(finals[n], ours_final[n], initial[n],
                                        finals.get(slot_names.get(n, {}).get("v", "")),
-                                       [g[p + f"final/{n}"] for p in reruns(g) if p + f"final/{n}" in g])
+                                       [g[p + f"final/{n}"] for p in prefixes if p + f"final/{n}" in g])
                for n in variables}
     worst = max(results, key=lambda n: results[n][0])
     check("final variables", results[worst][0], TOLERANCES["final"], all(r[3] for r in results.values()),
@@ -546,7 +547,7 @@ def compare(g, meta, ours, initial):
   slots = [n for n in finals if n in ours_final and n.endswith(SLOT_SUFFIXES)]
   if slots:
     slot_diff = slot_diffs(finals, slot_names, slots, set(noise))
-    drifts = {n: rerun_drift(g, f"final/{n}", lambda rerun, n=n: slot_diff(n, rerun)) for n in slots}
+    drifts = {n: rerun_drift(g, prefixes, f"final/{n}", lambda rerun, n=n: slot_diff(n, rerun)) for n in slots}
     tols = {n: TOLERANCES["slots"] if drifts[n][0] is None else max(TOLERANCES["slots"],
                                                                     DRIFT_FACTOR["slots"] * drifts[n][0])
             for n in slots}

@@ -226,8 +226,8 @@ class DelimitedProcessor(DataProcessor):
       text_b = row[b_col] if b_col is not None else None
       examples.append(InputExample(guid=f"{set_type}-{i}", text_a=row[a_col], text_b=text_b, label=label))
     if is_test:
-      self.test_has_labels = bool(examples) and None not in [e.label for e in examples]
       missing = [e.label for e in examples].count(None)
+      self.test_has_labels = bool(examples) and not missing
       self.placeholder_why = (f"{missing} of {len(examples)} rows of {path} have no label of the classes in "
                               f"--label_column {self.task.label_column!r}" if label_col is not None and missing else "")
       placeholder = 0.0 if self.is_regression else self.get_labels(data_dir)[0]

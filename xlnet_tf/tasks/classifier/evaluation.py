@@ -37,9 +37,9 @@ class Inference(inference.Inference):
   def check_head(self, report, ckpt_path):
     if report.get("other_classes"):  # an HF model's head, not loaded: it was "no classification head" (sweep 21, C6)
       held, ours = report["other_classes"]
-      task = ("a regression: pass --is_regression=True (a csv or tsv task)" if held == 1 else
-              f"another task. Pass that task as --task_name (a csv or tsv task with its {held} --labels)")
-      has = "1 output" if held == 1 else f"{held} classes"
+      has, task = (("1 output", "a regression: pass --is_regression=True (a csv or tsv task)") if held == 1 else
+                   (f"{held} classes", f"another task. Pass that task as --task_name (a csv or tsv task with its "
+                                       f"{held} --labels)"))
       raise ValueError(f"Checkpoint {ckpt_path}'s classification head has {has}, this task's {ours} classes: it was "
                        f"fine-tuned for {task}, or another checkpoint.")
     missing = [n for n in report["kept_initial"] if n.startswith(f"model/{self.scope}/") or "sequnece_summary" in n]

@@ -405,6 +405,46 @@ def test_transformers_loads_the_cli_export_of_an_original_checkpoint_live(tmp_pa
   np.testing.assert_allclose(logits.numpy(), golden["logits"], atol=ATOL, rtol=0)
 
 
+def test_a_tied_export_is_read_back_tied(tmp_path):
+  """An HF directory with untie_r false and one value per bias in every layer (this port's export of a tied model)
+  is the tied model again: one shared array, untie_r false in the config the tools build and in a TF1 conversion,
+  the original's outputs. It was read untied: a run continued from it trained the copies apart and its plain resume
+  was refused over --untie_r (sweep 25, B7). Copies transformers trained apart are read per layer, with a note; an
+  untie_r that is no boolean is one line."""
+  from safetensors.numpy import save_file  # pylint: disable=import-outside-toplevel
+  out = tmp_path / "hf"
+  convert.convert_to_hf(f"{MODEL}/ckpt_tied/xlnet_model.ckpt", str(out), task_name="toy", summary_type="last",
+                        allow_d_head_override=True, log_fn=lambda line: None)
+  original = checkpoint.original_arrays(f"{MODEL}/ckpt_tied")
+  config, arrays, info = hf_checkpoint.read_hf_checkpoint(str(out), task_name="toy")
+  assert not config.untie_r and not [line for line in info["notes"] if "untie_r" in line]
+  for name in ("r_w_bias", "r_r_bias", "r_s_bias", "seg_embed"):
+    np.testing.assert_array_equal(arrays[f"model/transformer/{name}"], original[f"model/transformer/{name}"])
+  config = hf_checkpoint.model_config(None, str(out))
+  assert not config.untie_r
+  rc = _run_config()
+  model = XLNetModel(config, rc, heads=finetune_heads(config, rc, "last", cls_heads={"toy": 2}))
+  checkpoint.load_checkpoint(model, str(out))
+  golden = np.load(f"{MODEL}/tied_finetune.npz")
+  np.testing.assert_allclose(model(golden["input_ids"], golden["seg_ids"], golden["input_mask"])[0], golden["output"],
+                             atol=ATOL, rtol=0)
+  convert.convert_to_original(str(out), str(tmp_path / "tf1"), log_fn=lambda line: None)
+  assert json.loads((tmp_path / "tf1" / "xlnet_config.json").read_text())["untie_r"] is False
+
+  weights = load_file(str(out / "model.safetensors"))
+  weights["transformer.layer.1.rel_attn.r_w_bias"] = weights["transformer.layer.1.rel_attn.r_w_bias"] + 1
+  save_file(weights, str(out / "model.safetensors"))
+  config, arrays, info = hf_checkpoint.read_hf_checkpoint(str(out), task_name="toy")
+  assert config.untie_r and hf_checkpoint.model_config(None, str(out)).untie_r
+  assert arrays["model/transformer/r_r_bias"].shape == (2, 2, 6)
+  assert f"{out}/model.safetensors: config.json says untie_r false, but its layers' attention biases differ" in (
+      "\n".join(info["notes"]))
+  hf = json.loads((out / "config.json").read_text())
+  (out / "config.json").write_text(json.dumps(dict(hf, untie_r="false")))
+  with pytest.raises(ValueError, match=r"config.json: untie_r 'false' is not true or false\. Use the config.json"):
+    hf_checkpoint.model_config(None, str(out))
+
+
 def test_tied_biases_are_repeated_per_layer_and_spiece_is_copied(tmp_path, monkeypatch):
   """Also: every file goes through the project's writer, at its temporary names (safetensors' save_file wrote through
   a hidden `.tmpXXXXXX` of its own, left for good by a kill -9: sweep 17, H2), with a new file's mode."""

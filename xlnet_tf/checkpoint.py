@@ -25,6 +25,7 @@ from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
+from xlnet_tf import hf_weights
 from xlnet_tf import stderr_filter
 # Finding a directory's checkpoints by their files is checkpoint_paths'; its names are callers' names here too.
 from xlnet_tf.checkpoint_paths import (  # pylint: disable=unused-import
@@ -194,7 +195,7 @@ def assign_by_name(model, reader, keys, source):
   for name, var in table.items():
     if name in keys:
       value = reader.get_tensor(keys[name])
-      hf_checkpoint.check_finite({name: value}, source)  # NaN weights predicted NaN everywhere, exit 0
+      hf_weights.check_finite({name: value}, source)  # NaN weights predicted NaN everywhere, exit 0
       var.assign(value.astype(var.dtype))
       loaded.append(name)
     else:

@@ -11,6 +11,7 @@ from xlnet_tf import checkpoint
 from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
 from xlnet_tf import hf_export
+from xlnet_tf import hf_weights
 from xlnet_tf import locks
 from xlnet_tf.config import XLNetConfig
 from xlnet_tf.data import json_text
@@ -145,7 +146,7 @@ def _input_arrays(path):
     arrays = checkpoint.original_arrays(path)
   except checkpoint.DamagedCheckpointError as e:
     raise e.named("--input") from None
-  hf_checkpoint.check_finite(arrays, path)
+  hf_weights.check_finite(arrays, path)
   return arrays
 
 

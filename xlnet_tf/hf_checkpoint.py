@@ -23,9 +23,10 @@ table, here, maps those to the original's names (`hf_export.py` reads it the oth
                                                answer_class/... (outside `model/`)
 
 Every `*.weight` of a Linear layer is transposed into a `kernel`; HF LayerNorm `weight`/`bias` are `gamma`/`beta`.
-HF keeps one copy of the attention biases per layer; they become the original's untied arrays (`untie_r: true`),
-whatever HF's `untie_r` says (HF reads it only when loading a TF1 checkpoint). HF's `gelu_new` is the original's
-`gelu` (the tanh approximation).
+HF keeps one copy of the attention biases per layer (its `untie_r` is read only when loading a TF1 checkpoint).
+With `untie_r: false` and equal copies (a tied model's export) they become the original's one shared array; else
+its untied arrays (`untie_r: true`), with a note where config.json said false (copies transformers trained apart).
+HF's `gelu_new` is the original's `gelu` (the tanh approximation).
 """
 
 import json
@@ -36,7 +37,7 @@ import numpy as np
 
 from xlnet_tf import fileio
 from xlnet_tf.config import XLNetConfig, is_head_name
-from xlnet_tf.hf_weights import WEIGHT_FILES, check_size, read_weights
+from xlnet_tf.hf_weights import WEIGHT_FILES, check_size, float32_weight, read_weights
 
 CONFIG_FILE = "config.json"
 SUMMARY_TYPES = ("last", "first", "mean")  # what HF's SequenceSummary and the original both compute
@@ -105,40 +106,10 @@ def hf_shapes(c, num_labels):
     for hf, (name, transposed) in LAYER_NAMES.items():
       shape = shapes[f"model/transformer/layer_{i}/{name}"]
       expected[f"transformer.layer.{i}.{hf}"] = shape[::-1] if transposed else shape
-    for name in STACKED:  # the original's [n_layer, ...] array, one row per HF layer
-      expected[f"transformer.layer.{i}.rel_attn.{name}"] = shapes[f"model/transformer/{name}"][1:]
+    for name in STACKED:  # one row of the original's untied [n_layer, ...] array per HF layer
+      expected[f"transformer.layer.{i}.rel_attn.{name}"] = shapes["model/transformer/seg_embed"][1:] if (
+          name == "seg_embed") else [c.n_head, c.d_head]
   return expected
-
-
-def float32_weight(name, array, source, shape=None):
-  """`array`, the weight `name` of the weights file `source`, as float32; a ValueError naming them where it is not
-  of a floating-point type, not of `shape` (a list; None: any), or holds NaN or infinity (`check_finite`)."""
-  array = np.asarray(array)
-  if array.dtype.kind != "f" and array.dtype.name != "bfloat16":
-    raise ValueError(f"{source}: {name} holds {array.dtype} values, not floating-point weights: the weights file is "
-                     "damaged or not a model's. Download it again.")
-  if shape is not None and list(array.shape) != list(shape):
-    raise ValueError(f"{source}: {name} has the shape {list(array.shape)}, where the model of its config.json has "
-                     f"{list(shape)}: the weights file is damaged or holds another model's weights. Download it "
-                     "again.")
-  array = array.astype(np.float32, copy=False)
-  check_finite({name: array}, source)
-  return array
-
-
-def check_finite(arrays, source):
-  """ValueError naming the first weight of {name: array} (the checkpoint or weights file `source`'s) whose float
-  values hold NaN or infinity: the file is damaged, or was saved by a run that diverged (a float16 one, typically).
-  Loaded, such weights predicted NaN logits for every example, exit 0. One pass of np.isfinite over every weight."""
-  for name, array in arrays.items():
-    array = np.asarray(array)
-    if array.dtype.kind != "f" and array.dtype.name != "bfloat16":
-      continue
-    finite = np.isfinite(array if array.dtype.kind == "f" else array.astype(np.float32))
-    if not finite.all():
-      raise ValueError(f"{source}: {name} holds NaN or infinite values ({finite.size - int(finite.sum())} of "
-                       f"{finite.size}): the checkpoint is damaged, or from a diverged run. Use one saved before the "
-                       "run diverged, or download it again.")
 
 
 def is_hf_directory(path):
@@ -324,10 +295,19 @@ def xlnet_config_from_hf(config, weights, source):
     raise ValueError(f"{source}: config.json's sizes must be positive integers; received {', '.join(bad)}. Use the "
                      "config.json that came with the weights.")
   n_layer, d_model, n_head = sizes["n_layer"], sizes["d_model"], sizes["n_head"]
+  untie_r = config.get("untie_r", True)
+  if not isinstance(untie_r, bool):
+    raise ValueError(f"{source}: untie_r {untie_r!r} is not true or false. Use the config.json that came with the "
+                     "weights.")
   fields = dict(n_layer=n_layer, d_model=d_model, n_head=n_head, d_head=sizes["d_head"], d_inner=sizes["d_inner"],
-                ff_activation="relu" if activation == "relu" else "gelu", untie_r=True, n_token=sizes["vocab_size"])
+                ff_activation="relu" if activation == "relu" else "gelu", untie_r=untie_r,
+                n_token=sizes["vocab_size"])
   if weights is None:
     return XLNetConfig(**fields), notes
+  if not untie_r and not _equal_copies(weights, n_layer):
+    fields["untie_r"] = True
+    notes.append(f"{source}: config.json says untie_r false, but its layers' attention biases differ (transformers "
+                 "trains one copy per layer): they are read per layer, as untie_r true.")
   expected = {"transformer.word_embedding.weight": [fields["n_token"], d_model],
               "transformer.layer.0.rel_attn.q": [d_model, n_head, fields["d_head"]],
               "transformer.layer.0.ff.layer_1.weight": [fields["d_inner"], d_model]}
@@ -340,6 +320,12 @@ def xlnet_config_from_hf(config, weights, source):
     raise ValueError(f"{source}: config.json does not match the weights: {'; '.join(bad)}. Use the config.json "
                      "that came with the weights.")
   return XLNetConfig(**fields), notes
+
+
+def _equal_copies(weights, n_layer):
+  """Whether each attention bias of the HF `weights` has the same value in every layer (a tied model's copies)."""
+  copies = [[weights.get(f"transformer.layer.{i}.rel_attn.{name}") for i in range(n_layer)] for name in STACKED[:3]]
+  return all(all(c is not None and np.array_equal(c, layers[0]) for c in layers) for layers in copies)
 
 
 def architecture_of(config, weights):
@@ -438,7 +424,9 @@ def hf_to_original(config, weights, source, task_name=None, cls_scope=None):
   for name, per_layer in stacked.items():
     if sorted(per_layer) != list(range(xlnet_config.n_layer)):
       raise ValueError(f"{source}: rel_attn.{name} is missing in some layers. Download the model again.")
-    arrays[f"model/transformer/{name}"] = np.stack([per_layer[i] for i in range(xlnet_config.n_layer)])
+    stack = np.stack([per_layer[i] for i in range(xlnet_config.n_layer)])
+    tied = not xlnet_config.untie_r and name != "seg_embed"  # every layer's copy equal (`xlnet_config_from_hf`)
+    arrays[f"model/transformer/{name}"] = stack[0] if tied else stack
   fine_tuned_with = {}  # what a run_flags.json beside the converted model keeps (`convert.convert_to_original`)
   if clamp_of(config.get("clamp_len")) > 0:  # the tools compare it with --clamp_len (`run_files.check_trained_model`)
     fine_tuned_with["clamp_len"] = config["clamp_len"]
@@ -484,7 +472,8 @@ def model_config(model_config_path, init_checkpoint, flag="--init_checkpoint", c
   hf = read_config(init_checkpoint) if path else None
   if hf is not None and clamp_len is not None:
     check_clamp_len(hf, path, clamp_len, flag)
-  hf_config = check_size(xlnet_config_from_hf(hf, None, path)[0], init_checkpoint, path) if path else None
+  weights = read_weights(init_checkpoint)[0] if hf and hf.get("untie_r") is False else None  # tied: if equal
+  hf_config = check_size(xlnet_config_from_hf(hf, weights, path)[0], init_checkpoint, path) if path else None
   if xlnet_config is None:
     if hf_config is None:
       raise ValueError("--model_config_path is required (the xlnet_config.json of the model), unless "

@@ -148,3 +148,34 @@ def _read_weights(directory):
   if fileio.exists(path):
     return _read_h5(path), "tf_model.h5"
   raise FileNotFoundError(f"{directory} holds no XLNet weights (none of {', '.join(WEIGHT_FILES)}).")
+
+
+def float32_weight(name, array, source, shape=None):
+  """`array`, the weight `name` of the weights file `source`, as float32; a ValueError naming them where it is not
+  of a floating-point type, not of `shape` (a list; None: any), or holds NaN or infinity (`check_finite`)."""
+  array = np.asarray(array)
+  if array.dtype.kind != "f" and array.dtype.name != "bfloat16":
+    raise ValueError(f"{source}: {name} holds {array.dtype} values, not floating-point weights: the weights file is "
+                     "damaged or not a model's. Download it again.")
+  if shape is not None and list(array.shape) != list(shape):
+    raise ValueError(f"{source}: {name} has the shape {list(array.shape)}, where the model of its config.json has "
+                     f"{list(shape)}: the weights file is damaged or holds another model's weights. Download it "
+                     "again.")
+  array = array.astype(np.float32, copy=False)
+  check_finite({name: array}, source)
+  return array
+
+
+def check_finite(arrays, source):
+  """ValueError naming the first weight of {name: array} (the checkpoint or weights file `source`'s) whose float
+  values hold NaN or infinity: the file is damaged, or was saved by a run that diverged (a float16 one, typically).
+  Loaded, such weights predicted NaN logits for every example, exit 0. One pass of np.isfinite over every weight."""
+  for name, array in arrays.items():
+    array = np.asarray(array)
+    if array.dtype.kind != "f" and array.dtype.name != "bfloat16":
+      continue
+    finite = np.isfinite(array if array.dtype.kind == "f" else array.astype(np.float32))
+    if not finite.all():
+      raise ValueError(f"{source}: {name} holds NaN or infinite values ({finite.size - int(finite.sum())} of "
+                       f"{finite.size}): the checkpoint is damaged, or from a diverged run. Use one saved before the "
+                       "run diverged, or download it again.")

@@ -18,6 +18,8 @@ Every flag of the original keeps its name and default. Semantics:
 - --init_checkpoint takes a released checkpoint (the new head keeps its initialisation), a checkpoint fine-tuned
   by the original code (head included), or a run_pretrain.py / run_classifier.py output (prefix or directory).
   A model_dir that already holds a checkpoint resumes from it instead (as the original's Estimator).
+- Predict and export read --predict_ckpt, else model_dir's latest checkpoint, else --init_checkpoint (as the
+  original's Estimator, which starts from it where model_dir holds none; run_race.py and run_squad.py the same).
 - The label list a fine-tuning run trained with (label id = index) is kept in model_dir/run_flags.json
   (`label_list`): eval, predict, export or a resume with other labels, or the same in another order, is refused
   (its scores would name the wrong classes); a csv/tsv task without --labels takes that list.
@@ -82,7 +84,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
                         f"{o.cls_scope}): use letters, digits, '_', '.' and '-' only, as the checkpoint's head has.")
   cli.require_model_config(o)
   cli.require_spiece_model(o)
-  run_files.require_model_dir(o)
+  run_files.require_model_dir(o, ("predict_ckpt", "init_checkpoint"))  # its prediction falls back to the latter
   if o.do_train or o.do_eval or o.do_predict:
     if not o.data_dir or not fileio.isdir(o.data_dir):
       raise cli.FlagError(f"--data_dir {o.data_dir!r} is not a directory. Pass the directory of the task's data files.")
@@ -160,11 +162,23 @@ def _hf_names(source, there):
 
 
 def checkpoint_dir(o):
-  """The directory whose run_flags.json describes the checkpoints this run reads: --predict_ckpt's (absolute) for
-  a run that only predicts or exports with it, else --model_dir; and the flag that names it."""
-  if o.predict_ckpt and not (o.do_train or o.do_eval):
-    return checkpoint.directory_of(o.predict_ckpt), "--predict_ckpt"
+  """The directory whose run_flags.json describes the checkpoints this run reads: that of the checkpoint a run
+  that only predicts or exports reads (`predict_flag`; absolute), else --model_dir; and the flag that names it."""
+  flag = predict_flag(o)
+  if flag != "--model_dir" and not (o.do_train or o.do_eval):
+    return checkpoint.directory_of(getattr(o, flag[2:])), flag
   return o.model_dir, "--model_dir"
+
+
+def predict_flag(o):
+  """The flag naming the checkpoint a prediction or export reads: --predict_ckpt, else --model_dir where it holds
+  one, else --init_checkpoint (`checkpoint.choose_checkpoint`'s order: the original's Estimator starts from it)."""
+  if o.predict_ckpt:
+    return "--predict_ckpt"
+  if o.init_checkpoint and not (o.model_dir and fileio.isdir(o.model_dir) and
+                                checkpoint.checkpoint_prefixes(o.model_dir)):
+    return "--init_checkpoint"
+  return "--model_dir"
 
 
 def check_trained_labels(directory, label_list, o, flag="--model_dir"):
@@ -296,8 +310,8 @@ def run(o, strategy, log_fn=print):
   if not training.is_chief(strategy):
     return results  # Eval, predict and export run on the chief only (the original evaluates on one host).
   if o.do_predict or o.export_dir:
-    ckpt = checkpoint.choose_checkpoint(o.model_dir, o.predict_ckpt)
-    flag = "--predict_ckpt" if o.predict_ckpt else "--model_dir"
+    ckpt = checkpoint.choose_checkpoint(o.model_dir, o.predict_ckpt, o.init_checkpoint)
+    flag = predict_flag(o)
     check_trained_labels(checkpoint.directory_of(ckpt), label_list, o, flag)
     run_files.check_trained_model(o, checkpoint.directory_of(ckpt), xlnet_config, flag)
   if o.do_eval or o.do_predict or o.export_dir:
@@ -327,13 +341,14 @@ def run(o, strategy, log_fn=print):
                                   label_list, o, tokenize_fn, "predict", log_fn, xlnet_config.n_token)
     files = classifier_metrics.PredictionFiles(predict_dir=o.predict_dir, task_name=task_name, label_list=label_list,
                                                predict_threshold=o.predict_threshold)
-    ckpt = checkpoint.chosen_again(ckpt, o.model_dir, o.predict_ckpt)  # a run beside may have deleted it since
+    # A training run beside may have deleted it since.
+    ckpt = checkpoint.chosen_again(ckpt, o.model_dir, o.predict_ckpt, o.init_checkpoint)
     with locks.directory_lock(o.predict_dir, name="predict", what="--predict_dir"):  # one run's files a time
       results["predict"] = classifier_eval.predict(inference, ckpt, predict_file, o.max_seq_length,
                                                    o.predict_batch_size, files, keep_padding=o.predict_eval_padding)
     log_fn(f"Predictions of {ckpt}: {results['predict'][0]}, {results['predict'][1]}")
   if o.export_dir:
-    inference.load(ckpt := checkpoint.chosen_again(ckpt, o.model_dir, o.predict_ckpt))
+    inference.load(ckpt := checkpoint.chosen_again(ckpt, o.model_dir, o.predict_ckpt, o.init_checkpoint))
     results["export"] = serving.export_saved_model(inference.model, o.spiece_model_file, o.export_dir, scope,
                                                    label_list, o.max_seq_length, o.uncased,
                                                    processor.text_replacements, o.predict_threshold)

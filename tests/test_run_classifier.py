@@ -689,8 +689,8 @@ def test_a_prediction_or_export_from_predict_ckpt_needs_no_model_dir(tmp_path):
   o.do_predict, o.export_dir = False, str(tmp_path / "export")
   run_classifier.validate(o)
   o.predict_ckpt = None
-  with pytest.raises(cli.FlagError, match="^--export_dir needs a checkpoint: pass --predict_ckpt or a --model_dir "
-                                          "holding one.$"):
+  with pytest.raises(cli.FlagError, match="^--export_dir needs a checkpoint: pass --predict_ckpt, --init_checkpoint "
+                                          "or a --model_dir holding one.$"):
     run_classifier.validate(o)
   o.predict_ckpt, o.do_eval = "tests/testdata/hf/cls_bin", True
   with pytest.raises(cli.FlagError, match="^--model_dir is required with --do_eval: the directory whose checkpoints "
@@ -698,6 +698,29 @@ def test_a_prediction_or_export_from_predict_ckpt_needs_no_model_dir(tmp_path):
     run_classifier.validate(o)
   assert classifier_eval._format_result("Eval result", dict(eval_accuracy=0.5, step=None, global_step=None,
                                                             path="m")) == "Eval result | eval_accuracy 0.5 | path m | "
+
+
+def test_a_prediction_falls_back_to_init_checkpoint(files, tmp_path):
+  """As the original's Estimator (and run_race.py, run_squad.py): with no --predict_ckpt and no checkpoint in
+  --model_dir (or none given), --do_predict predicts with --init_checkpoint's weights. run_classifier.py refused it
+  (`--do_predict needs a checkpoint`; rerun 25, N6)."""
+  original = str(tmp_path / "original" / "model.ckpt")
+  checkpoint.export_original_checkpoint(original_source_model(), original, global_step=1200)
+  o = cli.defaults(run_classifier.define_flags, task_name="imdb", data_dir=files["imdb"], do_predict=True,
+                   spiece_model_file=SPM, model_config_path=files["config"], max_seq_length=SEQ_LEN, uncased=False,
+                   output_dir=str(tmp_path / "records"), predict_dir=str(tmp_path / "pred"), init_checkpoint=original)
+  lines = []
+  run_classifier.run(o, training.make_strategy("one_device"), log_fn=lines.append)
+  assert f"Predictions of {original}: {tmp_path}/pred/imdb.tsv, {tmp_path}/pred/imdb.logits.json" in lines
+  examples = classifier_data.ImdbProcessor().get_dev_examples(files["imdb"])
+  expected = python_logits(original_source_model(), examples, ["neg", "pos"], "classification_imdb")
+  np.testing.assert_allclose(json.loads((tmp_path / "pred" / "imdb.logits.json").read_text()), expected,
+                             rtol=1e-5, atol=1e-5)
+  o.model_dir = str(tmp_path / "empty")
+  assert run_classifier.predict_flag(o) == "--init_checkpoint"
+  assert run_classifier.checkpoint_dir(o) == (str(tmp_path / "original"), "--init_checkpoint")
+  checkpoint.export_original_checkpoint(inference_model(), str(tmp_path / "empty" / "model.ckpt"))
+  assert run_classifier.predict_flag(o) == "--model_dir"  # a checkpoint there comes first, as a resume's
 
 
 @pytest.mark.parametrize("scope", ["a b", "a:b", "a/b", "é"])

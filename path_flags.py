@@ -76,7 +76,9 @@ def check_path(name, value):
       # input flag called "not a directory", "not found" or absl's "ERROR:: ... [Errno 40]" (a glob's files: where read)
       if e.errno == errno.ELOOP and not name.endswith("_glob"):
         try:
-          fileio.check_links(part, f"--{name}", "a directory" if name.endswith("_dir") else "a file or directory")
+          kind = "a directory" if name.endswith("_dir") else "a file" if name.endswith(("file", "_path")) else (
+              "a file or directory")  # a checkpoint: a prefix or a directory
+          fileio.check_links(part, f"--{name}", kind)
         except fileio.PathError as loop:
           raise FlagError(str(loop)) from None
       continue

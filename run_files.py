@@ -27,7 +27,12 @@ def run_flags(directory):
 
 def require_model_dir(o, sources=("predict_ckpt",)):
   """FlagError where --model_dir is missing and the run trains, evaluates, or predicts or exports with none of
-  `sources` (the flags a tool predicts from) set: one rule for the fine-tuning tools (sweep 25, C1)."""
+  `sources` (the flags a tool predicts from) set: one rule for the fine-tuning tools (sweep 25, C1); and where a run
+  that does not train is given an HF model directory as --model_dir (said after its records were written)."""
+  if o.model_dir and not o.do_train:
+    from xlnet_tf import checkpoint, hf_checkpoint  # pylint: disable=g-import-not-at-top
+    if hf_checkpoint.is_hf_directory(o.model_dir) and not checkpoint.checkpoint_prefixes(o.model_dir):
+      raise FlagError(checkpoint.no_checkpoint_line(o.model_dir, ""))
   if o.model_dir:
     return
   if o.do_train or getattr(o, "do_eval", False):

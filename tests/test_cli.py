@@ -1053,7 +1053,7 @@ def test_an_input_flag_through_a_symbolic_link_that_loops_says_so(tmp_path, caps
   with pytest.raises(SystemExit):
     cli._check_flagfiles(["tool.py", f"--flagfile={tmp_path}/a"])  # pylint: disable=protected-access
   assert capsys.readouterr().err == (f"tool.py: error: Cannot use --flagfile {tmp_path}/a: it is a symbolic link that "
-                                     f"loops ({loop}). Point it at a file or directory or pass another --flagfile.\n")
+                                     f"loops ({loop}). Point it at a file or pass another --flagfile.\n")
 
 
 @pytest.mark.parametrize("closed", [1, 2])

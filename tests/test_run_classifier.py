@@ -696,6 +696,10 @@ def test_a_prediction_or_export_from_predict_ckpt_needs_no_model_dir(tmp_path):
   with pytest.raises(cli.FlagError, match="^--model_dir is required with --do_eval: the directory whose checkpoints "
                                           "it evaluates.$"):
     run_classifier.validate(o)
+  o.model_dir = "tests/testdata/hf/cls_bin"  # an HF directory: said before any records are written (rerun 25, N7)
+  with pytest.raises(cli.FlagError, match="^--model_dir tests/testdata/hf/cls_bin is a HuggingFace model directory "
+                                          r"\(config.json and weights\), not a fine-tuning run's checkpoints"):
+    run_classifier.validate(o)
   assert classifier_eval._format_result("Eval result", dict(eval_accuracy=0.5, step=None, global_step=None,
                                                             path="m")) == "Eval result | eval_accuracy 0.5 | path m | "
 

@@ -559,10 +559,10 @@ def test_use_tpu_connects_to_the_cloud_tpu_its_flags_name(monkeypatch):
 
 
 @pytest.mark.parametrize("value,why", [
-    ("", "not JSON: Expecting value: line 1 column 1 (char 0)"),
-    ("[1, 2]", "not a JSON object"),
-    ("{}", 'no "cluster" of task address lists'),
-    ('{"cluster": {"worker": ["h:1"]}}', 'no "task" with a type and an index'),
+    ("", "it is not JSON (Expecting value: line 1 column 1 (char 0))"),
+    ("[1, 2]", "it is not a JSON object"),
+    ("{}", 'its "cluster" is missing or not a map of task types to address lists'),
+    ('{"cluster": {"worker": ["h:1"]}}', 'its "task" is missing or lacks a type and an integer index'),
     ('{"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 3}}',
      "its task worker 3 is not in its cluster of 1 worker"),
 ])
@@ -573,7 +573,7 @@ def test_a_tf_config_that_names_no_cluster_of_this_worker_is_one_line_naming_it(
   with pytest.raises(ValueError) as e:
     training.make_strategy("multi_worker_mirrored")
   assert str(e.value) == (
-      f"TF_CONFIG={value!r} names no cluster of this worker ({why}). Set it as {{\"cluster\": {{\"worker\": "
+      f"TF_CONFIG={value!r} does not describe this worker's cluster: {why}. Set it as {{\"cluster\": {{\"worker\": "
       '["host1:port", ...]}, "task": {"type": "worker", "index": I}} (docs/design.md, Multi-worker), or unset it and '
       "pass another --strategy to train alone.")
 

@@ -131,7 +131,7 @@ def _check_tpu_reachable(master, flag, timeout_s=None):
 def _tf_config_workers(strategy):
   """The number of workers (chief and workers) the TF_CONFIG environment variable names; 0 where it is unset or
   names none. For --strategy (`strategy`) multi_worker_mirrored, a ValueError naming the
-  variable where it names no cluster of this worker: TensorFlow's own words (`Expecting value: line 1 column 1`,
+  variable where it does not describe this worker's cluster: TensorFlow's own words (`Expecting value: line 1 column 1`,
   `task_id 3 exceeds the maximum id of worker`) named no variable, and `{}` trained one worker alone without a
   word (sweep 25, B3)."""
   text = os.environ.get("TF_CONFIG")
@@ -140,7 +140,7 @@ def _tf_config_workers(strategy):
                      "task of this worker). See docs/design.md, Multi-worker.")
   why, workers = _tf_config_problem("{}" if text is None else text)
   if why and strategy == "multi_worker_mirrored":
-    raise ValueError(f"TF_CONFIG={text[:200]!r} names no cluster of this worker ({why}). Set it as "
+    raise ValueError(f"TF_CONFIG={text[:200]!r} does not describe this worker's cluster: {why}. Set it as "
                      '{"cluster": {"worker": ["host1:port", ...]}, "task": {"type": "worker", "index": I}} '
                      "(docs/design.md, Multi-worker), or unset it and pass another --strategy to train alone.")
   return workers
@@ -151,15 +151,15 @@ def _tf_config_problem(text):
   try:
     value = json.loads(text)
   except ValueError as e:
-    return f"not JSON: {e}", 0
+    return f"it is not JSON ({e})", 0
   if not isinstance(value, dict):
-    return "not a JSON object", 0
+    return "it is not a JSON object", 0
   cluster, task = value.get("cluster"), value.get("task")
   if not isinstance(cluster, dict) or not cluster or not all(isinstance(v, list) for v in cluster.values()):
-    return 'no "cluster" of task address lists', 0
+    return 'its "cluster" is missing or not a map of task types to address lists', 0
   workers = sum(len(cluster.get(k, [])) for k in ("chief", "worker"))
   if not isinstance(task, dict) or not isinstance(task.get("index"), int):
-    return 'no "task" with a type and an index', workers
+    return 'its "task" is missing or lacks a type and an integer index', workers
   if task["index"] not in range(len(cluster.get(task.get("type"), []))):
     tasks = ", ".join(f"{len(v)} {k}" for k, v in cluster.items())
     return f"its task {task.get('type')} {task['index']} is not in its cluster of {tasks}", workers

@@ -687,3 +687,21 @@ def test_a_perturbed_rerun_starts_one_ulp_off_in_half_the_entries(tmp_path):
   assert total > 10000 and 0.45 < changed / total < 0.55, (changed, total)
   assert not np.array_equal(tf.train.load_checkpoint(other).get_tensor("model/transformer/word_embedding/lookup_table"),
                             moved.get_tensor("model/transformer/word_embedding/lookup_table"))
+
+
+def test_a_tied_model_through_huggingface_trains_as_the_original(tmp_path):
+  """The tied golden's checkpoint exported to an HF directory (one bias copy per layer, untie_r false) and continued
+  by run_pretrain from it (its config.json gives the model): the original's 3 AdamWeightDecay steps, as from the TF1
+  checkpoint. It was read untied: one copy per layer trained apart, gnorm off by 3.5e-4 at step 1 and the losses by
+  up to 1.5e-3 later (faith 22, B1; sweep 25, B7)."""
+  from xlnet_tf import convert  # pylint: disable=import-outside-toplevel
+  hf = str(tmp_path / "hf")
+  convert.convert_to_hf(os.path.join(TIED_DIR, "ckpt", "xlnet_model.ckpt"), hf, allow_d_head_override=True,
+                        log_fn=lambda line: None)
+  step_parity = _step_parity()
+  path = os.path.join(TIED_DIR, "pretrain_adamwd_gpu.npz")
+  g, meta, ours = step_parity.replay(path, init_checkpoint=hf, model_config_path=None)
+  assert ours["initial"]["model/transformer/r_w_bias"].shape == g["grad0/model/transformer/r_w_bias"].shape
+  initial = checkpoint_lib.checkpoint_arrays(os.path.join(TIED_DIR, "ckpt", "xlnet_model.ckpt"))
+  failed = {name: row for name, row in step_parity.compare(g, meta, ours, initial).items() if not row[2]}
+  assert not failed, failed

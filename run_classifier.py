@@ -34,6 +34,7 @@ Every flag of the original keeps its name and default. Semantics:
   shows TensorFlow's C++ start-up and compilation lines that are filtered otherwise (see cli.filter_stderr).
 """
 
+import contextlib
 import json
 import os
 
@@ -163,22 +164,14 @@ def _hf_names(source, there):
 
 def checkpoint_dir(o):
   """The directory whose run_flags.json describes the checkpoints this run reads: that of the checkpoint a run
-  that only predicts or exports reads (`predict_flag`; absolute), else --model_dir; and the flag that names it."""
-  flag = predict_flag(o)
-  if flag != "--model_dir" and not (o.do_train or o.do_eval):
-    return checkpoint.directory_of(getattr(o, flag[2:])), flag
+  that only predicts or exports reads (`run_files.predict_checkpoint`; absolute), else --model_dir; and the flag
+  that names it."""
+  if not (o.do_train or o.do_eval):
+    with contextlib.suppress(FileNotFoundError):  # none at all: said where the prediction chooses it
+      ckpt, flag = run_files.predict_checkpoint(o)
+      if flag != "--model_dir":
+        return checkpoint.directory_of(ckpt), flag
   return o.model_dir, "--model_dir"
-
-
-def predict_flag(o):
-  """The flag naming the checkpoint a prediction or export reads: --predict_ckpt, else --model_dir where it holds
-  one, else --init_checkpoint (`checkpoint.choose_checkpoint`'s order: the original's Estimator starts from it)."""
-  if o.predict_ckpt:
-    return "--predict_ckpt"
-  if o.init_checkpoint and not (o.model_dir and fileio.isdir(o.model_dir) and
-                                checkpoint.checkpoint_prefixes(o.model_dir)):
-    return "--init_checkpoint"
-  return "--model_dir"
 
 
 def check_trained_labels(directory, label_list, o, flag="--model_dir"):
@@ -310,8 +303,7 @@ def run(o, strategy, log_fn=print):
   if not training.is_chief(strategy):
     return results  # Eval, predict and export run on the chief only (the original evaluates on one host).
   if o.do_predict or o.export_dir:
-    ckpt = checkpoint.choose_checkpoint(o.model_dir, o.predict_ckpt, o.init_checkpoint)
-    flag = predict_flag(o)
+    ckpt, flag = run_files.predict_checkpoint(o, log_fn)
     check_trained_labels(checkpoint.directory_of(ckpt), label_list, o, flag)
     run_files.check_trained_model(o, checkpoint.directory_of(ckpt), xlnet_config, flag)
   if o.do_eval or o.do_predict or o.export_dir:

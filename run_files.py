@@ -45,6 +45,22 @@ def require_model_dir(o, sources=("predict_ckpt",)):
                     "holding one.")
 
 
+def predict_checkpoint(o, log_fn=None):
+  """(The checkpoint a prediction or export reads, the flag naming it), one rule for the fine-tuning tools:
+  --predict_ckpt, else --model_dir's latest (the original's Estimator), else --init_checkpoint (where the original
+  started from it or, run_squad.py, predicted from fresh weights: xlnet#56). With `log_fn`, a line where a run
+  that does not train is given an --init_checkpoint it does not read. FileNotFoundError where there is none."""
+  from xlnet_tf import checkpoint  # pylint: disable=g-import-not-at-top
+  ckpt = checkpoint.choose_checkpoint(o.model_dir, o.predict_ckpt, o.init_checkpoint)
+  in_model_dir = bool(o.model_dir) and checkpoint.directory_of(ckpt) == os.path.abspath(o.model_dir)
+  flag = ("--predict_ckpt" if o.predict_ckpt else "--init_checkpoint" if o.init_checkpoint and not in_model_dir
+          else "--model_dir")
+  if log_fn and flag == "--model_dir" and o.init_checkpoint and not o.do_train:
+    log_fn(f"Predicting with {ckpt}, --model_dir's latest checkpoint, as the original; --init_checkpoint is read "
+           f"where --model_dir holds none. Pass --predict_ckpt={o.init_checkpoint} to predict with it.")
+  return ckpt, flag
+
+
 # Another value loads the same weights and pools otherwise (summary_type, use_summ_proj), reads other tokens (uncased)
 # or takes other relative positions (clamp_len).
 _TRAINED_WITH = ("summary_type", "use_summ_proj", "uncased", "clamp_len")

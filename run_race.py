@@ -189,11 +189,10 @@ def run(o, strategy, log_fn=print):
     results["eval"], results["best"] = race_eval.evaluate_checkpoints(
         inference, checkpoints, info.path, o.max_seq_length, o.eval_batch_size, log_fn=log_fn, model_dir=o.model_dir)
   if o.do_predict:
-    ckpt = checkpoint.choose_checkpoint(o.model_dir, o.predict_ckpt, o.init_checkpoint)
+    ckpt, flag = run_files.predict_checkpoint(o, log_fn)
     directory = checkpoint.directory_of(ckpt)
-    if o.predict_ckpt or not o.model_dir or directory != os.path.abspath(o.model_dir):  # --init_checkpoint's too
-      run_files.check_trained_model(o, directory, xlnet_config, "--predict_ckpt" if o.predict_ckpt else
-                                    "--init_checkpoint")
+    if flag != "--model_dir":  # --model_dir's was checked with the run's start
+      run_files.check_trained_model(o, directory, xlnet_config, flag)
     output_file = os.path.join(o.predict_dir, predictions_name(o))
     with locks.directory_lock(o.predict_dir, name="predict", what="--predict_dir"):  # one run's files a time
       results["predict"] = race_eval.predict(inference, ckpt, info.path, o.max_seq_length, o.eval_batch_size,

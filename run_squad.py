@@ -18,9 +18,10 @@ Every flag of the original keeps its name and default (`--do_train` is True by d
 - `--do_predict`: the evaluation record and features of --predict_file (cached in --output_dir unless
   --overwrite_data), the head's beam, predictions.json, nbest_predictions.json and null_odds.json in
   --predict_dir, and the evaluation (`Result | best_exact ... |`) when the file has answers. The checkpoint:
-  --predict_ckpt; else --init_checkpoint with --do_train=False (the original ignores it there, xlnet#56); else
-  model_dir's latest; --predict_all_ckpt predicts with every checkpoint of model_dir (each into
-  predict_dir/<checkpoint name>/) and logs the best by --target_eval_key.
+  --predict_ckpt; else model_dir's latest (as the original); else --init_checkpoint (which the original ignores
+  there, predicting from fresh weights: xlnet#56), as run_classifier.py and run_race.py; --predict_all_ckpt predicts
+  with every checkpoint of model_dir (each into predict_dir/<checkpoint name>/) and logs the best by
+  --target_eval_key.
 - --train_batch_size is per replica (per GPU) except on TPU, where it is global, as in run_classifier.py.
 - New: --strategy, --jit_compile, --seed, --deterministic, --predict_ckpt, --predict_all_ckpt, and the
   corrections of the original's oddities --allow_last_token, --allow_empty_prediction (+ --null_threshold);
@@ -192,7 +193,7 @@ def _prepro(o, sp_model, log_fn, num_proc, proc_id):
   return path
 
 
-def _predict_checkpoints(o, xlnet_config):
+def _predict_checkpoints(o, xlnet_config, log_fn=print):
   """[(step, prefix)] to predict with (see the module docstring), fine-tuned as this run's model
   (`run_files.check_trained_model`)."""
   if o.predict_all_ckpt:
@@ -203,9 +204,7 @@ def _predict_checkpoints(o, xlnet_config):
           f"{o.model_dir}. Train first (--do_train=True), or pass --predict_ckpt or --init_checkpoint.")))
     run_files.check_trained_model(o, o.model_dir, xlnet_config)
     return found
-  chosen = o.predict_ckpt or (o.init_checkpoint if not o.do_train else None)
-  path = checkpoint.choose_checkpoint(o.model_dir, chosen)
-  flag = "--predict_ckpt" if o.predict_ckpt else "--init_checkpoint" if chosen else "--model_dir"
+  path, flag = run_files.predict_checkpoint(o, log_fn)
   if hf_checkpoint.is_hf_directory(path):  # read as the other tools read it (`checkpoint.load_weights`)
     run_files.check_trained_model(o, path, xlnet_config, flag)
     return [(None, path)]
@@ -237,7 +236,7 @@ def run(o, strategy, log_fn=print):
   if o.do_train:
     run_files.check_trained_model(o, o.model_dir, xlnet_config)
   # Resolved first when no training comes first, so that a missing checkpoint fails before anything is written.
-  predict_ckpts = _predict_checkpoints(o, xlnet_config) if o.do_predict and not o.do_train else None
+  predict_ckpts = _predict_checkpoints(o, xlnet_config, log_fn) if o.do_predict and not o.do_train else None
   eval_set = None
   if o.do_predict:  # Read and convert --predict_file before training: its errors then cost no training.
     examples, features, record, _ = squad_records.prepare_eval_features(
@@ -270,7 +269,7 @@ def run(o, strategy, log_fn=print):
           log_fn=log_fn, data_files=train_files)
 
   if o.do_predict and training.is_chief(strategy):  # Prediction runs on the chief only.
-    predict_ckpts = predict_ckpts or _predict_checkpoints(o, xlnet_config)
+    predict_ckpts = predict_ckpts or _predict_checkpoints(o, xlnet_config, log_fn)
     inference = squad_predict.Inference(squad_task.build_model(
         xlnet_config, cli.create_run_config(o, is_training=False, is_finetune=True)), o.start_n_top, o.end_n_top,
         o.jit_compile)

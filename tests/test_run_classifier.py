@@ -721,10 +721,9 @@ def test_a_prediction_falls_back_to_init_checkpoint(files, tmp_path):
   np.testing.assert_allclose(json.loads((tmp_path / "pred" / "imdb.logits.json").read_text()), expected,
                              rtol=1e-5, atol=1e-5)
   o.model_dir = str(tmp_path / "empty")
-  assert run_classifier.predict_flag(o) == "--init_checkpoint"
   assert run_classifier.checkpoint_dir(o) == (str(tmp_path / "original"), "--init_checkpoint")
   checkpoint.export_original_checkpoint(inference_model(), str(tmp_path / "empty" / "model.ckpt"))
-  assert run_classifier.predict_flag(o) == "--model_dir"  # a checkpoint there comes first, as a resume's
+  assert run_classifier.checkpoint_dir(o) == (o.model_dir, "--model_dir")  # a checkpoint there comes first
 
 
 @pytest.mark.parametrize("scope", ["a b", "a:b", "a/b", "é"])

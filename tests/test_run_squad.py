@@ -14,6 +14,7 @@ import pytest
 from absl import flags as absl_flags
 
 import cli
+import run_files
 import run_squad
 from xlnet_tf import XLNetConfig
 from xlnet_tf import convert
@@ -360,6 +361,16 @@ def test_predicting_with_checkpoints_fine_tuned_otherwise_is_refused(tmp_path, t
   o.uncased, o.predict_ckpt = True, str(tmp_path / "ckpt-4")
   found = run_squad._predict_checkpoints(o, config)  # pylint: disable=protected-access
   assert found == [(4, str(tmp_path / "ckpt-4"))]
+  # --init_checkpoint beside newer fine-tuned checkpoints in --model_dir: the latter, as the original and the other
+  # two tools (it took --init_checkpoint first; sweep 26, B4), with a line; --init_checkpoint where there is none.
+  (tmp_path / "checkpoint").write_text('model_checkpoint_path: "ckpt-4"\n')
+  o.predict_ckpt, o.init_checkpoint, lines = None, CKPT, []
+  assert run_squad._predict_checkpoints(o, config, lines.append) == found  # pylint: disable=protected-access
+  assert lines == [f"Predicting with {tmp_path}/ckpt-4, --model_dir's latest checkpoint, as the original; "
+                   f"--init_checkpoint is read where --model_dir holds none. Pass --predict_ckpt={CKPT} to predict "
+                   "with it."]
+  o.model_dir = str(tmp_path / "empty")
+  assert run_files.predict_checkpoint(o, lines.append) == (CKPT, "--init_checkpoint") and len(lines) == 1
 
 
 ORIGINAL_SQUAD_FLAGS = {  # the original run_squad.py's 55 flags and defaults

@@ -63,7 +63,8 @@ def stand_ins(monkeypatch):
                                                                        o.train_batch_size))
   monkeypatch.setattr(squad_task, "build_model", lambda *a, **k: None)
   monkeypatch.setattr(squad_predict, "Inference", RecordedHead)
-  monkeypatch.setattr(run_squad, "_predict_checkpoints", lambda o, xlnet_config: [(None, "stand-in")])  # no checkpoint
+  monkeypatch.setattr(run_squad, "_predict_checkpoints",
+                      lambda o, xlnet_config, log_fn: [(None, "stand-in")])  # no checkpoint
 
 
 @pytest.mark.parametrize("name", sorted(META["settings"]))

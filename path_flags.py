@@ -54,6 +54,9 @@ def check_path(name, value):
   if not (isinstance(value, str) and is_path_flag(name)):
     return
   from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top  (light to import)
+  if len(value) > 1 and value[0] == value[-1] and value[0] in "\"'":  # a shell's quotes, kept by a --flagfile
+    raise FlagError(f"--{name}={value}: its quotes would be part of the path (no shell takes them away in a "
+                    f"--flagfile line). Write --{name}={value[1:-1]}.")
   for part in value.split(","):
     not_utf8 = fileio.non_utf8_line(part, f"--{name}=")  # TensorFlow's file functions take UTF-8 only, and
     if not_utf8:  # failed naming no flag, data_utils.py after tokenizing the whole corpus

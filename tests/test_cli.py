@@ -1035,6 +1035,21 @@ def test_a_file_flag_through_a_symbolic_link_to_nowhere_or_a_loop_says_so(tmp_pa
       f"--spiece_model_file={tmp_path}/d does not exist. Pass the SentencePiece model."]
 
 
+def test_a_path_in_shell_quotes_from_a_flagfile_is_refused(tmp_path):
+  """A --flagfile line `--model_dir="/abs/path"` (a shell's quoting, which absl keeps): the run wrote into a
+  directory named `"` under the working directory, exit 0 (sweep 26, B2)."""
+  flagfile = tmp_path / "flags.txt"
+  flagfile.write_text(f'--record_info_dir=/data/r\n--model_dir="{tmp_path}/m"\n')
+  with pytest.raises(cli.FlagError) as error:
+    _pretrain_values(f"--flagfile={flagfile}")
+  assert str(error.value) == (f'--model_dir="{tmp_path}/m": its quotes would be part of the path (no shell takes them '
+                              f"away in a --flagfile line). Write --model_dir={tmp_path}/m.")
+  flagfile.write_text(f"--record_info_dir=/data/r\n--model_dir='{tmp_path}/m'\n")
+  with pytest.raises(cli.FlagError, match="its quotes would be part of the path"):
+    _pretrain_values(f"--flagfile={flagfile}")
+  assert _pretrain_values(f"--model_dir={tmp_path}/m", "--record_info_dir=/data/r").model_dir == f"{tmp_path}/m"
+
+
 def test_an_input_flag_through_a_symbolic_link_that_loops_says_so(tmp_path, capsys):
   """--data_dir said "is not a directory", --init_checkpoint "Checkpoint ... not found (....index does not exist)",
   --flagfile absl's "ERROR:: Unable to open flagfile: [Errno 40] Too many levels of symbolic links" (sweep 25, C5):

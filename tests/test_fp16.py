@@ -336,6 +336,13 @@ def test_a_float32_run_resumed_in_float16_or_with_other_mems_continues_with_them
                    f"{list(other.mems.numpy().shape)} (another --mem_len or batch): they start afresh, as every "
                    "resume of the original's."]
   assert not other.mems.numpy().any() and make_trainer(tmp_path, False).restore_or_init(None) == 3
+  # None at all (--mem_len=0): refused as lacking them (sweep 26, B3).
+  none = make_trainer(tmp_path / "none", False, mem_len=0)
+  none.checkpoints.manager.save(checkpoint_number=2)
+  lines = []
+  assert make_trainer(tmp_path / "none", False).restore_or_init(None, log_fn=lines.append) == 0
+  assert lines == [f"Resumed from {tmp_path}/none/ckpt-2 at step 0. It holds no mems (a --mem_len=0 run's): this "
+                   "run's start afresh."]
   reason = ("Found 2 Python objects that were not bound to checkpointed values, likely due to changes in the Python "
             "program. Showing 2 of 2 unmatched objects: [<tf.Variable 'skipped:0' shape=() dtype=int64, numpy=0>, "
             "<Variable path=seed_generator_4/seed_generator_state, shape=(2,), dtype=uint32, value=[0 0]>]")

@@ -170,13 +170,15 @@ class RunCheckpoint:
     """{item: the sentence that says so} of what a resume from a checkpoint holding `held` ({name: shape}) leaves
     as a run starts it, else refused listing every changed flag (sweep 25, C2, C4): the loss scale a float32 run's
     checkpoint lacks, resumed with --use_fp16 (as the README advises a run out of memory); mems of another shape
-    (another --mem_len), which the original's train_gpu.py keeps out of its checkpoints, starting every resume's
-    afresh."""
+    (another --mem_len), or none (--mem_len=0), which the original's train_gpu.py keeps out of its checkpoints,
+    starting every resume's afresh."""
     fresh = {}
     if "loss_scale" in self._items and not any(name.startswith("loss_scale/") for name in held):
       fresh["loss_scale"] = "It holds no loss scale (a float32 run's): float16's starts afresh."
     shape = held.get("mems/.ATTRIBUTES/VARIABLE_VALUE")
-    if "mems" in self._items and shape is not None and list(shape) != self._items["mems"].shape.as_list():
+    if "mems" in self._items and shape is None:
+      fresh["mems"] = "It holds no mems (a --mem_len=0 run's): this run's start afresh."
+    elif "mems" in self._items and list(shape) != self._items["mems"].shape.as_list():
       fresh["mems"] = (f"Its mems are of shape {list(shape)}, this run's {self._items['mems'].shape.as_list()} "
                        "(another --mem_len or batch): they start afresh, as every resume of the original's.")
     return fresh

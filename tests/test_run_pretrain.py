@@ -572,6 +572,9 @@ def test_a_tf_config_that_names_no_cluster_of_this_worker_is_one_line_naming_it(
   monkeypatch.setenv("TF_CONFIG", value)
   with pytest.raises(ValueError) as e:
     training.make_strategy("multi_worker_mirrored")
+  # An index in quotes is TensorFlow's int("1") (it was refused as none; sweep 26, C3).
+  assert runtime._tf_config_problem(  # pylint: disable=protected-access
+      '{"cluster": {"worker": ["h:1", "h:2"]}, "task": {"type": "worker", "index": "1"}}') == (None, 2)
   assert str(e.value) == (
       f"TF_CONFIG={value!r} does not describe this worker's cluster: {why}. Set it as {{\"cluster\": {{\"worker\": "
       '["host1:port", ...]}, "task": {"type": "worker", "index": I}} (docs/design.md, Multi-worker), or unset it and '

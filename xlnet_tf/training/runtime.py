@@ -158,11 +158,14 @@ def _tf_config_problem(text):
   if not isinstance(cluster, dict) or not cluster or not all(isinstance(v, list) for v in cluster.values()):
     return 'its "cluster" is missing or not a map of task types to address lists', 0
   workers = sum(len(cluster.get(k, [])) for k in ("chief", "worker"))
-  if not isinstance(task, dict) or not isinstance(task.get("index"), int):
+  index = task.get("index") if isinstance(task, dict) else None
+  if isinstance(index, str) and index.isdigit():  # TensorFlow reads int("0") too
+    index = int(index)
+  if not isinstance(index, int) or isinstance(index, bool):
     return 'its "task" is missing or lacks a type and an integer index', workers
-  if task["index"] not in range(len(cluster.get(task.get("type"), []))):
+  if index not in range(len(cluster.get(task.get("type"), []))):
     tasks = ", ".join(f"{len(v)} {k}" for k, v in cluster.items())
-    return f"its task {task.get('type')} {task['index']} is not in its cluster of {tasks}", workers
+    return f"its task {task.get('type')} {index} is not in its cluster of {tasks}", workers
   return None, workers
 
 

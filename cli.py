@@ -94,7 +94,8 @@ def _check_flagfiles(argv):
   """One line, exit 1, for a --flagfile (on the command line, or named in one) that cannot be read twice as the
   same UTF-8 text (`filter_stderr` reads the command line's flags first, absl's parse then): a pipe or a device
   (`<(...)`, /dev/stdin) gave its flags to the first read only, and the run went on with the defaults, exit 0; a
-  file of another encoding was a traceback. One that cannot be opened is absl's line."""
+  file of another encoding was a traceback; one missing, or a directory, absl's `ERROR:: Unable to open flagfile`
+  (`require_file`'s line instead)."""
   given = [a.split("=", 1)[1] for a in argv if a.startswith(("--flagfile=", "-flagfile="))]
   given += [b for a, b in zip(argv, argv[1:]) if a in ("--flagfile", "-flagfile")]
   seen = set()
@@ -105,6 +106,7 @@ def _check_flagfiles(argv):
     seen.add(path)
     try:
       path_flags.check_path("flagfile", path)
+      require_file(path, "flagfile", "a file of flags, one --flag=value per line")
       with open(path, "rb") as f:
         text = f.read()
       lines = text.decode("utf-8").splitlines()
@@ -120,8 +122,8 @@ def _check_flagfiles(argv):
       line_number = text[:e.start].count(b"\n") + 1
       line = (f"--flagfile={path} is not UTF-8 (byte 0x{text[e.start]:02x} on line {line_number}). Convert it to "
               "UTF-8 (e.g. iconv -f latin1 -t utf-8) and pass that.")
-    except OSError:
-      continue
+    except OSError as e:  # e.g. no permission to read it
+      line = f"--flagfile={path} cannot be read ({e.strerror}). Pass a file of flags this user can read."
     else:
       continue
     print(f"{os.path.basename(argv[0])}: error: {line}", file=sys.stderr, flush=True)

@@ -983,7 +983,8 @@ def test_a_path_flag_whose_name_is_not_utf8_is_refused():
 def test_a_flagfile_that_is_a_stream_or_not_utf8_is_one_line(tmp_path, capsys):
   """--flagfile=<(...) or /dev/stdin: the start-up's read of the command line (for -v) took its flags, absl's parse
   got none, and the run trained with the defaults, exit 0 (sweep 19, F6). One not in UTF-8 was a traceback (F7).
-  A regular UTF-8 flagfile passes; one that cannot be opened is left to absl's line."""
+  A regular UTF-8 flagfile passes; one missing, or a directory, is the line of the other file flags (it was absl's
+  `ERROR:: Unable to open flagfile: [Errno 21] ...`; sweep 26, C4)."""
   fifo, latin1, good, bom = tmp_path / "fifo", tmp_path / "latin1.txt", tmp_path / "good.txt", tmp_path / "bom.txt"
   os.mkfifo(fifo)
   latin1.write_bytes(b"--train_steps=5\n# caf\xe9\n")
@@ -996,12 +997,15 @@ def test_a_flagfile_that_is_a_stream_or_not_utf8_is_one_line(tmp_path, capsys):
                                "than once"),
       (["--flagfile", str(latin1)], f"--flagfile={latin1} is not UTF-8 (byte 0xe9 on line 2). Convert it to UTF-8"),
       ([f"--flagfile={bom}"], f"--flagfile={bom} starts with a byte-order mark"),
-      ([f"--flagfile={nested}"], f"--flagfile={fifo} is a pipe or a device")):  # named in a flagfile (sweep 20, N1)
+      ([f"--flagfile={nested}"], f"--flagfile={fifo} is a pipe or a device"),  # named in a flagfile (sweep 20, N1)
+      ([f"--flagfile={tmp_path}/missing"], f"--flagfile={tmp_path}/missing does not exist. Pass a file of flags, one "
+                                           "--flag=value per line."),
+      ([f"--flagfile={tmp_path}"], f"--flagfile={tmp_path} is a directory. Pass a file of flags")):
     with pytest.raises(SystemExit) as exit_:
       cli._check_flagfiles(["tool.py", *argv])  # pylint: disable=protected-access
     assert exit_.value.code == 1 and capsys.readouterr().err.startswith(f"tool.py: error: {line}")
   check = cli._check_flagfiles  # pylint: disable=protected-access
-  check(["tool.py", f"--flagfile={good}", f"--flagfile={tmp_path}/missing", "--flagfile=/dev/null"])  # an empty stub
+  check(["tool.py", f"--flagfile={good}", "--flagfile=/dev/null"])  # an empty stub
 
 
 def test_a_stray_word_on_the_command_line_is_one_line():

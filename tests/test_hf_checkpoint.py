@@ -873,6 +873,18 @@ def test_the_export_pools_and_names_labels_as_the_fine_tuning_run_did(tmp_path):
   with pytest.raises(ValueError, match="--summary_type last, but .* was fine-tuned with --summary_type=mean"):
     convert.convert_to_hf(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf2"), task_name="toy", summary_type="last",
                           allow_d_head_override=True)
+  # `attn`, which HF lacks: one line, not the advice to leave --summary_type unset and then `'attn' cannot be
+  # exported` (sweep 26, C1); a SQuAD run's --summary_type pools nothing and is not read.
+  flags = json.loads((src / "run_flags.json").read_text())
+  (src / "run_flags.json").write_text(json.dumps(dict(flags, summary_type="attn")))
+  for given in (None, "last"):
+    with pytest.raises(ValueError, match=r"was fine-tuned with --summary_type=attn \(.*run_flags.json\), a pooling "
+                                         r"HF's XLNet does not have .* its head cannot be exported\."):
+      convert.convert_to_hf(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf2"), task_name="toy",
+                            summary_type=given, allow_d_head_override=True)
+  squad = dict(flags, summary_type="attn", max_query_length=64)
+  assert convert._fine_tuned_with(squad)[0] is None  # pylint: disable=protected-access
+  (src / "run_flags.json").write_text(json.dumps(flags))
   # The weights alone (--to=tf1) keep the run's flags beside them: exported to HF from there, it pooled with `last`.
   convert.clean_checkpoint(str(src / "xlnet_model.ckpt"), str(tmp_path / "clean"), log_fn=lambda _: None)
   convert.convert_to_hf(str(tmp_path / "clean" / "xlnet_model.ckpt"), str(tmp_path / "hf4"), task_name="toy",

@@ -179,7 +179,7 @@ def _fine_tuned_with(flags):
   """(summary_type, label_list, clamp_len) of the run that wrote a checkpoint, from its run_flags.json (`flags`,
   `_run_flags`), None for what it does not record (the original's checkpoints record none; a run_pretrain.py run no
   pooling or labels)."""
-  if "record_info_dir" in flags:  # run_pretrain.py's --summary_type pools nothing
+  if "record_info_dir" in flags or "max_query_length" in flags:  # run_pretrain's, run_squad's --summary_type: unused
     return None, None, flags.get("clamp_len")
   return flags.get("summary_type"), flags.get("label_list"), flags.get("clamp_len")
 
@@ -211,6 +211,11 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
       _check_held(output_dir, TOKENIZER_CONFIG, tokenizer.encode())
     xlnet_config = XLNetConfig(json_path=model_config_path or os.path.join(os.path.dirname(path), "xlnet_config.json"))
     trained_summary, label_list, clamp_len = _fine_tuned_with(flags)
+    if trained_summary == "attn":  # the advice was to leave --summary_type unset, then refused as `attn` (sweep 26)
+      raise ValueError(f"{path} was fine-tuned with --summary_type=attn ({os.path.dirname(path)}/run_flags.json), "
+                       "a pooling HF's XLNet does not have (it pools with last, first or mean): its head cannot be "
+                       "exported. Use it with this project's tools, or fine-tune with another --summary_type to "
+                       "export.")
     if summary_type and trained_summary and summary_type != trained_summary:
       raise ValueError(f"--summary_type {summary_type}, but {path} was fine-tuned with "
                        f"--summary_type={trained_summary} ({os.path.join(os.path.dirname(path), 'run_flags.json')}): "

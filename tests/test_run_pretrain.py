@@ -439,6 +439,46 @@ def test_mirrored_without_a_gpu_is_one_replica_on_the_cpu():
   assert out.stdout.split()[:2] == ["MirroredStrategy", "1"] and "CPU:0" in out.stdout, out.stdout
 
 
+def test_a_worker_waiting_for_its_peers_ends_on_ctrl_c_and_one_that_cannot_listen_says_why(tmp_path):
+  """A multi-worker run whose other worker never comes waits inside TensorFlow's C++, where no Python handler runs:
+  Ctrl-C (and SIGTERM, which TensorFlow's preemption notifier takes) did nothing, a SIGKILL ended it (sweep 26, B2).
+  Its port held by another process was a traceback ending `UnknownError: Could not start gRPC server`."""
+  script = ("from absl import logging; logging.set_verbosity(logging.INFO); from xlnet_tf import training; "
+            "training.make_strategy('multi_worker_mirrored')")
+  held = socket.socket()
+  held.bind(("0.0.0.0", 0))
+  held.listen()
+  port, other = held.getsockname()[1], free_ports(1)[0]
+  procs = []
+  try:
+    for first, name in ((port, "held"), (other + 1, "waiting")):
+      config = {"cluster": {"worker": [f"localhost:{first}", f"localhost:{other}"]},
+                "task": {"type": "worker", "index": 0}}
+      log = tmp_path / f"{name}.log"
+      with open(log, "w") as f:
+        procs.append(subprocess.Popen([PY, "-c", script], stdout=f, stderr=subprocess.STDOUT,
+                                      env=dict(os.environ, TF_CONFIG=json.dumps(config))))
+      if name == "held":
+        assert procs[-1].wait(timeout=120) == 1
+        assert (f"ValueError: Cannot start TF_CONFIG's task worker 0 at localhost:{port} (Could not start gRPC "
+                "server): another process may hold that port, or the address is not this machine's. Free the port, "
+                "or fix TF_CONFIG.") in log.read_text(), log.read_text()[-3000:]
+        continue
+      deadline = time.time() + 120
+      while "Waiting for the 2 workers of TF_CONFIG's cluster to connect; Ctrl-C (SIGINT) ends this one." not in (
+          log.read_text()):
+        assert time.time() < deadline and procs[-1].poll() is None, log.read_text()[-3000:]
+        time.sleep(0.2)
+      time.sleep(3)  # inside TensorFlow's wait
+      procs[-1].send_signal(signal.SIGINT)
+      assert procs[-1].wait(timeout=30) == -signal.SIGINT
+  finally:
+    held.close()
+    for proc in procs:
+      if proc.poll() is None:
+        proc.kill()
+
+
 @pytest.mark.slow  # the default suite's 15 minutes; by default: test_optimization's mirrored step
 def test_mirrored_and_multi_worker_equal_one_device(record_dirs, tmp_path):
   records = record_dirs["uni"]

@@ -7,7 +7,9 @@ import ctypes
 import dataclasses
 import json
 import os
+import signal
 import socket
+import threading
 import urllib.error
 import urllib.parse
 from typing import Optional
@@ -169,6 +171,27 @@ def _tf_config_problem(text):
   return None, workers
 
 
+def _multi_worker_strategy(workers):
+  """MultiWorkerMirroredStrategy, built where SIGINT ends the process: TensorFlow waits in C++ for every worker of
+  TF_CONFIG to connect, where no Python handler runs, so a run whose peers never came ignored Ctrl-C (sweep 26, B2).
+  Our handler is back once it is built. (SIGTERM is TensorFlow's own there: its preemption notifier takes it.)"""
+  logging.info("Waiting for the %d workers of TF_CONFIG's cluster to connect; Ctrl-C (SIGINT) ends this one.",
+               workers)
+  main = threading.current_thread() is threading.main_thread()
+  old = {signal.SIGINT: signal.signal(signal.SIGINT, signal.SIG_DFL)} if main else {}
+  try:
+    return tf.distribute.MultiWorkerMirroredStrategy()
+  except tf.errors.OpError as e:  # e.g. this worker's port in use: a traceback ending "Could not start gRPC server"
+    config = json.loads(os.environ["TF_CONFIG"])
+    kind, index = config["task"]["type"], int(config["task"]["index"])
+    raise ValueError(f"Cannot start TF_CONFIG's task {kind} {index} at {config['cluster'][kind][index]} "
+                     f"({e.message}): another process may hold that port, or the address is not this machine's. "
+                     "Free the port, or fix TF_CONFIG.") from None
+  finally:
+    for signum, handler in old.items():
+      signal.signal(signum, handler)
+
+
 def make_strategy(name, num_core_per_host=None, cloud_tpu=CloudTPU(), trains=True):
   """Builds the `tf.distribute` strategy named by --strategy, with the original's meaning of --num_core_per_host.
 
@@ -207,7 +230,7 @@ def make_strategy(name, num_core_per_host=None, cloud_tpu=CloudTPU(), trains=Tru
                        f"already (write its bi_data records with data_utils.py --num_core_per_host={have}).")
     return tf.distribute.MirroredStrategy(devices[:wanted] or ["/cpu:0"])
   if name == "multi_worker_mirrored":
-    return tf.distribute.MultiWorkerMirroredStrategy()
+    return _multi_worker_strategy(workers)
   if name == "tpu":
     flag = f"--tpu={cloud_tpu.tpu}" if cloud_tpu.tpu else "--tpu (unset: the TPU the environment names)"
     resolver, master = _tpu_resolver(cloud_tpu, flag)

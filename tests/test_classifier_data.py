@@ -726,3 +726,31 @@ def test_every_record_is_checked_against_the_vocabulary_as_it_is_read(tmp_path):
       list(read(1000))
   with pytest.raises(ValueError, match="n_token must be None or a positive integer. Received: 0"):
     ReadConfig(batch_size=2, n_token=0)
+
+
+def test_a_stray_quote_or_an_unquoted_delimiter_in_a_text_is_refused_naming_the_lines(tmp_path):
+  """A stray `"` opened a field that swallowed the lines up to the next quote: a 6-row test file predicted 3 rows,
+  misaligned with the file, exit 0 (sweep 26, A1). A row with more fields than the header (an unquoted comma, a tab
+  in a tsv text) trained the end of its text as a class, and a test row was predicted on the text cut there (B1).
+  Texts quoted whole (line ends, doubled quotes, commas) and trailing empty fields are read."""
+  d = str(tmp_path)
+  options = dict(text_a_column="sentence", label_column="label", data_dir=d)
+  write(f"{d}/train.csv", 'sentence,label\ngood movie,1\n"bad movie,0\nnice film,1\nfine "movie,1\nboring,0\n')
+  with pytest.raises(ValueError, match=re.escape(
+      f"{d}/train.csv lines 3-5 are not valid csv data (',' expected after '\"'): a field that holds a quote must be "
+      'quoted whole, its quotes doubled ("a ""b"" c"). Fix the file.')):
+    classifier_data.get_processor("csv", **options).get_labels()
+  write(f"{d}/train.csv", 'sentence,label\ngood movie,1\nbad movie,0\n"Great, fun movie",1\n"a ""b""\nc",0,\n')
+  p = classifier_data.get_processor("csv", **options)
+  assert p.get_labels() == ["0", "1"]
+  assert [e.text_a for e in p.get_train_examples(d)] == ["good movie", "bad movie", "Great, fun movie", 'a "b"\nc']
+  write(f"{d}/train.csv", "sentence,label\ngood movie,1\nbad movie,0\nGreat, fun movie,1\n")
+  with pytest.raises(ValueError, match=re.escape(f"{d}/train.csv line 4 has 3 fields, its header 2: a text holds a "
+                                                 'comma: quote it whole ("Great, fun movie"). Fix the file.')):
+    classifier_data.get_processor("csv", **options).get_labels()
+  write(f"{d}/test.tsv", "good movie\t1\nGreat\tfun movie\t1\n")
+  p = classifier_data.get_processor("tsv", text_a_column=0, label_column=1, data_dir=d, has_header=False,
+                                   labels=["0", "1"])
+  with pytest.raises(ValueError, match=re.escape(f"{d}/test.tsv line 2 has 3 fields, line 1 2: a text holds a tab, "
+                                                 "which a tsv file cannot quote. Remove it from the text.")):
+    p.get_test_examples(d)

@@ -182,7 +182,7 @@ class DelimitedProcessor(DataProcessor):
     examples, header = [], None
     for i, (line_num, row) in enumerate(read_rows(path, self.task_name, self.delimiter, self.quoting)):
       if i == 0:
-        header = row if self.task.has_header else None
+        header, first, first_line = (row if self.task.has_header else None), row, line_num
         a_col = self._resolve(self.task.text_a_column, header, path, "text_a_column")
         b_col = (None if self.task.text_b_column is None else
                  self._resolve(self.task.text_b_column, header, path, "text_b_column"))
@@ -201,6 +201,12 @@ class DelimitedProcessor(DataProcessor):
                             "columns are given by index. If it is an example, pass --has_header=False (True to say "
                             "it is the header).", path, str(row)[:80])
           continue
+      fields = len(header if header is not None else first)
+      if any(field.strip() for field in row[fields:]):  # the tail of a text read as a label (sweep 26, B1)
+        what = (f"its header {fields}" if header is not None else f"line {first_line} {fields}")
+        raise ValueError(f"{path} line {line_num} has {len(row)} fields, {what}: " + (
+            "a text holds a tab, which a tsv file cannot quote. Remove it from the text." if self.delimiter == "\t"
+            else 'a text holds a comma: quote it whole ("Great, fun movie"). Fix the file.'))
       cols = [c for c in (a_col, b_col, None if is_test else label_col) if c is not None]
       if any(c >= len(row) or c < -len(row) for c in cols):
         raise ValueError(f"{path} line {line_num} has {len(row)} columns; task {self.task_name!r} reads columns "

@@ -56,13 +56,18 @@ def read_rows(path, task_name, delimiter, quoting):
   with open_text(path) as f:
     lines = ((line[1:] if i == 0 and line.startswith("\ufeff") else line).replace("\r", "")
              for i, line in enumerate(f))
-    reader = csv.reader(lines, delimiter=delimiter, quoting=quoting)
+    # strict: a stray quote ("bad movie,0) is an error, not a field that swallows the lines up to the next quote (a
+    # 6-row test file predicted 3 rows, exit 0: sweep 26, A1). A quoted field may still hold line ends.
+    reader, start = csv.reader(lines, delimiter=delimiter, quoting=quoting, strict=True), 1
     try:
       for row in reader:
         if any(field.strip() for field in row):  # a line of spaces or tabs alone holds no row, as an empty one
           yield reader.line_num, row
+        start = reader.line_num + 1
     except csv.Error as e:
-      raise ValueError(f"{path} line {reader.line_num} is not valid {task_name} data: {e}. Fix the file.") from None
+      where = f"line {reader.line_num} is" if reader.line_num <= start else f"lines {start}-{reader.line_num} are"
+      raise ValueError(f"{path} {where} not valid {task_name} data ({e}): a field that holds a quote must be "
+                       'quoted whole, its quotes doubled ("a ""b"" c"). Fix the file.') from None
     except UnicodeDecodeError as e:
       raise ValueError(f"{path} is not UTF-8 text ({e}). Re-encode it as UTF-8.") from None
 

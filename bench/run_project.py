@@ -87,10 +87,10 @@ def build_step(cfg, jit_compile=False, mixed_bf16=False, project_dir=None, use_t
     iterator = iter(strategy.distribute_datasets_from_function(lambda _: dataset))
     training.keep_freed_memory_after_input()  # as Trainer.train: the iterator reset glibc's mmap threshold
     loop = trainer._build_loop()  # pylint: disable=protected-access  # the loop Trainer.train runs
-    one = tf.constant(1)
+    one, at_loop_start = tf.constant(1), tf.constant(True)  # --iterations=1: every step starts a loop
 
     def step():
-      loss, _, _, done = loop(iterator, one)
+      loss, _, _, done = loop(iterator, one, at_loop_start)
       assert int(done) == 1
       losses.append(float(loss))
       wait_for_device()

@@ -405,6 +405,31 @@ def test_transformers_loads_the_cli_export_of_an_original_checkpoint_live(tmp_pa
   np.testing.assert_allclose(logits.numpy(), golden["logits"], atol=ATOL, rtol=0)
 
 
+def test_the_export_carries_the_sentencepiece_model_its_run_recorded(tmp_path):
+  """A fine-tuning run's checkpoint without a spiece.model beside it: its run_flags.json names the model it read and
+  its sha256. The HF export lost both, and a prediction with another --spiece_model_file, refused for the checkpoint,
+  ran on the export, exit 0 (sweep 26, B8): the recorded file, its bytes unchanged, is copied; else a warning."""
+  spm = "tests/testdata/data/spm/spiece.model"
+  src = tmp_path / "run"
+  shutil.copytree(f"{MODEL}/ckpt_untied", src)
+  flags = {"summary_type": "last", "spiece_model_file": spm, "spiece_model_sha256": fileio.sha256(spm)}
+  (src / "run_flags.json").write_text(json.dumps(flags))
+  lines = []
+  convert.convert_to_hf(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf"), task_name="toy",
+                        allow_d_head_override=True, log_fn=lines.append)
+  assert (tmp_path / "hf" / "spiece.model").read_bytes() == open(spm, "rb").read()
+  assert lines[-1].endswith("model.safetensors, config.json, spiece.model.")
+  (src / "run_flags.json").write_text(json.dumps(dict(flags, spiece_model_file=str(tmp_path / "gone.model"))))
+  lines = []
+  convert.convert_to_hf(str(src / "xlnet_model.ckpt"), str(tmp_path / "hf2"), task_name="toy",
+                        allow_d_head_override=True, log_fn=lines.append)
+  assert not (tmp_path / "hf2" / "spiece.model").exists()
+  assert (f"Warning: {tmp_path}/hf2 holds no spiece.model: the SentencePiece model the run that trained {src}/"
+          f"xlnet_model.ckpt read ({tmp_path}/gone.model, sha256 {flags['spiece_model_sha256'][:12]}...) is not "
+          f"beside it, nor at that path with those bytes. Copy it into {tmp_path}/hf2 as spiece.model") in "\n".join(
+              lines)
+
+
 def test_a_tied_export_is_read_back_tied(tmp_path):
   """An HF directory with untie_r false and one value per bias in every layer (this port's export of a tied model)
   is the tied model again: one shared array, untie_r false in the config the tools build and in a TF1 conversion,

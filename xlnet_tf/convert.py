@@ -125,6 +125,17 @@ def _copy(src_dir, output_dir, write=fileio.atomic_write, name="spiece.model"):
   return False
 
 
+def _copy_recorded_spiece(flags, output_dir, write):
+  """Copies the SentencePiece model a fine-tuning run's run_flags.json (`flags`) names (--spiece_model_file) into
+  output_dir as spiece.model where its bytes are still those it recorded (sha256); whether it did. The export lost
+  the run's vocabulary otherwise, and with it the tools' check of --spiece_model_file (sweep 26, B8)."""
+  path, recorded = flags.get("spiece_model_file"), flags.get("spiece_model_sha256")
+  if not (path and recorded and fileio.exists(path) and fileio.sha256(path) == recorded):
+    return False
+  write(os.path.join(output_dir, "spiece.model"), _read(path))
+  return True
+
+
 def _check_config_beside(src_dir, model_config_path):
   """ValueError where --model_config_path describes another model than the xlnet_config.json beside the checkpoint,
   the record of the run that trained it: a flag won over it without a word (a gelu model exported as relu)."""
@@ -231,7 +242,8 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
       # its own (left for good by a kill -9), with mode 0600, to local paths only.
       out.write(os.path.join(output_dir, "model.safetensors"),
                 safetensors_numpy.save(weights, metadata={"format": "pt"}))
-      copied = _copy(os.path.dirname(path), output_dir, out.write)
+      copied = (_copy(os.path.dirname(path), output_dir, out.write) or
+                _copy_recorded_spiece(flags, output_dir, out.write))
       if tokenizer:
         out.write(os.path.join(output_dir, TOKENIZER_CONFIG), tokenizer)
       out.write(os.path.join(output_dir, hf_checkpoint.CONFIG_FILE), json.dumps(config, indent=2, sort_keys=True))
@@ -242,6 +254,12 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
     notes.append(f"Its pooling is unknown (no --summary_type, and no run_flags.json of the run that fine-tuned it "
                  f"beside {path}): config.json says summary_type 'last', the original's default. Convert again with "
                  "--summary_type if it was fine-tuned with another.")
+  if not copied and flags.get("spiece_model_sha256"):
+    notes.append(f"Warning: {output_dir} holds no spiece.model: the SentencePiece model the run that trained {path} "
+                 f"read ({flags.get('spiece_model_file') or 'that of its records'}, sha256 "
+                 f"{flags['spiece_model_sha256'][:12]}...) is not beside it, nor at that path with those bytes. "
+                 f"Copy it into {output_dir} as spiece.model: transformers' XLNetTokenizer reads it there, and the "
+                 "tools check a run's --spiece_model_file against it.")
   for line in notes + _spiece_notes(os.path.dirname(path), xlnet_config.n_token):
     log_fn(line)
   log_fn(f"Wrote {config['architectures'][0]} ({len(weights)} arrays) from {path} to {output_dir}: "

@@ -1,10 +1,13 @@
 import bisect
+import bz2
 import dataclasses
 import glob
 import gzip
 import json
+import lzma
 import os
 import random
+import re
 
 import numpy as np
 import pytest
@@ -391,6 +394,16 @@ def test_read_shard_sentence_ids_and_eod(golden_sp, tmp_path):
   path.write_bytes(gzip.compress(b"fine\n\nstill fine\n"))  # it was "not UTF-8 ... e.g. iconv -f latin1"
   with pytest.raises(pretrain_data.DataError, match=r"a.txt is gzip-compressed: the input is plain text. Decompress"):
     pretrain_text.read_shard(str(path), encoder, uncased=False)
+  # bzip2, xz (Wikipedia's dumps are bzip2): the advice was latin1, whose "text" of their bytes became records
+  # (sweep 26, B7); train_spm's check the same.
+  for kind, data, command in (("bzip2", bz2.compress(b"fine text\n" * 50), "bunzip2 -k"),
+                              ("xz", lzma.compress(b"fine text\n" * 50), "unxz -k")):
+    path.write_bytes(data)
+    line = f"{path} is {kind}-compressed: the input is plain text. Decompress it first ({command} {path})"
+    with pytest.raises(pretrain_data.DataError, match=re.escape(line)):
+      pretrain_text.read_shard(str(path), encoder, uncased=False)
+    with pytest.raises(ValueError, match=re.escape(f"--input: {line}")):
+      tk.check_text_files([str(path)])
 
 
 def test_combine_shards_inverts_to_keep_a_boundary():

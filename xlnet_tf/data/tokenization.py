@@ -284,6 +284,21 @@ def own_files_left_out(inputs, model_prefix, warn=True):
 MAX_SENTENCE_BYTES = 4192
 
 
+_COMPRESSED = ((b"\x1f\x8b", "gzip", "gunzip -k"), (b"BZh", "bzip2", "bunzip2 -k"), (b"\xfd7zXZ\x00", "xz", "unxz -k"),
+               (b"PK\x03\x04", "zip", "unzip"), (b"\x28\xb5\x2f\xfd", "zstd", "unzstd"))
+
+
+def compressed_line(path, head):
+  """The line for a file whose first bytes `head` are a compressed file's or an archive's (gzip, bzip2, xz, zip,
+  zstd) where text is read, else None: its bytes are text in no encoding, and the advice to convert them from
+  latin1 made a corpus of them (sweep 26, B7)."""
+  for magic, kind, command in _COMPRESSED:
+    if head.startswith(magic):
+      return (f"{path} is {kind}-compressed: the input is plain text. Decompress it first ({command} {path}) and "
+              "pass the text file.")
+  return None
+
+
 def check_text_files(files, flag="--input", head_bytes=1 << 20):
   """ValueError unless `files` are text SentencePiece can train on: no directory, UTF-8 names, each file's first
   `head_bytes` UTF-8, and some line that is not blank and not longer than `MAX_SENTENCE_BYTES`; a warning for a
@@ -300,6 +315,8 @@ def check_text_files(files, flag="--input", head_bytes=1 << 20):
       try:
         codecs.getincrementaldecoder("utf-8")().decode(head, final=len(head) < head_bytes)
       except UnicodeDecodeError as e:
+        if compressed := compressed_line(path, head):
+          raise ValueError(f"{flag}: {compressed}") from None
         raise ValueError(f"{flag}: {path} is not UTF-8 text (byte 0x{head[e.start]:02x} at offset {e.start}). "
                          "Convert it to UTF-8 (e.g. iconv -f latin1 -t utf-8), or leave it out.") from None
       f.seek(0)

@@ -89,9 +89,8 @@ def read_shard(path, encoder, *, uncased, use_eod=True, from_raw_text=True, voca
       try:
         line = raw.decode("utf-8")
       except UnicodeDecodeError as e:
-        if line_cnt == 1 and raw.startswith(b"\x1f\x8b"):  # gzip's magic number: the original reads no archive either
-          raise DataError(f"{path} is gzip-compressed: the input is plain text. Decompress it first (gunzip -k "
-                          f"{path}) and pass the text file.") from None
+        if line_cnt == 1 and (compressed := tokenization.compressed_line(path, raw)):  # the original reads none
+          raise DataError(compressed) from None
         raise DataError(f"{path}:{line_cnt}: not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1}). "
                         f"Convert the file to UTF-8, e.g. iconv -f latin1 -t utf-8.") from None
       if "\r" in line:

@@ -14,6 +14,7 @@ Prints one line per variant (seeded or not, float32 or bfloat16): examples/s, me
 
 import json
 import os
+import sys
 import tempfile
 import time
 
@@ -25,7 +26,7 @@ from xlnet_tf.data.pretrain_spec import PretrainDataSpec
 from xlnet_tf.tasks.pretrain.input import ReaderOptions, get_input_fn
 
 flags.DEFINE_string("record_info_dir", None, "Existing records to read; default: write synthetic ones to a tmp dir.")
-flags.DEFINE_integer("bsz_per_host", 32, "Rows per step.")
+flags.DEFINE_integer("bsz_per_host", 32, "Rows per step.", lower_bound=1)
 flags.DEFINE_integer("seq_len", 512, "Sequence length.")
 flags.DEFINE_integer("reuse_len", 256, "Reuse length.")
 flags.DEFINE_integer("perm_size", 256, "Permutation block size.")
@@ -34,10 +35,10 @@ flags.DEFINE_bool("bi_data", False, "Records were written with bi_data.")
 flags.DEFINE_bool("uncased", True, "Records were written with uncased.")
 flags.DEFINE_integer("mask_alpha", 6, "mask_alpha of the records.")
 flags.DEFINE_integer("mask_beta", 1, "mask_beta of the records.")
-flags.DEFINE_integer("num_steps_written", 40, "Synthetic records: steps of bsz_per_host rows to write.")
-flags.DEFINE_integer("num_batches", 30, "Batches timed per repeat.")
-flags.DEFINE_integer("warmup", 5, "Batches read before timing.")
-flags.DEFINE_integer("repeats", 3, "Timed repeats per variant.")
+flags.DEFINE_integer("num_steps_written", 40, "Synthetic records: steps of bsz_per_host rows to write.", lower_bound=1)
+flags.DEFINE_integer("num_batches", 30, "Batches timed per repeat.", lower_bound=1)
+flags.DEFINE_integer("warmup", 5, "Batches read before timing.", lower_bound=0)
+flags.DEFINE_integer("repeats", 3, "Timed repeats per variant.", lower_bound=1)
 flags.DEFINE_integer("n_token", 32000, "The vocabulary every record's ids are checked against as run_pretrain.py reads "
                      "them; 0: no check.")
 FLAGS = flags.FLAGS
@@ -90,6 +91,9 @@ def time_variant(record_dir, seed, use_bfloat16):
 
 
 def main(_):
+  if FLAGS.record_info_dir is not None and not os.path.isdir(FLAGS.record_info_dir):
+    sys.exit(f"bench_input.py: error: --record_info_dir {FLAGS.record_info_dir} is not a directory. Pass "
+             "data_utils.py's <save_dir>/tfrecords, or leave it unset to time synthetic records.")
   with tempfile.TemporaryDirectory() as tmp:
     record_dir = FLAGS.record_info_dir
     if record_dir is None:

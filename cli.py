@@ -455,7 +455,8 @@ def cli_main(prog, body):
                       "end; what the run wrote is whole."), 128 + noted[0]
       else:  # an evaluation or prediction went on to its end, its lines (its results) nowhere: exit 0, no word
         line, code = (f"{prog}: error: its standard output could not be written ({lost}), so the lines after that, "
-                      "its results among them, were lost. Rerun with standard output where it can be written."), 1
+                      "its results among them, were lost; the files it wrote are whole. Rerun with standard output "
+                      "where it can be written."), 1
     except BaseException as e:  # pylint: disable=broad-except
       signum = None if hasattr(e, "exit_code") else preemption.stop_signal(e, noted)
       kept = hasattr(e, "exit_code") or signum is not None

@@ -91,7 +91,7 @@ def body(o):
         line += " Or pass --hard_vocab_limit=false to accept fewer pieces."
     raise ValueError(line) from None
   sp = tokenization.load_sentencepiece(path)
-  print(f"Wrote {path}: vocab_size={tokenization.vocab_size(sp)}, XLNet special symbols at ids 0-8.")
+  cli.print_line(f"Wrote {path}: vocab_size={tokenization.vocab_size(sp)}, XLNet special symbols at ids 0-8.")
 
 
 if __name__ == "__main__":

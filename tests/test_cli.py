@@ -262,7 +262,8 @@ def test_an_evaluation_whose_results_could_not_be_written_is_an_error(monkeypatc
   assert ended.value.code == 1
   assert capsys.readouterr().err.strip().splitlines()[-1] == (
       "tool.py: error: its standard output could not be written (No space left on device), so the lines after that, "
-      "its results among them, were lost. Rerun with standard output where it can be written.")
+      "its results among them, were lost; the files it wrote are whole. Rerun with standard output where it can be "
+      "written.")
 
 
 def test_a_line_to_a_gone_reader_goes_nowhere_and_requests_a_stop(monkeypatch):

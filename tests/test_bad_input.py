@@ -111,6 +111,8 @@ CASES = [
      "holds checkpoints of another model"),
     # bounds taken without a word (sweep 19, F9.4): 0 was read as unset and recorded as 0; past int64
     ("pt-n-token-zero", "run_pretrain.py", ["--n_token=0"], "--n_token must be a positive integer. Received: 0."),
+    ("pt-num-passes-zero", "run_pretrain.py", ["--num_passes=0"],  # trained every pass (sweep 26, C5)
+     "--num_passes must be a positive integer. Received: 0."),
     ("pt-train-steps-past-int64", "run_pretrain.py", ["--train_steps=9223372036854775808"],
      "train_steps must be below 2**63: TensorFlow counts steps in int64 (--train_steps). Received: "
      "9223372036854775808."),

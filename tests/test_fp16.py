@@ -317,8 +317,8 @@ def test_a_float32_run_resumed_in_float16_or_with_other_mems_continues_with_them
   lines = []
   resumed = make_trainer(tmp_path, True)
   assert resumed.restore_or_init(None, log_fn=lines.append) == 3
-  assert lines == [f"Resumed from {tmp_path}/ckpt-3 at step 3. It holds no loss scale (a float32 run's): float16's "
-                   "starts afresh."]
+  assert lines == [f"Resumed from {tmp_path}/ckpt-3 at step 3. It holds no loss scale (a float32 or bfloat16 run's): "
+                   "float16's starts afresh."]
   fresh = state(make_trainer(tmp_path / "fresh", True))
   assert {k: v for k, v in state(resumed).items() if k.startswith("loss_scale/")} == {
       k: v for k, v in fresh.items() if k.startswith("loss_scale/")}

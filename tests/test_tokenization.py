@@ -289,7 +289,7 @@ def test_train_spm_cli_refuses_a_directory_an_existing_model_and_a_bad_coverage(
     (["dir"], "--input: {t}/dir is a directory. Make --input match text files only."),
     (["empty.txt", "blank.txt"], "--input: {t}/blank.txt, {t}/empty.txt hold no text."),
     (["latin1.txt"], "--input: {t}/latin1.txt is not UTF-8 text (byte 0xe9 at offset 3)."),
-    (["cr_only.txt"], "--input: {t}/cr_only.txt hold no text SentencePiece reads: every line is longer than 4192 "
+    (["cr_only.txt"], "--input: {t}/cr_only.txt holds no text SentencePiece reads: every line is longer than 4192 "
                       "bytes (one line per document? lines ending in CR alone?)."),  # its assertion (sweep 21, S2)
 ])
 def test_training_sentencepiece_on_what_is_no_text_is_one_line_naming_the_file(files, words, tmp_path):

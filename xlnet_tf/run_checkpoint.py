@@ -174,7 +174,7 @@ class RunCheckpoint:
     starting every resume's afresh."""
     fresh = {}
     if "loss_scale" in self._items and not any(name.startswith("loss_scale/") for name in held):
-      fresh["loss_scale"] = "It holds no loss scale (a float32 run's): float16's starts afresh."
+      fresh["loss_scale"] = "It holds no loss scale (a float32 or bfloat16 run's): float16's starts afresh."
     shape = held.get("mems/.ATTRIBUTES/VARIABLE_VALUE")
     if "mems" in self._items and shape is None:
       fresh["mems"] = "It holds no mems (a --mem_len=0 run's): this run's start afresh."

@@ -336,7 +336,8 @@ def check_text_files(files, flag="--input", head_bytes=1 << 20):
   if not has_text:
     why = (f" SentencePiece reads: every line is longer than {MAX_SENTENCE_BYTES} bytes (one line per document? lines "
            "ending in CR alone?)") if has_long else ""
-    raise ValueError(f"{flag}: {', '.join(files[:3])}{' ...' if len(files) > 3 else ''} hold no text{why}. Pass text "
+    raise ValueError(f"{flag}: {', '.join(files[:3])}{' ...' if len(files) > 3 else ''} "
+                     f"{'holds' if len(files) == 1 else 'hold'} no text{why}. Pass text "
                      "files, one sentence per line.")
 
 

@@ -248,7 +248,8 @@ def define_classifier_flags(flag_values=flags.FLAGS):
                         "--strategy=tpu (or --use_tpu) it is the global batch. The global batch is train_batch_size "
                         "x replicas on one_device/mirrored/multi_worker_mirrored."),
       predict_dir=(None, "Dir for saving prediction files ({task}.tsv, {task}.logits.json)."),
-      predict_ckpt=(None, "Ckpt path for do_predict (and --export_dir). If None, use the last one in model_dir."))
+      predict_ckpt=(None, "Ckpt path for do_predict (and --export_dir). If None, use the last one in model_dir, "
+                    "else --init_checkpoint (new)."))
   _define_summary_flags(fv)
   flags.DEFINE_string("data_dir", "", "Directory for input data.", **fv)
   # Evaluation and prediction.
@@ -287,7 +288,8 @@ def define_classifier_flags(flag_values=flags.FLAGS):
                     "warning where the columns are given by index).", **fv)
   # Serving (new).
   flags.DEFINE_string("export_dir", None, "Export a SavedModel that classifies raw text (tokenization in the "
-                      "graph) from --predict_ckpt or the last checkpoint in model_dir to this directory (new, empty "
+                      "graph) from --predict_ckpt, else the last checkpoint in model_dir, else --init_checkpoint, "
+                      "to this directory (new, empty "
                       "or an earlier SavedModel, which is replaced).", **fv)
 
 
@@ -309,8 +311,8 @@ def define_squad_flags(flag_values=flags.FLAGS):
       max_seq_length=(512, "Max sequence length."),
       uncased=(False, "Use uncased data."),
       predict_dir=("", "Dir for predictions: predictions.json, nbest_predictions.json, null_odds.json."),
-      predict_ckpt=(None, "Checkpoint for --do_predict. Unset: --init_checkpoint when --do_train=False (the original "
-                    "ignores it, xlnet#56), else model_dir's latest (new)."))
+      predict_ckpt=(None, "Checkpoint for --do_predict. Unset: model_dir's latest, else --init_checkpoint (which the "
+                    "original ignores there, xlnet#56; new)."))
   # Preprocessing.
   flags.DEFINE_bool("do_prepro", False, "Perform preprocessing only: write the training records of examples "
                     "[proc_id::num_proc] of --train_file to --output_dir.", **fv)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU side-by-side (docs/performance.md, "GPU"): HuggingFace's PyTorch XLNet and xlnet-tf on one card, the
+# The GPU side-by-side (docs/performance_log.md, "GPU"): HuggingFace's PyTorch XLNet and xlnet-tf on one card, the
 # harness's workloads (`pretrain_step`, `finetune_fwd`) at the `gpu` and `base` sizes, strict float32, TF32 and
 # bfloat16, each run its own process, with its peak memory; the card's matmul peaks beside them.
 #

@@ -235,7 +235,7 @@ class TransformerXL(keras.layers.Layer):
 
     The examples of a batch are independent in inference, so each chain's ops wait only for their own chain: on a
     CPU the executor runs one chain's smaller and memory-bound ops beside the other's matmuls, where one chain
-    leaves a core idle between them (docs/performance.md, "Inference as independent chains"). The outputs are the
+    leaves a core idle between them (docs/performance_log.md, "Inference as independent chains"). The outputs are the
     examples' own, as with one chain. XLA schedules one chain itself (two measured no faster), one inter-op thread
     would run the chains one after the other (measured slower), and an accelerator would only get smaller kernels.
     """

@@ -43,8 +43,9 @@ def define_flags(flag_values=absl_flags.FLAGS):
   flags.define_pretrain_flags(flag_values=flag_values)
 
 
-def validate(o, num_replicas=1):
-  """One-line errors for flag combinations the run cannot satisfy (before anything heavy starts)."""
+def validate(o, num_replicas=1, num_workers=None):
+  """One-line errors for flag combinations the run cannot satisfy (before anything heavy starts); `num_workers`:
+  the strategy's input pipelines (hosts, workers), where known."""
   if not o.record_info_dir:
     raise cli.FlagError("--record_info_dir is required: data_utils.py's <save_dir>/tfrecords directory.")
   if not o.model_dir:
@@ -64,6 +65,11 @@ def validate(o, num_replicas=1):
   if o.train_batch_size % o.num_hosts:
     raise cli.FlagError(f"--train_batch_size ({o.train_batch_size}) must be divisible by --num_hosts "
                         f"({o.num_hosts}).")
+  if num_workers is not None and o.num_hosts not in (1, num_workers):  # the batch's files split over absent hosts
+    raise cli.FlagError(f"--num_hosts={o.num_hosts} splits each batch over {o.num_hosts} hosts, one input pipeline "
+                        f"and its record files each (the original's TPU hosts), but this run has {num_workers} "
+                        f"worker(s). Drop --num_hosts, or start {o.num_hosts} workers (--strategy="
+                        "multi_worker_mirrored with a TF_CONFIG cluster of that many).")
   if o.train_batch_size % num_replicas:
     raise cli.FlagError(f"--train_batch_size ({o.train_batch_size}) must be divisible by the {num_replicas} "
                         "replicas.")
@@ -179,7 +185,7 @@ def run(o, strategy, log_fn=print):
     The last loop's {loss, gnorm, lr, step}.
   """
   o = for_strategy(o, strategy)
-  validate(o, strategy.num_replicas_in_sync)
+  validate(o, strategy.num_replicas_in_sync, training.input_pipelines(strategy))
   with locks.directory_lock(o.model_dir if training.is_chief(strategy) else None):
     return _run(o, strategy, log_fn)
 

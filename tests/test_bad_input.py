@@ -62,8 +62,10 @@ CASES = [
     ("pt-records-of-another-batch-size", "run_pretrain.py", ["--train_batch_size=4"],
      "bsz_per_host: files have 8, you asked 4. Pass the values data_utils.py was run with, e.g. "
      "--train_batch_size=8."),  # run_pretrain.py has no --bsz_per_host
-    ("pt-records-of-another-batch-size-per-host", "run_pretrain.py", ["--train_batch_size=8", "--num_hosts=2"],
-     "e.g. --train_batch_size=16 (the records' bsz_per_host 8 x --num_hosts=2)."),
+    ("pt-num-hosts-without-the-workers", "run_pretrain.py", ["--train_batch_size=8", "--num_hosts=2"],
+     # the records' advice (--train_batch_size=16), then another refusal, neither naming the cause (sweep 26, C6)
+     "--num_hosts=2 splits each batch over 2 hosts, one input pipeline and its record files each (the original's "
+     "TPU hosts), but this run has 1 worker(s). Drop --num_hosts, or start 2 workers"),
     ("pt-perm-size", "run_pretrain.py", ["--perm_size=6"], "--perm_size must divide"),
     ("pt-odd-batch-bi-data", "run_pretrain.py", ["--train_batch_size=3"], "bi_data needs an even"),
     ("pt-reuse-len", "run_pretrain.py", ["--reuse_len=40"], "--reuse_len must be in"),

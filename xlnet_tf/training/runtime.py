@@ -351,6 +351,12 @@ def warn_if_emulated_bfloat16(use_bfloat16, strategy):
                     "TensorFlow emulates it, which is slower than float32 here; pass --use_bfloat16=False.")
 
 
+def input_pipelines(strategy):
+  """The input pipelines a dataset function gets on `strategy`: one per host of a TPU, per worker of a cluster."""
+  extended = strategy.extended
+  return getattr(extended, "num_hosts", None) or getattr(extended, "_num_workers", 1)
+
+
 def is_chief(strategy):
   resolver = getattr(strategy, "cluster_resolver", None)
   if resolver is None or not getattr(resolver, "task_type", None):

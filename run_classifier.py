@@ -120,6 +120,9 @@ def validate(o, num_replicas=1, strategy="one_device"):
     raise cli.FlagError(str(e)) from None
   cli.require_positive(o, "num_hosts", "train_batch_size", "eval_batch_size", "predict_batch_size", "num_passes",
                        "shuffle_buffer", "iterations")
+  if o.is_regression and o.predict_threshold:  # unused without a word (sweep 26, C5)
+    raise cli.FlagError(f"--predict_threshold={o.predict_threshold} decides between 2 classes, but --is_regression="
+                        "True predicts one number per example. Drop --predict_threshold.")
   if o.do_train:
     cli.check_training_flags(o, num_replicas, strategy)
 

@@ -173,6 +173,10 @@ CASES = [
     ("cls-csv-one-class", "run_classifier.py", [*CSV_TASK, "--data_dir={w}/csv_one_class"],
      "{w}/csv_one_class/train.csv holds one label only ('pos'), and the labels of task 'csv' are collected from it "
      "(--labels is unset): a classifier needs at least 2 classes. Pass every class with --labels"),
+    ("cls-threshold-with-regression", "run_classifier.py", ["--do_train=False", "--do_predict=True",
+                                                              "--predict_dir={w}/pred", "--is_regression=True",
+                                                              "--predict_threshold=0.5"],
+     "--predict_threshold=0.5 decides between 2 classes, but --is_regression=True predicts one number per example."),
     ("cls-num-hosts-negative", "run_classifier.py", ["--num_hosts=-2"],
      "--num_hosts must be a positive integer. Received: -2."),
     ("cls-num-hosts-zero-eval-only", "run_classifier.py", ["--do_train=False", "--do_eval=True", "--num_hosts=0"],

@@ -424,7 +424,7 @@ def test_generic_csv_by_header_name(tmp_path):
   write(f"{d}/test.csv", "id,review,stars\n0,fine,10\n1,poor,\n")  # one row unlabelled: a set to predict
   assert triples(p.get_test_examples(d)) == [("fine", None, "2"), ("poor", None, "2")]
   assert not p.test_has_labels and p.placeholder_labels_note("test").startswith(  # it said only "no labels"
-      f"--eval_split=test: the test examples of task 'csv' have no labels (1 of 2 rows of {d}/test.csv have no label "
+      f"--eval_split=test: the test examples of task 'csv' lack labels (1 of 2 rows of {d}/test.csv have no label "
       "of the classes in --label_column 'stars'); each one gets the placeholder label '2'")
   assert p.metric_names == ("accuracy",)
   write(f"{d}/dev.csv", "review,stars\nfine,7\n")

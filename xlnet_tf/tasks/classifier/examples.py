@@ -134,7 +134,7 @@ class DataProcessor:
     if eval_split != "test" or self.test_has_labels:
       return None
     why = f" ({self.placeholder_why})" if getattr(self, "placeholder_why", "") else ""
-    return (f"--eval_split=test: the test examples of task {self.task_name!r} have no labels{why}; each one gets "
+    return (f"--eval_split=test: the test examples of task {self.task_name!r} lack labels{why}; each one gets "
             f"the placeholder label {self.get_labels()[0]!r}, as in the original, so the eval metrics compare the "
             "predictions with it and say nothing of the model. Pass --do_predict for the test predictions, or "
             "--eval_split=dev.")

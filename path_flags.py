@@ -24,7 +24,8 @@ _PATH_FLAG_SUFFIXES = ("_dir", "_file", "_path", "_glob", "checkpoint", "_ckpt")
 
 
 def is_path_flag(name):
-  return name in ("input", "flagfile") or name.endswith(_PATH_FLAG_SUFFIXES)  # absl's --flagfile: `cli.start_script`
+  # absl's --flagfile: `cli.start_script`; train_spm's --model_prefix: a path and a name (its `~` and quotes were kept)
+  return name in ("input", "flagfile", "model_prefix") or name.endswith(_PATH_FLAG_SUFFIXES)
 
 
 def expand_user(name, value):
@@ -54,9 +55,9 @@ def check_path(name, value):
   if not (isinstance(value, str) and is_path_flag(name)):
     return
   from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top  (light to import)
-  if len(value) > 1 and value[0] == value[-1] and value[0] in "\"'":  # a shell's quotes, kept by a --flagfile
+  if value[:1] in ("\"", "'") or value[-1:] in ("\"", "'"):  # a shell's quotes, kept by a --flagfile
     raise FlagError(f"--{name}={value}: its quotes would be part of the path (no shell takes them away in a "
-                    f"--flagfile line). Write --{name}={value[1:-1]}.")
+                    f"--flagfile line). Write --{name}={value.strip(chr(34) + chr(39))}.")
   for part in value.split(","):
     not_utf8 = fileio.non_utf8_line(part, f"--{name}=")  # TensorFlow's file functions take UTF-8 only, and
     if not_utf8:  # failed naming no flag, data_utils.py after tokenizing the whole corpus

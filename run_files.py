@@ -56,8 +56,8 @@ def predict_checkpoint(o, log_fn=None):
   flag = ("--predict_ckpt" if o.predict_ckpt else "--init_checkpoint" if o.init_checkpoint and not in_model_dir
           else "--model_dir")
   if log_fn and flag == "--model_dir" and o.init_checkpoint and not o.do_train:
-    log_fn(f"Predicting with {ckpt}, --model_dir's latest checkpoint, as the original; --init_checkpoint is read "
-           f"where --model_dir holds none. Pass --predict_ckpt={o.init_checkpoint} to predict with it.")
+    log_fn(f"Reading {ckpt}, --model_dir's latest checkpoint, as the original; --init_checkpoint is read where "
+           f"--model_dir holds none. Pass --predict_ckpt={o.init_checkpoint} to read it instead.")
   return ckpt, flag
 
 

@@ -728,7 +728,7 @@ def test_every_record_is_checked_against_the_vocabulary_as_it_is_read(tmp_path):
     ReadConfig(batch_size=2, n_token=0)
 
 
-def test_a_stray_quote_or_an_unquoted_delimiter_in_a_text_is_refused_naming_the_lines(tmp_path):
+def test_a_stray_quote_or_an_unquoted_delimiter_in_a_text_is_refused_naming_the_lines(tmp_path, caplog):
   """A stray `"` opened a field that swallowed the lines up to the next quote: a 6-row test file predicted 3 rows,
   misaligned with the file, exit 0 (sweep 26, A1). A row with more fields than the header (an unquoted comma, a tab
   in a tsv text) trained the end of its text as a class, and a test row was predicted on the text cut there (B1).
@@ -744,6 +744,8 @@ def test_a_stray_quote_or_an_unquoted_delimiter_in_a_text_is_refused_naming_the_
   p = classifier_data.get_processor("csv", **options)
   assert p.get_labels() == ["0", "1"]
   assert [e.text_a for e in p.get_train_examples(d)] == ["good movie", "bad movie", "Great, fun movie", 'a "b"\nc']
+  assert f"{d}/train.csv: 1 row(s) span several lines, the first lines 5-6 (a quoted text holding line ends)" in (
+      caplog.text)  # valid, but what two stray quotes make too (rerun 26, N3)
   write(f"{d}/train.csv", "sentence,label\ngood movie,1\nbad movie,0\nGreat, fun movie,1\n")
   with pytest.raises(ValueError, match=re.escape(f"{d}/train.csv line 4 has 3 fields, its header 2: a text holds a "
                                                  'comma: quote it whole ("Great, fun movie"). Fix the file.')):
@@ -751,6 +753,11 @@ def test_a_stray_quote_or_an_unquoted_delimiter_in_a_text_is_refused_naming_the_
   write(f"{d}/test.tsv", "good movie\t1\nGreat\tfun movie\t1\n")
   p = classifier_data.get_processor("tsv", text_a_column=0, label_column=1, data_dir=d, has_header=False,
                                    labels=["0", "1"])
-  with pytest.raises(ValueError, match=re.escape(f"{d}/test.tsv line 2 has 3 fields, line 1 2: a text holds a tab, "
+  with pytest.raises(ValueError, match=re.escape(f"{d}/test.tsv line 2 has 3 fields, most rows 2: a text holds a tab, "
                                                  "which a tsv file cannot quote. Remove it from the text.")):
     p.get_test_examples(d)
+  write(f"{d}/train.csv", "Great, fun movie,1\ngood movie,1\nbad movie,0\n")  # without a header, on line 1 (N1)
+  p = classifier_data.get_processor("csv", text_a_column=0, label_column=1, data_dir=d, has_header=False)
+  with pytest.raises(ValueError, match=re.escape(f"{d}/train.csv line 1 has 3 fields, most rows 2: a text holds a "
+                                                 "comma")):
+    p.get_labels()

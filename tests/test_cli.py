@@ -1053,6 +1053,13 @@ def test_a_path_in_shell_quotes_from_a_flagfile_is_refused(tmp_path):
   with pytest.raises(cli.FlagError, match="its quotes would be part of the path"):
     _pretrain_values(f"--flagfile={flagfile}")
   assert _pretrain_values(f"--model_dir={tmp_path}/m", "--record_info_dir=/data/r").model_dir == f"{tmp_path}/m"
+  # An opening quote alone, and train_spm's --model_prefix (no path flag by its name: its quotes and `~` were kept,
+  # the model written under ./'"' or ./~; rerun 26, N2, N8).
+  with pytest.raises(cli.FlagError, match=f'^--model_dir="{tmp_path}/m: its quotes .* Write --model_dir={tmp_path}/m'):
+    path_flags.check_path("model_dir", f'"{tmp_path}/m')
+  with pytest.raises(cli.FlagError, match="^--model_prefix='m': its quotes would be part of the path"):
+    path_flags.check_path("model_prefix", "'m'")
+  assert path_flags.expand_user("model_prefix", "~/spm/m") == os.path.expanduser("~/spm/m")
 
 
 def test_an_input_flag_through_a_symbolic_link_that_loops_says_so(tmp_path, capsys):

@@ -8,6 +8,7 @@ import lzma
 import os
 import random
 import re
+import tarfile
 
 import numpy as np
 import pytest
@@ -404,6 +405,15 @@ def test_read_shard_sentence_ids_and_eod(golden_sp, tmp_path):
       pretrain_text.read_shard(str(path), encoder, uncased=False)
     with pytest.raises(ValueError, match=re.escape(f"--input: {line}")):
       tk.check_text_files([str(path)])
+  inner = tmp_path / "inner.txt"  # an uncompressed tar: UTF-8 to a decoder, its headers became text (rerun 26, N7)
+  inner.write_text("fine text\n" * 50)
+  with tarfile.open(path, "w") as archive:
+    archive.add(inner, arcname="inner.txt")
+  line = f"{path} is a tar archive: the input is plain text. Extract it first (tar -xf {path}) and pass its files."
+  with pytest.raises(pretrain_data.DataError, match=re.escape(line)):
+    pretrain_text.read_shard(str(path), encoder, uncased=False)
+  with pytest.raises(ValueError, match=re.escape(f"--input: {line}")):
+    tk.check_text_files([str(path)])
 
 
 def test_combine_shards_inverts_to_keep_a_boundary():

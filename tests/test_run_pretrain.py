@@ -465,7 +465,7 @@ def test_a_worker_waiting_for_its_peers_ends_on_ctrl_c_and_one_that_cannot_liste
                 "or fix TF_CONFIG.") in log.read_text(), log.read_text()[-3000:]
         continue
       deadline = time.time() + 120
-      while "Waiting for the 2 workers of TF_CONFIG's cluster to connect; Ctrl-C (SIGINT) ends this one." not in (
+      while "Waiting for every worker of TF_CONFIG's cluster (2) to connect; Ctrl-C (SIGINT) ends this one." not in (
           log.read_text()):
         assert time.time() < deadline and procs[-1].poll() is None, log.read_text()[-3000:]
         time.sleep(0.2)

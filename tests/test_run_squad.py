@@ -366,9 +366,8 @@ def test_predicting_with_checkpoints_fine_tuned_otherwise_is_refused(tmp_path, t
   (tmp_path / "checkpoint").write_text('model_checkpoint_path: "ckpt-4"\n')
   o.predict_ckpt, o.init_checkpoint, lines = None, CKPT, []
   assert run_squad._predict_checkpoints(o, config, lines.append) == found  # pylint: disable=protected-access
-  assert lines == [f"Predicting with {tmp_path}/ckpt-4, --model_dir's latest checkpoint, as the original; "
-                   f"--init_checkpoint is read where --model_dir holds none. Pass --predict_ckpt={CKPT} to predict "
-                   "with it."]
+  assert lines == [f"Reading {tmp_path}/ckpt-4, --model_dir's latest checkpoint, as the original; --init_checkpoint "
+                   f"is read where --model_dir holds none. Pass --predict_ckpt={CKPT} to read it instead."]
   o.model_dir = str(tmp_path / "empty")
   assert run_files.predict_checkpoint(o, lines.append) == (CKPT, "--init_checkpoint") and len(lines) == 1
 

@@ -296,7 +296,15 @@ def compressed_line(path, head):
     if head.startswith(magic):
       return (f"{path} is {kind}-compressed: the input is plain text. Decompress it first ({command} {path}) and "
               "pass the text file.")
+  if is_tar(head):
+    return f"{path} is a tar archive: the input is plain text. Extract it first (tar -xf {path}) and pass its files."
   return None
+
+
+def is_tar(head):
+  """Whether the first bytes `head` are a tar archive's header (`ustar` at 257, NUL-padded): UTF-8 text to a
+  decoder, its headers and padding read into the corpus (rerun 26, N7)."""
+  return head[257:262] == b"ustar" and b"\x00" in head[:257]
 
 
 def check_text_files(files, flag="--input", head_bytes=1 << 20):
@@ -312,6 +320,8 @@ def check_text_files(files, flag="--input", head_bytes=1 << 20):
       raise ValueError(not_utf8)  # SentencePiece's was a bare "_TrainFromMap(): incompatible function arguments"
     with open(path, "rb") as f:
       head = f.read(head_bytes)
+      if is_tar(head):
+        raise ValueError(f"{flag}: {compressed_line(path, head)}")
       try:
         codecs.getincrementaldecoder("utf-8")().decode(head, final=len(head) < head_bytes)
       except UnicodeDecodeError as e:

@@ -175,7 +175,7 @@ def _multi_worker_strategy(workers):
   """MultiWorkerMirroredStrategy, built where SIGINT ends the process: TensorFlow waits in C++ for every worker of
   TF_CONFIG to connect, where no Python handler runs, so a run whose peers never came ignored Ctrl-C (sweep 26, B2).
   Our handler is back once it is built. (SIGTERM is TensorFlow's own there: its preemption notifier takes it.)"""
-  logging.info("Waiting for the %d workers of TF_CONFIG's cluster to connect; Ctrl-C (SIGINT) ends this one.",
+  logging.info("Waiting for every worker of TF_CONFIG's cluster (%d) to connect; Ctrl-C (SIGINT) ends this one.",
                workers)
   main = threading.current_thread() is threading.main_thread()
   old = {signal.SIGINT: signal.signal(signal.SIGINT, signal.SIG_DFL)} if main else {}

@@ -1,6 +1,7 @@
 """The generic `csv` / `tsv` classifier task: the user names the text and label columns (`DelimitedTask`), which
 `DelimitedProcessor` reads."""
 
+import collections
 import csv
 import dataclasses
 import logging
@@ -180,9 +181,11 @@ class DelimitedProcessor(DataProcessor):
     is_test = set_type == "test"
     labels = None if (is_test or self.is_regression or not check_labels) else self.get_labels(data_dir)
     examples, header = [], None
-    for i, (line_num, row) in enumerate(read_rows(path, self.task_name, self.delimiter, self.quoting)):
+    rows = list(read_rows(path, self.task_name, self.delimiter, self.quoting))
+    usual = collections.Counter(len(row) for _, row in rows).most_common(1)[0][0] if rows else 0
+    for i, (line_num, row) in enumerate(rows):
       if i == 0:
-        header, first, first_line = (row if self.task.has_header else None), row, line_num
+        header = row if self.task.has_header else None
         a_col = self._resolve(self.task.text_a_column, header, path, "text_a_column")
         b_col = (None if self.task.text_b_column is None else
                  self._resolve(self.task.text_b_column, header, path, "text_b_column"))
@@ -201,9 +204,9 @@ class DelimitedProcessor(DataProcessor):
                             "columns are given by index. If it is an example, pass --has_header=False (True to say "
                             "it is the header).", path, str(row)[:80])
           continue
-      fields = len(header if header is not None else first)
+      fields = len(header) if header is not None else usual  # a file without one: what most rows have
       if any(field.strip() for field in row[fields:]):  # the tail of a text read as a label (sweep 26, B1)
-        what = (f"its header {fields}" if header is not None else f"line {first_line} {fields}")
+        what = f"its header {fields}" if header is not None else f"most rows {fields}"
         raise ValueError(f"{path} line {line_num} has {len(row)} fields, {what}: " + (
             "a text holds a tab, which a tsv file cannot quote. Remove it from the text." if self.delimiter == "\t"
             else 'a text holds a comma: quote it whole ("Great, fun movie"). Fix the file.'))

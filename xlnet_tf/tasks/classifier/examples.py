@@ -3,6 +3,7 @@ delimited task files with one-line errors that name the file, the line and what 
 
 import csv
 import dataclasses
+import logging
 import math
 import os
 
@@ -58,11 +59,13 @@ def read_rows(path, task_name, delimiter, quoting):
              for i, line in enumerate(f))
     # strict: a stray quote ("bad movie,0) is an error, not a field that swallows the lines up to the next quote (a
     # 6-row test file predicted 3 rows, exit 0: sweep 26, A1). A quoted field may still hold line ends.
-    reader, start = csv.reader(lines, delimiter=delimiter, quoting=quoting, strict=True), 1
+    reader, start, spanning = csv.reader(lines, delimiter=delimiter, quoting=quoting, strict=True), 1, []
     try:
       for row in reader:
         if any(field.strip() for field in row):  # a line of spaces or tabs alone holds no row, as an empty one
           yield reader.line_num, row
+          if reader.line_num > start:
+            spanning.append((start, reader.line_num))
         start = reader.line_num + 1
     except csv.Error as e:
       where = f"line {reader.line_num} is" if reader.line_num <= start else f"lines {start}-{reader.line_num} are"
@@ -70,6 +73,10 @@ def read_rows(path, task_name, delimiter, quoting):
                        'quoted whole, its quotes doubled ("a ""b"" c"). Fix the file.') from None
     except UnicodeDecodeError as e:
       raise ValueError(f"{path} is not UTF-8 text ({e}). Re-encode it as UTF-8.") from None
+  if spanning:  # valid csv, but two stray quotes join the rows between them as well (rerun 26, N3)
+    logging.warning("%s: %d row(s) span several lines, the first lines %d-%d (a quoted text holding line ends). If "
+                    "no text of the file does, a stray quote joined rows there: fix the file.", path, len(spanning),
+                    *spanning[0])
 
 
 

@@ -86,6 +86,8 @@ def read_shard(path, encoder, *, uncased, use_eod=True, from_raw_text=True, voca
   with fileio.open_file(path, "rb") as f:
     for raw in f:
       line_cnt += 1
+      if line_cnt == 1 and tokenization.is_tar(raw):  # UTF-8 to a decoder: its headers were read as text
+        raise DataError(tokenization.compressed_line(path, raw))
       try:
         line = raw.decode("utf-8")
       except UnicodeDecodeError as e:

@@ -43,6 +43,7 @@ def expand_user(name, value):
   return ",".join(parts)
 
 
+_QUOTES = ("\"", "'")  # a tuple: "" (an empty value's first character) is in no tuple, but in every string
 _ONE_SLASH = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/(?!/)")  # two letters at least: C:/x is a Windows drive
 
 
@@ -55,9 +56,10 @@ def check_path(name, value):
   if not (isinstance(value, str) and is_path_flag(name)):
     return
   from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top  (light to import)
-  if value[:1] in ("\"", "'") or value[-1:] in ("\"", "'"):  # a shell's quotes, kept by a --flagfile
+  if value[:1] in _QUOTES or value[-1:] in _QUOTES:  # a shell's quotes, kept by a --flagfile
+    unquoted = value.strip("".join(_QUOTES))
     raise FlagError(f"--{name}={value}: its quotes would be part of the path (no shell takes them away in a "
-                    f"--flagfile line). Write --{name}={value.strip(chr(34) + chr(39))}.")
+                    f"--flagfile line). Write --{name}={unquoted}.")
   for part in value.split(","):
     not_utf8 = fileio.non_utf8_line(part, f"--{name}=")  # TensorFlow's file functions take UTF-8 only, and
     if not_utf8:  # failed naming no flag, data_utils.py after tokenizing the whole corpus

@@ -15,6 +15,7 @@ name map and what is not converted: docs/checkpoints.md. Every file is written a
 """
 
 import cli  # first: start_script() runs before anything imports TensorFlow
+import flag_configs
 if __name__ == "__main__":
   cli.start_script()
 import flags
@@ -35,8 +36,8 @@ def run(o, log_fn=print):
   if given and given.endswith("/latest") and not fileio.exists(given):
     given = given[:-len("/latest")]
   if not (given and (fileio.exists(given + ".index") or checkpoint_paths.data_files(given))):  # a prefix is no file
-    cli.require_file(given, "input", "a HuggingFace XLNet model directory or an XLNet TF1 checkpoint",
-                     directory_ok=True)
+    flag_configs.require_file(given, "input", "a HuggingFace XLNet model directory or an XLNet TF1 checkpoint",
+                              directory_ok=True)
   if not o.output_dir:
     raise cli.FlagError("--output_dir is required: the directory the converted model goes to.")
   source = "hf" if hf_checkpoint.is_hf_directory(o.input) else "tf1"

@@ -14,6 +14,7 @@ must be given the same values. New flags: `--seed` (reproducible output), `--spa
 """
 
 import cli  # first: start_script() runs before anything imports TensorFlow
+import flag_configs
 if __name__ == "__main__":
   cli.start_script()
 import flags
@@ -52,7 +53,7 @@ def create_data(o, config=None):
 
 
 def body(o):
-  cli.require_output_dirs(o, "save_dir")
+  flag_configs.require_output_dirs(o, "save_dir")
   if o.bi_data and not o.use_tpu and o.num_core_per_host != 1:
     logging.warning("--use_tpu=False lays the bi_data records out for one core, as the original (its "
                     "--num_core_per_host=%d is not used): train them on one replica per host, or drop "

@@ -1,4 +1,4 @@
-"""The absl flags of the command-line tools, defined once (their start-up and checks are `cli.py`'s).
+"""The absl flags of the command-line tools, defined once (start-up: `cli.py`; checks: `flag_configs.py`).
 
 Each `define_*_flags()` defines one group with the original XLNet flag names and defaults; each script's
 `define_flags()` picks its groups and `cli.values()` reads back every flag defined here, as the plain namespace the
@@ -104,7 +104,7 @@ def define_optimizer_flags(learning_rate, train_steps, min_lr_ratio, adam_epsilo
                        "learning-rate step) in less memory; --train_steps counts updates (new).", **fv)
 
 
-DEFAULT_STRATEGY = "auto"  # --strategy's default: the one --use_tpu=True may be given with (cli.check_tpu)
+DEFAULT_STRATEGY = "auto"  # --strategy's default: the one --use_tpu=True may be given with (flag_configs.check_tpu)
 
 
 def define_hardware_flags(num_core_per_host=None, iterations=1000, max_save=0, flag_values=flags.FLAGS):

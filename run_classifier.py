@@ -39,6 +39,7 @@ import json
 import os
 
 import cli  # first: start_script() runs before anything imports TensorFlow
+import flag_configs
 if __name__ == "__main__":
   cli.start_script()
 import flags
@@ -83,8 +84,8 @@ def validate(o, num_replicas=1, strategy="one_device"):
   if o.cls_scope and not is_head_name(o.cls_scope):  # it names a TensorFlow scope
     raise cli.FlagError(f"--cls_scope={o.cls_scope!r} cannot name the head's variable scope (classification_"
                         f"{o.cls_scope}): use letters, digits, '_', '.' and '-' only, as the checkpoint's head has.")
-  cli.require_model_config(o)
-  cli.require_spiece_model(o)
+  flag_configs.require_model_config(o)
+  flag_configs.require_spiece_model(o)
   run_files.require_model_dir(o, ("predict_ckpt", "init_checkpoint"))  # its prediction falls back to the latter
   if o.do_train or o.do_eval or o.do_predict:
     if not o.data_dir or not fileio.isdir(o.data_dir):
@@ -93,7 +94,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
       raise cli.FlagError("--output_dir is required: where the cached tfrecords go.")
   if o.do_predict and not o.predict_dir:
     raise cli.FlagError("--do_predict needs --predict_dir: where {task}.tsv and {task}.logits.json go.")
-  cli.require_output_dirs(o, "model_dir", "output_dir", "predict_dir")
+  flag_configs.require_output_dirs(o, "model_dir", "output_dir", "predict_dir")
   if o.do_predict:  # a directory there was found by the write, after the whole prediction (sweep 25, C3)
     fileio.check_file_names(o.predict_dir, classifier_metrics.prediction_file_names(o.task_name), "--predict_dir",
                             "prediction")
@@ -118,13 +119,13 @@ def validate(o, num_replicas=1, strategy="one_device"):
     classifier_features.check_max_seq_length(o.max_seq_length, is_pair=False)
   except ValueError as e:
     raise cli.FlagError(str(e)) from None
-  cli.require_positive(o, "num_hosts", "train_batch_size", "eval_batch_size", "predict_batch_size", "num_passes",
-                       "shuffle_buffer", "iterations")
+  flag_configs.require_positive(o, "num_hosts", "train_batch_size", "eval_batch_size", "predict_batch_size",
+                                "num_passes", "shuffle_buffer", "iterations")
   if o.is_regression and o.predict_threshold:  # unused without a word (sweep 26, C5)
     raise cli.FlagError(f"--predict_threshold={o.predict_threshold} decides between 2 classes, but --is_regression="
                         "True predicts one number per example. Drop --predict_threshold.")
   if o.do_train:
-    cli.check_training_flags(o, num_replicas, strategy)
+    flag_configs.check_training_flags(o, num_replicas, strategy)
 
 
 def processor_options(o):
@@ -261,8 +262,8 @@ def _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, model_
 
 def run(o, strategy, log_fn=print):
   """Fine-tunes, evaluates, predicts and/or exports as the options `o` (this script's flags: `cli.values` or
-  `cli.defaults(define_flags, ...)`) say, on `strategy` for training: `cli.start(o)`'s, which also applies --seed
-  (the fresh weights' initialisation), --deterministic and --use_tf32, as the command line does.
+  `cli.defaults(define_flags, ...)`) say, on `strategy` for training: `flag_configs.start(o)`'s, which also applies
+  --seed (the fresh weights' initialisation), --deterministic and --use_tf32, as the command line does.
 
   Returns:
     dict: `train` (the last training loop's loss, lr, step), `eval` (per-checkpoint results), `best`, `predict`
@@ -281,8 +282,8 @@ def run(o, strategy, log_fn=print):
     options.update(labels=trained, labels_source=f"of the checkpoints in {trained_dir} ({source}{renamed})")
     log_fn(f"Labels (those the checkpoints in {trained_flag} were fine-tuned with): {trained}")
   processor = classifier_data.get_processor(task_name, **options)
-  sp_model = cli.sentencepiece(o)
-  xlnet_config = cli.model_config(o, sp_model)
+  sp_model = flag_configs.sentencepiece(o)
+  xlnet_config = flag_configs.model_config(o, sp_model)
   tokenize_fn = tokenization.make_tokenize_fn(sp_model, o.uncased)
   label_list = classifier_data.label_list_for(processor, o.is_regression)
   if o.do_train or o.do_eval:
@@ -311,7 +312,7 @@ def run(o, strategy, log_fn=print):
     run_files.check_trained_model(o, checkpoint.directory_of(ckpt), xlnet_config, flag)
   if o.do_eval or o.do_predict or o.export_dir:
     inference = classifier_eval.Inference(classifier_task.build_model(
-        xlnet_config, cli.create_run_config(o, is_training=False, is_finetune=True), **model_args), scope,
+        xlnet_config, flag_configs.create_run_config(o, is_training=False, is_finetune=True), **model_args), scope,
         o.jit_compile)
   if o.do_eval and not o.do_train and (o.predict_ckpt or o.init_checkpoint) and not (
       fileio.isdir(o.model_dir) and checkpoint.checkpoint_prefixes(o.model_dir)):  # it ignored them (sweep 23, C2)
@@ -354,7 +355,7 @@ def run(o, strategy, log_fn=print):
 
 def body(o):
   validate(o)
-  run(o, cli.start(o), log_fn=cli.print_line)
+  run(o, flag_configs.start(o), log_fn=cli.print_line)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """A training run's --model_dir: the run files it keeps beside its checkpoints (xlnet_config.json, run_flags.json:
 its flags and what it resolved from them), what a later run checks against them (a resume, an evaluation, a
 prediction, an export) and the start of a fine-tuning run there. Flag namespaces in, `cli.FlagError` out, as
-`cli.py`'s checks.
+`flag_configs.py`'s checks.
 """
 
 import itertools
@@ -9,7 +9,7 @@ import json
 import os
 import types
 
-from cli import FlagError, create_run_config, train_config
+from flag_configs import FlagError, create_run_config, train_config
 
 _NOT_COMPARED = ("train_steps", "iterations", "save_steps", "max_save", "verbosity")
 

@@ -13,6 +13,7 @@ False and means `--strategy=tpu`; `train_batch_size` is global). New (docs/desig
 """
 
 import cli  # first: start_script() runs before anything imports TensorFlow
+import flag_configs
 if __name__ == "__main__":
   cli.start_script()
 import types
@@ -50,7 +51,7 @@ def validate(o, num_replicas=1, num_workers=None):
     raise cli.FlagError("--record_info_dir is required: data_utils.py's <save_dir>/tfrecords directory.")
   if not o.model_dir:
     raise cli.FlagError("--model_dir is required: where checkpoints and logs go (a rerun resumes from it).")
-  cli.require_output_dirs(o, "model_dir")
+  flag_configs.require_output_dirs(o, "model_dir")
   if o.seq_len <= 0:
     raise cli.FlagError(f"--seq_len must be > 0 (the data_utils.py value). Received: {o.seq_len}.")
   if o.perm_size is None or o.perm_size <= 0:
@@ -60,8 +61,8 @@ def validate(o, num_replicas=1, num_workers=None):
                         f"seq_len={o.seq_len}.")
   if o.mem_len and o.reuse_len > o.seq_len:
     raise cli.FlagError(f"--reuse_len ({o.reuse_len}) may not exceed --seq_len ({o.seq_len}) with --mem_len.")
-  cli.require_positive(o, "train_batch_size", "num_hosts", "num_passes",  # 0: the original read no pass
-                       *(["n_token"] if o.n_token is not None else []))
+  flag_configs.require_positive(o, "train_batch_size", "num_hosts", "num_passes",  # 0: the original read no pass
+                                *(["n_token"] if o.n_token is not None else []))
   if o.train_batch_size % o.num_hosts:
     raise cli.FlagError(f"--train_batch_size ({o.train_batch_size}) must be divisible by --num_hosts "
                         f"({o.num_hosts}).")
@@ -78,11 +79,11 @@ def validate(o, num_replicas=1, num_workers=None):
     raise cli.FlagError(f"bi_data needs an even per-replica batch size. Received: bsz_per_replica={bsz_per_replica} "
                         f"(--train_batch_size={o.train_batch_size} over {num_replicas} replicas). Use an even "
                         "per-replica batch or --bi_data=False (with records written that way).")
-  cli.check_accumulation(o, bsz_per_replica, o.bi_data)
+  flag_configs.check_accumulation(o, bsz_per_replica, o.bi_data)
   if o.model_config_path:
-    cli.require_file(o.model_config_path, "model_config_path", "the xlnet_config.json of the model, or leave it "
-                     "unset (--n_layer, --d_model, ... then give the model)")
-  cli.check_configs(o, is_finetune=False, mems_reset=o.mems_reset)
+    flag_configs.require_file(o.model_config_path, "model_config_path", "the xlnet_config.json of the model, or "
+                              "leave it unset (--n_layer, --d_model, ... then give the model)")
+  flag_configs.check_configs(o, is_finetune=False, mems_reset=o.mems_reset)
 
 
 def build_xlnet_config(o, log_fn=print):
@@ -178,8 +179,8 @@ def for_strategy(o, strategy):
 
 def run(o, strategy, log_fn=print):
   """Pretrains as the options `o` (this script's flags, see `cli.values`/`cli.defaults`) say, on `strategy`:
-  `cli.start(o)`'s, which also applies --seed (the fresh weights' initialisation), --deterministic and --use_tf32, as
-  the command line does.
+  `flag_configs.start(o)`'s, which also applies --seed (the fresh weights' initialisation), --deterministic and
+  --use_tf32, as the command line does.
 
   Returns:
     The last loop's {loss, gnorm, lr, step}.
@@ -193,10 +194,10 @@ def run(o, strategy, log_fn=print):
 def build_trainer(o, strategy, xlnet_config):
   """The pretraining `Trainer` of the options `o` on `strategy`, not yet initialised (`restore_or_init` next)."""
   o = for_strategy(o, strategy)
-  run_config = cli.create_run_config(o, is_training=True, is_finetune=False)
+  run_config = flag_configs.create_run_config(o, is_training=True, is_finetune=False)
   return training.Trainer(
       strategy, lambda: XLNetModel(xlnet_config, run_config), pretrain_task.PretrainTask(), o.model_dir,
-      cli.train_config(o, o.train_batch_size, o.seq_len, mems_reset=o.mems_reset))
+      flag_configs.train_config(o, o.train_batch_size, o.seq_len, mems_reset=o.mems_reset))
 
 
 def _run(o, strategy, log_fn):
@@ -229,7 +230,7 @@ def _run(o, strategy, log_fn):
 
 
 def body(o):
-  run(o, cli.start(o), log_fn=cli.print_line)
+  run(o, flag_configs.start(o), log_fn=cli.print_line)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ Every flag of the original keeps its name and default. Semantics:
 import os
 
 import cli  # first: start_script() runs before anything imports TensorFlow
+import flag_configs
 if __name__ == "__main__":
   cli.start_script()
 import flags
@@ -61,8 +62,8 @@ def validate(o, num_replicas=1, strategy="one_device"):
   """One-line errors for flag values the run cannot use (before anything heavy starts)."""
   if not (o.do_train or o.do_eval or o.do_predict):
     raise cli.FlagError("At least one of --do_train, --do_eval or --do_predict must be True.")
-  cli.require_model_config(o)
-  cli.require_spiece_model(o)
+  flag_configs.require_model_config(o)
+  flag_configs.require_spiece_model(o)
   run_files.require_model_dir(o, ("predict_ckpt", "init_checkpoint"))  # its prediction falls back to the latter
   if not o.data_dir or not fileio.isdir(o.data_dir):
     raise cli.FlagError(f"--data_dir {o.data_dir!r} is not a directory. Pass the RACE directory (with "
@@ -71,7 +72,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
     raise cli.FlagError("--output_dir is required: where the cached tfrecords go.")
   if o.do_predict and not o.predict_dir:
     raise cli.FlagError("--do_predict needs --predict_dir: where the predictions file goes.")
-  cli.require_output_dirs(o, "output_dir", "model_dir", "predict_dir")
+  flag_configs.require_output_dirs(o, "output_dir", "model_dir", "predict_dir")
   if o.do_predict:  # a directory there was found by the write, after the whole prediction (sweep 25, C3)
     fileio.check_file_names(o.predict_dir, [predictions_name(o)], "--predict_dir", "prediction")
   dirs = [os.path.join(o.data_dir, split, level) for split in race_data.SPLITS for level in race_data.LEVELS]
@@ -89,15 +90,15 @@ def validate(o, num_replicas=1, strategy="one_device"):
     race_data.check_lengths(o.max_seq_length, o.max_qa_length)
   except ValueError as e:
     raise cli.FlagError(str(e)) from None
-  cli.require_positive(o, "num_hosts", "train_batch_size", "eval_batch_size", "shuffle_buffer", "iterations")
+  flag_configs.require_positive(o, "num_hosts", "train_batch_size", "eval_batch_size", "shuffle_buffer", "iterations")
   if o.do_train:
-    cli.check_training_flags(o, num_replicas, strategy)
+    flag_configs.check_training_flags(o, num_replicas, strategy)
 
 
 def _model_files(o):
   """(XLNetConfig, tokenize_fn) of --model_config_path and --spiece_model_file, checked against each other."""
-  sp_model = cli.sentencepiece(o)
-  xlnet_config = cli.model_config(o, sp_model)
+  sp_model = flag_configs.sentencepiece(o)
+  xlnet_config = flag_configs.model_config(o, sp_model)
   return xlnet_config, tokenization.make_tokenize_fn(sp_model, o.uncased)
 
 
@@ -146,8 +147,8 @@ def train(o, strategy, xlnet_config, tokenize_fn, model_args, log_fn):
 
 def run(o, strategy, log_fn=print):
   """Fine-tunes, evaluates and/or predicts as the options `o` (this script's flags: `cli.values` or
-  `cli.defaults(define_flags, ...)`) say, on `strategy` for training: `cli.start(o)`'s, which also applies --seed
-  (the fresh weights' initialisation), --deterministic and --use_tf32, as the command line does.
+  `cli.defaults(define_flags, ...)`) say, on `strategy` for training: `flag_configs.start(o)`'s, which also applies
+  --seed (the fresh weights' initialisation), --deterministic and --use_tf32, as the command line does.
 
   Returns:
     dict: `train` (the last training loop's loss, lr, step), `eval` (per-checkpoint results) and `best`, `predict`
@@ -173,8 +174,8 @@ def run(o, strategy, log_fn=print):
   if not evaluates:
     return results
 
-  inference = race_eval.Inference(race_task.build_model(
-      xlnet_config, cli.create_run_config(o, is_training=False, is_finetune=True), **model_args), o.jit_compile)
+  run_config = flag_configs.create_run_config(o, is_training=False, is_finetune=True)
+  inference = race_eval.Inference(race_task.build_model(xlnet_config, run_config, **model_args), o.jit_compile)
   if o.do_eval:
     checkpoints = _model_dir_checkpoints(o)
     if not o.eval_all_ckpt:
@@ -211,7 +212,7 @@ def predictions_name(o):
 
 def body(o):
   validate(o)
-  run(o, cli.start(o), log_fn=cli.print_line)
+  run(o, flag_configs.start(o), log_fn=cli.print_line)
 
 
 if __name__ == "__main__":

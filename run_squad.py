@@ -31,6 +31,7 @@ Every flag of the original keeps its name and default (`--do_train` is True by d
 import os
 
 import cli  # first: start_script() runs before anything imports TensorFlow
+import flag_configs
 if __name__ == "__main__":
   cli.start_script()
 import flags
@@ -67,12 +68,12 @@ def validate(o, num_replicas=1, strategy="one_device"):
   """One-line errors for flag values the run cannot use (before anything heavy starts)."""
   if not (o.do_prepro or o.do_train or o.do_predict):
     raise cli.FlagError("At least one of --do_prepro, --do_train and --do_predict must be True.")
-  cli.require_spiece_model(o)
-  cli.require_positive(o, "num_hosts")  # a prediction took 0 where the other tools refuse it (sweep 24, N-C3)
+  flag_configs.require_spiece_model(o)
+  flag_configs.require_positive(o, "num_hosts")  # a prediction took 0 where the other tools refuse it (sweep 24, N-C3)
   if not o.output_dir:
     raise cli.FlagError("--output_dir is required: where the tfrecords (and the cached evaluation features) go.")
   try:
-    cli.require_output_dirs(o, "output_dir", "model_dir", "predict_dir")
+    flag_configs.require_output_dirs(o, "output_dir", "model_dir", "predict_dir")
   except cli.FlagError as e:  # --do_train is True by default here (the original's): a run that only predicts says so
     trains = o.do_train and not cli.given("do_train") and "--model_dir" in str(e)
     raise cli.FlagError(str(e) + (" (--do_train is True by default in run_squad.py: pass --do_train=False to only "
@@ -88,24 +89,25 @@ def validate(o, num_replicas=1, strategy="one_device"):
         f"{o.max_seq_length} - --max_query_length {o.max_query_length} - 3), so windows would not overlap and an "
         f"answer across a window boundary would be in none. Pass --doc_stride below {window}.")
   if o.do_prepro:
-    cli.require_file(o.train_file, "train_file", "the SQuAD training JSON to preprocess")
+    flag_configs.require_file(o.train_file, "train_file", "the SQuAD training JSON to preprocess")
     if not 0 <= o.proc_id < o.num_proc:
       raise cli.FlagError(f"--proc_id must be in [0, --num_proc). Received: --proc_id={o.proc_id}, "
                           f"--num_proc={o.num_proc}.")
     return
-  cli.require_model_config(o)
+  flag_configs.require_model_config(o)
   if o.do_predict and o.predict_all_ckpt and not o.model_dir:
     raise cli.FlagError("--predict_all_ckpt needs --model_dir: the directory whose checkpoints are predicted.")
   run_files.require_model_dir(o, ("predict_ckpt", "init_checkpoint"))
   if o.do_train:
-    cli.require_positive(o, "train_batch_size", "shuffle_buffer", "iterations")
-    cli.check_training_flags(o, num_replicas, strategy)
+    flag_configs.require_positive(o, "train_batch_size", "shuffle_buffer", "iterations")
+    flag_configs.check_training_flags(o, num_replicas, strategy)
   if o.do_predict:
-    cli.require_file(o.predict_file, "predict_file", "the SQuAD JSON to predict")
+    flag_configs.require_file(o.predict_file, "predict_file", "the SQuAD JSON to predict")
     if not o.predict_dir:
       raise cli.FlagError("--predict_dir is required with --do_predict: where predictions.json, "
                           "nbest_predictions.json and null_odds.json go.")
-    cli.require_positive(o, "predict_batch_size", "n_best_size", "max_answer_length", "start_n_top", "end_n_top")
+    flag_configs.require_positive(o, "predict_batch_size", "n_best_size", "max_answer_length", "start_n_top",
+                                  "end_n_top")
     if o.null_threshold is not None and not o.allow_empty_prediction:  # it was ignored without a word
       raise cli.FlagError(f"--null_threshold={o.null_threshold} is used only with --allow_empty_prediction=True (the "
                           "original never predicts \"\"). Pass both, or drop --null_threshold.")
@@ -137,7 +139,7 @@ def _train_records(o, sp_model, log_fn):
   if not o.train_file:
     raise cli.FlagError(f"No training records match {pattern}. Run with --do_prepro=True --train_file=... first, "
                         "with the same --output_dir, --spiece_model_file, --max_seq_length and --max_query_length.")
-  cli.require_file(o.train_file, "train_file", "the SQuAD training JSON")
+  flag_configs.require_file(o.train_file, "train_file", "the SQuAD training JSON")
   log_fn(f"No training records match {pattern}: preprocessing --train_file first (as --do_prepro).")
   _prepro(o, sp_model, log_fn, num_proc=1, proc_id=0)
   return fileio.glob_in(o.output_dir, name)
@@ -156,7 +158,7 @@ def _check_train_records(o, sp_model, found, log_fn):
     problem = ("were made by different --do_prepro runs (another --train_file, SentencePiece model, feature flag "
                "or --num_proc)")
   if known and o.train_file and not problem:
-    cli.require_file(o.train_file, "train_file", "the SQuAD training JSON")
+    flag_configs.require_file(o.train_file, "train_file", "the SQuAD training JSON")
     if squad_records.train_fingerprint(o.train_file, sp_model, feature_options(o)) != known[0][0]:
       problem = (f"were not made from --train_file {o.train_file} with this run's SentencePiece model, --uncased, "
                  "--doc_stride and --max_query_length")
@@ -215,8 +217,8 @@ def _predict_checkpoints(o, xlnet_config, log_fn=print):
 
 def run(o, strategy, log_fn=print):
   """Preprocesses, fine-tunes and/or predicts as the options `o` (this script's flags: `cli.values` or
-  `cli.defaults(define_flags, ...)`) say, on `strategy` for training: `cli.start(o)`'s, which also applies --seed
-  (the fresh weights' initialisation), --deterministic and --use_tf32, as the command line does.
+  `cli.defaults(define_flags, ...)`) say, on `strategy` for training: `flag_configs.start(o)`'s, which also applies
+  --seed (the fresh weights' initialisation), --deterministic and --use_tf32, as the command line does.
 
   Returns:
     dict: `prepro` (the record written), `train` (the last training loop's loss, lr, step), `predict`
@@ -226,13 +228,13 @@ def run(o, strategy, log_fn=print):
   on_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
   num_replicas = strategy.num_replicas_in_sync
   validate(o, num_replicas, "tpu" if on_tpu else None)
-  sp_model = cli.sentencepiece(o)
+  sp_model = flag_configs.sentencepiece(o)
   fileio.makedirs(o.output_dir)
   results = {}
   if o.do_prepro:
     results["prepro"] = _prepro(o, sp_model, log_fn, o.num_proc, o.proc_id)
     return results
-  xlnet_config = cli.model_config(o, sp_model)
+  xlnet_config = flag_configs.model_config(o, sp_model)
   if o.do_train:
     run_files.check_trained_model(o, o.model_dir, xlnet_config)
   # Resolved first when no training comes first, so that a missing checkpoint fails before anything is written.
@@ -270,9 +272,9 @@ def run(o, strategy, log_fn=print):
 
   if o.do_predict and training.is_chief(strategy):  # Prediction runs on the chief only.
     predict_ckpts = predict_ckpts or _predict_checkpoints(o, xlnet_config, log_fn)
-    inference = squad_predict.Inference(squad_task.build_model(
-        xlnet_config, cli.create_run_config(o, is_training=False, is_finetune=True)), o.start_n_top, o.end_n_top,
-        o.jit_compile)
+    run_config = flag_configs.create_run_config(o, is_training=False, is_finetune=True)
+    inference = squad_predict.Inference(squad_task.build_model(xlnet_config, run_config), o.start_n_top, o.end_n_top,
+                                        o.jit_compile)
     options = squad_postprocess.AnswerOptions(
         n_best_size=o.n_best_size, max_answer_length=o.max_answer_length, allow_last_token=o.allow_last_token,
         allow_empty_prediction=o.allow_empty_prediction, null_threshold=o.null_threshold)
@@ -285,7 +287,7 @@ def run(o, strategy, log_fn=print):
 
 def body(o):
   validate(o)
-  run(o, cli.start(o), log_fn=cli.print_line)
+  run(o, flag_configs.start(o), log_fn=cli.print_line)
 
 
 if __name__ == "__main__":

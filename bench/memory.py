@@ -22,8 +22,8 @@ every probe.
   reuse_len and perm_size seq/2, mem_len 3*seq/4, num_predict 85*seq/512; bi_data needs an even m, so m steps by 2.
   Its batch is made by the real record parser from random records (`bench_pretrain.make_rows`).
 
-A probe is one fresh process (`--probe`, so that peaks do not mix) that starts like the CLI (`cli.start`), builds
-the CLI's Trainer from its flags (random weights, no checkpoint), runs --probe_steps real steps through
+A probe is one fresh process (`--probe`, so that peaks do not mix) that starts like the CLI (`flag_configs.start`),
+builds the CLI's Trainer from its flags (random weights, no checkpoint), runs --probe_steps real steps through
 `Trainer.train` and reads the peak the progress line shows (`reporting.peak_memory_bytes` of the strategy's first
 device since the probe started: building, tracing and every step; on a CPU oneDNN's allocator's buffers of 256
 KiB and more; also the process's peak RSS: the search goes by the whole probe's peak, what a run needs). With
@@ -100,6 +100,7 @@ def _build(spec, xlnet_config, model_dir):
   import numpy as np  # pylint: disable=import-outside-toplevel
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   import cli  # pylint: disable=import-outside-toplevel
+  import flag_configs  # pylint: disable=import-outside-toplevel
   import run_files  # pylint: disable=import-outside-toplevel
   m, seq_len = spec["micro_batch"], spec["seq_len"]
   common = dict(spec["flags"], model_dir=model_dir, train_batch_size=m, iterations=1, train_steps=10 ** 6,
@@ -109,7 +110,7 @@ def _build(spec, xlnet_config, model_dir):
     import run_classifier  # pylint: disable=import-outside-toplevel
     from xlnet_tf.tasks.classifier import task as classifier_task  # pylint: disable=import-outside-toplevel
     o = cli.defaults(run_classifier.define_flags, task_name="imdb", max_seq_length=seq_len, **common)
-    strategy = cli.start(o)
+    strategy = flag_configs.start(o)
     model_args = run_classifier.build_model_args(o, ["neg", "pos"])
     trainer, _, _, _ = run_files.fine_tuning_trainer(
         o, strategy, lambda run_config: classifier_task.build_model(xlnet_config, run_config, **model_args),
@@ -123,7 +124,7 @@ def _build(spec, xlnet_config, model_dir):
   import run_pretrain  # pylint: disable=import-outside-toplevel
   shapes = pretrain_shapes(seq_len)
   o = cli.defaults(run_pretrain.define_flags, record_info_dir=model_dir, **shapes, **common)
-  strategy = cli.start(o)
+  strategy = flag_configs.start(o)
   trainer = run_pretrain.build_trainer(o, strategy, xlnet_config)
   return strategy, trainer, bench_pretrain.make_rows(dict(shapes, bsz=m, n_token=xlnet_config.n_token), seed=0,
                                                      use_bfloat16=o.use_bfloat16)

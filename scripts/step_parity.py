@@ -30,6 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 import cli
+import flag_configs
 import run_classifier
 import run_files
 import run_pretrain
@@ -187,7 +188,7 @@ _STRATEGIES = {}  # one per setting and process: two MirroredStrategies in one p
 def _strategy(o):
   key = (o.strategy, o.use_tpu, o.num_core_per_host)
   if key not in _STRATEGIES:
-    _STRATEGIES[key] = cli.start(o)
+    _STRATEGIES[key] = flag_configs.start(o)
   return _STRATEGIES[key]
 
 

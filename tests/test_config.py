@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import cli
+import flag_configs
 import run_files
 from xlnet_tf import RunConfig, XLNetConfig
 
@@ -92,8 +93,8 @@ def test_create_run_config_finetune_drops_memory_options():
   o = types.SimpleNamespace(use_tpu=False, use_bfloat16=False, use_fp16=True, dropout=0.1, dropatt=0.1,
                             init="normal", init_range=0.1, init_std=0.02, clamp_len=-1, mem_len=128, reuse_len=64,
                             bi_data=True, same_length=True, recompute_grad=True, float32_positions=True)
-  pre = cli.create_run_config(o, True, False)
-  fine = cli.create_run_config(o, True, True)
+  pre = flag_configs.create_run_config(o, True, False)
+  fine = flag_configs.create_run_config(o, True, True)
   assert (pre.mem_len, pre.reuse_len, pre.bi_data, pre.same_length) == (128, 64, True, True)
   assert (fine.mem_len, fine.reuse_len, fine.bi_data, fine.same_length) == (None, None, False, False)
   assert fine.dropout == 0.1 and fine.clamp_len == -1
@@ -201,7 +202,7 @@ def test_train_config_of_a_cli_takes_its_flags():
   import run_pretrain  # pylint: disable=g-import-not-at-top
   o = cli.defaults(run_pretrain.define_flags, learning_rate=3e-4, clip=0.5, save_steps=7, mems_reset="every_loop",
                    gradient_accumulation_steps=4)
-  config = cli.train_config(o, 16, 512, mems_reset=o.mems_reset)
+  config = flag_configs.train_config(o, 16, 512, mems_reset=o.mems_reset)
   assert config.gradient_accumulation_steps == 4
   assert config.clip_mode is None  # --clip_mode=auto: the strategy's (optimization.default_clip_mode)
   assert (config.learning_rate, config.clip, config.save_steps, config.mems_reset) == (3e-4, 0.5, 7, "every_loop")

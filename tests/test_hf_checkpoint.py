@@ -28,6 +28,7 @@ from safetensors.numpy import load_file
 
 import convert_checkpoint
 import cli
+import flag_configs
 import run_classifier
 import run_files
 from xlnet_tf import RunConfig, XLNetConfig, XLNetModel
@@ -838,20 +839,20 @@ def test_a_prediction_from_an_hf_directory_takes_the_model_from_its_config_json(
   sp = tokenization.load_sentencepiece("tests/testdata/data/spm/spiece.model")
   o = types.SimpleNamespace(model_config_path="", init_checkpoint=None, predict_ckpt=str(tmp_path / "hf"),
                             spiece_model_file="tests/testdata/data/spm/spiece.model")
-  cli.require_model_config(o)
-  assert not cli.model_config(o, sp).differences(config)
+  flag_configs.require_model_config(o)
+  assert not flag_configs.model_config(o, sp).differences(config)
   o.model_config_path = str(tmp_path / "wide.json")
   XLNetConfig(**{**config.to_dict(), "d_inner": 32}).to_json(o.model_config_path)
   with pytest.raises(ValueError, match=f"^--predict_ckpt {tmp_path}/hf is a HuggingFace model other than "
                                        f"--model_config_path {tmp_path}/wide.json describes"):
-    cli.model_config(o, sp)
+    flag_configs.model_config(o, sp)
   o.model_config_path, o.predict_ckpt = "", None
   with pytest.raises(cli.FlagError, match="--model_config_path is required"):
-    cli.require_model_config(o)
+    flag_configs.require_model_config(o)
   (tmp_path / "hf" / "model.safetensors").unlink()  # config.json and no weights: said so (not "pass a config")
   o.init_checkpoint = str(tmp_path / "hf")
   with pytest.raises(FileNotFoundError, match=f"^{tmp_path}/hf holds config.json but no model weights"):
-    cli.model_config(o, sp)
+    flag_configs.model_config(o, sp)
 
 
 def test_one_of_our_checkpoints_exports_too(tmp_path):

@@ -7,6 +7,7 @@ import os
 import pytest
 
 import cli
+import flag_configs
 import run_race
 from helpers import learning
 from xlnet_tf.data import tokenization
@@ -130,6 +131,6 @@ def test_fine_tuning_on_the_set_beats_chance(tmp_path):
       eval_batch_size=32, train_steps=RACE_STEPS, warmup_steps=RACE_STEPS // 10, iterations=100,
       learning_rate=RACE_LR, lr_layer_decay_rate=1.0, dropout=0.0, dropatt=0.0, seed=1, strategy="one_device")
   lines = []
-  results = run_race.run(o, cli.start(o), log_fn=lines.append)  # as the CLI: seeded initialisation
+  results = run_race.run(o, flag_configs.start(o), log_fn=lines.append)  # as the CLI: seeded initialisation
   (result,) = results["eval"]
   assert result["eval_accuracy"] > MIN_ACCURACY, result

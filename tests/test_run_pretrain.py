@@ -561,9 +561,10 @@ def _xla_dot_precisions():
 @pytest.mark.parametrize("use_tf32", [False, True])
 def test_float32_matmuls_are_strict_unless_tf32_is_asked_for(tf32_default, use_tf32):
   import cli
+  import flag_configs
   import run_pretrain
   assert tf32_default  # TensorFlow 2's default, which the original (TF 1.13) did not have
-  cli.start(cli.defaults(run_pretrain.define_flags, use_tf32=use_tf32))
+  flag_configs.start(cli.defaults(run_pretrain.define_flags, use_tf32=use_tf32))
   assert tf.config.experimental.tensor_float_32_execution_enabled() == use_tf32
   # XLA (--jit_compile) follows: every float32 dot at HIGHEST precision, or XLA's default with TF32.
   expected = [] if use_tf32 else ["operand_precision={highest,highest}"]
@@ -585,6 +586,7 @@ def test_use_tpu_connects_to_the_cloud_tpu_its_flags_name(monkeypatch):
   """--use_tpu with --tpu, --tpu_zone and --gcp_project: start-up resolves that TPU (the resolver is stopped here:
   this machine has none)."""
   import cli
+  import flag_configs
   import run_pretrain
   asked = []
 
@@ -593,8 +595,8 @@ def test_use_tpu_connects_to_the_cloud_tpu_its_flags_name(monkeypatch):
     raise ValueError("no TPU here")
   monkeypatch.setattr(tf.distribute.cluster_resolver, "TPUClusterResolver", resolver)
   with pytest.raises(ValueError, match="no TPU here"):
-    cli.start(cli.defaults(run_pretrain.define_flags, use_tpu=True, tpu="grpc://10.0.0.2:8470", tpu_zone="zone-b",
-                           gcp_project="proj"))
+    flag_configs.start(cli.defaults(run_pretrain.define_flags, use_tpu=True, tpu="grpc://10.0.0.2:8470",
+                                    tpu_zone="zone-b", gcp_project="proj"))
   assert asked == [dict(tpu="grpc://10.0.0.2:8470", zone="zone-b", project="proj")]
 
 
@@ -632,8 +634,10 @@ def test_a_tf_config_of_several_workers_without_multi_worker_mirrored_is_refused
     training.make_strategy("auto")
   assert training.make_strategy("auto", trains=False).num_replicas_in_sync == 1  # a worker's prediction alone
   import cli  # pylint: disable=import-outside-toplevel
+  import flag_configs  # pylint: disable=import-outside-toplevel
   import run_classifier  # pylint: disable=import-outside-toplevel
-  assert cli.start(cli.defaults(run_classifier.define_flags, do_train=False, do_predict=True)).num_replicas_in_sync == 1
+  o = cli.defaults(run_classifier.define_flags, do_train=False, do_predict=True)
+  assert flag_configs.start(o).num_replicas_in_sync == 1
   monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}}))
   assert training.make_strategy("auto").num_replicas_in_sync == 1
 

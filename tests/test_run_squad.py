@@ -14,6 +14,7 @@ import pytest
 from absl import flags as absl_flags
 
 import cli
+import flag_configs
 import run_files
 import run_squad
 from xlnet_tf import XLNetConfig
@@ -112,7 +113,7 @@ def test_prepro_train_predict(tiny_config, tmp_path):
   outputs = []
   for jit_compile in (False, True):
     inference = squad_predict.Inference(squad_task.build_model(
-        XLNetConfig(json_path=tiny_config), cli.create_run_config(o, is_training=False, is_finetune=True)),
+        XLNetConfig(json_path=tiny_config), flag_configs.create_run_config(o, is_training=False, is_finetune=True)),
         jit_compile=jit_compile)
     inference.load(str(tmp_path / "model" / "ckpt-4"))
     outputs.append(inference.run(records.squad_dataset(
@@ -306,7 +307,7 @@ def test_training_records_made_from_other_data_are_refused(tiny_config, tmp_path
   (tmp_path / "other.json").write_text(json.dumps(other), encoding="utf-8")
   other = str(tmp_path / "other.json")
   o = cli.defaults(run_squad.define_flags, **_bad_input_args(tiny_config, tmp_path, 0), train_file=TRAIN)
-  sp_model = cli.sentencepiece(o)
+  sp_model = flag_configs.sentencepiece(o)
   os.makedirs(o.output_dir)
   prepro(o, sp_model, print, num_proc=1, proc_id=0)
   lines = []

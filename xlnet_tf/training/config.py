@@ -1,5 +1,5 @@
 """`TrainConfig`: what the training loop (`trainer.Trainer`) needs besides the model and the task, as plain typed
-values, validated once. The CLIs build it from their flags (`cli.train_config`); the error messages name the
+values, validated once. The CLIs build it from their flags (`flag_configs.train_config`); the error messages name the
 flag a CLI user sets.
 """
 

@@ -448,7 +448,7 @@ def start(*, strategy="auto", num_core_per_host=None, seed=None, deterministic=F
   Keras/TF/numpy/python (`seed`: initialisation and dropout), builds the strategy (`make_strategy`;
   `num_core_per_host` is ignored on TPU), makes float32 matmuls strict on GPUs unless `use_tf32`
   (`set_float32_matmul_precision`), warns when bfloat16 (`use_bfloat16`) would be emulated and lets XLA read
-  `XLA_FLAGS` (`read_xla_flags`). The CLIs call it with their flags through `cli.start`.
+  `XLA_FLAGS` (`read_xla_flags`). The CLIs call it with their flags through `flag_configs.start`.
 
   Args:
     strategy: a name of `STRATEGIES`; num_core_per_host, cloud_tpu, trains: as `make_strategy`.

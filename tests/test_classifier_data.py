@@ -12,6 +12,7 @@ import tensorflow as tf
 from helpers import cache_user
 from xlnet_tf import fileio
 from xlnet_tf import locks
+from xlnet_tf.data import records
 from xlnet_tf.tasks.classifier import data as classifier_data
 from xlnet_tf.tasks.classifier import features as classifier_features
 from xlnet_tf.data.records import PaddingInputExample, ReadConfig
@@ -686,6 +687,44 @@ def test_a_rebuild_cut_short_keeps_the_records_and_their_fingerprint_together(tm
   assert sorted(os.listdir(tmp_path)) == sorted([f".{os.path.basename(out)}.lock"]
                                                 + [os.path.basename(path) for path in before])
   assert write(examples[:1]) is None
+
+
+class _Killed(BaseException):
+  """A process killed outright (SIGKILL) in the rename pass: nothing after it runs."""
+
+
+@pytest.mark.parametrize("killed_at", [1, 2])
+def test_a_rebuild_killed_while_renaming_leaves_no_cache_beside_another_fingerprint(tmp_path, monkeypatch, killed_at):
+  """kill -9 (the OOM killer, a lost machine) in the rename pass of rebuilt records: whatever it leaves, neither the
+  old inputs nor the new ones reuse records of the others (renamed before their fingerprint, the new records were
+  reused for the old inputs, exit 0: sweep 27, U3), and a fingerprint that is not UTF-8 is other inputs (U4)."""
+  examples = [InputExample("a", "11 12", label="pos"), InputExample("b", "13", "14 15", label="neg")]
+  out = str(tmp_path / classifier_features.record_file_name("spiece.model", 8, "train"))
+  fingerprint = lambda ex: classifier_features.examples_fingerprint(ex, ["neg", "pos"], 8, 1,
+                                                                     "tests/testdata/data/spm/spiece.model", False)
+  write = lambda ex: classifier_features.file_based_convert_examples_to_features(
+      ex, ["neg", "pos"], 8, tokenize, out, fingerprint=fingerprint(ex))
+  assert write(examples[:1]) == 1
+  old = open(out, "rb").read()
+  renames = []
+  rename = fileio.rename
+
+  def killed(src, dst):
+    renames.append(dst)
+    if len(renames) == killed_at:
+      raise _Killed()
+    rename(src, dst)
+  with monkeypatch.context() as m:
+    m.setattr(fileio, "rename", killed)
+    with pytest.raises(_Killed):
+      write(examples[1:])
+  for ex in (examples[:1], examples[1:]):  # reused only where the file there is the one made from them
+    if records.reusable_cache(out, fingerprint(ex)):
+      assert ex == examples[:1] and open(out, "rb").read() == old
+  assert write(examples[1:]) == 1 and write(examples[1:]) is None
+  with open(out + ".source", "wb") as f:
+    f.write(b"\xff\xfe damaged")
+  assert write(examples[1:]) == 1  # written again, not a codec error naming no file
 
 
 def test_tfrecord_regression_and_errors(tmp_path):

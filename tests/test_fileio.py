@@ -229,6 +229,27 @@ def test_a_prefix_in_a_set_moves_every_part_in_the_pass_with_the_marker_last(tmp
   assert (tmp_path / "ckpt.index").read_text() == ".index"
 
 
+def test_a_file_written_before_another_removes_its_old_file_then_precedes_it(tmp_path, monkeypatch):
+  """`write(..., before=)` (a cache's fingerprint, `records.mark_cache`): the old file of `before` is removed, then
+  the file renamed, then `before`'s new one, so a process killed in between leaves no old `before` beside it."""
+  (tmp_path / "cache").write_text("old")
+  steps = []
+  rename, remove = fileio.rename, fileio.remove
+  monkeypatch.setattr(fileio, "rename", lambda src, dst: (steps.append(("rename", os.path.basename(dst))),
+                                                          rename(src, dst)))
+  monkeypatch.setattr(fileio, "remove", lambda path: (steps.append(("remove", os.path.basename(path))), remove(path)))
+  with fileio.atomic_files() as files:
+    files.write(str(tmp_path / "record"), "r")
+    files.write(str(tmp_path / "cache"), "new")
+    files.write(str(tmp_path / "cache.source"), "f", before=str(tmp_path / "cache"))
+  assert steps == [("rename", "record"), ("remove", "cache"), ("rename", "cache.source"), ("rename", "cache")]
+  assert (tmp_path / "cache").read_text() == "new" and listing(tmp_path) == ["cache", "cache.source", "record"]
+  with pytest.raises(ValueError, match="must be a one-file member of this set"):
+    with fileio.atomic_files() as files:
+      files.write(str(tmp_path / "x.source"), "f", before=str(tmp_path / "x"))  # x is not in the set
+  assert not os.path.exists(tmp_path / "x.source")
+
+
 def test_a_failed_later_file_leaves_no_part_of_a_prefix_and_no_temporary(tmp_path, monkeypatch):
   """A full disk at the file after a checkpoint's prefix: neither part appears, and nothing is left."""
   def full_disk(path, data):

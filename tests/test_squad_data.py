@@ -394,6 +394,13 @@ def test_prepare_eval_features_caches(sp_model, tmp_path, caplog, monkeypatch):
   assert not os.path.exists(tmp_path / npz)
   _, features6, _, stats6 = records.prepare_eval_features(*args)
   assert stats6 is not None and features6 == features
+  # Damaged (a copy cut short, flipped bytes): one line naming the file and what rebuilds it, not a zipfile traceback.
+  with open(tmp_path / npz, "r+b") as f:
+    f.truncate(os.path.getsize(tmp_path / npz) // 2)
+  with pytest.raises(ValueError, match=rf"^The cached evaluation features {re.escape(str(tmp_path / npz))} cannot be "
+                                       r"read \(BadZipFile: .*\)\. Remove the file, or rerun with "
+                                       r"--overwrite_data=True, to build them again\.$"):
+    records.prepare_eval_features(*args)
   # While another run reads them, another file to predict does not write them again (`locks.cache_lock`).
   monkeypatch.setattr(locks, "CACHE_LOCK_WAIT_S", 0.2)
   with cache_user.reader(tmp_path / npz):

@@ -380,6 +380,7 @@ class FileSet:
 
   def __init__(self):
     self._temps = {}  # final name -> temporary name, in the order asked for
+    self._first = {}  # final name -> the final name of the file renamed just before it (`write`'s `before`)
     self._last_suffixes = {}  # final name of a prefix -> the suffix of its part renamed last (or None)
     self._current = None  # the final name being written or renamed (named by a write error)
 
@@ -400,9 +401,17 @@ class FileSet:
     self._last_suffixes[self._current] = last_suffix  # `path` as `self.path` keys it
     return tmp
 
-  def write(self, path, data):
-    """Writes `data` (str: UTF-8 text, or bytes) as the file of `path` (to its temporary name)."""
+  def write(self, path, data, before=None):
+    """Writes `data` (str: UTF-8 text, or bytes) as the file of `path` (to its temporary name). With `before`, the
+    final name of a one-file member of this set: at the commit the file now at `before` is removed, then `path`
+    renamed, then `before`'s: a process killed in between (SIGKILL) leaves `path` new without `before`, never beside
+    `before`'s old file (a cache's fingerprint, `records.mark_cache`)."""
+    if before is not None and (before not in self._temps or before in self._last_suffixes or before in self._first):
+      raise ValueError(f"{before} must be a one-file member of this set, preceded by no other, to write {path} "
+                       "before it.")
     _write_data(self.path(path), data)
+    if before is not None:
+      self._first[before] = path
 
   def _commit(self):
     for path, tmp in self._temps.items():  # checked first: a rename that fails would leave part of the set new
@@ -417,9 +426,17 @@ class FileSet:
       for final in (path + p[len(tmp):] for p in parts):
         if exists(final) and isdir(final):
           raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), final)
+    preceding = set(self._first.values())
     with signals_held():
       for path, tmp in self._temps.items():
+        if path in preceding:
+          continue  # renamed right before the file it precedes
         self._current = path
+        if path in self._first:
+          remove(path)
+          self._current = self._first[path]
+          rename(self._temps[self._current], self._current)
+          self._current = path
         if path in self._last_suffixes:
           _rename_parts(tmp, path, self._last_suffixes[path])
         else:

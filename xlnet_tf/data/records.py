@@ -72,16 +72,19 @@ def reusable_cache(path, fingerprint):
   source = path + ".source"
   if fingerprint is None or not fileio.exists(source):
     return True
-  with fileio.open_file(source) as f:
-    return f.read().strip() == fingerprint
+  with fileio.open_file(source, "rb") as f:  # bytes: a damaged one (not UTF-8) names other inputs (sweep 27, U4)
+    return f.read().strip() == fingerprint.encode("utf-8")
 
 
 def mark_cache(files, path, fingerprint):
   """Adds `{path}.source`, the fingerprint of the inputs `path` is made from (`reusable_cache`), to `files`, the
-  `fileio.FileSet` that writes `path`: the two appear together. (Written after the cache, a rebuild cut short between
-  them, by a full disk or a signal, left the new cache beside the old fingerprint, and a later run with the old inputs
-  reused the new cache.)"""
-  files.write(path + ".source", fingerprint + "\n")
+  `fileio.FileSet` that writes `path`: the two appear together, and even a process killed outright (SIGKILL, the
+  OOM killer) while they are renamed leaves no cache beside another's fingerprint: the old cache is removed, then the
+  fingerprint renamed, then the cache (`FileSet.write`'s `before`), so a cut leaves a fingerprint without its cache,
+  built again. (Written after the cache, a rebuild cut short between them, by a full disk or a signal, left the new
+  cache beside the old fingerprint, and a later run with the old inputs reused the new cache; killed before the
+  fingerprint's rename, the new cache without one, reused by name for any inputs: sweep 27, U3.)"""
+  files.write(path + ".source", fingerprint + "\n", before=path)
 
 
 def is_int_at_least(value, low):

@@ -15,6 +15,7 @@ the input file, so pass overwrite_data after changing those):
 import contextlib
 import os
 import random
+import zipfile
 
 import numpy as np
 import tensorflow as tf
@@ -311,7 +312,11 @@ def prepare_eval_features(predict_file, sp_model, spiece_model_file, output_dir,
   with locks.cache_lock(feature_file, reusable, overwrite_data) as reuse:  # the three files' lock: see the docstring
     if reuse:
       logging.info("Loading evaluation features from %s (set --overwrite_data to rebuild).", feature_file)
-      return examples, load_eval_features(feature_file), record, None
+      try:
+        return examples, load_eval_features(feature_file), record, None
+      except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile) as e:  # a traceback (sweep 27, U2)
+        raise ValueError(f"The cached evaluation features {feature_file} cannot be read ({type(e).__name__}: {e}). "
+                         "Remove the file, or rerun with --overwrite_data=True, to build them again.") from None
     for path in (feature_file + ".source", feature_file):  # a rebuild cut short leaves no features: built again
       fileio.remove(path)
     features = []

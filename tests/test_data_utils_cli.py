@@ -452,6 +452,16 @@ def test_records_that_would_not_fit_with_another_run_s_are_refused(tmp_path):
   assert sorted(p.name for p in out.rglob("*")) == before
   data_utils.create_data(cli.values(_flag_values(args + [f"--sp_path={GOLDEN}/spm/spiece.model", "--num_task=2",
                                                          "--task=0"])))  # the same task again: rewritten
+  # A writer file that cannot be read is not taken as none: the other model's pass beside it was written (U1).
+  writer = f"{first}.writer.json"
+  with open(writer, encoding="utf-8") as f:
+    kept = f.read()
+  with open(writer, "w", encoding="utf-8") as f:
+    f.write(kept[:40])
+  with pytest.raises(pd.DataError, match=rf"^{writer}, which says how data_utils.py wrote the records beside it"):
+    data_utils.create_data(cli.values(_flag_values(args + [f"--sp_path={other_model}", "--num_task=2", "--task=1"])))
+  with open(writer, "w", encoding="utf-8") as f:
+    f.write(kept)
   # The reader's check over directories written apart: a text file in two record files of one pass (by its real
   # path, however the glob spelt it), another --num_core_per_host with bi_data.
   ours = record_files.writer_info(str(first))

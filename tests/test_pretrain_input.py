@@ -417,6 +417,24 @@ def test_bi_data_rows_are_checked_against_the_writer_files_before_corpus_info(tm
   assert len(_take(input_fn(batch_size=2), 1)) == 1
 
 
+@pytest.mark.parametrize("content", ['{"num_core_per_host": 2, "sp_mo', '["a list"]'])
+def test_a_writer_file_that_cannot_be_read_is_refused_not_taken_as_none(tmp_path, content):
+  """A writer file cut short (a copy that failed) or not an object: taken as none, it turned the SentencePiece,
+  --num_core_per_host and --num_task checks off without a word, and a run trained on records of another
+  SentencePiece model (sweep 27, U1)."""
+  shutil.copytree(os.path.dirname(GOLDEN_DIR), tmp_path / "records")
+  (record,) = tf.io.gfile.glob(f"{tmp_path}/records/tfrecords/*.tfrecords")
+  with open(record + ".writer.json", "w") as f:
+    f.write(content)
+  with pytest.raises(ValueError, match=rf"^{record}.writer.json, which says how data_utils.py wrote the records "
+                                       r"beside it .* cannot be read \(.*\)\. Write the records again with "
+                                       r"data_utils.py, or delete the file to read them unchecked, as the "
+                                       r"original's\.$"):
+    get_input_fn(str(tmp_path / "records" / "tfrecords"), **GOLDEN_KW)
+  os.remove(record + ".writer.json")
+  get_input_fn(str(tmp_path / "records" / "tfrecords"), **GOLDEN_KW)  # none: the original's records, unchecked
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Seeds, resume and sharding
 # ----------------------------------------------------------------------------------------------------------------

@@ -194,16 +194,23 @@ WRITER_SUFFIX = ".writer.json"
 
 def writer_info(record_path):
   """The writer file data_utils.py wrote beside the record file `record_path` (a dict), or None: the original's
-  records have none (one that cannot be read counts as none)."""
+  records have none. One that cannot be read as a json object is a ValueError: taken as none, it turned the checks
+  of `check_writers` off without a word, and a run trained on records of another SentencePiece model (sweep 27, U1).
+  """
   path = record_path + WRITER_SUFFIX
   if not fileio.exists(path):
     return None
   try:
     with fileio.open_file(path) as f:
       info = json.load(f)
-  except (OSError, ValueError):
-    return None
-  return info if isinstance(info, dict) else None
+  except (OSError, ValueError) as e:
+    info = e
+  if not isinstance(info, dict):
+    problem = f"({info})" if isinstance(info, Exception) else f"(a json {type(info).__name__}, not an object)"
+    raise ValueError(f"{path}, which says how data_utils.py wrote the records beside it (their SentencePiece model, "
+                     f"--num_core_per_host, --num_task), cannot be read {problem}. Write the records again with "
+                     "data_utils.py, or delete the file to read them unchecked, as the original's.")
+  return info
 
 
 def check_writers(named_infos, bi_data, ours=None):

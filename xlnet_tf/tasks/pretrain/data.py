@@ -199,7 +199,10 @@ def _check_no_other_run(tfrecord_dir, spec, options, writer):
         listed = [os.path.join(tfrecord_dir, os.path.basename(n)) for n in json.load(f)["filenames"]]
     except (OSError, ValueError, KeyError, TypeError):  # said by the trainer, which reads it
       continue
-    named += [(name, record_files.writer_info(name)) for name in listed if name != ours]  # ours: written again
+    try:
+      named += [(name, record_files.writer_info(name)) for name in listed if name != ours]  # ours: written again
+    except ValueError as e:
+      raise DataError(str(e)) from None
   for name, info in named:  # another --num_task splits the files otherwise: some text in two record files, or none
     if info and info.get("num_task") not in (None, options.num_task):
       raise DataError(f"{name} was written by a data_utils.py run of --num_task={info['num_task']} "

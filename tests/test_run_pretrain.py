@@ -273,6 +273,20 @@ def test_an_xla_flag_xla_does_not_know_ends_the_run_before_it_writes_anything(re
   assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("name", ["run_flags.json", "xlnet_config.json"])
+def test_a_directory_named_like_a_run_file_is_refused_before_training(record_dirs, tmp_path, name):
+  """A directory where the run writes its run files: found at the first save, after every step before it, with a
+  bare `[Errno 21] Is a directory` (sweep 27, U12); now one line naming it before anything is trained."""
+  (tmp_path / "run" / name).mkdir(parents=True)
+  proc = subprocess.run(pretrain_cmd(record_dirs["bi"], tmp_path / "run", "--train_steps=6"), capture_output=True,
+                        text=True)
+  assert proc.returncode == 1, proc.stderr[-2000:]
+  assert proc.stderr.strip().splitlines()[-1] == (
+      f"run_pretrain.py: error: --model_dir {tmp_path}/run holds a directory named like the run file "
+      f"{tmp_path}/run/{name}: move it away, or pass another --model_dir.")
+  assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [name]
+
+
 def test_ctrl_c_before_training_ends_with_one_line(record_dirs, tmp_path):
   """Ctrl-C while the tool starts (imports: nothing written yet) and while it prepares the run (its --model_dir
   locked, no training loop yet): exit 130, one line, no traceback, no checkpoint and no lock left."""

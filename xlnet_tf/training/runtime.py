@@ -368,7 +368,10 @@ def is_chief(strategy):
 def check_run_files(model_dir, xlnet_config, flag="--model_dir"):
   """Before a run restores or reads anything: ValueError if model_dir already holds checkpoints of a model with
   another config than xlnet_config (its `xlnet_config.json` says so: they could not be resumed, and another
-  ff_activation would load and compute other numbers); `flag` names model_dir in the message."""
+  ff_activation would load and compute other numbers); `flag` names model_dir in the message. ValueError too where
+  a directory there has the name of a run file: found when the first checkpoint was saved, it lost every step
+  before it with a bare `[Errno 21] Is a directory` (sweep 27, U12)."""
+  fileio.check_file_names(model_dir, ("xlnet_config.json", "run_flags.json"), flag, "run")
   config_path = os.path.join(model_dir, "xlnet_config.json")
   if fileio.exists(config_path) and checkpoint.latest_checkpoint(model_dir):
     diff = [f"{k} {old} there, {new} here"

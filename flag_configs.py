@@ -77,11 +77,16 @@ def model_source(o):
 
 def require_model_config(o):
   """FlagError unless --model_config_path names a file, or is omitted and `model_source` is a HuggingFace model
-  directory (its config.json then gives the model)."""
+  directory (its config.json then gives the model); where it is omitted and that source is neither a path nor a
+  checkpoint prefix (a typo, a link to an unmounted disk), the line says so (it asked for a config the user has not
+  got: sweep 27, U11)."""
   from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
-  source, _ = model_source(o)
+  source, flag = model_source(o)
   if not o.model_config_path and source and fileio.exists(os.path.join(source, "config.json")):
     return
+  if not o.model_config_path and source and not fileio.exists(source) and not fileio.exists(source + ".index"):
+    require_file(source, flag[2:], "a HuggingFace model directory (its config.json then gives the model), or a TF1 "
+                 "checkpoint with --model_config_path", directory_ok=True)
   require_file(o.model_config_path, "model_config_path", "the xlnet_config.json of the model (it may be omitted when "
                "--init_checkpoint, or --predict_ckpt, is a HuggingFace model directory with config.json)")
 

@@ -286,6 +286,10 @@ def run(o, strategy, log_fn=print):
   xlnet_config = flag_configs.model_config(o, sp_model)
   tokenize_fn = tokenization.make_tokenize_fn(sp_model, o.uncased)
   label_list = classifier_data.label_list_for(processor, o.is_regression)
+  if o.predict_threshold and label_list is not None and len(label_list) != 2:  # ignored without a word (sweep 27, U8)
+    raise cli.FlagError(f"--predict_threshold={o.predict_threshold} decides between 2 classes, but the task has "
+                        f"{len(label_list)} ({', '.join(map(str, label_list))}), of which a prediction takes the "
+                        "highest score. Drop --predict_threshold.")
   if o.do_train or o.do_eval:
     check_trained_labels(o.model_dir, label_list, o)
     run_files.check_trained_model(o, o.model_dir, xlnet_config)

@@ -177,6 +177,9 @@ CASES = [
                                                               "--predict_dir={w}/pred", "--is_regression=True",
                                                               "--predict_threshold=0.5"],
      "--predict_threshold=0.5 decides between 2 classes, but --is_regression=True predicts one number per example."),
+    ("cls-threshold-with-3-classes", "run_classifier.py", ["--task_name=mnli_matched", "--predict_threshold=0.5"],
+     "--predict_threshold=0.5 decides between 2 classes, but the task has 3 (contradiction, entailment, neutral), of "
+     "which a prediction takes the highest score. Drop --predict_threshold."),  # ignored without a word (sweep 27)
     ("cls-num-hosts-negative", "run_classifier.py", ["--num_hosts=-2"],
      "--num_hosts must be a positive integer. Received: -2."),
     ("cls-num-hosts-zero-eval-only", "run_classifier.py", ["--do_train=False", "--do_eval=True", "--num_hosts=0"],

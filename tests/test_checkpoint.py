@@ -401,8 +401,9 @@ def test_checkpoints_fine_tuned_with_another_sentencepiece_model_are_refused(tmp
 
 def test_a_checkpoint_deleted_after_the_listing_is_skipped_and_the_rest_evaluated(tmp_path):
   """--eval_all_ckpt beside a training run with --max_save: a listed checkpoint deleted before its turn is skipped
-  with a line (the whole evaluation ended there, advising another checkpoint prefix); a checkpoint that is
-  there but unreadable is still an error; none left is one line."""
+  with a line (the whole evaluation ended there, advising another checkpoint prefix); so is one that is there but
+  damaged (the evaluation stopped at it: sweep 27, U6), an error where none other could be read; none left is one
+  line."""
   tiny = dict(n_layer=1, d_model=8, n_head=2, d_head=4, d_inner=8, ff_activation="gelu", untie_r=True, n_token=20)
   model = XLNetModel(XLNetConfig(**tiny), RunConfig(is_training=False, use_tpu=False, use_bfloat16=False,
                                                     dropout=0.0, dropatt=0.0))
@@ -415,9 +416,16 @@ def test_a_checkpoint_deleted_after_the_listing_is_skipped_and_the_rest_evaluate
   assert checkpoint.each_remaining(listed, work, lines.append) == [1, 3]
   assert lines == [f"Skipped {tmp_path}/ckpt-2: it was deleted after its directory was listed (a training run there "
                    "keeps its last --max_save checkpoints)."]
-  os.remove(str(tmp_path / "ckpt-3.data-00000-of-00001"))
+  data = str(tmp_path / "ckpt-1.data-00000-of-00001")
+  with open(data, "r+b") as f:
+    f.truncate(os.path.getsize(data) // 2)
+  lines.clear()
+  read = lambda step, path: checkpoint.original_arrays(path) and step
+  assert checkpoint.each_remaining(listed[::2], read, lines.append) == [3]
+  assert lines == [f"Skipped {tmp_path}/ckpt-1: it is incomplete or damaged (Read less bytes than requested). Copy it "
+                   f"again, or delete its files ({tmp_path}/ckpt-1.*)."]
   with pytest.raises(checkpoint.DamagedCheckpointError):
-    checkpoint.each_remaining(listed[2:], lambda step, path: checkpoint.original_arrays(path), lines.append)
+    checkpoint.each_remaining(listed[:1], read, lines.append)
   with pytest.raises(FileNotFoundError, match=f"Every checkpoint listed was deleted before it was read \\({tmp_path}"):
     checkpoint.each_remaining(listed[1:2], work, lines.append)
 

@@ -725,6 +725,11 @@ def test_a_rebuild_killed_while_renaming_leaves_no_cache_beside_another_fingerpr
   with open(out + ".source", "wb") as f:
     f.write(b"\xff\xfe damaged")
   assert write(examples[1:]) == 1  # written again, not a codec error naming no file
+  os.remove(out + ".source")
+  os.mkdir(out + ".source")
+  with pytest.raises(ValueError, match=rf"^--output_dir {tmp_path} holds a directory named like the cached file "
+                                       rf"{out}.source: move it away, or pass another --output_dir.$"):
+    write(examples[1:])
 
 
 def test_tfrecord_regression_and_errors(tmp_path):

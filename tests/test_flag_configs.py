@@ -68,3 +68,23 @@ def test_a_file_flag_through_a_symbolic_link_to_nowhere_or_a_loop_says_so(tmp_pa
       f"--spiece_model_file={tmp_path}/c is a symbolic link to /nowhere/spiece.model, which does not exist. Pass the "
       "SentencePiece model.",
       f"--spiece_model_file={tmp_path}/d does not exist. Pass the SentencePiece model."]
+
+
+def test_an_init_checkpoint_that_does_not_exist_is_named_where_it_would_give_the_model(tmp_path):
+  """--init_checkpoint mistyped, or a link to an unmounted disk, without --model_config_path: the line asked for a
+  config the user has not got (the HF directory gives it), never saying the path is missing (sweep 27, U11)."""
+  (tmp_path / "hf").symlink_to("/mnt/unmounted/hf")
+  (tmp_path / "released.ckpt.index").write_bytes(b"")
+  options = lambda init: types.SimpleNamespace(model_config_path=None, init_checkpoint=init, predict_ckpt=None)
+  what = ("a HuggingFace model directory (its config.json then gives the model), or a TF1 checkpoint with "
+          "--model_config_path.")
+  lines = []
+  for init in (tmp_path / "no_such_dir", tmp_path / "hf", tmp_path / "released.ckpt"):
+    with pytest.raises(cli.FlagError) as error:
+      flag_configs.require_model_config(options(str(init)))
+    lines.append(str(error.value))
+  assert lines == [f"--init_checkpoint={tmp_path}/no_such_dir does not exist. Pass {what}",
+                   f"--init_checkpoint={tmp_path}/hf is a symbolic link to /mnt/unmounted/hf, which does not exist. "
+                   f"Pass {what}",
+                   "--model_config_path is required: the xlnet_config.json of the model (it may be omitted when "
+                   "--init_checkpoint, or --predict_ckpt, is a HuggingFace model directory with config.json)."]

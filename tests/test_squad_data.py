@@ -352,6 +352,28 @@ def test_record_names():
   assert records.eval_features_name("spiece.model", 512, 64) == "spiece.model.slen-512.qlen-64.eval.features.npz"
 
 
+def test_a_training_record_fingerprint_that_cannot_be_read_is_named(tmp_path):
+  """A training record's `.source` that is not UTF-8, a directory or says no num_proc: one line naming it (a bare
+  codec or errno line before: sweep 27, U4); none: the original's record, read by its name."""
+  record = str(tmp_path / "spiece.model.0.slen-64.qlen-16.train.tf_record")
+  assert records.recorded_fingerprint(record) is None
+  with open(record + ".source", "w", encoding="utf-8") as f:
+    f.write("abc num_proc=2\n")
+  assert records.recorded_fingerprint(record) == ("abc", 2)
+  for damage in (b"\xff\xfe num_proc=2", b"abc", None):
+    os.remove(record + ".source")
+    if damage is None:
+      os.mkdir(record + ".source")
+    else:
+      with open(record + ".source", "wb") as f:
+        f.write(damage)
+    with pytest.raises(ValueError, match=rf"^{re.escape(record)}.source, the fingerprint of the training record "
+                                         r"beside it, cannot be read.*\. Delete it \(the record is then read by its "
+                                         r"name alone, as the original's\), or delete both and rerun "
+                                         r"--do_prepro=True\.$"):
+      records.recorded_fingerprint(record)
+
+
 def test_arrays_round_trip(sp_model):
   for mode in ("train", "eval"):
     features, _ = data.build_features(_examples(mode)[:6], sp_model, _opts(48, 40, 8), is_training=mode == "train")

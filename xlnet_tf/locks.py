@@ -268,8 +268,9 @@ def cache_lock(path, reusable, overwrite=False, what="--output_dir"):
   """
   path = str(path)
   directory = os.path.dirname(path)
-  fileio.check_file_names(directory, [os.path.basename(path)], what, "cached")  # was "reused", then TensorFlow's
-  # traceback reading it (sweep 23, B5)
+  # A directory at the cache's name was "reused", then TensorFlow's traceback reading it (sweep 23, B5); one at its
+  # fingerprint's, a bare `[Errno 21]` (sweep 27, U4).
+  fileio.check_file_names(directory, [os.path.basename(path), os.path.basename(path) + ".source"], what, "cached")
   lock = os.path.join(directory, f".{os.path.basename(path)}.lock")
   fd = held = None if fileio.is_remote(path) else _CACHE_LOCKS.get(lock)
   if fd is None and not fileio.is_remote(path):

@@ -281,13 +281,22 @@ def train_fingerprint(train_file, sp_model, options):
 
 def recorded_fingerprint(path):
   """(`train_fingerprint`, num_proc) that `prepare_train_records` wrote beside the record `path`, or None (a record
-  of the original's `--do_prepro`, or of a version that wrote none)."""
+  of the original's `--do_prepro`, or of a version that wrote none). ValueError naming it where it cannot be read
+  (a directory, not UTF-8: a bare errno or codec line before, sweep 27, U4) or does not say both."""
   source = path + ".source"
   if not fileio.exists(source):
     return None
-  with fileio.open_file(source) as f:
-    fingerprint, _, num_proc = f.read().strip().partition(" num_proc=")
-  return (fingerprint, int(num_proc)) if num_proc.isdigit() else None
+  try:
+    with fileio.open_file(source, "rb") as f:
+      fingerprint, _, num_proc = f.read().decode("utf-8").strip().partition(" num_proc=")
+  except (OSError, UnicodeDecodeError) as e:
+    fingerprint, num_proc = e, ""
+  if not num_proc.isdigit():
+    why = f" ({fingerprint})" if isinstance(fingerprint, Exception) else ""
+    raise ValueError(f"{source}, the fingerprint of the training record beside it, cannot be read{why}. Delete it "
+                     "(the record is then read by its name alone, as the original's), or delete both and rerun "
+                     "--do_prepro=True.")
+  return fingerprint, int(num_proc)
 
 
 def prepare_eval_features(predict_file, sp_model, spiece_model_file, output_dir, options, overwrite_data=False):

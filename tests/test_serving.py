@@ -15,6 +15,7 @@ Measured (scratch runs over the first 5,000 reviews of the fixed IMDB dev split,
 
 import os
 import random
+import shutil
 import unicodedata
 
 import numpy as np
@@ -286,3 +287,15 @@ def test_an_export_dir_prepared_with_assets_extra_or_holding_file_manager_files_
   (tmp_path / "other" / "variables").mkdir(parents=True)
   with pytest.raises(ValueError, match="it is a directory not written by this tool"):
     serving.check_export_dir(str(tmp_path / "other"))
+  # A FILE named assets.extra (the warm-up requests saved under the directory's name), alone or beside a SavedModel:
+  # it was deleted, exit 0 (sweep 27, U14).
+  (tmp_path / "alone").mkdir()
+  (tmp_path / "alone" / "assets.extra").write_bytes(b"warmup")
+  shutil.rmtree(export_dir / "variables.bak")
+  shutil.rmtree(export_dir / "assets.extra")
+  (export_dir / "assets.extra").write_bytes(b"warmup")
+  for directory in (tmp_path / "alone", export_dir):
+    with pytest.raises(ValueError, match=rf"^Cannot use the SavedModel directory {directory}: its assets.extra is a "
+                                         r"file, where TF Serving reads a directory"):
+      serving.check_export_dir(str(directory))
+    assert (directory / "assets.extra").read_bytes() == b"warmup"

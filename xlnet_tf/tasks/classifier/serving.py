@@ -276,8 +276,14 @@ def check_export_dir(export_dir, what="the SavedModel directory"):
   SavedModel (`fileio.check_output_dir`), or a SavedModel holding entries an export does not write (a user's
   NOTES.md), which were deleted with it. The message names them; the directory is left as it is. A directory
   holding only assets.extra/ (warm-up requests prepared before the first export) is taken, and a file manager's
-  `OS_FILES` are not counted."""
+  `OS_FILES` are not counted; a FILE named assets.extra is refused (it was deleted with the old model: sweep 27,
+  U14)."""
   entries = _entries(export_dir) if fileio.isdir(export_dir) else None
+  if entries and USER_ENTRIES in entries and not fileio.isdir(os.path.join(export_dir, USER_ENTRIES)):
+    raise ValueError(f"Cannot use {what} {export_dir}: its {USER_ENTRIES} is a file, where TF Serving reads a "
+                     f"directory ({USER_ENTRIES}/tf_serving_warmup_requests) and an export carries over only that "
+                     f"directory: the file would be deleted. Move it into {USER_ENTRIES}/ (as "
+                     "tf_serving_warmup_requests) or elsewhere, or pass another directory.")
   fileio.check_output_dir(export_dir, what, None if entries is not None and entries <= {USER_ENTRIES} else
                           SAVED_MODEL_MARKER)
   if entries is None:

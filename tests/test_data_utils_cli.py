@@ -405,6 +405,24 @@ def test_the_save_dir_s_own_files_are_never_inputs(tmp_path, caplog):
   assert json.loads(writer.read_text())["input_files"] == [str(corpus / "a.txt")]
 
 
+@pytest.mark.parametrize("name", ["corpus_info.json", "tfrecords"])
+def test_a_save_dir_holding_something_else_at_the_run_s_names_is_refused_before_tokenizing(tmp_path, name):
+  """A directory named corpus_info.json, or a file named tfrecords, in --save_dir: found after the whole corpus was
+  tokenized (and its batches written), advising to free space or pass a writable --save_dir (sweep 27, U13)."""
+  tmp_path.joinpath("out").mkdir()
+  if name == "tfrecords":
+    (tmp_path / "out" / name).write_text("user notes")
+  else:
+    (tmp_path / "out" / name).mkdir()
+  args = [f"--sp_path={GOLDEN}/spm/spiece.model", *GOLDEN_FLAGS, f"--save_dir={tmp_path / 'out'}",
+          f"--input_glob={GOLDEN}/corpus/imdb-0.txt"]
+  kind = "a directory named like the corpus file" if name != "tfrecords" else "a file named like the records' directory"
+  with pytest.raises(pd.DataError, match=rf"^--save_dir {tmp_path}/out holds {kind} {tmp_path}/out/{name}: move it "
+                                         r"away, or pass another --save_dir\.$"):
+    data_utils.create_data(cli.values(_flag_values(args)))
+  assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [name]
+
+
 def test_a_save_dir_inside_the_corpus_and_the_run_s_own_lock_are_left_out(tmp_path, caplog):
   """--save_dir a new folder of the corpus and --input_glob=<corpus>/*: the first run refused the folder it had made
   for its lock (`Input D/out is a directory`; sweep 16, N3). The run's own lock is left out without a word (N6)."""

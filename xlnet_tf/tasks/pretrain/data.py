@@ -257,6 +257,20 @@ def _own_files_left_out(file_paths, input_glob, save_dir, own_lock):
   return [path for path in file_paths if path not in own]
 
 
+def _check_save_dir_names(save_dir):
+  """DataError where --save_dir holds a directory named corpus_info.json or a file named tfrecords, where this run
+  writes: found after the whole corpus was tokenized, with advice to free space or pass a writable --save_dir (sweep
+  27, U13)."""
+  try:
+    fileio.check_file_names(save_dir, ["corpus_info.json"], "--save_dir", "corpus")
+  except ValueError as e:
+    raise DataError(str(e)) from None
+  records = os.path.join(save_dir, "tfrecords")
+  if fileio.exists(records) and not fileio.isdir(records):
+    raise DataError(f"--save_dir {save_dir} holds a file named like the records' directory {records}: move it away, "
+                    "or pass another --save_dir.")
+
+
 def create_data(spec, options, *, input_glob, sp_path, save_dir):
   """Text files -> the original's pretraining records (the `data_utils.py` driver; arguments are its flags).
 
@@ -282,6 +296,7 @@ def create_data(spec, options, *, input_glob, sp_path, save_dir):
   task, num_task, pass_id = options.task, options.num_task, options.pass_id
   if not save_dir:
     raise DataError("--save_dir is empty. Pass the output directory.")
+  _check_save_dir_names(save_dir)
   try:
     sp = tokenization.load_sentencepiece(sp_path)
   except (OSError, ValueError) as e:

@@ -832,10 +832,19 @@ def test_run_pretrain_s_casing_refusal_names_the_records_to_write(tmp_path):
 
 def test_a_run_flags_json_that_is_a_directory_is_one_line(tmp_path):
   """It was a bare `[Errno 21] Is a directory: '.../run_flags.json'` (sweep 23, C7)."""
+  import json  # pylint: disable=import-outside-toplevel
   (tmp_path / "run_flags.json").mkdir()
   with pytest.raises(cli.FlagError, match=f"^{tmp_path}/run_flags.json is a directory, not the file of the flags of "
                                           "the run that wrote the checkpoints there, which this run checks. Restore"):
     run_files.run_flags(str(tmp_path))
+  # A label_list edited into a string: it was said to differ from the same labels as a list (sweep 27, U9).
+  (tmp_path / "run_flags.json").rmdir()
+  (tmp_path / "run_flags.json").write_text(json.dumps({"label_list": "neg,pos"}))
+  with pytest.raises(cli.FlagError, match=f"^{tmp_path}/run_flags.json is damaged \\(its label_list 'neg,pos' is not "
+                                          "a list\\): it records the flags of the run"):
+    run_files.run_flags(str(tmp_path))
+  (tmp_path / "run_flags.json").write_text(json.dumps({"label_list": None}))  # a regression's
+  assert run_files.run_flags(str(tmp_path)) == {"label_list": None}
 
 
 def test_fine_tuning_a_run_of_other_casing_or_clamp_len_is_refused(tmp_path):

@@ -81,6 +81,23 @@ def test_a_state_file_naming_a_checkpoint_whose_files_are_gone_takes_the_latest_
       f"ckpt-4.index): the latest complete checkpoint there, {directory}/{latest}, is taken."]
 
 
+def test_a_state_file_naming_an_older_checkpoint_is_followed_with_a_warning_naming_the_later_one(tmp_path, caplog):
+  """The state file names ckpt-1 beside a complete ckpt-3 (restored from a backup, or a save stopped before its state
+  file): ckpt-1 is taken, as the state file says, and a training run wrote its ckpt-3 over the complete one without a
+  word (sweep 27). One warning names it; none where the named one is the highest."""
+  _run_dir(tmp_path / "m", [1, 3])
+  directory = str(tmp_path / "m")
+  assert checkpoint.latest_checkpoint(directory) == f"{directory}/ckpt-3"
+  assert not [r for r in caplog.records if r.levelname == "WARNING"]
+  (tmp_path / "m" / "checkpoint").write_text('model_checkpoint_path: "ckpt-1"\nall_model_checkpoint_paths: "ckpt-1"\n')
+  assert checkpoint.latest_checkpoint(directory) == f"{directory}/ckpt-1"
+  assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+      f"{directory}/checkpoint names {directory}/ckpt-1 as the latest checkpoint, but {directory}/ckpt-3, of a later "
+      "step, is there too (a state file restored from a backup, or a run stopped between a save's files and its "
+      "state file): ckpt-1 is taken, as the state file says, and a training run there writes its later checkpoints "
+      "over ckpt-3. To go on from it instead, delete the state file (the highest step is then taken)."]
+
+
 def test_a_state_file_listing_no_complete_checkpoint_takes_the_highest_on_disk_or_none(tmp_path):
   _run_dir(tmp_path / "m", [3, 4])
   (tmp_path / "m" / "checkpoint").write_text('model_checkpoint_path: "ckpt-9"\nall_model_checkpoint_paths: "ckpt-9"\n')

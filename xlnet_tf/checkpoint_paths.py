@@ -36,6 +36,7 @@ def latest_checkpoint(directory):
   named = state.model_checkpoint_path
   beside = lambda p: os.path.join(directory, os.path.basename(p))  # TF1 wrote absolute paths: a directory moved
   if fileio.exists(beside(named) + ".index"):  # the directory's own files, where a copied run's names the original's
+    _warn_of_a_later_checkpoint(directory, beside(named))
     return beside(named)
   outside = fileio.exists(named + ".index")
   if outside and fileio.is_within(named, directory):
@@ -49,6 +50,20 @@ def latest_checkpoint(directory):
              f"the latest complete checkpoint there, {path}, is taken." if path else
              "there is no complete checkpoint there either, so none is taken.")
   return path
+
+
+def _warn_of_a_later_checkpoint(directory, named):
+  """A warning where `directory` holds a complete run checkpoint of a later step than `named`, the one its state
+  file names (a state file restored from a backup, or a run stopped between a save's files and its state file): it
+  is not taken, and a training run there writes its later checkpoints over it, without a word (sweep 27)."""
+  match = _RUN_CHECKPOINT.fullmatch(os.path.basename(named) + ".index")
+  later = _highest_run_checkpoint(directory, complete=True) if match else None
+  if later and int(_RUN_CHECKPOINT.fullmatch(os.path.basename(later) + ".index").group(1)) > int(match.group(1)):
+    _warn_once("%s names %s as the latest checkpoint, but %s, of a later step, is there too (a state file restored "
+               "from a backup, or a run stopped between a save's files and its state file): %s is taken, as the "
+               "state file says, and a training run there writes its later checkpoints over %s. To go on from it "
+               "instead, delete the state file (the highest step is then taken).",
+               os.path.join(directory, "checkpoint"), named, later, os.path.basename(named), os.path.basename(later))
 
 
 def read_state(directory):

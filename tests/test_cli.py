@@ -459,6 +459,13 @@ def test_checkpoints_of_another_model_or_pooling_are_refused_before_they_are_rea
   with pytest.raises(cli.FlagError, match=f"--predict_ckpt {tmp_path} holds checkpoints of another model "
                                           f"\\({tmp_path}/xlnet_config.json: ff_activation gelu there, relu here\\)"):
     run_files.check_trained_model(o, str(tmp_path), relu, "--predict_ckpt")
+  kept = (tmp_path / "xlnet_config.json").read_text()
+  (tmp_path / "xlnet_config.json").write_text(kept[:30])  # damaged: its advice named --model_config_path (sweep 27)
+  with pytest.raises(cli.FlagError, match=f"^XLNet config file {tmp_path}/xlnet_config.json is not valid json: .*: it "
+                                          f"describes the checkpoints in --model_dir {tmp_path}. Restore it from a "
+                                          "copy of that run, or pass another --model_dir.$"):
+    run_files.check_trained_model(o, str(tmp_path), config)
+  (tmp_path / "xlnet_config.json").write_text(kept)
   o.summary_type, o.use_summ_proj = "last", False
   with pytest.raises(cli.FlagError) as error:
     run_files.check_trained_model(o, str(tmp_path), config)

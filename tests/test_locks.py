@@ -128,6 +128,18 @@ def test_a_signal_while_the_lock_is_made_leaves_no_lock(where, tmp_path, monkeyp
                             f"{run_dir}/.run.lock). Free space and rerun.")  # not "Pass a writable" (sweep 19, F9)
 
 
+def test_a_directory_at_the_lock_s_name_is_named_with_its_remedy(tmp_path):
+  """A directory named `.run.lock` in --model_dir: the line said "Pass a writable directory" of a writable one
+  (sweep 27)."""
+  (tmp_path / "run" / ".run.lock").mkdir(parents=True)
+  with pytest.raises(ValueError) as e:
+    with locks.directory_lock(str(tmp_path / "run")):
+      raise AssertionError("the body ran")
+  assert str(e.value) == (f"Cannot use --model_dir {tmp_path}/run: Is a directory (writing its lock {tmp_path}/run/"
+                          f".run.lock). Move {tmp_path}/run/.run.lock away (a run's lock is a file) or pass another "
+                          "--model_dir.")
+
+
 def test_a_cache_in_use_is_shared_by_the_same_inputs_and_refused_to_others(tmp_path, monkeypatch):
   monkeypatch.setattr(locks, "CACHE_LOCK_WAIT_S", 0.3)
   path = str(tmp_path / "cache")

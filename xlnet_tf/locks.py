@@ -190,7 +190,9 @@ def _in_use(what, directory, path, holder):
 
 
 def _unwritable(what, directory, path, error):
-  fix = "Free space and rerun" if error.errno in (errno.ENOSPC, errno.EDQUOT) else "Pass a writable directory"
+  fix = ("Free space and rerun" if error.errno in (errno.ENOSPC, errno.EDQUOT) else
+         f"Move {path} away (a run's lock is a file) or pass another {what}" if error.errno == errno.EISDIR else
+         "Pass a writable directory")
   return ValueError(f"Cannot use {what} {directory}: {error.strerror or error} (writing its lock {path}). {fix}.")
 
 

@@ -374,8 +374,13 @@ def check_run_files(model_dir, xlnet_config, flag="--model_dir"):
   fileio.check_file_names(model_dir, ("xlnet_config.json", "run_flags.json"), flag, "run")
   config_path = os.path.join(model_dir, "xlnet_config.json")
   if fileio.exists(config_path) and checkpoint.latest_checkpoint(model_dir):
-    diff = [f"{k} {old} there, {new} here"
-            for k, old, new in XLNetConfig(json_path=config_path).differences(xlnet_config)]
+    try:
+      there = XLNetConfig(json_path=config_path)
+    except ValueError as e:  # its advice named --model_config_path, which was passed (sweep 27)
+      reason = str(e).split(" Pass the xlnet_config.json of the model.")[0].rstrip(".")
+      raise ValueError(f"{reason}: it describes the checkpoints in {flag} {model_dir}. Restore it from a copy of "
+                       f"that run, or pass another {flag}.") from None
+    diff = [f"{k} {old} there, {new} here" for k, old, new in there.differences(xlnet_config)]
     if diff:
       raise ValueError(f"{flag} {model_dir} holds checkpoints of another model ({config_path}: "
                        f"{'; '.join(diff)}). Use that config, or pass another {flag}.")

@@ -139,12 +139,13 @@ def processor_options(o):
 
 
 
-def trained_labels(directory):
+def trained_labels(directory, flag="--model_dir"):
   """(the file that records the label list `directory`'s checkpoints were fine-tuned with, that file's dict, the
   list: label id = index; None for a regression), or (None, None, None) where none is recorded (a run of the
   original code, of another tool, or of a version that did not record it; an HF model without named labels). The
   file: the run_flags.json of the run_classifier.py run that wrote them (beside a conversion's or an export's
-  checkpoint too, which has no `checkpoint` state file), or an HF model's config.json (its id2label)."""
+  checkpoint too, which has no `checkpoint` state file), or an HF model's config.json (its id2label). `flag` names
+  `directory` in the remedy of a damaged run_flags.json."""
   if hf_checkpoint.is_hf_directory(directory):
     try:
       config = hf_checkpoint.read_config(directory)
@@ -154,7 +155,7 @@ def trained_labels(directory):
     return (os.path.join(directory, hf_checkpoint.CONFIG_FILE), config, labels) if labels else (None, None, None)
   if not (checkpoint.latest_checkpoint(directory) or checkpoint.checkpoint_prefixes(directory)):
     return None, None, None
-  there = run_files.run_flags(directory)
+  there = run_files.run_flags(directory, flag)
   if not there or "label_list" not in there:
     return None, None, None
   return os.path.join(directory, "run_flags.json"), there, there["label_list"]
@@ -183,7 +184,7 @@ def check_trained_labels(directory, label_list, o, flag="--model_dir"):
   `label_list`: their logit i is the class that run called label_list[i], and evaluating, predicting or resuming
   with another list would name the wrong classes, silently (e.g. `--labels=pos,neg` after training with
   `neg,pos`)."""
-  source, there, trained = trained_labels(directory)
+  source, there, trained = trained_labels(directory, flag)
   if source is None or trained == json.loads(json.dumps(label_list)):
     return
   hf_names = _hf_names(source, there)
@@ -275,7 +276,7 @@ def run(o, strategy, log_fn=print):
   task_name = o.task_name.lower()
   options = processor_options(o)
   trained_dir, trained_flag = checkpoint_dir(o)
-  source, there, trained = trained_labels(trained_dir)
+  source, there, trained = trained_labels(trained_dir, trained_flag)
   if task_name in ("csv", "tsv") and o.labels is None and not o.is_regression and trained:
     renamed = ("; or pass --labels naming its classes as the data does, in their order" if _hf_names(source, there)
                else "")

@@ -14,13 +14,14 @@ from flag_configs import FlagError, create_run_config, train_config
 _NOT_COMPARED = ("train_steps", "iterations", "save_steps", "max_save", "verbosity")
 
 
-def run_flags(directory):
+def run_flags(directory, flag="--model_dir"):
   """The `run_flags.json` a training run wrote in `directory` (its flags, and what the run resolved from them, e.g.
   run_classifier.py's `label_list`) as a dict; None where there is none (a run of the original code); a damaged
-  one is a FlagError (`training.read_run_flags`)."""
+  one is a FlagError (`training.read_run_flags`) whose remedy names `flag`, the flag that names `directory`."""
   from xlnet_tf import training  # pylint: disable=g-import-not-at-top
   try:
-    return training.read_run_flags(directory)
+    return training.read_run_flags(directory, use="which this run checks. Restore it from a copy of that run, or "
+                                                  f"pass another {flag}.")
   except ValueError as e:
     raise FlagError(str(e)) from None
 
@@ -91,7 +92,7 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
     _check_init_checkpoint(o, xlnet_config)
   if directory and hf_checkpoint.is_hf_directory(directory):
     _check_hf_pooling(o, directory, flag)
-    there = run_flags(directory) or {}
+    there = run_flags(directory, flag) or {}
     _check_spiece_beside(o, directory, flag, there)  # an HF model's own tokenizer (sweep 23, A1)
     _check_started_with(o, directory, flag, there)  # its casing (sweep 23, B7)
     return
@@ -101,7 +102,7 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
     training.check_run_files(directory, xlnet_config, flag)
   except ValueError as e:
     raise FlagError(str(e)) from None
-  there = run_flags(directory) or {}
+  there = run_flags(directory, flag) or {}
   changed = _changes(there, o, _TRAINED_WITH)
   if getattr(o, "spiece_model_file", None) and (change := _spiece_change(there, o, "spiece_model_file",
                                                                         spiece_digest(o))):
@@ -154,7 +155,7 @@ def _check_init_checkpoint(o, xlnet_config, resolved=None):
     directory = checkpoint.directory_of(o.init_checkpoint)
   except FileNotFoundError as e:  # the trainer's line, before the records are written (sweep 23, C6)
     raise FlagError(f"--init_checkpoint: {e}") from None
-  there = run_flags(directory) or {}
+  there = run_flags(directory, "--init_checkpoint") or {}
   _check_spiece_beside(o, directory, "--init_checkpoint", there, resolved)
   _check_started_with(o, directory, "--init_checkpoint", there)
   _check_init_config(o, directory, xlnet_config)

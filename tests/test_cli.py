@@ -852,6 +852,13 @@ def test_a_run_flags_json_that_is_a_directory_is_one_line(tmp_path):
     run_files.run_flags(str(tmp_path))
   (tmp_path / "run_flags.json").write_text(json.dumps({"label_list": None}))  # a regression's
   assert run_files.run_flags(str(tmp_path)) == {"label_list": None}
+  # Damaged beside --init_checkpoint: the remedy names that flag, not --model_dir (sweep 27).
+  (tmp_path / "run_flags.json").write_text("{")
+  (tmp_path / "xlnet_model.ckpt.index").write_bytes(b"")
+  o = types.SimpleNamespace(init_checkpoint=str(tmp_path / "xlnet_model.ckpt"), model_dir=str(tmp_path / "new"))
+  with pytest.raises(cli.FlagError, match=r"^.*run_flags.json is damaged .*Restore it from a copy of that run, or "
+                                          r"pass another --init_checkpoint\.$"):
+    run_files._check_init_checkpoint(o, None)  # pylint: disable=protected-access
 
 
 def test_fine_tuning_a_run_of_other_casing_or_clamp_len_is_refused(tmp_path):

@@ -542,6 +542,7 @@ def _corrupt_copies(root):
   for name, text in (("config_list", json.dumps([config])), ("string_size", json.dumps(dict(config, d_model="16"))),
                      ("no_heads", json.dumps(dict(config, n_head=0))),
                      ("string_eps", json.dumps(dict(config, layer_norm_eps="1e-12"))),
+                     ("swish", json.dumps(dict(config, ff_activation="swish"))),
                      ("attn_type", json.dumps(dict(config, attn_type="uni"))),
                      ("bi_data", json.dumps(dict(config, bi_data=True))),
                      ("summary_attn", json.dumps(dict(config, summary_type="attn"))),
@@ -616,6 +617,8 @@ def _corrupt_copies(root):
     ("string_size", "config.json's sizes must be positive integers; received d_model '16'"),
     ("no_heads", "config.json's sizes must be positive integers; received n_head 0"),
     ("string_eps", "layer_norm_eps '1e-12' cannot be expressed"),
+    ("swish", r"swish/tf_model.h5: ff_activation 'swish' has no counterpart in the original XLNet \(relu, gelu = HF "
+              r"gelu_new\): this model cannot be read or converted here. Use it with transformers.$"),
     ("attn_type", r"attn_type/config.json: attn_type 'uni': transformers computes this model with one-way \(causal\) "
                   r"attention, the tools here with the original's fine-tuning attention 'bi'"),
     ("bi_data", r"bi_data/config.json: bi_data True: transformers computes the second half of each batch with "

@@ -203,6 +203,9 @@ def test_what_a_killed_writer_left_under_temporary_names_is_removed_by_the_next_
   locks.remove_stale_temporaries(str(tmp_path), ["export.tmp-*"], only_dead=True)
   assert [n for n in listing(tmp_path) if n.startswith("export")] == sorted(
       [f"export.tmp-{os.getpid()}-0123456789ab", f"export.tmp-{dead}-0123456789ab.old"])  # pids of any length
+  assert f"Kept {tmp_path}/export.tmp-{dead}-0123456789ab.old: the earlier version a run killed while replacing it " \
+         "set aside, its only copy where that run left none in place. Delete it once you no longer need it." \
+         in caplog.text  # it was kept without a word (sweep 27, U10)
   cache = tmp_path / "records" / "train.tf_record"
   cache.parent.mkdir()
   (cache.parent / f"train.tf_record.tmp-{os.getpid()}-0123456789ab").write_bytes(b"x")  # no live writer: the lock

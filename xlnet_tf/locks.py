@@ -88,19 +88,24 @@ def directory_lock(directory, name="run", what="--model_dir", temporaries=None, 
 # run was killed between the renames) and the directory TensorFlow saves a checkpoint's shards into (`ckpt-4_temp/`).
 _TEMPORARY = re.compile(r"\.tmp-(\d+)-[0-9a-f]{12}(\.index|\.data-\d+-of-\d+(\.tempstate\d+)?|\.model|\.vocab)?$"
                         r"|^ckpt-\d+_temp$")
+_SET_ASIDE = re.compile(r"\.tmp-(\d+)-[0-9a-f]{12}\.old$")  # `fileio._replace_dir`'s
 
 
 def remove_stale_temporaries(directory, patterns, only_dead=False):
   """Removes the temporaries matching the globs `patterns` below `directory` (names `_TEMPORARY` matches) that a run
   killed while writing left behind (kill -9, the OOM killer: a SavedModel's is as big as the model), with one log
   line naming them. Called where a lock makes this process the only writer of those names (the cache's, the model
-  directory's); with `only_dead`, where none does, it keeps those whose process lives on this host. Remote
-  directories are left as they are."""
+  directory's); with `only_dead`, where none does, it keeps those whose process lives on this host. A directory a
+  killed run set aside while replacing it (`.old`) is kept, with a line naming it (it was kept without a word:
+  sweep 27, U10). Remote directories are left as they are."""
   if not directory or fileio.is_remote(directory) or not os.path.isdir(directory):
     return
   stale = []
   for path in (p for pattern in patterns
                for p in fileio.glob_in(os.path.join(directory, os.path.dirname(pattern)), os.path.basename(pattern))):
+    if (aside := _SET_ASIDE.search(os.path.basename(path))) and not _pid_lives(int(aside.group(1))):
+      logging.warning("Kept %s: the earlier version a run killed while replacing it set aside, its only copy where "
+                      "that run left none in place. Delete it once you no longer need it.", path)
     match = _TEMPORARY.search(os.path.basename(path))
     if not match or (only_dead and match.group(1) and _pid_lives(int(match.group(1)))):
       continue

@@ -543,6 +543,7 @@ def _corrupt_copies(root):
                      ("no_heads", json.dumps(dict(config, n_head=0))),
                      ("string_eps", json.dumps(dict(config, layer_norm_eps="1e-12"))),
                      ("swish", json.dumps(dict(config, ff_activation="swish"))),
+                     ("no_n_head", json.dumps({k: v for k, v in config.items() if k != "n_head"})),
                      ("attn_type", json.dumps(dict(config, attn_type="uni"))),
                      ("bi_data", json.dumps(dict(config, bi_data=True))),
                      ("summary_attn", json.dumps(dict(config, summary_type="attn"))),
@@ -617,6 +618,8 @@ def _corrupt_copies(root):
     ("string_size", "config.json's sizes must be positive integers; received d_model '16'"),
     ("no_heads", "config.json's sizes must be positive integers; received n_head 0"),
     ("string_eps", "layer_norm_eps '1e-12' cannot be expressed"),
+    ("no_n_head", r"config.json does not match the weights \(it has no n_head: transformers' default 16 taken, as "
+                  r"transformers does\): transformer.layer.0.rel_attn.q is"),
     ("swish", r"swish/tf_model.h5: ff_activation 'swish' has no counterpart in the original XLNet \(relu, gelu = HF "
               r"gelu_new\): this model cannot be read or converted here. Use it with transformers.$"),
     ("attn_type", r"attn_type/config.json: attn_type 'uni': transformers computes this model with one-way \(causal\) "

@@ -317,8 +317,11 @@ def xlnet_config_from_hf(config, weights, source):
   if layers != set(range(n_layer)):
     bad.append(f"the weights hold layers {sorted(layers)[:20]}, the config says n_layer={n_layer}")
   if bad:
-    raise ValueError(f"{source}: config.json does not match the weights: {'; '.join(bad)}. Use the config.json "
-                     "that came with the weights.")
+    defaulted = [key for key in _HF_SIZES if key not in config and _HF_OLD_NAMES.get(key) not in config]
+    taken = (f" (it has no {', '.join(defaulted)}: transformers' default "
+             f"{', '.join(str(_HF_SIZES[key]) for key in defaulted)} taken, as transformers does)" if defaulted else "")
+    raise ValueError(f"{source}: config.json does not match the weights{taken}: {'; '.join(bad)}. Use the "
+                     "config.json that came with the weights.")
   return XLNetConfig(**fields), notes
 
 

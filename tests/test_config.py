@@ -54,6 +54,12 @@ def test_a_json_with_a_key_more_is_read_as_the_original_reads_it(tmp_path, caplo
   assert "holds keys that are no XLNet config keys, ignored (as by the original's XLNetConfig): foo." in caplog.text
   with pytest.raises(ValueError, match=r"must have exactly the keys \[.*\]. unknown: \['foo'\].$"):
     XLNetConfig(**dict(FIELDS, foo=1))
+  # A run's run_flags.json passed as the config: its ~90 keys made a line of 2,000 characters (sweep 27).
+  (tmp_path / "run_flags.json").write_text(json.dumps({f"flag_{i:02d}": i for i in range(90)}))
+  with pytest.raises(ValueError) as error:
+    XLNetConfig(json_path=str(tmp_path / "run_flags.json"))
+  assert str(error.value).endswith("unknown: ['flag_00', 'flag_01', 'flag_02', 'flag_03', 'flag_04', 'flag_05', "
+                                   "'flag_06', 'flag_07', '... (90 in all)'].") and len(str(error.value)) < 600
 
 
 def test_the_weights_are_counted_as_the_released_models_have_them():

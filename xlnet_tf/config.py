@@ -100,6 +100,8 @@ class XLNetConfig:
                       json_path, ", ".join(unknown))
       fields, unknown = {k: v for k, v in fields.items() if k in CONFIG_KEYS}, []
     if missing or unknown:
+      if len(unknown) > 8:  # another file (a run's run_flags.json: ~90 keys, a line of 2,000 characters; sweep 27)
+        unknown = unknown[:8] + [f"... ({len(unknown)} in all)"]
       raise ValueError(f"XLNet config from {source} must have exactly the keys {list(CONFIG_KEYS)}. " + "; ".join(
           f"{what}: {keys}" for what, keys in (("Missing", missing), ("unknown", unknown)) if keys) + ".")
     for key in CONFIG_KEYS:

@@ -426,9 +426,8 @@ def read_run_flags(directory, use="which this run checks. Restore it from a copy
       flags = json.load(f)
     except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
       flags = e
-  labels = flags.get("label_list") if isinstance(flags, dict) else None
-  if not isinstance(flags, dict) or not (labels is None or isinstance(labels, list)):  # a string: "neg,pos" was
-    # said to differ from ['neg', 'pos'] (sweep 27, U9)
+  labels = flags.get("label_list") if isinstance(flags, dict) else None  # a string was said to differ (sweep 27)
+  if not isinstance(flags, dict) or not (labels is None or isinstance(labels, list)):
     problem = (flags if isinstance(flags, ValueError) else f"its label_list {labels!r} is not a list"
                if isinstance(flags, dict) else f"a json {type(flags).__name__}, not an object")
     raise ValueError(f"{path} is damaged ({problem}): it records the flags of the run that wrote the checkpoints "

@@ -200,17 +200,23 @@ def writer_info(record_path):
   path = record_path + WRITER_SUFFIX
   if not fileio.exists(path):
     return None
+  info, problem = _json_object(path)
+  if problem:
+    raise ValueError(f"{path}, which says how data_utils.py wrote the records beside it (their SentencePiece model, "
+                     f"--num_core_per_host, --num_task), cannot be read ({problem}). Write the records again with "
+                     "data_utils.py, or delete the file to read them unchecked, as the original's.")
+  return info
+
+
+def _json_object(path):
+  """(the json object in the file `path`, None) or (None, why it holds none: its read or parse error, or the type of
+  json it holds)."""
   try:
     with fileio.open_file(path) as f:
       info = json.load(f)
   except (OSError, ValueError) as e:
-    info = e
-  if not isinstance(info, dict):
-    problem = f"({info})" if isinstance(info, Exception) else f"(a json {type(info).__name__}, not an object)"
-    raise ValueError(f"{path}, which says how data_utils.py wrote the records beside it (their SentencePiece model, "
-                     f"--num_core_per_host, --num_task), cannot be read {problem}. Write the records again with "
-                     "data_utils.py, or delete the file to read them unchecked, as the original's.")
-  return info
+    return None, str(e)
+  return (info, None) if isinstance(info, dict) else (None, f"a json {type(info).__name__}, not an object")
 
 
 def check_writers(named_infos, bi_data, ours=None):
@@ -291,18 +297,13 @@ def read_corpus_info(record_dir):
                  os.path.join(os.path.dirname(os.path.normpath(one_dir)), "corpus_info.json")):
       if not fileio.exists(path):
         continue
-      try:
-        with fileio.open_file(path) as f:
-          info = json.load(f)
-      except (OSError, ValueError) as e:
-        info = e
-      if isinstance(info, dict) and "vocab_size" in info and (
+      info, problem = _json_object(path)
+      if info and "vocab_size" in info and (
           not isinstance(info["vocab_size"], int) or isinstance(info["vocab_size"], bool) or info["vocab_size"] < 1):
-        info = ValueError(f"its vocab_size {info['vocab_size']!r} is not a positive integer")
-      if not isinstance(info, dict):
-        problem = f"({info})" if isinstance(info, Exception) else f"(a json {type(info).__name__}, not an object)"
+        problem = f"its vocab_size {info['vocab_size']!r} is not a positive integer"
+      if problem:
         raise ValueError(f"{path}, the corpus_info.json data_utils.py wrote with these records, cannot be read "
-                         f"{problem}. Write the records again with data_utils.py, or delete the file and pass "
+                         f"({problem}). Write the records again with data_utils.py, or delete the file and pass "
                          "--n_token, the records' vocabulary size.")
       return info
   return None

@@ -239,14 +239,18 @@ def fine_tuning_task(meta, o, xlnet_config):
 
 
 def batches(g, meta):
-  """[K][T] dicts of batch-major features, as the CLI's input pipeline yields them (T = 1 when fine-tuning)."""
+  """[K][T] dicts of batch-major features, as the CLI's input pipeline yields them (T: the golden's towers or
+  replicas; 1 for SQuAD and RACE)."""
   if meta["mode"] in ("squad", "race"):  # batch-major as recorded; RACE's [B, 4L] as our records' [B, 4, L]
     choices = meta["mode"] == "race"
     shape = lambda x: x.reshape(x.shape[0], race_data.NUM_CHOICES, -1) if choices and x.ndim > 1 else x
     return [[{key: shape(g[key][k]) for key in INPUT_KEYS[meta["mode"]]}] for k in range(g["input_ids"].shape[0])]
-  if meta["mode"] != "pretrain":
-    return [[{"input_ids": g["input_ids"][k].T, "segment_ids": g["seg_ids"][k].T, "input_mask": g["input_mask"][k].T,
-              "label_ids": g["label_ids"][k]}] for k in range(g["input_ids"].shape[0])]
+  if meta["mode"] != "pretrain":  # time-major [K, L, B]; from several replicas [K, replicas, L, B] (labels [K, R, B])
+    one = g["input_ids"].ndim == 3
+    ids, seg, mask, labels = (g[key][:, None] if one else g[key] for key in ("input_ids", "seg_ids", "input_mask",
+                                                                             "label_ids"))
+    return [[{"input_ids": ids[k, r].T, "segment_ids": seg[k, r].T, "input_mask": mask[k, r].T,
+              "label_ids": labels[k, r]} for r in range(ids.shape[1])] for k in range(ids.shape[0])]
   k_steps, towers = g["inp_k"].shape[:2]
   return [[{"input_k": g["inp_k"][k, t].T, "seg_id": g["seg_id"][k, t].T, "input_q": g["inp_q"][k, t].T,
             "perm_mask": np.transpose(g["perm_mask"][k, t], [2, 0, 1]),

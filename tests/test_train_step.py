@@ -705,3 +705,58 @@ def test_a_tied_model_through_huggingface_trains_as_the_original(tmp_path):
   initial = checkpoint_lib.checkpoint_arrays(os.path.join(TIED_DIR, "ckpt", "xlnet_model.ckpt"))
   failed = {name: row for name, row in step_parity.compare(g, meta, ours, initial).items() if not row[2]}
   assert not failed, failed
+
+
+REPLICA_DIR = os.path.join("tests", "testdata", "replica_step")
+# Replays a golden of tests/testdata/replica_step on two logical CPUs (before TensorFlow starts, as
+# scripts/check_train_step.py), with further CLI flags; prints the rows compare failed and the figures as JSON.
+REPLICA_SCRIPT = r"""
+import json, os, sys
+sys.path[:0] = [os.getcwd(), os.path.join(os.getcwd(), "scripts")]
+import check_train_step
+step_parity, checkpoint_lib = check_train_step._replay_modules()
+path, overrides = sys.argv[1], json.loads(sys.argv[2])
+g, meta, ours = step_parity.replay(path, **overrides)
+initial = checkpoint_lib.checkpoint_arrays(os.path.join(os.path.dirname(path), "ckpt", "xlnet_model.ckpt"))
+rows = step_parity.compare(g, meta, ours, initial)
+print("RESULT " + json.dumps({"failed": sorted(n for n, r in rows.items() if not r[2]),
+                              "loss": step_parity._rel(ours["loss"], g["loss"])}))
+"""
+
+
+def _replay_on_two_replicas(tmp_path, name, **overrides):
+  script = tmp_path / "replica_replay.py"
+  script.write_text(REPLICA_SCRIPT)
+  proc = subprocess.run([sys.executable, str(script), os.path.join(REPLICA_DIR, f"{name}.npz"), json.dumps(overrides)],
+                        capture_output=True, text=True, timeout=600, env=ENV)
+  assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+  return json.loads([l for l in proc.stdout.splitlines() if l.startswith("RESULT ")][-1][len("RESULT "):])
+
+
+@pytest.mark.parametrize("name", ["finetune_cls_2replica_long", "pretrain_2tower_long_gpu"])
+def test_original_steps_on_two_replicas_replay_within_the_originals_own_drift(name):
+  """tests/testdata/replica_step (the ORIGINAL on two replicas: tests/testdata/generate_replica_goldens.py) through
+  scripts/check_train_step.py, i.e. the CLI's Trainer on a MirroredStrategy over two logical CPUs:
+  finetune_cls_2replica_long, run_classifier.py's model_fn once per replica under the Estimator's loss scaling, 30
+  steps (clip_mode auto = per_replica: each replica clips its own gradient); pretrain_2tower_long_gpu, train_gpu.py's
+  two towers with their own mems and bi_data, 60 steps (the IndexedSlices norm of the averaged gradient). Every
+  step's loss and gnorm, the last mems, every final variable and slot within what the original's own reruns move
+  (alt: oneDNN switched; pert1 (and pert2 when fine-tuning): 1-ulp-perturbed checkpoints)."""
+  proc = subprocess.run([sys.executable, "scripts/check_train_step.py", f"--golden_dir={REPLICA_DIR}",
+                         f"--files={name}"], capture_output=True, text=True, timeout=600, env=ENV)
+  assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
+  assert f"{name}.npz: PASS" in proc.stdout and "Replayed 1 of 1 files (2 listed in" in proc.stdout, proc.stdout
+  assert proc.stdout.splitlines()[-1] == "PASS"
+  g, meta = _step_parity().load(os.path.join(REPLICA_DIR, f"{name}.npz"))
+  assert _step_parity().reruns(g) == ["alt/", "pert1/", "pert2/"][:3 if "replicas" in meta else 2]
+  assert meta.get("replicas", meta.get("towers")) == 2 and len(g["batch_of_step"]) == meta["steps"]
+
+
+@pytest.mark.parametrize("name,clip_mode", [("finetune_cls_2replica_long", "indexed_slices"),
+                                            ("pretrain_2tower_long_gpu", "dense")])
+def test_two_replicas_see_the_clipping_rule(tmp_path, name, clip_mode):
+  """The two-replica goldens tell the clipping rules apart: fine-tuning with one clip of the summed gradient
+  (--clip_mode=indexed_slices, train_gpu.py's rule) instead of each replica's own, and two towers with the merged
+  (dense) embedding norm, leave the original's trajectory by far more than its own drift."""
+  result = _replay_on_two_replicas(tmp_path, name, clip_mode=clip_mode)
+  assert {"loss", "gnorm"} <= set(result["failed"]), result

@@ -380,7 +380,7 @@ class FileSet:
 
   def __init__(self):
     self._temps = {}  # final name -> temporary name, in the order asked for
-    self._first = {}  # final name -> the final name of the file renamed just before it (`write`'s `before`)
+    self._clears = {}  # final name -> the final name whose old file is removed before it is renamed (`before`)
     self._last_suffixes = {}  # final name of a prefix -> the suffix of its part renamed last (or None)
     self._current = None  # the final name being written or renamed (named by a write error)
 
@@ -406,12 +406,15 @@ class FileSet:
     final name of a one-file member of this set: at the commit the file now at `before` is removed, then `path`
     renamed, then `before`'s: a process killed in between (SIGKILL) leaves `path` new without `before`, never beside
     `before`'s old file (a cache's fingerprint, `records.mark_cache`)."""
-    if before is not None and (before not in self._temps or before in self._last_suffixes or before in self._first):
+    if before is not None and (before not in self._temps or before in self._last_suffixes or
+                               before in self._clears.values()):
       raise ValueError(f"{before} must be a one-file member of this set, preceded by no other, to write {path} "
                        "before it.")
     _write_data(self.path(path), data)
     if before is not None:
-      self._first[before] = path
+      self._clears[path] = before
+      for name in list(self._temps)[list(self._temps).index(before):-1]:  # in place: `atomic_files` holds a view
+        self._temps[name] = self._temps.pop(name)  # `before` and the files after it move behind `path`
 
   def _commit(self):
     for path, tmp in self._temps.items():  # checked first: a rename that fails would leave part of the set new
@@ -426,17 +429,11 @@ class FileSet:
       for final in (path + p[len(tmp):] for p in parts):
         if exists(final) and isdir(final):
           raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), final)
-    preceding = set(self._first.values())
     with signals_held():
       for path, tmp in self._temps.items():
-        if path in preceding:
-          continue  # renamed right before the file it precedes
         self._current = path
-        if path in self._first:
-          remove(path)
-          self._current = self._first[path]
-          rename(self._temps[self._current], self._current)
-          self._current = path
+        if path in self._clears:
+          remove(self._clears[path])
         if path in self._last_suffixes:
           _rename_parts(tmp, path, self._last_suffixes[path])
         else:

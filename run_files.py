@@ -9,6 +9,8 @@ import json
 import os
 import types
 
+from absl import logging
+
 from flag_configs import FlagError, create_run_config, train_config
 
 _NOT_COMPARED = ("train_steps", "iterations", "save_steps", "max_save", "verbosity")
@@ -225,13 +227,12 @@ def _check_spiece_beside(o, directory, dir_flag, there, resolved=None):
   flag, digest = (("spiece_model_file", spiece_digest(o)) if getattr(o, "spiece_model_file", None) else
                   ("record_info_dir", (resolved or {}).get(_SPIECE_DIGEST)))
   beside = os.path.join(directory, "spiece.model")
-  if there.get(_SPIECE_DIGEST) or not digest or not fileio.exists(beside) or fileio.sha256(beside) == digest:
-    _check_spiece(there, o, flag, digest, dir_flag, directory)
-    return
-  if not _is_sentencepiece(beside):  # e.g. a Git LFS pointer left for the model: nothing to compare with
-    from absl import logging  # pylint: disable=g-import-not-at-top
+  other = not (there.get(_SPIECE_DIGEST) or not digest or not fileio.exists(beside) or fileio.sha256(beside) == digest)
+  if other and not _is_sentencepiece(beside):  # e.g. a Git LFS pointer left for the model: nothing to compare with
     logging.warning("%s beside %s is no SentencePiece model (a Git LFS pointer, a copy cut short?): --%s is not "
                     "checked against the model's own.", beside, dir_flag, flag)
+    other = False
+  if not other:
     _check_spiece(there, o, flag, digest, dir_flag, directory)
     return
   given = (f"--spiece_model_file {o.spiece_model_file} is" if flag == "spiece_model_file" else

@@ -20,6 +20,7 @@ CONFIG_KEYS = ("n_layer", "d_model", "n_head", "d_head", "d_inner", "ff_activati
 _KEY_TYPES = {"n_layer": int, "d_model": int, "n_head": int, "d_head": int, "d_inner": int,
               "ff_activation": str, "untie_r": bool, "n_token": int}
 FF_ACTIVATIONS = ("relu", "gelu")
+PASS_CONFIG = " Pass the xlnet_config.json of the model."  # the remedy of a file that is no XLNet config
 MAX_WEIGHT_BYTES = 2**40  # float32 weights beyond this fit no device: a config that asks for them is a typo
 INITS = ("normal", "uniform")
 # A head's task name (`classification_{name}`, `regression_{name}`): characters a TensorFlow variable scope takes.
@@ -80,11 +81,10 @@ class XLNetConfig:
       try:
         fields = json.loads(text, object_pairs_hook=lambda pairs: _without_repeats(pairs, json_path))
       except json.JSONDecodeError as e:
-        raise ValueError(f"XLNet config file {json_path} is not valid json: {e}. Pass the xlnet_config.json of "
-                         "the model.") from None
+        raise ValueError(f"XLNet config file {json_path} is not valid json: {e}.{PASS_CONFIG}") from None
       if not isinstance(fields, dict):
         raise ValueError(f"XLNet config file {json_path} holds a json {type(fields).__name__}, not an object with "
-                         f"the keys {list(CONFIG_KEYS)}. Pass the xlnet_config.json of the model.")
+                         f"the keys {list(CONFIG_KEYS)}.{PASS_CONFIG}")
       if "model_type" in fields:
         raise ValueError(f"XLNet config file {json_path} is a HuggingFace config.json (model_type "
                          f"{fields['model_type']!r}), not the original's xlnet_config.json. Pass its directory as "

@@ -20,7 +20,7 @@ from absl import logging
 
 from xlnet_tf import checkpoint
 from xlnet_tf import fileio
-from xlnet_tf.config import XLNetConfig
+from xlnet_tf.config import PASS_CONFIG, XLNetConfig
 from xlnet_tf.training import xla_cache
 
 
@@ -377,7 +377,7 @@ def check_run_files(model_dir, xlnet_config, flag="--model_dir"):
     try:
       there = XLNetConfig(json_path=config_path)
     except ValueError as e:  # its advice named --model_config_path, which was passed (sweep 27)
-      reason = str(e).split(" Pass the xlnet_config.json of the model.")[0].rstrip(".")
+      reason = str(e).removesuffix(PASS_CONFIG).rstrip(".")
       raise ValueError(f"{reason}: it describes the checkpoints in {flag} {model_dir}. Restore it from a copy of "
                        f"that run, or pass another {flag}.") from None
     diff = [f"{k} {old} there, {new} here" for k, old, new in there.differences(xlnet_config)]

@@ -32,6 +32,7 @@ import flag_configs
 import flags
 from flags import FlagError  # the tools raise it as cli.FlagError
 import path_flags
+from xlnet_tf import signal_holds
 from xlnet_tf import stderr_filter
 
 
@@ -218,9 +219,10 @@ def cli_main(prog, body):
   FloatingPointError, MemoryError, TensorFlow's out-of-memory ResourceExhaustedError) with one line
   `{prog}: error: ...`,
   exit 1; a run stopped by a signal with one line and exit 128 + signal: in the training loop after saving (an
-  exception with `exit_code`, `training.Interrupted`), elsewhere where it was (`preemption.stops_raised`), or at
-  the end where the code it landed in lost it; a run whose standard output could not be written (a full disk, not
-  a gone reader: `print_line`) with one line at its end, exit 1."""
+  exception with `exit_code`, `training.Interrupted`), elsewhere where it was (`preemption.stops_raised`), at the
+  end where the code it landed in lost it, or at the end where it landed in the pass that put the run's last files
+  in place (`fileio.atomic_files(final=True)`: the run reports them first); a run whose standard output could not
+  be written (a full disk, not a gone reader: `print_line`) with one line at its end, exit 1."""
   def main(argv):
     if len(argv) > 1:  # absl's UsageError printed the whole help before its line
       word = argv[1]
@@ -233,10 +235,13 @@ def cli_main(prog, body):
     from xlnet_tf.training import preemption  # pylint: disable=g-import-not-at-top  (cli.py stays light to import)
     noted, options, kept = [], None, False
     try:
-      with preemption.stops_raised() as noted:
+      with signal_holds.signals_deferred() as deferred, preemption.stops_raised() as noted:
         options = values()
         body(options)
       if not noted and (lost := preemption.output_lost()) is None:
+        _main_ended[0] = True
+        for signum in deferred:  # `_exit_on_signal`: its run ended, what it wrote is whole
+          signal.raise_signal(signum)
         return
       if noted:
         name = signal.Signals(noted[0]).name  # lost where it landed (`preemption.check_stop` saw no step after it)

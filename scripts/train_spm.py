@@ -74,15 +74,15 @@ def check_symbols(o):
 def body(o):
   check_symbols(o)
   tokenization.own_files_left_out(o.input, o.model_prefix, warn=False)  # an --input that is an output: refused first
-  check_model_prefix(o.model_prefix, o.overwrite)
+  check_model_prefix(o.model_prefix, overwrite=True)  # the files there: under the lock, once it undid a killed run's
   options = tokenization.SpmTrainOptions(
       vocab_size=o.vocab_size, character_coverage=o.character_coverage, model_type=o.model_type,
       input_sentence_size=o.input_sentence_size, shuffle_input_sentence=o.shuffle_input_sentence,
       hard_vocab_limit=o.hard_vocab_limit, num_threads=o.num_threads)
   try:
-    with model_prefix_lock(o.model_prefix):  # one run per prefix; a run that wrote it meanwhile is seen again here
+    with model_prefix_lock(o.model_prefix) as journal:  # one run per prefix; one that wrote it meanwhile is seen
       check_model_prefix(o.model_prefix, o.overwrite)
-      path = tokenization.train_sentencepiece(o.input, o.model_prefix, options)
+      path = tokenization.train_sentencepiece(o.input, o.model_prefix, options, journal=journal, final=True)
   except RuntimeError as e:  # SentencePiece's trainer: its message's first line says what
     line = str(e).strip().splitlines()[0]
     if "Vocabulary size" in line:  # e.g. `INTERNAL: src/trainer_interface.cc(744) [...] Vocabulary size too high`

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from xlnet_tf import fileio
+from xlnet_tf import signal_holds
 
 
 def listing(d):
@@ -367,6 +368,34 @@ def test_a_signal_while_atomic_path_renames_waits_for_the_last_rename(kind, tmp_
     assert _contents([tmp_path / "m.model", tmp_path / "m.vocab"]) == ["new", "new"]
   else:
     assert listing(tmp_path) == ["m"] and _contents([target / "MARK"]) == ["new"]
+
+
+def test_a_signal_in_the_pass_of_a_run_s_last_files_waits_for_the_run_s_end(tmp_path, monkeypatch, sigterm_handler):
+  """`final`: inside `signals_deferred` (a CLI's run), a signal sent during the pass is noted there, not delivered,
+  and the run goes on to report its files (it said to run the command again, whose rerun was refused as the output
+  was there whole: sweep 27, U7); one sent before the pass stops the run there, and outside `signals_deferred`
+  `final` changes nothing."""
+  paths = _old_set(tmp_path)
+  events = sigterm_handler
+  _sigterm_at_the_first_rename(monkeypatch, events)
+  with signal_holds.signals_deferred() as deferred:
+    with fileio.atomic_files(final=True) as files:
+      for path in paths:
+        files.write(path, "new")
+    events.append("reported")
+  assert events == ["a.json", "b.json", "c.tsv", "reported"] and deferred == [signal.SIGTERM]
+  assert _contents(paths) == ["new", "new", "new"]
+  with signal_holds.signals_deferred() as deferred:
+    with pytest.raises(_Stop):
+      with fileio.atomic_files(final=True) as files:
+        files.write(paths[0], "newer")
+        os.kill(os.getpid(), signal.SIGTERM)
+  assert deferred == [] and _contents(paths) == ["new", "new", "new"]
+  events.clear()
+  with pytest.raises(_Stop):
+    with fileio.atomic_files(final=True) as files:
+      files.write(paths[0], "newest")
+  assert events == ["a.json", signal.SIGTERM]
 
 
 @pytest.mark.parametrize("include_hidden", [True, False])

@@ -15,6 +15,7 @@ import os
 import pickle
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -26,6 +27,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
+from helpers import renames_cut
 import convert_checkpoint
 import cli
 import flag_configs
@@ -1284,6 +1286,39 @@ def test_what_a_killed_conversion_left_is_removed_and_the_rerun_writes_the_model
   (live / f"xlnet_model.ckpt.tmp-{os.getpid()}-0123456789ab.index").write_bytes(b"x")
   with pytest.raises(ValueError, match=r"--output_dir .*/live already holds a model \(xlnet_model.ckpt.tmp-"):
     convert.convert_to_original(f"{DATA}/cls_bin", str(live), log_fn=lambda _: None)
+
+
+@pytest.mark.parametrize("to", ["hf", "tf1"])
+def test_a_conversion_killed_or_stopped_while_its_files_are_put_in_place(tmp_path, caplog, to):
+  """kill -9 between the renames that put a converted model's files in place left part of them: the rerun refused
+  them as a model already there (sweep 27, U5). It now removes what the killed run had renamed, with a line, and
+  writes the model; a checkpoint's index comes last, so what a kill leaves never reads as a checkpoint without its
+  config. SIGTERM there: the files all arrive, the run reports them, then stops (exit 143) with the line that its
+  run ended (it said to run the command again, which was refused: U7)."""
+  src, out = tmp_path / "src", tmp_path / "out"
+  if to == "hf":
+    convert.convert_to_original(f"{DATA}/cls_bin", str(src), log_fn=lambda line: None)
+  given = str(src / "xlnet_model.ckpt") if to == "hf" else f"{DATA}/cls_bin"
+  cut = subprocess.run(renames_cut.command(["convert_checkpoint.py", f"--input={given}", f"--output_dir={out}"], 1,
+                                           renames_cut.KILL), capture_output=True, text=True, timeout=300)
+  assert cut.returncode == -signal.SIGKILL, cut.stderr[-2000:]
+  first = "model.safetensors" if to == "hf" else "xlnet_config.json"
+  assert sorted(name for name in os.listdir(out) if ".tmp-" not in name) == [".convert.lock", ".convert.pass", first]
+  convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=given, output_dir=str(out)),
+                         log_fn=lambda line: None)
+  assert f"Removed {out / first}: what a run killed while putting its files in place there had already renamed" in (
+      caplog.text)
+  made = sorted(os.listdir(out))
+  assert made == (["config.json", "model.safetensors"] if to == "hf" else
+                  ["run_flags.json", "xlnet_config.json", "xlnet_model.ckpt.data-00000-of-00001",
+                   "xlnet_model.ckpt.index"])
+  stopped = subprocess.run(renames_cut.command(["convert_checkpoint.py", f"--input={given}",
+                                               f"--output_dir={tmp_path / 'again'}"], 0, renames_cut.TERM),
+                           capture_output=True, text=True, timeout=300)
+  assert stopped.returncode == 128 + signal.SIGTERM and "\nWrote " in f"\n{stopped.stdout}", stopped.stderr[-2000:]
+  assert stopped.stderr.strip().splitlines()[-1] == ("convert_checkpoint.py: stopped by SIGTERM after its run ended; "
+                                                     "what the run wrote is whole.")
+  assert sorted(os.listdir(tmp_path / "again")) == made
 
 
 def test_a_conversion_into_an_output_dir_another_conversion_is_writing_is_refused(tmp_path, caplog):

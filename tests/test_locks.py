@@ -1,6 +1,7 @@
 """Locks between runs: a training run's directory (one holder; a dead holder's lock is taken over) and a cached
 file (shared by the runs that read it, refused to a run that would write it again)."""
 
+import json
 import os
 import signal
 import socket
@@ -11,6 +12,7 @@ import time
 import pytest
 
 from helpers import cache_user
+from xlnet_tf import fileio
 from xlnet_tf import locks
 
 
@@ -126,6 +128,45 @@ def test_a_signal_while_the_lock_is_made_leaves_no_lock(where, tmp_path, monkeyp
   if where == "write":
     assert str(e.value) == (f"Cannot use --model_dir {run_dir}: No space left on device (writing its lock "
                             f"{run_dir}/.run.lock). Free space and rerun.")  # not "Pass a writable" (sweep 19, F9)
+
+
+class _Killed(BaseException):  # a process killed outright: nothing after it runs (no `except Exception`)
+  pass
+
+
+def test_a_pass_cut_short_is_undone_from_its_journal(tmp_path, monkeypatch, caplog):
+  """A pass with the lock's journal (a conversion's, train_spm's) that a kill -9 cuts after its second rename: the
+  journal names what it had made, and the lock's next holder removes that and the temporaries left, with a line,
+  never a file that was there before the pass (`b.json` is replaced, not made); a journal cut short while written
+  means no step had run."""
+  (tmp_path / "b.json").write_text("old")
+  rename, done = fileio.rename, []
+
+  def killed_at_the_third(src, dst):
+    if len(done) == 2:
+      raise _Killed
+    done.append(os.path.basename(dst))
+    rename(src, dst)
+  monkeypatch.setattr(fileio, "rename", killed_at_the_third)
+  with pytest.raises(_Killed):
+    with locks.directory_lock(str(tmp_path), name="convert") as journal:
+      with fileio.atomic_files(journal) as files:
+        for name in ("a.json", "b.json", "c.json"):
+          files.write(str(tmp_path / name), "new")
+  monkeypatch.undo()
+  assert done == ["a.json", "b.json"] and journal == str(tmp_path / ".convert.pass")
+  with open(journal) as f:
+    left = json.load(f)["temporaries"][-1]  # c.json's: a kill leaves it (here the error removed it)
+  with open(left, "w") as f:
+    f.write("new")
+  with locks.directory_lock(str(tmp_path), name="convert"):
+    assert listing(tmp_path) == [".convert.lock", "b.json"]
+  assert f"Removed {tmp_path / 'a.json'}: what a run killed while putting its files in place there" in caplog.text
+  assert locks.undo_cut_pass(journal) == []
+  with open(journal, "w") as f:
+    f.write('{"made": ["')
+  (tmp_path / "a.json").write_text("a file made after")
+  assert locks.undo_cut_pass(journal) == [] and listing(tmp_path) == ["a.json", "b.json"]
 
 
 def test_a_directory_at_the_lock_s_name_is_named_with_its_remedy(tmp_path):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import sentencepiece as spm
 
+from helpers import renames_cut
 from xlnet_tf import locks
 from xlnet_tf.data import corpora
 from xlnet_tf.data import tokenization as tk
@@ -223,6 +224,28 @@ def test_train_spm_stops_at_once_while_the_trainer_runs(sig, tmp_path):
                                           "so none was left half-written. Run the same command again."), err[-3000:]
   assert stopped_after < 1.5, stopped_after  # an undisturbed run trains for 4-5 s more
   assert not os.listdir(out_dir)
+
+
+def test_train_spm_killed_or_stopped_while_its_files_are_put_in_place(tmp_path):
+  """kill -9 between the renames of `.vocab` and `.model` left the new `.vocab` alone: the rerun refused it as a
+  model there (sweep 27, U5). The rerun removes it, with a line, and trains; SIGTERM in that rerun's renames: both
+  files arrive, the run reports them, then stops (exit 143) with the line that its run ended (it said to run the
+  command again, which was refused: U7)."""
+  (tmp_path / "a.txt").write_text(open(GOLDEN_CORPUS, encoding="utf-8").read(), encoding="utf-8")
+  flags = ["scripts/train_spm.py", f"--input={tmp_path}/a.txt", f"--model_prefix={tmp_path}/m", "--vocab_size=250",
+           "--hard_vocab_limit=False"]
+  cut = subprocess.run(renames_cut.command(flags, 1, renames_cut.KILL), capture_output=True, text=True, timeout=120)
+  assert cut.returncode == -signal.SIGKILL, cut.stderr[-2000:]
+  assert sorted(name for name in os.listdir(tmp_path) if ".tmp-" not in name) == [".spm-m.lock", ".spm-m.pass",
+                                                                                  "a.txt", "m.vocab"]
+  rerun = subprocess.run(renames_cut.command(flags, 0, renames_cut.TERM), capture_output=True, text=True, timeout=120)
+  assert rerun.returncode == 128 + signal.SIGTERM and rerun.stdout.startswith(f"Wrote {tmp_path}/m.model"), (
+      rerun.stderr[-2000:])
+  assert f"Removed {tmp_path}/m.vocab: what a run killed while putting its files in place there" in rerun.stderr
+  assert rerun.stderr.strip().splitlines()[-1] == ("train_spm.py: stopped by SIGTERM after its run ended; what the "
+                                                   "run wrote is whole.")
+  assert sorted(os.listdir(tmp_path)) == ["a.txt", "m.model", "m.vocab"]
+  assert tk.load_sentencepiece(str(tmp_path / "m.model")).GetPieceSize() <= 250
 
 
 @pytest.mark.slow  # the default suite's 15 minutes

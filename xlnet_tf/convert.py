@@ -32,14 +32,16 @@ def _output_dir_held(output_dir, input_dir):
   may), and it is not the directory of the --input (which would then hold two models, one of them read in place of
   the other). A ValueError (one line) otherwise, or where another conversion into it is running: two at once both
   said "Wrote", one replacing the other's model, as each had checked the directory before the other wrote (sweep 23,
-  B4). The check is made under the lock, so no other conversion writes there between it and the body's files."""
+  B4). The check is made under the lock, so no other conversion writes there between it and the body's files.
+  Yields the lock's journal, for `fileio.atomic_files`: a rerun removes what a conversion killed while putting its
+  files in place had made (it refused it as a model already there)."""
   if not output_dir:
     raise ValueError("--output_dir is required: the directory the converted model goes to.")
   fileio.check_output_dir(output_dir, "--output_dir")
   if os.path.abspath(output_dir) == os.path.abspath(input_dir):
     raise ValueError(f"--output_dir {output_dir} is the directory of the --input: the converted model would be "
                      "written beside the one it is made from. Pass a new or empty directory.")
-  with locks.directory_lock(output_dir, name="convert", what="--output_dir"):
+  with locks.directory_lock(output_dir, name="convert", what="--output_dir") as journal:
     # What a conversion killed while writing there left (a checkpoint's `xlnet_model.ckpt.tmp-P-H.index`): it was
     # taken for a model there, and the rerun refused.
     written = (*_MODEL_FILES, "spiece.model")
@@ -48,7 +50,7 @@ def _output_dir_held(output_dir, input_dir):
     if held:
       raise ValueError(f"--output_dir {output_dir} already holds a model ({', '.join(held)}), which the conversion "
                        "would replace or be read in place of; it was left as it is. Pass a new or empty directory.")
-    yield
+    yield journal
 
 
 def _read(path):
@@ -210,7 +212,7 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
   """
   from safetensors import numpy as safetensors_numpy  # pylint: disable=import-outside-toplevel
   path = checkpoint.resolve_checkpoint_path(ckpt_path)
-  with _output_dir_held(output_dir, os.path.dirname(path)):
+  with _output_dir_held(output_dir, os.path.dirname(path)) as journal:
     _check_copy(os.path.dirname(path), output_dir)
     _check_config_beside(os.path.dirname(path), model_config_path)
     flags = _run_flags(os.path.dirname(path))
@@ -237,7 +239,7 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
     config, weights, notes = hf_export.original_to_hf(arrays, xlnet_config, path, summary_type, task_name,
                                                        allow_d_head_override, label_list, clamp_len)
     fileio.makedirs(output_dir)
-    with fileio.atomic_files() as out:  # one set: a conversion cut short leaves no weights without their config
+    with fileio.atomic_files(journal, final=True) as out:  # one set: no weights without their config
       # The bytes, written as our other files: safetensors' own save_file writes through a hidden temporary file of
       # its own (left for good by a kill -9), with mode 0600, to local paths only.
       out.write(os.path.join(output_dir, "model.safetensors"),
@@ -274,19 +276,19 @@ def convert_to_original(directory, output_dir, task_name=None, log_fn=print):
   `run_flags.json` with its pooling and named labels (what a fine-tuning run keeps there: the tools then predict and
   export it as the HF model pools, and refuse another pooling or labels) in output_dir. An output_dir that already
   holds a model (a config or a checkpoint) is refused. The files appear together (`fileio.atomic_files`), the
-  checkpoint's index after its data."""
-  with _output_dir_held(output_dir, directory):
+  checkpoint last, its index after its data."""
+  with _output_dir_held(output_dir, directory) as journal:
     _check_copy(directory, output_dir)
     xlnet_config, arrays, info = hf_checkpoint.read_hf_checkpoint(directory, task_name)
     lowercases = tokenizer_lowercases(directory)
     fine_tuned_with = dict(info["fine_tuned_with"], **({"uncased": lowercases} if isinstance(lowercases, bool) else {}))
     ckpt = os.path.join(output_dir, "xlnet_model.ckpt")
-    with fileio.atomic_files() as out:  # one set: a conversion cut short leaves no checkpoint without its config
-      checkpoint.write_original_checkpoint(arrays, ckpt, files=out)
+    with fileio.atomic_files(journal, final=True) as out:  # one set: no checkpoint without its config
       copied = _copy(directory, output_dir, out.write)
       xlnet_config.to_json(os.path.join(output_dir, "xlnet_config.json"), write=out.write)
       if fine_tuned_with:
         out.write(os.path.join(output_dir, "run_flags.json"), json.dumps(fine_tuned_with, indent=2))
+      checkpoint.write_original_checkpoint(arrays, ckpt, files=out)
   for line in info["notes"] + _spiece_notes(directory, xlnet_config.n_token):
     log_fn(line)
   log_fn(f"Wrote {ckpt} ({len(arrays)} variables, {info['description']}), xlnet_config.json"
@@ -303,10 +305,10 @@ def clean_checkpoint(ckpt_path, output_dir, model_config_path=None, log_fn=print
   fine-tuning run's `run_flags.json` (its pooling and labels, which a later export to HF reads; a pretraining run's
   casing and clamp_len, which the tools compare), as the original
   `model_utils.py --clean_input_ckpt` does (it writes `model.ckpt-0` and no other file). An output_dir that already
-  holds a model is refused; the files appear together (`fileio.atomic_files`)."""
+  holds a model is refused; the files appear together (`fileio.atomic_files`), the checkpoint last."""
   path = checkpoint.resolve_checkpoint_path(ckpt_path)
   src_dir = os.path.dirname(path)
-  with _output_dir_held(output_dir, src_dir):
+  with _output_dir_held(output_dir, src_dir) as journal:
     # A fine-tuning run's flags go with its weights: how it pooled, its labels, its casing and SentencePiece model.
     flags = _run_flags(src_dir)
     flag_files = ["run_flags.json"] if _fine_tuned_with(flags)[0] else []  # a pretraining run's: a release's layout
@@ -322,8 +324,7 @@ def clean_checkpoint(ckpt_path, output_dir, model_config_path=None, log_fn=print
       config_path = None
     ckpt = os.path.join(output_dir, "xlnet_model.ckpt")
     fileio.makedirs(output_dir)
-    with fileio.atomic_files() as out:  # one set, as convert_to_original's
-      checkpoint.write_original_checkpoint(arrays, ckpt, files=out)
+    with fileio.atomic_files(journal, final=True) as out:  # one set, as convert_to_original's
       copied = _copy(src_dir, output_dir, out.write)
       casing = {k: flags[k] for k in ("uncased", "clamp_len") if k in flags}  # a pretraining run's (sweep 24, N-B1)
       if flag_files:
@@ -332,6 +333,7 @@ def clean_checkpoint(ckpt_path, output_dir, model_config_path=None, log_fn=print
         out.write(os.path.join(output_dir, "run_flags.json"), json.dumps(casing, indent=2))
       if config_path:
         out.write(os.path.join(output_dir, "xlnet_config.json"), _read(config_path))
+      checkpoint.write_original_checkpoint(arrays, ckpt, files=out)
   written = ", ".join(["xlnet_config.json"] * bool(config_path) + ["spiece.model"] * copied +
                       ["run_flags.json"] * bool(flag_files or casing))
   log_fn(f"Wrote {ckpt} ({len(arrays)} variables: the weights of {path}, without its optimizer state)"

@@ -24,11 +24,10 @@ import hashlib
 import json
 import os
 import shutil
-import signal
 import sys
-import threading
 import uuid
 
+from xlnet_tf import signal_holds
 from xlnet_tf.path_errors import PathError, non_utf8_line, remote_error  # pylint: disable=unused-import  (fileio's)
 
 
@@ -303,7 +302,7 @@ def _removed_on_error(temporaries, named):
 
 
 @contextlib.contextmanager
-def atomic_path(path, last_suffix=None, marker=None):
+def atomic_path(path, last_suffix=None, marker=None, journal=None, final=False):
   """Yields a temporary name for `path`; on success moves what was written there onto `path`.
 
   The body may write one file, one directory (e.g. a SavedModel: an existing directory at `path` is replaced if it
@@ -313,18 +312,19 @@ def atomic_path(path, last_suffix=None, marker=None):
   ending with `last_suffix` last, so that it marks the whole as complete. On any error everything written is
   removed; a write error (e.g. a full disk) becomes an OSError whose one-line message names `path`. A directory
   above `path` that is a file is a ValueError naming it. SIGINT and SIGTERM wait while the renames run
-  (`signals_held`).
+  (`signal_holds.signals_held`); `journal` and `final` as in `atomic_files`, for files.
   """
   path, tmp = _prepare(path)
   with _removed_on_error([tmp], lambda: path):
     yield tmp
     if exists(tmp) and isdir(tmp):
       check_output_dir(path, marker=marker or "")
-      with signals_held():  # a stopped run must not leave the old directory aside, or no directory at `path`
+      # a stopped run must not leave the old directory aside, or no directory at `path`
+      with signal_holds.signals_held():
         _replace_dir(tmp, path)
       return
-    with signals_held():  # nor half the parts new (a SentencePiece `.vocab` beside the `.model` it replaced)
-      _rename_parts(tmp, path, last_suffix)
+    # nor half the parts new (a SentencePiece `.vocab` beside the `.model` it replaced)
+    _rename_pass(_part_renames(tmp, path, last_suffix), journal, final)
 
 
 def _parts(tmp):
@@ -333,13 +333,35 @@ def _parts(tmp):
   return [p for p in glob(glob_lib.escape(tmp) + "*") if not is_temp_name(p[len(tmp):])]
 
 
-def _rename_parts(tmp, path, last_suffix):
-  """Renames each `tmp + suffix` written (`_parts`) onto `path + suffix`, the one ending with `last_suffix` (None:
-  none) last, so that it marks the whole as complete."""
+def _part_renames(tmp, path, last_suffix):
+  """[(temporary, final)]: each `tmp + suffix` written (`_parts`) onto `path + suffix`, the one ending with
+  `last_suffix` (None: none) last, so that it marks the whole as complete."""
   written = _parts(tmp)
   written.sort(key=lambda p: last_suffix is not None and p.endswith(last_suffix))
-  for p in written:
-    rename(p, path + p[len(tmp):])
+  return [(p, path + p[len(tmp):]) for p in written]
+
+
+def _rename_pass(steps, journal=None, final=False, on_step=None):
+  """Runs `steps` in order in one pass that SIGINT and SIGTERM wait for (`signal_holds.signals_held(final)`): each
+  (temporary, final name) renames the one onto the other; (None, name) removes the file there. With `journal` (a
+  path, where only this process writes the set: under its lock), it first writes there the final names the pass
+  makes (those not there now, "made") and the "temporaries", and removes it after the last step: a process killed
+  outright in the pass (SIGKILL) leaves it, and `locks.undo_cut_pass` removes what the cut pass made (part of a set
+  its rerun then refused as a model already there; sweep 27, U5). `on_step(name)` is called before each step."""
+  with signal_holds.signals_held(final):
+    if journal:  # in place, before any step: a journal cut short (not JSON) tells that no step ran
+      with open_file(journal, "w") as f:
+        json.dump({"made": [os.path.abspath(name) for _, name in steps if not exists(name)],
+                   "temporaries": [os.path.abspath(tmp) for tmp, _ in steps if tmp]}, f)
+    for tmp, name in steps:
+      if on_step:
+        on_step(name)
+      if tmp is None:
+        remove(name)
+      else:
+        rename(tmp, name)
+    if journal:
+      remove(journal)
 
 
 def _replace_dir(tmp, path):
@@ -416,75 +438,53 @@ class FileSet:
       for name in list(self._temps)[list(self._temps).index(before):-1]:  # in place: `atomic_files` holds a view
         self._temps[name] = self._temps.pop(name)  # `before` and the files after it move behind `path`
 
-  def _commit(self):
+  def _commit(self, journal, final):
+    steps = []
     for path, tmp in self._temps.items():  # checked first: a rename that fails would leave part of the set new
       self._current = path
       if path in self._last_suffixes:
-        parts = _parts(tmp)
+        renames = _part_renames(tmp, path, self._last_suffixes[path])
       else:
-        parts = [tmp] if exists(tmp) else []
-      if not parts or any(isdir(p) for p in parts):
+        renames = [(tmp, path)] if exists(tmp) else []
+      if not renames or any(isdir(p) for p, _ in renames):
         raise ValueError(f"Nothing was written for {path}: a file of the set must be one file at its temporary name "
                          "(or, for a prefix, files whose names start with it).")
-      for final in (path + p[len(tmp):] for p in parts):
-        if exists(final) and isdir(final):
-          raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), final)
-    with signals_held():
-      for path, tmp in self._temps.items():
-        self._current = path
-        if path in self._clears:
-          remove(self._clears[path])
-        if path in self._last_suffixes:
-          _rename_parts(tmp, path, self._last_suffixes[path])
-        else:
-          rename(tmp, path)
+      for _, name in renames:
+        if exists(name) and isdir(name):
+          raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), name)
+      if path in self._clears:
+        steps.append((None, self._clears[path]))
+      steps += renames
+    _rename_pass(steps, journal, final, on_step=lambda name: setattr(self, "_current", name))
 
 
 @contextlib.contextmanager
-def atomic_files():
+def atomic_files(journal=None, final=False):
   """Yields a `FileSet`; on success all its files replace their final names together, on any error none does.
 
   The body writes every file of the set to its temporary name (`FileSet.write`, `FileSet.path`; files of several
   parts under a temporary prefix, `FileSet.prefix`). When it ends, the temporaries are renamed onto their final
-  names in one pass, with SIGINT and SIGTERM held back until the last rename (`signals_held`), so a stopped run
-  cannot leave the set half new. A write error (e.g. a full disk) or a signal before that pass removes every
-  temporary (every part of a prefix) and leaves every final name as it was; a write error becomes an OSError whose
-  one-line message names the file being written.
+  names in one pass, with SIGINT and SIGTERM held back until the last rename (`signal_holds.signals_held`), so a
+  stopped run cannot leave the set half new. A write error (e.g. a full disk) or a signal before that pass removes
+  every temporary (every part of a prefix) and leaves every final name as it was; a write error becomes an OSError
+  whose one-line message names the file being written.
 
   Limits: the set is not replaced in one atomic step, only in one pass. A process killed outright during it
-  (SIGKILL, a lost machine) leaves the files renamed before new; so does a rename that fails, which on a local file
-  system only a reason nobody checks first (an I/O error) can make. On a local file system the pass is a few
-  renames; on `gs://` (`tf.io.gfile`) each rename is a copy and a delete, so the pass is not quick: signals still
-  wait for it, but a reader may see part of the set new while it runs, and a failed copy leaves it half new. Signals
-  are held only when this runs on the main thread (only there does Python run signal handlers).
+  (SIGKILL, a lost machine) leaves the files renamed before new (with a `journal`, its lock's next holder removes
+  those it made); so does a rename that fails, which on a local file system only a reason nobody checks first (an
+  I/O error) can make. On a local file system the pass is a few renames; on `gs://` (`tf.io.gfile`) each rename is
+  a copy and a delete, so the pass is not quick: signals still wait for it, but a reader may see part of the set new
+  while it runs, and a failed copy leaves it half new. Signals are held only when this runs on the main thread (only
+  there does Python run signal handlers).
+
+  Args:
+    journal: where the set is written under a lock (`locks.directory_lock`, which yields this path), a file that
+      lets the next holder undo a pass that a kill cut (`_rename_pass`, `locks.undo_cut_pass`).
+    final: the set is the run's last writes (a tool's output): a signal held during the pass waits for the end of
+      the enclosing `signal_holds.signals_deferred` (the CLI's whole run), so the run reports what it wrote before
+      it stops.
   """
   files = FileSet()
   with _removed_on_error(files._temps.values(), lambda: files._current):  # pylint: disable=protected-access
     yield files
-    files._commit()  # pylint: disable=protected-access
-
-
-@contextlib.contextmanager
-def signals_held():
-  """Holds SIGINT and SIGTERM back while the body runs; each one sent meanwhile is delivered (once) right after.
-
-  Python runs signal handlers in the main thread, but the kernel gives a signal sent to the process to any thread
-  that does not block it, and TensorFlow runs many: blocking them in the main thread alone
-  (`signal.pthread_sigmask`) would not hold back the handler. So the handlers themselves are swapped for one that
-  notes the signal, and put back before the noted signals are raised again. A handler set outside Python (which
-  `signal.getsignal` reports as None) or SIG_IGN is left alone; off the main thread nothing is held.
-  """
-  if threading.current_thread() is not threading.main_thread():
-    yield
-    return
-  held, old = [], {}
-  try:
-    for signum in (signal.SIGINT, signal.SIGTERM):
-      if signal.getsignal(signum) not in (None, signal.SIG_IGN):
-        old[signum] = signal.signal(signum, lambda sent, frame: held.append(sent))
-    yield
-  finally:
-    for signum, handler in old.items():
-      signal.signal(signum, handler)
-    for signum in dict.fromkeys(held):
-      signal.raise_signal(signum)
+    files._commit(journal, final)  # pylint: disable=protected-access

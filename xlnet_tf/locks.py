@@ -9,6 +9,7 @@ import ctypes
 import errno
 import fcntl
 import glob as glob_lib
+import json
 import logging
 import os
 import random
@@ -18,6 +19,7 @@ import socket
 import time
 
 from xlnet_tf import fileio
+from xlnet_tf import signal_holds
 
 
 def lock_file(name):
@@ -43,9 +45,13 @@ def directory_lock(directory, name="run", what="--model_dir", temporaries=None, 
   `RUN_TEMPORARIES`, for the lock named "run", else none) are removed (`remove_stale_temporaries`). A directory
   made here is removed again when the body fails and leaves it empty. Remote directories are not locked. `shown`:
   the path the messages name as `what` (default `directory`), for a lock held beside what it guards.
+
+  Yields the path of the lock's journal (`.{name}.pass` beside it; None where nothing is locked), for the files the
+  holder puts in place together (`fileio.atomic_files(journal=)`): what a holder killed in their renames had made
+  is removed once the lock is taken again (`undo_cut_pass`), with a line naming it.
   """
   if not directory or fileio.is_remote(directory):
-    yield
+    yield None
     return
   created = not os.path.lexists(directory)
   try:
@@ -57,11 +63,15 @@ def directory_lock(directory, name="run", what="--model_dir", temporaries=None, 
   me = f"{os.getpid()} {socket.gethostname()}"
   failed, held = True, None
   try:
-    with fileio.signals_held():  # a Ctrl-C while the lock is made waits till it is whole and the `finally` covers it
+    with signal_holds.signals_held():  # a Ctrl-C while the lock is made waits till it is whole (`finally` covers it)
       held = _take_lock(path, me, shown or directory, what)
+    journal = os.path.join(directory, f".{name}.pass")
+    if undone := undo_cut_pass(journal):
+      logging.warning("Removed %s: what a run killed while putting its files in place there had already renamed "
+                      "(the rest of them never got there).", ", ".join(undone))
     remove_stale_temporaries(directory, (RUN_TEMPORARIES if name == "run" else ()) if temporaries is None
                              else temporaries)
-    yield
+    yield journal
     failed = False
   finally:
     try:
@@ -117,6 +127,28 @@ def remove_stale_temporaries(directory, patterns, only_dead=False):
   if stale:
     logging.warning("Removed what a run that was killed while writing left under temporary names: %s.",
                     ", ".join(sorted(stale)))
+
+
+def undo_cut_pass(journal):
+  """Undoes the pass of renames (`fileio.atomic_files(journal=)`) that wrote `journal` where a kill cut it (the file
+  is there; called under the lock that pass ran under, so none runs now): removes the files it had made and its
+  temporaries, then the journal; the paths of the files it had made and that were removed, sorted."""
+  if not journal or not os.path.exists(journal):
+    return []
+  try:
+    with open(journal, encoding="utf-8") as f:
+      listed = json.load(f)
+  except (OSError, ValueError):  # cut short while written: no step had run
+    listed = {}
+  listed = listed if isinstance(listed, dict) else {}
+  removed = []
+  for key in ("made", "temporaries"):
+    for path in listed.get(key) or []:
+      if isinstance(path, str) and os.path.lexists(path):
+        fileio.remove(path)
+        removed += [path] * (key == "made")
+  fileio.remove(journal)
+  return sorted(removed)
 
 
 def end_with_parent(signum):

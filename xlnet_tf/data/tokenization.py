@@ -386,7 +386,7 @@ class SpmTrainOptions:
                        f"{self.num_threads}.")
 
 
-def train_sentencepiece(inputs, model_prefix, options, *, quiet=False, **extra_options):
+def train_sentencepiece(inputs, model_prefix, options, *, quiet=False, journal=None, final=False, **extra_options):
   """Trains a SentencePiece model with the original README's settings and checks the XLNet ids.
 
   README: `spm_train --vocab_size=32000 --character_coverage=0.99995 --model_type=unigram
@@ -399,6 +399,7 @@ def train_sentencepiece(inputs, model_prefix, options, *, quiet=False, **extra_o
     model_prefix: writes `{model_prefix}.model` and `{model_prefix}.vocab`.
     options: `SpmTrainOptions`, the vocabulary size and the trainer's settings.
     quiet: silence the trainer's log.
+    journal, final: as `fileio.atomic_files`'s, for the pass that renames the two files (`scripts/train_spm.py`).
     **extra_options: any other `spm_train` option. The trainer runs in a child process that a signal to this one
       stops at once (`_train_in_a_child`), unless an option is a Python object (SentencePiece's
       `sentence_iterator`), which only this process can use.
@@ -413,7 +414,8 @@ def train_sentencepiece(inputs, model_prefix, options, *, quiet=False, **extra_o
   check_text_files(files)
   directory, name = os.path.split(os.path.abspath(model_prefix))
   locks.remove_stale_temporaries(directory, [glob_lib.escape(name) + ".tmp-*"], only_dead=True)  # a kill -9's
-  with fileio.atomic_path(model_prefix, last_suffix=".model") as tmp_prefix:  # the .model file is renamed last
+  # the .model file is renamed last
+  with fileio.atomic_path(model_prefix, last_suffix=".model", journal=journal, final=final) as tmp_prefix:
     settings = dict(
         input=files, model_prefix=tmp_prefix, vocab_size=options.vocab_size,
         character_coverage=options.character_coverage, model_type=options.model_type,

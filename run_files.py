@@ -346,7 +346,12 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, data_files=
     resolved = dict(resolved or {}, record_sizes=[[os.path.basename(f), fileio.size(f)] for f in data_files])
   start = _restore_or_init(o, trainer, log_fn, **kwargs)
   before, sizes = there.get("record_sizes"), (resolved or {}).get("record_sizes")
-  if start and start < getattr(o, "train_steps", start + 1) and isinstance(before, list) and sizes and (
+  if before is not None and not (isinstance(before, list) and all(
+      isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) for pair in before)):
+    log_fn(f"Warning: record_sizes in {os.path.join(o.model_dir, 'run_flags.json')} is damaged (not the [name, size] "
+           "pairs of the record files it read): whether the records changed since its checkpoints cannot be told.")
+    before = None  # ignored without a word (sweep 27), or a TypeError in the comparison
+  if start and start < getattr(o, "train_steps", start + 1) and before is not None and sizes and (
       before != sizes):  # rewritten, added, removed or reordered
     changed = [new[0] if new else old[0] for old, new in itertools.zip_longest(before, sizes) if old != new]
     log_fn(f"Warning: the records changed since the checkpoints in --model_dir were written ({len(changed)} of "

@@ -660,3 +660,10 @@ def test_check_token_ids_reads_the_first_records_on_the_host(tmp_path):
   data = open(paths[1], "rb").read()
   open(paths[1], "wb").write(data[:len(data) - 10])  # the bad record cut short: unreadable, not checked
   token_checks.check_token_ids(paths, 32, fix="-")
+  with tf.io.TFRecordWriter(paths[0]) as writer:  # a negative id: no vocabulary's (it blamed another vocabulary)
+    writer.write(tf.train.Example(features=tf.train.Features(
+        feature={"input_ids": example_encoder.int_feature([1, -7])})).SerializeToString())
+  with pytest.raises(ValueError, match=rf"^{paths[0]} holds token id -7 \(record 0\), which no vocabulary has: the "
+                                       r"file is damaged, or was not written as records of these tools\. Write it "
+                                       r"again\.$"):
+    token_checks.check_token_ids(paths, 32, fix="Another vocabulary's.")

@@ -336,6 +336,13 @@ def test_a_resume_on_other_records_says_so(tmp_path):
                       "other, added, removed or in another order: train.tf_record): the resumed run reads them as they "
                       "are now, from the position its step counts in them, so its batches are not those of an "
                       "uninterrupted run.")
+  flags_file = model_dir / "run_flags.json"  # damaged: ignored without a word, or a TypeError in the comparison
+  for damaged in ("10", [10], [["train.tf_record"]]):
+    flags_file.write_text(json.dumps(dict(json.load(open(flags_file)), record_sizes=damaged)))
+    lines.clear()
+    assert resume() == 2
+    assert lines[1:] == [f"Warning: record_sizes in {flags_file} is damaged (not the [name, size] pairs of the record "
+                         "files it read): whether the records changed since its checkpoints cannot be told."]
 
 
 def test_a_finished_run_rerun_with_other_flags_warns_of_no_step(tmp_path):

@@ -216,6 +216,21 @@ def test_a_stray_file_named_in_another_encoding_is_let_be(tmp_path):
   assert hf_checkpoint.model_config(None, str(tmp_path / "hf"), "--predict_ckpt").n_layer == config["n_layer"]
 
 
+def test_weights_that_do_not_fit_the_config_name_the_other_weights_files_beside_them(tmp_path):
+  """A classifier's pytorch_model.bin beside a model.safetensors of another model (an LM): the safetensors file is
+  read, as transformers' order says, and refused for its head; the line did not say that the .bin, the model's
+  weights, was there unread (sweep 27)."""
+  shutil.copytree(f"{DATA}/cls_bin", tmp_path / "m")
+  shutil.copy(f"{DATA}/lm_safetensors/model.safetensors", tmp_path / "m")
+  with pytest.raises(ValueError, match=rf"Fix architectures in config\.json\. \({tmp_path / 'm'} also holds "
+                                       r"pytorch_model\.bin, not read: model\.safetensors comes first in "
+                                       r"transformers' order\. If those are the model's weights, move "
+                                       r"model\.safetensors away\.\)$"):
+    hf_checkpoint.read_hf_checkpoint(str(tmp_path / "m"))
+  os.remove(tmp_path / "m" / "model.safetensors")
+  assert hf_checkpoint.read_hf_checkpoint(str(tmp_path / "m"))[2]["architecture"] == "XLNetForSequenceClassification"
+
+
 def test_a_config_of_far_more_weights_than_its_files_hold_is_refused_before_the_model_is_built(tmp_path):
   """An HF config.json saying n_layer 200000 over 2 layers' weights, as --predict_ckpt or --init_checkpoint: the
   tools built the 200000-layer model first, minutes and GBs without a line (sweep 21, H7)."""

@@ -37,7 +37,7 @@ import numpy as np
 
 from xlnet_tf import fileio
 from xlnet_tf.config import XLNetConfig, is_head_name
-from xlnet_tf.hf_weights import WEIGHT_FILES, check_size, float32_weight, read_weights
+from xlnet_tf.hf_weights import WEIGHT_FILES, check_size, float32_weight, read_weights, unread_note
 
 CONFIG_FILE = "config.json"
 SUMMARY_TYPES = ("last", "first", "mean")  # what HF's SequenceSummary and the original both compute
@@ -454,11 +454,15 @@ def named_labels(config):
 
 
 def read_hf_checkpoint(directory, task_name=None, cls_scope=None):
-  """(XLNetConfig, {original name: array}, info) of an HF model directory; info adds `description`."""
+  """(XLNetConfig, {original name: array}, info) of an HF model directory; info adds `description`. A ValueError
+  names the other weights files there, unread (`hf_weights.unread_note`)."""
   config = read_config(directory)
   weights, weights_file = read_weights(directory)
-  xlnet_config, arrays, info = hf_to_original(config, weights, os.path.join(directory, weights_file), task_name,
-                                              cls_scope)
+  try:
+    xlnet_config, arrays, info = hf_to_original(config, weights, os.path.join(directory, weights_file), task_name,
+                                                cls_scope)
+  except ValueError as e:
+    raise (ValueError(f"{e} ({note})") if (note := unread_note(directory, weights_file)) else e) from None
   info["description"] = f"HuggingFace {info['architecture']}, {weights_file}"
   return xlnet_config, arrays, info
 

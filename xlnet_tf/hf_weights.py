@@ -119,6 +119,15 @@ def read_weights(directory):
   return weights, source
 
 
+def unread_note(directory, weights_file):
+  """Where `directory` holds other weights files than the one `read_weights` read (`weights_file`, as it names it),
+  a clause naming them, for an error about the weights read (the others may be the model's); else ""."""
+  read = weights_file.split(" ")[0] + (".index.json" if "shard" in weights_file else "")
+  unread = [name for name in WEIGHT_FILES if name != read and fileio.exists(os.path.join(directory, name))]
+  return (f"{directory} also holds {', '.join(unread)}, not read: {weights_file} comes first in transformers' order. "
+          f"If those are the model's weights, move {read} away." if unread else "")
+
+
 def _read_weights(directory):
   for name, reader in (("model.safetensors", _read_safetensors), ("pytorch_model.bin", torch_pickle.load)):
     path = os.path.join(directory, name)

@@ -14,7 +14,7 @@ from xlnet_tf.data.records import record_dataset
 _CHUNK = 1024  # records parsed at once by a scan
 
 
-def bad_token_id_line(files, n_token, fix, key="input_ids", num_records=256):
+def bad_token_id_line(files, n_token, fix, key="input_ids", num_records=256, damaged="Write it again."):
   """The line that names a record of `files` holding a token id outside [0, n_token) (the one with the largest such
   id among the first records parsed together that hold one), or None if the records checked hold none. Reading
   stops at an unreadable record (the reader names it when it gets there).
@@ -25,6 +25,8 @@ def bad_token_id_line(files, n_token, fix, key="input_ids", num_records=256):
     fix: str, the sentence that ends the line: which flag or file to change.
     key: the int64 feature of token ids ("input_ids"; pretraining records: "input").
     num_records: how many records to check, over all files; None: all of them.
+    damaged: str, the sentence that ends the line where the id is negative (no vocabulary's: a damaged file, not
+      another vocabulary's, which `fix` would blame; sweep 27).
 
   Returns:
     str or None: "{file} holds token id {id} (record {index in the file}), outside the model's vocabulary
@@ -38,6 +40,9 @@ def bad_token_id_line(files, n_token, fix, key="input_ids", num_records=256):
     found, read, complete = _scan(path, n_token, key, left)
     if found:
       value, record = found
+      if value < 0:
+        return (f"{path} holds token id {value} (record {record}), which no vocabulary has: the file is damaged, "
+                f"or was not written as records of these tools. {damaged}")
       return (f"{path} holds token id {value} (record {record}), outside the model's vocabulary "
               f"[0, n_token={n_token}). {fix}")
     if not complete:
@@ -78,7 +83,7 @@ def _scan(path, n_token, key, limit):
       return None, first, complete
 
 
-def check_token_ids(files, n_token, fix, key="input_ids", num_records=256):
+def check_token_ids(files, n_token, fix, key="input_ids", num_records=256, damaged="Write it again."):
   """Checks that the token ids of the first `num_records` records of `files` are in [0, n_token).
 
   An embedding lookup checks its ids on the CPU only (a GPU gathers zeros for an id out of range, and the run
@@ -90,7 +95,7 @@ def check_token_ids(files, n_token, fix, key="input_ids", num_records=256):
   Raises:
     ValueError: one line naming the file, the record, the largest bad id and n_token, then `fix`.
   """
-  line = bad_token_id_line(files, n_token, fix, key, num_records)
+  line = bad_token_id_line(files, n_token, fix, key, num_records, damaged)
   if line:
     raise ValueError(line)
 
@@ -100,7 +105,8 @@ def check_fine_tuning_ids(files, n_token, spiece_model_file, rewrite="pass --ove
   another SentencePiece model than `spiece_model_file`; `rewrite` says how to write them again."""
   check_token_ids(files, n_token, fix=(
       f"It was written with another SentencePiece model than --spiece_model_file {spiece_model_file}: {rewrite}, "
-      "or pass the --model_config_path of the model it was written for."))
+      "or pass the --model_config_path of the model it was written for."),
+      damaged=f"{rewrite[:1].upper()}{rewrite[1:]}.")
 
 
 def check_label_ids(path, n_class, rewrite="pass --overwrite_data=True to rewrite it"):

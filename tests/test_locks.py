@@ -101,6 +101,11 @@ def test_a_run_that_fails_in_a_directory_it_made_leaves_no_empty_directory(tmp_p
       (tmp_path / "written" / "part").write_text("x")
       raise ValueError("late")
   assert sorted(os.listdir(tmp_path)) == ["kept", "new-True", "written"]
+  (tmp_path / "empty").mkdir()  # the parents it made go too, up to one that was there, empty or not (sweep 27)
+  with pytest.raises(ValueError, match="bad flag"):
+    with locks.directory_lock(str(tmp_path / "empty" / "a" / "b" / "out"), "data_utils", "--save_dir"):
+      raise ValueError("bad flag")
+  assert sorted(os.listdir(tmp_path)) == ["empty", "kept", "new-True", "written"] and not os.listdir(tmp_path / "empty")
 
 
 

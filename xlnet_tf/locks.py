@@ -40,11 +40,11 @@ def directory_lock(directory, name="run", what="--model_dir", temporaries=None, 
   holds a flock on is stale (the kernel lets go of a flock however its process ends): it is taken over and a
   warning says so. The pid and host alone decided before, and a run killed in a container (whose pid and host name
   the rerun's repeat, or whose host is gone) locked the directory for good; they still decide where the file system
-  has no flock. Once held, the temporaries a killed holder
-  left (`temporaries`: globs below `directory` of the names only the lock's holder writes; None: a training run's,
-  `RUN_TEMPORARIES`, for the lock named "run", else none) are removed (`remove_stale_temporaries`). A directory
-  made here is removed again when the body fails and leaves it empty. Remote directories are not locked. `shown`:
-  the path the messages name as `what` (default `directory`), for a lock held beside what it guards.
+  has no flock. Once held, the temporaries a killed holder left (`temporaries`: globs below `directory` of the names
+  only the lock's holder writes; None: a training run's, `RUN_TEMPORARIES`, for the lock named "run", else none) are
+  removed (`remove_stale_temporaries`). A directory made here (and its parents made here) is removed again when the
+  body fails and leaves it empty. Remote directories are not locked. `shown`: the path the messages name as `what`
+  (default `directory`), for a lock held beside what it guards.
 
   Yields the path of the lock's journal (`.{name}.pass` beside it; None where nothing is locked), for the files the
   holder puts in place together (`fileio.atomic_files(journal=)`): what a holder killed in their renames had made
@@ -53,7 +53,11 @@ def directory_lock(directory, name="run", what="--model_dir", temporaries=None, 
   if not directory or fileio.is_remote(directory):
     yield None
     return
-  created = not os.path.lexists(directory)
+  made = []  # the directories made here, `directory` first: a failed run leaves none it did not fill (its parents
+  parent = os.path.abspath(directory)  # were left behind: sweep 27)
+  while not os.path.lexists(parent) and parent != os.path.dirname(parent):
+    made.append(parent)
+    parent = os.path.dirname(parent)
   try:
     fileio.makedirs(directory)
   except OSError as e:
@@ -85,11 +89,11 @@ def directory_lock(directory, name="run", what="--model_dir", temporaries=None, 
       pass
     if held is not None:
       held.close()
-    try:
-      if created and failed and not os.listdir(directory):
-        os.rmdir(directory)  # a run that failed before writing anything leaves no trace
-    except OSError:
-      pass
+    for made_here in made if failed else []:  # a run that failed before writing anything leaves no trace
+      try:
+        os.rmdir(made_here)  # only where empty
+      except OSError:
+        break
 
 
 # A writer's temporary name (`fileio.temp_name`: `{name}.tmp-{pid}-{12 hex}`, with a part's suffix for a checkpoint

@@ -98,6 +98,14 @@ def validate(o, num_replicas=1, strategy="one_device"):
   if o.do_predict and o.predict_all_ckpt and not o.model_dir:
     raise cli.FlagError("--predict_all_ckpt needs --model_dir: the directory whose checkpoints are predicted.")
   run_files.require_model_dir(o, ("predict_ckpt", "init_checkpoint"))
+  if o.do_train and o.do_predict and not cli.given("do_train") and o.model_dir:  # a prediction command, as the other
+    # tools take it, resumed a finished run's training to the default 8000 steps at batch 48 (sweep 28, A1)
+    trained_to = (run_files.run_flags(o.model_dir) or {}).get("train_steps")
+    if isinstance(trained_to, int) and trained_to != o.train_steps and checkpoint.latest_checkpoint(o.model_dir):
+      raise cli.FlagError(f"--do_train is True by default in run_squad.py (the original's): this run would train "
+                          f"the model in --model_dir {o.model_dir} on to --train_steps={o.train_steps} (its run "
+                          f"trained to {trained_to}) before predicting. Pass --do_train=False to only predict, or "
+                          "--do_train=True to train on.")
   if o.do_train:
     flag_configs.require_positive(o, "train_batch_size", "shuffle_buffer", "iterations")
     flag_configs.check_training_flags(o, num_replicas, strategy)
@@ -118,8 +126,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
     if o.target_eval_key not in EVAL_KEYS:
       raise cli.FlagError(f"--target_eval_key must be one of {', '.join(EVAL_KEYS)}. Received: "
                           f"{o.target_eval_key!r}.")
-    if o.predict_all_ckpt and fileio.is_within(o.predict_dir, o.model_dir) and fileio.is_within(o.model_dir,
-                                                                                               o.predict_dir):
+    if o.predict_all_ckpt and fileio.real_path(o.predict_dir) == fileio.real_path(o.model_dir):  # a link too
       raise cli.FlagError(f"--predict_dir {o.predict_dir} is --model_dir: --predict_all_ckpt writes each checkpoint's "
                           "predictions into --predict_dir/<checkpoint name>/, a directory named like the checkpoint "
                           "beside it (ckpt-2/ beside ckpt-2.index). Pass another --predict_dir.")

@@ -1026,6 +1026,13 @@ def test_a_flag_the_conversion_does_not_read_is_refused(tmp_path):
     convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=str(tmp_path / "lm"), task_name="imdb",
                                         output_dir=str(tmp_path / "b")), log_fn=lambda _: None)
   assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+  convert.convert_to_original(f"{DATA}/cls_bin", str(tmp_path / "cls"), task_name="imdb", log_fn=lambda _: None)
+  with pytest.raises(ValueError, match=r"has no classification_sts-b or regression_sts-b head \(its classification "
+                                       r"heads: \['classification_imdb'\]\)\. Pass --task_name=imdb\.$"):
+    convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=str(tmp_path / "cls"),
+                                        task_name="sts-b", output_dir=str(tmp_path / "c")), log_fn=lambda _: None)
+  convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=str(tmp_path / "cls"), task_name="imdb",
+                                      output_dir=str(tmp_path / "c")), log_fn=lambda _: None)  # as advised
 
 
 def test_a_task_name_with_a_slash_is_refused_naming_the_flag():
@@ -1215,6 +1222,8 @@ def test_an_original_checkpoint_with_adam_slots_cleans_to_its_weights(tmp_path):
                                           output_dir=str(tmp_path / "x"), model_config_path=str(relu)),
                            log_fn=lambda line: None)
     assert not (tmp_path / "x").exists()
+  (tmp_path / "run" / "model.ckpt-7").mkdir()  # a directory of its name beside it: TensorFlow's reader took the
+  (tmp_path / "run" / "model.ckpt-7" / "predictions.json").write_text("{}")  # directory (sweep 28, A3)
   convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=str(tmp_path / "run"), to="tf1",
                                       output_dir=str(tmp_path / "clean")), log_fn=lambda line: None)
   cleaned = checkpoint.checkpoint_arrays(str(tmp_path / "clean" / "xlnet_model.ckpt"))

@@ -243,6 +243,11 @@ def test_predict_all_ckpt_into_the_model_dir_is_refused(tiny_config, tmp_path):
   with pytest.raises(cli.FlagError, match=f"^--predict_dir {tmp_path}/model0/ is --model_dir: --predict_all_ckpt "
                                           "writes each checkpoint's predictions into --predict_dir/<checkpoint "):
     run_squad.validate(o)
+  os.makedirs(args["model_dir"])
+  os.symlink(args["model_dir"], tmp_path / "alias")  # the same directory by another name passed (sweep 28, A3)
+  o.predict_dir = str(tmp_path / "alias")
+  with pytest.raises(cli.FlagError, match=f"^--predict_dir {tmp_path}/alias is --model_dir: "):
+    run_squad.validate(o)
   o.predict_all_ckpt = False  # one checkpoint: its files go into --predict_dir itself
   run_squad.validate(o)
 
@@ -400,6 +405,27 @@ def test_flags_keep_the_original_names_and_defaults():
                  "gradient_accumulation_steps", "recompute_grad", "use_fp16", "float32_positions", "xla_cache_dir",
                  "skip_bad_records", "predict_ckpt", "predict_all_ckpt",
                  "allow_last_token", "allow_empty_prediction", "null_threshold"}
+
+
+def test_a_prediction_command_does_not_train_a_finished_run_on_by_default(tmp_path):
+  """`--do_predict=True --predict_all_ckpt=True --model_dir=M` (how the other tools predict) on a run fine-tuned to
+  step 3 resumed its training to the default --train_steps=8000 at batch 48 before predicting, as --do_train is
+  True by default (sweep 28, A1). Without --do_train given, a run in --model_dir that trained to other
+  --train_steps is refused; the same --train_steps (a rerun of the command that trains) or --do_train=False pass."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  model_dir = tmp_path / "m"
+  tf.train.Checkpoint(v=tf.Variable(1.0)).write(str(model_dir / "ckpt-3"))
+  (model_dir / "run_flags.json").write_text(json.dumps({"train_steps": 3}))
+  o = cli.defaults(run_squad.define_flags, do_predict=True, predict_all_ckpt=True, spiece_model_file=SPM,
+                   model_config_path=f"{TESTDATA}/ckpt/xlnet_config.json", output_dir=str(tmp_path / "out"),
+                   model_dir=str(model_dir), predict_file=DEV, predict_dir=str(tmp_path / "p"))
+  with pytest.raises(cli.FlagError, match=rf"^--do_train is True by default in run_squad\.py \(the original's\): "
+                                          rf"this run would train the model in --model_dir {model_dir} on to "
+                                          r"--train_steps=8000 \(its run trained to 3\) before predicting\. Pass "
+                                          r"--do_train=False to only predict, or --do_train=True to train on\.$"):
+    run_squad.validate(o)
+  for changes in ({"train_steps": 3}, {"do_train": False}):
+    run_squad.validate(types.SimpleNamespace(**dict(vars(o), **changes)))
 
 
 def test_a_read_only_model_dir_says_that_do_train_is_true_by_default(tmp_path, monkeypatch):

@@ -93,12 +93,15 @@ def reading(path):
 
 
 class Reader:
-  """`tf.train.load_checkpoint(path)`, whose reads end in `DamagedCheckpointError` where the files are damaged."""
+  """`tf.train.load_checkpoint(path)`, whose reads end in `DamagedCheckpointError` where the files are damaged. A
+  prefix whose `.index` exists is that checkpoint, a directory of its name beside it or not (`load_checkpoint` took
+  the directory, found no checkpoint in it, and every tool lost the run's checkpoint: sweep 28, A3)."""
 
   def __init__(self, path):
     self.path = path
     with reading(path):
-      self._reader = tf.train.load_checkpoint(path)
+      self._reader = (tf.compat.v1.train.NewCheckpointReader(path) if fileio.exists(f"{path}.index") else
+                      tf.train.load_checkpoint(path))
 
   def get_variable_to_shape_map(self):
     return self._reader.get_variable_to_shape_map()

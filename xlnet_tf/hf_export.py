@@ -27,10 +27,11 @@ def _export_head(arrays, task_name, source):
   if task_name:  # a checkpoint without any: the flag named a head that is not there (it was silently unused)
     picked = [h for h in heads if h[1] in (f"model/classification_{task_name.lower()}/logit",
                                            f"model/regression_{task_name.lower()}/logit")]
-    if not picked:
+    if not picked:  # the advice listed the scopes, which as --task_name were refused again (sweep 28, A2)
+      names = ", ".join(f"--task_name={scope.split('_', 1)[1]}" for scope in cls_scopes)
       raise ValueError(f"{source} has no classification_{task_name.lower()} or regression_{task_name.lower()} head "
                        f"(its classification heads: {cls_scopes or 'none'}). "
-                       f"{'Pass one of those as --task_name.' if cls_scopes else 'Leave --task_name unset.'}")
+                       f"{f'Pass {names}.' if cls_scopes else 'Leave --task_name unset.'}")
     return picked[0]
   if "start_logits/dense/kernel" in arrays:
     heads.append(("XLNetForQuestionAnswering", None))

@@ -1,5 +1,6 @@
 """Original-format checkpoints: load, export, round trip, and the errors of a config that does not fit."""
 
+import errno
 import hashlib
 import json
 import os
@@ -568,6 +569,28 @@ def test_a_save_whose_state_file_failed_names_the_checkpoint_a_rerun_resumes_fro
   monkeypatch.setattr(trainer.checkpoints.manager, "save", state_file_fails)
   with pytest.raises(OSError, match=f"The latest complete checkpoint is {tmp_path}/ckpt-2: free space"):
     trainer.checkpoints.save(2)
+
+
+def test_a_save_that_left_its_index_cut_short_removes_it_and_names_the_checkpoint_before(tmp_path, monkeypatch):
+  """A full disk inside TensorFlow's merge of the `.index` (written under its final name) left it cut short beside
+  a whole `.data` file: the line named it the latest complete checkpoint, "rerun to resume from it", and the rerun
+  refused it as damaged, advising to delete it (sweep 28, A4). Its files are removed, and the line names the one
+  before."""
+  from test_fp16 import make_trainer  # pylint: disable=import-outside-toplevel
+  trainer = make_trainer(tmp_path, False)
+  trainer.checkpoints.save(1)
+  save, state = trainer.checkpoints.manager.save, (tmp_path / "checkpoint").read_text()
+
+  def index_cut_short(checkpoint_number):
+    save(checkpoint_number=checkpoint_number)
+    index = tmp_path / f"ckpt-{checkpoint_number}.index"
+    index.write_bytes(index.read_bytes()[:100])
+    (tmp_path / "checkpoint").write_text(state)
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+  monkeypatch.setattr(trainer.checkpoints.manager, "save", index_cut_short)
+  with pytest.raises(OSError, match=f"The latest complete checkpoint is still {tmp_path}/ckpt-1: free space"):
+    trainer.checkpoints.save(2)
+  assert not [name for name in os.listdir(tmp_path) if name.startswith("ckpt-2")]
 
 
 def test_a_chosen_checkpoint_a_run_beside_deleted_is_chosen_again(tmp_path):

@@ -188,8 +188,9 @@ class RunCheckpoint:
 
     Raises:
       OSError: the checkpoint could not be written (e.g. the disk is full). TensorFlow writes the index and the
-        `checkpoint` state file last, so the latest checkpoint stays the previous complete one; the message says
-        which, and the run can resume from it once there is space.
+        `checkpoint` state file last, so the latest checkpoint stays the previous complete one (an index cut short
+        is removed: `_remove_if_damaged`); the message says which, and the run can resume from it once there is
+        space.
     """
     try:
       path = self.manager.save(checkpoint_number=step)
@@ -202,6 +203,7 @@ class RunCheckpoint:
       reason = stderr_filter.error_text(str(getattr(e, "message", e))).rpartition("; ")[2][:200]
       if isinstance(e, tf.errors.ResourceExhaustedError) and "space" not in reason:
         reason += "; the disk may be full"
+      self._remove_if_damaged(os.path.join(self._save_dir, f"ckpt-{step}"))
       # What a rerun resumes from: also this one where only TensorFlow's state file could not be written after it.
       resumed = checkpoint_paths.latest_checkpoint(self._save_dir) if self.chief else None
       raise OSError(f"Could not write checkpoint {self._save_dir}/ckpt-{step} ({reason}). The latest complete "
@@ -214,3 +216,15 @@ class RunCheckpoint:
     self.latest_path = path
     logging.info("Saved checkpoint %s", path)
     return path
+
+  def _remove_if_damaged(self, prefix):
+    """Removes the files of the checkpoint `prefix` a failed save left where they cannot be read: TensorFlow merges
+    the `.index` under its final name, and a full disk there left it cut short beside a whole `.data` file, which
+    the line then named as the latest complete checkpoint, and the rerun refused as damaged (sweep 28, A4)."""
+    if not (self.chief and tf.io.gfile.exists(prefix + ".index")):
+      return
+    try:
+      checkpoint_lib.Reader(prefix)
+    except checkpoint_lib.DamagedCheckpointError:
+      for path in tf.io.gfile.glob(prefix + ".*"):
+        tf.io.gfile.remove(path)

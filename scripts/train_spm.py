@@ -74,7 +74,8 @@ def check_symbols(o):
 def body(o):
   check_symbols(o)
   tokenization.own_files_left_out(o.input, o.model_prefix, warn=False)  # an --input that is an output: refused first
-  check_model_prefix(o.model_prefix, overwrite=True)  # the files there: under the lock, once it undid a killed run's
+  # the files already at --model_prefix are checked under the lock, once it has undone a killed run's half output
+  check_model_prefix(o.model_prefix, overwrite=True)
   options = tokenization.SpmTrainOptions(
       vocab_size=o.vocab_size, character_coverage=o.character_coverage, model_type=o.model_type,
       input_sentence_size=o.input_sentence_size, shuffle_input_sentence=o.shuffle_input_sentence,

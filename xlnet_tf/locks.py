@@ -53,8 +53,9 @@ def directory_lock(directory, name="run", what="--model_dir", temporaries=None, 
   if not directory or fileio.is_remote(directory):
     yield None
     return
-  made = []  # the directories made here, `directory` first: a failed run leaves none it did not fill (its parents
-  parent = os.path.abspath(directory)  # were left behind: sweep 27)
+  # The directories made here, `directory` first: a failed run leaves none it did not fill (it left the parents it
+  # made: sweep 27).
+  made, parent = [], os.path.abspath(directory)
   while not os.path.lexists(parent) and parent != os.path.dirname(parent):
     made.append(parent)
     parent = os.path.dirname(parent)

@@ -544,6 +544,18 @@ def _corrupt_copies(root):
   for name in ("cut_bin", "cut_legacy_bin"):
     weights = root / name / "pytorch_model.bin"
     weights.write_bytes(weights.read_bytes()[:-2000])
+  # Damaged fields, as a byte flip makes them (tracebacks, or "out of memory ... make its batches smaller": sweep 28,
+  # A6): a zip entry's compression method, a pickle frame's or bytes object's length.
+  shutil.copytree(f"{DATA}/cls_bin", root / "bin_compression")
+  weights = root / "bin_compression" / "pytorch_model.bin"
+  data = bytearray(weights.read_bytes())
+  central = data.index(b"PK\x01\x02")  # the central directory's first entry: data.pkl's
+  data[central + 10:central + 12] = (99).to_bytes(2, "little")
+  weights.write_bytes(bytes(data))
+  for name, length_field in (("bin_frame", b"\x95" + (2 ** 64 - 1).to_bytes(8, "little")),
+                             ("bin_bytes_length", b"\x8e" + (2 ** 40).to_bytes(8, "little"))):
+    shutil.copytree(f"{DATA}/cls_bin_legacy", root / name)
+    (root / name / "pytorch_model.bin").write_bytes(b"\x80\x04" + length_field)
   weights = root / "cut_safetensors" / "model.safetensors"
   weights.write_bytes(weights.read_bytes()[:3000])
   h5 = root / "cut_h5" / "tf_model.h5"
@@ -628,6 +640,10 @@ def _corrupt_copies(root):
                      r"\[50000, 10000\] holds no data\)"),
     ("cut_bin", "is not a readable PyTorch weights file"),
     ("cut_legacy_bin", r"is not a readable PyTorch weights file \(a storage of \d+ float32 elements has \d+ bytes\)"),
+    ("bin_compression", r"is not a readable PyTorch weights file \(That compression method is not supported\)"),
+    ("bin_frame", r"is not a readable PyTorch weights file \(FRAME length exceeds system's maximum"),
+    ("bin_bytes_length", r"is not a readable PyTorch weights file \(a length in its pickle asks for more memory than "
+                         r"there is\)\. Download it again\.$"),
     ("bad_config", "config.json does not match the weights"),
     ("layer_1_renamed", r"config.json does not match the weights: the weights hold layers \[0, 2\], the config says "
                         "n_layer=2"),  # "have 2 layers, the config says n_layer=2" (sweep 21, C5)

@@ -19,6 +19,7 @@ import pickle
 import struct
 import sys
 import zipfile
+import zlib
 
 import ml_dtypes
 import numpy as np
@@ -101,6 +102,12 @@ class _Unpickler(pickle.Unpickler):
     super().__init__(file)
     self._storages = storages
 
+  def load(self):
+    try:
+      return super().load()
+    except MemoryError:  # the pickle is the weights' names and shapes (kilobytes): a damaged length field asked it
+      raise ValueError("a length in its pickle asks for more memory than there is") from None
+
   def find_class(self, module, name):
     if module == "torch" and name in _STORAGE_DTYPES:
       return _StorageType(name)
@@ -178,7 +185,7 @@ def load(path):
                        f"e.g. torch.save(checkpoint[{inner[0]!r}], path)" if inner else "it holds no dict of tensors")
     return {str(name): tensor.array() for name, tensor in state.items()}
   except (ValueError, pickle.UnpicklingError, zipfile.BadZipFile, KeyError, EOFError, struct.error, TypeError,
-          IndexError, AttributeError) as e:
+          IndexError, AttributeError, OverflowError, NotImplementedError, zlib.error) as e:  # (sweep 28, A6)
     fix = "" if "training script's" in str(e) else " Download it again."  # downloading again cannot help that
     raise ValueError(f"{path} is not a readable PyTorch weights file ({' '.join(str(e).split())[:160]}).{fix}") \
         from None

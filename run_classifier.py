@@ -44,6 +44,7 @@ if __name__ == "__main__":
   cli.start_script()
 import flags
 import run_files
+import run_start
 import numpy as np
 import tensorflow as tf
 from absl import flags as absl_flags
@@ -249,7 +250,7 @@ def _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, model_
   log_fn(f"Num of train samples: {len(train_examples)}")
   train_file = _write_records(train_examples, label_list, o, tokenize_fn, "train", log_fn,
                               xlnet_config.n_token, o.num_passes)
-  trainer, start, global_batch, per_replica = run_files.fine_tuning_trainer(
+  trainer, start, global_batch, per_replica = run_start.fine_tuning_trainer(
       o, strategy, lambda run_config: classifier_task.build_model(xlnet_config, run_config, **model_args),
       classifier_task.ClassifierTask(scope), xlnet_config, o.max_seq_length, log_fn,
       resolved={"label_list": label_list}, data_files=[train_file])

@@ -1,17 +1,15 @@
 """A training run's --model_dir: the run files it keeps beside its checkpoints (xlnet_config.json, run_flags.json:
 its flags and what it resolved from them), what a later run checks against them (a resume, an evaluation, a
-prediction, an export) and the start of a fine-tuning run there. Flag namespaces in, `cli.FlagError` out, as
-`flag_configs.py`'s checks.
+prediction, an export; where a training run may start: `check_apart_from_init_checkpoint`). The start itself is
+`run_start.py`'s. Flag namespaces in, `cli.FlagError` out, as `flag_configs.py`'s checks.
 """
 
-import itertools
 import json
 import os
-import types
 
 from absl import logging
 
-from flag_configs import FlagError, create_run_config, train_config
+from flag_configs import FlagError
 
 _NOT_COMPARED = ("train_steps", "iterations", "save_steps", "max_save", "verbosity")
 
@@ -69,11 +67,11 @@ def predict_checkpoint(o, log_fn=None):
 _TRAINED_WITH = ("summary_type", "use_summ_proj", "uncased", "clamp_len")
 # run_flags.json's digest of the SentencePiece model a fine-tuning run read (`spiece_digest`): its path alone may name
 # another model later (a file replaced, or another machine), which turns the same text into other ids.
-_SPIECE_DIGEST = "spiece_model_sha256"
-# run_flags.json's record of the flags a resumed run changed, and from which step (`restore_or_init`).
-_CHANGED = "changed_on_resume"
-# What a run keeps beside its flags in its run_flags.json (`restore_or_init`'s `resolved`, the digest, the changes).
-_RESOLVED = {"label_list", "labels_from", _SPIECE_DIGEST, "record_sizes", _CHANGED, "num_replicas"}
+SPIECE_DIGEST = "spiece_model_sha256"
+# run_flags.json's record of the flags a resumed run changed, and from which step (`run_start.restore_or_init`).
+CHANGED = "changed_on_resume"
+# What a run keeps beside its flags in its run_flags.json (`run_start.restore_or_init`'s `resolved`, the digest, the changes).
+_RESOLVED = {"label_list", "labels_from", SPIECE_DIGEST, "record_sizes", CHANGED, "num_replicas"}
 
 
 def spiece_digest(o):
@@ -90,8 +88,8 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
   without a shape mismatch: an evaluation, a prediction, an export or a resume went on with other numbers, exit 0."""
   from xlnet_tf import checkpoint, hf_checkpoint, training  # pylint: disable=g-import-not-at-top
   if flag == "--model_dir" and getattr(o, "do_train", False):  # before records are written
-    _check_apart_from_init_checkpoint(o)
-    _check_init_checkpoint(o, xlnet_config)
+    check_apart_from_init_checkpoint(o)
+    check_init_checkpoint(o, xlnet_config)
   if directory and hf_checkpoint.is_hf_directory(directory):
     _check_hf_pooling(o, directory, flag)
     there = run_flags(directory, flag) or {}
@@ -109,7 +107,7 @@ def check_trained_model(o, directory, xlnet_config, flag="--model_dir"):
   if getattr(o, "spiece_model_file", None) and (change := _spiece_change(there, o, "spiece_model_file",
                                                                         spiece_digest(o))):
     changed.append(change)
-  elif not there.get(_SPIECE_DIGEST):  # a released model, a conversion: its spiece.model (sweep 23, A1)
+  elif not there.get(SPIECE_DIGEST):  # a released model, a conversion: its spiece.model (sweep 23, A1)
     _check_spiece_beside(o, directory, flag, there)
   if changed:
     raise FlagError(f"The checkpoints in {flag} {directory} were fine-tuned with other flags "
@@ -124,7 +122,7 @@ def _spiece_change(there, o, flag, digest):
   or for pretraining the records written with it); None where it records none, or the same. Where `there` is of
   the other kind of run (a pretraining run's --record_info_dir, a fine-tuning run's --spiece_model_file), both flags
   are named."""
-  recorded = there.get(_SPIECE_DIGEST)
+  recorded = there.get(SPIECE_DIGEST)
   if not recorded or not digest or recorded == digest:
     return None
   there_flag = "record_info_dir" if "record_info_dir" in there else "spiece_model_file"
@@ -133,7 +131,7 @@ def _spiece_change(there, o, flag, digest):
           f"{'records of ' if flag == 'record_info_dir' else ''}another SentencePiece model (its sha256 differs)")
 
 
-def _check_spiece(there, o, flag, digest, dir_flag, directory):
+def check_spiece(there, o, flag, digest, dir_flag, directory):
   """FlagError where the run_flags.json `there` of the checkpoints in `directory` (`dir_flag` names it: a resume's
   --model_dir, or --init_checkpoint's) records another SentencePiece model than `digest` (`_spiece_change`)."""
   if change := _spiece_change(there, o, flag, digest):
@@ -145,7 +143,7 @@ def _check_spiece(there, o, flag, digest, dir_flag, directory):
                     f"embedding learned so far another piece. Pass {fix}, or another {dir_flag}.")
 
 
-def _check_init_checkpoint(o, xlnet_config, resolved=None):
+def check_init_checkpoint(o, xlnet_config, resolved=None):
   """The checks of --init_checkpoint's run against this one where this run starts from it: its SentencePiece model
   (`_check_spiece_beside`), its casing and clamp (`_check_started_with`) and its model (`_check_init_config`).
   Nothing where --model_dir holds a run to resume (it reads no --init_checkpoint); one where the checkpoint is not
@@ -225,15 +223,15 @@ def _check_spiece_beside(o, directory, dir_flag, there, resolved=None):
   an original run), against the `spiece.model` beside it, the model's own."""
   from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
   flag, digest = (("spiece_model_file", spiece_digest(o)) if getattr(o, "spiece_model_file", None) else
-                  ("record_info_dir", (resolved or {}).get(_SPIECE_DIGEST)))
+                  ("record_info_dir", (resolved or {}).get(SPIECE_DIGEST)))
   beside = os.path.join(directory, "spiece.model")
-  other = not (there.get(_SPIECE_DIGEST) or not digest or not fileio.exists(beside) or fileio.sha256(beside) == digest)
+  other = not (there.get(SPIECE_DIGEST) or not digest or not fileio.exists(beside) or fileio.sha256(beside) == digest)
   if other and not _is_sentencepiece(beside):  # e.g. a Git LFS pointer left for the model: nothing to compare with
     logging.warning("%s beside %s is no SentencePiece model (a Git LFS pointer, a copy cut short?): --%s is not "
                     "checked against the model's own.", beside, dir_flag, flag)
     other = False
   if not other:
-    _check_spiece(there, o, flag, digest, dir_flag, directory)
+    check_spiece(there, o, flag, digest, dir_flag, directory)
     return
   given = (f"--spiece_model_file {o.spiece_model_file} is" if flag == "spiece_model_file" else
            f"The records of --record_info_dir {o.record_info_dir} were written with")
@@ -305,7 +303,7 @@ def flag_changes(o, training_only=False, there=None):
 
 
 # Flags that leave a training step's numbers as they are: evaluation, prediction and export; data preparation and
-# reading; where the run runs (compared as the number of replicas it resolves to, `restore_or_init`); the same updates
+# reading; where the run runs (compared as the number of replicas it resolves to, `run_start.restore_or_init`); the same updates
 # by other means (documented and tested: recomputation, accumulation, XLA).
 _NOT_TRAINING = {"export_dir", "target_eval_key", "n_best_size", "max_answer_length", "start_n_top", "end_n_top",
                  "null_threshold", "allow_empty_prediction", "allow_last_token", "glue_metrics", "track_mean",
@@ -315,106 +313,7 @@ _NOT_TRAINING = {"export_dir", "target_eval_key", "n_best_size", "max_answer_len
                  "jit_compile"}
 
 
-def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, data_files=None, **kwargs):
-  """Starts a training run in --model_dir: the chief checks that the checkpoints there are of this model
-  (`training.check_run_files`), `trainer.restore_or_init(o.init_checkpoint, ..., log_fn)` resumes or initialises,
-  and the chief writes the run files (xlnet_config.json; run_flags.json with `resolved` beside the flags: what the
-  run resolved from them and a later run must match, such as run_classifier.py's `label_list`) before the run's
-  first checkpoint (`trainer.before_first_save`): they describe the checkpoints, and a run that fails before it
-  saves (a refused flag, records the replicas cannot split, a bad token id at step 300) leaves the earlier run's.
-  A run that resumed keeps the earlier run's --init_checkpoint there: the weights came from it, and this run's was
-  not read. A resume with other training flags (`flag_changes`) is warned of where it trains a step, and so is one
-  on other records (`data_files`, the record files the run reads: their names and sizes, kept in run_flags.json as
-  `record_sizes`); where --model_dir's checkpoint cannot be resumed and this run's flags differ, the error names
-  them. Returns the step."""
-  from xlnet_tf import checkpoint, fileio, training  # pylint: disable=g-import-not-at-top
-  _check_apart_from_init_checkpoint(o)
-  chief = training.is_chief(trainer.strategy)
-  if chief:
-    training.check_run_files(o.model_dir, xlnet_config)
-  resuming = bool(checkpoint.latest_checkpoint(o.model_dir))
-  there = (run_flags(o.model_dir) or {}) if resuming and chief else {}  # the run that wrote the checkpoints
-  _check_spiece(there, o, "record_info_dir", (resolved or {}).get(_SPIECE_DIGEST), "--model_dir", o.model_dir)
-  if not resuming and chief:
-    _check_init_checkpoint(o, xlnet_config, resolved)
-  replicas = trainer.strategy.num_replicas_in_sync
-  there = _clip_mode_compared(there, getattr(o, "clip_mode", None), replicas)
-  changes = flag_changes(o, training_only=True, there=there) if there else []
-  if _replicas_of(there) not in (None, replicas):  # --strategy / --num_core_per_host resolved otherwise
-    changes.append(f"replicas {_replicas_of(there)} there, {replicas} here")
-  if data_files:  # [name, size] of the record files in the order read (their directories may move; order counts)
-    resolved = dict(resolved or {}, record_sizes=[[os.path.basename(f), fileio.size(f)] for f in data_files])
-  start = _restore_or_init(o, trainer, log_fn, **kwargs)
-  before, sizes = there.get("record_sizes"), (resolved or {}).get("record_sizes")
-  if before is not None and not (isinstance(before, list) and all(
-      isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) for pair in before)):
-    log_fn(f"Warning: record_sizes in {os.path.join(o.model_dir, 'run_flags.json')} is damaged (not the [name, size] "
-           "pairs of the record files it read): whether the records changed since its checkpoints cannot be told.")
-    before = None  # ignored without a word (sweep 27), or a TypeError in the comparison
-  if start and start < getattr(o, "train_steps", start + 1) and before is not None and sizes and (
-      before != sizes):  # rewritten, added, removed or reordered
-    changed = [new[0] if new else old[0] for old, new in itertools.zip_longest(before, sizes) if old != new]
-    log_fn(f"Warning: the records changed since the checkpoints in --model_dir were written ({len(changed)} of "
-           f"{max(len(before), len(sizes))} files other, added, removed or in another order: {', '.join(changed[:3])}"
-           f"{', ...' if len(changed) > 3 else ''}): the resumed run reads them as they are now, from the position "
-           "its step counts in them, so its batches are not those of an uninterrupted run.")
-  if not resuming and start and start >= getattr(o, "train_steps", start + 1):  # trained nothing, exit 0
-    raise FlagError(f"--init_checkpoint {o.init_checkpoint} brings its optimizer's step {start} "
-                    f"(--init_optimizer_state), already at --train_steps={o.train_steps} or past it: nothing would be "
-                    f"trained. Pass a --train_steps above {start} (the total, counted from that step), or "
-                    "--init_optimizer_state=False to start the count at 0.")
-  if chief:
-    flags_dict = {**vars(o), **(resolved or {}), "num_replicas": replicas}
-    if digest := spiece_digest(o):
-      flags_dict[_SPIECE_DIGEST] = digest
-    if resuming:  # this run has saved nothing yet
-      flags_dict["init_checkpoint"] = there.get("init_checkpoint")
-      if changes or _CHANGED in there:
-        flags_dict[_CHANGED] = there.get(_CHANGED, []) + [f"step {start}: {change}" for change in changes]
-    if changes and start < getattr(o, "train_steps", start + 1):  # it goes on, as it may (a lower rate), and says so
-      log_fn(f"Warning: resumed with other flags than the run that wrote the checkpoints ({'; '.join(changes[:6])}"
-             f"{'; ...' if len(changes) > 6 else ''}): the steps from {start} on train with this run's values. "
-             f"{os.path.join(o.model_dir, 'run_flags.json')} records the change ({_CHANGED}) with this run's first "
-             "checkpoint.")
-    trainer.before_first_save = lambda: training.write_run_files(o.model_dir, xlnet_config, flags_dict)
-  return start
-
-
-# Clip modes that take the same norm and make the same update on one replica (`optimization.apply_gradients`).
-_SAME_ON_ONE_REPLICA = {"per_replica": "indexed_slices", "per_core": "dense"}
-
-
-def _clip_mode_compared(there, clip_mode, replicas):
-  """`there` (the run_flags.json of the run that wrote the checkpoints) with its --clip_mode made comparable with
-  this run's (resolved) `clip_mode`: a file of before 2026-11-29 keeps `auto`, which meant per_core on TPU and
-  indexed_slices elsewhere (fine-tuning's auto is per_replica since); and two modes that give the same numbers on
-  one replica, where both runs have one, are no change."""
-  stored = there.get("clip_mode")
-  if stored is None or clip_mode in (None, "auto"):
-    return there
-  if stored == "auto":
-    stored = "per_core" if there.get("use_tpu") or there.get("strategy") == "tpu" else "indexed_slices"
-  if _replicas_of(there) == replicas == 1 and (_SAME_ON_ONE_REPLICA.get(stored, stored) ==
-                                               _SAME_ON_ONE_REPLICA.get(clip_mode, clip_mode)):
-    stored = clip_mode
-  return dict(there, clip_mode=stored)
-
-
-def _replicas_of(there):
-  """The number of replicas of the run whose run_flags.json is `there`: its num_replicas, kept since 2026-11-29; for
-  an older file, what its --strategy and --num_core_per_host resolve to where that needs no machine (auto,
-  one_device; mirrored with a count); None where it cannot be told (all local GPUs, several workers, a TPU)."""
-  if "num_replicas" in there:
-    return there["num_replicas"]
-  strategy, cores = there.get("strategy"), there.get("num_core_per_host")
-  if there.get("use_tpu") or strategy not in ("auto", "one_device", "mirrored"):
-    return None
-  if strategy == "mirrored":
-    return cores or None
-  return cores if strategy == "auto" and cores and cores > 1 else 1
-
-
-def _check_apart_from_init_checkpoint(o):
+def check_apart_from_init_checkpoint(o):
   """FlagError where a training run would write into the directory of a model to start from, as released (its
   xlnet_config.json beside it) or downloaded (HuggingFace): the run would rewrite that config and write its
   checkpoints beside the model, which the original's README warns against. Refused where --model_dir is the
@@ -427,7 +326,7 @@ def _check_apart_from_init_checkpoint(o):
   from xlnet_tf import checkpoint  # pylint: disable=g-import-not-at-top
   latest = checkpoint.latest_checkpoint(o.model_dir)
   if latest and checkpoint.is_run_checkpoint(latest):
-    _check_same_tool(o, latest)  # before the records are written: they were, then the run refused (sweep 25, C4)
+    check_same_tool(o, latest)  # before the records are written: they were, then the run refused (sweep 25, C4)
     return
   init_dir = None
   try:
@@ -455,7 +354,7 @@ def _check_apart_from_init_checkpoint(o):
                     "--init_optimizer_state) and another --model_dir.")
 
 
-def _check_same_tool(o, latest):
+def check_same_tool(o, latest):
   """FlagError where --model_dir's run_flags.json has flags the options `o` lack: another tool's (`latest` the last)."""
   foreign = sorted(set(run_flags(o.model_dir) or {}) - set(vars(o)) - _RESOLVED)
   if foreign:
@@ -489,49 +388,3 @@ def _model_to_start_from(directory):
     return None
   other = _other_checkpoint(directory)
   return f"xlnet_config.json, {os.path.basename(other)}.index" if other else None
-
-
-def _restore_or_init(o, trainer, log_fn, **kwargs):
-  from xlnet_tf import run_checkpoint  # pylint: disable=g-import-not-at-top
-  try:
-    return trainer.restore_or_init(o.init_checkpoint, log_fn=log_fn, **kwargs)
-  except run_checkpoint.CannotResume as e:
-    _check_same_tool(o, e.latest)
-    changes = flag_changes(o)
-    if not changes:
-      raise
-    raise FlagError(f"Cannot resume from {e.latest} ({e.reason}): it was written with other flags "
-                    f"({'; '.join(changes[:6])}{'; ...' if len(changes) > 6 else ''}; {o.model_dir}/run_flags.json). "
-                    "Rerun with that run's values, or pass another --model_dir.") from None
-
-
-def fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per_example, log_fn=print,
-                        resolved=None, data_files=None):
-  """The `Trainer` of a fine-tuning CLI (run_classifier.py, run_race.py, run_squad.py) from its options `o`
-  ready to train: `--train_batch_size` is global on TPU and per replica elsewhere (the original's GPU semantics);
-  it resumes from `--model_dir`'s latest checkpoint or loads `--init_checkpoint`'s weights, then the chief writes
-  the run files (xlnet_config.json, run_flags.json; a run that fails before leaves the earlier run's).
-
-  Args:
-    build_model: run_config -> the task's XLNetModel.
-    task: the task's loss (e.g. a `ClassifierTask`).
-    xlnet_config: the model's `XLNetConfig`.
-    tokens_per_example: int, for the tokens/s of the log line.
-    resolved: optional dict written into run_flags.json beside the flags: what the run resolved from them and a
-      later run must match (run_classifier.py's `label_list`).
-    data_files: the training record files: a resume on other ones is warned of (`restore_or_init`).
-
-  Returns:
-    (trainer, the step it starts from, the global batch size, the per-replica batch size).
-  """
-  from xlnet_tf import training  # pylint: disable=g-import-not-at-top
-  from xlnet_tf.training import optimization  # pylint: disable=g-import-not-at-top
-  global_batch, per_replica = training.fine_tuning_batch_sizes(strategy, o.train_batch_size)
-  run_config = create_run_config(o, is_training=True, is_finetune=True)
-  if o.clip_mode == "auto":  # resolved, as run_flags.json keeps it (what auto means has changed before)
-    o = types.SimpleNamespace(**dict(vars(o), clip_mode=optimization.default_clip_mode(strategy, fine_tuning=True)))
-  config = train_config(o, global_batch, tokens_per_example,
-                        iterations=min(o.iterations, o.save_steps) if o.save_steps else o.iterations)
-  trainer = training.Trainer(strategy, lambda: build_model(run_config), task, o.model_dir, config)
-  start = restore_or_init(o, trainer, xlnet_config, log_fn, resolved, data_files)  # weights only when fine-tuning
-  return trainer, start, global_batch, per_replica

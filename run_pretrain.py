@@ -19,7 +19,7 @@ if __name__ == "__main__":
 import types
 
 import flags
-import run_files
+import run_start
 from absl import flags as absl_flags
 from xlnet_tf import XLNetConfig, XLNetModel
 from xlnet_tf import locks
@@ -211,11 +211,11 @@ def _run(o, strategy, log_fn):
   trainer = build_trainer(o, strategy, xlnet_config)
   resolved = {}
   # The SentencePiece model the records were written with (their writer files; one, `check_writers`): a resume on
-  # records of another one is refused (`run_files.restore_or_init`).
+  # records of another one is refused (`run_start.restore_or_init`).
   digests = {(info or {}).get("sp_model_sha256") for info in record_info["writers"]} - {None}
   if len(digests) == 1:
     resolved["spiece_model_sha256"] = digests.pop()
-  start = run_files.restore_or_init(o, trainer, xlnet_config, log_fn, resolved=resolved,
+  start = run_start.restore_or_init(o, trainer, xlnet_config, log_fn, resolved=resolved,
                                     data_files=record_info["filenames"], init_optimizer_state=o.init_optimizer_state)
   log_fn(f"Training from step {start} to {o.train_steps} on {strategy.num_replicas_in_sync} replica(s).")
 

@@ -34,6 +34,7 @@ if __name__ == "__main__":
   cli.start_script()
 import flags
 import run_files
+import run_start
 import tensorflow as tf
 from absl import flags as absl_flags
 
@@ -134,7 +135,7 @@ def train(o, strategy, xlnet_config, tokenize_fn, model_args, log_fn):
   """Fine-tunes on the training split as the original; returns the last training loop's loss, lr, step."""
   num_replicas = strategy.num_replicas_in_sync
   info = _prepare(o, "train", tokenize_fn, xlnet_config.n_token, log_fn)
-  trainer, start, global_batch, per_replica = run_files.fine_tuning_trainer(
+  trainer, start, global_batch, per_replica = run_start.fine_tuning_trainer(
       o, strategy, lambda run_config: race_task.build_model(xlnet_config, run_config, **model_args),
       race_task.RaceTask(), xlnet_config, race_data.NUM_CHOICES * o.max_seq_length, log_fn, data_files=[info.path])
   log_fn(f"Training RACE from step {start} to {o.train_steps}: global batch {global_batch} questions "

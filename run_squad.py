@@ -36,6 +36,7 @@ if __name__ == "__main__":
   cli.start_script()
 import flags
 import run_files
+import run_start
 import tensorflow as tf
 from absl import flags as absl_flags
 
@@ -267,7 +268,7 @@ def run(o, strategy, log_fn=print):
     token_checks.check_fine_tuning_ids(train_files, xlnet_config.n_token, o.spiece_model_file,
                                   rewrite="delete it and rerun (or rerun --do_prepro=True)")
     with locks.directory_lock(o.model_dir if training.is_chief(strategy) else None):
-      trainer, start, global_batch, per_replica = run_files.fine_tuning_trainer(
+      trainer, start, global_batch, per_replica = run_start.fine_tuning_trainer(
           o, strategy, lambda run_config: squad_task.build_model(xlnet_config, run_config), squad_task.SquadTask(),
           xlnet_config, o.max_seq_length, log_fn, data_files=train_files)
       log_fn(f"Training the SQuAD head from step {start} to {o.train_steps}: global batch {global_batch} "

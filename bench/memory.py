@@ -101,7 +101,7 @@ def _build(spec, xlnet_config, model_dir):
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   import cli  # pylint: disable=import-outside-toplevel
   import flag_configs  # pylint: disable=import-outside-toplevel
-  import run_files  # pylint: disable=import-outside-toplevel
+  import run_start  # pylint: disable=import-outside-toplevel
   m, seq_len = spec["micro_batch"], spec["seq_len"]
   common = dict(spec["flags"], model_dir=model_dir, train_batch_size=m, iterations=1, train_steps=10 ** 6,
                 warmup_steps=0, seed=0)
@@ -112,7 +112,7 @@ def _build(spec, xlnet_config, model_dir):
     o = cli.defaults(run_classifier.define_flags, task_name="imdb", max_seq_length=seq_len, **common)
     strategy = flag_configs.start(o)
     model_args = run_classifier.build_model_args(o, ["neg", "pos"])
-    trainer, _, _, _ = run_files.fine_tuning_trainer(
+    trainer, _, _, _ = run_start.fine_tuning_trainer(
         o, strategy, lambda run_config: classifier_task.build_model(xlnet_config, run_config, **model_args),
         classifier_task.ClassifierTask(model_args["scope"]), xlnet_config, seq_len, log_fn=lambda line: None)
     features = {"input_ids": rng.integers(10, xlnet_config.n_token, [m, seq_len]).astype(np.int32),

@@ -32,7 +32,7 @@ import tensorflow as tf
 import cli
 import flag_configs
 import run_classifier
-import run_files
+import run_start
 import run_pretrain
 import run_race
 import run_squad
@@ -206,7 +206,7 @@ def build_trainer(golden_dir, meta, model_dir, log_fn=None, **overrides):
   else:
     xlnet_config = XLNetConfig(json_path=o.model_config_path)
     build_model, task, tokens_per_example, _ = fine_tuning_task(meta, o, xlnet_config)
-    trainer, _, _, _ = run_files.fine_tuning_trainer(o, strategy, build_model, task, xlnet_config,
+    trainer, _, _, _ = run_start.fine_tuning_trainer(o, strategy, build_model, task, xlnet_config,
                                                      tokens_per_example, log_fn)
   return trainer, o
 

@@ -254,14 +254,14 @@ def test_a_resume_says_that_init_checkpoint_is_not_read(tmp_path):
 def test_a_resumed_run_keeps_the_init_checkpoint_its_weights_came_from(tmp_path):
   """run_flags.json names the --init_checkpoint the weights came from: a resumed run does not read its own, and wrote
   it there all the same (the model then read as one fine-tuned from a checkpoint it never saw)."""
-  import run_files  # pylint: disable=import-outside-toplevel
+  import run_start  # pylint: disable=import-outside-toplevel
   from test_fp16 import CONFIG, make_trainer  # pylint: disable=import-outside-toplevel
   options = lambda init: types.SimpleNamespace(model_dir=str(tmp_path), init_checkpoint=init)
   first = make_trainer(tmp_path, False)
-  assert run_files.restore_or_init(options(None), first, XLNetConfig(**CONFIG), print) == 0
+  assert run_start.restore_or_init(options(None), first, XLNetConfig(**CONFIG), print) == 0
   first.save()
   resumed = make_trainer(tmp_path, False)
-  assert run_files.restore_or_init(options("released/xlnet_model.ckpt"), resumed, XLNetConfig(**CONFIG), print) == 0
+  assert run_start.restore_or_init(options("released/xlnet_model.ckpt"), resumed, XLNetConfig(**CONFIG), print) == 0
   resumed.save()
   assert json.load(open(tmp_path / "run_flags.json")) == {"model_dir": str(tmp_path), "init_checkpoint": None,
                                                          "num_replicas": 1}
@@ -272,21 +272,22 @@ def test_a_resume_with_other_training_flags_says_so_and_keeps_the_change(tmp_pat
   word, and run_flags.json then held the new values alone. It may (a lower rate is a use): it says so, and
   run_flags.json keeps the change; flags that leave the steps as they are (--do_eval, --recompute_grad) say nothing."""
   import run_files  # pylint: disable=import-outside-toplevel
+  import run_start  # pylint: disable=import-outside-toplevel
   from test_fp16 import CONFIG, make_trainer  # pylint: disable=import-outside-toplevel
   options = lambda **kw: types.SimpleNamespace(**dict(dict(model_dir=str(tmp_path), init_checkpoint=None,
                                                              learning_rate=1e-3, do_eval=False, recompute_grad=False,
                                                              strategy="auto", mems_reset="every_loop", iterations=2,
                                                              train_steps=10), **kw))
   first = make_trainer(tmp_path, False)
-  assert run_files.restore_or_init(options(), first, XLNetConfig(**CONFIG), print) == 0
+  assert run_start.restore_or_init(options(), first, XLNetConfig(**CONFIG), print) == 0
   first.save()
   lines = []
-  run_files.restore_or_init(options(do_eval=True, recompute_grad=True, strategy="one_device"),
+  run_start.restore_or_init(options(do_eval=True, recompute_grad=True, strategy="one_device"),
                             make_trainer(tmp_path, False), XLNetConfig(**CONFIG),
                             lines.append)  # strategy: "auto" there, resolved to the same replicas
   assert not [line for line in lines if line.startswith("Warning")]
   changed = make_trainer(tmp_path, False)
-  run_files.restore_or_init(options(learning_rate=1e-4), changed, XLNetConfig(**CONFIG), lines.append)
+  run_start.restore_or_init(options(learning_rate=1e-4), changed, XLNetConfig(**CONFIG), lines.append)
   assert json.load(open(tmp_path / "run_flags.json"))["learning_rate"] == 1e-3  # until its first checkpoint
   changed.save()
   assert lines[-1] == (
@@ -297,12 +298,12 @@ def test_a_resume_with_other_training_flags_says_so_and_keeps_the_change(tmp_pat
   assert flags["learning_rate"] == 1e-4
   assert flags["changed_on_resume"] == ["step 0: learning_rate 0.001 there, 0.0001 here"]
   # --iterations says where every_loop zeroes the mems: then it counts.
-  run_files.restore_or_init(options(learning_rate=1e-4, iterations=4), make_trainer(tmp_path, False),
+  run_start.restore_or_init(options(learning_rate=1e-4, iterations=4), make_trainer(tmp_path, False),
                             XLNetConfig(**CONFIG), lines.append)
   assert lines[-1].startswith("Warning: resumed with other flags than the run that wrote the checkpoints (iterations 2 "
                               "there, 4 here)")
   # --train_steps is where the learning rate's decay ends: another one gives every later step another rate.
-  run_files.restore_or_init(options(learning_rate=1e-4, train_steps=20), make_trainer(tmp_path, False),
+  run_start.restore_or_init(options(learning_rate=1e-4, train_steps=20), make_trainer(tmp_path, False),
                             XLNetConfig(**CONFIG), lines.append)
   assert lines[-1].startswith("Warning: resumed with other flags than the run that wrote the checkpoints (train_steps "
                               "10 there, 20 here)")
@@ -318,17 +319,17 @@ def test_a_resume_with_other_training_flags_says_so_and_keeps_the_change(tmp_pat
 def test_a_resume_on_other_records_says_so(tmp_path):
   """A fine-tuning run resumed on other training records (another --data_dir) said nothing, where pretraining
   warned: every training tool warns, by the names and sizes of the record files kept in run_flags.json."""
-  import run_files  # pylint: disable=import-outside-toplevel
+  import run_start  # pylint: disable=import-outside-toplevel
   from test_fp16 import CONFIG, dataset_fn, make_trainer  # pylint: disable=import-outside-toplevel
   model_dir, records = tmp_path / "model", tmp_path / "train.tf_record"
   records.write_bytes(b"x" * 10)
   options = types.SimpleNamespace(model_dir=str(model_dir), init_checkpoint=None, train_steps=4)
   first = make_trainer(model_dir, False, train_steps=2)
-  assert run_files.restore_or_init(options, first, XLNetConfig(**CONFIG), print, data_files=[str(records)]) == 0
+  assert run_start.restore_or_init(options, first, XLNetConfig(**CONFIG), print, data_files=[str(records)]) == 0
   first.train(dataset_fn, log_fn=lambda _: None)
   assert json.load(open(model_dir / "run_flags.json"))["record_sizes"] == [["train.tf_record", 10]]
   lines = []
-  resume = lambda: run_files.restore_or_init(options, make_trainer(model_dir, False), XLNetConfig(**CONFIG),
+  resume = lambda: run_start.restore_or_init(options, make_trainer(model_dir, False), XLNetConfig(**CONFIG),
                                              lines.append, data_files=[str(records)])
   assert resume() == 2 and not [line for line in lines if line.startswith("Warning")]
   records.write_bytes(b"x" * 12)
@@ -349,15 +350,15 @@ def test_a_resume_on_other_records_says_so(tmp_path):
 def test_a_finished_run_rerun_with_other_flags_warns_of_no_step(tmp_path):
   """A finished fine-tuning command run again with another --learning_rate warned that the steps from 2 on train
   with it, then trained none (and recorded no change, rightly)."""
-  import run_files  # pylint: disable=import-outside-toplevel
+  import run_start  # pylint: disable=import-outside-toplevel
   from test_fp16 import CONFIG, dataset_fn, make_trainer  # pylint: disable=import-outside-toplevel
   options = lambda rate: types.SimpleNamespace(model_dir=str(tmp_path), init_checkpoint=None, learning_rate=rate,
                                                train_steps=2)
   first = make_trainer(tmp_path, False, train_steps=2)
-  assert run_files.restore_or_init(options(1e-3), first, XLNetConfig(**CONFIG), print) == 0
+  assert run_start.restore_or_init(options(1e-3), first, XLNetConfig(**CONFIG), print) == 0
   first.train(dataset_fn, log_fn=lambda _: None)
   lines = []
-  assert run_files.restore_or_init(options(5e-4), make_trainer(tmp_path, False, train_steps=2), XLNetConfig(**CONFIG),
+  assert run_start.restore_or_init(options(5e-4), make_trainer(tmp_path, False, train_steps=2), XLNetConfig(**CONFIG),
                                    lines.append) == 2
   assert not [line for line in lines if line.startswith("Warning")]
 
@@ -366,7 +367,7 @@ def test_an_init_checkpoint_whose_step_is_past_train_steps_is_refused(tmp_path):
   """Continuing a pretrained checkpoint with --train_steps read as 'this many more': its optimizer's step (8) was
   already past --train_steps (4), and the run trained nothing, exit 0."""
   import cli  # pylint: disable=import-outside-toplevel
-  import run_files  # pylint: disable=import-outside-toplevel
+  import run_start  # pylint: disable=import-outside-toplevel
   from test_fp16 import CONFIG, dataset_fn, make_trainer  # pylint: disable=import-outside-toplevel
   first = make_trainer(tmp_path / "a", False, train_steps=2)
   first.restore_or_init()
@@ -375,10 +376,10 @@ def test_an_init_checkpoint_whose_step_is_past_train_steps_is_refused(tmp_path):
                                                 train_steps=steps)
   with pytest.raises(cli.FlagError, match=r"brings its optimizer's step 2 \(--init_optimizer_state\), already at "
                                           r"--train_steps=2 or past it: nothing would be trained"):
-    run_files.restore_or_init(options(2), make_trainer(tmp_path / "b", False), XLNetConfig(**CONFIG), print,
+    run_start.restore_or_init(options(2), make_trainer(tmp_path / "b", False), XLNetConfig(**CONFIG), print,
                               init_optimizer_state=True)
   assert not (tmp_path / "b" / "run_flags.json").exists()
-  assert run_files.restore_or_init(options(4), make_trainer(tmp_path / "b", False), XLNetConfig(**CONFIG), print,
+  assert run_start.restore_or_init(options(4), make_trainer(tmp_path / "b", False), XLNetConfig(**CONFIG), print,
                                    init_optimizer_state=True) == 2
 
 
@@ -388,11 +389,12 @@ def test_checkpoints_fine_tuned_with_another_sentencepiece_model_are_refused(tmp
   same model at another path is accepted."""
   import cli  # pylint: disable=import-outside-toplevel
   import run_files  # pylint: disable=import-outside-toplevel
+  import run_start  # pylint: disable=import-outside-toplevel
   from test_fp16 import CONFIG, make_trainer  # pylint: disable=import-outside-toplevel
   spm, other = "tests/testdata/data/spm/spiece.model", "tests/testdata/squad/spm/spiece.model"
   options = lambda model: types.SimpleNamespace(model_dir=str(tmp_path), init_checkpoint=None, spiece_model_file=model)
   trainer = make_trainer(tmp_path, False)
-  assert run_files.restore_or_init(options(spm), trainer, XLNetConfig(**CONFIG), print) == 0
+  assert run_start.restore_or_init(options(spm), trainer, XLNetConfig(**CONFIG), print) == 0
   trainer.save()
   assert json.load(open(tmp_path / "run_flags.json"))["spiece_model_sha256"] == hashlib.sha256(
       open(spm, "rb").read()).hexdigest()

@@ -620,13 +620,13 @@ def test_a_model_dir_holding_a_model_to_start_from_is_refused(tmp_path):
                           (released, "xlnet_config.json, xlnet_model.ckpt.index")):
     for init_checkpoint in (None, "tests/testdata/hf/qa_bin"):
       with pytest.raises(cli.FlagError) as error:
-        run_files._check_apart_from_init_checkpoint(  # pylint: disable=protected-access
+        run_files.check_apart_from_init_checkpoint(  # pylint: disable=protected-access
             types.SimpleNamespace(model_dir=str(directory), init_checkpoint=init_checkpoint))
       assert str(error.value) == (f"--model_dir {directory} holds a model to start from ({held}); pass it as "
                                   "--init_checkpoint and another --model_dir.")
-  run_files._check_apart_from_init_checkpoint(  # pylint: disable=protected-access
+  run_files.check_apart_from_init_checkpoint(  # pylint: disable=protected-access
       types.SimpleNamespace(model_dir=str(run), init_checkpoint=None))
-  run_files._check_apart_from_init_checkpoint(  # pylint: disable=protected-access
+  run_files.check_apart_from_init_checkpoint(  # pylint: disable=protected-access
       types.SimpleNamespace(model_dir=str(tmp_path / "new"), init_checkpoint=None))
 
 
@@ -637,7 +637,7 @@ def test_a_model_dir_holding_another_checkpoint_is_refused(tmp_path):
   names it (the run would resume from it)."""
   def refused(directory, init_checkpoint=None):
     with pytest.raises(cli.FlagError) as error:
-      run_files._check_apart_from_init_checkpoint(  # pylint: disable=protected-access
+      run_files.check_apart_from_init_checkpoint(  # pylint: disable=protected-access
           types.SimpleNamespace(model_dir=str(directory), init_checkpoint=init_checkpoint))
     return str(error.value)
 
@@ -663,7 +663,7 @@ def test_a_model_dir_holding_another_checkpoint_is_refused(tmp_path):
         if state:
           assert refused(directory, str(directory / "model.ckpt-6")) == line(directory, "model.ckpt-6")
         else:
-          run_files._check_apart_from_init_checkpoint(  # pylint: disable=protected-access
+          run_files.check_apart_from_init_checkpoint(  # pylint: disable=protected-access
               types.SimpleNamespace(model_dir=str(directory), init_checkpoint=str(directory / "model.ckpt-6")))
   killed = tmp_path / "killed"  # a killed conversion's temporary is no checkpoint: not named, the released one is
   killed.mkdir()
@@ -671,14 +671,14 @@ def test_a_model_dir_holding_another_checkpoint_is_refused(tmp_path):
     (killed / name).write_text("{}")
   assert refused(killed) == line(killed, "zz.ckpt")
   (killed / "zz.ckpt.index").unlink()
-  run_files._check_apart_from_init_checkpoint(  # pylint: disable=protected-access
+  run_files.check_apart_from_init_checkpoint(  # pylint: disable=protected-access
       types.SimpleNamespace(model_dir=str(killed), init_checkpoint=None))
   ours = tmp_path / "ours"  # a run's own checkpoints beside another: resumed
   ours.mkdir()
   for name in ["model.ckpt-6.index", "ckpt-2.index", "ckpt-2.data-00000-of-00001"]:
     (ours / name).write_text("{}")
   (ours / "checkpoint").write_text('model_checkpoint_path: "ckpt-2"\n')
-  run_files._check_apart_from_init_checkpoint(  # pylint: disable=protected-access
+  run_files.check_apart_from_init_checkpoint(  # pylint: disable=protected-access
       types.SimpleNamespace(model_dir=str(ours), init_checkpoint=None))
 
 
@@ -697,7 +697,7 @@ def test_a_huggingface_hub_cache_as_model_dir_is_refused(tmp_path):
     if not refs:
       shutil.rmtree(cache / "refs")
     with pytest.raises(cli.FlagError) as error:
-      run_files._check_apart_from_init_checkpoint(  # pylint: disable=protected-access
+      run_files.check_apart_from_init_checkpoint(  # pylint: disable=protected-access
           types.SimpleNamespace(model_dir=str(cache), init_checkpoint=None))
     assert str(error.value) == (f"--model_dir {cache} holds a model to start from (snapshots/abc123/config.json, "
                                 "snapshots/abc123/pytorch_model.bin); pass it as --init_checkpoint and another "
@@ -705,7 +705,7 @@ def test_a_huggingface_hub_cache_as_model_dir_is_refused(tmp_path):
   other = tmp_path / "other"
   (other / "snapshots" / "a").mkdir(parents=True)
   (other / "snapshots" / "a" / "notes.txt").write_text("x")
-  run_files._check_apart_from_init_checkpoint(  # pylint: disable=protected-access
+  run_files.check_apart_from_init_checkpoint(  # pylint: disable=protected-access
       types.SimpleNamespace(model_dir=str(other), init_checkpoint=None))
 
 
@@ -772,7 +772,7 @@ def test_fine_tuning_a_model_beside_another_sentencepiece_model_is_refused(tmp_p
   records = types.SimpleNamespace(model_dir=str(tmp_path / "pt"), init_checkpoint=str(model), record_info_dir="/r")
   with pytest.raises(cli.FlagError, match=r"^The records of --record_info_dir /r were written with another "
                                           r"SentencePiece model than the one beside --init_checkpoint \("):
-    run_files._check_init_checkpoint(records, None, {"spiece_model_sha256": "0" * 64})  # pylint: disable=W0212
+    run_files.check_init_checkpoint(records, None, {"spiece_model_sha256": "0" * 64})  # pylint: disable=W0212
   # Predicting, evaluating or exporting with it checked nothing: the wrong tokenizer, exit 0 (sweep 23, A1); nor a
   # TF1 checkpoint beside its model's spiece.model (a conversion, a released model).
   predict = types.SimpleNamespace(do_train=False, spiece_model_file=spm)
@@ -825,7 +825,7 @@ def test_an_init_checkpoint_that_is_no_checkpoint_is_refused_before_the_records(
   o = types.SimpleNamespace(model_dir=str(tmp_path / "m"), init_checkpoint=str(tmp_path / "ckpt-2.index"),
                             do_train=True)
   with pytest.raises(cli.FlagError, match=f"^--init_checkpoint: {tmp_path}/ckpt-2.index is a file, not a checkpoint"):
-    run_files._check_init_checkpoint(o, None)  # pylint: disable=protected-access
+    run_files.check_init_checkpoint(o, None)  # pylint: disable=protected-access
 
 
 def test_run_pretrain_s_casing_refusal_names_the_records_to_write(tmp_path):
@@ -861,7 +861,7 @@ def test_a_run_flags_json_that_is_a_directory_is_one_line(tmp_path):
   o = types.SimpleNamespace(init_checkpoint=str(tmp_path / "xlnet_model.ckpt"), model_dir=str(tmp_path / "new"))
   with pytest.raises(cli.FlagError, match=r"^.*run_flags.json is damaged .*Restore it from a copy of that run, or "
                                           r"pass another --init_checkpoint\.$"):
-    run_files._check_init_checkpoint(o, None)  # pylint: disable=protected-access
+    run_files.check_init_checkpoint(o, None)  # pylint: disable=protected-access
 
 
 def test_fine_tuning_a_run_of_other_casing_or_clamp_len_is_refused(tmp_path):
@@ -887,7 +887,7 @@ def test_fine_tuning_a_run_of_other_casing_or_clamp_len_is_refused(tmp_path):
   run_files.check_trained_model(types.SimpleNamespace(**dict(vars(o), uncased=True)), o.model_dir, None)
   (pt / "run_flags.json").write_text(json.dumps({"uncased": False, "clamp_len": 5}))
   with pytest.raises(cli.FlagError) as error:  # run_pretrain.py's path: restore_or_init checks it there
-    run_files._check_init_checkpoint(o, None)  # pylint: disable=protected-access
+    run_files.check_init_checkpoint(o, None)  # pylint: disable=protected-access
   assert str(error.value) == (
       f"--init_checkpoint {pt} was trained with other flags (--clamp_len=5 there, 0 here; {pt}/run_flags.json): its "
       "weights learned relative positions clamped at 5, which this run would read otherwise. Pass --clamp_len=5, or "
@@ -897,7 +897,7 @@ def test_fine_tuning_a_run_of_other_casing_or_clamp_len_is_refused(tmp_path):
   resumed.mkdir()
   for name in ["ckpt-4.index", "ckpt-4.data-00000-of-00001"]:
     (resumed / name).write_text("{}")
-  run_files._check_init_checkpoint(  # pylint: disable=protected-access
+  run_files.check_init_checkpoint(  # pylint: disable=protected-access
       types.SimpleNamespace(**dict(vars(o), model_dir=str(resumed))), None)
   (pt / "run_flags.json").unlink()  # a released model, an original run: nothing recorded
   run_files.check_trained_model(o, o.model_dir, None)

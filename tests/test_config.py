@@ -6,7 +6,7 @@ import pytest
 
 import cli
 import flag_configs
-import run_files
+import run_start
 from xlnet_tf import RunConfig, XLNetConfig
 
 FIELDS = dict(n_layer=2, d_model=8, n_head=2, d_head=6, d_inner=11, ff_activation="gelu", untie_r=True,
@@ -173,9 +173,9 @@ def test_fine_tuning_clips_each_replica_s_gradient_by_default(monkeypatch, clip_
   from xlnet_tf.training import optimization  # pylint: disable=g-import-not-at-top
   made, written = [], []
   monkeypatch.setattr(training, "Trainer", lambda strategy, model_fn, task, model_dir, config: made.append(config))
-  monkeypatch.setattr(run_files, "restore_or_init", lambda o, *args, **kwargs: written.append(o) and 0)
+  monkeypatch.setattr(run_start, "restore_or_init", lambda o, *args, **kwargs: written.append(o) and 0)
   o = cli.defaults(run_classifier.define_flags, clip_mode=clip_mode)
-  run_files.fine_tuning_trainer(o, tf.distribute.get_strategy(), None, None, None, tokens_per_example=1)
+  run_start.fine_tuning_trainer(o, tf.distribute.get_strategy(), None, None, None, tokens_per_example=1)
   assert made[0].clip_mode == resolved
   assert written[0].clip_mode == resolved and o.clip_mode == clip_mode  # run_flags.json keeps the resolved value
   assert optimization.default_clip_mode(tf.distribute.get_strategy()) == "indexed_slices"
@@ -200,7 +200,7 @@ def test_fine_tuning_clips_each_replica_s_gradient_by_default(monkeypatch, clip_
 def test_a_resume_compares_the_clip_mode_an_earlier_run_trained_with(there, here, replicas, compared):
   """run_flags.json of before 2026-11-29 keeps --clip_mode=auto, since resolved otherwise in fine-tuning on several
   replicas: a resume compares the mode that run trained with (a change warned of, none where there is none)."""
-  compared_there = run_files._clip_mode_compared(there, here, replicas)  # pylint: disable=protected-access
+  compared_there = run_start._clip_mode_compared(there, here, replicas)  # pylint: disable=protected-access
   assert compared_there["clip_mode"] == compared
 
 

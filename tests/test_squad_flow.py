@@ -12,7 +12,7 @@ import pytest
 
 from helpers.example_records import read_records
 import cli
-import run_files
+import run_start
 import run_squad
 from xlnet_tf import training
 from xlnet_tf.tasks.squad import predict as squad_predict
@@ -59,7 +59,7 @@ class RecordedHead:
 
 @pytest.fixture
 def stand_ins(monkeypatch):
-  monkeypatch.setattr(run_files, "fine_tuning_trainer", lambda o, *a, **k: (StandInTrainer(), 0, o.train_batch_size,
+  monkeypatch.setattr(run_start, "fine_tuning_trainer", lambda o, *a, **k: (StandInTrainer(), 0, o.train_batch_size,
                                                                        o.train_batch_size))
   monkeypatch.setattr(squad_task, "build_model", lambda *a, **k: None)
   monkeypatch.setattr(squad_predict, "Inference", RecordedHead)

@@ -146,6 +146,25 @@ DATA_LOSS_REPORT = [
 ]
 
 
+# Cached records of another --max_seq_length (run_classifier.py, sweep 27: 15 such lines), and pretraining records
+# of other features: the CLI names the file and the feature in its own line, after these.
+OTHER_FEATURES_REPORT = [
+    "W0000 00:00:1796065276.726183   23706 op_kernel.cc:1858] OP_REQUIRES failed at example_parsing_ops.cc:96 : "
+    "INVALID_ARGUMENT: Name: <unknown>, Key: segment_ids, Index: 0.  Number of int64 values != expected.  Values "
+    "size: 32 but output shape: [64]",
+    "W0000 00:00:1796065278.152283   23775 local_rendezvous.cc:412] Local rendezvous is aborting with status: "
+    "INVALID_ARGUMENT: Error in user-defined function passed to ParallelMapDatasetV2:13 transformation with "
+    "iterator: Iterator::Root::Prefetch::ParallelMapV2: Name: <unknown>, Key: segment_ids, Index: 0.  Number of "
+    "int64 values != expected.  Values size: 32 but output shape: [64]",
+    "\t [[{{node ParseExample/ParseExampleV2}}]]",
+    "\t [[MultiDeviceIteratorGetNextFromShard]]",
+    "W0000 00:00:1796066310.060854    4096 local_rendezvous.cc:412] Local rendezvous is aborting with status: "
+    "INVALID_ARGUMENT: Key: target.  Can't parse serialized Example: Some int64_list slice was not parsed",
+    "W0000 00:00:1796066310.060854    4096 op_kernel.cc:1858] OP_REQUIRES failed at example_parsing_ops.cc:96 : "
+    "INVALID_ARGUMENT: Feature: label_ids (data type: int64) is required but could not be found.",
+]
+
+
 # scripts/train_spm.py's trainer (SentencePiece 0.2, 2026-11-30), the settings cut to a few of their 60 lines.
 SPM_SETTINGS = [
     "I0000 00:00:1796033346.833231   10896 sentencepiece_trainer.cc:149] Starts training with : ",
@@ -170,6 +189,12 @@ def test_sentencepiece_s_settings_are_dropped_and_what_follows_them_kept():
 def test_a_damaged_record_report_is_dropped():
   last = "run_pretrain.py: error: Record file F is unreadable at record 8873 (truncated record at 2211494 failed ...)."
   assert list(stderr_filter.kept(DATA_LOSS_REPORT + [last])) == [last]
+
+
+def test_a_report_of_records_of_other_features_is_dropped():
+  last = ("run_classifier.py: error: The records in F do not hold the features this run reads (feature segment_ids: "
+          "Number of int64 values != expected. ...")
+  assert list(stderr_filter.kept(OTHER_FEATURES_REPORT + [last])) == [last]
 
 
 def test_an_out_of_memory_report_is_dropped_and_what_follows_it_kept():

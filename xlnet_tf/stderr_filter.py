@@ -88,8 +88,11 @@ OOM_REPORT = re.compile(
     r"bfc_allocator\.cc:\d+\] Allocator \(.*\) ran out of memory trying to allocate (?!.*with freed_by_count)"
     r"|(?:op_kernel\.cc:\d+\] OP_REQUIRES failed at .*|local_rendezvous\.cc:\d+\] Local rendezvous is aborting "
     r"with status): (?:RESOURCE_EXHAUSTED: (?i:" + MEMORY_WORDS + r")"
-    # A damaged record file, which the CLIs name in their own line (`data.read_errors`).
-    r"|DATA_LOSS: (?:truncated record at|corrupted record at))"
+    # A damaged record file, and records of other features than the run parses (another --max_seq_length under a
+    # cache's name), which the CLIs name in their own line (`data.read_errors`; 15 lines above it: sweep 27).
+    r"|DATA_LOSS: (?:truncated record at|corrupted record at)"
+    r"|INVALID_ARGUMENT: .*(?:Key: \w+(?:, Index: \d+)?\.  (?:Number of \w+ values != expected|Can't parse serialized "
+    r"Example)|Feature: \w+ \(data type: \w+\) is required but could not be found))"
     r")")
 OOM_REPORT_LINE = re.compile(
     r"^(?:" + _LOG_PREFIX + r"bfc_allocator\.cc:\d+\] "  # the dump, its occupancy map last

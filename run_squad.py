@@ -144,9 +144,12 @@ def _train_records(o, sp_model, log_fn):
   if found:
     _check_train_records(o, sp_model, found, log_fn)
     return found
-  if not o.train_file:
+  if not o.train_file:  # a prediction command was sent to prepare a training run (sweep 28, A1)
+    default = (" (--do_train is True by default in run_squad.py: pass --do_train=False to only predict)"
+               if o.do_predict and not cli.given("do_train") else "")
     raise cli.FlagError(f"No training records match {pattern}. Run with --do_prepro=True --train_file=... first, "
-                        "with the same --output_dir, --spiece_model_file, --max_seq_length and --max_query_length.")
+                        "with the same --output_dir, --spiece_model_file, --max_seq_length and --max_query_length"
+                        f"{default}.")
   flag_configs.require_file(o.train_file, "train_file", "the SQuAD training JSON")
   log_fn(f"No training records match {pattern}: preprocessing --train_file first (as --do_prepro).")
   _prepro(o, sp_model, log_fn, num_proc=1, proc_id=0)

@@ -426,6 +426,12 @@ def test_a_prediction_command_does_not_train_a_finished_run_on_by_default(tmp_pa
     run_squad.validate(o)
   for changes in ({"train_steps": 3}, {"do_train": False}):
     run_squad.validate(types.SimpleNamespace(**dict(vars(o), **changes)))
+  # A prediction without training records was told to prepare a training run, the default unsaid.
+  with pytest.raises(cli.FlagError, match=r"No training records match .* first, with the same --output_dir, "
+                                          r"--spiece_model_file, --max_seq_length and --max_query_length \(--do_train "
+                                          r"is True by default in run_squad\.py: pass --do_train=False to only "
+                                          r"predict\)\.$"):
+    run_squad._train_records(o, None, print)  # pylint: disable=protected-access
 
 
 def test_a_read_only_model_dir_says_that_do_train_is_true_by_default(tmp_path, monkeypatch):

@@ -417,11 +417,18 @@ def test_prepare_eval_features_caches(sp_model, tmp_path, caplog, monkeypatch):
   _, features6, _, stats6 = records.prepare_eval_features(*args)
   assert stats6 is not None and features6 == features
   # Damaged (a copy cut short, flipped bytes): one line naming the file and what rebuilds it, not a zipfile traceback.
+  whole = bytearray((tmp_path / npz).read_bytes())
   with open(tmp_path / npz, "r+b") as f:
     f.truncate(os.path.getsize(tmp_path / npz) // 2)
   with pytest.raises(ValueError, match=rf"^The cached evaluation features {re.escape(str(tmp_path / npz))} cannot be "
                                        r"read \(BadZipFile: .*\)\. Remove the file, or rerun with "
                                        r"--overwrite_data=True, to build them again\.$"):
+    records.prepare_eval_features(*args)
+  central = whole.index(b"PK\x01\x02")  # an entry's compression method, as flipped bytes make it (sweep 28, A6)
+  whole[central + 10:central + 12] = (99).to_bytes(2, "little")
+  (tmp_path / npz).write_bytes(bytes(whole))
+  with pytest.raises(ValueError, match=r"cannot be read \(NotImplementedError: That compression method is not "
+                                       r"supported\)\. Remove the file"):
     records.prepare_eval_features(*args)
   # While another run reads them, another file to predict does not write them again (`locks.cache_lock`).
   monkeypatch.setattr(locks, "CACHE_LOCK_WAIT_S", 0.2)

@@ -16,6 +16,7 @@ import contextlib
 import os
 import random
 import zipfile
+import zlib
 
 import numpy as np
 import tensorflow as tf
@@ -323,7 +324,8 @@ def prepare_eval_features(predict_file, sp_model, spiece_model_file, output_dir,
       logging.info("Loading evaluation features from %s (set --overwrite_data to rebuild).", feature_file)
       try:
         return examples, load_eval_features(feature_file), record, None
-      except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile) as e:  # a traceback (sweep 27, U2)
+      except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile, NotImplementedError, OverflowError,
+              zlib.error) as e:  # a traceback (sweep 27, U2; sweep 28, A6)
         raise ValueError(f"The cached evaluation features {feature_file} cannot be read ({type(e).__name__}: {e}). "
                          "Remove the file, or rerun with --overwrite_data=True, to build them again.") from None
     for path in (feature_file + ".source", feature_file):  # a rebuild cut short leaves no features: built again

@@ -104,8 +104,8 @@ def validate(o, num_replicas=1, strategy="one_device"):
     trained_to = (run_files.run_flags(o.model_dir) or {}).get("train_steps")
     if isinstance(trained_to, int) and trained_to != o.train_steps and checkpoint.latest_checkpoint(o.model_dir):
       raise cli.FlagError(f"--do_train is True by default in run_squad.py (the original's): this run would train "
-                          f"the model in --model_dir {o.model_dir} on to --train_steps={o.train_steps} (its run "
-                          f"trained to {trained_to}) before predicting. Pass --do_train=False to only predict, or "
+                          f"the model in --model_dir {o.model_dir} on to --train_steps={o.train_steps} (its run's "
+                          f"was {trained_to}) before predicting. Pass --do_train=False to only predict, or "
                           "--do_train=True to train on.")
   if o.do_train:
     flag_configs.require_positive(o, "train_batch_size", "shuffle_buffer", "iterations")

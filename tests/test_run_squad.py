@@ -421,7 +421,7 @@ def test_a_prediction_command_does_not_train_a_finished_run_on_by_default(tmp_pa
                    model_dir=str(model_dir), predict_file=DEV, predict_dir=str(tmp_path / "p"))
   with pytest.raises(cli.FlagError, match=rf"^--do_train is True by default in run_squad\.py \(the original's\): "
                                           rf"this run would train the model in --model_dir {model_dir} on to "
-                                          r"--train_steps=8000 \(its run trained to 3\) before predicting\. Pass "
+                                          r"--train_steps=8000 \(its run's was 3\) before predicting\. Pass "
                                           r"--do_train=False to only predict, or --do_train=True to train on\.$"):
     run_squad.validate(o)
   for changes in ({"train_steps": 3}, {"do_train": False}):

@@ -855,6 +855,13 @@ def test_a_run_flags_json_that_is_a_directory_is_one_line(tmp_path):
     run_files.run_flags(str(tmp_path))
   (tmp_path / "run_flags.json").write_text(json.dumps({"label_list": None}))  # a regression's
   assert run_files.run_flags(str(tmp_path)) == {"label_list": None}
+  # A digest that is no sha256: "another SentencePiece model", "pass the values there" (this run's; sweep 28, A7).
+  (tmp_path / "run_flags.json").write_text(json.dumps({"spiece_model_sha256": [1]}))
+  with pytest.raises(cli.FlagError, match=f"^{tmp_path}/run_flags.json is damaged \\(its spiece_model_sha256 \\[1\\] "
+                                          "is not a sha256\\): it records the flags of the run"):
+    run_files.run_flags(str(tmp_path))
+  (tmp_path / "run_flags.json").write_text(json.dumps({"spiece_model_sha256": "ab" * 32}))
+  assert run_files.run_flags(str(tmp_path)) == {"spiece_model_sha256": "ab" * 32}
   # Damaged beside --init_checkpoint: the remedy names that flag, not --model_dir (sweep 27).
   (tmp_path / "run_flags.json").write_text("{")
   (tmp_path / "xlnet_model.ckpt.index").write_bytes(b"")

@@ -659,6 +659,12 @@ def test_an_export_dir_that_is_another_output_dir_is_refused_before_the_run(name
   with pytest.raises(cli.FlagError, match=f"--export_dir {tmp_path}/current is a symbolic link \\(to "
                                           f"{tmp_path}/exported\\): the SavedModel replaces its directory whole"):
     run_classifier.validate(o)
+  # an --export_dir whose parent is reached through a link to the flag's directory's parent (sweep 28): the export
+  # was refused after the training, as a directory of other files
+  os.symlink(tmp_path, tmp_path / "alias")
+  o.export_dir = str(tmp_path / "alias" / "export")
+  with pytest.raises(cli.FlagError, match=f"--export_dir {tmp_path}/alias/export is \\(or holds\\) --{name} "):
+    run_classifier.validate(o)
 
 
 def test_a_directory_named_like_a_prediction_file_is_refused_before_the_run(tmp_path):

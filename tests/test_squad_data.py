@@ -131,7 +131,12 @@ def test_squad_v1_without_is_impossible(tmp_path):
      "is not the text at answer_start 15"),
     (_squad([{"id": "q1", "question": "Where?", "answers": [{"text": "the mat", "answer_start": 99}]}]),
      "is not the text at answer_start 99"),
-    (_squad([{"id": "q1", "question": "Where?", "answers": []}]), "needs exactly 1 answer"),
+    (_squad([{"id": "q1", "question": "Where?", "answers": []}]),  # a SQuAD 2.0 file without is_impossible (sweep 28)
+     r"needs exactly 1 answer, it has 0 and no is_impossible: true\. .* or mark an unanswerable question "
+     r"\"is_impossible\": true \(SQuAD 2\.0\)\.$"),
+    (_squad([{"id": "q1", "question": "Where?", "answers": [{"text": "a", "answer_start": 0}] * 2}]),
+     r"needs exactly 1 answer, it has 2\. Use a training file \(dev files with several answers are read with "
+     r"is_training=False\)\.$"),
     (_squad([{"id": "q1", "question": "Where?", "is_impossible": "no", "answers": []}]), "must be true or false"),
     (_squad([{"question": "Where?", "answers": []}]), "'id'"),
 ])

@@ -166,9 +166,9 @@ def _input_arrays(path):
 def _run_flags(ckpt_dir):
   """The run_flags.json of the run that wrote the checkpoints in ckpt_dir, {} where there is none (the original's);
   a damaged one is a ValueError naming it (it was taken as none: an export pooled otherwise)."""
-  from xlnet_tf.training import runtime  # pylint: disable=import-outside-toplevel  (the converter needs no trainer)
-  return runtime.read_run_flags(ckpt_dir, use="whose pooling and labels the conversion carries over. Restore it "
-                                "from a copy of that run, or move it away to convert without them.") or {}
+  from xlnet_tf.training import model_dir  # pylint: disable=import-outside-toplevel  (the converter needs no trainer)
+  return model_dir.read_run_flags(ckpt_dir, use="whose pooling and labels the conversion carries over. Restore it "
+                                  "from a copy of that run, or move it away to convert without them.") or {}
 
 
 def _check_spiece_beside(ckpt_dir, flags, output_dir):

@@ -187,6 +187,10 @@ def read_config(directory):
     raise ValueError(f"{path} has model_type {config.get('model_type')!r}, not 'xlnet'. Pass an XLNet model" + (
         " (if it is one, add \"model_type\": \"xlnet\" to its config)." if "model_type" not in config else "."))
   _check_settings(config, path)
+  names = config.get("architectures") or []  # an object was a KeyError's traceback (sweep 28, A8)
+  if not (isinstance(names, str) or isinstance(names, list) and all(isinstance(name, str) for name in names)):
+    raise ValueError(f"{path}: architectures {json.dumps(names)} is not a list of class names (as "
+                     "[\"XLNetLMHeadModel\"]). Use the config.json that came with the weights.")
   if architecture_of(config, {}) in POOLING:
     config = dict(config, summary_type=hf_summary_type(config, path))
   return config

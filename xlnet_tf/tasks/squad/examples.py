@@ -129,9 +129,11 @@ def read_squad_examples(input_file, is_training):
           if example.is_impossible:
             example.orig_answer_text, example.start_position = "", -1
           elif not isinstance(answers, list) or len(answers) != 1:
+            unsaid = " and no is_impossible: true" if answers == [] and "is_impossible" not in qa else ""  # (sweep 28)
             _fail(input_file, qwhere, f"question {qa['id']!r}: for training, each answerable question needs exactly "
-                  f"1 answer, it has {len(answers) if isinstance(answers, list) else answers!r}. Use a training "
-                  "file (dev files with several answers are read with is_training=False).")
+                  f"1 answer, it has {len(answers) if isinstance(answers, list) else answers!r}{unsaid}. Use a "
+                  "training file (dev files with several answers are read with is_training=False)"
+                  + (", or mark an unanswerable question \"is_impossible\": true (SQuAD 2.0)." if unsaid else "."))
           else:
             example.orig_answer_text, example.start_position = _check_answer(
                 input_file, qwhere, qa["id"], context, answers[0])

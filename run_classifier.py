@@ -113,8 +113,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
                         f"({o.export_dir.rstrip('/')}.index): the SavedModel's directory would be taken for that "
                         "checkpoint, or it for the SavedModel. Pass another --export_dir.")
   for name in ("model_dir", "output_dir", "predict_dir", "data_dir", "init_checkpoint"):
-    if o.export_dir and getattr(o, name) and (fileio.is_within(getattr(o, name), o.export_dir) or fileio.is_within(
-        fileio.real_path(getattr(o, name)), fileio.real_path(o.export_dir))):  # through a link too (sweep 28)
+    if o.export_dir and getattr(o, name) and fileio.is_within(getattr(o, name), o.export_dir, links=True):  # (sweep 28)
       raise cli.FlagError(f"--export_dir {o.export_dir} is (or holds) --{name} {getattr(o, name)}, and the "
                           "SavedModel replaces its directory whole. Pass another --export_dir.")
   try:

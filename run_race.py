@@ -77,10 +77,9 @@ def validate(o, num_replicas=1, strategy="one_device"):
   if o.do_predict:  # a directory there was found by the write, after the whole prediction (sweep 25, C3)
     fileio.check_file_names(o.predict_dir, [predictions_name(o)], "--predict_dir", "prediction")
   dirs = [os.path.join(o.data_dir, split, level) for split in race_data.SPLITS for level in race_data.LEVELS]
-  levels = [(d, fileio.real_path(d)) for d in dirs]  # a link to (or in) the data is the data
   for name in ("output_dir", "model_dir", "predict_dir"):  # the reader takes every file there for an article
-    if getattr(o, name) and (inside := [d for d, real_d in levels if fileio.is_within(getattr(o, name), d)
-                                        or fileio.is_within(fileio.real_path(getattr(o, name)), real_d)]):
+    # a link to (or in) the data is the data
+    if getattr(o, name) and (inside := [d for d in dirs if fileio.is_within(getattr(o, name), d, links=True)]):
       raise cli.FlagError(f"--{name} {getattr(o, name)} is inside --data_dir {o.data_dir}'s {inside[0]}, whose every "
                           "file is read as a RACE article: the run's own files there would be read as articles. "
                           f"Pass a --{name} outside --data_dir's {{split}}/{{level}} directories.")

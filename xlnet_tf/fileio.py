@@ -41,10 +41,12 @@ def is_remote(path):
   return "://" in str(path)
 
 
-def is_within(path, directory):
-  """Whether `path` is `directory` or lies inside it (by name: local paths made absolute, links not followed)."""
+def is_within(path, directory, links=False):
+  """Whether `path` is `directory` or lies inside it (by name: local paths made absolute, links not followed; with
+  `links`, also where it does once links are followed, `real_path`)."""
   full = lambda p: str(p).rstrip("/") if is_remote(p) else os.path.abspath(p)
-  return (full(path) + "/").startswith(full(directory) + "/")
+  return (full(path) + "/").startswith(full(directory) + "/") or (
+      links and is_within(real_path(path), real_path(directory)))
 
 
 def real_path(path):

@@ -121,9 +121,9 @@ def read_weights(directory):
 
 def unread_note(directory, weights_file):
   """Where `directory` holds other weights files than the one `read_weights` read (`weights_file`, as it names it),
-  a clause naming them, for an error about the weights read (the others may be the model's); else ""."""
-  read = weights_file.split(" ")[0] + (".index.json" if "shard" in weights_file else "")
-  unread = [name for name in WEIGHT_FILES if name != read and fileio.exists(os.path.join(directory, name))]
+  a clause naming them, for an error about the weights read (the others may be the model's); else "". The file
+  read is the first of `WEIGHT_FILES` there: `_read_weights` tries them in that order, transformers'."""
+  read, *unread = [name for name in WEIGHT_FILES if fileio.exists(os.path.join(directory, name))]
   return (f"{directory} also holds {', '.join(unread)}, not read: {weights_file} comes first in transformers' order. "
           f"If those are the model's weights, move {read} away." if unread else "")
 

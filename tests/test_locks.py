@@ -109,6 +109,23 @@ def test_a_run_that_fails_in_a_directory_it_made_leaves_no_empty_directory(tmp_p
 
 
 
+def test_a_parent_another_failing_run_removes_meanwhile_is_made_again(tmp_path, monkeypatch):
+  # Two runs whose outputs share a new parent: one fails and removes the parent it made, empty, between the other's
+  # mkdir of that parent and of its own directory (CI saw "Cannot create --save_dir ...: No such file or directory").
+  mkdir, cut = os.mkdir, []
+
+  def mkdir_after_the_other_run_cleans_up(path, *args, **kwargs):
+    if os.path.basename(path) == "b" and not cut:
+      cut.append(path)
+      os.rmdir(tmp_path / "shared")
+    return mkdir(path, *args, **kwargs)
+
+  monkeypatch.setattr(os, "mkdir", mkdir_after_the_other_run_cleans_up)
+  with locks.directory_lock(str(tmp_path / "shared" / "b"), "data_utils", "--save_dir"):
+    pass
+  assert cut and (tmp_path / "shared" / "b").is_dir()
+
+
 @pytest.mark.parametrize("where", ["open", "write"])
 def test_a_signal_while_the_lock_is_made_leaves_no_lock(where, tmp_path, monkeypatch):
   """A Ctrl-C right after the lock file appears (where a run is stopped as soon as it locks its --model_dir) waits

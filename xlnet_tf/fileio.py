@@ -129,14 +129,20 @@ def glob_in(directory, pattern):
 
 def makedirs(path):
   """Makes the directory `path` and those above it; a local one through a symbolic link that leads nowhere or loops
-  is a one-line `PathError` (`check_links`)."""
+  is a one-line `PathError` (`check_links`). A parent another run removes meanwhile is made again."""
   if not path:
     return
   if is_remote(path):
     _remote(_gfile().makedirs, path)
     return
   check_links(path)
-  os.makedirs(path, exist_ok=True)
+  for attempt in range(5):
+    try:
+      os.makedirs(path, exist_ok=True)
+      return
+    except FileNotFoundError:  # a parent made a moment ago was removed again: another run, failing, removed the
+      if attempt == 4:         # empty directories it had made (`locks.directory_lock`) between our two mkdirs
+        raise
 
 
 def check_links(path, what=None, kind="a directory"):

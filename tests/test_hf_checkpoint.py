@@ -19,6 +19,7 @@ import signal
 import stat
 import subprocess
 import sys
+import time
 import types
 import zipfile
 
@@ -535,6 +536,15 @@ def test_tied_biases_are_repeated_per_layer_and_spiece_is_copied(tmp_path, monke
   assert not (tmp_path / "tf1_empty" / "spiece.model").exists()  # it was, 0 bytes (sweep 22, N8)
 
 
+def _flip_into_hdf5_s_loop(h5):
+  """One byte of lm_h5's tf_model.h5 changed so that h5py reading its layer_names loops for ever, in C code that
+  neither Ctrl-C nor SIGTERM stopped (sweep 28, A5)."""
+  data = bytearray(h5.read_bytes())
+  assert data[5040] == 0o71
+  data[5040] = 0o335
+  h5.write_bytes(bytes(data))
+
+
 def _corrupt_copies(root):
   """HF directories with a cut safetensors file, a cut h5, a cut pytorch_model.bin of each of torch's formats, a
   config that does not fit the weights."""
@@ -560,6 +570,8 @@ def _corrupt_copies(root):
   weights.write_bytes(weights.read_bytes()[:3000])
   h5 = root / "cut_h5" / "tf_model.h5"
   h5.write_bytes(h5.read_bytes()[:20000])
+  shutil.copytree(f"{DATA}/lm_h5", root / "looping_h5")
+  _flip_into_hdf5_s_loop(root / "looping_h5" / "tf_model.h5")
   shutil.copytree(f"{DATA}/lm_h5", root / "unwritten_h5")  # a 53 KB file of GBs (sweep 21, T1)
   import h5py  # pylint: disable=import-outside-toplevel
   with h5py.File(root / "unwritten_h5" / "tf_model.h5", "r+") as f:
@@ -637,6 +649,8 @@ def _corrupt_copies(root):
 
 @pytest.mark.parametrize("case,words", [
     ("cut_safetensors", "is not a readable safetensors file"), ("cut_h5", "is not a readable tf_model.h5"),
+    ("looping_h5", r"is not a readable tf_model.h5 \(reading it ran 2 s without an end: HDF5 loops in some damaged "
+                   r"files\)\. Download it again\.$"),
     ("unwritten_h5", r"is not a readable tf_model.h5 \(tfxl_net_lm_head_model/transformer/mask_emb:0 of shape "
                      r"\[50000, 10000\] holds no data\)"),
     ("cut_bin", "is not a readable PyTorch weights file"),
@@ -693,7 +707,8 @@ def _corrupt_copies(root):
                              "model.safetensors.index.json. Download it too."),
     ("no_weights", "holds config.json, spiece.model but no model weights"),
     ("broken_link", r"broken_link/model.safetensors is a broken link \(a download cut short\?\)")])
-def test_bad_inputs_are_one_line(case, words, tmp_path):
+def test_bad_inputs_are_one_line(case, words, tmp_path, monkeypatch):
+  monkeypatch.setattr(hf_weights, "H5_SECONDS", 2)  # for looping_h5; the others end at once
   root = _corrupt_copies(tmp_path)
   inputs = {"qa_simple": f"{DATA}/qa_simple_safetensors", "several_heads": f"{MODEL}/ckpt_untied",
             "d_head": f"{MODEL}/ckpt_untied/xlnet_model.ckpt", "output_is_a_file": f"{DATA}/lm_h5"}
@@ -704,6 +719,30 @@ def test_bad_inputs_are_one_line(case, words, tmp_path):
                                         output_dir=output_dir, **extra), log_fn=lambda line: None)
   assert "\n" not in str(error.value)
   assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_a_tool_reading_a_looping_h5(signum, tmp_path):
+  """A tf_model.h5 in which HDF5 loops for ever: SIGINT and SIGTERM did not stop convert_checkpoint.py, only kill -9
+  did (sweep 28, A5). The file is read through in a child process, which this one waits for."""
+  shutil.copytree(f"{DATA}/lm_h5", tmp_path / "hf")
+  _flip_into_hdf5_s_loop(tmp_path / "hf" / "tf_model.h5")
+  proc = subprocess.Popen([sys.executable, "convert_checkpoint.py", f"--input={tmp_path}/hf",
+                           f"--output_dir={tmp_path}/out"], stderr=subprocess.PIPE, text=True)
+  try:
+    deadline = time.time() + 60
+    while not subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "child_call"], capture_output=True).stdout:
+      assert time.time() < deadline and proc.poll() is None, "no child reads the file"
+      time.sleep(0.1)
+    time.sleep(1)  # in HDF5's loop
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=30)
+  finally:
+    proc.kill()
+  assert proc.returncode == 128 + signum and err.strip().splitlines()[-1].startswith(
+      f"convert_checkpoint.py: stopped by {signal.Signals(signum).name}"), (proc.returncode, err[-2000:])
+  assert not subprocess.run(["pgrep", "-f", f"{tmp_path}/hf"], capture_output=True).stdout
+  assert sorted(os.listdir(tmp_path)) == ["hf"]
 
 
 def test_an_old_config_s_names_are_read_as_transformers_reads_them(tmp_path):

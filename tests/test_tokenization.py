@@ -263,7 +263,7 @@ def test_a_kill_9_of_train_spm_takes_its_trainer_with_it(tmp_path):
   for line in proc.stderr:  # SentencePiece's log: the trainer (the child) has read the text
     if "Normalizing sentences" in line:
       break
-  children = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "_train_here"], capture_output=True,
+  children = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "child_call"], capture_output=True,
                             text=True).stdout.split()
   assert len(children) == 1
   proc.kill()
@@ -345,9 +345,9 @@ def test_long_lines_are_named_and_what_a_killed_run_or_a_full_disk_left_is_not(t
   assert f"--input: 1 of the {text.count(chr(10)) + 1} lines of {tmp_path}/corpus.txt are longer than 4192 " \
          "bytes, which SentencePiece skips." in caplog.text
   assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "sp.model", "sp.vocab"]
-  def full_disk(request):
-    raise RuntimeError("INTERNAL: src/trainer_interface.cc(783) [output->WriteLine(...)]")
-  monkeypatch.setattr(tk, "_train_in_a_child", full_disk)
+  def full_disk(function, request, what):
+    raise tk.child_call.ChildError("INTERNAL: src/trainer_interface.cc(783) [output->WriteLine(...)]")
+  monkeypatch.setattr(tk.child_call, "call", full_disk)
   monkeypatch.setattr(tk.os, "statvfs", lambda path: types.SimpleNamespace(f_bavail=3, f_frsize=4096))
   with pytest.raises(OSError, match=f"^Could not write {tmp_path}/sp2 \\(No space left on device\\); "
                                     "nothing was left under that name"):

@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 
+from xlnet_tf import child_call
 from xlnet_tf import fileio
 from xlnet_tf import torch_pickle
 
@@ -45,31 +46,51 @@ def _numpy_less_dtype(path):
 _H5_LAYER = re.compile(r"/layer_\._(\d+)/")
 
 
-def _read_h5(path):
-  """tf_model.h5 (transformers' TF classes, Keras 2 `save_weights`) -> PyTorch names and layouts."""
+# How long reading a tf_model.h5 may take (seconds: a floor, and one more per this many bytes) before it is taken for
+# a damaged file's endless loop (`_read_h5`). XLNet-Large's 1.4 GB: 4 min.
+H5_SECONDS, H5_BYTES_PER_SECOND = 120, 10 << 20
+
+
+def _h5_weights(path):
+  """Yields (PyTorch name, array) for each weight of the tf_model.h5 `path` (transformers' TF classes, Keras 2
+  `save_weights`), in PyTorch layouts; OSError or KeyError where the file is damaged."""
   import h5py  # pylint: disable=import-outside-toplevel
-  weights = {}
+  with h5py.File(path, "r") as f:
+    for layer in f.attrs["layer_names"]:
+      group = f[layer]
+      for name in group.attrs["weight_names"]:
+        name = name.decode() if isinstance(name, bytes) else name
+        if group[name].size and not group[name].id.get_storage_size():  # never written: GBs of its fill value
+          raise OSError(f"{name} of shape {list(group[name].shape)} holds no data")
+        array = np.asarray(group[name])
+        tf_name = name.split("/", 1)[1].rsplit(":", 1)[0]  # drop the model's scope and `:0`
+        parts = _H5_LAYER.sub(r"/layer.\1/", tf_name).split("/")
+        last = parts[-1]
+        if last == "kernel":
+          parts[-1], array = "weight", array.T
+        elif last in ("gamma", "beta"):
+          parts[-1] = "weight" if last == "gamma" else "bias"
+        yield ".".join(parts), array
+
+
+def _read_through_h5(path):
+  """Reads every weight of the tf_model.h5 `path` and drops it: `_read_h5`'s trial, in a child process."""
+  for _ in _h5_weights(path):
+    pass
+
+
+def _read_h5(path):
+  """tf_model.h5 -> {PyTorch name: array}. The file is read through in a child process first (`child_call`): HDF5
+  loops for ever in some damaged files, in C code that neither Ctrl-C nor SIGTERM stopped (sweep 28, A5); that read
+  has `H5_SECONDS` and a crash there is a line too. Then it is read here (from the page cache)."""
+  limit = H5_SECONDS + fileio.size(path) / H5_BYTES_PER_SECOND
   try:
-    with h5py.File(path, "r") as f:
-      for layer in f.attrs["layer_names"]:
-        group = f[layer]
-        for name in group.attrs["weight_names"]:
-          name = name.decode() if isinstance(name, bytes) else name
-          if group[name].size and not group[name].id.get_storage_size():  # never written: GBs of its fill value
-            raise OSError(f"{name} of shape {list(group[name].shape)} holds no data")
-          array = np.asarray(group[name])
-          tf_name = name.split("/", 1)[1].rsplit(":", 1)[0]  # drop the model's scope and `:0`
-          parts = _H5_LAYER.sub(r"/layer.\1/", tf_name).split("/")
-          last = parts[-1]
-          if last == "kernel":
-            parts[-1], array = "weight", array.T
-          elif last in ("gamma", "beta"):
-            parts[-1] = "weight" if last == "gamma" else "bias"
-          weights[".".join(parts)] = array
-  except (OSError, KeyError) as e:
-    raise ValueError(f"{path} is not a readable tf_model.h5 ({' '.join(str(e).split())[:160]}). "
-                     "Download it again.") from None
-  return weights
+    child_call.call(_read_through_h5, path, "reading it", timeout=limit)
+    return dict(_h5_weights(path))
+  except (OSError, KeyError, child_call.ChildError, TimeoutError) as e:
+    reason = ' '.join(str(e).split())[:160] + (": HDF5 loops in some damaged files" if isinstance(e, TimeoutError)
+                                               else "")
+    raise ValueError(f"{path} is not a readable tf_model.h5 ({reason}). Download it again.") from None
 
 
 def _read_weight_map(index):

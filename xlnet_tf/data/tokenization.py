@@ -12,18 +12,15 @@ import codecs
 import dataclasses
 import errno
 import glob as glob_lib
-import json
 import logging
 import os
 import re
-import signal
-import subprocess
-import sys
 import unicodedata
 
 import numpy as np
 import sentencepiece as spm
 
+from xlnet_tf import child_call
 from xlnet_tf import fileio
 from xlnet_tf import locks
 
@@ -401,7 +398,7 @@ def train_sentencepiece(inputs, model_prefix, options, *, quiet=False, journal=N
     quiet: silence the trainer's log.
     journal, final: as `fileio.atomic_files`'s, for the pass that renames the two files (`scripts/train_spm.py`).
     **extra_options: any other `spm_train` option. The trainer runs in a child process that a signal to this one
-      stops at once (`_train_in_a_child`), unless an option is a Python object (SentencePiece's
+      stops at once (`child_call`), unless an option is a Python object (SentencePiece's
       `sentence_iterator`), which only this process can use.
 
   Returns:
@@ -428,11 +425,9 @@ def train_sentencepiece(inputs, model_prefix, options, *, quiet=False, journal=N
     settings.update(extra_options)
     try:
       try:
-        request = json.dumps(settings)
+        child_call.call(_train, settings, "the SentencePiece trainer")
       except TypeError:  # a Python object option (`sentence_iterator`, `model_writer`) cannot go to another process
-        spm.SentencePieceTrainer.Train(**settings)
-      else:
-        _train_in_a_child(request)
+        _train(settings)
       load_sentencepiece(tmp_prefix + ".model")  # Checks the special ids.
     except (RuntimeError, ValueError) as e:  # a full disk: SentencePiece's line, or a .model cut short without one
       stat = os.statvfs(directory)
@@ -444,45 +439,6 @@ def train_sentencepiece(inputs, model_prefix, options, *, quiet=False, journal=N
   return model_prefix + ".model"
 
 
-def _train_in_a_child(request):
-  """`spm.SentencePieceTrainer.Train(**settings)` in a child Python process, `request` the settings in JSON. The
-  trainer's C++ code holds the thread that calls it until it is done (minutes on a large corpus), and Python's signal
-  handlers wait for it: SIGTERM and Ctrl-C would stop nothing until then. So this process only waits, which a signal
-  interrupts, and the child is killed on the way out (its files, under the caller's temporary prefix, are removed with
-  them). The child imports this module alone (not the caller's `__main__`, as multiprocessing's spawn would); its log
-  goes to stderr.
-
-  Raises:
-    RuntimeError: SentencePiece's message where its trainer fails, or how the child ended without a result.
-  """
-  package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-  env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
-  child = subprocess.Popen([sys.executable, "-c", f"import {__name__}; {__name__}._train_here()"],
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
-  try:
-    answer, _ = child.communicate(request)
-  finally:
-    if child.poll() is None:  # a signal (or an error) while it trains
-      child.kill()
-      child.wait()
-  try:
-    error = json.loads(answer)["error"]
-  except (ValueError, KeyError, TypeError):
-    error = f"the SentencePiece trainer ended without a result (exit code {child.returncode})"
-  if error is not None:
-    raise RuntimeError(error)
-
-
-def _train_here():
-  """The child's side of `_train_in_a_child`: the settings from stdin (JSON), `{"error": None or SentencePiece's
-  message}` to stdout."""
-  signal.signal(signal.SIGINT, signal.SIG_DFL)  # a Ctrl-C reaches the whole process group: the parent says why
-  if not locks.end_with_parent(signal.SIGKILL):  # a kill -9 of the tool left it training on for hours, then
-    return  # writing its files
-  settings = json.load(sys.stdin)
-  try:
-    spm.SentencePieceTrainer.Train(**settings)
-    error = None
-  except Exception as e:  # pylint: disable=broad-except  # SentencePiece's RuntimeError (or OSError) goes to the parent
-    error = str(e)
-  json.dump({"error": error}, sys.stdout)
+def _train(settings):
+  """SentencePiece's trainer on `settings` (its options); where it runs: `train_sentencepiece`."""
+  spm.SentencePieceTrainer.Train(**settings)

@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 COMMON = '''
 import numpy as np
 
@@ -46,6 +48,7 @@ print(json.dumps(losses))
 '''
 
 
+@pytest.mark.slow  # the default suite's 15 minutes
 def test_the_runner_takes_pretraining_steps_through_the_trainers_loop(tmp_path):
   (tmp_path / "common.py").write_text(COMMON)
   proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300,

@@ -254,6 +254,7 @@ def test_run_classifier_trains_evaluates_and_predicts_with_use_fp16(tmp_path):
   assert logits.shape == (8, 2) and np.isfinite(logits).all()  # 6 dev reviews, 2 eval padding rows (as the original)
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: test_an_overflowed_step_is_skipped_and_counted
 def test_gradient_accumulation_in_float16_skips_no_more_steps_than_the_whole_batch(tmp_path):
   """With accumulation the objective is the micro-batch's loss SUM (divided by the batch's weight after): scaled
   as it was, its float16 gradients were the weight times larger, overflowed, and the first steps were skipped (2 of
@@ -278,7 +279,7 @@ def test_gradient_accumulation_in_float16_skips_no_more_steps_than_the_whole_bat
   assert skipped == [0, 0, 1, 1, 1]
 
 
-@pytest.mark.parametrize("use_fp16", [False, True])
+@pytest.mark.parametrize("use_fp16", [False, pytest.param(True, marks=pytest.mark.slow)])  # the suite's 15 minutes
 def test_a_step_that_fails_moves_nothing_and_the_trainer_goes_on(tmp_path, use_fp16):
   """A step failing on its data (a token id beyond the vocabulary) still advanced the step counter (the increment
   did not wait for the gradients): the same Trainer then went on one step ahead, its ckpt-N holding N-1 updates and
@@ -384,6 +385,7 @@ def test_a_trainer_of_a_model_or_of_a_dict_config_is_one_line(tmp_path):
   ), proc.stderr[-2000:]
 
 
+@pytest.mark.slow  # the default suite's 15 minutes
 def test_a_dataset_batched_without_drop_remainder_is_checked_as_it_is_read(tmp_path):
   """Batches of unknown size (batched without drop_remainder): the check of their rows saw none, and a short last
   batch failed deep in the model (with mems: a ConcatOp error) or trained on fewer rows (sweep 18, not taken then).

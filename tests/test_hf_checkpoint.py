@@ -721,7 +721,7 @@ def test_bad_inputs_are_one_line(case, words, tmp_path, monkeypatch):
   assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.slow)])  # 15 min
 def test_a_signal_stops_a_tool_reading_a_looping_h5(signum, tmp_path):
   """A tf_model.h5 in which HDF5 loops for ever: SIGINT and SIGTERM did not stop convert_checkpoint.py, only kill -9
   did (sweep 28, A5). The file is read through in a child process, which this one waits for."""
@@ -1370,7 +1370,7 @@ def test_what_a_killed_conversion_left_is_removed_and_the_rerun_writes_the_model
     convert.convert_to_original(f"{DATA}/cls_bin", str(live), log_fn=lambda _: None)
 
 
-@pytest.mark.parametrize("to", ["hf", "tf1"])
+@pytest.mark.parametrize("to", [pytest.param("hf", marks=pytest.mark.slow), "tf1"])  # slow: the suite's 15 minutes
 def test_a_conversion_killed_or_stopped_while_its_files_are_put_in_place(tmp_path, caplog, to):
   """kill -9 between the renames that put a converted model's files in place left part of them: the rerun refused
   them as a model already there (sweep 27, U5). It now removes what the killed run had renamed, with a line, and

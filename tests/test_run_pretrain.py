@@ -192,6 +192,7 @@ def test_a_pretraining_checkpoint_cleans_to_its_weights_as_released(uninterrupte
   assert {name: (release / name).read_bytes() for name in os.listdir(release)} == before
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: test_checkpoint.py's test_a_resume_on_other_records_says_so
 def test_a_resume_over_records_that_changed_says_so(record_dirs, tmp_path):
   """data_utils.py rewrote or added records between a run and its resume: the resume went on over them from the
   position its step counts, without a word (its batches are not an uninterrupted run's). It says so; an unchanged

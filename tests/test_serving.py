@@ -221,6 +221,7 @@ def test_regression_module_returns_the_score(data):
   np.testing.assert_allclose(score[same], expected.numpy()[same], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: test_an_export_dir_prepared_with_assets_extra_or_holding...
 def test_a_new_export_keeps_assets_extra_and_refuses_files_it_does_not_write(tmp_path):
   """Re-exporting over a SavedModel replaced it whole, deleting what a user put there (sweep 14, A4): TF Serving's
   assets.extra/tf_serving_warmup_requests is carried over into the new export; a directory holding anything else an
@@ -248,6 +249,7 @@ def test_a_new_export_keeps_assets_extra_and_refuses_files_it_does_not_write(tmp
   assert sorted(os.listdir(export_dir)) == before and (export_dir / "NOTES.md").read_text() == "my notes"
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: test_locks.py's directory locks
 def test_an_export_into_a_directory_another_export_is_writing_is_refused(tmp_path):
   """Two exports into one --export_dir at once both said "Exported", and one replaced the other's (sweep 19, F9.1):
   an export holds a lock beside the directory it replaces, and a second is one line naming --export_dir."""

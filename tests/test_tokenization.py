@@ -226,6 +226,7 @@ def test_train_spm_stops_at_once_while_the_trainer_runs(sig, tmp_path):
   assert not os.listdir(out_dir)
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: test_hf_checkpoint.py's conversion cut in its renames
 def test_train_spm_killed_or_stopped_while_its_files_are_put_in_place(tmp_path):
   """kill -9 between the renames of `.vocab` and `.model` left the new `.vocab` alone: the rerun refused it as a
   model there (sweep 27, U5). The rerun removes it, with a line, and trains; SIGTERM in that rerun's renames: both

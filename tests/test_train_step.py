@@ -733,7 +733,8 @@ def _replay_on_two_replicas(tmp_path, name, **overrides):
   return json.loads([l for l in proc.stdout.splitlines() if l.startswith("RESULT ")][-1][len("RESULT "):])
 
 
-@pytest.mark.parametrize("name", ["finetune_cls_2replica_long", "pretrain_2tower_long_gpu"])
+@pytest.mark.parametrize("name", [pytest.param("finetune_cls_2replica_long", marks=pytest.mark.slow),  # 15 min
+                                  "pretrain_2tower_long_gpu"])
 def test_original_steps_on_two_replicas_replay_within_the_originals_own_drift(name):
   """tests/testdata/replica_step (the ORIGINAL on two replicas: tests/testdata/generate_replica_goldens.py) through
   scripts/check_train_step.py, i.e. the CLI's Trainer on a MirroredStrategy over two logical CPUs:
@@ -752,6 +753,7 @@ def test_original_steps_on_two_replicas_replay_within_the_originals_own_drift(na
   assert meta.get("replicas", meta.get("towers")) == 2 and len(g["batch_of_step"]) == meta["steps"]
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: test_per_core_clipping_on_two_replicas
 @pytest.mark.parametrize("name,clip_mode", [("finetune_cls_2replica_long", "indexed_slices"),
                                             ("pretrain_2tower_long_gpu", "dense")])
 def test_two_replicas_see_the_clipping_rule(tmp_path, name, clip_mode):

@@ -532,6 +532,12 @@ def test_generic_csv_labels_that_do_not_fit_name_the_labels_flag(tmp_path):
   p = classifier_data.get_processor("csv", text_a_column="text", label_column="label", labels=["pos", "neg"])
   with pytest.raises(ValueError, match=r"Fix the file, or pass every class with --labels=pos,neg,neutral.$"):
     p.get_dev_examples(d)
+  write(f"{d}/dev.csv", "text,label\nc,pos\nd,Neg\n")  # said as any other label (sweep 28)
+  with pytest.raises(ValueError, match=r"^Label 'Neg' in .*dev.csv line 3 is not one of the labels of task 'csv': "
+                                       r"\['pos', 'neg'\] \(it differs from 'neg' only in case: labels are compared as "
+                                       r"written\)\. Fix the file, or pass every class with"):
+    p.get_dev_examples(d)
+  write(f"{d}/dev.csv", "text,label\nc,pos\nd,neutral\n")
   p = classifier_data.get_processor("csv", text_a_column="text", label_column="label", labels=["neg", "pos"],
                                     labels_source="of the checkpoints in m (m/run_flags.json)")
   with pytest.raises(ValueError, match=r"\['neg', 'pos'\]. Fix the file: the labels are those of the checkpoints in m "

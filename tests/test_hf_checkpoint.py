@@ -867,6 +867,11 @@ def test_a_hub_cache_directory_reads_its_snapshot(tmp_path):
     with pytest.raises(ValueError, match=r"hub cache directory with snapshots a1(, b2)? and a refs/main naming c3, "
                                          r"not one of them \(a download cut short\?\). Pass the snapshot to read"):
       hf_checkpoint.hub_snapshot(str(cache))
+  (two / "refs" / "main").unlink()
+  (two / "refs" / "main").mkdir()  # "[Errno 21] Is a directory: '.../refs/main'" alone (sweep 27)
+  with pytest.raises(ValueError, match=r"snapshots a1, b2 and a refs/main naming nothing readable \(Is a directory\), "
+                                       r"not one of them"):
+    hf_checkpoint.hub_snapshot(str(two))
   for plain in (f"{DATA}/cls_bin", f"{MODEL}/ckpt_untied", str(tmp_path / "two" / "snapshots" / "a1")):
     assert hf_checkpoint.hub_snapshot(plain) is None
 

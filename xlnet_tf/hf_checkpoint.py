@@ -119,18 +119,19 @@ def is_hf_directory(path):
 
 
 def hub_snapshot(path):
-  """The model directory inside a HuggingFace hub cache directory (`models--xlnet--xlnet-base-cased`, where
-  `from_pretrained` downloads to: `refs/main` names a commit, `snapshots/<commit>/` holds the model's files as links
-  into `blobs/`): `snapshots/<refs/main>`, else its only snapshot; None when `path` is not such a directory. A cache
-  whose refs/main names no snapshot it holds (the other was read, sweep 21 C2), or with several and no refs/main, is
-  a ValueError naming them."""
-  snapshots = os.path.join(path, "snapshots")
+  """The model directory in a HuggingFace hub cache (`models--xlnet--xlnet-base-cased`: `refs/main` names a commit,
+  `snapshots/<commit>/` links into `blobs/`): `snapshots/<refs/main>`, else its only snapshot; None where `path` is no
+  such directory. A refs/main naming no snapshot there (sweep 21 C2), or several and none named: a ValueError."""
+  snapshots, ref, commit = os.path.join(path, "snapshots"), os.path.join(path, "refs", "main"), ""
   if not fileio.isdir(snapshots) or is_hf_directory(path):
     return None
-  names, ref, commit = sorted(fileio.listdir(snapshots)), os.path.join(path, "refs", "main"), ""
-  if fileio.exists(ref):
-    with fileio.open_file(ref) as f:
-      commit = f.read().strip()
+  names = sorted(fileio.listdir(snapshots))
+  try:
+    if fileio.exists(ref):
+      with fileio.open_file(ref) as f:
+        commit = f.read().strip()
+  except (OSError, UnicodeDecodeError) as e:  # a directory there said "[Errno 21] Is a directory" alone (sweep 27)
+    commit = f"nothing readable ({getattr(e, 'strerror', None) or e})"
   if (commit or len(names) == 1) and commit in names + [""]:
     return os.path.join(snapshots, commit or names[0])
   raise ValueError(f"{path} is a HuggingFace hub cache directory with snapshots {', '.join(names) or 'none'} and "

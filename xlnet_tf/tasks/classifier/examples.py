@@ -84,8 +84,11 @@ def check_label(label, labels, path, line_num, task_name, fix=None):
   """ValueError naming the file and line unless `label` is one of `labels`; `fix` says what to do (default: a task's
   fixed label set, so fix the file or pick another --task_name)."""
   if label not in labels:
+    near = [known for known in labels if isinstance(label, str) and str(known).lower() == label.lower()]
     raise ValueError(f"Label {label!r} in {path} line {line_num} is not one of the labels of task {task_name!r}: "
-                     f"{labels}. {fix or 'Fix the file, or pick the task that matches it with --task_name.'}")
+                     f"{labels}" + (f" (it differs from {near[0]!r} only in case: labels are compared as written)"
+                                    if near else "") +
+                     f". {fix or 'Fix the file, or pick the task that matches it with --task_name.'}")
 
 
 def parse_float_label(text, path, line_num, task_name):

@@ -361,6 +361,7 @@ def test_training_past_the_schedule_s_end_says_so(tmp_path):
                       " the steps after it use its final learning rate (learning_rate x min_lr_ratio = 0).")
 
 
+@pytest.mark.slow  # the default suite's 15 minutes
 def test_a_trainer_of_a_model_or_of_a_dict_config_is_one_line(tmp_path):
   """Trainer(strategy, model, ...) (a model, not a function building one) failed calling it (`missing a required
   argument: 'input_ids'`), a dict config with `'dict' object has no attribute 'global_batch_size'` (sweep 17, P6)."""

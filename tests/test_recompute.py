@@ -137,6 +137,7 @@ def test_xla_gradients_equal():
                    rtol=2e-5, atol=1e-6)
 
 
+@pytest.mark.slow  # the default suite's 15 minutes; by default: the float32 gradients' tests above
 def test_mixed_bfloat16_gradients_equal():
   keras.mixed_precision.set_global_policy("mixed_bfloat16")
   try:

@@ -192,7 +192,7 @@ def test_a_pretraining_checkpoint_cleans_to_its_weights_as_released(uninterrupte
   assert {name: (release / name).read_bytes() for name in os.listdir(release)} == before
 
 
-@pytest.mark.slow  # the default suite's 15 minutes; by default: test_checkpoint.py's test_a_resume_on_other_records_says_so
+@pytest.mark.slow  # the default suite's 15 minutes; by default: test_checkpoint.py's resume on other records
 def test_a_resume_over_records_that_changed_says_so(record_dirs, tmp_path):
   """data_utils.py rewrote or added records between a run and its resume: the resume went on over them from the
   position its step counts, without a word (its batches are not an uninterrupted run's). It says so; an unchanged
@@ -274,7 +274,7 @@ def test_an_xla_flag_xla_does_not_know_ends_the_run_before_it_writes_anything(re
   assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("name", ["run_flags.json", "xlnet_config.json"])
+@pytest.mark.parametrize("name", ["run_flags.json", pytest.param("xlnet_config.json", marks=pytest.mark.slow)])  # 15 m
 def test_a_directory_named_like_a_run_file_is_refused_before_training(record_dirs, tmp_path, name):
   """A directory where the run writes its run files: found at the first save, after every step before it, with a
   bare `[Errno 21] Is a directory` (sweep 27, U12); now one line naming it before anything is trained."""
@@ -454,6 +454,7 @@ def test_mirrored_without_a_gpu_is_one_replica_on_the_cpu():
   assert out.stdout.split()[:2] == ["MirroredStrategy", "1"] and "CPU:0" in out.stdout, out.stdout
 
 
+@pytest.mark.slow  # the default suite's 15 minutes
 def test_a_worker_waiting_for_its_peers_ends_on_ctrl_c_and_one_that_cannot_listen_says_why(tmp_path):
   """A multi-worker run whose other worker never comes waits inside TensorFlow's C++, where no Python handler runs:
   Ctrl-C (and SIGTERM, which TensorFlow's preemption notifier takes) did nothing, a SIGKILL ended it (sweep 26, B2).

@@ -221,7 +221,7 @@ def test_regression_module_returns_the_score(data):
   np.testing.assert_allclose(score[same], expected.numpy()[same], rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.slow  # the default suite's 15 minutes; by default: test_an_export_dir_prepared_with_assets_extra_or_holding...
+@pytest.mark.slow  # the default suite's 15 minutes; by default: test_an_export_dir_prepared_with_assets_extra...
 def test_a_new_export_keeps_assets_extra_and_refuses_files_it_does_not_write(tmp_path):
   """Re-exporting over a SavedModel replaced it whole, deleting what a user put there (sweep 14, A4): TF Serving's
   assets.extra/tf_serving_warmup_requests is carried over into the new export; a directory holding anything else an

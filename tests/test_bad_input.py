@@ -88,6 +88,8 @@ CASES = [
      "micro-batches of paired forward and backward rows (bi_data). Use a --gradient_accumulation_steps that divides 4"),
     ("pt-nan-loss", "run_pretrain.py", ["--learning_rate=1e30", "--clip=1e30", "--train_steps=20"],
      "is not finite at step"),
+    ("pt-huge-init-std", "run_pretrain.py", ["--init_std=1e30"],  # the advice was --learning_rate alone (sweep 28)
+     "Lower --learning_rate or check the data, or pass a smaller --init_std (received 1e+30)."),
     # ... resumed in a finished run's --model_dir with another --learning_rate: its run_flags.json stays that run's
     ("pt-nan-loss-in-a-run-s-model-dir", "run_pretrain.py",
      ["--model_dir={w}/pt_nan", "--learning_rate=1e30", "--clip=1e30", "--train_steps=20"], "is not finite at step"),

@@ -283,6 +283,9 @@ class Trainer:
     # float16's range (65504) may be the cause itself: activations of large weights overflow from the first step.
     fix = (", check the data, or train without --use_fp16 (float32, or --use_bfloat16)" if self.loss_scale is not None
            else " or check the data")
+    run = getattr(self.model, "run_config", None)  # new weights of a huge spread overflow at once (sweep 28)
+    if run is not None and (spread := (run.init_std if run.init == "normal" else run.init_range)) > 1:
+      fix += f", or pass a smaller --init_{'std' if run.init == 'normal' else 'range'} (received {spread:g})"
     raise FloatingPointError(f"{what}; stopped without saving. The last good checkpoint is "
                              f"{self.checkpoints.latest()}. Lower --learning_rate{fix}.")
 
@@ -319,8 +322,7 @@ class Trainer:
       loss, grads, rows = replica_gradients(features)
       return loss, grads, rows, DynamicLossScale.finite(grads, rows)
 
-    # Graph code as written: AutoGraph converts only the loop (converting the model, optimizer and loss took half
-    # the tracing).
+    # Graph code as written: AutoGraph converts only the loop (converting model, optimizer, loss took half the tracing)
     @tf.autograph.experimental.do_not_convert
     def step(features):
       """One step from the cross-replica context -> (summed loss, gnorm, lr, applied: bool [])."""

@@ -58,10 +58,9 @@ def _serve():
   if not locks.end_with_parent(signal.SIGKILL):  # a kill -9 of the tool left its trainer training on for hours,
     return  # then writing its files
   message = json.load(sys.stdin)
-  function = getattr(importlib.import_module(message["module"]), message["name"])
-  try:
-    function(message["request"])
+  try:  # the import too: a package broken on PYTHONPATH is the parent's line, not a traceback here
+    getattr(importlib.import_module(message["module"]), message["name"])(message["request"])
     error = None
   except Exception as e:  # pylint: disable=broad-except  # the parent says it
-    error = str(e)
+    error = str(e) or type(e).__name__
   json.dump({"error": error}, sys.stdout)

@@ -1,0 +1,33 @@
+"""xlnet_tf/child_call.py: a function run in a child process (SentencePiece's trainer, a tf_model.h5's read), which
+this process waits for where a signal can stop it. Library functions stand in for the callers' (the child imports the
+function's module by its name)."""
+
+import signal
+import time
+
+import pytest
+
+from xlnet_tf import child_call
+
+
+def test_the_child_s_exception_and_its_end_are_one_line_each():
+  child_call.call(time.sleep, 0, "a nap")  # returns nothing: it ended well
+  with pytest.raises(child_call.ChildError, match=r"^invalid literal for int\(\) with base 10: 'x'$"):
+    child_call.call(int, "x", "a parse")
+  with pytest.raises(child_call.ChildError, match="^a crash was killed by SIGKILL$"):
+    child_call.call(signal.raise_signal, signal.SIGKILL, "a crash")
+
+  def elsewhere(request):
+    pass
+  elsewhere.__module__ = "no_such_module_here"  # a package broken on PYTHONPATH: its line, not the child's traceback
+  with pytest.raises(child_call.ChildError, match="^No module named 'no_such_module_here'$"):
+    child_call.call(elsewhere, None, "a lookup")
+
+
+def test_a_child_past_its_time_is_killed_and_one_that_cannot_be_sent_never_starts():
+  start = time.time()
+  with pytest.raises(TimeoutError, match="^a nap ran 1 s without an end$"):
+    child_call.call(time.sleep, 60, "a nap", timeout=1)
+  assert time.time() - start < 30
+  with pytest.raises(TypeError):
+    child_call.call(time.sleep, object(), "a nap")

@@ -305,8 +305,7 @@ def xlnet_config_from_hf(config, weights, source):
     raise ValueError(f"{source}: untie_r {untie_r!r} is not true or false. Use the config.json that came with the "
                      "weights.")
   fields = dict(n_layer=n_layer, d_model=d_model, n_head=n_head, d_head=sizes["d_head"], d_inner=sizes["d_inner"],
-                ff_activation="relu" if activation == "relu" else "gelu", untie_r=untie_r,
-                n_token=sizes["vocab_size"])
+                ff_activation="relu" if activation == "relu" else "gelu", untie_r=untie_r, n_token=sizes["vocab_size"])
   if weights is None:
     return XLNetConfig(**fields), notes
   if not untie_r and not _equal_copies(weights, n_layer):

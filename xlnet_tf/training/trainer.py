@@ -375,8 +375,7 @@ class Trainer:
     if self.config.gradient_accumulation_steps == 1:
       return forward_backward
     return lambda features, mems: accumulation.accumulate(forward_backward, features, mems,
-                                                          self.config.gradient_accumulation_steps,
-                                                          self._row_groups)
+                                                          self.config.gradient_accumulation_steps, self._row_groups)
 
   def _forward_backward(self, features, mems):
     """This replica's loss and gradients (no cross-replica communication, so it can be XLA-compiled).

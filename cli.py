@@ -70,7 +70,6 @@ def start_script(argv=None):
   """What a CLI run as a script does first, before it imports TensorFlow: `filter_stderr(argv)`, and SIGINT or
   SIGTERM outside its `main`'s body (imports, flags: nothing written yet; or the end, after the body) end it with
   one line, exit 128 + signal."""
-  _check_flagfiles(sys.argv if argv is None else argv)
   for fd, name in ((1, "stdout"), (2, "stderr")):  # closed (`>&-`, a daemon's set-up): a file opened later would
     try:  # take its number, native lines (TensorFlow's log) would go into it, and Python's stream is None
       os.fstat(fd)
@@ -79,10 +78,11 @@ def start_script(argv=None):
       setattr(sys, name, open(fd, "w", buffering=1, closefd=False))  # pylint: disable=consider-using-with
   with contextlib.suppress(AttributeError, ValueError):  # a line naming a path no stdout encoding holds
     sys.stdout.reconfigure(errors="backslashreplace")  # (PYTHONIOENCODING=ascii) failed the run (sweep 23, C11)
-  filter_stderr(argv)
-  for signum in _SIGNALS:
-    if signum != signal.SIGHUP or signal.getsignal(signum) is not signal.SIG_IGN:
+  for signum in _SIGNALS:  # before the checks and the stderr filter's start: a signal then ended it without a line
+    if signum != signal.SIGHUP or signal.getsignal(signum) is not signal.SIG_IGN:  # (sweep 29, U4)
       signal.signal(signum, _exit_on_signal)
+  _check_flagfiles(sys.argv if argv is None else argv)
+  filter_stderr(argv)
 
 
 def _to_devnull(fd):

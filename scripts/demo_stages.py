@@ -128,7 +128,7 @@ def run_tool(stage, cmd, progress_fn, commands):
   with open(stage.log, "a") as log:
     log.write(f"\n$ {shlex.join(cmd)}\n")
     log.flush()
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env, parent = dict(os.environ, PYTHONUNBUFFERED="1"), os.getpid()
     procs = []
     def forward(signum, frame):
       del frame
@@ -139,7 +139,7 @@ def run_tool(stage, cmd, progress_fn, commands):
     try:
       procs.append(proc := subprocess.Popen(  # a kill -9 of the demo left the tool training on (sweep 22, N4)
           cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-          start_new_session=True, preexec_fn=lambda: locks.end_with_parent(signal.SIGTERM)))
+          start_new_session=True, preexec_fn=lambda: locks.end_with_parent(signal.SIGTERM, parent)))
       if stopped:  # before it started: it stops at once
         proc.send_signal(stopped[0])
       for line in proc.stdout:

@@ -572,6 +572,10 @@ def _corrupt_copies(root):
   h5.write_bytes(h5.read_bytes()[:20000])
   shutil.copytree(f"{DATA}/lm_h5", root / "looping_h5")
   _flip_into_hdf5_s_loop(root / "looping_h5" / "tf_model.h5")
+  shutil.copytree(f"{DATA}/lm_h5", root / "fifo_h5")  # the read waited out its time limit (sweep 29, U3)
+  (root / "fifo_h5" / "tf_model.h5").unlink()
+  os.mkfifo(root / "fifo_h5" / "tf_model.h5")
+  shutil.copytree(f"{DATA}/lm_h5", root / "broken_h5py")  # read with an h5py that cannot be imported: said as damage
   shutil.copytree(f"{DATA}/lm_h5", root / "unwritten_h5")  # a 53 KB file of GBs (sweep 21, T1)
   import h5py  # pylint: disable=import-outside-toplevel
   with h5py.File(root / "unwritten_h5" / "tf_model.h5", "r+") as f:
@@ -649,8 +653,11 @@ def _corrupt_copies(root):
 
 @pytest.mark.parametrize("case,words", [
     ("cut_safetensors", "is not a readable safetensors file"), ("cut_h5", "is not a readable tf_model.h5"),
-    ("looping_h5", r"is not a readable tf_model.h5 \(reading it ran 2 s without an end: HDF5 loops in some damaged "
-                   r"files\)\. Download it again\.$"),
+    ("looping_h5", r"is not a readable tf_model.h5 \(reading it ran 2 s without an end: HDF5 loops for ever in some "
+                   r"damaged files; if the disk is slow, copy the model to a local one\)\. Download it again\.$"),
+    ("fifo_h5", r"fifo_h5/tf_model.h5 is not a regular file. Put the model's tf_model.h5 there.$"),
+    ("broken_h5py", r"Cannot read .*broken_h5py/tf_model.h5 \(h5py is broken here\): the file may be whole. Fix that "
+                    r"and rerun.$"),
     ("unwritten_h5", r"is not a readable tf_model.h5 \(tfxl_net_lm_head_model/transformer/mask_emb:0 of shape "
                      r"\[50000, 10000\] holds no data\)"),
     ("cut_bin", "is not a readable PyTorch weights file"),
@@ -710,6 +717,10 @@ def _corrupt_copies(root):
 def test_bad_inputs_are_one_line(case, words, tmp_path, monkeypatch):
   monkeypatch.setattr(hf_weights, "H5_SECONDS", 2)  # for looping_h5; the others end at once
   root = _corrupt_copies(tmp_path)
+  if case == "broken_h5py":
+    (tmp_path / "site" / "h5py").mkdir(parents=True)
+    (tmp_path / "site" / "h5py" / "__init__.py").write_text("raise ImportError('h5py is broken here')")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
   inputs = {"qa_simple": f"{DATA}/qa_simple_safetensors", "several_heads": f"{MODEL}/ckpt_untied",
             "d_head": f"{MODEL}/ckpt_untied/xlnet_model.ckpt", "output_is_a_file": f"{DATA}/lm_h5"}
   extra = {"d_head": dict(task_name="toy")}.get(case, {})

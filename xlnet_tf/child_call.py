@@ -15,7 +15,12 @@ from xlnet_tf import locks
 
 
 class ChildError(RuntimeError):
-  """The function raised in the child (the message is its exception's), or the child ended without an answer."""
+  """The function raised in the child (the message is its exception's; `kind` its class's name), or the child ended
+  without an answer (`kind` None; `signum` the signal that ended it, if one did)."""
+
+  def __init__(self, message, kind=None, signum=None):
+    super().__init__(message)
+    self.kind, self.signum = kind, signum
 
 
 def call(function, request, what, timeout=None):
@@ -30,9 +35,10 @@ def call(function, request, what, timeout=None):
   """
   message = json.dumps({"module": function.__module__, "name": function.__qualname__, "request": request})
   package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-  env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
-  child = subprocess.Popen([sys.executable, "-c", f"import {__name__}; {__name__}._serve()"],
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
+  # This package first, and not the working directory (`-c` puts it first: a signal.py there broke the child, sweep 29)
+  code = (f"import sys; sys.path[:] = [{package_root!r}] + [p for p in sys.path if p]; import {__name__}; "
+          f"{__name__}._serve({os.getpid()})")
+  child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
   try:
     answer, _ = child.communicate(message, timeout=timeout)
   except subprocess.TimeoutExpired:
@@ -42,25 +48,27 @@ def call(function, request, what, timeout=None):
       child.kill()
       child.wait()
   try:
-    error = json.loads(answer)["error"]
+    error, kind = json.loads(answer)["error"], json.loads(answer)["kind"]
   except (ValueError, KeyError, TypeError):
-    code = child.returncode
-    error = (f"{what} was killed by {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals()
-             else f"{what} ended without a result (exit code {code})")
+    code, kind = child.returncode, None
+    if code < 0 and -code in signal.valid_signals():
+      raise ChildError(f"{what} was killed by {signal.Signals(-code).name}" + (
+          " (the kernel's out-of-memory killer ends processes so)" if -code == signal.SIGKILL else ""), signum=-code)
+    error = f"{what} ended without a result (exit code {code})"
   if error is not None:
-    raise ChildError(error)
+    raise ChildError(error, kind)
 
 
-def _serve():
-  """The child's side of `call`: the function and its request from stdin (JSON), `{"error": None or the message of
-  the exception it raised}` to stdout."""
+def _serve(parent):
+  """The child's side of `call` (`parent`: the caller's pid): the function and its request from stdin (JSON),
+  `{"error": None or the message of the exception it raised, "kind": its class's name}` to stdout."""
   signal.signal(signal.SIGINT, signal.SIG_DFL)  # a Ctrl-C reaches the whole process group: the parent says why
-  if not locks.end_with_parent(signal.SIGKILL):  # a kill -9 of the tool left its trainer training on for hours,
-    return  # then writing its files
+  if not locks.end_with_parent(signal.SIGKILL, parent):  # a kill -9 of the tool left its trainer training on for
+    return  # hours, then writing its files
   message = json.load(sys.stdin)
   try:  # the import too: a package broken on PYTHONPATH is the parent's line, not a traceback here
     getattr(importlib.import_module(message["module"]), message["name"])(message["request"])
-    error = None
+    error = kind = None
   except Exception as e:  # pylint: disable=broad-except  # the parent says it
-    error = str(e) or type(e).__name__
-  json.dump({"error": error}, sys.stdout)
+    error, kind = str(e) or type(e).__name__, type(e).__name__
+  json.dump({"error": error, "kind": kind}, sys.stdout)

@@ -6,6 +6,7 @@ map."""
 import json
 import os
 import re
+import signal
 
 import numpy as np
 
@@ -82,15 +83,24 @@ def _read_through_h5(path):
 def _read_h5(path):
   """tf_model.h5 -> {PyTorch name: array}. The file is read through in a child process first (`child_call`): HDF5
   loops for ever in some damaged files, in C code that neither Ctrl-C nor SIGTERM stopped (sweep 28, A5); that read
-  has `H5_SECONDS` and a crash there is a line too. Then it is read here (from the page cache)."""
+  has `H5_SECONDS` and a crash there is a line too. Then it is read here (from the page cache). What is not the
+  file's fault (h5py missing or broken, the child killed for memory) says so, without "Download it again"."""
+  if not fileio.is_remote(path) and not os.path.isfile(path):  # a named pipe: the read waited out its time limit
+    raise ValueError(f"{path} is not a regular file. Put the model's tf_model.h5 there.")
   limit = H5_SECONDS + fileio.size(path) / H5_BYTES_PER_SECOND
   try:
     child_call.call(_read_through_h5, path, "reading it", timeout=limit)
     return dict(_h5_weights(path))
-  except (OSError, KeyError, child_call.ChildError, TimeoutError) as e:
-    reason = ' '.join(str(e).split())[:160] + (": HDF5 loops in some damaged files" if isinstance(e, TimeoutError)
-                                               else "")
-    raise ValueError(f"{path} is not a readable tf_model.h5 ({reason}). Download it again.") from None
+  except child_call.ChildError as e:
+    if e.kind in ("ImportError", "ModuleNotFoundError", "MemoryError") or e.signum == signal.SIGKILL:
+      raise ValueError(f"Cannot read {path} ({e}): the file may be whole. Fix that and rerun.") from None
+    reason = e
+  except TimeoutError as e:  # or a disk slower than H5_BYTES_PER_SECOND
+    reason = f"{e}: HDF5 loops for ever in some damaged files; if the disk is slow, copy the model to a local one"
+  except (OSError, KeyError) as e:
+    reason = e
+  raise ValueError(f"{path} is not a readable tf_model.h5 ({' '.join(str(reason).split())[:240]}). Download it "
+                   "again.") from None
 
 
 def _read_weight_map(index):

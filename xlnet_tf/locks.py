@@ -156,12 +156,13 @@ def undo_cut_pass(journal):
   return sorted(removed)
 
 
-def end_with_parent(signum):
-  """Has Linux send this process `signum` when its parent ends, by kill -9 too (PR_SET_PDEATHSIG; elsewhere
-  nothing), so that a killed tool's worker stops rather than run on alone. False if the parent had already ended."""
+def end_with_parent(signum, parent):
+  """Has Linux send this process `signum` when its parent (`parent`, its pid) ends, by kill -9 too
+  (PR_SET_PDEATHSIG; elsewhere nothing), so that a killed tool's worker stops rather than run on alone. False if
+  the parent had already ended: another process is its parent then (pid 1, or a subreaper: sweep 29, U2)."""
   with contextlib.suppress(OSError, AttributeError):
     ctypes.CDLL(None).prctl(1, signum)
-  return os.getppid() != 1
+  return os.getppid() == parent
 
 
 def _pid_lives(pid):

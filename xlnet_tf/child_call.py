@@ -36,9 +36,9 @@ def call(function, request, what, timeout=None):
   message = json.dumps({"module": function.__module__, "name": function.__qualname__, "request": request})
   package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
   # This package first, and not the working directory (`-c` puts it first: a signal.py there broke the child, sweep 29)
-  code = (f"import sys; sys.path[:] = [{package_root!r}] + [p for p in sys.path if p]; import {__name__}; "
-          f"{__name__}._serve({os.getpid()})")
-  child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+  start = (f"import sys; sys.path[:] = [{package_root!r}] + [p for p in sys.path if p]; import {__name__}; "
+           f"{__name__}._serve({os.getpid()})")
+  child = subprocess.Popen([sys.executable, "-c", start], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
   try:
     answer, _ = child.communicate(message, timeout=timeout)
   except subprocess.TimeoutExpired:
@@ -48,7 +48,8 @@ def call(function, request, what, timeout=None):
       child.kill()
       child.wait()
   try:
-    error, kind = json.loads(answer)["error"], json.loads(answer)["kind"]
+    answer = json.loads(answer)
+    error, kind = answer["error"], answer["kind"]
   except (ValueError, KeyError, TypeError):
     code, kind = child.returncode, None
     if code < 0 and -code in signal.valid_signals():

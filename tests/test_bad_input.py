@@ -484,12 +484,13 @@ def workspace(tmp_path_factory):
   # Model directories: one whose latest checkpoint lost its data file, one trained with a bigger model; cached
   # classifier records whose training file is cut short.
   setup = [["run_pretrain.py", f"--record_info_dir={w}/records/tfrecords", f"--model_dir={w}/{name}", *PRETRAIN,
-            "--train_steps=2", *extra] for name, extra in (("half", []), ("bigger", ["--d_inner=32"]), ("pt_ok", []))]
+            "--train_steps=2", *extra] for name, extra in (("bigger", ["--d_inner=32"]), ("pt_ok", []))]
   setup.append(["run_classifier.py", *base_flags("run_classifier.py", w, w / "cls_ok"), "--train_steps=1"])
-  for code, err in cli_forks.run(setup, logs):
+  for code, err in cli_forks.run(setup, logs):  # three: one round of cli_forks' three at a time
     assert code == 0, err[-2000:]
   (w / "pt_ok_run_flags.json").write_bytes((w / "pt_ok" / "run_flags.json").read_bytes())
-  shutil.copytree(w / "pt_ok", w / "pt_nan")  # for a case of its own: cases run three at a time
+  for name in ("pt_nan", "half"):  # for cases of their own: cases run three at a time
+    shutil.copytree(w / "pt_ok", w / name)
   for data in (w / "half").glob("ckpt-2.data-*"):
     data.unlink()
   shutil.copytree(w / "cls_ok" / "records", w / "cls_corrupt")

@@ -715,7 +715,8 @@ def _corrupt_copies(root):
     ("no_weights", "holds config.json, spiece.model but no model weights"),
     ("broken_link", r"broken_link/model.safetensors is a broken link \(a download cut short\?\)")])
 def test_bad_inputs_are_one_line(case, words, tmp_path, monkeypatch):
-  monkeypatch.setattr(hf_weights, "H5_SECONDS", 2)  # for looping_h5; the others end at once
+  if case == "looping_h5":  # the others keep the limit: a child that reads a small file starts slowly on a busy machine
+    monkeypatch.setattr(hf_weights, "H5_SECONDS", 2)
   root = _corrupt_copies(tmp_path)
   if case == "broken_h5py":
     (tmp_path / "site" / "h5py").mkdir(parents=True)

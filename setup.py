@@ -19,5 +19,5 @@ setup(
         "safetensors>=0.4,<1",  # HuggingFace model.safetensors (numpy API; no torch)
         "h5py>=3.10,<4",  # HuggingFace tf_model.h5
     ],
-    extras_require={"test": ["pytest>=8,<10"]},
+    extras_require={"test": ["pytest>=8,<10", "pytest-xdist>=3.5,<4"]},
 )

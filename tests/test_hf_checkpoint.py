@@ -594,7 +594,9 @@ def _corrupt_copies(root):
                      ("summary_attn", json.dumps(dict(config, summary_type="attn"))),
                      ("no_proj_tanh", json.dumps(dict(config, summary_use_proj=False))),
                      ("lm_architecture", json.dumps(dict(config, architectures=["XLNetLMHeadModel"]))),
-                     ("architectures_object", json.dumps(dict(config, architectures={"a": 1})))):
+                     ("architectures_object", json.dumps(dict(config, architectures={"a": 1}))),
+                     ("id2label_list", json.dumps(dict(config, id2label=["neg", "pos"]))),
+                     ("task_number", json.dumps(dict(config, finetuning_task=5)))):
     shutil.copytree(f"{DATA}/cls_h5", root / name)
     (root / name / "config.json").write_text(text)
   # Incomplete weights: a tensor left out of a safetensors file; a shard index that leaves out a shard; a shard
@@ -670,6 +672,9 @@ def _corrupt_copies(root):
     ("layer_1_renamed", r"config.json does not match the weights: the weights hold layers \[0, 2\], the config says "
                         "n_layer=2"),  # "have 2 layers, the config says n_layer=2" (sweep 21, C5)
     ("config_list", "config.json holds a json list, not an object of settings"),
+    ("id2label_list", r'config.json: id2label \["neg", "pos"\] is not an object of class names \(as \{"0": "neg"\}\)\. '
+                      "Use the config.json that came with the weights.$"),  # an AttributeError (sweep 30, U3)
+    ("task_number", r"config.json: finetuning_task 5 is not a string"),
     ("architectures_object", r"config.json: architectures \{\"a\": 1\} is not a list of class names \(as "
                              r"\[\"XLNetLMHeadModel\"\]\)\. Use the config.json that came with the weights\.$"),
     ("string_size", "config.json's sizes must be positive integers; received d_model '16'"),

@@ -26,7 +26,6 @@ Every `*.weight` of a Linear layer is transposed into a `kernel`; HF LayerNorm `
 HF keeps one copy of the attention biases per layer (its `untie_r` is read only when loading a TF1 checkpoint).
 With `untie_r: false` and equal copies (a tied model's export) they become the original's one shared array; else
 its untied arrays (`untie_r: true`), with a note where config.json said false (copies transformers trained apart).
-HF's `gelu_new` is the original's `gelu` (the tanh approximation).
 """
 
 import json
@@ -172,9 +171,8 @@ def require_config(directory):
 
 
 def read_config(directory):
-  """The HF `config.json` of `directory` as a dict, its pooling in this port's names (`hf_summary_type`: `cls_index`
-  is `last`); a ValueError for a model type other than xlnet, or a setting the tools here would compute otherwise
-  (`_check_settings`)."""
+  """The HF `config.json` of `directory` as a dict, its pooling in this port's names (`hf_summary_type`); a ValueError
+  for a model type other than xlnet, a field of the wrong kind, or a setting computed otherwise here (`_check_settings`)."""
   path = os.path.join(directory, CONFIG_FILE)
   try:
     with fileio.open_file(path) as f:
@@ -188,10 +186,15 @@ def read_config(directory):
     raise ValueError(f"{path} has model_type {config.get('model_type')!r}, not 'xlnet'. Pass an XLNet model" + (
         " (if it is one, add \"model_type\": \"xlnet\" to its config)." if "model_type" not in config else "."))
   _check_settings(config, path)
-  names = config.get("architectures") or []  # an object was a KeyError's traceback (sweep 28, A8)
-  if not (isinstance(names, str) or isinstance(names, list) and all(isinstance(name, str) for name in names)):
-    raise ValueError(f"{path}: architectures {json.dumps(names)} is not a list of class names (as "
-                     "[\"XLNetLMHeadModel\"]). Use the config.json that came with the weights.")
+  names = config.get("architectures") or []
+  for key, fits, what in (  # else a traceback (sweep 28, A8; sweep 30, U3)
+      ("architectures", isinstance(names, str) or isinstance(names, list) and all(isinstance(n, str) for n in names),
+       'a list of class names (as ["XLNetLMHeadModel"])'),
+      ("id2label", isinstance(config.get("id2label") or {}, dict), 'an object of class names (as {"0": "neg"})'),
+      ("finetuning_task", isinstance(config.get("finetuning_task") or "", str), 'a string (as "sst-2")')):
+    if not fits:
+      raise ValueError(f"{path}: {key} {json.dumps(config[key])} is not {what}. Use the config.json that came with "
+                       "the weights.")
   if architecture_of(config, {}) in POOLING:
     config = dict(config, summary_type=hf_summary_type(config, path))
   return config
@@ -199,10 +202,9 @@ def read_config(directory):
 
 def _check_settings(config, path):
   """ValueError naming the field of the HF config dict (`path` its config.json) that makes transformers compute the
-  model otherwise than the tools here, which compute the original's fine-tuning: attention both ways (`attn_type`
-  bi), forward positions only (`bi_data` false), clamping from their --clamp_len (-1: none). transformers' defaults
-  pass. Not checked, as they change no output here: `same_length` (read with attn_type uni only, by transformers
-  and the original alike), `mem_len` and `reuse_len` (which states a forward returns as mems)."""
+  model otherwise than the tools here (the original's fine-tuning): attention both ways (`attn_type` bi), forward
+  positions only (`bi_data` false), clamping from --clamp_len (-1: none). Unchecked, as they change no output here:
+  `same_length` (read with attn_type uni only), `mem_len` and `reuse_len` (which states a forward returns as mems)."""
   attn_type = config.get("attn_type", "bi")
   if attn_type != "bi":
     how = "one-way (causal) attention" if attn_type == "uni" else "no attention it knows (it refuses the value)"
@@ -226,8 +228,7 @@ def clamp_of(value):
 
 def check_clamp_len(config, path, clamp_len, flag):
   """ValueError where the HF config dict (`path` its config.json; `flag` names its directory) clamps relative
-  positions (clamp_len above 0, how transformers computes it: a model trained or exported with --clamp_len) and this
-  run's `clamp_len` (--clamp_len) clamps otherwise: the same weights would place tokens otherwise."""
+  positions (clamp_len above 0) otherwise than this run's --clamp_len `clamp_len`: tokens would be placed otherwise."""
   there = clamp_of(config.get("clamp_len"))
   if there > 0 and there != clamp_of(clamp_len):
     raise ValueError(f"{flag} {os.path.dirname(path)} clamps relative positions at {there} (clamp_len in {path}: "
@@ -247,10 +248,9 @@ def hf_summary_type(config, source):
                      "projection is tanh.")
   if not use_proj and activation:
     raise ValueError(f"{source}: summary_use_proj false with summary_activation {activation!r}: transformers "
-                     "applies it to the pooled hidden state itself, which the original's pooling cannot express (its "
-                     "tanh is its projection's). Set summary_activation to null in config.json if the head was "
-                     "fine-tuned without it (earlier exports of this port wrote tanh there); otherwise the model "
-                     "cannot be used here.")
+                     "applies it to the pooled hidden state itself, which the original's pooling cannot express. Set "
+                     "summary_activation to null in config.json if the head was fine-tuned without it (earlier "
+                     "exports of this port wrote tanh there); otherwise the model cannot be used here.")
   summary = config.get("summary_type", "last")
   if summary == "cls_index":
     return "last"

@@ -103,7 +103,7 @@ def _check_flagfiles(argv):
   given += [b for a, b in zip(argv, argv[1:]) if a in ("--flagfile", "-flagfile")]
   seen = set()
   while given:
-    path = given.pop(0)
+    path = os.path.expanduser(given.pop(0).strip())  # as absl: the shell leaves a ~ after = (sweep 30, U4)
     if path in seen or os.path.realpath(path) == os.devnull:  # absl's line for a circular one; empty, as a stub
       continue
     seen.add(path)
@@ -112,13 +112,19 @@ def _check_flagfiles(argv):
       flag_configs.require_file(path, "flagfile", "a file of flags, one --flag=value per line")
       with open(path, "rb") as f:
         text = f.read()
+      if b"\0" in text:  # UTF-16 (sweep 30, U8): absl named a flag of NUL bytes
+        raise FlagError(f"--flagfile={path} holds NUL bytes: is it UTF-16? Convert it to UTF-8 (e.g. iconv -f utf-16 "
+                        "-t utf-8) and pass that.")
       lines = text.decode("utf-8").splitlines()
       if text.startswith(b"\xef\xbb\xbf"):  # absl read the first flag with it as a stray word
         raise FlagError(f"--flagfile={path} starts with a byte-order mark (a Windows editor's 'UTF-8'), which would "
                         "make its first flag an unknown word. Save it as UTF-8 without one (e.g. sed -i "
                         "'1s/^\\xEF\\xBB\\xBF//' FILE) and rerun.")
-      given += [line.strip().split("=", 1)[1] for line in lines
-                if line.strip().startswith(("--flagfile=", "-flagfile="))]
+      for number, line in enumerate(lines, 1):
+        if line.strip().startswith(("--flagfile=", "-flagfile=")) and line[:1].isspace():
+          raise FlagError(f"--flagfile={path} line {number}: absl reads an indented {line.strip().split('=')[0]}= "
+                          "as an unknown flag, not as a file of flags. Remove the spaces before it.")
+      given += [line.strip().split("=", 1)[1] for line in lines if line.startswith(("--flagfile=", "-flagfile="))]
     except FlagError as e:
       line = str(e)
     except UnicodeDecodeError as e:

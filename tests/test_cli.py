@@ -982,8 +982,12 @@ def test_a_flagfile_that_is_a_stream_or_not_utf8_is_one_line(tmp_path, capsys):
   latin1.write_bytes(b"--train_steps=5\n# caf\xe9\n")
   bom.write_bytes(b"\xef\xbb\xbf--train_steps=5\n")  # Notepad's "UTF-8": the first flag read as a stray word
   nested = tmp_path / "nested.txt"
-  nested.write_text(f"--flagfile={good}\n  --flagfile={nested}\n--flagfile={fifo}\n")  # itself too: circular
+  nested.write_text(f"--flagfile={good}\n--flagfile={nested}\n--flagfile={fifo}\n")  # itself too: circular
   good.write_text("--train_steps=5\n# café\n", encoding="utf-8")
+  # absl takes an indented --flagfile= for a flag it does not know; UTF-16 for flags of NUL bytes (sweep 30, U8).
+  indented, utf16 = tmp_path / "indented.txt", tmp_path / "utf16.txt"
+  indented.write_text(f"--train_steps=5\n  --flagfile={good}\n")
+  utf16.write_text("--train_steps=5\n", encoding="utf-16-le")
   for argv, line in (
       ([f"--flagfile={fifo}"], f"--flagfile={fifo} is a pipe or a device, not a file: the tools read an input more "
                                "than once"),
@@ -992,12 +996,25 @@ def test_a_flagfile_that_is_a_stream_or_not_utf8_is_one_line(tmp_path, capsys):
       ([f"--flagfile={nested}"], f"--flagfile={fifo} is a pipe or a device"),  # named in a flagfile (sweep 20, N1)
       ([f"--flagfile={tmp_path}/missing"], f"--flagfile={tmp_path}/missing does not exist. Pass a file of flags, one "
                                            "--flag=value per line."),
-      ([f"--flagfile={tmp_path}"], f"--flagfile={tmp_path} is a directory. Pass a file of flags")):
+      ([f"--flagfile={tmp_path}"], f"--flagfile={tmp_path} is a directory. Pass a file of flags"),
+      ([f"--flagfile={indented}"], f"--flagfile={indented} line 2: absl reads an indented --flagfile= as an unknown "
+                                   "flag, not as a file of flags. Remove the spaces before it."),
+      ([f"--flagfile={utf16}"], f"--flagfile={utf16} holds NUL bytes: is it UTF-16? Convert it to UTF-8")):
     with pytest.raises(SystemExit) as exit_:
       cli._check_flagfiles(["tool.py", *argv])  # pylint: disable=protected-access
     assert exit_.value.code == 1 and capsys.readouterr().err.startswith(f"tool.py: error: {line}")
   check = cli._check_flagfiles  # pylint: disable=protected-access
   check(["tool.py", f"--flagfile={good}", "--flagfile=/dev/null"])  # an empty stub
+
+
+def test_a_flagfile_under_home_is_found_as_absl_finds_it(tmp_path, monkeypatch):
+  """`--flagfile=~/flags.txt`: the shell leaves a ~ after = to the tool, absl expands it; it was refused as missing
+  (sweep 30, U4), on the command line and in a flagfile."""
+  monkeypatch.setenv("HOME", str(tmp_path))
+  (tmp_path / "inner.txt").write_text("--train_steps=5\n")
+  (tmp_path / "flags.txt").write_text("--flagfile=~/inner.txt\n")
+  cli._check_flagfiles(["tool.py", "--flagfile=~/flags.txt"])  # pylint: disable=protected-access
+  assert _pretrain_values("--flagfile=~/flags.txt").train_steps == 5
 
 
 def test_a_stray_word_on_the_command_line_is_one_line():

@@ -9,11 +9,14 @@ os.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # One XLA compilation cache for the session, through TensorFlow's own setting (set before TensorFlow starts; the
 # CLIs leave a TF_XLA_FLAGS cache directory alone): each CLI run in a subprocess otherwise compiles the same nested
 # XLA programs again, about 3 s a run. Tests of the cache itself (`--xla_cache_dir`) and of what XLA compiles run
-# their subprocesses without it (`helpers.suite_xla_cache.without`).
-SUITE_XLA_CACHE = tempfile.mkdtemp(prefix="xlnet_tf_tests_xla_cache_")
-os.environ["TF_XLA_FLAGS"] = (
-    os.environ.get("TF_XLA_FLAGS", "") + f" --tf_xla_persistent_cache_directory={SUITE_XLA_CACHE}").strip()
-atexit.register(shutil.rmtree, SUITE_XLA_CACHE, True)
+# their subprocesses without it (`helpers.suite_xla_cache.without`). pytest-xdist's workers (scripts/test.sh) share
+# the one their controller made, and inherit its TF_XLA_FLAGS; the controller removes it at the end.
+SUITE_XLA_CACHE = os.environ.get("XLNET_TF_TESTS_XLA_CACHE") if "PYTEST_XDIST_WORKER" in os.environ else None
+if not SUITE_XLA_CACHE:
+  SUITE_XLA_CACHE = os.environ["XLNET_TF_TESTS_XLA_CACHE"] = tempfile.mkdtemp(prefix="xlnet_tf_tests_xla_cache_")
+  os.environ["TF_XLA_FLAGS"] = (
+      os.environ.get("TF_XLA_FLAGS", "") + f" --tf_xla_persistent_cache_directory={SUITE_XLA_CACHE}").strip()
+  atexit.register(shutil.rmtree, SUITE_XLA_CACHE, True)
 
 # The CLIs' start-up lets XLA use 512-bit vectors where the CPU qualifies (`training.prefer_wide_xla_vectors`), which
 # changes the XLA-compiled element-wise code's rounding. Tests compare CLI runs in subprocesses with runs in this

@@ -119,9 +119,10 @@ def check_vocabulary(o, xlnet_config, record_files):
     raise cli.FlagError(f"The records of --record_info_dir {o.record_info_dir} were written with a vocabulary of "
                         f"{vocab_size} ids (vocab_size in its corpus_info.json), more than the model's "
                         f"n_token={n_token} ({source}). {fix}.")
-  check_token_ids(record_files, n_token, key="input", fix=(
-      f"Pass {source} of the vocabulary the records were written with (data_utils.py's --sp_path), or records "
-      f"written with a SentencePiece model of at most {n_token} pieces."))
+  for key in ("input", "target"):  # the loss reads the stored targets
+    check_token_ids(record_files, n_token, key=key, fix=(
+        f"Pass {source} of the vocabulary the records were written with (data_utils.py's --sp_path), or records "
+        f"written with a SentencePiece model of at most {n_token} pieces."))
 
 
 def warn_of_missing_tasks(record_info, log_fn):

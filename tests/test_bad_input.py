@@ -147,6 +147,8 @@ CASES = [
      "a vocabulary of 1000 ids (vocab_size in its corpus_info.json), more than the model's n_token=100 (--n_token)"),
     ("pt-ids-beyond-n-token", "run_pretrain.py", ["--record_info_dir={w}/no_info/tfrecords", "--n_token=100"],
      "outside the model's vocabulary [0, n_token=100). Pass --n_token"),
+    ("pt-target-ids-beyond-n-token", "run_pretrain.py", ["--record_info_dir={w}/target_big_ids/tfrecords"],
+     f"holds token id {BIG_ID} (record 1), outside the model's vocabulary [0, n_token=1000). Pass --n_token"),
     # run_classifier.py
     ("cls-dropatt-negative", "run_classifier.py", ["--dropatt=-0.5"], "`dropatt` must be in [0, 1)"),
     ("cls-model-dir-of-a-pretraining-run", "run_classifier.py", ["--model_dir={w}/pt_ok"],
@@ -361,15 +363,15 @@ def base_flags(tool, w, case_dir):
           "--train_steps=2", "--iterations=1"]
 
 
-def _put_an_id_beyond_the_vocabulary(record_dir, pattern):
-  """Rewrites the record files matching `pattern` in record_dir with BIG_ID as an id of record 1 (as records
-  written with a bigger SentencePiece model would hold)."""
+def _put_an_id_beyond_the_vocabulary(record_dir, pattern, key="input_ids"):
+  """Rewrites the record files matching `pattern` in record_dir with BIG_ID as an id of record 1's feature `key` (as
+  records written with a bigger SentencePiece model would hold)."""
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   paths = sorted(record_dir.glob(pattern))
   assert paths, f"no {pattern} in {record_dir}"
   for path in paths:
     examples = [tf.train.Example.FromString(r.numpy()) for r in tf.data.TFRecordDataset(str(path))]
-    examples[1].features.feature["input_ids"].int64_list.value[-5] = BIG_ID
+    examples[1].features.feature[key].int64_list.value[-5] = BIG_ID
     with tf.io.TFRecordWriter(str(path)) as writer:
       for example in examples:
         writer.write(example.SerializeToString())
@@ -480,6 +482,8 @@ def workspace(tmp_path_factory):
   record.write_bytes(record.read_bytes()[:100])  # the first record is cut short
   sorted((w / "missing_file" / "tfrecords").glob("*.tfrecords"))[0].unlink()
   shutil.copytree(w / "records", w / "no_info")  # records without corpus_info.json: n_token is not checked there
+  shutil.copytree(w / "records", w / "target_big_ids")  # records of another writer: its targets are no inputs
+  _put_an_id_beyond_the_vocabulary(w / "target_big_ids" / "tfrecords", "*.tfrecords", key="target")
   (w / "no_info" / "corpus_info.json").unlink()
   # Model directories: one whose latest checkpoint lost its data file, one trained with a bigger model; cached
   # classifier records whose training file is cut short.

@@ -47,10 +47,12 @@ def _example(inp, is_masked, target, seg_id, label):
   return tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString()
 
 
-def _random_record(rng, seq_len, reuse_len, num_predict, head=()):
-  """A record in the original format: [reuse | A SEP B SEP CLS], next-token targets, num_predict masked."""
+def _random_record(rng, seq_len, reuse_len, num_predict, head=(), last_target=None):
+  """A record in the original format: [reuse | A SEP B SEP CLS], next-token targets, num_predict masked; `head`:
+  the first tokens, `last_target`: the target of the last position (a token of no input)."""
   tok = rng.integers(10, 1000, size=seq_len + 1)
   tok[:len(head)] = head
+  tok[seq_len] = tok[seq_len] if last_target is None else last_target
   sep_a = reuse_len + 1 + rng.integers(0, seq_len - reuse_len - 4)
   tok[[sep_a, seq_len - 2]] = SEP
   tok[seq_len - 1] = CLS
@@ -573,22 +575,25 @@ def test_mirrored_strategy_replicas_receive_their_rows(tmp_path):
   assert "REPLICA_ROWS_OK" in out.stdout, out.stderr[-3000:]
 
 
-def test_every_record_is_checked_against_the_vocabulary_as_it_is_read(tmp_path):
+@pytest.mark.parametrize("feature", ["input", "target"])
+def test_every_record_is_checked_against_the_vocabulary_as_it_is_read(feature, tmp_path):
   """An id beyond n_token in record 300 (past the first 256 that the tools check before a run) stops the pipeline
   with the marked error when that record is read, which `read_errors` turns into the line naming it; the records
-  before it give the batches of an unchecked reader."""
+  before it give the batches of an unchecked reader. The targets too: the loss reads them, and a writer other than
+  data_utils.py need not make them of the inputs (sweep 30, U2: such a run trained on to its end)."""
   from xlnet_tf.data import read_errors  # pylint: disable=import-outside-toplevel
   rng = np.random.default_rng(0)
   path = str(tmp_path / "train.tfrecords")
+  bad = {"input": dict(head=(5000,)), "target": dict(last_target=5000)}[feature]
   with tf.io.TFRecordWriter(path) as writer:
     for i in range(320):  # 80 steps of 4 rows; tokens < 1000 except 5000 in record 300
-      writer.write(_random_record(rng, 16, 8, 3, head=(5000,) if i == 300 else ())[0])
+      writer.write(_random_record(rng, 16, 8, 3, **(bad if i == 300 else {}))[0])
   spec = _small_kw()["spec"]
   read = lambda n_token: get_dataset([path], spec, ReaderOptions(perm_size=4, seed=3, n_token=n_token), batch_size=4)
   for checked, unchecked in zip(_take(read(1000), 75), _take(read(None), 75)):  # records 0-299
     for key in checked:
       np.testing.assert_array_equal(checked[key], unchecked[key], err_msg=key)
-  with pytest.raises(tf.errors.InvalidArgumentError, match=r"Token id outside the vocabulary: feature input, "
+  with pytest.raises(tf.errors.InvalidArgumentError, match=rf"Token id outside the vocabulary: feature {feature}, "
                                                            r"n_token=1000\.") as error:
     _take(read(1000), 80)
   assert read_errors.describe_read_error(error.value, [path]).startswith(

@@ -78,8 +78,8 @@ def lm_loss(logits, target):
   XLA-compiled functions: the forward (two passes over the logits) keeps the softmax's log-denominator, so the
   gradient is one pass (faster than TF's kernel: docs/performance.md). Targets must lie in [0, V): an id out of
   range is not checked here (the compiled gather clamps it, a finite loss of another token; TF's kernel raises on
-  CPU only). In pretraining they are input tokens, checked as the records are read; `XLNetModel.get_lm_loss`
-  checks its targets.
+  CPU only). In pretraining they are checked as the records are read (`parser.parse_record`);
+  `XLNetModel.get_lm_loss` checks its targets.
   """
   shape = tf.shape(target)
   logits = tf.reshape(tf.cast(logits, tf.float32), [-1, tf.shape(logits)[-1]])

@@ -65,7 +65,7 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf.data.record_files import check_writers, find_record_info, read_corpus_info
-from xlnet_tf.data.records import checked_token_ids, counted_record_dataset, read_steps, record_dataset
+from xlnet_tf.data.records import counted_record_dataset, read_steps, record_dataset
 from xlnet_tf.tasks.pretrain.parser import parse_record
 
 
@@ -79,7 +79,7 @@ class ReaderOptions:
     use_bfloat16: bool, cast float features to bfloat16 (as the original on TPU).
     seed: int or None. Stateless per-record permutations and a fixed file order; None: random like the original.
     cache: bool, keep the raw serialized records in memory after the first epoch (the original always does).
-    n_token: int or None, the model's vocabulary size: every record's token ids (`input`, parsed as `input_k`) are
+    n_token: int or None, the model's vocabulary size: every record's token ids (`input` and `target`) are
       asserted to lie in [0, n_token) as it is parsed (`records.checked_token_ids`); None: not checked.
   """
   perm_size: int
@@ -219,9 +219,8 @@ def _dataset(file_names, spec, options, batch_size, share, start_step, file_num_
       record_seed = tf.stack([tf.constant(seed, tf.int64), pos])
       if seed_shard:
         record_seed = tf.random.experimental.stateless_fold_in(record_seed, seed_shard)
-    example = parse_record(serialized, seq_len, reuse_len, perm_size, num_predict, use_bfloat16, record_seed)
-    example["input_k"] = checked_token_ids(example["input_k"], options.n_token, "input")
-    return example
+    return parse_record(serialized, seq_len, reuse_len, perm_size, num_predict, use_bfloat16, record_seed,
+                        options.n_token)
 
   dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   dataset = dataset.batch(batch_size, drop_remainder=True)

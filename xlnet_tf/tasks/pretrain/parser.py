@@ -3,6 +3,7 @@ factorisation order and build its attention mask (`perm_mask`), targets and `tar
 
 import tensorflow as tf
 
+from xlnet_tf.data.records import checked_token_ids
 from xlnet_tf.data.tokenization import CLS_ID, SEP_ID
 
 
@@ -68,7 +69,8 @@ def local_perm(inputs, targets, is_masked, perm_size, seq_len, seed=None, perm=N
   return perm_mask, new_targets, target_mask, inputs, target_mask
 
 
-def parse_record(serialized, seq_len, reuse_len, perm_size, num_predict=None, use_bfloat16=False, seed=None):
+def parse_record(serialized, seq_len, reuse_len, perm_size, num_predict=None, use_bfloat16=False, seed=None,
+                 n_token=None):
   """The original `parser` + `_convert_example`: one serialized record -> one example dict (unbatched).
 
   Args:
@@ -77,6 +79,9 @@ def parse_record(serialized, seq_len, reuse_len, perm_size, num_predict=None, us
     seq_len, reuse_len, perm_size, num_predict: as `get_input_fn` (which validates them; see `validate_lengths`).
     use_bfloat16: bool, cast the float features to bfloat16.
     seed: int64 [2] or None, stateless seed of this record's permutations; None: stateful random.
+    n_token: int or None, the model's vocabulary size: the record's `input` and `target` ids are asserted to lie in
+      [0, n_token) (`records.checked_token_ids`; the loss reads `target`, which a writer other than data_utils.py
+      need not make of the inputs); None: unchecked.
 
   Returns:
     dict of seg_id, label, [target_mapping], target, target_mask, perm_mask, input_k, input_q (module docstring
@@ -88,8 +93,8 @@ def parse_record(serialized, seq_len, reuse_len, perm_size, num_predict=None, us
           "label": tf.io.FixedLenFeature([1], tf.int64),
           "is_masked": tf.io.FixedLenFeature([seq_len], tf.int64)}
   example = tf.io.parse_single_example(serialized, spec)
-  inputs = example.pop("input")
-  target = example.pop("target")
+  inputs = checked_token_ids(example.pop("input"), n_token, "input")
+  target = checked_token_ids(example.pop("target"), n_token, "target")
   is_masked = tf.cast(example.pop("is_masked"), tf.bool)
   non_reuse_len = seq_len - reuse_len
   seeds = (None, None) if seed is None else (tf.random.experimental.stateless_fold_in(seed, 0),

@@ -365,6 +365,25 @@ def test_a_model_prefix_whose_temporary_name_is_too_long_is_one_line(tmp_path):
     tk.train_sentencepiece(GOLDEN_CORPUS, prefix, tk.SpmTrainOptions(vocab_size=250), quiet=True,
                            hard_vocab_limit=False)
   assert not os.listdir(tmp_path)
+  # train_spm.py says so before its training (which took hours on a real corpus, all lost; sweep 30, U5)
+  from scripts import train_spm  # pylint: disable=import-outside-toplevel
+  with pytest.raises(ValueError, match=f"^--model_prefix={prefix}: its file name is too long \\(240 bytes; at most "
+                                       "224 with the temporary names"):
+    train_spm.check_model_prefix(prefix, overwrite=False)
+  train_spm.check_model_prefix(str(tmp_path / ("c" * 224)), overwrite=False)
+
+
+def test_a_disk_without_a_free_inode_is_named_as_full(tmp_path, monkeypatch):
+  """Free blocks but no inode (an inode quota, a volume of small files): SentencePiece's raw `RESOURCE_EXHAUSTED:
+  ".../sp.tmp-...vocab": No space left on device`, naming a temporary, no remedy (sweep 30, U5)."""
+  def no_inode(function, request, what):
+    raise tk.child_call.ChildError(f'RESOURCE_EXHAUSTED: "{tmp_path}/sp.tmp-1-0123456789ab.vocab": No space left on '
+                                   "device")
+  monkeypatch.setattr(tk.child_call, "call", no_inode)
+  with pytest.raises(OSError, match=f"^Could not write {tmp_path}/sp \\(No space left on device\\); nothing was "
+                                    "left under that name"):
+    tk.train_sentencepiece(GOLDEN_CORPUS, str(tmp_path / "sp"), tk.SpmTrainOptions(vocab_size=250))
+  assert not os.listdir(tmp_path)
 
 
 def test_long_lines_past_the_first_megabyte_are_counted(tmp_path, caplog):

@@ -433,8 +433,9 @@ def train_sentencepiece(inputs, model_prefix, options, *, quiet=False, journal=N
       stat = os.statvfs(directory)
       if stat.f_bavail * stat.f_frsize < 1 << 20:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)) from None  # atomic_path's line names the file
-      if "File name too long" in str(e):  # the temporary's name, 23 bytes longer: SentencePiece's raw line (C11)
-        raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG)) from None
+      for code in (errno.ENOSPC, errno.EDQUOT, errno.ENAMETOOLONG):  # SentencePiece's raw line, naming a temporary:
+        if os.strerror(code) in str(e):  # no inode left (sweep 30, U5), a quota; a long name (sweep 23, C11)
+          raise OSError(code, os.strerror(code)) from None  # atomic_path's line names the file
       raise
   return model_prefix + ".model"
 

@@ -312,7 +312,7 @@ def replay(path, golden_dir=None, **overrides):
       for key, name in (("loss", "loss"), ("learning_rate", "lr"), ("gnorm", "gnorm"), ("global_step", "step")):
         ours[key] = [m[name] for m in metrics]
       if "last_new_mems" in ours:
-        ours["last_new_mems"] = [np.stack(np.split(trainer.mems.numpy(), towers, axis=2))]
+        ours["last_new_mems"] = [_tower_mems(trainer, towers, o)]
       ours["final"] = final_state(trainer)
       return g, meta, ours
     head_outputs = None if meta["mode"] == "pretrain" else fine_tuning_task(
@@ -333,10 +333,19 @@ def replay(path, golden_dir=None, **overrides):
       ours["gnorm"].append(result["gnorm"])
       ours["global_step"].append(trainer.step)
       if trainer.mems.variables and "new_mems" in ours:
-        mems = trainer.mems.numpy()  # [N, M, global_b, D] -> [T, N, M, b, D]
-        ours["new_mems"].append(np.stack(np.split(mems, towers, axis=2)))
+        ours["new_mems"].append(_tower_mems(trainer, towers, o))
     ours["final"] = final_state(trainer)
   return g, meta, ours
+
+
+def _tower_mems(trainer, towers, o):
+  """The pretraining trainer's mems [N, M, global_b, D] as the golden's [T, N, M, b, D]; none (--mem_len=0, as
+  train_gpu.py's default): M is 0, as the original's."""
+  mems = trainer.mems.numpy()
+  if mems is None:
+    config = run_pretrain.build_xlnet_config(o)
+    mems = np.zeros([config.n_layer, 0, o.train_batch_size, config.d_model], np.float32)
+  return np.stack(np.split(mems, towers, axis=2))
 
 
 MASKED = 1e29  # entries at least this large are the original's masked positions (its -1e30 logits, log-probs)

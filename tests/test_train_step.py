@@ -413,6 +413,17 @@ def test_original_steps_beyond_the_shared_goldens_replay_within_the_originals_ow
     assert _step_parity().reruns(g) == ["alt/", "pert1/", "pert2/", "pert3/", "pert4/"]
 
 
+def test_train_gpu_s_default_run_without_memory_replays_within_the_originals_own_drift():
+  """tests/testdata/train_step_mem0 (the ORIGINAL by tests/testdata/generate_mem0_goldens.py): train_gpu.py's default
+  --mem_len=0, 40 steps each of Adam with poly decay to min_lr_ratio 0.5 and no warm-up, and of AdamWeightDecay with
+  cos decay and lr_layer_decay_rate 0.8; no golden ran without mems before, and the checker could not (faith 24)."""
+  golden_dir = os.path.join("tests", "testdata", "train_step_mem0")
+  proc = subprocess.run([sys.executable, "scripts/check_train_step.py", f"--golden_dir={golden_dir}"],
+                        capture_output=True, text=True, timeout=600, env=ENV)
+  assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
+  assert "Replayed 2 of 2 files" in proc.stdout and proc.stdout.splitlines()[-1] == "PASS", proc.stdout[-4000:]
+
+
 @pytest.mark.slow  # the default suite's 15 minutes; by default: the shared goldens' replay
 def test_the_long_horizon_sees_a_gradient_norm_slightly_off():
   """The 300-step Adam golden replayed with the merged (dense) embedding norm, 0.1-2 % off the original's on this

@@ -8,6 +8,8 @@ Importing this module has no side effects and no TensorFlow: a CLI imports it be
 
 import os
 
+from absl import logging
+
 import flags
 from flags import FlagError  # the tools raise it as cli.FlagError
 
@@ -134,14 +136,26 @@ def check_configs(o, is_finetune, **fields):
   train_config(o, global_batch_size=1, tokens_per_example=1, **fields)
 
 
+_WARNED = set()
+
+
+def check_warmup(o):
+  """--warmup_steps: at least 0; at or past --train_steps a warning (every step trains at the warm-up rate, and the
+  decay never starts, as in the original, which took it without a word; refused here until 2026-12-01)."""
+  if o.warmup_steps < 0:
+    raise FlagError(f"--warmup_steps must be at least 0. Received: {o.warmup_steps}.")
+  if o.warmup_steps >= o.train_steps and (o.warmup_steps, o.train_steps) not in _WARNED:  # the fine-tuning tools
+    _WARNED.add((o.warmup_steps, o.train_steps))  # validate twice: one line
+    logging.warning("--warmup_steps=%d is not below --train_steps=%d: every step trains at the warm-up rate, below "
+                    "--learning_rate, and the decay never starts (as the original).", o.warmup_steps, o.train_steps)
+
+
 def check_training_flags(o, num_replicas=1, strategy="one_device"):
   """The --do_train checks the fine-tuning CLIs share: positive --train_steps, warm-up ending before training
   does, on TPU a --train_batch_size (global there) that splits over the cores, a --gradient_accumulation_steps
   that splits the per-replica batch, and the configs' values (`check_configs`)."""
   require_positive(o, "train_steps")
-  if not 0 <= o.warmup_steps < o.train_steps:
-    raise FlagError(f"--warmup_steps must be at least 0 and below --train_steps (warm-up must end before training "
-                    f"does). Received: --warmup_steps={o.warmup_steps}, --train_steps={o.train_steps}.")
+  check_warmup(o)
   if strategy == "tpu" and o.train_batch_size % num_replicas:
     raise FlagError(f"On TPU --train_batch_size is the global batch and must be divisible by the {num_replicas} "
                     f"cores. Received: {o.train_batch_size}.")

@@ -63,6 +63,7 @@ def validate(o, num_replicas=1, num_workers=None):
     raise cli.FlagError(f"--reuse_len ({o.reuse_len}) may not exceed --seq_len ({o.seq_len}) with --mem_len.")
   flag_configs.require_positive(o, "train_batch_size", "num_hosts", "num_passes",  # 0: the original read no pass
                                 *(["n_token"] if o.n_token is not None else []))
+  flag_configs.check_warmup(o)
   if o.train_batch_size % o.num_hosts:
     raise cli.FlagError(f"--train_batch_size ({o.train_batch_size}) must be divisible by --num_hosts "
                         f"({o.num_hosts}).")

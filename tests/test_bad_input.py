@@ -188,7 +188,7 @@ CASES = [
      "--num_hosts must be a positive integer. Received: -2."),
     ("cls-num-hosts-zero-eval-only", "run_classifier.py", ["--do_train=False", "--do_eval=True", "--num_hosts=0"],
      "--num_hosts must be"),  # accepted without --do_train (sweep 23, C11)
-    ("cls-warmup", "run_classifier.py", ["--train_steps=4", "--warmup_steps=4"], "--warmup_steps must be"),
+    ("cls-warmup", "run_classifier.py", ["--train_steps=4", "--warmup_steps=-1"], "--warmup_steps must be at least 0"),
     ("cls-fp16-and-bf16", "run_classifier.py", ["--use_fp16=True", "--use_bfloat16=True"],
      "--use_fp16 and --use_bfloat16 are both set: pick one precision"),
     ("cls-tpu-refused", "run_classifier.py", ["--use_tpu=True", "--tpu=grpc://127.0.0.1:1"],

@@ -12,6 +12,7 @@ import math
 import os
 import subprocess
 import sys
+import types
 
 import keras
 import numpy as np
@@ -69,6 +70,29 @@ def test_cos_without_warmup():
                              [1.0, 0.5 * (1 + math.cos(math.pi / 4)), 0.5, 0.0, 0.0], atol=1e-7)
 
 
+@pytest.mark.parametrize("decay_method", ["poly", "cos"])
+@pytest.mark.parametrize("warmup_steps", [10, 15])
+def test_a_warm_up_as_long_as_training_or_longer_warms_up_on_every_step_as_the_original(decay_method, warmup_steps):
+  """--warmup_steps >= --train_steps: the original trains every step at the warm-up rate (its decay, a 0/0 there, is
+  never taken); it was refused here (faith 24)."""
+  schedule = schedule_lib.lr_schedule(2.0, train_steps=10, warmup_steps=warmup_steps, decay_method=decay_method,
+                                      min_lr_ratio=0.25)
+  np.testing.assert_allclose(schedule_values(schedule, range(10)), [2.0 * s / warmup_steps for s in range(10)],
+                             rtol=1e-6)
+  assert np.all(np.isfinite(schedule_values(schedule, range(30))))
+
+
+def test_the_tools_say_once_that_the_warm_up_outlasts_training(caplog):
+  import flag_configs  # pylint: disable=import-outside-toplevel
+  for _ in range(2):  # the fine-tuning tools validate their flags twice
+    flag_configs.check_warmup(types.SimpleNamespace(warmup_steps=12, train_steps=8))
+  said = [r.getMessage() for r in caplog.records if "--warmup_steps" in r.getMessage()]
+  assert said == ["--warmup_steps=12 is not below --train_steps=8: every step trains at the warm-up rate, below "
+                  "--learning_rate, and the decay never starts (as the original)."], said
+  with pytest.raises(flag_configs.FlagError, match=r"^--warmup_steps must be at least 0\. Received: -1\.$"):
+    flag_configs.check_warmup(types.SimpleNamespace(warmup_steps=-1, train_steps=8))
+
+
 def test_schedule_takes_int64_tensor_steps_and_round_trips_config():
   schedule = schedule_lib.lr_schedule(1e-3, train_steps=100, warmup_steps=10, decay_method="cos",
                                       min_lr_ratio=0.01)
@@ -81,7 +105,7 @@ def test_schedule_takes_int64_tensor_steps_and_round_trips_config():
 
 @pytest.mark.parametrize("kwargs, needle", [
     (dict(decay_method="linear"), "decay_method"),
-    (dict(warmup_steps=10), "warmup_steps"),
+    (dict(warmup_steps=-1), "warmup_steps"),
     (dict(min_lr_ratio=-0.1), "min_lr_ratio"),
 ])
 def test_schedule_rejects_bad_input(kwargs, needle):

@@ -20,10 +20,8 @@ class WarmupDecaySchedule(keras.optimizers.schedules.LearningRateSchedule):
                        f"Received: {decay_method!r}.")
     if learning_rate < 0:
       raise ValueError(f"learning_rate must be >= 0 (--learning_rate). Received: {learning_rate}.")
-    if not 0 <= warmup_steps < train_steps:
-      raise ValueError(f"Need 0 <= warmup_steps < train_steps so that warm-up ends before training does "
-                       f"(--warmup_steps, --train_steps). Received: warmup_steps={warmup_steps}, "
-                       f"train_steps={train_steps}.")
+    if warmup_steps < 0:  # at or past train_steps: every step warms up, as the original's (it never decays)
+      raise ValueError(f"warmup_steps must be >= 0 (--warmup_steps). Received: {warmup_steps}.")
     if train_steps >= 2**63:
       raise ValueError(f"train_steps must be below 2**63: TensorFlow counts steps in int64 (--train_steps). "
                        f"Received: {train_steps}.")
@@ -41,10 +39,11 @@ class WarmupDecaySchedule(keras.optimizers.schedules.LearningRateSchedule):
     with tf.name_scope("xlnet_lr"):
       step = tf.cast(step, tf.int64)
       lr = tf.constant(self.learning_rate, tf.float32)
-      # TF1 polynomial_decay / cosine_decay, counting from the end of warm-up, clamped at decay_steps.
-      decay_steps = tf.constant(self.train_steps - self.warmup_steps, tf.float32)
+      # TF1 polynomial_decay / cosine_decay, counting from the end of warm-up, clamped at decay_steps. None (warm-up
+      # to train_steps or past it; the original's 0/0, on no step it trains): the decay's end.
+      decay_steps = tf.constant(max(self.train_steps - self.warmup_steps, 0), tf.float32)
       decay_step = tf.minimum(tf.cast(step - self.warmup_steps, tf.float32), decay_steps)
-      frac = decay_step / decay_steps
+      frac = decay_step / decay_steps if self.train_steps > self.warmup_steps else tf.constant(1.0)
       if self.decay_method == "poly":
         end_lr = tf.constant(self.learning_rate * self.min_lr_ratio, tf.float32)
         decay_lr = (lr - end_lr) * tf.pow(1.0 - frac, 1.0) + end_lr

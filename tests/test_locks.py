@@ -285,3 +285,25 @@ def test_a_lock_taken_a_moment_ago_names_another_process(tmp_path):
     with pytest.raises(ValueError, match=rf"^--model_dir {tmp_path} is in use by another process \(lock "):
       with locks.directory_lock(str(tmp_path)):
         pass
+
+
+@pytest.mark.parametrize("mine,theirs,what", [("run", "convert", "--model_dir"), ("convert", "run", "--output_dir"),
+                                              ("spm-spiece", "convert", "--model_prefix"),
+                                              ("convert", "spm-spiece", "--output_dir")])
+def test_a_tool_refuses_a_directory_another_tool_writes_the_same_names_in(mine, theirs, what, tmp_path):
+  """Each tool checked its directory only at its start: a conversion into a training run's --model_dir before its
+  first save lost its xlnet_config.json to the run's, a train_spm beside a conversion its spiece.model, and both
+  said they wrote them (sweep 30, U1). A live lock of the other tool there refuses the lock; a stale one, or another
+  tool's, does not."""
+  with locks.directory_lock(str(tmp_path), name=theirs):
+    with pytest.raises(ValueError, match=rf"^{what} {tmp_path} is being written by another tool: process "
+                                         rf"{os.getpid()} on \S+ holds {tmp_path}/\.{theirs}\.lock\. Wait for it to "
+                                         rf"finish, or use another {what}\.$"):
+      with locks.directory_lock(str(tmp_path), name=mine, what=what):
+        pass
+    assert listing(tmp_path) == [f".{theirs}.lock"]  # the refused lock is gone
+    with locks.directory_lock(str(tmp_path), name="predict"):
+      pass
+  (tmp_path / f".{theirs}.lock").write_text(f"{os.getpid()} {socket.gethostname()}")  # held by no process
+  with locks.directory_lock(str(tmp_path), name=mine, what=what):
+    pass

@@ -30,6 +30,11 @@ def lock_file(name):
 # What only a training run writes in its --model_dir: TensorFlow's shards of a checkpoint being saved, the run files.
 RUN_TEMPORARIES = ("ckpt-*_temp", "run_flags.json.tmp-*", "xlnet_config.json.tmp-*")
 
+# The locks of other tools that write some of the same names in a directory: each checked their directory only at
+# their start, and a conversion into a training run's --model_dir (before its first save) lost its xlnet_config.json
+# to it, a train_spm beside a conversion its spiece.model (sweep 30, U1). A live one there refuses the lock.
+OTHER_WRITERS = {"run": ("convert",), "convert": ("run", "spm-spiece"), "spm-spiece": ("convert",)}
+
 
 @contextlib.contextmanager
 def directory_lock(directory, name="run", what="--model_dir", temporaries=None, shown=None):
@@ -70,6 +75,10 @@ def directory_lock(directory, name="run", what="--model_dir", temporaries=None, 
   try:
     with signal_holds.signals_held():  # a Ctrl-C while the lock is made waits till it is whole (`finally` covers it)
       held = _take_lock(path, me, shown or directory, what)
+    for other in OTHER_WRITERS.get(name, ()):
+      if who := _live_holder(os.path.join(directory, lock_file(other))):
+        raise ValueError(f"{what} {shown or directory} is being written by another tool: {who} holds "
+                         f"{os.path.join(directory, lock_file(other))}. Wait for it to finish, or use another {what}.")
     journal = os.path.join(directory, f".{name}.pass")
     if undone := undo_cut_pass(journal):
       logging.warning("Removed %s: what a run killed while putting its files in place there had already renamed "
@@ -163,6 +172,25 @@ def end_with_parent(signum, parent):
   with contextlib.suppress(OSError, AttributeError):
     ctypes.CDLL(None).prctl(1, signum)
   return os.getppid() == parent
+
+
+def _live_holder(path):
+  """"process {pid} on {host}" (or "another process") holding the lock file `path` (its flock; by its name where the
+  file system has none), or None where no live process does."""
+  try:
+    fd = os.open(path, os.O_RDONLY)
+  except OSError:
+    return None
+  try:
+    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # let go at once (closed): its holder's flock is exclusive
+    holder = None
+  except BlockingIOError:
+    holder = _lock_holder(path, live=True) or ("another process",)
+  except OSError:  # no flock on this file system
+    holder = _lock_holder(path)
+  finally:
+    os.close(fd)
+  return None if holder is None else "process {} on {}".format(*holder) if len(holder) == 2 else holder[0]
 
 
 def _pid_lives(pid):

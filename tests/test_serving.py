@@ -250,10 +250,10 @@ def test_a_new_export_keeps_assets_extra_and_refuses_files_it_does_not_write(tmp
 
 
 @pytest.mark.slow  # the default suite's 15 minutes; by default: test_locks.py's directory locks
-def test_an_export_into_a_directory_another_export_is_writing_is_refused(tmp_path):
+def test_an_export_into_a_directory_another_export_is_writing_is_refused(tmp_path, monkeypatch):
   """Two exports into one --export_dir at once both said "Exported", and one replaced the other's (sweep 19, F9.1):
   an export holds a lock beside the directory it replaces, and a second is one line naming --export_dir."""
-  spm, export_dir = "tests/testdata/data/spm/spiece.model", tmp_path / "export"
+  spm, export_dir, spm_root = "tests/testdata/data/spm/spiece.model", tmp_path / "export", os.getcwd()
   with locks.directory_lock(str(tmp_path), name="export-export", what="--export_dir", shown=str(export_dir)):
     with pytest.raises(ValueError, match=rf"^--export_dir {export_dir} is in use by process {os.getpid()} on .*"
                                          rf"\(lock {tmp_path}/\.export-export\.lock\)\. Wait for it to finish"):
@@ -263,6 +263,11 @@ def test_an_export_into_a_directory_another_export_is_writing_is_refused(tmp_pat
   serving.export_saved_model(_model(), spm, str(export_dir) + "/", "classification_imdb", ["neg", "pos"], SEQ_LEN,
                              uncased=False)
   assert (export_dir / "saved_model.pb").exists() and sorted(os.listdir(tmp_path)) == ["export"]
+  (tmp_path / "here").mkdir()  # --export_dir=. in an empty directory: built, then refused (sweep 30, U6)
+  monkeypatch.chdir(tmp_path / "here")
+  serving.export_saved_model(_model(), os.path.abspath(f"{spm_root}/{spm}"), ".", "classification_imdb",
+                             ["neg", "pos"], SEQ_LEN, uncased=False)
+  assert (tmp_path / "here" / "saved_model.pb").exists() and sorted(os.listdir(tmp_path)) == ["export", "here"]
 
 
 def test_an_export_dir_prepared_with_assets_extra_or_holding_file_manager_files_is_taken(tmp_path):

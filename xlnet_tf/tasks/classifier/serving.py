@@ -318,6 +318,8 @@ def export_saved_model(model, spiece_model_file, export_dir, scope, label_list, 
   Returns:
     export_dir.
   """
+  if not fileio.is_remote(export_dir):  # "." or "./": the temporary went inside it, and it was refused (sweep 30, U6)
+    export_dir = os.path.abspath(export_dir)
   check_export_dir(export_dir)
   module = ClassifierModule(model, spiece_model_file, scope, label_list, max_seq_length, uncased, text_replacements,
                             predict_threshold)

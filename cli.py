@@ -274,7 +274,8 @@ def cli_main(prog, body):
       elif (path_line := path_flags.path_error(e, options)) is not None:  # a remote path that cannot be read
         line, code = f"{prog}: error: {path_line}", 1
       elif isinstance(e, (ValueError, OSError, FloatingPointError, MemoryError)):
-        line, code = f"{prog}: error: " + (" ".join(str(e).split()) or _OUT_OF_MEMORY % "Python's MemoryError"), 1
+        line, code = f"{prog}: error: " + (_bare_os_error(e) or " ".join(str(e).split()) or
+                                           _OUT_OF_MEMORY % "Python's MemoryError"), 1
       elif (allocation := _failed_allocation(e)) is not None:  # outside the steps, which name their flags
         line, code = f"{prog}: error: " + _OUT_OF_MEMORY % allocation, 1
       else:
@@ -287,6 +288,17 @@ def cli_main(prog, body):
       print(line, file=sys.stderr, flush=True)
     sys.exit(code)
   return main
+
+
+def _bare_os_error(e):
+  """A line naming the path for an OSError no check of the tools foresaw, which Python words as `[Errno 21] Is a
+  directory: 'D/config.json'` (sweep 30, U11); None for any other error."""
+  if not isinstance(e, OSError) or not e.filename or not str(e).startswith("[Errno"):
+    return None
+  fix = ("a file is read or written there: move the directory away or pass another path" if e.errno == errno.EISDIR
+         else "give this user access to it or pass another path" if e.errno in (errno.EACCES, errno.EPERM)
+         else "fix that and rerun")
+  return f"{e.filename}: {e.strerror}; {fix}."
 
 
 def _parse_flags(argv):

@@ -1017,6 +1017,27 @@ def test_a_flagfile_under_home_is_found_as_absl_finds_it(tmp_path, monkeypatch):
   assert _pretrain_values("--flagfile=~/flags.txt").train_steps == 5
 
 
+@pytest.mark.parametrize("make,words", [
+    (lambda p: p.mkdir(), "{p}: Is a directory; a file is read or written there: move the directory away or pass "
+                          "another path."),
+    (lambda p: os.symlink(p, p), "{p}: Too many levels of symbolic links; fix that and rerun."),
+])
+def test_an_os_error_no_check_foresaw_names_its_path_in_words(make, words, tmp_path, capsys):
+  """A directory named config.json in an HF model directory was `[Errno 21] Is a directory: 'D/config.json'` alone
+  (sweep 30, U11); what no check of the tools foresees ends so."""
+  path = tmp_path / "config.json"
+  make(path)
+  def body(options):
+    del options
+    with open(path, encoding="utf-8") as f:
+      f.read()
+  absl_flags.FLAGS.mark_as_parsed()
+  with pytest.raises(SystemExit) as ended:
+    cli.cli_main("tool.py", body)(["tool.py"])
+  assert ended.value.code == 1
+  assert capsys.readouterr().err.strip().splitlines()[-1] == "tool.py: error: " + words.format(p=path)
+
+
 def test_a_stray_word_on_the_command_line_is_one_line():
   """`--do_eval True` (a bool flag takes no separate value) printed the tool's whole help, 84-274 lines, ending
   `Unexpected arguments: True`, with no `{tool}: error:` line (sweep 19, F10)."""

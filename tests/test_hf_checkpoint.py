@@ -1093,6 +1093,11 @@ def test_a_converted_model_is_not_written_beside_a_model_of_the_other_format(tmp
     convert.clean_checkpoint(str(tmp_path / "source" / "xlnet_model.ckpt"), str(tmp_path / "hf"))
   assert sorted(os.listdir(tmp_path / "tf1")) == before and sorted(os.listdir(tmp_path / "hf")) == sorted(
       os.listdir(f"{DATA}/qa_bin"))
+  (tmp_path / "tokenizer").mkdir()  # another model's fast tokenizer, which transformers prefers (sweep 30, U10)
+  (tmp_path / "tokenizer" / "tokenizer.json").write_text("{}")
+  with pytest.raises(ValueError, match=r"--output_dir .*/tokenizer already holds a model \(tokenizer.json\)"):
+    convert.convert_to_hf(str(tmp_path / "source" / "xlnet_model.ckpt"), str(tmp_path / "tokenizer"))
+  assert sorted(os.listdir(tmp_path / "tokenizer")) == ["tokenizer.json"]
 
 
 def test_a_flag_the_conversion_does_not_read_is_refused(tmp_path):

@@ -22,8 +22,8 @@ from xlnet_tf.data import json_text
 # readers of a directory prefer HF's).
 TOKENIZER_CONFIG = "tokenizer_config.json"  # transformers' tokenizer settings: the casing (do_lower_case)
 _MODEL_FILES = (hf_checkpoint.CONFIG_FILE, *hf_checkpoint.WEIGHT_FILES, "xlnet_config.json", "xlnet_model.ckpt.*",
-                "run_flags.json", TOKENIZER_CONFIG, "tokenizer.json", "special_tokens_map.json")  # another model's
-# tokenizer files stayed beside an export (transformers prefers its tokenizer.json; sweep 30, U10)
+                "run_flags.json", "tokenizer.json", "special_tokens_map.json")  # another model's tokenizer files,
+# which no conversion writes, stayed beside an export (transformers prefers tokenizer.json; sweep 30, U10)
 
 
 @contextlib.contextmanager

@@ -583,16 +583,20 @@ def test_a_save_that_left_its_index_cut_short_removes_it_and_names_the_checkpoin
   trainer.checkpoints.save(1)
   save, state = trainer.checkpoints.manager.save, (tmp_path / "checkpoint").read_text()
 
-  def index_cut_short(checkpoint_number):
+  def index_cut_short(checkpoint_number, index_made=True):
     save(checkpoint_number=checkpoint_number)
     index = tmp_path / f"ckpt-{checkpoint_number}.index"
     index.write_bytes(index.read_bytes()[:100])
+    if not index_made:  # no inode left for it: the data part alone, under its final name (sweep 30, U13)
+      index.unlink()
     (tmp_path / "checkpoint").write_text(state)
     raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-  monkeypatch.setattr(trainer.checkpoints.manager, "save", index_cut_short)
-  with pytest.raises(OSError, match=f"The latest complete checkpoint is still {tmp_path}/ckpt-1: free space"):
-    trainer.checkpoints.save(2)
-  assert not [name for name in os.listdir(tmp_path) if name.startswith("ckpt-2")]
+  for index_made in (True, False):
+    monkeypatch.setattr(trainer.checkpoints.manager, "save",
+                        lambda checkpoint_number, made=index_made: index_cut_short(checkpoint_number, made))
+    with pytest.raises(OSError, match=f"The latest complete checkpoint is still {tmp_path}/ckpt-1: free space"):
+      trainer.checkpoints.save(2)
+    assert not [name for name in os.listdir(tmp_path) if name.startswith("ckpt-2")], index_made
 
 
 def test_a_chosen_checkpoint_a_run_beside_deleted_is_chosen_again(tmp_path):

@@ -220,8 +220,13 @@ class RunCheckpoint:
   def _remove_if_damaged(self, prefix):
     """Removes the files of the checkpoint `prefix` a failed save left where they cannot be read: TensorFlow merges
     the `.index` under its final name, and a full disk there left it cut short beside a whole `.data` file, which
-    the line then named as the latest complete checkpoint, and the rerun refused as damaged (sweep 28, A4)."""
-    if not (self.chief and tf.io.gfile.exists(prefix + ".index")):
+    the line then named as the latest complete checkpoint, and the rerun refused as damaged (sweep 28, A4); a data
+    part without its `.index` (no inode left for it) stayed for good, model-sized (sweep 30, U13)."""
+    if not self.chief:
+      return
+    if not tf.io.gfile.exists(prefix + ".index"):
+      for path in tf.io.gfile.glob(prefix + ".data-*"):
+        tf.io.gfile.remove(path)
       return
     try:
       checkpoint_lib.Reader(prefix)

@@ -83,6 +83,23 @@ def start_script(argv=None):
       signal.signal(signum, _exit_on_signal)
   _check_flagfiles(sys.argv if argv is None else argv)
   filter_stderr(argv)
+  sys.excepthook = _unloadable
+
+
+def _unloadable(kind, error, tb):
+  """`sys.excepthook` of a CLI: a module (TensorFlow) that cannot be loaded, mostly at the script's imports, outside
+  its `main` (a memory cap, `ulimit -v`, was a 13-line traceback ending `failed to map segment from shared object`;
+  sweep 30, U12), is one line; any other error keeps its traceback."""
+  if not issubclass(kind, (ImportError, MemoryError)):
+    sys.__excepthook__(kind, error, tb)
+    return
+  reason = " ".join(str(error).split())[:300] or kind.__name__
+  fix = ("the memory this process may map (ulimit -v, a scheduler's memory limit) is too small for TensorFlow (about "
+         "3 GB): raise it" if kind is MemoryError or "map" in reason else
+         "the installation is incomplete: run bash scripts/setup.sh")
+  with contextlib.suppress(OSError):
+    print(f"{os.path.basename(sys.argv[0])}: error: Could not load the tool's modules ({reason}); {fix}, and rerun.",
+          file=sys.stderr, flush=True)
 
 
 def _to_devnull(fd):

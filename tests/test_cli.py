@@ -1038,6 +1038,24 @@ def test_an_os_error_no_check_foresaw_names_its_path_in_words(make, words, tmp_p
   assert capsys.readouterr().err.strip().splitlines()[-1] == "tool.py: error: " + words.format(p=path)
 
 
+@pytest.mark.parametrize("error,words", [
+    ("ImportError('libtensorflow_cc.so.2: failed to map segment from shared object')",
+     "(libtensorflow_cc.so.2: failed to map segment from shared object); the memory this process may map (ulimit -v, "
+     "a scheduler's memory limit) is too small for TensorFlow (about 3 GB): raise it, and rerun."),
+    ("ImportError('No module named sentencepiece')",
+     "(No module named sentencepiece); the installation is incomplete: run bash scripts/setup.sh, and rerun."),
+])
+def test_modules_that_cannot_be_loaded_are_one_line(error, words, tmp_path):
+  """Under a memory cap (`ulimit -v 1000000`) TensorFlow could not be loaded: a 13-line traceback from the script's
+  imports, outside its main (sweep 30, U12)."""
+  script = tmp_path / "tool.py"
+  script.write_text(f"import sys\nsys.path.insert(0, {os.getcwd()!r})\nimport cli\ncli.start_script()\n"
+                    f"raise {error}\n")
+  proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+  assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+  assert proc.stderr.strip().splitlines()[-1] == "tool.py: error: Could not load the tool's modules " + words
+
+
 def test_a_stray_word_on_the_command_line_is_one_line():
   """`--do_eval True` (a bool flag takes no separate value) printed the tool's whole help, 84-274 lines, ending
   `Unexpected arguments: True`, with no `{tool}: error:` line (sweep 19, F10)."""

@@ -608,6 +608,9 @@ def _corrupt_copies(root):
   weights = load_file(str(root / "layer_1_renamed" / "model.safetensors"))
   save_file({k.replace("layer.1.", "layer.2."): v for k, v in weights.items()},
             str(root / "layer_1_renamed" / "model.safetensors"))
+  shutil.copytree(f"{DATA}/lm_safetensors", root / "tf_names")  # as transformers' TF classes save (sweep 30, U9)
+  save_file({k.replace(".", "/").replace("layer/", "layer_._") + ":0": v for k, v in weights.items()},
+            str(root / "tf_names" / "model.safetensors"))
   for name, key, edit in (("no_ff_weight", "transformer.layer.1.ff.layer_1.weight", None),
                           ("wide_layer_1", ff_2, lambda w: np.zeros([8, 12], np.float32)),
                           ("wide_bias_layer_1", r_w, lambda w: np.zeros([2, 5], np.float32)),
@@ -704,6 +707,9 @@ def _corrupt_copies(root):
     ("wide_bias_layer_1", r"transformer.layer.1.rel_attn.r_w_bias has the shape \[2, 5\], where the model of its "
                           r"config.json has \[2, 4\]"),
     ("int_weight", "transformer.layer.1.ff.layer_2.weight holds int32 values, not floating-point weights"),
+    ("tf_names", r"tf_names/model.safetensors holds weights under transformers' TensorFlow names \(\S+:0, "
+                 r"\.\.\.\): it was saved by its TF classes\. Save the model with its PyTorch class \(save_pretrained\), "
+                 r"or pass its tf_model.h5, which the tools read\.$"),  # "config.json does not match" (sweep 30, U9)
     ("nan_weight", r"model.safetensors: transformer.layer.1.ff.layer_2.weight holds NaN or infinite values \(1 of "
                    r"88\): the checkpoint is damaged, or from a diverged run"),
     ("index_of_one_shard", r"\(XLNetForSequenceClassification\) lacks sequence_summary.summary.weight, "

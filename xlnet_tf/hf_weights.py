@@ -21,7 +21,7 @@ WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_mo
 def _read_safetensors(path):
   from safetensors.numpy import load_file  # pylint: disable=import-outside-toplevel
   try:
-    return load_file(path)
+    weights = load_file(path)
   except Exception as e:  # pylint: disable=broad-except  (SafetensorError, or an OSError of a cut file)
     # "module 'numpy' has no attribute 'float8_e4m3fn'", said as a damaged file (sweep 25, C5)
     if isinstance(e, AttributeError) and (found := _numpy_less_dtype(path)):
@@ -30,6 +30,11 @@ def _read_safetensors(path):
                        "model.to(torch.float16).save_pretrained(DIR)) and pass that.") from None
     raise ValueError(f"{path} is not a readable safetensors file ({' '.join(str(e).split())[:160]}). "
                      "Download it again.") from None
+  if tf_names := [name for name in weights if "/" in name]:  # "config.json does not match" (sweep 30, U9)
+    raise ValueError(f"{path} holds weights under transformers' TensorFlow names ({tf_names[0]}, ...): it was saved "
+                     "by its TF classes. Save the model with its PyTorch class (save_pretrained), or pass its "
+                     "tf_model.h5, which the tools read.")
+  return weights
 
 
 def _numpy_less_dtype(path):

@@ -129,9 +129,13 @@ def _check_flagfiles(argv):
       flag_configs.require_file(path, "flagfile", "a file of flags, one --flag=value per line")
       with open(path, "rb") as f:
         text = f.read()
-      if b"\0" in text:  # UTF-16 (sweep 30, U8): absl named a flag of NUL bytes
-        raise FlagError(f"--flagfile={path} holds NUL bytes: is it UTF-16? Convert it to UTF-8 (e.g. iconv -f utf-16 "
-                        "-t utf-8) and pass that.")
+      if b"\0" in text:  # UTF-16: absl named a flag of NUL bytes; one NUL: a bare "embedded null byte" (sweep 30, U8)
+        if text[:2] in (b"\xff\xfe", b"\xfe\xff") or 3 * text.count(b"\0") > len(text):
+          raise FlagError(f"--flagfile={path} holds NUL bytes: is it UTF-16? Convert it to UTF-8 (e.g. iconv -f "
+                          "utf-16 -t utf-8) and pass that.")
+        line_number = text[:text.index(b"\0")].count(b"\n") + 1
+        raise FlagError(f"--flagfile={path} holds a NUL byte on line {line_number}, which no flag's value can hold. "
+                        "Remove it and rerun.")
       lines = text.decode("utf-8").splitlines()
       if text.startswith(b"\xef\xbb\xbf"):  # absl read the first flag with it as a stray word
         raise FlagError(f"--flagfile={path} starts with a byte-order mark (a Windows editor's 'UTF-8'), which would "

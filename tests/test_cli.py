@@ -985,9 +985,10 @@ def test_a_flagfile_that_is_a_stream_or_not_utf8_is_one_line(tmp_path, capsys):
   nested.write_text(f"--flagfile={good}\n--flagfile={nested}\n--flagfile={fifo}\n")  # itself too: circular
   good.write_text("--train_steps=5\n# café\n", encoding="utf-8")
   # absl takes an indented --flagfile= for a flag it does not know; UTF-16 for flags of NUL bytes (sweep 30, U8).
-  indented, utf16 = tmp_path / "indented.txt", tmp_path / "utf16.txt"
+  indented, utf16, nul = tmp_path / "indented.txt", tmp_path / "utf16.txt", tmp_path / "nul.txt"
   indented.write_text(f"--train_steps=5\n  --flagfile={good}\n")
   utf16.write_text("--train_steps=5\n", encoding="utf-16-le")
+  nul.write_bytes(b"--train_steps=5\n--model_dir=/a\0b\n")
   for argv, line in (
       ([f"--flagfile={fifo}"], f"--flagfile={fifo} is a pipe or a device, not a file: the tools read an input more "
                                "than once"),
@@ -999,7 +1000,8 @@ def test_a_flagfile_that_is_a_stream_or_not_utf8_is_one_line(tmp_path, capsys):
       ([f"--flagfile={tmp_path}"], f"--flagfile={tmp_path} is a directory. Pass a file of flags"),
       ([f"--flagfile={indented}"], f"--flagfile={indented} line 2: absl reads an indented --flagfile= as an unknown "
                                    "flag, not as a file of flags. Remove the spaces before it."),
-      ([f"--flagfile={utf16}"], f"--flagfile={utf16} holds NUL bytes: is it UTF-16? Convert it to UTF-8")):
+      ([f"--flagfile={utf16}"], f"--flagfile={utf16} holds NUL bytes: is it UTF-16? Convert it to UTF-8"),
+      ([f"--flagfile={nul}"], f"--flagfile={nul} holds a NUL byte on line 2, which no flag's value can hold.")):
     with pytest.raises(SystemExit) as exit_:
       cli._check_flagfiles(["tool.py", *argv])  # pylint: disable=protected-access
     assert exit_.value.code == 1 and capsys.readouterr().err.startswith(f"tool.py: error: {line}")

@@ -151,9 +151,9 @@ def check_warmup(o):
 
 
 def check_training_flags(o, num_replicas=1, strategy="one_device"):
-  """The --do_train checks the fine-tuning CLIs share: positive --train_steps, warm-up ending before training
-  does, on TPU a --train_batch_size (global there) that splits over the cores, a --gradient_accumulation_steps
-  that splits the per-replica batch, and the configs' values (`check_configs`)."""
+  """The --do_train checks the fine-tuning CLIs share: positive --train_steps, --warmup_steps (`check_warmup`), on
+  TPU a --train_batch_size (global there) that splits over the cores, a --gradient_accumulation_steps that splits
+  the per-replica batch, and the configs' values (`check_configs`)."""
   require_positive(o, "train_steps")
   check_warmup(o)
   if strategy == "tpu" and o.train_batch_size % num_replicas:

@@ -9,6 +9,7 @@ it.
 """
 
 import errno
+import glob
 import os
 import re
 import stat
@@ -131,11 +132,20 @@ def hub_snapshot(name, path):
                     f"--local-dir DIR), or its hub cache directory (~/.cache/huggingface/hub/models--"
                     f"{path.replace('/', '--')}).")
   if not os.path.isdir(os.path.join(path, "snapshots")):  # local only: a hub cache is on the user's disk
+    models = sorted(glob.glob(os.path.join(glob.escape(path), "models--*"))) if os.path.isdir(path) else []
+    if models and not glob.glob(os.path.join(glob.escape(path), "*.index")) and not os.path.exists(
+        os.path.join(path, "config.json")):  # the hub's root, no model: it was TF1 checkpoint advice (sweep 30, U7)
+      raise FlagError(f"--{name}={path} is a HuggingFace hub cache of {len(models)} model(s) "
+                      f"({', '.join(map(os.path.basename, models[:3]))}): pass the one to read, e.g. {models[0]}.")
     return path
   from xlnet_tf import hf_checkpoint  # pylint: disable=g-import-not-at-top  (light to import)
   snapshot = hf_checkpoint.hub_snapshot(path)
   if snapshot is None:
     return path
+  if not os.listdir(snapshot):  # a download cut short: it was TF1 checkpoint advice (sweep 30, U7)
+    raise FlagError(f"--{name}={path} is a HuggingFace hub cache directory whose refs/main names the snapshot "
+                    f"{snapshot}, which is empty (a download cut short?). Download the model again, or pass a "
+                    "snapshot that holds it.")
   logging.info("--%s %s is a HuggingFace hub cache directory: reading its model %s.", name, path, snapshot)
   return snapshot
 

@@ -809,6 +809,28 @@ def test_a_hub_model_id_is_told_to_be_downloaded_first(tmp_path, monkeypatch):
     assert path_flags.hub_snapshot("init_checkpoint", path) == path
 
 
+def test_a_hub_cache_s_root_or_an_empty_snapshot_is_named_as_such(tmp_path):
+  """The hub cache's root, or a model whose refs/main names a snapshot a download left empty, got advice for an
+  original TF1 checkpoint ("Pass the checkpoint prefix") or "--model_config_path is required" (sweep 30, U7)."""
+  model = tmp_path / "hub" / "models--x--tiny"
+  for commit in ("aaaa1111", "bbbb2222"):
+    (model / "snapshots" / commit).mkdir(parents=True)
+  (model / "snapshots" / "aaaa1111" / "config.json").write_text("{}")
+  (model / "refs").mkdir()
+  (model / "refs" / "main").write_text("bbbb2222")
+  (tmp_path / "hub" / "models--y--other").mkdir()
+  with pytest.raises(cli.FlagError, match=rf"^--input={tmp_path}/hub is a HuggingFace hub cache of 2 model\(s\) "
+                                          rf"\(models--x--tiny, models--y--other\): pass the one to read, e.g\. "
+                                          rf"{model}\.$"):
+    path_flags.hub_snapshot("input", str(tmp_path / "hub"))
+  with pytest.raises(cli.FlagError, match=rf"^--input={model} is a HuggingFace hub cache directory whose refs/main "
+                                          rf"names the snapshot {model}/snapshots/bbbb2222, which is empty \(a "
+                                          r"download cut short\?\)\. Download the model again"):
+    path_flags.hub_snapshot("input", str(model))
+  (model / "refs" / "main").write_text("aaaa1111")
+  assert path_flags.hub_snapshot("input", str(model)) == str(model / "snapshots" / "aaaa1111")
+
+
 def test_a_line_stdout_s_encoding_cannot_hold_is_shown_escaped():
   """A path beyond PYTHONIOENCODING=ascii in a CLI's line was `'ascii' codec can't encode character`, exit 1, after
   the run had written its files (sweep 23, C11)."""

@@ -67,6 +67,7 @@ def directory_lock(directory, name="run", what="--model_dir", temporaries=None, 
   try:
     fileio.makedirs(directory)
   except OSError as e:
+    _remove_empty(made)  # the parents made before it failed (a path too long: 18 of them; sweep 30, U13)
     raise ValueError(f"Cannot create {what} {shown or directory}: {e.strerror or e}. Pass a writable "
                      "directory.") from None
   path = os.path.join(directory, lock_file(name))
@@ -99,10 +100,18 @@ def directory_lock(directory, name="run", what="--model_dir", temporaries=None, 
       pass
     if held is not None:
       held.close()
-    for made_here in made if failed else []:  # a run that failed before writing anything leaves no trace
-      try:
-        os.rmdir(made_here)  # only where empty
-      except OSError:
+    if failed:  # a run that failed before writing anything leaves no trace
+      _remove_empty(made)
+
+
+def _remove_empty(directories):
+  """Removes `directories` (each inside the next), as long as they are empty (a path too long to name was never
+  made)."""
+  for directory in directories:
+    try:
+      os.rmdir(directory)
+    except OSError as e:
+      if e.errno not in (errno.ENAMETOOLONG, errno.ENOENT):
         break
 
 

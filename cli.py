@@ -87,15 +87,15 @@ def start_script(argv=None):
 
 
 def _unloadable(kind, error, tb):
-  """`sys.excepthook` of a CLI: a module (TensorFlow) that cannot be loaded, mostly at the script's imports, outside
-  its `main` (a memory cap, `ulimit -v`, was a 13-line traceback ending `failed to map segment from shared object`;
-  sweep 30, U12), is one line; any other error keeps its traceback."""
+  """`sys.excepthook` of a CLI until its `main` starts (`cli_main`): a module (TensorFlow) that cannot be loaded at
+  the script's imports (a memory cap, `ulimit -v`, was a 13-line traceback ending `failed to map segment from shared
+  object`; sweep 30, U12) is one line; any other error, and one raised later (a bug), keeps its traceback."""
   if not issubclass(kind, (ImportError, MemoryError)):
     sys.__excepthook__(kind, error, tb)
     return
   reason = " ".join(str(error).split())[:300] or kind.__name__
   fix = ("the memory this process may map (ulimit -v, a scheduler's memory limit) is too small for TensorFlow (about "
-         "3 GB): raise it" if kind is MemoryError or "map" in reason else
+         "3 GB): raise it" if kind is MemoryError or "failed to map segment" in reason else
          "the installation is incomplete: run bash scripts/setup.sh")
   with contextlib.suppress(OSError):
     print(f"{os.path.basename(sys.argv[0])}: error: Could not load the tool's modules ({reason}); {fix}, and rerun.",
@@ -133,9 +133,10 @@ def _check_flagfiles(argv):
         if text[:2] in (b"\xff\xfe", b"\xfe\xff") or 3 * text.count(b"\0") > len(text):
           raise FlagError(f"--flagfile={path} holds NUL bytes: is it UTF-16? Convert it to UTF-8 (e.g. iconv -f "
                           "utf-16 -t utf-8) and pass that.")
-        line_number = text[:text.index(b"\0")].count(b"\n") + 1
-        raise FlagError(f"--flagfile={path} holds a NUL byte on line {line_number}, which no flag's value can hold. "
-                        "Remove it and rerun.")
+        if read := [n for n, line in enumerate(text.split(b"\n"), 1) if b"\0" in line and not line.startswith(
+            (b"#", b"//"))]:  # absl skips comments
+          raise FlagError(f"--flagfile={path} holds a NUL byte on line {read[0]}, which no flag's value can hold. "
+                          "Remove it and rerun.")
       lines = text.decode("utf-8").splitlines()
       if text.startswith(b"\xef\xbb\xbf"):  # absl read the first flag with it as a stray word
         raise FlagError(f"--flagfile={path} starts with a byte-order mark (a Windows editor's 'UTF-8'), which would "
@@ -251,6 +252,8 @@ def cli_main(prog, body):
   in place (`fileio.atomic_files(final=True)`: the run reports them first); a run whose standard output could not
   be written (a full disk, not a gone reader: `print_line`) with one line at its end, exit 1."""
   def main(argv):
+    if sys.excepthook is _unloadable:  # the imports are done: an ImportError now is a bug, shown whole (sweep 31)
+      sys.excepthook = sys.__excepthook__
     if len(argv) > 1:  # absl's UsageError printed the whole help before its line
       word = argv[1]
       before = sys.argv[sys.argv.index(word) - 1] if word in sys.argv[1:] else ""  # the flag it was meant for
@@ -319,7 +322,7 @@ def _bare_os_error(e):
   fix = ("a file is read or written there: move the directory away or pass another path" if e.errno == errno.EISDIR
          else "give this user access to it or pass another path" if e.errno in (errno.EACCES, errno.EPERM)
          else "fix that and rerun")
-  return f"{e.filename}: {e.strerror}; {fix}."
+  return f"{e.filename}{f' -> {e.filename2}' if e.filename2 else ''}: {e.strerror}; {fix}."
 
 
 def _parse_flags(argv):

@@ -2,6 +2,7 @@
 loses it (`preemption.stops_raised`), when one comes after its body, and when memory runs out."""
 
 import collections.abc
+import errno
 import gc
 import os
 import shutil
@@ -1010,7 +1011,7 @@ def test_a_flagfile_that_is_a_stream_or_not_utf8_is_one_line(tmp_path, capsys):
   indented, utf16, nul = tmp_path / "indented.txt", tmp_path / "utf16.txt", tmp_path / "nul.txt"
   indented.write_text(f"--train_steps=5\n  --flagfile={good}\n")
   utf16.write_text("--train_steps=5\n", encoding="utf-16-le")
-  nul.write_bytes(b"--train_steps=5\n--model_dir=/a\0b\n")
+  nul.write_bytes(b"# absl skips a comment, NUL or not: \0\n--train_steps=5\n--model_dir=/a\0b\n")
   for argv, line in (
       ([f"--flagfile={fifo}"], f"--flagfile={fifo} is a pipe or a device, not a file: the tools read an input more "
                                "than once"),
@@ -1023,7 +1024,7 @@ def test_a_flagfile_that_is_a_stream_or_not_utf8_is_one_line(tmp_path, capsys):
       ([f"--flagfile={indented}"], f"--flagfile={indented} line 2: absl reads an indented --flagfile= as an unknown "
                                    "flag, not as a file of flags. Remove the spaces before it."),
       ([f"--flagfile={utf16}"], f"--flagfile={utf16} holds NUL bytes: is it UTF-16? Convert it to UTF-8"),
-      ([f"--flagfile={nul}"], f"--flagfile={nul} holds a NUL byte on line 2, which no flag's value can hold.")):
+      ([f"--flagfile={nul}"], f"--flagfile={nul} holds a NUL byte on line 3, which no flag's value can hold.")):
     with pytest.raises(SystemExit) as exit_:
       cli._check_flagfiles(["tool.py", *argv])  # pylint: disable=protected-access
     assert exit_.value.code == 1 and capsys.readouterr().err.startswith(f"tool.py: error: {line}")
@@ -1060,6 +1061,9 @@ def test_an_os_error_no_check_foresaw_names_its_path_in_words(make, words, tmp_p
     cli.cli_main("tool.py", body)(["tool.py"])
   assert ended.value.code == 1
   assert capsys.readouterr().err.strip().splitlines()[-1] == "tool.py: error: " + words.format(p=path)
+  two_paths = OSError(errno.ENOTEMPTY, os.strerror(errno.ENOTEMPTY), "a", None, "b")  # a rename's (sweep 31, U4)
+  line = cli._bare_os_error(two_paths)  # pylint: disable=protected-access
+  assert line == "a -> b: Directory not empty; fix that and rerun."
 
 
 @pytest.mark.parametrize("error,words", [
@@ -1078,6 +1082,18 @@ def test_modules_that_cannot_be_loaded_are_one_line(error, words, tmp_path):
   proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
   assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
   assert proc.stderr.strip().splitlines()[-1] == "tool.py: error: Could not load the tool's modules " + words
+
+
+def test_an_import_error_inside_a_tool_s_main_keeps_its_traceback(tmp_path):
+  """Once the tool runs, an ImportError is a bug, not a package that cannot load: it was made that line, with
+  advice to reinstall (sweep 31, U1)."""
+  script = tmp_path / "tool.py"
+  script.write_text(f"import sys\nsys.path.insert(0, {os.getcwd()!r})\nimport cli\ncli.start_script()\n"
+                    "def body(options):\n  from xlnet_tf.training.schedule import remap_lr\n"
+                    "cli.run_script(lambda: None, cli.cli_main('tool.py', body))\n")
+  proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+  assert proc.returncode == 1 and "Traceback" in proc.stderr and "Could not load" not in proc.stderr, proc.stderr
+  assert proc.stderr.strip().splitlines()[-1].startswith("ImportError: cannot import name 'remap_lr'"), proc.stderr
 
 
 def test_a_stray_word_on_the_command_line_is_one_line():

@@ -263,11 +263,17 @@ def test_an_export_into_a_directory_another_export_is_writing_is_refused(tmp_pat
   serving.export_saved_model(_model(), spm, str(export_dir) + "/", "classification_imdb", ["neg", "pos"], SEQ_LEN,
                              uncased=False)
   assert (export_dir / "saved_model.pb").exists() and sorted(os.listdir(tmp_path)) == ["export"]
-  (tmp_path / "here").mkdir()  # --export_dir=. in an empty directory: built, then refused (sweep 30, U6)
-  monkeypatch.chdir(tmp_path / "here")
-  serving.export_saved_model(_model(), os.path.abspath(f"{spm_root}/{spm}"), ".", "classification_imdb",
-                             ["neg", "pos"], SEQ_LEN, uncased=False)
-  assert (tmp_path / "here" / "saved_model.pb").exists() and sorted(os.listdir(tmp_path)) == ["export", "here"]
+  (tmp_path / "here").mkdir()  # --export_dir=.: built, then refused (sweep 30, U6); exported, the working directory
+  monkeypatch.chdir(tmp_path / "here")  # replaced by another and the shell left in a deleted one (sweep 31, U2)
+  for here in (".", "./", str(tmp_path)):
+    with pytest.raises(ValueError, match=r"it is the working directory or holds it, and an export replaces the "
+                                         r"directory whole .* Pass a directory below it, e\.g\. "):
+      serving.export_saved_model(_model(), os.path.abspath(f"{spm_root}/{spm}"), here, "classification_imdb",
+                                 ["neg", "pos"], SEQ_LEN, uncased=False)
+  assert sorted(os.listdir(tmp_path)) == ["export", "here"] and not os.listdir(tmp_path / "here")
+  serving.export_saved_model(_model(), os.path.abspath(f"{spm_root}/{spm}"), "new/.", "classification_imdb",
+                             ["neg", "pos"], SEQ_LEN, uncased=False)  # its temporary was made inside it (U6)
+  assert sorted(os.listdir(tmp_path / "here")) == ["new"] and (tmp_path / "here" / "new" / "saved_model.pb").exists()
 
 
 def test_an_export_dir_prepared_with_assets_extra_or_holding_file_manager_files_is_taken(tmp_path):

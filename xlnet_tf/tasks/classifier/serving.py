@@ -278,6 +278,10 @@ def check_export_dir(export_dir, what="the SavedModel directory"):
   holding only assets.extra/ (warm-up requests prepared before the first export) is taken, and a file manager's
   `OS_FILES` are not counted; a FILE named assets.extra is refused (it was deleted with the old model: sweep 27,
   U14)."""
+  if not fileio.is_remote(export_dir) and fileio.is_within(os.getcwd(), export_dir):  # `--export_dir=.` (sweep 31)
+    raise ValueError(f"Cannot use {what} {export_dir}: it is the working directory or holds it, and an export "
+                     "replaces the directory whole (a shell in it would be left in a deleted directory). Pass a "
+                     f"directory below it, e.g. {os.path.join(export_dir, 'export')}.")
   entries = _entries(export_dir) if fileio.isdir(export_dir) else None
   if entries and USER_ENTRIES in entries and not fileio.isdir(os.path.join(export_dir, USER_ENTRIES)):
     raise ValueError(f"Cannot use {what} {export_dir}: its {USER_ENTRIES} is a file, where TF Serving reads a "
@@ -318,7 +322,7 @@ def export_saved_model(model, spiece_model_file, export_dir, scope, label_list, 
   Returns:
     export_dir.
   """
-  if not fileio.is_remote(export_dir):  # "." or "./": the temporary went inside it, and it was refused (sweep 30, U6)
+  if not fileio.is_remote(export_dir):  # "d/." or "d/..": the temporary went inside d, and it was refused (sweep 30)
     export_dir = os.path.abspath(export_dir)
   check_export_dir(export_dir)
   module = ClassifierModule(model, spiece_model_file, scope, label_list, max_seq_length, uncased, text_replacements,

@@ -2,6 +2,7 @@
 `tf.train.CheckpointManager`), and the optimizer state a run continues from its --init_checkpoint
 (`load_optimizer_state`). Loading weights by original name into any model is `checkpoint.py`'s."""
 
+import glob
 import os
 import re
 import shutil
@@ -225,11 +226,11 @@ class RunCheckpoint:
     if not self.chief:
       return
     if not tf.io.gfile.exists(prefix + ".index"):
-      for path in tf.io.gfile.glob(prefix + ".data-*"):
+      for path in tf.io.gfile.glob(glob.escape(prefix) + ".data-*"):
         tf.io.gfile.remove(path)
       return
     try:
       checkpoint_lib.Reader(prefix)
     except checkpoint_lib.DamagedCheckpointError:
-      for path in tf.io.gfile.glob(prefix + ".*"):
+      for path in tf.io.gfile.glob(glob.escape(prefix) + ".*"):
         tf.io.gfile.remove(path)

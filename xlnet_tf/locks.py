@@ -76,10 +76,10 @@ def directory_lock(directory, name="run", what="--model_dir", temporaries=None, 
   try:
     with signal_holds.signals_held():  # a Ctrl-C while the lock is made waits till it is whole (`finally` covers it)
       held = _take_lock(path, me, shown or directory, what)
-    for other in OTHER_WRITERS.get(name, ()):
-      if who := _live_holder(os.path.join(directory, lock_file(other))):
-        raise ValueError(f"{what} {shown or directory} is being written by another tool: {who} holds "
-                         f"{os.path.join(directory, lock_file(other))}. Wait for it to finish, or use another {what}.")
+    for other in (os.path.join(directory, lock_file(writer)) for writer in OTHER_WRITERS.get(name, ())):
+      if who := _live_holder(other):
+        raise ValueError(f"{what} {shown or directory} is being written by another tool: {who} holds {other}. Wait "
+                         f"for it to finish, or use another {what}.")
     journal = os.path.join(directory, f".{name}.pass")
     if undone := undo_cut_pass(journal):
       logging.warning("Removed %s: what a run killed while putting its files in place there had already renamed "
@@ -184,22 +184,28 @@ def end_with_parent(signum, parent):
 
 
 def _live_holder(path):
-  """"process {pid} on {host}" (or "another process") holding the lock file `path` (its flock; by its name where the
-  file system has none), or None where no live process does."""
+  """Who holds the lock file `path` (`_who`; its flock, or by its name where the file system has none), or None
+  where no live process does."""
   try:
     fd = os.open(path, os.O_RDONLY)
   except OSError:
     return None
   try:
     fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # let go at once (closed): its holder's flock is exclusive
-    holder = None
+    return None
   except BlockingIOError:
-    holder = _lock_holder(path, live=True) or ("another process",)
+    return _who(_lock_holder(path, live=True))
   except OSError:  # no flock on this file system
     holder = _lock_holder(path)
+    return None if holder is None else _who(holder)
   finally:
     os.close(fd)
-  return None if holder is None else "process {} on {}".format(*holder) if len(holder) == 2 else holder[0]
+
+
+def _who(holder):
+  """"process {pid} on {host}" of a lock's `holder` (pid, host), or "another process" where it has not written them
+  yet."""
+  return f"process {holder[0]} on {holder[1]}" if holder else "another process"
 
 
 def _pid_lives(pid):
@@ -264,8 +270,7 @@ def _take_lock(path, me, directory, what):
 
 def _in_use(what, directory, path, holder):
   """`holder`: (pid, host), or None where the holder has not written them yet (it said "process ? on ?")."""
-  who = f"process {holder[0]} on {holder[1]}" if holder else "another process"
-  return ValueError(f"{what} {directory} is in use by {who} (lock {path}). Wait for it to finish, stop it, or use "
+  return ValueError(f"{what} {directory} is in use by {_who(holder)} (lock {path}). Wait for it to finish, stop it, or use "
                     f"another {what}.")
 
 

@@ -148,7 +148,7 @@ CASES = [
     ("pt-ids-beyond-n-token", "run_pretrain.py", ["--record_info_dir={w}/no_info/tfrecords", "--n_token=100"],
      "outside the model's vocabulary [0, n_token=100). Pass --n_token"),
     ("pt-target-ids-beyond-n-token", "run_pretrain.py", ["--record_info_dir={w}/target_big_ids/tfrecords"],
-     f"holds token id {BIG_ID} (record 1), outside the model's vocabulary [0, n_token=1000). Pass --n_token"),
+     f"holds target token id {BIG_ID} (record 1), outside the model's vocabulary [0, n_token=1000). Pass --n_token"),
     # run_classifier.py
     ("cls-dropatt-negative", "run_classifier.py", ["--dropatt=-0.5"], "`dropatt` must be in [0, 1)"),
     ("cls-model-dir-of-a-pretraining-run", "run_classifier.py", ["--model_dir={w}/pt_ok"],

@@ -23,7 +23,8 @@ def bad_token_id_line(files, n_token, fix, key="input_ids", num_records=256, dam
     files: str or list of str, record files, read in order.
     n_token: int, the model's vocabulary size.
     fix: str, the sentence that ends the line: which flag or file to change.
-    key: the int64 feature of token ids ("input_ids"; pretraining records: "input").
+    key: the int64 feature of token ids ("input_ids"; pretraining records: "input", and "target", which the line
+      names: "target token id").
     num_records: how many records to check, over all files; None: all of them.
     damaged: str, the sentence that ends the line where the id is negative (no vocabulary's: a damaged file, not
       another vocabulary's, which `fix` would blame; sweep 27).
@@ -32,6 +33,7 @@ def bad_token_id_line(files, n_token, fix, key="input_ids", num_records=256, dam
     str or None: "{file} holds token id {id} (record {index in the file}), outside the model's vocabulary
     [0, n_token={n_token}). {fix}", the id being the largest out of range among the records parsed with it.
   """
+  what = "target token id" if key == "target" else "token id"
   files = [files] if isinstance(files, str) else list(files)
   left = num_records
   for path in files:
@@ -41,9 +43,9 @@ def bad_token_id_line(files, n_token, fix, key="input_ids", num_records=256, dam
     if found:
       value, record = found
       if value < 0:
-        return (f"{path} holds token id {value} (record {record}), which no vocabulary has: the file is damaged, "
+        return (f"{path} holds {what} {value} (record {record}), which no vocabulary has: the file is damaged, "
                 f"or was not written as records of these tools. {damaged}")
-      return (f"{path} holds token id {value} (record {record}), outside the model's vocabulary "
+      return (f"{path} holds {what} {value} (record {record}), outside the model's vocabulary "
               f"[0, n_token={n_token}). {fix}")
     if not complete:
       return None

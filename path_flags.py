@@ -137,17 +137,37 @@ def hub_snapshot(name, path):
         os.path.join(path, "config.json")):  # the hub's root, no model: it was TF1 checkpoint advice (sweep 30, U7)
       raise FlagError(f"--{name}={path} is a HuggingFace hub cache of {len(models)} model(s) "
                       f"({', '.join(map(os.path.basename, models[:3]))}): pass the one to read, e.g. {models[0]}.")
-    return path
+    return _without_broken_links(name, path, path)
   from xlnet_tf import hf_checkpoint  # pylint: disable=g-import-not-at-top  (light to import)
   snapshot = hf_checkpoint.hub_snapshot(path)
   if snapshot is None:
-    return path
+    return _without_broken_links(name, path, path)
   if not os.listdir(snapshot):  # a download cut short: it was TF1 checkpoint advice (sweep 30, U7)
     raise FlagError(f"--{name}={path} is a HuggingFace hub cache directory whose refs/main names the snapshot "
                     f"{snapshot}, which is empty (a download cut short?). Download the model again, or pass a "
                     "snapshot that holds it.")
   logging.info("--%s %s is a HuggingFace hub cache directory: reading its model %s.", name, path, snapshot)
-  return snapshot
+  return _without_broken_links(name, path, snapshot)
+
+
+_MODEL_FILE = re.compile(r".*\.(json|safetensors|bin|h5|msgpack|model|index)|.*\.data-\d+-of-\d+")
+
+
+def _without_broken_links(name, given, path):
+  """`path` (the model directory --name=given names); a FlagError where it is a local directory holding a link to a model file that is not there (a hub
+  snapshot links into blobs/: a download cut short left config.json dangling, reported as "no config.json" or
+  "--model_config_path is required")."""
+  try:
+    broken = sorted(e.path for e in os.scandir(path) if _MODEL_FILE.fullmatch(e.name) and e.is_symlink()
+                    and not os.path.exists(e.path)) if os.path.isdir(path) else []
+    target = os.readlink(broken[0]) if broken else ""
+  except OSError:  # unreadable: the reader names it
+    return path
+  if broken:
+    more = f" (and {len(broken) - 1} more file(s) there)" if len(broken) > 1 else ""
+    raise FlagError(f"--{name}={given}: {broken[0]} is a link to {target}, which does not exist{more}: a download cut short? "
+                    "Download the model again, or pass a directory that holds it.")
+  return path
 
 
 def path_error(error, options):

@@ -832,6 +832,26 @@ def test_a_hub_cache_s_root_or_an_empty_snapshot_is_named_as_such(tmp_path):
   assert path_flags.hub_snapshot("input", str(model)) == str(model / "snapshots" / "aaaa1111")
 
 
+def test_a_model_file_linking_to_a_missing_blob_is_named(tmp_path):
+  """A hub snapshot's config.json linking to a blob a download never wrote: "holds HuggingFace weights
+  (pytorch_model.bin) but no config.json. Put the model's config.json ... into" the snapshot, or "--model_config_path
+  is required" (in the hub cache or its snapshot given). Other broken links are not the tools' business."""
+  model = tmp_path / "models--x--tiny"
+  snapshot = model / "snapshots" / "aaaa1111"
+  snapshot.mkdir(parents=True)
+  (model / "blobs").mkdir()
+  (model / "blobs" / "w1").write_bytes(b"weights")
+  (snapshot / "pytorch_model.bin").symlink_to("../../blobs/w1")
+  (snapshot / "notes").symlink_to("../../blobs/gone")
+  assert path_flags.hub_snapshot("init_checkpoint", str(model)) == str(snapshot)
+  (snapshot / "config.json").symlink_to("../../blobs/c1")
+  for given in (model, snapshot):
+    with pytest.raises(cli.FlagError, match=rf"^--init_checkpoint={given}: {snapshot}/config.json is a link to "
+                                            r"\.\./\.\./blobs/c1, which does not exist: a download cut short\? "
+                                            r"Download the model again, or pass a directory that holds it\.$"):
+      path_flags.hub_snapshot("init_checkpoint", str(given))
+
+
 def test_a_line_stdout_s_encoding_cannot_hold_is_shown_escaped():
   """A path beyond PYTHONIOENCODING=ascii in a CLI's line was `'ascii' codec can't encode character`, exit 1, after
   the run had written its files (sweep 23, C11)."""

@@ -13,6 +13,7 @@ Measured (scratch runs over the first 5,000 reviews of the fixed IMDB dev split,
   The tests compare ids where they agree and bound the share of rows that disagree.
 """
 
+import contextlib
 import os
 import random
 import shutil
@@ -24,7 +25,7 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the SentencePiece op for tf.saved_model.load)
 
 from xlnet_tf import RunConfig, XLNetConfig
-from xlnet_tf import locks
+from xlnet_tf import convert, locks
 from xlnet_tf.data import corpora
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.classifier.examples import InputExample
@@ -274,6 +275,39 @@ def test_an_export_into_a_directory_another_export_is_writing_is_refused(tmp_pat
   serving.export_saved_model(_model(), os.path.abspath(f"{spm_root}/{spm}"), "new/.", "classification_imdb",
                              ["neg", "pos"], SEQ_LEN, uncased=False)  # its temporary was made inside it (U6)
   assert sorted(os.listdir(tmp_path / "here")) == ["new"] and (tmp_path / "here" / "new" / "saved_model.pb").exists()
+
+
+def test_an_export_and_a_conversion_into_one_directory_refuse_each_other(tmp_path, monkeypatch):
+  """A conversion into an --export_dir while a re-export ran there: its files went with the old directory the export
+  replaced, and both said they wrote theirs (the export's lock is beside the directory, the conversion's in it).
+  Each refuses the directory while the other's lock there is live (a conversion that began after the export had
+  checked the directory, which refuses the lock file it finds there as a file it does not write)."""
+  spm, export_dir = "tests/testdata/data/spm/spiece.model", tmp_path / "export"
+  serving.export_saved_model(_model(), spm, str(export_dir), "classification_imdb", ["neg", "pos"], SEQ_LEN,
+                             uncased=False)
+  conversion = contextlib.ExitStack()
+  checked = serving.check_export_dir
+
+  def check_then_convert(path):
+    checked(path)
+    conversion.enter_context(locks.directory_lock(str(export_dir), name="convert", what="--output_dir"))
+
+  monkeypatch.setattr(serving, "check_export_dir", check_then_convert)
+  with conversion:
+    with pytest.raises(ValueError, match=rf"^--export_dir {export_dir} is being written by another tool: process "
+                                         rf"{os.getpid()} on \S+ holds {export_dir}/\.convert\.lock\. Wait"):
+      serving.export_saved_model(_model(), spm, str(export_dir), "classification_imdb", ["neg", "pos"], SEQ_LEN,
+                                 uncased=False)
+  monkeypatch.undo()
+  parent, name = locks.export_lock(str(export_dir) + "/")
+  assert (parent, name) == (str(tmp_path), "export-export")
+  with locks.directory_lock(parent, name=name, what="--export_dir", shown=str(export_dir)):
+    with pytest.raises(ValueError, match=rf"^--output_dir {export_dir} is being written by another tool: process "
+                                         rf"{os.getpid()} on \S+ holds {tmp_path}/\.export-export\.lock\. Wait"):
+      with convert._output_dir_held(str(export_dir), str(tmp_path / "hf")):
+        pass
+  assert sorted(os.listdir(tmp_path)) == ["export"] and ".convert.lock" not in os.listdir(export_dir)
+  assert locks.export_lock("gs://bucket/models/export/") == ("gs://bucket/models", "export-export")
 
 
 def test_an_export_dir_prepared_with_assets_extra_or_holding_file_manager_files_is_taken(tmp_path):

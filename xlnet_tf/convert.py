@@ -42,7 +42,9 @@ def _output_dir_held(output_dir, input_dir):
   if os.path.abspath(output_dir) == os.path.abspath(input_dir):
     raise ValueError(f"--output_dir {output_dir} is the directory of the --input: the converted model would be "
                      "written beside the one it is made from. Pass a new or empty directory.")
-  with locks.directory_lock(output_dir, name="convert", what="--output_dir") as journal:
+  export_parent, export_name = locks.export_lock(output_dir)  # an export replacing the directory (sweep 31)
+  with locks.directory_lock(output_dir, name="convert", what="--output_dir",
+                            others=[os.path.join(export_parent, locks.lock_file(export_name))]) as journal:
     # What a conversion killed while writing there left (a checkpoint's `xlnet_model.ckpt.tmp-P-H.index`): it was
     # taken for a model there, and the rerun refused.
     written = (*_MODEL_FILES, "spiece.model")

@@ -36,8 +36,15 @@ RUN_TEMPORARIES = ("ckpt-*_temp", "run_flags.json.tmp-*", "xlnet_config.json.tmp
 OTHER_WRITERS = {"run": ("convert",), "convert": ("run", "spm-spiece"), "spm-spiece": ("convert",)}
 
 
+def export_lock(export_dir):
+  """(directory, name) of the lock an export into `export_dir` holds: beside it, as the export replaces the
+  directory (`serving.export_saved_model`); a conversion into that directory checks it (`others`)."""
+  export_dir = export_dir.rstrip("/") if fileio.is_remote(export_dir) else os.path.abspath(export_dir)
+  return os.path.dirname(export_dir), f"export-{os.path.basename(export_dir)}"
+
+
 @contextlib.contextmanager
-def directory_lock(directory, name="run", what="--model_dir", temporaries=None, shown=None):
+def directory_lock(directory, name="run", what="--model_dir", temporaries=None, shown=None, others=()):
   """Holds `{directory}/.{name}.lock` (`lock_file`; an exclusive flock on it, and this process's pid and host in it,
   for the message) while the body runs.
 
@@ -49,7 +56,9 @@ def directory_lock(directory, name="run", what="--model_dir", temporaries=None, 
   only the lock's holder writes; None: a training run's, `RUN_TEMPORARIES`, for the lock named "run", else none) are
   removed (`remove_stale_temporaries`). A directory made here (and its parents made here) is removed again when the
   body fails and leaves it empty. Remote directories are not locked. `shown`: the path the messages name as `what`
-  (default `directory`), for a lock held beside what it guards.
+  (default `directory`), for a lock held beside what it guards. A live lock of another tool writing there refuses
+  the lock: `OTHER_WRITERS`' in `directory`, and the lock files `others` (paths; an export's is beside its
+  directory).
 
   Yields the path of the lock's journal (`.{name}.pass` beside it; None where nothing is locked), for the files the
   holder puts in place together (`fileio.atomic_files(journal=)`): what a holder killed in their renames had made
@@ -76,7 +85,7 @@ def directory_lock(directory, name="run", what="--model_dir", temporaries=None, 
   try:
     with signal_holds.signals_held():  # a Ctrl-C while the lock is made waits till it is whole (`finally` covers it)
       held = _take_lock(path, me, shown or directory, what)
-    for other in (os.path.join(directory, lock_file(writer)) for writer in OTHER_WRITERS.get(name, ())):
+    for other in [os.path.join(directory, lock_file(writer)) for writer in OTHER_WRITERS.get(name, ())] + [*others]:
       if who := _live_holder(other):
         raise ValueError(f"{what} {shown or directory} is being written by another tool: {who} holds {other}. Wait "
                          f"for it to finish, or use another {what}.")

@@ -329,13 +329,14 @@ def export_saved_model(model, spiece_model_file, export_dir, scope, label_list, 
                             predict_threshold)
   signatures = {"serving_default": module.classify.get_concrete_function(),
                 "classify_pair": module.classify_pair.get_concrete_function()}
-  parent = os.path.dirname(os.path.abspath(export_dir))
+  parent, name = locks.export_lock(export_dir)
   tf.io.gfile.makedirs(parent)
   base = os.path.basename(export_dir.rstrip("/"))
   # one export into export_dir at a time (its lock is beside it: the directory is replaced), which removes what a
-  # killed export left
-  with locks.directory_lock(parent, name=f"export-{base}", what="--export_dir", shown=export_dir,
-                            temporaries=[glob_lib.escape(base) + ".tmp-*"]):
+  # killed export left; none while a conversion writes into the directory (its files went with the old directory)
+  with locks.directory_lock(parent, name=name, what="--export_dir", shown=export_dir,
+                            temporaries=[glob_lib.escape(base) + ".tmp-*"],
+                            others=[os.path.join(export_dir, locks.lock_file("convert"))]):
     # the existing directory is replaced where it holds this marker (checked above): a SavedModel's, else the entry
     # a directory prepared for one holds
     marker = next((name for name in (SAVED_MODEL_MARKER, USER_ENTRIES, *OS_FILES)

@@ -277,6 +277,24 @@ def test_an_export_into_a_directory_another_export_is_writing_is_refused(tmp_pat
   assert sorted(os.listdir(tmp_path / "here")) == ["new"] and (tmp_path / "here" / "new" / "saved_model.pb").exists()
 
 
+def test_a_user_s_file_inside_variables_or_assets_refuses_the_re_export(tmp_path):
+  """Only the SavedModel's top-level names were compared with what an export writes: a user's notes in variables/
+  or a label file in assets/ were deleted with the old model, exit 0 (sweep 32, U1)."""
+  export_dir = tmp_path / "export"
+  for sub in ("variables", "assets", "assets.extra"):
+    (export_dir / sub).mkdir(parents=True)
+  for name in ("saved_model.pb", "fingerprint.pb", "variables/variables.index",
+               "variables/variables.data-00000-of-00001", "variables/.DS_Store", "assets.extra/mine"):
+    (export_dir / name).write_bytes(b"x")
+  serving.check_export_dir(str(export_dir))
+  (export_dir / "variables" / "NOTES.txt").write_text("mine")
+  (export_dir / "assets" / "my_labels.txt").write_text("mine")
+  with pytest.raises(ValueError, match=rf"^Cannot use the SavedModel directory {export_dir}: it holds "
+                                       r"assets/my_labels\.txt, variables/NOTES\.txt beside the SavedModel, which an "
+                                       r"export does not write and would delete"):
+    serving.check_export_dir(str(export_dir))
+
+
 def test_an_export_and_a_conversion_into_one_directory_refuse_each_other(tmp_path, monkeypatch):
   """A conversion into an --export_dir while a re-export ran there: its files went with the old directory the export
   replaced, and both said they wrote theirs (the export's lock is beside the directory, the conversion's in it).

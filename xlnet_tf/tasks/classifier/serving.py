@@ -35,6 +35,7 @@ case table, which lacks 40 capitals added in Unicode 14; NFKD uses ICU's Unicode
 import functools
 import glob as glob_lib
 import os
+import re
 import sys
 import unicodedata
 
@@ -261,6 +262,7 @@ SAVED_MODEL_MARKER = "saved_model.pb"  # in every SavedModel directory
 # assets.extra/tf_serving_warmup_requests), which a new export carries over from the one it replaces.
 EXPORT_ENTRIES = (SAVED_MODEL_MARKER, "fingerprint.pb", "variables", "assets")
 USER_ENTRIES = "assets.extra"
+_VARIABLES_FILE = re.compile(r"variables\.(index|data-\d+-of-\d+)")  # what an export writes in variables/
 # Files a file manager leaves in any folder it shows (view settings, thumbnails), made again when it is opened:
 # harmless, neither refused nor carried over.
 OS_FILES = (".DS_Store", "Thumbs.db", "desktop.ini")
@@ -293,7 +295,11 @@ def check_export_dir(export_dir, what="the SavedModel directory"):
   if entries is None:
     return
   others = sorted(entries - {*EXPORT_ENTRIES, USER_ENTRIES})
-  if others:
+  for sub in ("variables", "assets"):  # a user's notes in them went too (sweep 32, U1); an export writes no asset
+    if sub in entries and fileio.isdir(os.path.join(export_dir, sub)):
+      others += [f"{sub}/{name}" for name in sorted(_entries(os.path.join(export_dir, sub)))
+                 if not (sub == "variables" and _VARIABLES_FILE.fullmatch(name))]
+  if others := sorted(others):
     raise ValueError(f"Cannot use {what} {export_dir}: it holds {', '.join(others)} beside the SavedModel, which an "
                      f"export does not write and would delete with the old model (only {USER_ENTRIES}/ is carried "
                      "over). Move them elsewhere, or pass another directory.")

@@ -154,9 +154,9 @@ _MODEL_FILE = re.compile(r".*\.(json|safetensors|bin|h5|msgpack|model|index)|.*\
 
 
 def _without_broken_links(name, given, path):
-  """`path` (the model directory --name=given names); a FlagError where it is a local directory holding a link to a model file that is not there (a hub
-  snapshot links into blobs/: a download cut short left config.json dangling, reported as "no config.json" or
-  "--model_config_path is required")."""
+  """`path` (the model directory --name=given names); a FlagError where it is a local directory holding a link to
+  a model file that is not there (a hub snapshot links into blobs/: a download cut short left config.json dangling,
+  reported as "no config.json" or "--model_config_path is required")."""
   try:
     broken = sorted(e.path for e in os.scandir(path) if _MODEL_FILE.fullmatch(e.name) and e.is_symlink()
                     and not os.path.exists(e.path)) if os.path.isdir(path) else []
@@ -165,8 +165,8 @@ def _without_broken_links(name, given, path):
     return path
   if broken:
     more = f" (and {len(broken) - 1} more file(s) there)" if len(broken) > 1 else ""
-    raise FlagError(f"--{name}={given}: {broken[0]} is a link to {target}, which does not exist{more}: a download cut short? "
-                    "Download the model again, or pass a directory that holds it.")
+    raise FlagError(f"--{name}={given}: {broken[0]} is a link to {target}, which does not exist{more}: a download "
+                    "cut short? Download the model again, or pass a directory that holds it.")
   return path
 
 

@@ -310,6 +310,17 @@ def test_tf1_to_hf_round_trip_is_exact(name, tmp_path):
   assert config["ff_activation"] == "gelu_new" and config["d_head"] == 4
 
 
+def test_hf_s_other_names_of_the_tanh_gelu_are_the_original_s_gelu():
+  """transformers' gelu_pytorch_tanh and gelu_fast compute gelu_new's tanh approximation, the original's gelu: they
+  were refused as having "no counterpart" (sweep 32, U17). Its exact (erf) gelu is read with a note."""
+  config = hf_checkpoint.read_config(f"{DATA}/cls_bin")
+  for name in ("gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu"):
+    xlnet_config, notes = hf_checkpoint.xlnet_config_from_hf(dict(config, ff_activation=name), None, "x")
+    assert xlnet_config.ff_activation == "gelu" and bool(notes) == (name == "gelu"), name
+  with pytest.raises(ValueError, match=r"^x: ff_activation 'gelu_10' has no counterpart"):
+    hf_checkpoint.xlnet_config_from_hf(dict(config, ff_activation="gelu_10"), None, "x")
+
+
 def _export_untied(tmp_path):
   out = str(tmp_path / "untied_hf")
   convert.convert_to_hf(f"{MODEL}/ckpt_untied/xlnet_model.ckpt", out, task_name="toy", summary_type="last",
@@ -686,7 +697,7 @@ def _corrupt_copies(root):
     ("no_n_head", r"config.json does not match the weights \(it has no n_head: transformers' default 16 taken, as "
                   r"transformers does\): transformer.layer.0.rel_attn.q is"),
     ("swish", r"swish/tf_model.h5: ff_activation 'swish' has no counterpart in the original XLNet \(relu, gelu = HF "
-              r"gelu_new\): this model cannot be read or converted here. Use it with transformers.$"),
+              r"gelu_new, gelu_pytorch_tanh or gelu_fast\): this model cannot be read or converted here. Use it with transformers.$"),
     ("attn_type", r"attn_type/config.json: attn_type 'uni': transformers computes this model with one-way \(causal\) "
                   r"attention, the tools here with the original's fine-tuning attention 'bi'"),
     ("bi_data", r"bi_data/config.json: bi_data True: transformers computes the second half of each batch with "

@@ -286,9 +286,9 @@ def xlnet_config_from_hf(config, weights, source):
     notes.append("ff_activation 'gelu' in HF is the exact (erf) GELU; the original's gelu (and this port's) is the "
                  "tanh approximation (HF's gelu_new), which the released XLNet weights were trained with. Outputs "
                  "differ from transformers' by the difference of the two.")
-  elif activation not in ("gelu_new", "relu"):
+  elif activation not in ("gelu_new", "gelu_pytorch_tanh", "gelu_fast", "relu"):  # the three: one tanh GELU
     raise ValueError(f"{source}: ff_activation {activation!r} has no counterpart in the original XLNet (relu, gelu "
-                     "= HF gelu_new): this model cannot be read or converted here. Use it with transformers.")
+                     "= HF gelu_new, gelu_pytorch_tanh or gelu_fast): this model cannot be read or converted here. Use it with transformers.")
   eps = config.get("layer_norm_eps", 1e-12)
   if not _is_number(eps) or abs(eps - 1e-12) > 1e-15:
     raise ValueError(f"{source}: layer_norm_eps {eps!r} cannot be expressed; the original XLNet uses 1e-12.")

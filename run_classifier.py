@@ -94,7 +94,7 @@ def validate(o, num_replicas=1, strategy="one_device"):
     if not o.output_dir:
       raise cli.FlagError("--output_dir is required: where the cached tfrecords go.")
   if o.do_predict and not o.predict_dir:
-    raise cli.FlagError("--do_predict needs --predict_dir: where {task}.tsv and {task}.logits.json go.")
+    raise cli.FlagError(f"--do_predict needs --predict_dir: where {o.task_name}.tsv and {o.task_name}.logits.json go.")
   flag_configs.require_output_dirs(o, "model_dir", "output_dir", "predict_dir")
   if o.do_predict:  # a directory there was found by the write, after the whole prediction (sweep 25, C3)
     fileio.check_file_names(o.predict_dir, classifier_metrics.prediction_file_names(o.task_name), "--predict_dir",
@@ -147,6 +147,8 @@ def trained_labels(directory, flag="--model_dir"):
   file: the run_flags.json of the run_classifier.py run that wrote them (beside a conversion's or an export's
   checkpoint too, which has no `checkpoint` state file), or an HF model's config.json (its id2label). `flag` names
   `directory` in the remedy of a damaged run_flags.json."""
+  if not directory:  # a prediction without --model_dir whose checkpoint is unusable: it says so (sweep 32, U7)
+    return None, None, None
   if hf_checkpoint.is_hf_directory(directory):
     try:
       config = hf_checkpoint.read_config(directory)

@@ -207,6 +207,8 @@ CASES = [
      ["--do_train=False", "--do_eval=True", "--predict_ckpt={w}/released/xlnet_model.ckpt"],
      "/model, which holds none (as the original's run_classifier.py); --predict_ckpt {w}/released/xlnet_model.ckpt "
      "is read by --do_predict and --export_dir only"),
+    ("cls-predict-without-predict-dir", "run_classifier.py", ["--do_predict=True"],  # "{task}.tsv" (sweep 32)
+     "--do_predict needs --predict_dir: where imdb.tsv and imdb.logits.json go."),
     ("cls-config-mismatch", "run_classifier.py", ["--init_checkpoint={w}/other/xlnet_model.ckpt"],
      "--init_checkpoint {w}/other/xlnet_model.ckpt is another model than this run builds from --model_config_path"),
     ("cls-corrupt-cached-records", "run_classifier.py", ["--output_dir={w}/cls_corrupt"], "is unreadable at record"),

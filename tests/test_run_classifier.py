@@ -749,6 +749,16 @@ def test_a_cls_scope_no_variable_scope_can_have_is_refused_naming_the_flag(scope
     run_classifier.validate(o)
 
 
+def test_a_prediction_without_model_dir_from_an_unusable_checkpoint_checks_no_labels(tmp_path):
+  """Predicting or exporting without --model_dir from a --predict_ckpt that is no checkpoint (a typo'd step, a
+  SavedModel): `checkpoint_dir` falls back to the absent --model_dir, and the label check ended in `TypeError:
+  expected str ... not NoneType` before the prediction's own line (sweep 32, U7)."""
+  o = cli.defaults(run_classifier.define_flags, task_name="csv", do_train=False, do_predict=True,
+                   predict_ckpt=str(tmp_path / "ckpt-99"))
+  assert run_classifier.checkpoint_dir(o) == (None, "--model_dir")
+  run_classifier.check_trained_labels(None, ["neg", "pos"], o)  # no labels recorded: the prediction says its line
+
+
 def test_the_labels_of_an_export_or_an_hf_model_are_checked(tmp_path):
   """A classifier's labels go with its checkpoints, also where they hold no `checkpoint` state file (an export of
   convert_checkpoint.py --to=tf1, a released checkpoint) and in an HF model (config.json's id2label): predicting

@@ -20,6 +20,7 @@ import errno
 import gc
 import math
 import os
+import re
 import signal
 import sys
 import types
@@ -146,6 +147,10 @@ def _check_flagfiles(argv):
         if line.strip().startswith(("--flagfile=", "-flagfile=")) and line[:1].isspace():
           raise FlagError(f"--flagfile={path} line {number}: absl reads an indented {line.strip().split('=')[0]}= "
                           "as an unknown flag, not as a file of flags. Remove the spaces before it.")
+        if line.startswith("-") and re.search(r"=.*\s#", line):  # trained into "D  # my model" (sweep 32, U4)
+          raise FlagError(f"--flagfile={path} line {number}: {line.strip()!r}: absl keeps the whole rest of the line "
+                          "as the value, this comment too. Put the comment on a line of its own (a value that holds "
+                          "' #' itself: pass that flag on the command line).")
       given += [line.strip().split("=", 1)[1] for line in lines if line.startswith(("--flagfile=", "-flagfile="))]
     except FlagError as e:
       line = str(e)

@@ -1032,6 +1032,8 @@ def test_a_flagfile_that_is_a_stream_or_not_utf8_is_one_line(tmp_path, capsys):
   indented.write_text(f"--train_steps=5\n  --flagfile={good}\n")
   utf16.write_text("--train_steps=5\n", encoding="utf-16-le")
   nul.write_bytes(b"# absl skips a comment, NUL or not: \0\n--train_steps=5\n--model_dir=/a\0b\n")
+  comment = tmp_path / "comment.txt"  # absl keeps it in the value: trained into "D  # my model" (sweep 32, U4)
+  comment.write_text("# runs\n--train_steps=5\n--model_dir=/m/d  # my model\n")
   for argv, line in (
       ([f"--flagfile={fifo}"], f"--flagfile={fifo} is a pipe or a device, not a file: the tools read an input more "
                                "than once"),
@@ -1044,7 +1046,10 @@ def test_a_flagfile_that_is_a_stream_or_not_utf8_is_one_line(tmp_path, capsys):
       ([f"--flagfile={indented}"], f"--flagfile={indented} line 2: absl reads an indented --flagfile= as an unknown "
                                    "flag, not as a file of flags. Remove the spaces before it."),
       ([f"--flagfile={utf16}"], f"--flagfile={utf16} holds NUL bytes: is it UTF-16? Convert it to UTF-8"),
-      ([f"--flagfile={nul}"], f"--flagfile={nul} holds a NUL byte on line 3, which no flag's value can hold.")):
+      ([f"--flagfile={nul}"], f"--flagfile={nul} holds a NUL byte on line 3, which no flag's value can hold."),
+      ([f"--flagfile={comment}"], f"--flagfile={comment} line 3: '--model_dir=/m/d  # my model': absl keeps the "
+                                  "whole rest of the line as the value, this comment too. Put the comment on a line "
+                                  "of its own")):
     with pytest.raises(SystemExit) as exit_:
       cli._check_flagfiles(["tool.py", *argv])  # pylint: disable=protected-access
     assert exit_.value.code == 1 and capsys.readouterr().err.startswith(f"tool.py: error: {line}")

@@ -697,7 +697,7 @@ def _corrupt_copies(root):
     ("no_n_head", r"config.json does not match the weights \(it has no n_head: transformers' default 16 taken, as "
                   r"transformers does\): transformer.layer.0.rel_attn.q is"),
     ("swish", r"swish/tf_model.h5: ff_activation 'swish' has no counterpart in the original XLNet \(relu, gelu = HF "
-              r"gelu_new, gelu_pytorch_tanh or gelu_fast\): this model cannot be read or converted here. Use it with transformers.$"),
+              r"gelu_new/gelu_pytorch_tanh/gelu_fast\): this model cannot be read here. Use transformers.$"),
     ("attn_type", r"attn_type/config.json: attn_type 'uni': transformers computes this model with one-way \(causal\) "
                   r"attention, the tools here with the original's fine-tuning attention 'bi'"),
     ("bi_data", r"bi_data/config.json: bi_data True: transformers computes the second half of each batch with "

@@ -287,8 +287,8 @@ def xlnet_config_from_hf(config, weights, source):
                  "tanh approximation (HF's gelu_new), which the released XLNet weights were trained with. Outputs "
                  "differ from transformers' by the difference of the two.")
   elif activation not in ("gelu_new", "gelu_pytorch_tanh", "gelu_fast", "relu"):  # the three: one tanh GELU
-    raise ValueError(f"{source}: ff_activation {activation!r} has no counterpart in the original XLNet (relu, gelu "
-                     "= HF gelu_new, gelu_pytorch_tanh or gelu_fast): this model cannot be read or converted here. Use it with transformers.")
+    raise ValueError(f"{source}: ff_activation {activation!r} has no counterpart in the original XLNet (relu, gelu = "
+                     "HF gelu_new/gelu_pytorch_tanh/gelu_fast): this model cannot be read here. Use transformers.")
   eps = config.get("layer_norm_eps", 1e-12)
   if not _is_number(eps) or abs(eps - 1e-12) > 1e-15:
     raise ValueError(f"{source}: layer_norm_eps {eps!r} cannot be expressed; the original XLNet uses 1e-12.")

@@ -597,7 +597,8 @@ def test_every_record_is_checked_against_the_vocabulary_as_it_is_read(feature, t
                                                            r"n_token=1000\.") as error:
     _take(read(1000), 80)
   assert read_errors.describe_read_error(error.value, [path]).startswith(
-      f"{path} holds token id 5000 (record 300), outside the model's vocabulary [0, n_token=1000). Rewrite it")
+      f"{path} holds {'target ' if feature == 'target' else ''}token id 5000 (record 300), outside the model's "
+      "vocabulary [0, n_token=1000). Rewrite it")
   assert len(_take(read(5001), 80)) == 80
 
 

@@ -279,8 +279,8 @@ def _take_lock(path, me, directory, what):
 
 def _in_use(what, directory, path, holder):
   """`holder`: (pid, host), or None where the holder has not written them yet (it said "process ? on ?")."""
-  return ValueError(f"{what} {directory} is in use by {_who(holder)} (lock {path}). Wait for it to finish, stop it, or use "
-                    f"another {what}.")
+  return ValueError(f"{what} {directory} is in use by {_who(holder)} (lock {path}). Wait for it to finish, stop it, "
+                    f"or use another {what}.")
 
 
 def _unwritable(what, directory, path, error):

@@ -335,12 +335,12 @@ def export_saved_model(model, spiece_model_file, export_dir, scope, label_list, 
                             predict_threshold)
   signatures = {"serving_default": module.classify.get_concrete_function(),
                 "classify_pair": module.classify_pair.get_concrete_function()}
-  parent, name = locks.export_lock(export_dir)
+  parent, lock_name = locks.export_lock(export_dir)
   tf.io.gfile.makedirs(parent)
   base = os.path.basename(export_dir.rstrip("/"))
   # one export into export_dir at a time (its lock is beside it: the directory is replaced), which removes what a
   # killed export left; none while a conversion writes into the directory (its files went with the old directory)
-  with locks.directory_lock(parent, name=name, what="--export_dir", shown=export_dir,
+  with locks.directory_lock(parent, name=lock_name, what="--export_dir", shown=export_dir,
                             temporaries=[glob_lib.escape(base) + ".tmp-*"],
                             others=[os.path.join(export_dir, locks.lock_file("convert"))]):
     # the existing directory is replaced where it holds this marker (checked above): a SavedModel's, else the entry

@@ -367,7 +367,8 @@ def base_flags(tool, w, case_dir):
 
 def _put_an_id_beyond_the_vocabulary(record_dir, pattern, key="input_ids"):
   """Rewrites the record files matching `pattern` in record_dir with BIG_ID as an id of record 1's feature `key` (as
-  records written with a bigger SentencePiece model would hold)."""
+  records written with a bigger SentencePiece model would hold), without their fingerprint files (as the original
+  writes them: reused by their names, whatever their size)."""
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   paths = sorted(record_dir.glob(pattern))
   assert paths, f"no {pattern} in {record_dir}"
@@ -377,6 +378,7 @@ def _put_an_id_beyond_the_vocabulary(record_dir, pattern, key="input_ids"):
     with tf.io.TFRecordWriter(str(path)) as writer:
       for example in examples:
         writer.write(example.SerializeToString())
+    path.with_name(path.name + ".source").unlink(missing_ok=True)
 
 
 def _put_an_id_beyond_the_vocabulary_in_record_300(src, dst):
@@ -504,7 +506,8 @@ def workspace(tmp_path_factory):
   for source in (w / "cls_other_task").glob("*.source"):  # as the original wrote them: reused by their names
     source.unlink()
   cached = sorted(p for p in (w / "cls_corrupt").iterdir() if p.name.endswith(".tf_record") and "train" in p.name)
-  cached[0].write_bytes(cached[0].read_bytes()[:200])
+  cached[0].write_bytes(cached[0].read_bytes()[:200])  # cut inside a record: refused where the original wrote it
+  cached[0].with_name(cached[0].name + ".source").unlink()  # (where a fingerprint says its size: written again)
   # Cached fine-tuning records (the names the tools look for) holding an id beyond the vocabulary.
   shutil.copytree(w / "cls_ok" / "records", w / "cls_big_ids")
   _put_an_id_beyond_the_vocabulary(w / "cls_big_ids", "*train*.tf_record")

@@ -1,6 +1,7 @@
 """Tests for xlnet_tf/classifier_data.py: processors on their original file layouts, features, TFRecords."""
 
 import dataclasses
+import logging
 import os
 import re
 import zlib
@@ -736,6 +737,34 @@ def test_a_rebuild_killed_while_renaming_leaves_no_cache_beside_another_fingerpr
   with pytest.raises(ValueError, match=rf"^--output_dir {tmp_path} holds a directory named like the cached file "
                                        rf"{out}.source: move it away, or pass another --output_dir.$"):
     write(examples[1:])
+
+
+@pytest.mark.parametrize("kept", [1, 0])
+def test_records_cut_at_a_record_boundary_are_written_again(tmp_path, caplog, kept):
+  """A cached record file cut at a record boundary (a copy cut short by a full disk) or emptied reads as whole: it was
+  reused, and a prediction lost rows, an evaluation scored part of the split, exit 0 (sweep 32, U2). Its recorded size
+  tells; a fingerprint file without one (the versions before) still goes by the fingerprint."""
+  examples = [InputExample("a", "11 12", label="pos"), InputExample("b", "13", "14 15", label="neg")]
+  out = str(tmp_path / classifier_features.record_file_name("spiece.model", 8, "eval", "dev"))
+  fingerprint = classifier_features.examples_fingerprint(examples, ["neg", "pos"], 8, 1,
+                                                         "tests/testdata/data/spm/spiece.model", False)
+  write = lambda: classifier_features.file_based_convert_examples_to_features(
+      examples, ["neg", "pos"], 8, tokenize, out, fingerprint=fingerprint)
+  assert write() == 2 and write() is None
+  whole = open(out, "rb").read()
+  first = list(tf.data.TFRecordDataset(out).take(kept).as_numpy_iterator())
+  with tf.io.TFRecordWriter(out) as writer:  # the first `kept` records, as a cut copy leaves them
+    for record in first:
+      writer.write(record)
+  assert records.changed_cache(out) == (f"{out} holds {os.path.getsize(out)} bytes, but {len(whole)} were written: it "
+                                        "was cut short or changed since")
+  with caplog.at_level(logging.WARNING):
+    assert write() == 2
+  assert open(out, "rb").read() == whole and "or changed since it was written; writing it again" in caplog.text
+  with open(out + ".source", "w", encoding="utf-8") as f:  # as the versions before wrote it: no size
+    f.write(fingerprint + "\n")
+  open(out, "wb").close()
+  assert records.changed_cache(out) is None and write() is None
 
 
 def test_tfrecord_regression_and_errors(tmp_path):

@@ -85,6 +85,9 @@ def test_cache_is_kept_unless_overwritten(tmp_path, tokenize_fn, monkeypatch):
   again = records.prepare_records(config, "train", tokenize_fn)
   assert (again.path, again.num_real, again.written) == (first.path, None, False)
   assert os.stat(first.path).st_mtime_ns == mtime
+  whole = open(first.path, "rb").read()  # emptied (a copy cut short): written again, not trained on (sweep 32, U2)
+  open(first.path, "wb").close()
+  assert records.prepare_records(config, "train", tokenize_fn).written and open(first.path, "rb").read() == whole
   # The seed makes one order: another seed's records, or an unseeded run's, are written again; an unseeded run
   # reuses the records of the same inputs (shuffled anew by each run: any order is one it could have drawn).
   assert records.prepare_records(dataclasses.replace(config, shuffle_seed=4), "train", tokenize_fn).written

@@ -377,6 +377,18 @@ def test_a_training_record_fingerprint_that_cannot_be_read_is_named(tmp_path):
                                          r"name alone, as the original's\), or delete both and rerun "
                                          r"--do_prepro=True\.$"):
       records.recorded_fingerprint(record)
+  with open(record, "wb") as f:  # a record cut at a record boundary trained on part of the data (sweep 32, U2)
+    f.write(b"x" * 10)
+  os.rmdir(record + ".source")
+  with open(record + ".source", "w", encoding="utf-8") as f:
+    f.write("abc num_proc=2\nbytes=20\n")
+  with pytest.raises(ValueError, match=rf"^The SQuAD training record {re.escape(record)} holds 10 bytes, but 20 were "
+                                       r"written: it was cut short or changed since\. Delete it and rerun "
+                                       r"--do_prepro=True for its --proc_id \(2 processes in all\)\.$"):
+    records.recorded_fingerprint(record)
+  with open(record, "ab") as f:
+    f.write(b"x" * 10)
+  assert records.recorded_fingerprint(record) == ("abc", 2)
 
 
 def test_arrays_round_trip(sp_model):
@@ -421,8 +433,15 @@ def test_prepare_eval_features_caches(sp_model, tmp_path, caplog, monkeypatch):
   assert not os.path.exists(tmp_path / npz)
   _, features6, _, stats6 = records.prepare_eval_features(*args)
   assert stats6 is not None and features6 == features
-  # Damaged (a copy cut short, flipped bytes): one line naming the file and what rebuilds it, not a zipfile traceback.
+  # Damaged: cut short (a copy), not of the size written: built again (sweep 32, U2); where no size was recorded (the
+  # versions before), or bytes flipped, one line naming the file and what rebuilds it, not a zipfile traceback.
   whole = bytearray((tmp_path / npz).read_bytes())
+  with open(tmp_path / npz, "r+b") as f:
+    f.truncate(os.path.getsize(tmp_path / npz) // 2)
+  _, features7, _, stats7 = records.prepare_eval_features(*args)
+  assert stats7 is not None and features7 == features and (tmp_path / npz).read_bytes() == whole
+  source = (tmp_path / (npz + ".source")).read_text(encoding="utf-8")
+  (tmp_path / (npz + ".source")).write_text(source.split("\n")[0] + "\n", encoding="utf-8")
   with open(tmp_path / npz, "r+b") as f:
     f.truncate(os.path.getsize(tmp_path / npz) // 2)
   with pytest.raises(ValueError, match=rf"^The cached evaluation features {re.escape(str(tmp_path / npz))} cannot be "

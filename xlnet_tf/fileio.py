@@ -336,8 +336,7 @@ def atomic_path(path, last_suffix=None, marker=None, journal=None, final=False):
 
 
 def _parts(tmp):
-  """The files written under the temporary name `tmp` as a prefix (`tmp` itself included; a writer's own
-  temporaries under it excluded), sorted."""
+  """The files written under the temporary name `tmp` as a prefix (itself too; a writer's own temporaries not)."""
   return [p for p in glob(glob_lib.escape(tmp) + "*") if not is_temp_name(p[len(tmp):])]
 
 
@@ -422,6 +421,9 @@ class FileSet:
     self._temps[path] = tmp
     self._current = path
     return tmp
+
+  def size(self, path):  # in bytes: the one file written so far for `path` (at its temporary name)
+    return size(self._temps[str(path).rstrip("/")])
 
   def prefix(self, path, last_suffix=None):
     """The temporary prefix to write the files `path + suffix` to (e.g. a TF checkpoint's `.index` and `.data-*`);

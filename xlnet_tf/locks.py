@@ -399,7 +399,8 @@ def cache_lock(path, reusable, overwrite=False, what="--output_dir"):
   if fd is not None:
     _CACHE_LOCKS[lock] = fd
   if not reuse and not overwrite and fileio.exists(path):
-    logging.warning("The cached %s was made from other inputs or settings than this run's; writing it again.", path)
+    logging.warning("The cached %s was made from other inputs or settings than this run's, or changed since it was "
+                    "written; writing it again.", path)
   if exclusive:  # the only writer of `path`: its temporaries are a killed run's
     remove_stale_temporaries(directory, [glob_lib.escape(os.path.basename(path)) + ".tmp-*"])
   try:

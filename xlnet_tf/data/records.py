@@ -62,29 +62,48 @@ def cache_path(directory, name):
 
 
 def reusable_cache(path, fingerprint):
-  """Whether the cached file `path` may serve a run whose inputs have `fingerprint`: it exists, and its fingerprint
-  file (`{path}.source`, `mark_cache`) names the same inputs. A cache without one (written by the original, or
-  before fingerprints), or a run without a fingerprint (None), goes by the name alone, as the original. A cache made
-  from other inputs (another input file or SentencePiece model under the same name) is not. Read it under the cache's
-  lock (`locks.cache_lock`, which warns when it is written again)."""
+  """Whether the cached file `path` may serve a run whose inputs have `fingerprint`: it exists, its fingerprint
+  file (`{path}.source`, `mark_cache`) names the same inputs, and it holds the bytes written (`changed_cache`). A
+  cache without one (written by the original, or before fingerprints), or a run without a fingerprint (None), goes
+  by the name alone, as the original. A cache made from other inputs (another input file or SentencePiece model
+  under the same name) is not. Read it under the cache's lock (`locks.cache_lock`, which warns when it is written
+  again)."""
   if not fileio.exists(path):
     return False
-  source = path + ".source"
-  if fingerprint is None or not fileio.exists(source):
+  if not fileio.exists(path + ".source"):
     return True
-  with fileio.open_file(source, "rb") as f:  # bytes: a damaged one (not UTF-8) names other inputs (sweep 27, U4)
-    return f.read().strip() == fingerprint.encode("utf-8")
+  with fileio.open_file(path + ".source", "rb") as f:  # bytes: a damaged one (not UTF-8) names other inputs
+    recorded = f.read().split(b"\n")  # (sweep 27, U4)
+  return (fingerprint is None or recorded[0].strip() == fingerprint.encode("utf-8")) and not changed_cache(path)
+
+
+def changed_cache(path):
+  """Why the cached file `path` is not what `mark_cache` wrote (a line: its size and the size written), or None
+  where it is, or where `{path}.source` records no size (the original's caches, or older ones). A copy of an
+  --output_dir cut at a record boundary by a full disk or an interrupted copy, or an empty file, reads as whole:
+  reused, it served part of the examples, with exit 0 (sweep 32, U2)."""
+  try:
+    with fileio.open_file(path + ".source", "rb") as f:
+      written = [line[6:] for line in f.read().split(b"\n") if line.startswith(b"bytes=")]
+  except (OSError, tf.errors.OpError):
+    return None
+  held = fileio.size(path) if written and fileio.exists(path) else None
+  if held is not None and written[0] != str(held).encode():
+    return (f"{path} holds {held} bytes, but {written[0].decode('utf-8', 'replace')} were written: it was cut "
+            "short or changed since")
+  return None
 
 
 def mark_cache(files, path, fingerprint):
-  """Adds `{path}.source`, the fingerprint of the inputs `path` is made from (`reusable_cache`), to `files`, the
-  `fileio.FileSet` that writes `path`: the two appear together, and even a process killed outright (SIGKILL, the
-  OOM killer) while they are renamed leaves no cache beside another's fingerprint: the old cache is removed, then the
-  fingerprint renamed, then the cache (`FileSet.write`'s `before`), so a cut leaves a fingerprint without its cache,
-  built again. (Written after the cache, a rebuild cut short between them, by a full disk or a signal, left the new
-  cache beside the old fingerprint, and a later run with the old inputs reused the new cache; killed before the
-  fingerprint's rename, the new cache without one, reused by name for any inputs: sweep 27, U3.)"""
-  files.write(path + ".source", fingerprint + "\n", before=path)
+  """Adds `{path}.source` to `files`, the `fileio.FileSet` that wrote `path` (written by now): the fingerprint of the
+  inputs `path` is made from, and its size (`reusable_cache`, `changed_cache`). The two appear together, and even a
+  process killed outright (SIGKILL, the OOM killer) while they are renamed leaves no cache beside another's
+  fingerprint: the old cache is removed, then the fingerprint renamed, then the cache (`FileSet.write`'s `before`),
+  so a cut leaves a fingerprint without its cache, built again. (Written after the cache, a rebuild cut short between
+  them, by a full disk or a signal, left the new cache beside the old fingerprint, and a later run with the old inputs
+  reused the new cache; killed before the fingerprint's rename, the new cache without one, reused by name for any
+  inputs: sweep 27, U3.)"""
+  files.write(path + ".source", f"{fingerprint}\nbytes={files.size(path)}\n", before=path)
 
 
 def is_int_at_least(value, low):

@@ -283,13 +283,14 @@ def train_fingerprint(train_file, sp_model, options):
 def recorded_fingerprint(path):
   """(`train_fingerprint`, num_proc) that `prepare_train_records` wrote beside the record `path`, or None (a record
   of the original's `--do_prepro`, or of a version that wrote none). ValueError naming it where it cannot be read
-  (a directory, not UTF-8: a bare errno or codec line before, sweep 27, U4) or does not say both."""
+  (a directory, not UTF-8: a bare errno or codec line before, sweep 27, U4) or does not say both, or where the record
+  is not of the size written (`records.changed_cache`: cut at a record boundary, it trained on part of the data)."""
   source = path + ".source"
   if not fileio.exists(source):
     return None
   try:
     with fileio.open_file(source, "rb") as f:
-      fingerprint, _, num_proc = f.read().decode("utf-8").strip().partition(" num_proc=")
+      fingerprint, _, num_proc = f.read().decode("utf-8").split("\n")[0].strip().partition(" num_proc=")
   except (OSError, UnicodeDecodeError) as e:
     fingerprint, num_proc = e, ""
   if not num_proc.isdigit():
@@ -297,6 +298,10 @@ def recorded_fingerprint(path):
     raise ValueError(f"{source}, the fingerprint of the training record beside it, cannot be read{why}. Delete it "
                      "(the record is then read by its name alone, as the original's), or delete both and rerun "
                      "--do_prepro=True.")
+  changed = records.changed_cache(path)
+  if changed:
+    raise ValueError(f"The SQuAD training record {changed}. Delete it and rerun --do_prepro=True for its --proc_id "
+                     f"({num_proc} processes in all).")
   return fingerprint, int(num_proc)
 
 

@@ -403,9 +403,8 @@ def write_json(path, obj, **kwargs):
 
 
 class FileSet:
-  """The files of one `atomic_files` commit, each asked for once by its final name: `write` writes one,
-  `path` gives the temporary name a writer of its own (e.g. a `tf.io.TFRecordWriter`) fills, `prefix` the
-  temporary prefix of files of several parts (a checkpoint's `.index` and `.data-*`)."""
+  """The files of one `atomic_files` commit, each asked for once by its final name: `write` writes one, `path` gives
+  the temporary name a writer of its own (a `tf.io.TFRecordWriter`) fills, `prefix` that of files of several parts."""
 
   def __init__(self):
     self._temps = {}  # final name -> temporary name, in the order asked for

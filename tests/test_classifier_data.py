@@ -337,6 +337,12 @@ def test_imdb_layout(tmp_path):
   assert p.get_labels() == ["neg", "pos"]
   with pytest.raises(FileNotFoundError, match=r"train/neg of \*.txt reviews, which does not exist"):
     p.get_train_examples(str(tmp_path))
+  os.remove(f"{d}/test/neg/0_1.txt")  # an unpacking cut short: scored 1.0 on the positive class alone (sweep 32, U3)
+  write(f"{d}/test/neg/0_1.TXT", "Bad.")
+  with pytest.raises(ValueError, match=rf"^Task 'imdb': {re.escape(d)}/test/neg holds no review \(no file name ending "
+                                       r"in txt\): an unpacking cut short\? Put aclImdb's test/neg reviews there "
+                                       r"\(both classes are read\)\.$"):
+    p.get_dev_examples(d)
 
 
 def test_an_imdb_file_named_in_another_encoding_is_one_line(tmp_path):

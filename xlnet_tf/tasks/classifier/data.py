@@ -243,6 +243,10 @@ class ImdbProcessor(_TrainTestProcessor):
           raise ValueError(f"{path} is not UTF-8 text ({e}). Re-encode it as UTF-8.") from None
         examples.append(InputExample(guid=f"{os.path.basename(split_dir)}-{label}-{filename}", text_a=text,
                                      label=label))
+      if not examples or examples[-1].label != label:  # one class: trained on, or scored 1.0 (sweep 32, U3)
+        raise ValueError(f"Task 'imdb': {cur_dir} holds no review (no file name ending in txt): an unpacking cut "
+                         f"short? Put aclImdb's {os.path.basename(split_dir)}/{label} reviews there (both classes are "
+                         "read).")
     return examples
 
 

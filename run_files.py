@@ -29,7 +29,15 @@ def run_flags(directory, flag="--model_dir"):
 def require_model_dir(o, sources=("predict_ckpt",)):
   """FlagError where --model_dir is missing and the run trains, evaluates, or predicts or exports with none of
   `sources` (the flags a tool predicts from) set: one rule for the fine-tuning tools (sweep 25, C1); and where a run
-  that does not train is given an HF model directory as --model_dir (said after its records were written)."""
+  that does not train is given an HF model directory as --model_dir (said after its records were written); and where
+  --predict_ckpt is given to a run that evaluates and reads it nowhere (it evaluated --model_dir's checkpoints,
+  without a word: sweep 32, U5)."""
+  readers = [flag for flag in ("do_predict", "export_dir") if hasattr(o, flag)]
+  if getattr(o, "do_eval", False) and o.predict_ckpt and not any(getattr(o, flag) for flag in readers):
+    raise FlagError(f"--predict_ckpt {o.predict_ckpt} is read by {' and '.join('--' + f for f in readers)} only, "
+                    f"which this run does not do: --do_eval evaluates the checkpoints in --model_dir {o.model_dir}, "
+                    "as the original's. To evaluate it, pass its directory as --model_dir (an HF model converted "
+                    "first: convert_checkpoint.py --to=tf1); to predict with it, add --do_predict=True.")
   if o.model_dir and not o.do_train:
     from xlnet_tf import checkpoint, hf_checkpoint  # pylint: disable=g-import-not-at-top
     if hf_checkpoint.is_hf_directory(o.model_dir) and not checkpoint.checkpoint_prefixes(o.model_dir):

@@ -205,8 +205,13 @@ CASES = [
      "from"),
     ("cls-eval-of-predict-ckpt", "run_classifier.py",  # it was "not a directory holding checkpoints" (sweep 23, C2)
      ["--do_train=False", "--do_eval=True", "--predict_ckpt={w}/released/xlnet_model.ckpt"],
-     "/model, which holds none (as the original's run_classifier.py); --predict_ckpt {w}/released/xlnet_model.ckpt "
-     "is read by --do_predict and --export_dir only"),
+     "--predict_ckpt {w}/released/xlnet_model.ckpt is read by --do_predict and --export_dir only, which this run does "
+     "not do: --do_eval evaluates the checkpoints in --model_dir {w}/cases/cls-eval-of-predict-ckpt/model, as the "
+     "original's."),
+    ("cls-eval-of-predict-ckpt-beside-checkpoints", "run_classifier.py",  # their numbers, without a word (sweep 32, U5)
+     ["--do_train=False", "--do_eval=True", "--model_dir={w}/cls_ok/model",
+      "--predict_ckpt={w}/released/xlnet_model.ckpt"],
+     "--predict_ckpt {w}/released/xlnet_model.ckpt is read by --do_predict and --export_dir only"),
     ("cls-predict-without-predict-dir", "run_classifier.py", ["--do_predict=True"],  # "{task}.tsv" (sweep 32)
      "--do_predict needs --predict_dir: where imdb.tsv and imdb.logits.json go."),
     ("cls-config-mismatch", "run_classifier.py", ["--init_checkpoint={w}/other/xlnet_model.ckpt"],
@@ -287,6 +292,8 @@ CASES = [
     # run_race.py
     ("race-missing-split", "run_race.py", ["--data_dir={w}/empty"], "{w}/empty"),
     ("race-qa-length", "run_race.py", ["--max_qa_length=61"], "--max_qa_length"),
+    ("race-eval-of-predict-ckpt", "run_race.py", ["--do_eval=True", "--predict_ckpt={w}/released/xlnet_model.ckpt"],
+     "--predict_ckpt {w}/released/xlnet_model.ckpt is read by --do_predict only, which this run does not do"),
     ("race-huge-eval-batch", "run_race.py", ["--do_eval=True", "--eval_batch_size=100000000"],
      "--eval_batch_size=100000000 is more than 65536 examples a batch"),
     ("race-bad-dev-file-with-do-eval", "run_race.py", ["--data_dir={w}/race_bad_dev", "--do_eval=True"],

@@ -584,6 +584,19 @@ def test_an_empty_label_a_label_column_that_is_a_text_column_and_two_unicode_for
   p = classifier_data.get_processor("tsv", text_a_column="text", label_column="label", data_dir=d)
   assert p.get_labels() == ["bad", nfc] and [e.label for e in p.get_dev_examples(d)] == [nfc]
   assert DelimitedTask(task_name="tsv", text_a_column=0, label_column=1, labels=[nfd, "bad"]).labels == (nfc, "bad")
+  # The columns swapped: a class per row (40 classes of 40 rows), trained on, exit 0 (sweep 32, U6); with --labels, so.
+  write(f"{d}/train.tsv", "text\tlabel\n" + "".join(f"review number {i}\t{'pos' if i % 2 else 'neg'}\n"
+                                                    for i in range(10)))
+  p = classifier_data.get_processor("tsv", text_a_column="label", label_column="text", data_dir=d)
+  with pytest.raises(ValueError, match=rf"^{d}/train.tsv: each of its 10 rows has a label of its own in --label_column="
+                                       r"text \(the first: 'review number 0'\), each a class: is it the text column\? "):
+    p.get_labels()
+  labels = [f"review number {i}" for i in range(10)]
+  assert classifier_data.get_processor("tsv", text_a_column="label", label_column="text", data_dir=d,
+                                       labels=labels).get_labels() == labels
+  write(f"{d}/train.tsv", "text\tlabel\n" + "".join(f"{i}\tx\n" for i in range(9)))  # a few rows: classes, maybe
+  assert len(classifier_data.get_processor("tsv", text_a_column="label", label_column="text",
+                                           data_dir=d).get_labels()) == 9
 
 
 def test_delimited_task_is_checked_once_and_frozen():

@@ -93,6 +93,10 @@ def _check_one_spelling(labels, path):
                      "a class of its own. Write every label of the file one way, or pass every class with --labels.")
 
 
+# A training file of at least this many rows, each of a label of its own, names the text as --label_column.
+DISTINCT_LABELS_LIMIT = 10
+
+
 class DelimitedProcessor(DataProcessor):
   """The generic `csv` / `tsv` task: the user names the text column(s) and the label column (`task`: a
   `DelimitedTask`). A test file's labels are read where it has that column and every row holds one of the classes
@@ -137,6 +141,11 @@ class DelimitedProcessor(DataProcessor):
                          "are collected from it (--labels is unset): a classifier needs at least 2 classes. Pass "
                          f"every class with --labels (--labels={label},...), or --is_regression=True if the labels "
                          "are scores.")
+      if len(found) == len(labels) >= DISTINCT_LABELS_LIMIT:  # a class per row, trained on (sweep 32, U6)
+        raise ValueError(f"{train_path}: each of its {len(labels)} rows has a label of its own in --label_column="
+                         f"{self.task.label_column} (the first: {labels[0][:40]!r}), each a class: is it the text "
+                         "column? Name the columns with --label_column and --text_a_column; pass every class with "
+                         "--labels to train so all the same, or --is_regression=True if the labels are scores.")
       if not self.task.has_header and labels.count(labels[0]) == 1:
         logging.warning("%s: the first row's label %r is on no other row: is that row a header? It is a class of its "
                         "own now; pass --has_header=True if so.", train_path, labels[0])

@@ -117,8 +117,9 @@ def _restore_or_init(o, trainer, log_fn, **kwargs):
     return trainer.restore_or_init(o.init_checkpoint, log_fn=log_fn, **kwargs)
   except run_checkpoint.CannotResume as e:
     run_files.check_same_tool(o, e.latest)
-    changes = run_files.flag_changes(o)
-    if not changes:
+    # Flags that could build other variables: damaged files were blamed on any changed, --do_eval too (sweep 32, U10).
+    changes = [c for c in run_files.flag_changes(o, training_only=True) if not c.startswith("train_steps ")]
+    if e.damaged or not changes:
       raise
     raise FlagError(f"Cannot resume from {e.latest} ({e.reason}): it was written with other flags "
                     f"({'; '.join(changes[:6])}{'; ...' if len(changes) > 6 else ''}; {o.model_dir}/run_flags.json). "

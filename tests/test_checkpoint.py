@@ -456,6 +456,14 @@ def test_a_cut_latest_checkpoint_is_one_line_and_deleting_it_resumes_from_the_on
   assert str(error.value) == (f"Cannot resume from {tmp_path}/ckpt-2: its files are incomplete or damaged (Read less "
                               f"bytes than requested); delete its files ({tmp_path}/ckpt-2.*) to resume from the "
                               "checkpoint before it, or pass another --model_dir.")
+  import run_start  # pylint: disable=import-outside-toplevel
+  from test_fp16 import CONFIG  # pylint: disable=import-outside-toplevel
+  options = lambda **kw: types.SimpleNamespace(model_dir=str(tmp_path), init_checkpoint=None, **kw)
+  (tmp_path / "run_flags.json").write_text(json.dumps({"do_eval": True, "learning_rate": 1e-3}))
+  for changed in ({"do_eval": False, "learning_rate": 1e-3}, {"do_eval": True, "learning_rate": 1e-4}):
+    with pytest.raises(run_checkpoint.CannotResume) as error:  # blamed on the flags changed (sweep 32, U10)
+      run_start.restore_or_init(options(**changed), make_trainer(tmp_path, False), XLNetConfig(**CONFIG), print)
+    assert str(error.value).startswith(f"Cannot resume from {tmp_path}/ckpt-2: its files are incomplete or damaged")
   for path in tmp_path.glob("ckpt-2.*"):
     path.unlink()
   assert make_trainer(tmp_path, False).restore_or_init(None) == 1

@@ -71,11 +71,11 @@ def _variable_names(reason):
 
 class CannotResume(ValueError):
   """model_dir's latest checkpoint does not fit this run's objects or cannot be read (`RunCheckpoint.restore_latest`);
-  `latest` is its path, `reason` TensorFlow's."""
+  `latest` is its path, `reason` TensorFlow's; `damaged`: its files cannot be read whole (no flag would read it)."""
 
-  def __init__(self, message, latest, reason):
+  def __init__(self, message, latest, reason, damaged=False):
     super().__init__(message)
-    self.latest, self.reason = latest, reason
+    self.latest, self.reason, self.damaged = latest, reason, damaged
 
 
 class RunCheckpoint:
@@ -153,7 +153,7 @@ class RunCheckpoint:
                   "--model_dir" if checkpoint_paths.is_run_checkpoint(latest) else "copy its files again, or pass "
                   "another --model_dir")
         raise CannotResume(f"Cannot resume from {latest}: its files are incomplete or damaged ({e.reason}); "
-                           f"{advice}.", latest, e.reason) from None
+                           f"{advice}.", latest, e.reason, damaged=True) from None
       except (tf.errors.OpError, ValueError, AssertionError) as e:
         reason = textwrap.shorten(_variable_names(stderr_filter.error_text(str(getattr(e, "message", e)))), 300,
                                   placeholder=" ...")

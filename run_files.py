@@ -38,6 +38,7 @@ def require_model_dir(o, sources=("predict_ckpt",)):
                     f"which this run does not do: --do_eval evaluates the checkpoints in --model_dir {o.model_dir}, "
                     "as the original's. To evaluate it, pass its directory as --model_dir (an HF model converted "
                     "first: convert_checkpoint.py --to=tf1); to predict with it, add --do_predict=True.")
+  _require_predict_ckpt(o)
   if o.model_dir and not o.do_train:
     from xlnet_tf import checkpoint, hf_checkpoint  # pylint: disable=g-import-not-at-top
     if hf_checkpoint.is_hf_directory(o.model_dir) and not checkpoint.checkpoint_prefixes(o.model_dir):
@@ -52,6 +53,22 @@ def require_model_dir(o, sources=("predict_ckpt",)):
     mode = "--do_predict" if o.do_predict else "--export_dir"
     raise FlagError(f"{mode} needs a checkpoint: pass {', '.join(f'--{name}' for name in sources)} or a --model_dir "
                     "holding one.")
+
+
+def _require_predict_ckpt(o):
+  """FlagError where a prediction or export is to read a --predict_ckpt that is not there, before anything runs
+  (after the whole training before: sweep 32, U11), unless the run trains into the directory it names (a step it
+  saves, e.g. --predict_ckpt=D/ckpt-1000 with --model_dir=D)."""
+  if not (o.predict_ckpt and (o.do_predict or getattr(o, "export_dir", None))):
+    return
+  named = os.path.abspath(o.predict_ckpt.removesuffix("/latest"))
+  if o.do_train and o.model_dir and os.path.abspath(o.model_dir) in (named, os.path.dirname(named)):
+    return
+  from xlnet_tf import checkpoint  # pylint: disable=g-import-not-at-top
+  try:
+    checkpoint.named_checkpoint(o.predict_ckpt)
+  except FileNotFoundError as e:
+    raise FlagError(f"--predict_ckpt: {e}") from None
 
 
 def predict_checkpoint(o, log_fn=None):

@@ -292,6 +292,9 @@ CASES = [
     # run_race.py
     ("race-missing-split", "run_race.py", ["--data_dir={w}/empty"], "{w}/empty"),
     ("race-qa-length", "run_race.py", ["--max_qa_length=61"], "--max_qa_length"),
+    ("race-train-then-predict-a-missing-checkpoint", "run_race.py",  # after the whole training (sweep 32, U11)
+     ["--do_predict=True", "--predict_dir={w}/race_pred_u11", "--predict_ckpt={w}/released/ckpt-99"],
+     "--predict_ckpt: Checkpoint {w}/released/ckpt-99 not found ({w}/released/ckpt-99.index does not exist)."),
     ("race-eval-of-predict-ckpt", "run_race.py", ["--do_eval=True", "--predict_ckpt={w}/released/xlnet_model.ckpt"],
      "--predict_ckpt {w}/released/xlnet_model.ckpt is read by --do_predict only, which this run does not do"),
     ("race-huge-eval-batch", "run_race.py", ["--do_eval=True", "--eval_batch_size=100000000"],

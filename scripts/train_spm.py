@@ -27,6 +27,7 @@ if __name__ == "__main__":
 import flags  # pylint: disable=wrong-import-position
 from xlnet_tf import fileio  # pylint: disable=wrong-import-position
 from xlnet_tf import locks  # pylint: disable=wrong-import-position
+from xlnet_tf import path_errors  # pylint: disable=wrong-import-position
 from xlnet_tf.data import tokenization  # pylint: disable=wrong-import-position
 
 
@@ -42,9 +43,8 @@ def check_model_prefix(model_prefix, overwrite):
   if model_prefix.endswith((".model", ".vocab")):  # it wrote x.model.model, and `--sp_path=x.model` found nothing
     raise ValueError(f"--model_prefix={model_prefix} is the start of the file names, to which .model and .vocab are "
                      f"added: pass --model_prefix={model_prefix.rsplit('.', 1)[0]} to write {model_prefix}.")
-  # SentencePiece writes `{name}.tmp-{pid}-{12 hex}.model` (pids below 2**22: 7 digits) at the end of its training,
-  # which a name too long for it lost (sweep 30, U5)
-  size, room = len(os.path.basename(model_prefix).encode("utf-8")), 255 - len(".tmp-") - 7 - 1 - 12 - len(".model")
+  # SentencePiece writes `{name}.tmp-{pid}-{12 hex}.model` at the end of its training, which a name too long lost
+  size, room = len(os.path.basename(model_prefix).encode("utf-8")), path_errors.temp_name_room(".model")
   if size > room:
     raise ValueError(f"--model_prefix={model_prefix}: its file name is too long ({size} bytes; at most {room} with the "
                      "temporary names written before the files are renamed). Pass a shorter one.")

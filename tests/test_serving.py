@@ -328,6 +328,16 @@ def test_an_export_and_a_conversion_into_one_directory_refuse_each_other(tmp_pat
   assert locks.export_lock("gs://bucket/models/export/") == ("gs://bucket/models", "export-export")
 
 
+def test_an_export_dir_name_too_long_for_the_names_written_beside_it_is_refused_up_front(tmp_path):
+  """A name of 227-242 bytes failed after the whole training, at `{name}.tmp-{pid}-{12 hex}.old`; from 243 bytes on,
+  its lock's line advised "a writable directory" (sweep 32, U12)."""
+  serving.check_export_dir(str(tmp_path / ("e" * 226)), "--export_dir")
+  with pytest.raises(ValueError, match=rf"^Cannot use --export_dir {tmp_path}/e{{227}}: its name is too long \(227 "
+                                       r"bytes; at most 226 with the temporary names an export writes beside it "
+                                       r"before renaming\)\. Pass a shorter name\.$"):
+    serving.check_export_dir(str(tmp_path / ("e" * 227)), "--export_dir")
+
+
 def test_an_export_dir_prepared_with_assets_extra_or_holding_file_manager_files_is_taken(tmp_path):
   """--export_dir holding only assets.extra/ (warm-up requests prepared before the first export) was refused as
   'not written by this tool', and a SavedModel beside a file manager's .DS_Store as holding a user's file (sweep 16,

@@ -77,8 +77,8 @@ def directory_lock(directory, name="run", what="--model_dir", temporaries=None, 
     fileio.makedirs(directory)
   except OSError as e:
     _remove_empty(made)  # the parents made before it failed (a path too long: 18 of them; sweep 30, U13)
-    raise ValueError(f"Cannot create {what} {shown or directory}: {e.strerror or e}. Pass a writable "
-                     "directory.") from None
+    fix = "a shorter path" if e.errno == errno.ENAMETOOLONG else "a writable directory"
+    raise ValueError(f"Cannot create {what} {shown or directory}: {e.strerror or e}. Pass {fix}.") from None
   path = os.path.join(directory, lock_file(name))
   me = f"{os.getpid()} {socket.gethostname()}"
   failed, held = True, None
@@ -286,7 +286,7 @@ def _in_use(what, directory, path, holder):
 def _unwritable(what, directory, path, error):
   fix = ("Free space and rerun" if error.errno in (errno.ENOSPC, errno.EDQUOT) else
          f"Move {path} away (a run's lock is a file) or pass another {what}" if error.errno == errno.EISDIR else
-         "Pass a writable directory")
+         f"Pass a shorter {what}" if error.errno == errno.ENAMETOOLONG else "Pass a writable directory")
   return ValueError(f"Cannot use {what} {directory}: {error.strerror or error} (writing its lock {path}). {fix}.")
 
 

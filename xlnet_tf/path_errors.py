@@ -64,3 +64,10 @@ def non_utf8_line(path, head="", instead="pass another path", taker="TensorFlow'
     shown = os.fsencode(path).decode("utf-8", "backslashreplace")
     return (f"{head}{shown}: the name is not UTF-8 (byte 0x{ord(e.object[e.start]) - 0xDC00:02x}), which {taker} "
             f"cannot take. Rename it to UTF-8 (e.g. convmv -f latin1 -t utf8 --notest) or {instead}.")
+
+
+def temp_name_room(after=""):
+  """The bytes a file name may take where a writer writes it first under `fileio.temp_name` (`.tmp-{pid}-{12 hex}`,
+  pids below 2**22: 7 digits) followed by `after`, within a file system's 255: a longer one failed at that write,
+  after the work (sweep 23, C11; sweep 30, U5; sweep 32, U12)."""
+  return 255 - len(".tmp-") - 7 - 1 - 12 - len(after.encode("utf-8"))

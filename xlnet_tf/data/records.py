@@ -12,6 +12,7 @@ import re
 import tensorflow as tf
 
 from xlnet_tf import fileio
+from xlnet_tf import path_errors
 from xlnet_tf import stderr_filter
 
 
@@ -53,7 +54,7 @@ def cache_path(directory, name):
   the original's. Where the longest name written beside it (its fingerprint's temporary,
   `{name}.source.tmp-{pid}-{12 hex}`) would pass the file system's 255 bytes, one line naming that flag before the
   file's examples are tokenized, not a write error after it naming a file the user never named (sweep 23, C11)."""
-  size, room = len(name.encode("utf-8")), 255 - len(".source.tmp-") - 7 - 1 - 12  # pids below 2**22: 7 digits
+  size, room = len(name.encode("utf-8")), path_errors.temp_name_room() - len(".source")
   if size > room and not fileio.is_remote(directory):
     raise ValueError(f"The cached records' file name {name} is too long ({size} bytes; at most {room} with the "
                      "temporary names beside it): it begins with --spiece_model_file's file name. Give the "

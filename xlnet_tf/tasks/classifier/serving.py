@@ -45,6 +45,7 @@ import tensorflow_text as tf_text
 
 from xlnet_tf import fileio
 from xlnet_tf import locks
+from xlnet_tf import path_errors
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.classifier import features as classifier_features
 from xlnet_tf.tasks.classifier import task as finetune
@@ -284,6 +285,10 @@ def check_export_dir(export_dir, what="the SavedModel directory"):
     raise ValueError(f"Cannot use {what} {export_dir}: it is the working directory or holds it, and an export "
                      "replaces the directory whole (a shell in it would be left in a deleted directory). Pass a "
                      f"directory below it, e.g. {os.path.join(export_dir, 'export')}.")
+  size, room = len(os.path.basename(str(export_dir).rstrip("/")).encode("utf-8")), path_errors.temp_name_room(".old")
+  if size > room and not fileio.is_remote(export_dir):  # refused after the whole training (sweep 32, U12)
+    raise ValueError(f"Cannot use {what} {export_dir}: its name is too long ({size} bytes; at most {room} with the "
+                     "temporary names an export writes beside it before renaming). Pass a shorter name.")
   entries = _entries(export_dir) if fileio.isdir(export_dir) else None
   if entries and USER_ENTRIES in entries and not fileio.isdir(os.path.join(export_dir, USER_ENTRIES)):
     raise ValueError(f"Cannot use {what} {export_dir}: its {USER_ENTRIES} is a file, where TF Serving reads a "

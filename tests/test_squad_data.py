@@ -463,12 +463,21 @@ def test_prepare_eval_features_caches(sp_model, tmp_path, caplog, monkeypatch):
 
 
 def test_prepare_train_records(sp_model, tmp_path):
+  # A --do_prepro killed outright (kill -9) left its partial record for good (sweep 32, U13): a rerun of that --proc_id
+  # removes it; another --proc_id's, and a live process's, stay.
+  left = ["spiece.model.1.slen-64.qlen-16.train.tf_record.tmp-999999999-0123456789ab",
+          "spiece.model.1.slen-64.qlen-16.train.tf_record.source.tmp-999999999-0123456789ab"]
+  kept = ["spiece.model.0.slen-64.qlen-16.train.tf_record.tmp-999999999-0123456789ab",
+          f"spiece.model.1.slen-64.qlen-16.train.tf_record.tmp-{os.getpid()}-0123456789ab"]
+  for name in left + kept:
+    (tmp_path / name).write_bytes(b"part")
   path, stats = records.prepare_train_records(f"{TESTDATA}/data/train-v2.0.json", sp_model, "spiece.model",
                                               str(tmp_path), _opts(64, 24, 16), num_proc=2, proc_id=1,
                                               shuffle_seed=0)
   assert os.path.basename(path) == "spiece.model.1.slen-64.qlen-16.train.tf_record"
   assert stats.num_examples == 19
   assert sum(1 for _ in tf.data.TFRecordDataset(path)) == stats.num_features
+  assert sorted(os.listdir(tmp_path)) == sorted(kept + [os.path.basename(path), os.path.basename(path) + ".source"])
   with pytest.raises(ValueError, match="--proc_id"):
     records.prepare_train_records(f"{TESTDATA}/data/train-v2.0.json", sp_model, "spiece.model", str(tmp_path),
                                   _opts(64, 24, 16), num_proc=2, proc_id=2)

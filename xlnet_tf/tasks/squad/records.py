@@ -13,6 +13,7 @@ the input file, so pass overwrite_data after changing those):
 """
 
 import contextlib
+import glob as glob_lib
 import os
 import random
 import zipfile
@@ -265,6 +266,9 @@ def prepare_train_records(train_file, sp_model, spiece_model_file, output_dir, o
   random.Random(shuffle_seed).shuffle(examples)
   path = records.cache_path(output_dir, train_record_name(spiece_model_file, proc_id, options.max_seq_length,
                                                           options.max_query_length))
+  # Only this --proc_id writes this name, under no lock: a killed run's record and fingerprint went (sweep 32, U13)
+  locks.remove_stale_temporaries(output_dir, [glob_lib.escape(os.path.basename(path)) + suffix
+                                              for suffix in (".tmp-*", ".source.tmp-*")], only_dead=True)
   logging.info("Writing %d training examples to %s", len(examples), path)
   with fileio.atomic_files() as out:  # the record and its fingerprint together
     with FeatureWriter(path, is_training=True, files=out) as writer:

@@ -305,6 +305,8 @@ def cli_main(prog, body):
       elif isinstance(e, (ValueError, OSError, FloatingPointError, MemoryError)):
         line, code = f"{prog}: error: " + (_bare_os_error(e) or " ".join(str(e).split()) or
                                            _OUT_OF_MEMORY % "Python's MemoryError"), 1
+      elif type(e).__module__.startswith("tensorflow") and (cache_line := _xla_cache_line(e)) is not None:
+        line, code = f"{prog}: error: {cache_line}", 1
       elif (allocation := _failed_allocation(e)) is not None:  # outside the steps, which name their flags
         line, code = f"{prog}: error: " + _OUT_OF_MEMORY % allocation, 1
       else:
@@ -317,6 +319,11 @@ def cli_main(prog, body):
       print(line, file=sys.stderr, flush=True)
     sys.exit(code)
   return main
+
+
+def _xla_cache_line(e):
+  from xlnet_tf.training import xla_cache  # pylint: disable=g-import-not-at-top  (TensorFlow's error: it is loaded)
+  return xla_cache.failure_line(e)
 
 
 def _bare_os_error(e):

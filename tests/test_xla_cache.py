@@ -58,6 +58,55 @@ def test_a_second_run_loads_every_program_and_a_damaged_entry_is_compiled_again(
   assert third == losses
   assert f"XLA cache: {name} in {cache} is damaged (cut short); removed, its program is compiled again." in stderr
   assert xla_cache.is_complete_entry(str(cache / name))  # compiled and written again, whole
+  # Cut at a field boundary, it reads as whole: TensorFlow's traceback at step 1, now one line (sweep 32, U9).
+  data = (cache / name).read_bytes()
+  (cache / name).write_bytes(data[:_first_field_end(data)])
+  failed = subprocess.run(pretrain_cmd(tmp_path / "fourth", cache), capture_output=True, text=True, timeout=600,
+                          env=suite_xla_cache.without())
+  assert failed.returncode == 1 and failed.stderr.splitlines()[-1] == (
+      f"run_pretrain.py: error: An entry of --xla_cache_dir {cache} does not match the program it is named for (cut "
+      "short by a copy, or written by another build of TensorFlow). Delete the directory's xlnet_* files and rerun: "
+      "their programs are compiled again.")
+
+
+def _first_field_end(data):
+  """Where an entry's first top-level field (a length-delimited one) ends."""
+  position, tag_and_length = 0, []
+  for _ in range(2):  # the tag's varint, then the length's
+    value = shift = 0
+    while True:
+      byte = data[position]
+      value, shift, position = value | (byte & 0x7F) << shift, shift + 7, position + 1
+      if byte < 0x80:
+        break
+    tag_and_length.append(value)
+  assert tag_and_length[0] & 7 == 2, tag_and_length
+  return position + tag_and_length[1]
+
+
+def test_a_cache_that_fails_a_step_is_one_line(tmp_path, monkeypatch):
+  """A write into the cache failing at a step (a full disk, a file-size limit), or an entry that does not match its
+  program: TensorFlow's traceback at step 1, and the partial entry left for 10 minutes (sweep 32, U8, U9)."""
+  monkeypatch.setenv("TF_XLA_FLAGS", f"--tf_xla_persistent_cache_directory={tmp_path} "
+                                     "--tf_xla_persistent_cache_prefix=xlnet_0123")
+  mine = tmp_path / f"xlnet_0123__1__2__XLA_CPU_JIT.pbvm-53a263a3-{os.getpid()}-661911cb8a776.tmp"
+  others = tmp_path / "xlnet_0123__3__4__XLA_CPU_JIT.pbvm-53a263a3-999999999-661911cb8a776.tmp"
+  for path in (mine, others):
+    path.write_bytes(b"part")
+  error = tf.errors.OutOfRangeError(None, None, f"Graph execution error:\n\n{mine}; File too large\n\t "
+                                                "[[{{node while/cond_1/StatefulPartitionedCall}}]]")
+  assert xla_cache.failure_line(error) == (
+      f"Could not write a compiled program into --xla_cache_dir {tmp_path} (File too large). Free space there, or "
+      "leave --xla_cache_dir unset (each run then compiles its programs), and rerun; the checkpoints saved before "
+      "are kept.")
+  assert sorted(os.listdir(tmp_path)) == [others.name]
+  assert xla_cache.failure_line(tf.errors.InvalidArgumentError(None, None, "Graph execution error: Serialized HLO "
+                                                               "does not match.")).startswith(
+      f"An entry of --xla_cache_dir {tmp_path} does not match the program it is named for")
+  assert xla_cache.failure_line(tf.errors.OutOfRangeError(None, None, "/elsewhere/x.tmp; File too large")) is None
+  assert xla_cache.failure_line(ValueError(f"{mine}; File too large")) is None
+  monkeypatch.setenv("TF_XLA_FLAGS", "")
+  assert xla_cache.failure_line(error) is None
 
 
 def test_complete_entries_are_told_from_damaged_ones(tmp_path):

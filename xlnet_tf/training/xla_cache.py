@@ -11,12 +11,15 @@ are parsed, and `enable` (in `training.start`) before anything is compiled. What
   program built for another (TensorFlow's own key names only the device type: "GPU", whatever the card);
 - a damaged entry (cut short by a copy, or by a full disk) makes TensorFlow fail the run at its first step; `enable`
   removes those of this machine before the run starts (each named in a warning), so they are compiled again;
-- a directory that cannot be written ends the run at once with one line, not at the first compilation.
+- a directory that cannot be written ends the run at once with one line, not at the first compilation; a write
+  that fails later (a full disk), or an entry that does not match its program, is one line (`failure_line`), not
+  TensorFlow's traceback at the first step.
 """
 
 import glob as glob_lib
 import hashlib
 import os
+import re
 import time
 
 import tensorflow as tf
@@ -183,3 +186,27 @@ def enable(directory):
     logging.warning("XLA cache: %s in %s is damaged (cut short); removed, its program is compiled again.", name,
                     directory)
   return prefix
+
+
+def failure_line(error):
+  """The one line (for `cli.cli_main`) of a TensorFlow error that this process's cache directory caused, or None:
+  writing an entry failed (a full disk, a file-size limit; what the process left under a temporary name is
+  removed), or an entry does not match the program it is named for (cut at a field boundary, which
+  `is_complete_entry` takes as whole, or written by another build). Both were TensorFlow's traceback at the first
+  step (sweep 32, U8, U9)."""
+  found = re.search(rf"{_DIR_FLAG}=(\S+)", os.environ.get("TF_XLA_FLAGS", ""))
+  if found is None or not isinstance(error, tf.errors.OpError):
+    return None
+  directory, message = found.group(1), error.message
+  if "Serialized HLO does not match" in message:
+    return (f"An entry of --xla_cache_dir {directory} does not match the program it is named for (cut short by a "
+            "copy, or written by another build of TensorFlow). Delete the directory's xlnet_* files and rerun: "
+            "their programs are compiled again.")
+  failed = re.search(rf"{re.escape(directory.rstrip('/'))}/\S+?; ([^\n\[]+)", message)
+  if failed is None:
+    return None
+  for path in fileio.glob_in(directory, f"*-{os.getpid()}-*.tmp"):  # TensorFlow's temporary: {entry}...-{pid}-...
+    fileio.remove(path)
+  return (f"Could not write a compiled program into --xla_cache_dir {directory} ({failed.group(1).strip()}). Free "
+          "space there, or leave --xla_cache_dir unset (each run then compiles its programs), and rerun; the "
+          "checkpoints saved before are kept.")

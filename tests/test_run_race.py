@@ -305,6 +305,9 @@ def test_a_prediction_from_predict_ckpt_needs_no_model_dir(files, tmp_path):
   o = cli.defaults(run_race.define_flags, data_dir=files["data"], spiece_model_file=SPM,
                    model_config_path=files["config"], do_predict=True, output_dir=str(tmp_path / "rec"),
                    predict_dir=str(tmp_path / "pred"), predict_ckpt=str(tmp_path / "ckpt-2"))
+  with pytest.raises(cli.FlagError, match=f"^--predict_ckpt: Checkpoint {tmp_path}/ckpt-2 not found "):
+    run_race.validate(o)  # refused up front, not after the work before it (sweep 32, U11)
+  (tmp_path / "ckpt-2.index").touch()
   run_race.validate(o)
   o.predict_ckpt = None
   with pytest.raises(cli.FlagError, match="^--do_predict needs a checkpoint: pass --predict_ckpt, --init_checkpoint "

@@ -348,7 +348,7 @@ def check_apart_from_init_checkpoint(o):
   any checkpoint there, is not a run's `ckpt-N` (an original run's model.ckpt-N, with or without its `checkpoint`
   state file): the run trained from random weights beside it, or failed to resume it advising to delete it. A
   --model_dir already holding this tool's checkpoints resumes them and reads no --init_checkpoint."""
-  from xlnet_tf import checkpoint  # pylint: disable=g-import-not-at-top
+  from xlnet_tf import checkpoint, fileio  # pylint: disable=g-import-not-at-top
   latest = checkpoint.latest_checkpoint(o.model_dir)
   if latest and checkpoint.is_run_checkpoint(latest):
     check_same_tool(o, latest)  # before the records are written: they were, then the run refused (sweep 25, C4)
@@ -361,7 +361,9 @@ def check_apart_from_init_checkpoint(o):
   # xlnet_config.json: a released model; config.json: a HuggingFace model directory (it has one whenever it is one).
   held = [name for name in ("xlnet_config.json", "config.json")
           if init_dir and os.path.exists(os.path.join(init_dir, name))]
-  if init_dir == os.path.abspath(o.model_dir) and held:
+  # Links followed: a --model_dir linked to that directory was told to pass it as --init_checkpoint (sweep 32, U19).
+  in_init_dir = bool(init_dir) and fileio.real_path(init_dir) == fileio.real_path(o.model_dir)
+  if in_init_dir and held:
     raise FlagError(f"--model_dir {o.model_dir} is the directory of --init_checkpoint {o.init_checkpoint}, which "
                     f"holds the model's {' and '.join(held)}: the run would write over "
                     f"{'them' if len(held) != 1 else 'it'} and put its checkpoints beside the model it starts from. "
@@ -373,7 +375,7 @@ def check_apart_from_init_checkpoint(o):
   # from random weights beside it shadowed it. A bare checkpoint there as --init_checkpoint is allowed (above) while no
   # state file names it: this run would then resume from it, and its CheckpointManager prune what the file lists.
   foreign = latest or _other_checkpoint(o.model_dir)
-  if foreign and (latest or init_dir != os.path.abspath(o.model_dir)):
+  if foreign and (latest or not in_init_dir):
     raise FlagError(f"--model_dir {o.model_dir} holds the checkpoint {foreign}, not one of this tool's training runs "
                     "(ckpt-N): pass it as --init_checkpoint (its Adam slots and step come with it: "
                     "--init_optimizer_state) and another --model_dir.")

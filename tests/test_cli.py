@@ -629,6 +629,11 @@ def test_a_model_dir_holding_a_model_to_start_from_is_refused(tmp_path):
       types.SimpleNamespace(model_dir=str(run), init_checkpoint=None))
   run_files.check_apart_from_init_checkpoint(  # pylint: disable=protected-access
       types.SimpleNamespace(model_dir=str(tmp_path / "new"), init_checkpoint=None))
+  (tmp_path / "link").symlink_to(released)  # its own --init_checkpoint's directory, by a link (sweep 32, U19)
+  with pytest.raises(cli.FlagError, match=rf"^--model_dir {tmp_path}/link is the directory of --init_checkpoint "
+                                          rf"{released}/xlnet_model.ckpt, which holds the model's xlnet_config.json"):
+    run_files.check_apart_from_init_checkpoint(  # pylint: disable=protected-access
+        types.SimpleNamespace(model_dir=str(tmp_path / "link"), init_checkpoint=str(released / "xlnet_model.ckpt")))
 
 
 def test_a_model_dir_holding_another_checkpoint_is_refused(tmp_path):

@@ -7,6 +7,7 @@ All cases run as command lines started together by one fixture (three at a time,
 import: tests/helpers/cli_forks.py); each case is one test."""
 
 import copy
+import dataclasses
 import json
 import os
 import shutil
@@ -265,7 +266,7 @@ CASES = [
     ("squad-train-file-is-a-directory", "run_squad.py", ["--train_file={w}/empty"],
      "--train_file={w}/empty is a directory. Pass the SQuAD training JSON."),  # "[Errno 21] Is a directory" before
     ("squad-train-file-without-questions", "run_squad.py", ["--train_file={w}/squad_no_questions.json"],
-     "hold no feature (a --train_file without questions was preprocessed), so training would wait"),  # a hang before
+     "hold no record (a --train_file without questions was preprocessed), so training would have no batch"),  # a hang before
     ("squad-doc-stride", "run_squad.py", ["--doc_stride=45"], "--doc_stride=45 is not below the paragraph window"),
     ("squad-output-dir-is-a-file", "run_squad.py", ["--output_dir={w}/owned.bin"],
      "Cannot use --output_dir {w}/owned.bin as a directory: it is a file"),
@@ -638,6 +639,32 @@ def test_skip_bad_records_reads_each_damaged_file_up_to_its_first_bad_record(tmp
   assert lines[-1] == "--skip_bad_records: skipping the unreadable end of 1 of 2 record files."
   got = [r.decode() for r in records.record_dataset(paths).as_numpy_iterator()]
   assert got == [f"cut.tfrecord-{i}" for i in range(5)] + [f"whole.tfrecord-{i}" for i in range(10)]
+
+
+def test_training_records_without_a_readable_record_are_one_line(tmp_path, monkeypatch):
+  """A training cache whose every record --skip_bad_records skips, or an empty one, ended in the trainer's line for
+  callers of its API: `dataset_fn's dataset must give a batch ... (end it with .repeat())` (sweep 32, U14)."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.data import records  # pylint: disable=import-outside-toplevel
+  monkeypatch.setattr(records, "_READ_LIMITS", {})
+  path, empty = str(tmp_path / "train.tf_record"), tmp_path / "empty.tf_record"
+  with tf.io.TFRecordWriter(path) as writer:
+    for i in range(3):
+      writer.write(f"record-{i}".encode())
+  data = bytearray(open(path, "rb").read())
+  data[14] ^= 1  # in the first record's data: its checksum fails
+  open(path, "wb").write(bytes(data))
+  empty.touch()
+  spec, read = {"x": tf.io.FixedLenFeature([1], tf.int64)}, records.ReadConfig(batch_size=2, is_training=True)
+  with pytest.raises(ValueError, match=f"^The training records {empty} hold no record \\(an empty file\\), so "
+                                       "training would have no batch. Delete them and rerun"):
+    records.fine_tuning_dataset(str(empty), spec, read)
+  records.fine_tuning_dataset(path, spec, read)  # unreadable, not empty: the reading names the record
+  assert records.skip_unreadable_records([path], lambda line: None) == 1
+  with pytest.raises(ValueError, match=f"^The training records {path} hold no readable record \\(--skip_bad_records "
+                                       f"skips every record of {path}: unreadable from its first record on\\)"):
+    records.fine_tuning_dataset([path], spec, read)
+  records.fine_tuning_dataset(path, spec, dataclasses.replace(read, is_training=False))  # evaluation: read once
 
 
 def test_a_full_disk_while_writing_records_names_the_file_and_leaves_nothing(tmp_path):

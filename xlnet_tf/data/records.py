@@ -217,6 +217,9 @@ def fine_tuning_dataset(input_file, name_to_features, read, input_context=None, 
   for f in files:
     if not fileio.exists(f):
       raise FileNotFoundError(f"Record file {f} does not exist. {missing_hint}")
+  if read.is_training:
+    require_a_record(files, "The training records", "an empty file",
+                     "Delete them and rerun: the tool writes them again from --data_dir.")
   d = record_dataset(files)
   if input_context is not None:
     d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
@@ -272,6 +275,20 @@ def holds_a_record(files):
     return bool(list(record_dataset(files).take(1)))
   except tf.errors.DataLossError:
     return True
+
+
+def require_a_record(files, what, why_empty, advice, rewrite=None):
+  """ValueError unless one of the training record `files` holds a record (`holds_a_record`): their reading repeats,
+  so over none the run ended in the trainer's "dataset ran out" line for callers of its API (sweep 32, U14). The
+  line names the files, `what` they are, and the cause: `why_empty` (then `advice`), or --skip_bad_records leaving
+  none readable (then `rewrite`, by default `advice`)."""
+  if holds_a_record(files):
+    return
+  skipped = [f for f in files if f in _READ_LIMITS]
+  cause = (f"--skip_bad_records skips every record of {', '.join(skipped)}: unreadable from "
+           f"{'its' if len(skipped) == 1 else 'their'} first record on" if skipped else why_empty)
+  raise ValueError(f"{what} {', '.join(files)} hold no {'readable ' if skipped else ''}record ({cause}), so training "
+                   f"would have no batch. {(rewrite or advice) if skipped else advice}")
 
 
 def record_dataset(files):

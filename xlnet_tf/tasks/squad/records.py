@@ -162,10 +162,11 @@ def squad_dataset(input_files, seq_length, read, input_context=None, num_threads
                               "(prepare_train_records / prepare_eval_features) or check --output_dir.")
     files.extend(found)
   decode = records.batch_decoder(name_to_features(seq_length, read.is_training), read.n_token)
-  if read.is_training and not records.holds_a_record(files):
-    raise ValueError(f"The SQuAD training records {', '.join(files)} hold no feature (a --train_file without "
-                     "questions was preprocessed), so training would wait for its first batch forever. Preprocess a "
-                     "--train_file that has questions: --do_prepro=True --train_file=..., with the same --output_dir.")
+  if read.is_training:
+    records.require_a_record(files, "The SQuAD training records", "a --train_file without questions was preprocessed",
+                             "Preprocess a --train_file that has questions: --do_prepro=True --train_file=..., with "
+                             "the same --output_dir.",
+                             "Delete them and rerun with --do_prepro=True: they are written again from --train_file.")
   pipes, pipe = (input_context.num_input_pipelines, input_context.input_pipeline_id) if input_context else (1, 0)
   if read.is_training and pipes > 1 and len(files) >= pipes and all(
       records.holds_a_record(files[p::pipes]) for p in range(pipes)):

@@ -40,6 +40,10 @@ def check_model_prefix(model_prefix, overwrite):
     raise ValueError(f"--model_prefix={model_prefix} is a directory; it is the start of the file names, e.g. "
                      f"--model_prefix={os.path.join(model_prefix, 'spiece')} writes spiece.model and spiece.vocab "
                      "there.")
+  if not os.path.basename(model_prefix).strip():  # it wrote the hidden `.model` and `.vocab` (sweep 32, U15)
+    raise ValueError(f"--model_prefix={model_prefix!r} names no file: it is the start of the file names, e.g. "
+                     f"--model_prefix={os.path.join(os.path.dirname(model_prefix), 'spiece')} writes spiece.model and "
+                     "spiece.vocab.")
   if model_prefix.endswith((".model", ".vocab")):  # it wrote x.model.model, and `--sp_path=x.model` found nothing
     raise ValueError(f"--model_prefix={model_prefix} is the start of the file names, to which .model and .vocab are "
                      f"added: pass --model_prefix={model_prefix.rsplit('.', 1)[0]} to write {model_prefix}.")

@@ -407,6 +407,10 @@ def test_a_model_prefix_ending_in_model_is_refused(tmp_path):
   with pytest.raises(ValueError, match=f"^--model_prefix={tmp_path}/m would write {tmp_path}/m.model, which is a "
                                        "directory. Move it away, or pass another --model_prefix.$"):
     train_spm.check_model_prefix(f"{tmp_path}/m", overwrite=True)
+  for blank in ("", " ", f"{tmp_path}/ "):  # it wrote the hidden .model and .vocab (sweep 32, U15)
+    with pytest.raises(ValueError, match=f"^--model_prefix='{blank}' names no file: it is the start of the file "
+                                         "names, e.g. --model_prefix=.*spiece writes spiece.model and spiece.vocab.$"):
+      train_spm.check_model_prefix(blank, overwrite=False)
 
 
 def test_an_input_glob_over_the_model_prefix_leaves_its_files_out(tmp_path, caplog):
@@ -494,6 +498,9 @@ def test_expand_inputs(tmp_path):
   assert tk.expand_inputs(f"{tmp_path}/*.txt,{tmp_path}/a.txt") == [str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
   with pytest.raises(FileNotFoundError, match="none\\*.txt' matches no file"):
     tk.expand_inputs(f"{tmp_path}/none*.txt")
+  for empty in ("", " ", ","):  # "matches no file but --model_prefix's own (left out)" (sweep 32, U15)
+    with pytest.raises(FileNotFoundError, match=r"^--input is empty. Pass text files or a glob, e.g. --input="):
+      tk.expand_inputs(empty)
   (tmp_path / "br[1]").mkdir()  # glob characters in a file's name: it matched nothing (sweep 23, C10)
   (tmp_path / "br[1]" / "c.txt").write_text("x\n")
   assert tk.expand_inputs(f"{tmp_path}/br[1]/c.txt") == [f"{tmp_path}/br[1]/c.txt"]

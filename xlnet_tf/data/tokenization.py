@@ -246,7 +246,9 @@ def expand_inputs(inputs):
   """A glob, a comma-separated list of globs/files, or a list of them -> sorted unique existing files (a file named
   with glob characters, `br[1]/c.txt`, matched nothing: sweep 23, C10)."""
   if isinstance(inputs, str):
-    inputs = [s for s in inputs.split(",") if s]
+    inputs = [s for s in inputs.split(",") if s.strip()]
+  if not inputs:  # "matches no file but --model_prefix's own (left out)" (sweep 32, U15)
+    raise FileNotFoundError("--input is empty. Pass text files or a glob, e.g. --input='data/*.txt'.")
   files = []
   for pattern in inputs:  # a file whose name holds [ ] * or ?, which the glob reads as wildcards, is taken as named
     matches = sorted(glob_lib.glob(pattern)) or ([pattern] if os.path.isfile(pattern) else [])

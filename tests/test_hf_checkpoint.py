@@ -247,7 +247,7 @@ def test_a_config_of_far_more_weights_than_its_files_hold_is_refused_before_the_
   # the config (sweep 22, N2)
   (tmp_path / "hf" / "config.json").write_text(json.dumps(config))
   (tmp_path / "hf" / "pytorch_model.bin").write_text("version https://git-lfs.github.com/spec/v1\noid sha256:ab\n")
-  with pytest.raises(ValueError, match=f"^{tmp_path}/hf/pytorch_model.bin is not a readable PyTorch weights file"):
+  with pytest.raises(ValueError, match=f"^{tmp_path}/hf/pytorch_model.bin is a Git LFS pointer, not the file: "):
     hf_checkpoint.model_config(None, str(tmp_path / "hf"), "--predict_ckpt")
 
 
@@ -1471,3 +1471,35 @@ def test_a_conversion_into_an_output_dir_another_conversion_is_writing_is_refuse
   assert "Taking over the stale lock" in caplog.text and ".convert.lock" not in os.listdir(out)
   assert "xlnet_model.ckpt.index" in os.listdir(out)
 
+
+
+def test_a_git_lfs_pointer_is_named_as_one(tmp_path):
+  """A model repository cloned without git-lfs holds a few lines of text for each large file: its weights, its
+  spiece.model, a TF checkpoint's files. Each reader called it damaged and advised downloading it again (sweep 32,
+  U16)."""
+  from xlnet_tf.data import tokenization  # pylint: disable=import-outside-toplevel
+
+  def pointer(path, size=467042463):
+    path.write_text(f"version https://git-lfs.github.com/spec/v1\noid sha256:{'ab' * 32}\nsize {size}\n")
+    return re.escape(f"{path} is a Git LFS pointer, not the file (the file is {size:,} bytes): the repository was "
+                     "cloned without Git LFS. Run `git lfs install && git lfs pull` in it, or download the file "
+                     "itself.")
+
+  for source, name in (("qa_safetensors", "model.safetensors"), ("cls_bin", "pytorch_model.bin"),
+                       ("cls_h5", "tf_model.h5")):
+    model = tmp_path / source
+    model.mkdir()
+    shutil.copy(f"{DATA}/{source}/config.json", model)
+    with pytest.raises(ValueError, match=f"^{pointer(model / name)}$"):
+      hf_weights.read_weights(str(model))
+  with pytest.raises(ValueError, match=f"^{pointer(tmp_path / 'spiece.model', 798011)}$"):
+    tokenization.load_sentencepiece(str(tmp_path / "spiece.model"))
+  for damaged in ("xlnet_model.ckpt.index", "xlnet_model.ckpt.data-00000-of-00001"):
+    copy = tmp_path / damaged.replace(".", "_")
+    shutil.copytree(f"{MODEL}/ckpt_untied", copy)
+    with pytest.raises(checkpoint.DamagedCheckpointError, match=f"^{pointer(copy / damaged)}$") as error:
+      checkpoint.Reader(str(copy / "xlnet_model.ckpt")).get_tensor("model/transformer/mask_emb/mask_emb")
+    assert str(error.value.named("--init_checkpoint")) == str(error.value)  # the line names the file, not the flag
+  (tmp_path / "text.model").write_text("version 2\n")  # a file that is no pointer: its reader's own line
+  with pytest.raises(ValueError, match="is not a SentencePiece model"):
+    tokenization.load_sentencepiece(str(tmp_path / "text.model"))

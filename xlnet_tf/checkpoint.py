@@ -29,7 +29,8 @@ from xlnet_tf import hf_weights
 from xlnet_tf import stderr_filter
 # Finding a directory's checkpoints by their files is checkpoint_paths'; its names are callers' names here too.
 from xlnet_tf.checkpoint_paths import (  # pylint: disable=unused-import
-    checkpoint_prefixes, directory_of, is_complete, is_run_checkpoint, latest_checkpoint, resolve_checkpoint_path)
+    checkpoint_prefixes, data_files, directory_of, is_complete, is_run_checkpoint, latest_checkpoint,
+    resolve_checkpoint_path)
 from xlnet_tf.config import XLNetConfig
 
 
@@ -72,13 +73,13 @@ class DamagedCheckpointError(ValueError):
   The message names the checkpoint as `name`: "Checkpoint", or the flag that passed it (`named`).
   """
 
-  def __init__(self, path, reason, name="Checkpoint"):
-    self.path, self.reason, self.name = path, reason, name
-    super().__init__(f"{name} {path} is incomplete or damaged ({reason}); download or export it again.")
+  def __init__(self, path, reason, name="Checkpoint", line=None):
+    self.path, self.reason, self.name, self.line = path, reason, name, line  # line: the message whole, if not that
+    super().__init__(line or f"{name} {path} is incomplete or damaged ({reason}); download or export it again.")
 
   def named(self, name):
     """The same error, the checkpoint named as `name` (e.g. "--init_checkpoint")."""
-    return DamagedCheckpointError(self.path, self.reason, name)
+    return DamagedCheckpointError(self.path, self.reason, name, self.line)
 
 
 @contextlib.contextmanager
@@ -88,8 +89,10 @@ def reading(path):
   try:
     yield
   except (tf.errors.OpError, IndexError, RuntimeError) as e:
-    reason = stderr_filter.error_text(str(getattr(e, "message", "") or e) or type(e).__name__)
-    raise DamagedCheckpointError(path, textwrap.shorten(reason, 300, placeholder=" ...")) from None
+    reason = textwrap.shorten(stderr_filter.error_text(str(getattr(e, "message", "") or e) or type(e).__name__), 300,
+                              placeholder=" ...")
+    pointers = filter(None, map(fileio.lfs_pointer_line, [f"{path}.index", *data_files(path)]))  # (sweep 32, U16)
+    raise DamagedCheckpointError(path, reason, line=next(pointers, None)) from None
 
 
 class Reader:

@@ -12,7 +12,6 @@ marker file (`check_output_dir`). Locks between runs are in `locks.py`.
 
 A path that cannot be used (a remote file system TensorFlow lacks or cannot reach, a symbolic link to nowhere) is a
 `PathError`: one line, which the CLIs complete with the flag whose value holds the path.
-
 TensorFlow is imported only for remote paths, so local data tools start fast.
 """
 
@@ -28,7 +27,8 @@ import sys
 import uuid
 
 from xlnet_tf import signal_holds
-from xlnet_tf.path_errors import PathError, non_utf8_line, remote_error  # pylint: disable=unused-import  (fileio's)
+from xlnet_tf.path_errors import (  # pylint: disable=unused-import  (fileio's)
+    PathError, lfs_pointer_line, non_utf8_line, remote_error)
 
 
 def api_path(path):

@@ -28,8 +28,8 @@ def _read_safetensors(path):
       raise ValueError(f"{path} holds {found[0]} in {found[1]}, a dtype numpy (and so these tools) cannot read; "
                        "the file is fine. Save the model in float32, bfloat16 or float16 (e.g. transformers: "
                        "model.to(torch.float16).save_pretrained(DIR)) and pass that.") from None
-    raise ValueError(f"{path} is not a readable safetensors file ({' '.join(str(e).split())[:160]}). "
-                     "Download it again.") from None
+    raise ValueError(fileio.lfs_pointer_line(path) or f"{path} is not a readable safetensors file "
+                     f"({' '.join(str(e).split())[:160]}). Download it again.") from None
   if tf_names := [name for name in weights if "/" in name]:  # "config.json does not match" (sweep 30, U9)
     raise ValueError(f"{path} holds weights under transformers' TensorFlow names ({tf_names[0]}, ...): it was saved "
                      "by its TF classes. Save the model with its PyTorch class (save_pretrained), or pass its "
@@ -104,8 +104,8 @@ def _read_h5(path):
     reason = f"{e}: HDF5 loops for ever in some damaged files; if the disk is slow, copy the model to a local one"
   except (OSError, KeyError) as e:
     reason = e
-  raise ValueError(f"{path} is not a readable tf_model.h5 ({' '.join(str(reason).split())[:240]}). Download it "
-                   "again.") from None
+  raise ValueError(fileio.lfs_pointer_line(path) or f"{path} is not a readable tf_model.h5 "
+                   f"({' '.join(str(reason).split())[:240]}). Download it again.") from None
 
 
 def _read_weight_map(index):

@@ -71,3 +71,24 @@ def temp_name_room(after=""):
   pids below 2**22: 7 digits) followed by `after`, within a file system's 255: a longer one failed at that write,
   after the work (sweep 23, C11; sweep 30, U5; sweep 32, U12)."""
   return 255 - len(".tmp-") - 7 - 1 - 12 - len(after.encode("utf-8"))
+
+
+_LFS_POINTER = b"version https://git-lfs.github.com/spec/v1\n"
+
+
+def lfs_pointer_line(path, head=None):
+  """None unless the file `path` (or its first bytes `head`, where the caller read them) is a Git LFS pointer: the
+  few lines of text a clone made without git-lfs leaves for each large file (a model repository's weights, its
+  spiece.model). Its readers called it damaged and advised downloading it again (sweep 32, U16); the line says so."""
+  if head is None:
+    try:
+      with open(path, "rb") as f:
+        head = f.read(200)
+    except (OSError, ValueError):  # not there, a directory, a remote path: its reader says so
+      return None
+  if not head.startswith(_LFS_POINTER):
+    return None
+  size = re.search(rb"^size (\d+)$", head, re.M)
+  held = f" (the file is {int(size.group(1)):,} bytes)" if size else ""
+  return (f"{path} is a Git LFS pointer, not the file{held}: the repository was cloned without Git LFS. Run "
+          "`git lfs install && git lfs pull` in it, or download the file itself.")

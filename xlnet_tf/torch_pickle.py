@@ -187,5 +187,5 @@ def load(path):
   except (ValueError, pickle.UnpicklingError, zipfile.BadZipFile, KeyError, EOFError, struct.error, TypeError,
           IndexError, AttributeError, OverflowError, NotImplementedError, zlib.error) as e:  # (sweep 28, A6)
     fix = "" if "training script's" in str(e) else " Download it again."  # downloading again cannot help that
-    raise ValueError(f"{path} is not a readable PyTorch weights file ({' '.join(str(e).split())[:160]}).{fix}") \
-        from None
+    raise ValueError(fileio.lfs_pointer_line(path) or f"{path} is not a readable PyTorch weights file "
+                     f"({' '.join(str(e).split())[:160]}).{fix}") from None

@@ -209,8 +209,9 @@ def load_sentencepiece(path, flag="--sp_path"):
   try:
     sp_model.LoadFromSerializedProto(proto)
   except (RuntimeError, OSError) as e:
-    raise ValueError(f"{path} is not a SentencePiece model ({str(e).splitlines()[0] if str(e) else e!r}). "
-                     f"Pass the .model file written by scripts/train_spm.py as {flag}.") from None
+    raise ValueError(fileio.lfs_pointer_line(path, proto[:200]) or f"{path} is not a SentencePiece model "
+                     f"({str(e).splitlines()[0] if str(e) else e!r}). Pass the .model file written by "
+                     f"scripts/train_spm.py as {flag}.") from None
   check_special_symbols(sp_model, path)
   return sp_model
 

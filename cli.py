@@ -116,16 +116,23 @@ def _check_flagfiles(argv):
   same UTF-8 text (`filter_stderr` reads the command line's flags first, absl's parse then): a pipe or a device
   (`<(...)`, /dev/stdin) gave its flags to the first read only, and the run went on with the defaults, exit 0; a
   file of another encoding was a traceback; one missing, or a directory, absl's `ERROR:: Unable to open flagfile`
-  (`flag_configs.require_file`'s line instead)."""
-  given = [a.split("=", 1)[1] for a in argv if a.startswith(("--flagfile=", "-flagfile="))]
-  given += [b for a, b in zip(argv, argv[1:]) if a in ("--flagfile", "-flagfile")]
+  (`flag_configs.require_file`'s line instead). A nested one's line names the file and line that name it."""
+  given = [(a.split("=", 1)[1], None, 0) for a in argv if a.startswith(("--flagfile=", "-flagfile="))]
+  given += [(b, None, 0) for a, b in zip(argv, argv[1:]) if a in ("--flagfile", "-flagfile")]
   seen = set()
   while given:
-    path = os.path.expanduser(given.pop(0).strip())  # as absl: the shell leaves a ~ after = (sweep 30, U4)
+    path, parent, number = given.pop(0)  # parent: the file whose line `number` names it, None on the command line
+    path = os.path.expanduser(path.strip())  # as absl: the shell leaves a ~ after = (sweep 30, U4)
     if path in seen or os.path.realpath(path) == os.devnull:  # absl's line for a circular one; empty, as a stub
       continue
     seen.add(path)
     try:
+      if parent and not path:  # "--flagfile is required" (sweep 32, U18)
+        raise FlagError("'--flagfile=' names no file. Name a file of flags, or remove the line.")
+      if parent and not os.path.isabs(path) and not os.path.exists(path) and os.path.isfile(
+          beside := os.path.join(os.path.dirname(parent), path)):  # it named the missing file alone (sweep 32, U18)
+        raise FlagError(f"--flagfile={path} does not exist: absl reads a --flagfile named in one from the working "
+                        f"directory, not beside the file that names it. Write --flagfile={beside}.")
       path_flags.check_path("flagfile", path)
       flag_configs.require_file(path, "flagfile", "a file of flags, one --flag=value per line")
       with open(path, "rb") as f:
@@ -151,9 +158,10 @@ def _check_flagfiles(argv):
           raise FlagError(f"--flagfile={path} line {number}: {line.strip()!r}: absl keeps the whole rest of the line "
                           "as the value, this comment too. Put the comment on a line of its own (a value that holds "
                           "' #' itself: pass that flag on the command line).")
-      given += [line.strip().split("=", 1)[1] for line in lines if line.startswith(("--flagfile=", "-flagfile="))]
+      given += [(line.strip().split("=", 1)[1], path, number)
+                for number, line in enumerate(lines, 1) if line.startswith(("--flagfile=", "-flagfile="))]
     except FlagError as e:
-      line = str(e)
+      line = f"--flagfile={parent} line {number}: {e}" if parent else str(e)
     except UnicodeDecodeError as e:
       line_number = text[:e.start].count(b"\n") + 1
       line = (f"--flagfile={path} is not UTF-8 (byte 0x{text[e.start]:02x} on line {line_number}). Convert it to "

@@ -1039,12 +1039,22 @@ def test_a_flagfile_that_is_a_stream_or_not_utf8_is_one_line(tmp_path, capsys):
   nul.write_bytes(b"# absl skips a comment, NUL or not: \0\n--train_steps=5\n--model_dir=/a\0b\n")
   comment = tmp_path / "comment.txt"  # absl keeps it in the value: trained into "D  # my model" (sweep 32, U4)
   comment.write_text("# runs\n--train_steps=5\n--model_dir=/m/d  # my model\n")
+  relative, empty = tmp_path / "relative.txt", tmp_path / "empty.txt"
+  (tmp_path / "inner.txt").write_text("--train_steps=5\n")
+  relative.write_text("--train_steps=4\n--flagfile=inner.txt\n")
+  empty.write_text("--flagfile=\n")
   for argv, line in (
       ([f"--flagfile={fifo}"], f"--flagfile={fifo} is a pipe or a device, not a file: the tools read an input more "
                                "than once"),
       (["--flagfile", str(latin1)], f"--flagfile={latin1} is not UTF-8 (byte 0xe9 on line 2). Convert it to UTF-8"),
       ([f"--flagfile={bom}"], f"--flagfile={bom} starts with a byte-order mark"),
-      ([f"--flagfile={nested}"], f"--flagfile={fifo} is a pipe or a device"),  # named in a flagfile (sweep 20, N1)
+      # Named in a flagfile (sweep 20, N1): with the line naming it, the path as absl reads it (sweep 32, U18).
+      ([f"--flagfile={nested}"], f"--flagfile={nested} line 3: --flagfile={fifo} is a pipe or a device"),
+      ([f"--flagfile={relative}"], f"--flagfile={relative} line 2: --flagfile=inner.txt does not exist: absl reads a "
+                                   "--flagfile named in one from the working directory, not beside the file that "
+                                   f"names it. Write --flagfile={tmp_path}/inner.txt."),
+      ([f"--flagfile={empty}"], f"--flagfile={empty} line 1: '--flagfile=' names no file. Name a file of flags, or "
+                                "remove the line."),
       ([f"--flagfile={tmp_path}/missing"], f"--flagfile={tmp_path}/missing does not exist. Pass a file of flags, one "
                                            "--flag=value per line."),
       ([f"--flagfile={tmp_path}"], f"--flagfile={tmp_path} is a directory. Pass a file of flags"),

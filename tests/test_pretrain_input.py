@@ -4,6 +4,7 @@ original's outputs."""
 import dataclasses
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -288,6 +289,10 @@ def test_record_info_mismatch_lists_what_is_there():
     find_record_info(GOLDEN_DIR, **dict(kw, spec=dataclasses.replace(GOLDEN_KW["spec"], uncased=False, num_predict=6,
                                                                      bsz_per_host=8)),
                      batch_flag=lambda bsz: f"--train_batch_size={bsz}")
+  # Records of another split: run_pretrain.py has no --split (it was advised; sweep 32, U20).
+  with pytest.raises(ValueError, match=r"split: files have train, you asked valid\. The trainer reads the 'valid' split "
+                                       r"only: write its records with data_utils.py --split=valid\.$"):
+    find_record_info(GOLDEN_DIR, **dict(kw, split="valid", spec=GOLDEN_KW["spec"]))
   with pytest.raises(FileNotFoundError, match="--record_info_dir 'no/such/dir' is not a directory"):
     find_record_info("no/such/dir", **kw)
   with pytest.raises(ValueError, match=r"pass --record_info_dir=tests/testdata/data/records/tfrecords"):
@@ -337,6 +342,12 @@ def test_comma_separated_dirs_and_basename_rewrite(tmp_path):
   with pytest.raises(ValueError, match=f"record_info file {info_path} must be json with 'filenames' and 'num_batch' "
                                        r".* TypeError\(\"'filenames' is a str, not a list\"\)"):
     find_record_info(f"{tmp_path / 'a'},{tmp_path / 'b'}", **kw)
+  for num_batch in (-1, 2.5, "3", True):  # -1 was taken as a count (sweep 32, U20), 2.5 as 2
+    with open(info_path, "w") as f:
+      json.dump(dict(listed, num_batch=num_batch), f)
+    with pytest.raises(ValueError, match=f"record_info file {info_path} must be json with 'filenames' and 'num_batch' "
+                                         f".* TypeError\\(\"'num_batch' is {re.escape(repr(num_batch))}, not a count"):
+      find_record_info(f"{tmp_path / 'a'},{tmp_path / 'b'}", **kw)
   with open(info_path, "w") as f:
     json.dump(listed, f)
   shutil.copy(info_path, info_path.replace("record_info-train-1-0", "record_info-train-2-0"))

@@ -86,6 +86,8 @@ def _mismatch_message(record_dir, pattern, asked, batch_flag=None):
     flags = []
     for f in best[1]:
       v = best[0][f]
+      if f == "split":  # the trainer has no --split to pass (sweep 32, U20)
+        continue
       if f == "num_predict" and v is None:
         flags.append("--num_predict=None (unset)")
       elif f == "reuse_len" and v is None:
@@ -95,7 +97,10 @@ def _mismatch_message(record_dir, pattern, asked, batch_flag=None):
       else:
         flags.append(f"--{f}={v}")
     note = " (bsz_per_host is the per-host batch size)" if "bsz_per_host" in best[1] and batch_flag is None else ""
-    fix = " Pass the values data_utils.py was run with, e.g. " + " ".join(flags) + note + "."
+    fix = " Pass the values data_utils.py was run with, e.g. " + " ".join(flags) + note + "." if flags else ""
+    if "split" in best[1]:
+      fix += (f" The trainer reads the {asked['split']!r} split only: write its records with data_utils.py "
+              f"--split={asked['split']}.")
   return f"{head} Found {len(found)} record_info file(s): {shown}.{fix}"
 
 
@@ -158,7 +163,9 @@ def find_record_info(record_info_dir, split, spec, batch_flag=None):
           content = json.load(f)
         if not isinstance(content["filenames"], list):  # a string: read as a list of its characters
           raise TypeError(f"'filenames' is a {type(content['filenames']).__name__}, not a list")
-        names, num_batch = list(content["filenames"]), int(content["num_batch"])
+        names, num_batch = list(content["filenames"]), content["num_batch"]
+        if type(num_batch) is not int or num_batch < 0:  # pylint: disable=unidiomatic-typecheck  (no bool, 2.5, "3")
+          raise TypeError(f"'num_batch' is {num_batch!r}, not a count of batches")  # -1 was read (sweep 32, U20)
       except (ValueError, KeyError, TypeError) as e:
         raise ValueError(f"record_info file {path} must be json with 'filenames' and 'num_batch' (as "
                          f"data_utils.py writes); reading it failed: {e!r}. Rewrite it with data_utils.py.") from None

@@ -122,6 +122,12 @@ def test_squad_v1_without_is_impossible(tmp_path):
   assert (example.is_impossible, example.orig_answer_text, example.start_position) == (False, "the mat", 15)
 
 
+# HuggingFace datasets' squad layout: "every answer needs a 'text' string" in evaluation (sweep 32, U20)
+HF_ANSWERS = (r"qas\[0\]: question 'q1': 'answers' is \{\"text\": \[\"the mat\"\], \"answer_start\": \[15\]\} \(the "
+              r"HuggingFace datasets layout: lists of texts and starts\), not SQuAD's list of one \{\"text\": \.\.\., "
+              r"\"answer_start\": \.\.\.\} object per answer\. Convert the file to SQuAD's layout\.$")
+
+
 @pytest.mark.parametrize("content, message", [
     ("{not json", "is not valid JSON"),
     (_squad([{"id": "q1", "question": "Where\ud83d?", "answers": []}]),  # valid JSON, a traceback (sweep 23, B1)
@@ -139,6 +145,8 @@ def test_squad_v1_without_is_impossible(tmp_path):
      r"is_training=False\)\.$"),
     (_squad([{"id": "q1", "question": "Where?", "is_impossible": "no", "answers": []}]), "must be true or false"),
     (_squad([{"question": "Where?", "answers": []}]), "'id'"),
+    (_squad([{"id": "q1", "question": "Where?", "answers": {"text": ["the mat"], "answer_start": [15]}}]),
+     HF_ANSWERS),  # "needs exactly 1 answer, it has {...}" (sweep 32, U20)
 ])
 def test_bad_input_is_one_line_naming_the_file(tmp_path, content, message):
   path = _write_json(tmp_path, content)
@@ -192,6 +200,7 @@ def test_evaluation_ignores_answers(tmp_path):
     ([{"id": 1.0, "question": "Where?", "answers": []}, {"id": True, "question": "Who?", "answers": []}],
      r"qas\[0\]: question id 1\.0 is a float: predictions are keyed by id, and ids must be strings \(as SQuAD's\) or "
      r"integers\. Fix the file\.$"),  # 1.0 and true passed as '1.0' and 'True', then were one key: a question lost
+    ([{"id": "q1", "question": "Where?", "answers": {"text": ["the mat"], "answer_start": [15]}}], HF_ANSWERS),
 ])
 def test_evaluation_needs_answer_texts_and_distinct_ids(tmp_path, qas, message):
   """What the evaluation reads from a file to predict: an answer's text (else a KeyError after the model ran), and

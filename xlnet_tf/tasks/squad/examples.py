@@ -2,6 +2,8 @@
 the entry and what is wrong."""
 
 import dataclasses
+import json
+import textwrap
 
 from xlnet_tf import fileio
 from xlnet_tf.data import json_text
@@ -119,6 +121,11 @@ def read_squad_examples(input_file, is_training):
         qwhere = f"{where}.qas[{q}]"
         if not isinstance(qa, dict) or "id" not in qa or not isinstance(qa.get("question"), str):
           _fail(input_file, qwhere, "expected an object with an 'id' and a 'question' string.")
+        if not isinstance(qa.get("answers", []), list):  # was "needs exactly 1 answer, it has {...}" (sweep 32, U20)
+          shown = textwrap.shorten(json.dumps(qa["answers"]), 60, placeholder=" ...")
+          hf = " (the HuggingFace datasets layout: lists of texts and starts)" if isinstance(qa["answers"], dict) else ""
+          _fail(input_file, qwhere, f"question {qa['id']!r}: 'answers' is {shown}{hf}, not SQuAD's list of one "
+                "{\"text\": ..., \"answer_start\": ...} object per answer. Convert the file to SQuAD's layout.")
         example = SquadExample(qas_id=qa["id"], question_text=qa["question"], paragraph_text=context)
         if is_training:
           example.is_impossible = qa.get("is_impossible", False)

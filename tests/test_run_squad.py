@@ -125,7 +125,8 @@ def test_prepro_train_predict(tiny_config, tmp_path):
                                                         + [records.eval_features_name(SPM, 64, 16),
                                                            records.eval_features_name(SPM, 64, 16) + ".source",
                                                            f".{records.eval_features_name(SPM, 64, 16)}.lock",
-                                                           records.eval_record_name(SPM, 64, 16)])
+                                                           records.eval_record_name(SPM, 64, 16),
+                                                           records.eval_record_name(SPM, 64, 16) + ".source"])
 
 
 def test_predict_honours_init_checkpoint_and_reproduces_the_original(tmp_path):

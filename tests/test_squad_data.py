@@ -412,10 +412,15 @@ def test_prepare_eval_features_caches(sp_model, tmp_path, caplog, monkeypatch):
   examples, features, record, stats = records.prepare_eval_features(*args)
   assert stats.num_features == len(features) == 316 and len(examples) == 38
   npz = "spiece.model.slen-64.qlen-16.eval.features.npz"
+  tf_record = "spiece.model.slen-64.qlen-16.eval.tf_record"
   assert sorted(os.listdir(tmp_path)) == [f".{npz}.lock", npz, npz + ".source",  # the lock: `locks.cache_lock`
-                                          "spiece.model.slen-64.qlen-16.eval.tf_record"]
+                                          tf_record, tf_record + ".source"]
   _, cached, record2, stats2 = records.prepare_eval_features(*args)
   assert stats2 is None and record2 == record and cached == features
+  written = (tmp_path / tf_record).read_bytes()  # cut at a record boundary: it served a part, then "No head result
+  (tmp_path / tf_record).write_bytes(written[:12 + int.from_bytes(written[:8], "little") + 4])  # for feature N"
+  assert records.prepare_eval_features(*args)[3] is not None  # built again (sweep 32, U20)
+  assert (tmp_path / tf_record).read_bytes() == written
   _, _, _, stats3 = records.prepare_eval_features(*args, overwrite_data=True)
   assert stats3 is not None
   # Another file to predict under the same cache names: written again (the original reused the first file's
@@ -428,7 +433,8 @@ def test_prepare_eval_features_caches(sp_model, tmp_path, caplog, monkeypatch):
   assert max(f.example_index for f in features4) == len(examples4) - 1
   assert "made from other inputs or settings" in caplog.text
   # A cache without its fingerprint (the original's, or an earlier version's) is reused by its name, as there.
-  os.remove(tmp_path / (npz + ".source"))
+  for name in (npz, tf_record):
+    os.remove(tmp_path / (name + ".source"))
   _, cached5, _, stats5 = records.prepare_eval_features(*args)
   assert stats5 is None and cached5 == features4
   # A rebuild that fails after the record (a full disk at the features file) leaves no features file: the next run

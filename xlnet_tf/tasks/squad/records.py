@@ -328,7 +328,9 @@ def prepare_eval_features(predict_file, sp_model, spiece_model_file, output_dir,
                                                                    max_query_length))
   with fileio.open_file(predict_file, "rb") as f, fileio.open_file(spiece_model_file, "rb") as g:
     fingerprint = records.cache_fingerprint(f.read(), g.read(), repr(options))
-  reusable = lambda: fileio.exists(record) and records.reusable_cache(feature_file, fingerprint)
+  # The record's size too: one cut at a record boundary predicted a part, then "No head result for feature unique_id
+  # N", naming no file (sweep 32, U20).
+  reusable = lambda: all(records.reusable_cache(path, fingerprint) for path in (record, feature_file))
   with locks.cache_lock(feature_file, reusable, overwrite_data) as reuse:  # the three files' lock: see the docstring
     if reuse:
       logging.info("Loading evaluation features from %s (set --overwrite_data to rebuild).", feature_file)
@@ -350,5 +352,6 @@ def prepare_eval_features(predict_file, sp_model, spiece_model_file, output_dir,
 
         stats = data.convert_examples_to_features(examples, sp_model, options, False, append)
       save_eval_features(feature_file, features, max_seq_length, out)
-      records.mark_cache(out, feature_file, fingerprint)
+      for path in (record, feature_file):
+        records.mark_cache(out, path, fingerprint)
   return examples, features, record, stats

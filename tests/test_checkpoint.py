@@ -194,6 +194,12 @@ def test_a_damaged_checkpoint_is_one_error_naming_it(tmp_path, damage, reason):
     assert str(info.value).startswith(f"Checkpoint {prefix} is incomplete or damaged (") and reason in str(info.value)
     assert str(info.value.named("--init_checkpoint")).startswith(f"--init_checkpoint {prefix} is incomplete or ")
     assert str(info.value).endswith("); download or export it again.")
+  for name in os.listdir(tmp_path / "ckpt"):  # a training run's own: no download or export makes it (sweep 32, U20)
+    os.rename(tmp_path / "ckpt" / name, tmp_path / "ckpt" / name.replace("xlnet_model.ckpt", "ckpt-5"))
+  with pytest.raises(checkpoint.DamagedCheckpointError, match=r"\); copy it again, or delete its files "
+                                                              rf"\({tmp_path}/ckpt/ckpt-5\.\*\) to use the one before "
+                                                              r"it\.$"):
+    checkpoint.original_arrays(str(tmp_path / "ckpt" / "ckpt-5"))
 
 
 def test_bfloat16_model_is_close_to_float32_golden():

@@ -68,14 +68,14 @@ def original_variable_map(model):
 
 
 class DamagedCheckpointError(ValueError):
-  """A checkpoint whose files cannot be read whole (a `.data-*` file missing or cut short, a damaged index).
-
-  The message names the checkpoint as `name`: "Checkpoint", or the flag that passed it (`named`).
-  """
+  """A checkpoint whose files cannot be read whole (a `.data-*` file missing or cut short, a damaged index); the
+  message names it as `name`: "Checkpoint", or the flag that passed it (`named`)."""
 
   def __init__(self, path, reason, name="Checkpoint", line=None):
     self.path, self.reason, self.name, self.line = path, reason, name, line  # line: the message whole, if not that
-    super().__init__(line or f"{name} {path} is incomplete or damaged ({reason}); download or export it again.")
+    advice = (f"copy it again, or delete its files ({path}.*) to use the one before it" if is_run_checkpoint(path)
+              else "download or export it again")  # a training run's own ckpt-N was advised so (sweep 32, U20)
+    super().__init__(line or f"{name} {path} is incomplete or damaged ({reason}); {advice}.")
 
   def named(self, name):
     """The same error, the checkpoint named as `name` (e.g. "--init_checkpoint")."""

@@ -261,6 +261,21 @@ def test_bad_input_one_line_errors(bad_inputs, tmp_path, argv, message):
   assert not os.path.exists(f"{tmp_path}/out")  # Nothing written.
 
 
+def test_a_tfrecords_link_to_nowhere_is_said_once(tmp_path):
+  """--save_dir whose tfrecords/ is a link to nowhere: `Cannot create D/tfrecords: Cannot use D/tfrecords: it is a
+  symbolic link ... directory.. Pass a writable --save_dir.` (sweep 32, U20); the link's own line, naming the flag."""
+  (tmp_path / "out").mkdir()
+  (tmp_path / "out" / "tfrecords").symlink_to(tmp_path / "nowhere")
+  fv = _flag_values([f"--input_glob={GOLDEN}/corpus/*.txt", f"--sp_path={GOLDEN}/spm/spiece.model",
+                     f"--save_dir={tmp_path}/out", *GOLDEN_FLAGS])
+  with pytest.raises(fileio.PathError) as e:
+    data_utils.create_data(cli.values(fv))
+  assert str(e.value.named("--save_dir")) == (
+      f"Cannot use --save_dir {tmp_path}/out/tfrecords: it is a symbolic link to {tmp_path}/nowhere, which does not "
+      f"exist (an unmounted disk?). Create {tmp_path}/nowhere or pass another --save_dir.")
+  assert os.listdir(tmp_path / "out") == ["tfrecords"]
+
+
 def test_too_little_text_for_one_batch_writes_nothing(bad_inputs, tmp_path):
   """The original writes a record file of 0 batches and exits 0 (the trainer refuses it later): one line, no file."""
   fv = _flag_values([f"--input_glob={bad_inputs}/corpus/*.txt", f"--sp_path={GOLDEN}/spm/spiece.model",

@@ -341,6 +341,8 @@ def create_data(spec, options, *, input_glob, sp_path, save_dir):
   tfrecord_dir = os.path.join(save_dir, "tfrecords")
   try:
     fileio.makedirs(tfrecord_dir)
+  except fileio.PathError:  # a link to nowhere says so itself: it was said twice (sweep 32, U20)
+    raise
   except Exception as e:  # pylint: disable=broad-except  (OSError, or tf.errors.OpError for remote paths)
     raise DataError(f"Cannot create {tfrecord_dir}: {getattr(e, 'strerror', None) or e}. Pass a writable "
                     f"--save_dir.") from None

@@ -345,15 +345,27 @@ def _bare_os_error(e):
   return f"{e.filename}{f' -> {e.filename2}' if e.filename2 else ''}: {e.strerror}; {fix}."
 
 
+def _absl_line(line):
+  """absl's parse error in our words: `Did you mean: do_train ?` -> `Did you mean --do_train?`; a bool flag's value
+  `('Non-boolean argument to boolean flag', 'maybe')` -> `not true or false`; `--nox=1 does not take an argument`."""
+  line = re.sub(r"Did you mean: (.+?) \?$", lambda m: "Did you mean " + ", ".join(
+      f"--{name.strip()}" for name in m.group(1).split(",")) + "?", line)
+  line = re.sub(r"\('Non-boolean argument to boolean flag', '(.*)'\)$", r"\1 is not true or false (a bool flag "
+                r"takes true, false, 1 or 0; alone it means true)", line)
+  return re.sub(r"^(--no(\w+))=(.*) does not take an argument$", r"\1=\3: --no\2 takes no value; pass --no\2 "
+                r"alone (--\2=false) or --\2=\3", line)
+
+
 def _parse_flags(argv):
   """absl's parsing of `argv` (an unknown flag or a bad value: one line `{tool}: error: ...`, exit 1), then what
   must come before TensorFlow's runtime starts, which absl's start-up callbacks do before `main` (tf.distribute's
   lists the GPUs): XLA's cache setting (`xla_cache.set_flags`)."""
   try:
     rest = absl_flags.FLAGS(argv)
-  except absl_flags.Error as e:  # absl's own report ends with a help hint, not the error (app.parse_flags_with_usage)
-    line = " ".join(str(e).split())
-    print(f"{os.path.basename(argv[0])}: error: {line}. Pass --helpshort or --helpfull to see the flags.",
+  except (absl_flags.Error, ValueError) as e:  # absl's report ends in a help hint (app.parse_flags_with_usage); a
+    line = _absl_line(" ".join(str(e).split()))  # ValueError: `--nodo_train=1`, a traceback (sweep 32, U21)
+    end = "" if line.endswith("?") else "."
+    print(f"{os.path.basename(argv[0])}: error: {line}{end} Pass --helpshort or --helpfull to see the flags.",
           file=sys.stderr, flush=True)
     sys.exit(1)
   if getattr(absl_flags.FLAGS, "xla_cache_dir", None):

@@ -1148,6 +1148,24 @@ def test_a_stray_word_on_the_command_line_is_one_line():
   assert "--bsz_per_host" not in proc.stderr + proc.stdout  # no help
 
 
+def test_absl_s_parse_errors_are_our_one_line():
+  """`--nobi_data=1` was absl's ValueError traceback; a misspelt flag's `Did you mean: do_train ?.` and a bool flag's
+  `('Non-boolean argument to boolean flag', 'maybe')` are said in words (sweep 32, U21)."""
+  proc = subprocess.run([sys.executable, "data_utils.py", "--nobi_data=1"], capture_output=True, text=True,
+                        timeout=120)
+  assert proc.returncode == 1 and "Traceback" not in proc.stderr
+  assert proc.stderr.strip().splitlines()[-1] == (
+      "data_utils.py: error: --nobi_data=1: --nobi_data takes no value; pass --nobi_data alone (--bi_data=false) or "
+      "--bi_data=1. Pass --helpshort or --helpfull to see the flags.")
+  line = cli._absl_line  # pylint: disable=protected-access
+  assert line("Unknown command line flag 'dropot'. Did you mean: dropatt, dropout ?") == (
+      "Unknown command line flag 'dropot'. Did you mean --dropatt, --dropout?")
+  assert line("flag --do_train=maybe: ('Non-boolean argument to boolean flag', 'maybe')") == (
+      "flag --do_train=maybe: maybe is not true or false (a bool flag takes true, false, 1 or 0; alone it means true)")
+  assert line("flag --dropout=x: could not convert string to float: 'x'") == (
+      "flag --dropout=x: could not convert string to float: 'x'")
+
+
 def test_a_path_in_shell_quotes_from_a_flagfile_is_refused(tmp_path):
   """A --flagfile line `--model_dir="/abs/path"` (a shell's quoting, which absl keeps): the run wrote into a
   directory named `"` under the working directory, exit 0 (sweep 26, B2)."""

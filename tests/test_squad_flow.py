@@ -101,11 +101,12 @@ def test_flow_equals_the_originals(name, stand_ins, tmp_path):
   assert records.train_record_glob(o.spiece_model_file, o.max_seq_length, o.max_query_length) == pattern
   assert StandInTrainer.data_files == [[str(tmp_path / "out" / f) for f in files]]
   # output_dir: the original's files, with the evaluation features as an npz (+ its fingerprint and lock) where
-  # the original pickles them.
+  # the original pickles them, and the evaluation record's fingerprint.
   (pkl,) = [f for f in golden["output_dir"] if f.endswith(".pkl")]
   npz = pkl[:-len(".pkl")] + ".npz"
+  eval_record = records.eval_record_name(o.spiece_model_file, o.max_seq_length, o.max_query_length)
   assert sorted(os.listdir(tmp_path / "out")) == sorted(
-      [f for f in golden["output_dir"] if f != pkl] + [npz, npz + ".source", f".{npz}.lock"] +
+      [f for f in golden["output_dir"] if f != pkl] + [npz, npz + ".source", f".{npz}.lock", eval_record + ".source"] +
       [f + ".source" for f in golden["prepro_files"]])
   for f, want in golden["records"].items():
     values, kinds = read_records(str(tmp_path / "out" / f))

@@ -134,6 +134,12 @@ def validate(o, num_replicas=1, strategy="one_device"):
     if not o.predict_all_ckpt:  # (which writes into a directory per checkpoint) a directory there was found by the
       # write, after the whole prediction (sweep 25, C3)
       fileio.check_file_names(o.predict_dir, squad_predict.OUTPUT_FILES, "--predict_dir", "prediction")
+      written = {fileio.real_path(os.path.join(o.predict_dir, name)): name for name in squad_predict.OUTPUT_FILES}
+      for flag in ("predict_file", "train_file"):  # replaced by the predictions, exit 0 (sweep 33, C1)
+        if getattr(o, flag) and fileio.real_path(getattr(o, flag)) in written:
+          raise cli.FlagError(f"--{flag} {getattr(o, flag)} is the {written[fileio.real_path(getattr(o, flag))]} "
+                              "the prediction writes into --predict_dir: the predictions would replace it. Pass "
+                              "another --predict_dir, or rename the file.")
 
 
 def _train_records(o, sp_model, log_fn):

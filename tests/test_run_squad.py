@@ -235,6 +235,21 @@ def test_bad_flags_are_refused_before_anything_is_written(tiny_config, tmp_path,
   _nothing_written(tmp_path, 0)
 
 
+def test_a_file_to_predict_named_as_a_prediction_file_is_refused(tiny_config, tmp_path):
+  """--predict_file=D/predictions.json --predict_dir=D: the predictions replaced the SQuAD file, exit 0 (sweep 33,
+  C1)."""
+  (tmp_path / "pred0").mkdir()
+  dev = tmp_path / "pred0" / "predictions.json"
+  shutil.copy(DEV, dev)
+  o = cli.defaults(run_squad.define_flags, **{**_bad_input_args(tiny_config, tmp_path, 0), "do_train": False,
+                                               "do_predict": True, "predict_file": str(dev), "init_checkpoint": CKPT})
+  with pytest.raises(cli.FlagError, match=f"^--predict_file {dev} is the predictions.json the prediction writes into "
+                                          "--predict_dir: the predictions would replace it. Pass another "
+                                          "--predict_dir, or rename the file.$"):
+    run_squad.validate(o)
+  assert dev.read_bytes() == open(DEV, "rb").read()
+
+
 def test_predict_all_ckpt_into_the_model_dir_is_refused(tiny_config, tmp_path):
   """--predict_all_ckpt --predict_dir=<model_dir> made ckpt-1/ beside ckpt-1.index, one per checkpoint, which every
   tool then took for the checkpoint (`No checkpoint found in directory .../ckpt-1`)."""

@@ -88,9 +88,12 @@ def validate(o, num_replicas=1, strategy="one_device"):
     raise cli.FlagError(
         f"--doc_stride={o.doc_stride} is not below the paragraph window ({window} tokens: --max_seq_length "
         f"{o.max_seq_length} - --max_query_length {o.max_query_length} - 3), so windows would not overlap and an "
-        f"answer across a window boundary would be in none. Pass --doc_stride below {window}.")
+        f"answer across a window boundary would be in none. " + (f"Pass --doc_stride below {window}." if window > 1 else
+        f"No --doc_stride can be: pass a --max_seq_length above {o.max_query_length + 4}, or a smaller "
+        "--max_query_length."))
   if o.do_prepro:
     flag_configs.require_file(o.train_file, "train_file", "the SQuAD training JSON to preprocess")
+    flag_configs.require_positive(o, "num_proc")  # "--proc_id must be in [0, 0)" (sweep 33, C6)
     if not 0 <= o.proc_id < o.num_proc:
       raise cli.FlagError(f"--proc_id must be in [0, --num_proc). Received: --proc_id={o.proc_id}, "
                           f"--num_proc={o.num_proc}.")

@@ -219,6 +219,10 @@ def test_bad_input_gives_one_line_errors_and_writes_nothing(tiny_config, tmp_pat
     (dict(do_prepro=True, train_file=TRAIN, doc_stride=0), ValueError, "--doc_stride must be an integer >= 1"),
     (dict(do_prepro=True, train_file="nowhere/train.json"), ValueError, "--train_file=nowhere/train.json does not"),
     (dict(do_prepro=True, train_file=TRAIN, proc_id=2, num_proc=2), ValueError, "--proc_id must be in"),
+    (dict(do_prepro=True, train_file=TRAIN, proc_id=0, num_proc=0), ValueError,  # "must be in [0, 0)" (sweep 33, C6)
+     "^--num_proc must be a positive integer. Received: 0.$"),
+    (dict(do_prepro=True, train_file=TRAIN, max_seq_length=20, doc_stride=1), ValueError,  # "below 1" (sweep 33, C4)
+     "No --doc_stride can be: pass a --max_seq_length above 20, or a smaller --max_query_length.$"),
     (dict(do_train=False, do_predict=True, predict_file=DEV, init_checkpoint=f"{TESTDATA}/ckpt/missing"),
      FileNotFoundError, "ckpt/missing not found"),
     (dict(do_train=False, do_predict=True, predict_file="nowhere/dev.json"), ValueError, "--predict_file="),

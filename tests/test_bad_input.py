@@ -175,6 +175,9 @@ CASES = [
     ("cls-csv-dev-label-not-in-train", "run_classifier.py", ["--do_eval=True", *CSV_TASK, "--data_dir={w}/csv_dev"],
      "Label 'neutral' in {w}/csv_dev/dev.csv line 3 is not one of the labels of task 'csv': ['neg', 'pos']. Fix the "
      "file, or pass every class with --labels=neg,pos,neutral (unset, the labels are those of {w}/csv_dev/train.csv)."),
+    ("cls-csv-header-only", "run_classifier.py", [*CSV_TASK, "--labels=neg,pos", "--data_dir={w}/csv_header_only"],
+     "Task 'csv' found no training examples in {w}/csv_header_only/train.csv: it holds no row of one (a header "
+     "alone?). Put the training examples there."),  # naming no file (sweep 33, C7)
     ("cls-csv-one-class", "run_classifier.py", [*CSV_TASK, "--data_dir={w}/csv_one_class"],
      "{w}/csv_one_class/train.csv holds one label only ('pos'), and the labels of task 'csv' are collected from it "
      "(--labels is unset): a classifier needs at least 2 classes. Pass every class with --labels"),
@@ -347,6 +350,8 @@ CASES = [
     ("cv-output-dir-is-the-input", "convert_checkpoint.py", ["--output_dir={w}/hf_ok/"],
      "--output_dir {w}/hf_ok/ is the directory of the --input: the converted model would be written beside the one "
      "it is made from. Pass a new or empty directory."),
+    ("cv-output-dir-links-to-the-input", "convert_checkpoint.py", ["--output_dir={w}/hf_ok_link"],  # (sweep 33, A1)
+     "--output_dir {w}/hf_ok_link is the directory of the --input (through a link, {w}/hf_ok): the converted model"),
 ]
 
 # Bytes of address space a case may add to what it has when it starts: a device of that size (cli_forks).
@@ -436,6 +441,7 @@ def workspace(tmp_path_factory):
   _export(TINY, str(w / "tiny_ckpt" / "xlnet_model.ckpt"))
   XLNetConfig(**TINY).to_json(str(w / "tiny_ckpt" / "xlnet_config.json"))
   convert.convert_to_hf(str(w / "tiny_ckpt" / "xlnet_model.ckpt"), str(w / "hf_ok"), log_fn=lambda line: None)
+  (w / "hf_ok_link").symlink_to(w / "hf_ok")
   for name, src in (("hf_cut", w / "hf_ok"), ("hf_bad_config", w / "hf_ok"), ("hf_cut_h5", "tests/testdata/hf/lm_h5")):
     shutil.copytree(src, w / name)
   for path, size in ((w / "hf_cut" / "model.safetensors", 3000), (w / "hf_cut_h5" / "tf_model.h5", 20000)):
@@ -476,7 +482,8 @@ def workspace(tmp_path_factory):
          for i, label in enumerate(labels)]))
   # csv tasks: a dev file with a label the training file lacks; a training file of one label.
   for name, train_labels, dev_labels in (("csv_dev", ["pos", "neg"], ["pos", "neutral"]),
-                                         ("csv_one_class", ["pos", "pos"], ["pos", "pos"])):
+                                         ("csv_one_class", ["pos", "pos"], ["pos", "pos"]),
+                                         ("csv_header_only", [], [])):
     (w / name).mkdir()
     for split, labels in (("train", train_labels), ("dev", dev_labels)):
       (w / name / f"{split}.csv").write_text("".join(["text,label\n"] + [f"a film {i},{label}\n"

@@ -109,6 +109,17 @@ def test_a_head_of_another_number_of_classes_is_named_as_the_head_not_the_config
     load_original_checkpoint(golden_model(cls_heads={"toy": 2}, reg_heads=[]), f"{UNTIED}/xlnet_model.ckpt")
 
 
+def test_a_head_bias_that_does_not_fit_its_kernel_is_named_as_damage(tmp_path):
+  """A head whose bias has another length than its kernel's classes (a damaged checkpoint) was advised to pass the
+  labels it was fine-tuned with (sweep 33, A9)."""
+  arrays = {k: v for k, v in checkpoint_arrays(f"{UNTIED}/xlnet_model.ckpt").items() if k != "global_step"}
+  arrays["model/classification_toy/logit/bias"] = np.zeros([5], np.float32)
+  checkpoint.write_original_checkpoint(arrays, str(tmp_path / "xlnet_model.ckpt"))
+  with pytest.raises(ValueError, match=r"\(its model/classification_toy/logit/bias does not fit its kernel: the "
+                                       r"checkpoint is damaged; use an undamaged copy\)"):
+    load_original_checkpoint(golden_model(cls_heads={"toy": 3}, reg_heads=[]), str(tmp_path / "xlnet_model.ckpt"))
+
+
 def test_an_export_does_not_replace_a_checkpoint_or_pair_with_another_model_s_config(tmp_path):
   """export_original_checkpoint wrote over a checkpoint at its path, and beside another model's xlnet_config.json
   (another ff_activation loads without a shape mismatch: other numbers). Now both are refused unless overwrite=True,

@@ -607,7 +607,9 @@ def _corrupt_copies(root):
                      ("lm_architecture", json.dumps(dict(config, architectures=["XLNetLMHeadModel"]))),
                      ("architectures_object", json.dumps(dict(config, architectures={"a": 1}))),
                      ("id2label_list", json.dumps(dict(config, id2label=["neg", "pos"]))),
-                     ("task_number", json.dumps(dict(config, finetuning_task=5)))):
+                     ("task_number", json.dumps(dict(config, finetuning_task=5))),
+                     ("billion_layers", json.dumps(dict(config, n_layer=10**9, untie_r=False))),
+                     ("multi_label", json.dumps(dict(config, problem_type="multi_label_classification")))):
     shutil.copytree(f"{DATA}/cls_h5", root / name)
     (root / name / "config.json").write_text(text)
   # Incomplete weights: a tensor left out of a safetensors file; a shard index that leaves out a shard; a shard
@@ -619,6 +621,9 @@ def _corrupt_copies(root):
   weights = load_file(str(root / "layer_1_renamed" / "model.safetensors"))
   save_file({k.replace("layer.1.", "layer.2."): v for k, v in weights.items()},
             str(root / "layer_1_renamed" / "model.safetensors"))
+  shutil.copytree(f"{DATA}/lm_safetensors", root / "layer_01")  # a KeyError traceback (sweep 33, A7)
+  save_file({k.replace("layer.1.", "layer.01."): v for k, v in weights.items()},
+            str(root / "layer_01" / "model.safetensors"))
   shutil.copytree(f"{DATA}/lm_safetensors", root / "tf_names")  # as transformers' TF classes save (sweep 30, U9)
   save_file({k.replace(".", "/").replace("layer/", "layer_._") + ":0": v for k, v in weights.items()},
             str(root / "tf_names" / "model.safetensors"))
@@ -638,12 +643,16 @@ def _corrupt_copies(root):
   index_name = "model.safetensors.index.json"
   index = json.loads(open(f"{DATA}/{sharded}/{index_name}").read())
   first, second = sorted(set(index["weight_map"].values()))
+  moved = sorted(k for k, v in index["weight_map"].items() if v == first)[0]
   for name, text in (("index_of_one_shard", json.dumps(dict(index, weight_map={
                          k: v for k, v in index["weight_map"].items() if v == first}))),
                      ("index_a_list", "[]"), ("weight_map_a_list", json.dumps({"weight_map": []})),
                      ("shard_a_path", json.dumps(dict(index, weight_map={
                          k: f"../{v}" for k, v in index["weight_map"].items()}))),
-                     ("shard_swapped", None)):
+                     ("shard_swapped", None),
+                     ("shard_missing", json.dumps(dict(index, weight_map={  # "two downloads?" (sweep 33, A11)
+                         k: "model-00009-of-00009.safetensors" if k == moved else v
+                         for k, v in index["weight_map"].items()})))):
     shutil.copytree(f"{DATA}/{sharded}", root / name)
     if text is None:
       shutil.copy(root / name / first, root / name / second)
@@ -652,7 +661,6 @@ def _corrupt_copies(root):
   # a second shard also holding a weight the index places in the first (an old download's shard kept): it won
   shutil.copytree(f"{DATA}/{sharded}", root / "shards_of_two_downloads")
   later = load_file(str(root / "shards_of_two_downloads" / second))
-  moved = sorted(k for k, v in index["weight_map"].items() if v == first)[0]
   later[moved] = np.zeros_like(load_file(str(root / "shards_of_two_downloads" / first))[moved])
   save_file(later, str(root / "shards_of_two_downloads" / second))
   # Directories without usable weights: shards without their index, a config and tokenizer alone, a weights file
@@ -663,6 +671,8 @@ def _corrupt_copies(root):
   shutil.copy(f"{DATA}/{sharded}/config.json", root / "no_weights")
   shutil.copy("tests/testdata/data/spm/spiece.model", root / "no_weights")
   shutil.copytree(root / "no_weights", root / "broken_link")
+  shutil.copytree(root / "no_weights", root / "weights_a_directory")  # "Download it again" (sweep 33, A12)
+  (root / "weights_a_directory" / "model.safetensors").mkdir()
   os.symlink(root / "blobs" / "abc.incomplete", root / "broken_link" / "model.safetensors")
   return root
 
@@ -685,6 +695,12 @@ def _corrupt_copies(root):
     ("bad_config", "config.json does not match the weights"),
     ("layer_1_renamed", r"config.json does not match the weights: the weights hold layers \[0, 2\], the config says "
                         "n_layer=2"),  # "have 2 layers, the config says n_layer=2" (sweep 21, C5)
+    ("billion_layers", r"config.json does not match the weights: the weights hold layers \[0, 1\], the config says "
+                       "n_layer=1000000000"),  # the converter was killed for memory (sweep 33, A6)
+    ("layer_01", r"layer_01/model.safetensors: its weights name a layer transformer.layer.01, which no transformers "
+                 r"model writes \(renamed weights\). Download the model again.$"),
+    ("multi_label", r"multi_label/tf_model.h5: problem_type multi_label_classification \(a sigmoid a class, any "
+                    "number of them true\) cannot be computed by the original's classifier"),  # read as one (A5)
     ("config_list", "config.json holds a json list, not an object of settings"),
     ("id2label_list", r'config.json: id2label \["neg", "pos"\] is not an object of class names \(as \{"0": "neg"\}\)\. '
                       "Use the config.json that came with the weights.$"),  # an AttributeError (sweep 30, U3)
@@ -730,11 +746,15 @@ def _corrupt_copies(root):
     ("shards_of_two_downloads", r"model-00002-of-00002.safetensors holds \S+, which .*index.json places in "
                                 r"model-00001-of-00002.safetensors: shards of two downloads\? Download the model "
                                 "again into an empty directory."),
+    ("shard_missing", r"model.safetensors.index.json names model-00009-of-00009.safetensors, which is not in "
+                      r".*shard_missing\. Download every shard\.$"),
     ("index_a_list", "is not a valid shard index"), ("weight_map_a_list", "is not a valid shard index"),
     ("shard_a_path", "is not a valid shard index"),
     ("shards_without_index", r"holds weight shards \(model-00001-of-00002.safetensors, ...\) but not their index "
                              "model.safetensors.index.json. Download it too."),
     ("no_weights", "holds config.json, spiece.model but no model weights"),
+    ("weights_a_directory", r"weights_a_directory/model.safetensors is a directory, not a file\. Put the model's "
+                            r"model.safetensors there\.$"),
     ("broken_link", r"broken_link/model.safetensors is a broken link \(a download cut short\?\)")])
 def test_bad_inputs_are_one_line(case, words, tmp_path, monkeypatch):
   if case == "looping_h5":  # the others keep the limit: a child that reads a small file starts slowly on a busy machine
@@ -810,6 +830,24 @@ def test_a_tf1_checkpoint_holding_nan_or_inf_is_refused_naming_the_weight(to, tm
   with pytest.raises(ValueError, match=f"^{tmp_path}/tf1/xlnet_model.ckpt: {name} holds NaN or infinite values "
                                        r"\(1 of 8\): the checkpoint is damaged, or from a diverged run"):
     convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=str(tmp_path / "tf1"), to=to,
+                                        output_dir=str(tmp_path / "out")), log_fn=lambda line: None)
+  assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name,edit,words", [
+    ("logit/kernel", lambda w: np.zeros([w.shape[0] + 1, w.shape[1]], np.float32), "float32 of shape [9, 3]"),
+    ("layer_1/ff/layer_2/bias", lambda w: w.astype(np.int32), "int32 of shape [8]")])
+def test_a_tf1_checkpoint_s_head_of_another_shape_or_integer_weights_are_refused(name, edit, words, tmp_path):
+  """TF1 -> HF checked the backbone's shapes only: a head of another shape was written (transformers then refused
+  the export), an integer weight cast to float32, exit 0 (sweep 33, A3, A4)."""
+  config, arrays, _ = hf_checkpoint.read_hf_checkpoint(f"{DATA}/cls_bin")
+  name = next(n for n in arrays if n.endswith(name))
+  arrays[name] = edit(arrays[name])
+  checkpoint.write_original_checkpoint(arrays, str(tmp_path / "tf1" / "xlnet_model.ckpt"))
+  config.to_json(str(tmp_path / "tf1" / "xlnet_config.json"))
+  with pytest.raises(ValueError, match=f"^{tmp_path}/tf1/xlnet_model.ckpt: {name} is {re.escape(words)}, where a "
+                                       "model of its config holds floating-point weights of shape"):
+    convert_checkpoint.run(cli.defaults(convert_checkpoint.define_flags, input=str(tmp_path / "tf1"),
                                         output_dir=str(tmp_path / "out")), log_fn=lambda line: None)
   assert not (tmp_path / "out").exists()
 

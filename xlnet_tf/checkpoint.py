@@ -168,9 +168,7 @@ def assign_by_name(model, reader, keys, source):
     reader: a `Reader` (or any reader with its methods, as `ArrayReader`).
     keys: {original name: checkpoint key} of the weights the checkpoint holds.
     source: the checkpoint's path, for messages.
-
-  Returns:
-    the report of `load_original_checkpoint`.
+  Returns the report of `load_original_checkpoint`. A damaged head's bias was advised the labels (sweep 33, A9).
   """
   ckpt_shapes = reader.get_variable_to_shape_map()
   shapes = {name: list(ckpt_shapes[key]) for name, key in keys.items()}
@@ -190,7 +188,9 @@ def assign_by_name(model, reader, keys, source):
     heads_only = not any(n.startswith(("model/transformer/", "model/lm_loss/")) for n in names)
     untie = ["untie_r=True" if len(shapes[n]) == 3 else "untie_r=False" for n in names
              if n.endswith(("/r_w_bias", "/r_r_bias", "/r_s_bias")) and len(shapes[n]) != len(table[n].shape)]
-    what = ("its task head has another number of classes than this task's; pass the labels it was fine-tuned with, "
+    torn = [n for n in names if n.endswith("/bias") and shapes.get(n[:-4] + "kernel", shapes[n])[-1:] != shapes[n]]
+    what = (f"its {torn[0]} does not fit its kernel: the checkpoint is damaged; use an undamaged copy" if torn else
+            "its task head has another number of classes than this task's; pass the labels it was fine-tuned with, "
             "or start the head afresh under another name (run_classifier.py: --cls_scope)" if heads_only else
             "the config does not fit the checkpoint; use the xlnet_config.json that came with it" +
             (f", whose attention biases are {'per layer' if untie[0].endswith('True') else 'shared'}: {untie[0]} "

@@ -39,8 +39,9 @@ def _output_dir_held(output_dir, input_dir):
   if not output_dir:
     raise ValueError("--output_dir is required: the directory the converted model goes to.")
   fileio.check_output_dir(output_dir, "--output_dir")
-  if os.path.abspath(output_dir) == os.path.abspath(input_dir):
-    raise ValueError(f"--output_dir {output_dir} is the directory of the --input: the converted model would be "
+  if fileio.real_path(output_dir) == fileio.real_path(input_dir):  # links followed (sweep 33, A1)
+    link = "" if os.path.abspath(output_dir) == os.path.abspath(input_dir) else f" (through a link, {input_dir})"
+    raise ValueError(f"--output_dir {output_dir} is the directory of the --input{link}: the converted model would be "
                      "written beside the one it is made from. Pass a new or empty directory.")
   export_parent, export_name = locks.export_lock(output_dir)  # an export replacing the directory (sweep 31)
   with locks.directory_lock(output_dir, name="convert", what="--output_dir",

@@ -23,9 +23,8 @@ table, here, maps those to the original's names (`hf_export.py` reads it the oth
                                                answer_class/... (outside `model/`)
 
 Every `*.weight` of a Linear layer is transposed into a `kernel`; HF LayerNorm `weight`/`bias` are `gamma`/`beta`.
-HF keeps one copy of the attention biases per layer (its `untie_r` is read only when loading a TF1 checkpoint).
-With `untie_r: false` and equal copies (a tied model's export) they become the original's one shared array; else
-its untied arrays (`untie_r: true`), with a note where config.json said false (copies transformers trained apart).
+HF keeps one copy of the attention biases per layer. With `untie_r: false` and equal copies (a tied model's export)
+they become the original's one shared array; else its untied arrays, with a note where config.json said false.
 """
 
 import json
@@ -89,8 +88,7 @@ def original_shapes(c):
 
 
 def hf_shapes(c, num_labels):
-  """{HF name: shape} of every weight an HF model of the XLNetConfig `c` (untied) may hold, in PyTorch's layouts
-  (a Linear's weight [out, in]); `num_labels`: the rows of `logits_proj`."""
+  """{HF name: shape} of every weight an HF model of XLNetConfig `c` may hold (PyTorch's layouts; `num_labels`)."""
   d, shapes = c.d_model, original_shapes(c)
   expected = {"transformer.word_embedding.weight": [c.n_token, d], "transformer.mask_emb": [1, 1, d],
               "lm_loss.bias": [c.n_token], "sequence_summary.summary.weight": [d, d],
@@ -201,10 +199,9 @@ def read_config(directory):
 
 
 def _check_settings(config, path):
-  """ValueError naming the field of the HF config dict (`path` its config.json) that makes transformers compute the
-  model otherwise than the tools here (the original's fine-tuning): attention both ways (`attn_type` bi), forward
-  positions only (`bi_data` false), clamping from --clamp_len (-1: none). Unchecked, as they change no output here:
-  `same_length` (read with attn_type uni only), `mem_len` and `reuse_len` (which states a forward returns as mems)."""
+  """ValueError naming the field of the HF config dict (`path`) with which transformers computes the model otherwise
+  than the tools here: attention both ways (`attn_type` bi), forward positions (`bi_data` false), a number clamp_len.
+  Unchecked, changing no output here: `same_length` (read with uni only), `mem_len`, `reuse_len` (the mems returned)."""
   attn_type = config.get("attn_type", "bi")
   if attn_type != "bi":
     how = "one-way (causal) attention" if attn_type == "uni" else "no attention it knows (it refuses the value)"
@@ -276,7 +273,7 @@ def _is_number(value):
 
 
 def _is_size(value):
-  return isinstance(value, int) and not isinstance(value, bool) and value > 0
+  return _is_number(value) and isinstance(value, int) and value > 0
 
 
 def xlnet_config_from_hf(config, weights, source):
@@ -308,17 +305,16 @@ def xlnet_config_from_hf(config, weights, source):
                 ff_activation="relu" if activation == "relu" else "gelu", untie_r=untie_r, n_token=sizes["vocab_size"])
   if weights is None:
     return XLNetConfig(**fields), notes
-  if not untie_r and not _equal_copies(weights, n_layer):
-    fields["untie_r"] = True
-    notes.append(f"{source}: config.json says untie_r false, but its layers' attention biases differ (transformers "
-                 "trains one copy per layer): they are read per layer, as untie_r true.")
   expected = {"transformer.word_embedding.weight": [fields["n_token"], d_model],
               "transformer.layer.0.rel_attn.q": [d_model, n_head, fields["d_head"]],
               "transformer.layer.0.ff.layer_1.weight": [fields["d_inner"], d_model]}
   bad = [f"{name} is {list(weights[name].shape)}, the config says {shape}" for name, shape in expected.items()
          if name in weights and list(weights[name].shape) != shape]
-  layers = {int(m.group(1)) for m in map(re.compile(r"^transformer\.layer\.(\d+)\.").match, weights) if m}
-  if layers != set(range(n_layer)):
+  numbers = {m.group(1) for m in map(re.compile(r"^transformer\.layer\.(\d+)\.").match, weights) if m}
+  if zeros := sorted(n for n in numbers if n != str(int(n))):  # a KeyError traceback (sweep 33, A7)
+    raise ValueError(f"{source}: its weights name a layer transformer.layer.{zeros[0]}, which no transformers model "
+                     "writes (renamed weights). Download the model again.")
+  if len(layers := set(map(int, numbers))) != n_layer or layers != set(range(n_layer)):  # n_layer=1e9 (A6)
     bad.append(f"the weights hold layers {sorted(layers)[:20]}, the config says n_layer={n_layer}")
   if bad:
     defaulted = [key for key in _HF_SIZES if key not in config and _HF_OLD_NAMES.get(key) not in config]
@@ -326,6 +322,10 @@ def xlnet_config_from_hf(config, weights, source):
              f"{', '.join(str(_HF_SIZES[key]) for key in defaulted)} taken, as transformers does)" if defaulted else "")
     raise ValueError(f"{source}: config.json does not match the weights{taken}: {'; '.join(bad)}. Use the "
                      "config.json that came with the weights.")
+  if not untie_r and not _equal_copies(weights, n_layer):  # once the layers are counted (n_layer=1e9; sweep 33, A6)
+    fields["untie_r"] = True
+    notes.append(f"{source}: config.json says untie_r false, but its layers' attention biases differ (transformers "
+                 "trains one copy per layer): they are read per layer, as untie_r true.")
   return XLNetConfig(**fields), notes
 
 
@@ -362,14 +362,8 @@ def classification_scope(config, task_name):
 
 
 def hf_to_original(config, weights, source, task_name=None, cls_scope=None):
-  """The original's {name: array} and (XLNetConfig, info) of an HF model's config dict and weights.
-
-  Args:
-    cls_scope: the scope of a sequence-classification head (`classification_x`); None: from `task_name`.
-
-  Returns:
-    (XLNetConfig, {original name: float32 array}, info): info has `architecture`, `notes` (lines to log).
-  """
+  """(XLNetConfig, {original name: float32 array}, info: `architecture`, `notes` (lines to log), ...) of an HF model's
+  config dict and weights; `cls_scope`: a sequence-classification head's scope (None: from `task_name`)."""
   xlnet_config, notes = xlnet_config_from_hf(config, weights, source)
   architecture = architecture_of(config, weights)
   if architecture not in ARCHITECTURES:
@@ -379,6 +373,10 @@ def hf_to_original(config, weights, source, task_name=None, cls_scope=None):
   tied = weights.pop("lm_loss.weight", None)
   if tied is not None and not np.array_equal(tied, weights.get("transformer.word_embedding.weight")):
     raise ValueError(f"{source}: lm_loss.weight differs from the word embedding; the original ties them.")
+  if architecture == "XLNetForSequenceClassification" and config.get("problem_type") == "multi_label_classification":
+    raise ValueError(f"{source}: problem_type multi_label_classification (a sigmoid a class, any number of them true) "
+                     "cannot be computed by the original's classifier (a softmax: one class a text). Use "
+                     "transformers for this model.")  # sweep 33, A5
   if architecture == "XLNetForMultipleChoice":
     scope = RACE_SCOPE
   else:
@@ -449,12 +447,12 @@ def hf_to_original(config, weights, source, task_name=None, cls_scope=None):
 
 def named_labels(config):
   """The class names of an HF config.json's id2label, in the order of the logits; None where it names none (the
-  generic LABEL_i of a model saved without names, or an incomplete map)."""
+  generic LABEL_i of a model saved without names, an incomplete map, a name given twice: sweep 33, A10)."""
   id2label = config.get("id2label") or {}
   labels = [id2label.get(str(i), id2label.get(i)) for i in range(len(id2label))]
-  if len(labels) > 1 and None not in labels and labels != [f"LABEL_{i}" for i in range(len(labels))]:
-    return labels
-  return None
+  labels = [label if label is None else str(label) for label in labels]  # a number names a class (sweep 33, A8)
+  named = len(set(labels)) == len(labels) > 1 and None not in labels
+  return labels if named and labels != [f"LABEL_{i}" for i in range(len(labels))] else None
 
 
 def read_hf_checkpoint(directory, task_name=None, cls_scope=None):

@@ -6,7 +6,7 @@ import re
 import numpy as np
 
 from xlnet_tf.hf_checkpoint import (ARCHITECTURES, BACKBONE, LAYER_NAMES, POOLING, RACE_SCOPE, STACKED,
-                                    SUMMARY_TYPES, original_shapes)
+                                    SUMMARY_TYPES, hf_shapes, original_shapes)
 
 
 def check_config(arrays, xlnet_config, source):
@@ -69,7 +69,7 @@ def original_to_hf(arrays, xlnet_config, source, summary_type="last", task_name=
     raise ValueError(f"{source}: d_head={c.d_head} is not d_model / n_head = {c.d_model} / {c.n_head}; HuggingFace's "
                      "XLNetConfig fixes d_head = d_model // n_head, so transformers cannot load this model. Keep it "
                      "in the original format (this port loads it).")
-  notes, weights = [], {}
+  notes, weights, origin = [], {}, {}  # origin: {HF name: the original's}
   for hf, (name, transposed) in {**BACKBONE, **ARCHITECTURES[architecture]}.items():
     name = name.format(scope=scope)
     if name not in arrays and hf == "lm_loss.bias":
@@ -83,14 +83,25 @@ def original_to_hf(arrays, xlnet_config, source, summary_type="last", task_name=
       if hf.startswith("sequence_summary."):
         continue  # a head fine-tuned with --use_summ_proj=False
       raise ValueError(f"{source} lacks {name}, which the {architecture} head needs.")
-    weights[hf] = arrays[name].T if transposed else arrays[name]
+    weights[hf], origin[hf] = arrays[name].T if transposed else arrays[name], (name, transposed)
   for i in range(c.n_layer):
     for hf, (name, transposed) in LAYER_NAMES.items():
-      array = arrays[f"model/transformer/layer_{i}/{name}"]
-      weights[f"transformer.layer.{i}.{hf}"] = array.T if transposed else array
+      name = f"model/transformer/layer_{i}/{name}"
+      weights[f"transformer.layer.{i}.{hf}"] = arrays[name].T if transposed else arrays[name]
+      origin[f"transformer.layer.{i}.{hf}"] = name, transposed
     for name in STACKED:
       array = arrays[f"model/transformer/{name}"]
       weights[f"transformer.layer.{i}.rel_attn.{name}"] = array[i] if c.untie_r or name == "seg_embed" else array
+      origin[f"transformer.layer.{i}.rel_attn.{name}"] = f"model/transformer/{name}", False
+  classes = (np.shape(weights["logits_proj.weight"]) or (1,))[0] if "logits_proj.weight" in weights else 1
+  shapes = hf_shapes(c, classes)
+  for hf, array in weights.items():  # the head's too: written as it was (sweep 33, A3); integers were cast (A4)
+    (name, transposed), array = origin[hf], np.asarray(array)
+    if array.dtype.kind in "biuOSU" or list(array.shape) != shapes[hf]:
+      shape, expected = (array.shape[::-1], shapes[hf][::-1]) if transposed else (array.shape, shapes[hf])
+      raise ValueError(f"{source}: {name} is {array.dtype} of shape {list(shape)}, where a model of its config holds "
+                       f"floating-point weights of shape {list(expected)}: the checkpoint is damaged or not this "
+                       "model's. Use the checkpoint and xlnet_config.json that came together.")
   if architecture != "XLNetForQuestionAnswering":
     for name in [n for n in arrays if n.startswith("model/sequnece_summary/") and "/summary/" not in n][:1]:
       notes.append(f"{source}: the `attn` summary's weights ({name}, ...) are not exported; HF has no `attn` summary.")

@@ -85,13 +85,20 @@ def _read_through_h5(path):
     pass
 
 
+def _require_file(path):
+  """ValueError where the local weights file `path` is a directory (said to be a damaged download; sweep 33, A12)
+  or another thing that is not a regular file."""
+  if not fileio.is_remote(path) and not os.path.isfile(path):
+    what = "a directory, not a file" if os.path.isdir(path) else "not a regular file"
+    raise ValueError(f"{path} is {what}. Put the model's {os.path.basename(path)} there.")
+
+
 def _read_h5(path):
   """tf_model.h5 -> {PyTorch name: array}. The file is read through in a child process first (`child_call`): HDF5
   loops for ever in some damaged files, in C code that neither Ctrl-C nor SIGTERM stopped (sweep 28, A5); that read
   has `H5_SECONDS` and a crash there is a line too. Then it is read here (from the page cache). What is not the
   file's fault (h5py missing or broken, the child killed for memory) says so, without "Download it again"."""
-  if not fileio.is_remote(path) and not os.path.isfile(path):  # a named pipe: the read waited out its time limit
-    raise ValueError(f"{path} is not a regular file. Put the model's tf_model.h5 there.")
+  _require_file(path)  # a named pipe: the read waited out its time limit
   limit = H5_SECONDS + fileio.size(path) / H5_BYTES_PER_SECOND
   try:
     child_call.call(_read_through_h5, path, "reading it", timeout=limit)
@@ -168,15 +175,18 @@ def _read_weights(directory):
   for name, reader in (("model.safetensors", _read_safetensors), ("pytorch_model.bin", torch_pickle.load)):
     path = os.path.join(directory, name)
     if fileio.exists(path):
+      _require_file(path)
       return reader(path), name
     index = path + ".index.json"
     if fileio.exists(index):
       weight_map = _read_weight_map(index)
       weights = {}
+      for shard in sorted(set(weight_map.values())):  # all first: one missing was blamed on two downloads (A11)
+        if not fileio.exists(os.path.join(directory, shard)):
+          raise ValueError(f"{index} names {shard}, which is not in {directory}. Download every shard.")
       for shard in sorted(set(weight_map.values())):
         shard_path = os.path.join(directory, shard)
-        if not fileio.exists(shard_path):
-          raise ValueError(f"{index} names {shard}, which is not in {directory}. Download every shard.")
+        _require_file(shard_path)
         held = reader(shard_path)
         lacking = [n for n, s in weight_map.items() if s == shard and n not in held]
         if lacking:

@@ -191,18 +191,24 @@ def check_trained_labels(directory, label_list, o, flag="--model_dir"):
   if source is None or trained == json.loads(json.dumps(label_list)):
     return
   hf_names = _hf_names(source, there)
-  if hf_names and sorted(map(str, trained)) != sorted(map(str, label_list or [])):
-    return  # an HF model's own names for the classes (NEGATIVE, POSITIVE for sst-2's 0, 1): no order to compare
+  def folded(labels):
+    return [str(label).casefold() for label in labels or []]
+  if hf_names and (sorted(folded(trained)) != sorted(folded(label_list)) or folded(trained) == folded(label_list)):
+    return  # an HF model's own names for the classes (NEGATIVE, POSITIVE for sst-2's 0, 1): no order to compare;
+  # names differing in case only (POS, NEG for neg, pos) are the same classes, in their order (sweep 33, A2)
+  order = trained  # the labels to pass: an HF model's order in this run's spelling
+  if hf_names:
+    order = [next(label for label in label_list if str(label).casefold() == name) for name in folded(trained)]
   def described(labels):
     return "a regression task (float labels)" if labels is None else f"the labels {labels}, in that order"
   generic = o.task_name.lower() in ("csv", "tsv")  # the other tasks fix their labels and --is_regression
   if generic and (trained is None) != (label_list is None):  # one side regression: --labels cannot make up for it
     fix = f"Pass --is_regression={trained is None} (as it was trained)"
   elif generic:
-    fix = f"Pass --labels={','.join(trained)}"
+    fix = f"Pass --labels={','.join(order)}"
   elif hf_names:  # the task's labels in the model's own order (transformers' run_glue.py orders MNLI otherwise)
     fix = (f"Read the data as --task_name=tsv with the task's columns (--text_a_column, --text_b_column, "
-           f"--label_column) and --labels={','.join(trained)}, the model's order")
+           f"--label_column) and --labels={','.join(order)}, the model's order")
   else:
     fix = (f"Pass the --task_name ({there.get('task_name', there.get('finetuning_task'))} there), --labels and "
            "--is_regression it was trained with")
@@ -245,6 +251,10 @@ def _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, model_
   loss, lr and step."""
   scope = model_args["scope"]
   train_examples = processor.get_train_examples(o.data_dir)
+  if not train_examples and "train" in getattr(processor, "files", {}):  # naming no file (sweep 33, C7)
+    raise cli.FlagError(f"Task {o.task_name.lower()!r} found no training examples in "
+                        f"{os.path.join(o.data_dir, processor.files['train'])}: it holds no row of one (a header "
+                        "alone?). Put the training examples there.")
   if not train_examples:
     raise cli.FlagError(f"Task {o.task_name.lower()!r} found no training examples in --data_dir {o.data_dir}.")
   rng = np.random.RandomState(o.seed) if o.seed is not None else np.random

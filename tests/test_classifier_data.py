@@ -451,6 +451,15 @@ def test_generic_csv_by_header_name(tmp_path):
   write(f"{d}/train.csv", "review,stars\ngood,1\nbad,0\nok,1.0\n")
   with pytest.raises(ValueError, match=r"train.csv spells one label two ways \('1' and '1.0'\): each would be a class"):
     classifier_data.get_processor("csv", text_a_column="review", label_column="stars", data_dir=d).get_labels()
+  # The dev file's `1.0` was advised `--labels=0,1,1.0`, and that --labels trained two classes 1 (sweep 33, C2).
+  write(f"{d}/train.csv", "review,stars\ngood,1\nbad,0\n")
+  write(f"{d}/dev.csv", "review,stars\ngood,1.0\n")
+  with pytest.raises(ValueError, match=r"dev.csv line 2 .* It is the label '1' spelt otherwise: write every label of "
+                                       r"the files one way\.$"):
+    classifier_data.get_processor("csv", text_a_column="review", label_column="stars", data_dir=d).get_dev_examples(d)
+  with pytest.raises(ValueError, match=r"^--labels spells one label two ways \('1' and '1.0'\): each would be a class "
+                                       r"of its own\. Write every label of the files one way, and pass each class"):
+    classifier_data.get_processor("csv", text_a_column="review", label_column="stars", labels=["0", "1", "1.0"])
   with pytest.raises(ValueError, match=r"holds an empty label \(a trailing or doubled comma in --labels\?\)\. "
                                        r"Received: \['0', '1', ''\]\. Pass the classes alone, e.g\. --labels=0,1\."):
     classifier_data.get_processor("csv", text_a_column="review", label_column="stars", labels=["0", "1", ""])

@@ -249,6 +249,9 @@ def test_bad_layout_and_flags(tmp_path):
     data.get_examples(root, "dev")
   with pytest.raises(FileNotFoundError, match="train/middle does not exist"):
     data.get_examples(root, "train")
+  with pytest.raises(FileNotFoundError, match=r"train/middle does not exist: --middle_only reads train/middle of "
+                                              r"--data_dir \(RACE's layout\)\. Check --data_dir and the split\.$"):
+    data.get_examples(root, "train", middle_only=True)  # it advised --middle_only (sweep 33, C5)
   with pytest.raises(ValueError, match="exclude each other"):
     data.get_examples(root, "dev", high_only=True, middle_only=True)
   with pytest.raises(ValueError, match="--eval_split"):

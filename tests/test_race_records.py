@@ -142,6 +142,20 @@ def test_errors(tmp_path, tokenize_fn):
   assert os.listdir(tmp_path) == ["r.tf_record"]
 
 
+def test_options_cut_alike_by_max_qa_length_are_said(tmp_path, tokenize_fn, caplog):
+  """--max_qa_length=1 keeps each question and option's last piece: questions whose four options became one
+  sequence were trained and evaluated, exit 0, without a word (sweep 33, C3)."""
+  examples = data.get_examples(DATA, "train")
+  records.write_records(examples, tokenize_fn, str(tmp_path / "a.tf_record"), 64, 16)
+  assert not [r for r in caplog.records if r.levelname == "WARNING"]
+  records.write_records(examples, tokenize_fn, str(tmp_path / "b.tf_record"), 64, 1)
+  warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+  assert len(warnings) == 1 and re.match(
+      rf"--max_qa_length=1 keeps the last 1 tokens of each question and option: [1-9]\d* of {len(examples)} "
+      r"questions in .*b.tf_record have options it cut alike, which no model can tell apart\. Raise --max_qa_length",
+      warnings[0]), warnings
+
+
 def test_dataset_fn_resumes(tmp_path, tokenize_fn):
   path = str(tmp_path / "r.tf_record")
   records.write_records(data.get_examples(DATA, "train"), tokenize_fn, path, 64, 16)

@@ -783,6 +783,17 @@ def test_the_labels_of_an_export_or_an_hf_model_are_checked(tmp_path):
     run_classifier.check_trained_labels(str(hf), ["mid", "neg", "pos"], o, "--predict_ckpt")
   run_classifier.check_trained_labels(str(hf), ["pos", "neg", "mid"], o, "--predict_ckpt")
   run_classifier.check_trained_labels(str(hf), ["0", "1", "2"], o, "--predict_ckpt")  # other names: no order
+  # Names differing in case only are the same classes: they were taken for other names, relabelled in index order
+  # (sweep 33, A2); numbers for names were a TypeError traceback (A8).
+  (hf / "config.json").write_text(json.dumps(dict(config, id2label={"0": "POS", "1": "NEG", "2": "Mid"})))
+  with pytest.raises(cli.FlagError, match=r"\['POS', 'NEG', 'Mid'\], in that order .* Pass --labels=pos,neg,mid, or"):
+    run_classifier.check_trained_labels(str(hf), ["mid", "neg", "pos"], o, "--predict_ckpt")
+  run_classifier.check_trained_labels(str(hf), ["pos", "neg", "mid"], o, "--predict_ckpt")
+  (hf / "config.json").write_text(json.dumps(dict(config, id2label={"0": "pos", "1": "pos", "2": "mid"})))
+  assert run_classifier.trained_labels(str(hf)) == (None, None, None)  # a name twice: none (A10), as the export's
+  (hf / "config.json").write_text(json.dumps(dict(config, id2label={"0": 1, "1": 0, "2": 2})))
+  with pytest.raises(cli.FlagError, match=r"\['1', '0', '2'\], in that order .* Pass --labels=1,0,2, or"):
+    run_classifier.check_trained_labels(str(hf), ["0", "1", "2"], o, "--predict_ckpt")
   (hf / "config.json").write_text(json.dumps(config))  # LABEL_i: no names
   assert run_classifier.trained_labels(str(hf)) == (None, None, None)
   # An HF model's names converted to TF1 (labels_from id2label) are its own: sst-2's 0, 1 may name NEGATIVE,

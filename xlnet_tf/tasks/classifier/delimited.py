@@ -66,6 +66,7 @@ class DelimitedTask:
         raise ValueError(f"labels for task {task_name!r} holds an empty label (a trailing or doubled comma in "
                          f"--labels?). Received: {labels}. Pass the classes alone, e.g. --labels="
                          f"{','.join(label for label in labels if label)}.")
+      _check_one_spelling(labels, "--labels")
       object.__setattr__(self, "labels", tuple(labels))
     object.__setattr__(self, "has_header_unset", self.has_header is None)
     object.__setattr__(self, "has_header", self.has_header is None or bool(self.has_header))
@@ -79,18 +80,26 @@ def _label_text(text):
   return unicodedata.normalize("NFC", str(text).strip())
 
 
+def _value(label):
+  """The number a label spells, else None."""
+  try:
+    return float(label)
+  except ValueError:
+    return None
+
+
 def _check_one_spelling(labels, path):
-  """ValueError where two of the `labels` collected from `path` are one number spelt two ways (`1` and `1.0`: a
-  column some of whose rows a spreadsheet or pandas wrote as floats): each would be a class of its own."""
+  """ValueError where two of the `labels` collected from `path` (or --labels) are one number spelt two ways (`1` and
+  `1.0`: a column some of whose rows a spreadsheet or pandas wrote as floats): each would be a class of its own."""
   by_value = {}
   for label in labels:
-    try:
-      by_value.setdefault(float(label), []).append(label)
-    except ValueError:
-      continue
+    if _value(label) is not None:
+      by_value.setdefault(_value(label), []).append(label)
   if twice := [sorted(spellings) for spellings in by_value.values() if len(spellings) > 1]:
+    fix = ("Write every label of the file one way, or pass every class with --labels" if path != "--labels" else
+           "Write every label of the files one way, and pass each class once")  # sweep 33, C2
     raise ValueError(f"{path} spells one label two ways ({' and '.join(repr(s) for s in twice[0])}): each would be "
-                     "a class of its own. Write every label of the file one way, or pass every class with --labels.")
+                     f"a class of its own. {fix}.")
 
 
 # A training file of at least this many rows, each of a label of its own, names the text as --label_column.
@@ -181,6 +190,8 @@ class DelimitedProcessor(DataProcessor):
     """What to do about a `label` outside `labels`: fix the file, or pass --labels with every class."""
     if self.task.labels_source:
       return f"Fix the file: the labels are those {self.task.labels_source}."
+    if (same := [known for known in labels if _value(known) is not None and _value(known) == _value(label)]):
+      return f"It is the label {same[0]!r} spelt otherwise: write every label of the files one way."  # sweep 33, C2
     where = ("" if self.task.labels is not None else
              f" (unset, the labels are those of {os.path.join(data_dir, self.files['train'])})")
     return f"Fix the file, or pass every class with --labels={','.join([*labels, label])}{where}."

@@ -156,12 +156,13 @@ def read_race_file(path, level, answers_required=True):
   return examples
 
 
-def level_files(data_dir, split, level, sorted_file_order=False):
+def level_files(data_dir, split, level, sorted_file_order=False, one_level=False):
   """The files of `{data_dir}/{split}/{level}`, every name `tf.io.gfile.listdir` gives (hidden ones included: the
   original reads them too).
 
   Args:
     sorted_file_order: False: listdir's order, the file system's (the original's). True: sorted by name.
+    one_level: --high_only or --middle_only was passed (a missing directory is not advised them).
 
   Raises:
     FileNotFoundError: the directory does not exist.
@@ -169,6 +170,9 @@ def level_files(data_dir, split, level, sorted_file_order=False):
       subdirectory.
   """
   cur_dir = os.path.join(data_dir, split, level)
+  if not fileio.isdir(cur_dir) and one_level:  # it advised passing the flag (sweep 33, C5)
+    raise FileNotFoundError(f"RACE directory {cur_dir} does not exist: --{level}_only reads {split}/{level} of "
+                            "--data_dir (RACE's layout). Check --data_dir and the split.")
   if not fileio.isdir(cur_dir):
     raise FileNotFoundError(f"RACE directory {cur_dir} does not exist. --data_dir must hold {split}/middle and "
                             f"{split}/high (RACE's layout); check --data_dir, the split, or pass --high_only / "
@@ -219,7 +223,8 @@ def get_examples(data_dir, split, high_only=False, middle_only=False, sorted_fil
 def split_files(data_dir, split, high_only=False, middle_only=False, sorted_file_order=False):
   """[(path, level)] of the files `get_examples` reads, in its order: middle then high (`level_files`)."""
   levels = [lv for lv in LEVELS if not (lv == "middle" and high_only) and not (lv == "high" and middle_only)]
-  return [(path, level) for level in levels for path in level_files(data_dir, split, level, sorted_file_order)]
+  return [(path, level) for level in levels
+          for path in level_files(data_dir, split, level, sorted_file_order, one_level=high_only or middle_only)]
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -85,6 +85,7 @@ def write_records(examples, tokenize_fn, output_file, max_seq_length, max_qa_len
     logging.info("Keeping the existing tfrecord %s (set --overwrite_data to rebuild it).", output_file)
     return None
   logging.info("Writing tfrecord %s (%d examples).", output_file, len(examples))
+  alike = 0  # questions whose distinct options the cut to max_qa_length made alike
   with fileio.atomic_files() as out:
     with tf.io.TFRecordWriter(out.path(output_file)) as writer:
       for ex_index, example in enumerate(examples):
@@ -92,10 +93,23 @@ def write_records(examples, tokenize_fn, output_file, max_seq_length, max_qa_len
           logging.info("Writing example %d of %d", ex_index, len(examples))
         feature = data.convert_single_example(example, tokenize_fn, max_seq_length, max_qa_length,
                                               fix_option_aliasing)
+        if feature.is_real_example and _distinct_options(feature, max_seq_length) < len(set(example.qa_list)):
+          alike += 1
         writer.write(serialize_features(feature))
     if fingerprint is not None:
       records.mark_cache(out, output_file, fingerprint)
+  if alike:  # exit 0 without a word (sweep 33, C3)
+    logging.warning("--max_qa_length=%d keeps the last %d tokens of each question and option: %d of %d questions in "
+                    "%s have options it cut alike, which no model can tell apart. Raise --max_qa_length (the "
+                    "original's 128).", max_qa_length, max_qa_length, alike, len(examples), output_file)
   return len(examples)
+
+
+def _distinct_options(feature, max_seq_length):
+  """How many distinct question-and-option token sequences (segment B) the 4 sequences of `feature` hold."""
+  ids, segments = feature.input_ids, feature.segment_ids
+  return len({tuple(t for t, s in zip(ids[i:i + max_seq_length], segments[i:i + max_seq_length]) if s == data.SEG_ID_B)
+              for i in range(0, len(ids), max_seq_length)})
 
 
 @dataclasses.dataclass

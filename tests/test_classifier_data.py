@@ -465,6 +465,20 @@ def test_generic_csv_by_header_name(tmp_path):
     classifier_data.get_processor("csv", text_a_column="review", label_column="stars", labels=["0", "1", ""])
 
 
+def test_rows_with_an_empty_text_are_read_and_said_once(tmp_path, caplog):
+  """A row whose text is empty is an example of no words, as the original reads it; it was read without a word
+  (sweep 33, C8)."""
+  d = str(tmp_path)
+  write(f"{d}/train.csv", "text,label\ngood,pos\n ,neg\n,pos\nbad,neg\n")
+  p = classifier_data.get_processor("csv", text_a_column="text", label_column="label", data_dir=d)
+  with caplog.at_level("WARNING"):
+    assert [e.text_a for e in p.get_train_examples(d)] == ["good", " ", "", "bad"]
+    p.get_train_examples(d)
+  assert caplog.text.count("empty text") == 1
+  assert "train.csv: 2 of 4 rows have an empty text (line 3 first): they are read as examples of no words" in (
+      caplog.text)
+
+
 @pytest.mark.parametrize("task", ["csv", "sst-2"])
 def test_a_field_longer_than_python_s_csv_limit_is_read(tmp_path, task):
   """A review of 200,000 characters (a long document) was refused as a broken file: Python's csv default limit."""

@@ -171,6 +171,20 @@ def _article(answers=("B",), options=(("a", "b", "c", "d"),), questions=("q _ ?"
           "answers": list(answers)}
 
 
+def test_an_empty_article_is_read_and_said(tmp_path, caplog):
+  """An article file whose article is empty: its questions are read with the options alone, as the original reads
+  them; it was read without a word (sweep 33, C8)."""
+  root = str(tmp_path)
+  _write(root, "dev/middle/1.txt", _article())
+  _write(root, "dev/middle/2.txt", dict(_article(), article=" "))
+  with caplog.at_level("WARNING"):
+    assert [ex.context for ex in data.get_examples(root, "dev", middle_only=True, sorted_file_order=True)] == [
+        "text", " "]
+  assert caplog.text.count("empty article") == 1
+  assert re.search(r"1 article files of the dev split have an empty article \(\S+/dev/middle/2.txt first\)",
+                   caplog.text)
+
+
 def test_levels_order_and_filters(tmp_path):
   root = str(tmp_path)
   for rel in ("dev/high/2.txt", "dev/high/10.txt", "dev/middle/b.txt", "dev/middle/a.txt"):

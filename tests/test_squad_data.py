@@ -163,6 +163,17 @@ def test_a_file_with_a_byte_order_mark_is_read(tmp_path):
   assert [e.qas_id for e in squad_examples.read_squad_examples(str(path), is_training=True)] == ["q1"]
 
 
+def test_an_empty_question_is_read_and_said(tmp_path, caplog):
+  """A blank question is read as one of no words, as the original reads it; it was read without a word (sweep 33,
+  C8)."""
+  answer = {"text": "the mat", "answer_start": 15}
+  path = _write_json(tmp_path, _squad([{"id": "q1", "question": "Where?", "answers": [answer]},
+                                       {"id": "q2", "question": " ", "answers": [answer]}]))
+  with caplog.at_level("WARNING"):
+    assert [e.qas_id for e in squad_examples.read_squad_examples(path, is_training=True)] == ["q1", "q2"]
+  assert f"{path}: 1 of 2 questions are empty (id 'q2' first): they are read as questions of no words" in caplog.text
+
+
 def test_dev_file_in_training_mode_is_rejected():
   with pytest.raises(ValueError, match="exactly 1 answer"):
     squad_examples.read_squad_examples(f"{TESTDATA}/data/dev-v2.0.json", is_training=True)

@@ -124,7 +124,7 @@ class DelimitedProcessor(DataProcessor):
                   "dev": task.dev_file or f"dev.{task.task_name}",
                   "test": task.test_file or f"test.{task.task_name}"}
     self._labels = None if task.labels is None else list(task.labels)
-    self._header_warned = set()  # files whose first line, read as the header by index columns, was warned of
+    self._warned = set()  # files (and (file, "empty")) warned of: a header read by index columns, empty texts
 
   def get_labels(self, data_dir=None):
     if self.is_regression:
@@ -200,7 +200,7 @@ class DelimitedProcessor(DataProcessor):
     path = os.path.join(data_dir, self.files[set_type])
     is_test = set_type == "test"
     labels = None if (is_test or self.is_regression or not check_labels) else self.get_labels(data_dir)
-    examples, header = [], None
+    examples, header, empty = [], None, []
     rows = list(read_rows(path, self.task_name, self.delimiter, self.quoting))
     usual = collections.Counter(len(row) for _, row in rows).most_common(1)[0][0] if rows else 0
     for i, (line_num, row) in enumerate(rows):
@@ -218,8 +218,8 @@ class DelimitedProcessor(DataProcessor):
           given = [c for c in (self.task.text_a_column, self.task.text_b_column, self.task.label_column)
                    if c is not None]
           by_index = all(isinstance(c, int) or str(c).isdigit() for c in given)  # maybe a file without a header
-          if by_index and self.task.has_header_unset and path not in self._header_warned:
-            self._header_warned.add(path)
+          if by_index and self.task.has_header_unset and path not in self._warned:
+            self._warned.add(path)
             logging.warning("%s: line 1 (%s) is read as the header row (--has_header unset: true) and skipped; the "
                             "columns are given by index. If it is an example, pass --has_header=False (True to say "
                             "it is the header).", path, str(row)[:80])
@@ -253,7 +253,13 @@ class DelimitedProcessor(DataProcessor):
         if labels is not None and label not in labels:
           check_label(label, labels, path, line_num, self.task_name, fix=self._label_fix(label, labels, data_dir))
       text_b = row[b_col] if b_col is not None else None
+      if not row[a_col].strip() or (text_b is not None and not text_b.strip()):
+        empty.append(line_num)
       examples.append(InputExample(guid=f"{set_type}-{i}", text_a=row[a_col], text_b=text_b, label=label))
+    if empty and (path, "empty") not in self._warned:  # read without a word (sweep 33, C8)
+      self._warned.add((path, "empty"))
+      logging.warning("%s: %d of %d rows have an empty text (line %d first): they are read as examples of no words, "
+                      "as the original reads them. Fill or remove them.", path, len(empty), len(examples), empty[0])
     if is_test:
       missing = [e.label for e in examples].count(None)
       self.test_has_labels = bool(examples) and not missing

@@ -28,6 +28,7 @@ import json
 import os
 
 import numpy as np
+from absl import logging
 
 from xlnet_tf import fileio
 from xlnet_tf.data import json_text
@@ -217,6 +218,10 @@ def get_examples(data_dir, split, high_only=False, middle_only=False, sorted_fil
   examples = []
   for path, level in split_files(data_dir, split, high_only, middle_only, sorted_file_order):
     examples.extend(read_race_file(path, level, answers_required))
+  if empty := sorted({ex.file for ex in examples if not ex.context.strip()}):  # read without a word (sweep 33, C8)
+    logging.warning("%d article files of the %s split have an empty article (%s first): their questions are read "
+                    "with the options alone, as the original reads them. Fill or remove them.", len(empty), split,
+                    empty[0])
   return examples
 
 

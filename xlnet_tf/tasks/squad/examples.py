@@ -5,6 +5,8 @@ import dataclasses
 import json
 import textwrap
 
+from absl import logging
+
 from xlnet_tf import fileio
 from xlnet_tf.data import json_text
 
@@ -147,4 +149,7 @@ def read_squad_examples(input_file, is_training):
         else:
           _check_eval_question(input_file, qwhere, qa, first_of_id, labelled)
         examples.append(example)
+  if blank := [ex.qas_id for ex in examples if not ex.question_text.strip()]:  # read without a word (sweep 33, C8)
+    logging.warning("%s: %d of %d questions are empty (id %r first): they are read as questions of no words, as the "
+                    "original reads them. Fill or remove them.", input_file, len(blank), len(examples), blank[0])
   return examples

@@ -1,7 +1,10 @@
 import atexit
 import os
 import shutil
+import signal
 import tempfile
+
+import pytest
 
 # Tests use paths relative to the repository root.
 os.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -24,3 +27,17 @@ if not SUITE_XLA_CACHE:
 from xlnet_tf.training import runtime  # noqa: E402  pylint: disable=wrong-import-position
 
 runtime.prefer_wide_xla_vectors()
+
+
+@pytest.fixture
+def stop_signals_default():
+  """SIGINT and SIGHUP as a foreground process has them, for the tests that send them (in the test's process or to
+  a child, which inherits them): a suite started in the background of a script (SIGINT ignored) or under nohup
+  (SIGHUP ignored) failed them, and a run sent SIGHUP trained on until its unread output blocked it. Restored after."""
+  old = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGHUP)}
+  signal.signal(signal.SIGINT, signal.default_int_handler)
+  signal.signal(signal.SIGHUP, signal.SIG_DFL)
+  yield
+  for signum, handler in old.items():
+    if handler is not None:  # None: set outside Python, left as the test had it
+      signal.signal(signum, handler)

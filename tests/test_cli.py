@@ -68,6 +68,7 @@ def test_what_a_stop_by_a_signal_interrupted_is_never_torn_down(where, capsys):
 
 
 @pytest.mark.parametrize("kind", ["chained", "unchained"])
+@pytest.mark.usefixtures("stop_signals_default")
 def test_a_signal_turned_into_another_exception_ends_as_the_stop(kind, capsys):
   absl_flags.FLAGS.mark_as_parsed()
   with pytest.raises(SystemExit) as ended:
@@ -298,6 +299,7 @@ def test_a_line_to_a_gone_reader_goes_nowhere_and_requests_a_stop(monkeypatch):
   preemption._reasons.clear()  # pylint: disable=protected-access  # the process's other tests
 
 
+@pytest.mark.usefixtures("stop_signals_default")
 def test_sighup_stops_a_run_unless_ignored_as_under_nohup():
   """SIGHUP (the terminal or ssh session closed) killed a training run at once, no line, its steps since the last
   checkpoint lost (sweep 21, P2): a stop request as SIGTERM is; a run under `nohup` (SIGHUP ignored) goes on."""
@@ -334,6 +336,7 @@ def test_a_stop_lost_in_eval_stops_it_before_the_next_batch(capsys):
   assert capsys.readouterr().err.strip().splitlines()[-1].startswith("tool.py: stopped by SIGINT; files are written")
 
 
+@pytest.mark.usefixtures("stop_signals_default")
 def test_a_stop_lost_with_no_step_after_it_ends_the_run_with_its_code(capsys):
   """The run went on to its end (its files are whole), but a scheduler's SIGTERM or a Ctrl-C still ends it with
   128 + signal, not 0."""

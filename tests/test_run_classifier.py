@@ -425,6 +425,7 @@ def test_num_core_per_host_the_machine_lacks_is_one_line(files, tmp_path):
 
 @pytest.mark.parametrize("ending", [pytest.param("reader_gone", marks=pytest.mark.slow), "hangup",  # 15 minutes
                                     pytest.param("group_stopped", marks=pytest.mark.slow)])
+@pytest.mark.usefixtures("stop_signals_default")
 def test_a_training_run_whose_output_reader_or_terminal_is_gone_saves_its_step_and_stops(files, tmp_path, ending):
   """`run_classifier.py ... | head -3`, or a `tee` that ended: the run died at its next progress line with
   `[Errno 32] Broken pipe`, rc 1, saving nothing (sweep 21, P1); its terminal or ssh session closing (SIGHUP, not

@@ -62,6 +62,7 @@ def validate(o, num_replicas=1, num_workers=None):
   if o.mem_len and o.reuse_len > o.seq_len:
     raise cli.FlagError(f"--reuse_len ({o.reuse_len}) may not exceed --seq_len ({o.seq_len}) with --mem_len.")
   flag_configs.require_positive(o, "train_batch_size", "num_hosts", "num_passes",  # 0: the original read no pass
+                                "train_steps",  # 0 or below: "Nothing to do", exit 0 (sweep 33, B4)
                                 *(["n_token"] if o.n_token is not None else []))
   flag_configs.check_warmup(o)
   if o.train_batch_size % o.num_hosts:

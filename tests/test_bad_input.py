@@ -114,8 +114,14 @@ CASES = [
     ("pt-half-written-checkpoint", "run_pretrain.py", ["--model_dir={w}/half"], "Cannot resume from {w}/half/ckpt-2"),
     ("pt-model-dir-of-another-config", "run_pretrain.py", ["--model_dir={w}/bigger", "--train_steps=6"],
      "holds checkpoints of another model"),
+    ("pt-model-dir-holds-a-user-s-config", "run_pretrain.py", ["--model_dir={w}/user_config"],  # replaced (B3)
+     "--model_dir {w}/user_config holds the xlnet_config.json of another model (d_head 12 there, 8 here; d_model 24 "
+     "there, 16 here) and no checkpoint of a run: the run would replace it with its own. Pass it as "
+     "--model_config_path to train that model, or pass another --model_dir."),
     # bounds taken without a word (sweep 19, F9.4): 0 was read as unset and recorded as 0; past int64
     ("pt-n-token-zero", "run_pretrain.py", ["--n_token=0"], "--n_token must be a positive integer. Received: 0."),
+    ("pt-train-steps-negative", "run_pretrain.py", ["--train_steps=-5"],  # "Nothing to do", exit 0 (sweep 33, B4)
+     "--train_steps must be a positive integer. Received: -5."),
     ("pt-num-passes-zero", "run_pretrain.py", ["--num_passes=0"],  # trained every pass (sweep 26, C5)
      "--num_passes must be a positive integer. Received: 0."),
     ("pt-train-steps-past-int64", "run_pretrain.py", ["--train_steps=9223372036854775808"],
@@ -427,6 +433,8 @@ def workspace(tmp_path_factory):
   (w / "tiny.json").write_text(json.dumps(TINY))
   (w / "tiny100.json").write_text(json.dumps(dict(TINY, n_token=100)))
   (w / "tiny_wide.json").write_text(json.dumps(dict(TINY, d_model=24, d_head=12)))
+  (w / "user_config").mkdir()  # a user's config where the run writes its own (sweep 33, B3)
+  shutil.copy(w / "tiny_wide.json", w / "user_config" / "xlnet_config.json")
   (w / "owned.bin").write_bytes(OWNED)
   shutil.copy(SPM, w / ("s" * 215 + ".model"))
   (w / "owned_dir").mkdir()

@@ -16,20 +16,34 @@ def check_run_files(model_dir, xlnet_config, flag="--model_dir"):
   another config than xlnet_config (its `xlnet_config.json` says so: they could not be resumed, and another
   ff_activation would load and compute other numbers); `flag` names model_dir in the message. ValueError too where
   a directory there has the name of a run file: found when the first checkpoint was saved, it lost every step
-  before it with a bare `[Errno 21] Is a directory` (sweep 27, U12)."""
+  before it with a bare `[Errno 21] Is a directory` (sweep 27, U12). ValueError too where it holds another model's
+  xlnet_config.json (or one that cannot be read) beside no checkpoint and no run_flags.json: a user's file."""
   fileio.check_file_names(model_dir, ("xlnet_config.json", "run_flags.json"), flag, "run")
   config_path = os.path.join(model_dir, "xlnet_config.json")
-  if fileio.exists(config_path) and checkpoint.latest_checkpoint(model_dir):
-    try:
-      there = XLNetConfig(json_path=config_path)
-    except ValueError as e:  # its advice named --model_config_path, which was passed (sweep 27)
-      reason = str(e).removesuffix(PASS_CONFIG).rstrip(".")
+  if not fileio.exists(config_path):
+    return
+  # Without a checkpoint, and without the run_flags.json a run writes with it: a file of the user's, which the run
+  # replaced with its own model's config, exit 0 (sweep 33, B3).
+  latest, users = checkpoint.latest_checkpoint(model_dir), not fileio.exists(os.path.join(model_dir, "run_flags.json"))
+  keep = (f"and no checkpoint of a run: the run would replace it with its own. Pass it as --model_config_path to "
+          f"train that model, or pass another {flag}.")
+  try:
+    there = XLNetConfig(json_path=config_path)
+  except ValueError as e:  # its advice named --model_config_path, which was passed (sweep 27)
+    reason = str(e).removesuffix(PASS_CONFIG).rstrip(".")
+    if latest:
       raise ValueError(f"{reason}: it describes the checkpoints in {flag} {model_dir}. Restore it from a copy of "
                        f"that run, or pass another {flag}.") from None
-    diff = [f"{k} {old} there, {new} here" for k, old, new in there.differences(xlnet_config)]
-    if diff:
-      raise ValueError(f"{flag} {model_dir} holds checkpoints of another model ({config_path}: "
-                       f"{'; '.join(diff)}). Use that config, or pass another {flag}.")
+    if users:
+      raise ValueError(f"{flag} {model_dir} holds an xlnet_config.json that cannot be read ({reason}) "
+                       f"{keep}") from None
+    return
+  diff = [f"{k} {old} there, {new} here" for k, old, new in there.differences(xlnet_config)]
+  if diff and latest:
+    raise ValueError(f"{flag} {model_dir} holds checkpoints of another model ({config_path}: "
+                     f"{'; '.join(diff)}). Use that config, or pass another {flag}.")
+  if diff and users:
+    raise ValueError(f"{flag} {model_dir} holds the xlnet_config.json of another model ({'; '.join(diff)}) {keep}")
 
 
 def write_run_files(model_dir, xlnet_config, flags_dict):

@@ -102,7 +102,11 @@ def body(o):
         line += " Or pass --hard_vocab_limit=false to accept fewer pieces."
     raise ValueError(line) from None
   sp = tokenization.load_sentencepiece(path)
-  cli.print_line(f"Wrote {path}: vocab_size={tokenization.vocab_size(sp)}, XLNet special symbols at ids 0-8.")
+  got = tokenization.vocab_size(sp)
+  short = "" if got == o.vocab_size else (  # a char model's shortfall was said nowhere, exit 0 (sweep 33, B6)
+      f" (not --vocab_size={o.vocab_size}: " + ("--model_type=char makes one piece per character)"
+                                                if o.model_type == "char" else "--hard_vocab_limit=false)"))
+  cli.print_line(f"Wrote {path}: vocab_size={got}{short}, XLNet special symbols at ids 0-8.")
 
 
 if __name__ == "__main__":

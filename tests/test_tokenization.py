@@ -131,8 +131,9 @@ def test_train_sentencepiece_ids_and_vocab_size(tmp_path):
   assert all(sp.IsControl(i) for i in range(1, 8)) and not sp.IsControl(tk.EOP_ID)
   assert [sp.PieceToId(s) for s in tk.USER_DEFINED_SYMBOLS] == list(range(8, 8 + len(tk.USER_DEFINED_SYMBOLS)))
   assert tk.vocab_size(sp) == sp.GetPieceSize() <= 300
-  with pytest.raises(ValueError, match=r"vocab_size must exceed 9 \(the XLNet special symbols\) and be below 2\*\*31. "
-                                       r"Received: 9."):
+  with pytest.raises(ValueError, match=r"vocab_size must exceed 9 \(the XLNet special symbols\) and be at most "
+                                       r"1952257860 \(SentencePiece's trainer works on vocab_size \* 1.1 pieces, an "
+                                       r"int32\)\. Received: 9\."):
     tk.SpmTrainOptions(vocab_size=9)
 
 
@@ -141,7 +142,8 @@ def test_train_sentencepiece_ids_and_vocab_size(tmp_path):
     (dict(character_coverage=0.9), r"--character_coverage must be in \[0.98, 1.0\]"),
     (dict(input_sentence_size=-1), r"--input_sentence_size must be 0 \(every sentence\) or above 100 .* Received: -1."),
     (dict(input_sentence_size=100), r"--input_sentence_size must be 0 .* Received: 100."),  # sweep 23, C5
-    (dict(vocab_size=1 << 31), r"--vocab_size must exceed 9 \(the XLNet special symbols\) and be below 2\*\*31."),
+    (dict(vocab_size=1 << 31), r"--vocab_size must exceed 9 \(the XLNet special symbols\) and be at most 1952257860"),
+    (dict(vocab_size=1952257861), r"and be at most 1952257860"),  # SentencePiece looped for ever (sweep 33, B1)
     (dict(num_threads=0), r"--num_threads must be in \[1, 1024\] .* Received: 0."),
     (dict(num_threads=2000), r"--num_threads must be in \[1, 1024\]"),
 ])
@@ -150,7 +152,7 @@ def test_spm_train_options_are_checked_before_sentencepiece(kwargs, words):
   with pytest.raises(ValueError, match=words):
     tk.SpmTrainOptions(**{"vocab_size": 100, **kwargs})
   tk.SpmTrainOptions(vocab_size=100, character_coverage=1.0, input_sentence_size=0, num_threads=1024)
-  tk.SpmTrainOptions(vocab_size=(1 << 31) - 1, input_sentence_size=101)
+  tk.SpmTrainOptions(vocab_size=tk.MAX_VOCAB_SIZE, input_sentence_size=101)
 
 
 def test_start_piece_table_apostrophe_quirk():
@@ -172,6 +174,14 @@ def test_train_spm_cli(tmp_path):
   assert out.returncode == 0, out.stderr[-2000:]
   assert "XLNet special symbols at ids 0-8" in out.stdout
   assert tk.load_sentencepiece(str(tmp_path / "m.model")).GetPieceSize() <= 250
+  # A char model's pieces are its characters, whatever --vocab_size: said nowhere, exit 0 (sweep 33, B6).
+  out = subprocess.run([sys.executable, "scripts/train_spm.py", f"--input={tmp_path}/a.txt", "--model_type=char",
+                        f"--model_prefix={tmp_path}/c", "--vocab_size=5000"], capture_output=True, text=True,
+                       timeout=120)
+  assert out.returncode == 0, out.stderr[-2000:]
+  got = tk.vocab_size(tk.load_sentencepiece(str(tmp_path / "c.model")))
+  assert out.stdout.strip() == (f"Wrote {tmp_path}/c.model: vocab_size={got} (not --vocab_size=5000: --model_type=char "
+                                "makes one piece per character), XLNet special symbols at ids 0-8.")
   from scripts import train_spm  # pylint: disable=import-outside-toplevel
   with pytest.raises(ValueError) as error:
     train_spm.check_symbols(types.SimpleNamespace(control_symbols="<cls>,<sep>",
@@ -501,6 +511,11 @@ def test_expand_inputs(tmp_path):
   for empty in ("", " ", ","):  # "matches no file but --model_prefix's own (left out)" (sweep 32, U15)
     with pytest.raises(FileNotFoundError, match=r"^--input is empty. Pass text files or a glob, e.g. --input="):
       tk.expand_inputs(empty)
+  (tmp_path / "part1,2.txt").write_text("x\n")  # "Input '.../part1' matches no file" (sweep 33, B7)
+  with pytest.raises(FileNotFoundError, match=r"^--input '\S+/part1,2.txt' is read as a comma-separated list, which "
+                                              r"splits that file's name\. Rename the file, or match it with a glob"):
+    tk.expand_inputs(f"{tmp_path}/part1,2.txt")
+  assert tk.expand_inputs(f"{tmp_path}/part1?2.txt") == [str(tmp_path / "part1,2.txt")]
   (tmp_path / "br[1]").mkdir()  # glob characters in a file's name: it matched nothing (sweep 23, C10)
   (tmp_path / "br[1]" / "c.txt").write_text("x\n")
   assert tk.expand_inputs(f"{tmp_path}/br[1]/c.txt") == [f"{tmp_path}/br[1]/c.txt"]

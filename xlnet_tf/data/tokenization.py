@@ -246,6 +246,9 @@ def bracket_hint(pattern):
 def expand_inputs(inputs):
   """A glob, a comma-separated list of globs/files, or a list of them -> sorted unique existing files (a file named
   with glob characters, `br[1]/c.txt`, matched nothing: sweep 23, C10)."""
+  if isinstance(inputs, str) and "," in inputs and (os.path.isfile(inputs) or glob_lib.glob(inputs)):  # (sweep 33, B7)
+    raise FileNotFoundError(f"--input {inputs!r} is read as a comma-separated list, which splits that file's name. "
+                            "Rename the file, or match it with a glob that avoids the comma (? for it).")
   if isinstance(inputs, str):
     inputs = [s for s in inputs.split(",") if s.strip()]
   if not inputs:  # "matches no file but --model_prefix's own (left out)" (sweep 32, U15)
@@ -351,6 +354,9 @@ def check_text_files(files, flag="--input", head_bytes=1 << 20):
                      "files, one sentence per line.")
 
 
+MAX_VOCAB_SIZE = int(((1 << 31) - 1) / 1.1)  # 1952257860: the largest that SentencePiece's * 1.1 keeps in an int32
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SpmTrainOptions:
   """`spm_train`'s settings for `train_sentencepiece`; the defaults are the original README's (scripts/train_spm.py's
@@ -371,9 +377,12 @@ class SpmTrainOptions:
   num_threads: int = None
 
   def __post_init__(self):
-    if not len(special_symbols) < self.vocab_size < 1 << 31:  # above: SentencePiece's "cannot parse as int"
-      raise ValueError(f"--vocab_size must exceed {len(special_symbols)} (the XLNet special symbols) and be below "
-                       f"2**31. Received: {self.vocab_size}.")
+    # The unigram trainer grows a vocabulary of vocab_size * 1.1 in an int32: above MAX_VOCAB_SIZE it looped for ever
+    # (sweep 33, B1); at 2**31 and above, SentencePiece's "cannot parse as int".
+    if not len(special_symbols) < self.vocab_size <= MAX_VOCAB_SIZE:
+      raise ValueError(f"--vocab_size must exceed {len(special_symbols)} (the XLNet special symbols) and be at most "
+                       f"{MAX_VOCAB_SIZE} (SentencePiece's trainer works on vocab_size * 1.1 pieces, an int32). "
+                       f"Received: {self.vocab_size}.")
     # SentencePiece's own checks (trainer_interface.cc), which it reports as a bare condition naming no flag.
     if not 0.98 <= self.character_coverage <= 1.0:
       raise ValueError(f"--character_coverage must be in [0.98, 1.0] (SentencePiece's range; the README uses "

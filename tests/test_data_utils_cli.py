@@ -218,6 +218,8 @@ def bad_inputs(tmp_path_factory):
   (corpus / "a.txt").write_text("A sentence.\nAnother one.\n\n", encoding="utf-8")
   (tmp_path / "latin1").mkdir()
   (tmp_path / "latin1" / "x.txt").write_bytes("ok\nnaïve\n".encode("latin-1"))
+  (tmp_path / "nul").mkdir()  # a crash's zero-filled gap: read as text, exit 0 (sweep 33, B5)
+  (tmp_path / "nul" / "x.txt").write_bytes(b"ok\nA sente" + b"\0" * 1000 + b"nce.\n")
   (tmp_path / "dangling").mkdir()
   os.symlink(tmp_path / "nowhere.txt", tmp_path / "dangling" / "gone.txt")
   (tmp_path / "loop").mkdir()
@@ -235,6 +237,8 @@ def bad_inputs(tmp_path_factory):
     (["--input_glob={t}/corpus/a.txt,{t}/plain.txt"], "matches no file (one glob: not a comma-separated list, as "
      "train_spm.py's --input takes)"),  # both files exist (sweep 21, C11)
     (["--input_glob={t}/latin1/*.txt"], "{t}/latin1/x.txt:2: not UTF-8 (byte 0xef at column 3)"),
+    (["--input_glob={t}/nul/*.txt"], "{t}/nul/x.txt:2: holds 1000 NUL bytes from column 8 (a file damaged, or not "
+     "text). Fix or remove it (tr -d '\\000' drops them)."),
     (["--input_glob={t}/dangling/*.txt"], "Cannot read input file {t}/dangling/gone.txt: No such file or directory. "
      "Fix the symbolic link or --input_glob."),  # and a loop: not "Fix its permissions" (sweep 19, F9.11)
     (["--input_glob={t}/loop/a.txt"], "Cannot read input file {t}/loop/a.txt: Too many levels of symbolic links. "
@@ -284,6 +288,20 @@ def test_too_little_text_for_one_batch_writes_nothing(bad_inputs, tmp_path):
                                          r"record was written. Add text or lower --bsz_per_host/--seq_len.$"):
     data_utils.create_data(cli.values(fv))
   assert os.listdir(f"{tmp_path}/out") == ["tfrecords"] and not os.listdir(f"{tmp_path}/out/tfrecords")
+
+
+def test_a_batch_larger_than_the_text_is_said_with_the_text_s_tokens(tmp_path):
+  """--bsz_per_host=100000000 laid out 1e8 rows (17 GB, 5 minutes) before saying `Task 0 has 0 tokens`: the count
+  was what the rows kept (200000 of 284072 for --bsz_per_host=100000). Said before the layout, with the stream's
+  count (sweep 33, B2)."""
+  said = []
+  for bsz in (100000, 100000000):
+    fv = _flag_values([f"--input_glob={GOLDEN}/corpus/*.txt", f"--sp_path={GOLDEN}/spm/spiece.model",
+                       f"--save_dir={tmp_path}/out", *GOLDEN_FLAGS, f"--bsz_per_host={bsz}"])
+    with pytest.raises(pd.DataError, match=rf"^Task 0 has (\d+) tokens, too few for one batch of {bsz} rows") as e:
+      data_utils.create_data(cli.values(fv))
+    said.append(int(str(e.value).split()[3]))
+  assert said[0] == said[1] > 0, said
 
 
 def test_records_of_a_task_this_num_task_lacks_are_another_run_s(tmp_path):

@@ -168,7 +168,7 @@ def assign_by_name(model, reader, keys, source):
     reader: a `Reader` (or any reader with its methods, as `ArrayReader`).
     keys: {original name: checkpoint key} of the weights the checkpoint holds.
     source: the checkpoint's path, for messages.
-  Returns the report of `load_original_checkpoint`. A damaged head's bias was advised the labels (sweep 33, A9).
+  Returns the report of `load_original_checkpoint`.
   """
   ckpt_shapes = reader.get_variable_to_shape_map()
   shapes = {name: list(ckpt_shapes[key]) for name, key in keys.items()}

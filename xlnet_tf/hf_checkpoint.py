@@ -273,7 +273,7 @@ def _is_number(value):
 
 
 def _is_size(value):
-  return _is_number(value) and isinstance(value, int) and value > 0
+  return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def xlnet_config_from_hf(config, weights, source):

@@ -22,9 +22,10 @@ def check_run_files(model_dir, xlnet_config, flag="--model_dir"):
   config_path = os.path.join(model_dir, "xlnet_config.json")
   if not fileio.exists(config_path):
     return
-  # Without a checkpoint, and without the run_flags.json a run writes with it: a file of the user's, which the run
+  # Without any checkpoint, and without the run_flags.json a run writes with it: a file of the user's, which the run
   # replaced with its own model's config, exit 0 (sweep 33, B3).
-  latest, users = checkpoint.latest_checkpoint(model_dir), not fileio.exists(os.path.join(model_dir, "run_flags.json"))
+  latest = checkpoint.latest_checkpoint(model_dir)
+  users = not (fileio.exists(os.path.join(model_dir, "run_flags.json")) or checkpoint.checkpoint_prefixes(model_dir))
   keep = (f"and no checkpoint of a run: the run would replace it with its own. Pass it as --model_config_path to "
           f"train that model, or pass another {flag}.")
   try:

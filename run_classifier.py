@@ -246,17 +246,23 @@ def _write_records(examples, label_list, o, tokenize_fn, mode, log_fn, n_token, 
   return path
 
 
+def _no_examples(o, processor, split):
+  """The FlagError of a task that found no `split` examples, naming the file where the task reads one file a split
+  (csv, tsv): it named --data_dir alone (sweep 33, C7; sweep 34, S5)."""
+  name = "training" if split == "train" else split
+  if file := getattr(processor, "files", {}).get(split):
+    return cli.FlagError(f"Task {o.task_name.lower()!r} found no {name} examples in {os.path.join(o.data_dir, file)}: "
+                         f"it holds no row of one (a header alone?). Put the {name} examples there.")
+  return cli.FlagError(f"Task {o.task_name.lower()!r} found no {name} examples in --data_dir {o.data_dir}.")
+
+
 def _train(o, strategy, processor, label_list, tokenize_fn, xlnet_config, model_args, log_fn):
   """Fine-tunes (the --do_train part of `run`; `model_args`: `build_model_args`); returns the last training loop's
   loss, lr and step."""
   scope = model_args["scope"]
   train_examples = processor.get_train_examples(o.data_dir)
-  if not train_examples and "train" in getattr(processor, "files", {}):  # naming no file (sweep 33, C7)
-    raise cli.FlagError(f"Task {o.task_name.lower()!r} found no training examples in "
-                        f"{os.path.join(o.data_dir, processor.files['train'])}: it holds no row of one (a header "
-                        "alone?). Put the training examples there.")
   if not train_examples:
-    raise cli.FlagError(f"Task {o.task_name.lower()!r} found no training examples in --data_dir {o.data_dir}.")
+    raise _no_examples(o, processor, "train")
   rng = np.random.RandomState(o.seed) if o.seed is not None else np.random
   rng.shuffle(train_examples)
   log_fn(f"Num of train samples: {len(train_examples)}")
@@ -314,7 +320,7 @@ def run(o, strategy, log_fn=print):
     eval_examples = processor.get_eval_examples(o.data_dir, o.eval_split)
     log_fn(f"Num of eval samples: {len(eval_examples)}")
     if not eval_examples:
-      raise cli.FlagError(f"Task {task_name!r} found no {o.eval_split} examples in --data_dir {o.data_dir}.")
+      raise _no_examples(o, processor, o.eval_split)
     if o.do_eval and (note := processor.placeholder_labels_note(o.eval_split)):
       log_fn(f"Warning: {note}")  # beside the results it qualifies, not among TensorFlow's log lines
 

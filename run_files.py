@@ -39,6 +39,7 @@ def require_model_dir(o, sources=("predict_ckpt",)):
                     "as the original's. To evaluate it, pass its directory as --model_dir (an HF model converted "
                     "first: convert_checkpoint.py --to=tf1); to predict with it, add --do_predict=True.")
   _require_predict_ckpt(o)
+  _require_a_directory_of_checkpoints(o.model_dir)
   if o.model_dir and not o.do_train:
     from xlnet_tf import checkpoint, hf_checkpoint  # pylint: disable=g-import-not-at-top
     if hf_checkpoint.is_hf_directory(o.model_dir) and not checkpoint.checkpoint_prefixes(o.model_dir):
@@ -53,6 +54,18 @@ def require_model_dir(o, sources=("predict_ckpt",)):
     mode = "--do_predict" if o.do_predict else "--export_dir"
     raise FlagError(f"{mode} needs a checkpoint: pass {', '.join(f'--{name}' for name in sources)} or a --model_dir "
                     "holding one.")
+
+
+def _require_a_directory_of_checkpoints(model_dir):
+  """FlagError where --model_dir names a checkpoint (its prefix: said as no checkpoint, `Train first`, or trained
+  into a new directory of its name) or a SavedModel (said as no checkpoint) (sweep 34, S6)."""
+  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
+  if model_dir and not fileio.isdir(model_dir) and fileio.exists(model_dir + ".index"):
+    raise FlagError(f"--model_dir {model_dir} is a checkpoint, not a directory of them: pass --model_dir="
+                    f"{os.path.dirname(model_dir) or '.'} (or --predict_ckpt={model_dir} to predict with it).")
+  if model_dir and fileio.exists(os.path.join(model_dir, "saved_model.pb")):
+    raise FlagError(f"--model_dir {model_dir} is a SavedModel (saved_model.pb: an export, for serving), not a "
+                    "directory of checkpoints. Pass the --model_dir it was exported from.")
 
 
 def _require_predict_ckpt(o):

@@ -184,6 +184,9 @@ CASES = [
     ("cls-csv-header-only", "run_classifier.py", [*CSV_TASK, "--labels=neg,pos", "--data_dir={w}/csv_header_only"],
      "Task 'csv' found no training examples in {w}/csv_header_only/train.csv: it holds no row of one (a header "
      "alone?). Put the training examples there."),  # naming no file (sweep 33, C7)
+    ("cls-csv-empty-dev", "run_classifier.py", [*CSV_TASK, "--do_eval=True", "--data_dir={w}/csv_empty_dev"],
+     "Task 'csv' found no dev examples in {w}/csv_empty_dev/dev.csv: it holds no row of one (a header alone?). Put "
+     "the dev examples there."),  # named --data_dir alone (sweep 34, S5)
     ("cls-csv-one-class", "run_classifier.py", [*CSV_TASK, "--data_dir={w}/csv_one_class"],
      "{w}/csv_one_class/train.csv holds one label only ('pos'), and the labels of task 'csv' are collected from it "
      "(--labels is unset): a classifier needs at least 2 classes. Pass every class with --labels"),
@@ -491,7 +494,7 @@ def workspace(tmp_path_factory):
   # csv tasks: a dev file with a label the training file lacks; a training file of one label.
   for name, train_labels, dev_labels in (("csv_dev", ["pos", "neg"], ["pos", "neutral"]),
                                          ("csv_one_class", ["pos", "pos"], ["pos", "pos"]),
-                                         ("csv_header_only", [], [])):
+                                         ("csv_header_only", [], []), ("csv_empty_dev", ["pos", "neg"], [])):
     (w / name).mkdir()
     for split, labels in (("train", train_labels), ("dev", dev_labels)):
       (w / name / f"{split}.csv").write_text("".join(["text,label\n"] + [f"a film {i},{label}\n"

@@ -18,6 +18,7 @@ from xlnet_tf import RunConfig, XLNetConfig, XLNetModel, export_original_checkpo
 from xlnet_tf import checkpoint
 from xlnet_tf.checkpoint import checkpoint_arrays, original_variable_map
 from xlnet_tf.modeling.heads import finetune_heads
+from xlnet_tf.training import inference
 
 UNTIED = "tests/testdata/model/ckpt_untied"
 RUN = dict(is_training=False, use_tpu=False, use_bfloat16=False, dropout=0.0, dropatt=0.0)
@@ -440,7 +441,7 @@ def test_a_checkpoint_deleted_after_the_listing_is_skipped_and_the_rest_evaluate
     os.remove(path)
   lines = []
   work = lambda step, path: tf.train.load_checkpoint(path).get_variable_to_shape_map() and step
-  assert checkpoint.each_remaining(listed, work, lines.append) == [1, 3]
+  assert inference.each_remaining(listed, work, lines.append) == [1, 3]
   assert lines == [f"Skipped {tmp_path}/ckpt-2: it was deleted after its directory was listed (a training run there "
                    "keeps its last --max_save checkpoints)."]
   data = str(tmp_path / "ckpt-1.data-00000-of-00001")
@@ -448,13 +449,25 @@ def test_a_checkpoint_deleted_after_the_listing_is_skipped_and_the_rest_evaluate
     f.truncate(os.path.getsize(data) // 2)
   lines.clear()
   read = lambda step, path: checkpoint.original_arrays(path) and step
-  assert checkpoint.each_remaining(listed[::2], read, lines.append) == [3]
+  assert inference.each_remaining(listed[::2], read, lines.append) == [3]
   assert lines == [f"Skipped {tmp_path}/ckpt-1: it is incomplete or damaged (Read less bytes than requested). Copy it "
                    f"again, or delete its files ({tmp_path}/ckpt-1.*)."]
   with pytest.raises(checkpoint.DamagedCheckpointError):
-    checkpoint.each_remaining(listed[:1], read, lines.append)
+    inference.each_remaining(listed[:1], read, lines.append)
   with pytest.raises(FileNotFoundError, match=f"Every checkpoint listed was deleted before it was read \\({tmp_path}"):
-    checkpoint.each_remaining(listed[1:2], work, lines.append)
+    inference.each_remaining(listed[1:2], work, lines.append)
+  # One that reads whole but that the model cannot use (NaN weights, another head) ended the evaluation of the
+  # others (sweep 34, S3): `Inference.load` says so as an UnusableCheckpointError, which is skipped.
+  arrays = {k: v for k, v in checkpoint_arrays(listed[2][1]).items() if k != "global_step"}
+  name = next(n for n in arrays if n.endswith("ff/layer_2/bias"))
+  arrays[name] = np.full_like(arrays[name], np.nan)
+  checkpoint.write_original_checkpoint(arrays, str(tmp_path / "nan" / "ckpt-4"))
+  with pytest.raises(inference.UnusableCheckpointError, match=f"{name} holds NaN or infinite values"):
+    inference.Inference(model, lambda features: {}).load(str(tmp_path / "nan" / "ckpt-4"))
+  lines.clear()
+  load = lambda step, path: inference.Inference(model, lambda features: {}).load(path) and step
+  assert inference.each_remaining([listed[2], (4, str(tmp_path / "nan" / "ckpt-4"))], load, lines.append) == [3]
+  assert len(lines) == 1 and lines[0].startswith(f"Skipped {tmp_path}/nan/ckpt-4: {name} holds NaN")
 
 
 def test_a_cut_latest_checkpoint_is_one_line_and_deleting_it_resumes_from_the_one_before(tmp_path):

@@ -465,6 +465,18 @@ def test_generic_csv_by_header_name(tmp_path):
     classifier_data.get_processor("csv", text_a_column="review", label_column="stars", labels=["0", "1", ""])
 
 
+def test_a_label_holding_a_tab_or_line_break_is_refused(tmp_path):
+  """Such a label cut the prediction file's rows (index TAB prediction): a row in three columns, or on two lines,
+  exit 0 (sweep 34, S1)."""
+  d = str(tmp_path)
+  write(f"{d}/train.csv", 'text,label\ngood,"very\ngood"\nbad,bad\n')
+  with pytest.raises(ValueError, match=r"^Label 'very\\ngood' in \S+/train.csv line \d+ holds a tab or a line break, "
+                                       r"which the prediction file's rows \(index, tab, prediction\) cannot hold\."):
+    classifier_data.get_processor("csv", text_a_column="text", label_column="label", data_dir=d).get_labels()
+  with pytest.raises(ValueError, match=r"^Label 'bad\\tone' in --labels holds a tab or a line break"):
+    classifier_data.get_processor("csv", text_a_column="text", label_column="label", labels=["good", "bad\tone"])
+
+
 def test_rows_with_an_empty_text_are_read_and_said_once(tmp_path, caplog):
   """A row whose text is empty is an example of no words, as the original reads it; it was read without a word
   (sweep 33, C8)."""

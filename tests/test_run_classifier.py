@@ -685,6 +685,23 @@ def test_a_directory_named_like_a_prediction_file_is_refused_before_the_run(tmp_
   run_classifier.validate(o)
 
 
+def test_a_model_dir_that_is_a_checkpoint_or_a_saved_model_is_named_as_such(tmp_path):
+  """--model_dir=M/ckpt-2 said `not a directory holding checkpoints. Train first`, a SavedModel `No checkpoint`
+  (sweep 34, S6)."""
+  for name in ("ckpt-2.index", "ckpt-2.data-00000-of-00001", "saved/saved_model.pb"):
+    (tmp_path / name).parent.mkdir(exist_ok=True)
+    (tmp_path / name).write_bytes(b"")
+  o = cli.defaults(run_classifier.define_flags, task_name="csv", do_eval=True, model_dir=str(tmp_path / "ckpt-2"))
+  with pytest.raises(cli.FlagError, match=rf"^--model_dir {tmp_path}/ckpt-2 is a checkpoint, not a directory of them: "
+                                          rf"pass --model_dir={tmp_path} \(or --predict_ckpt={tmp_path}/ckpt-2 to "
+                                          r"predict with it\)\.$"):
+    run_files.require_model_dir(o)
+  o = cli.defaults(run_classifier.define_flags, task_name="csv", do_eval=True, model_dir=str(tmp_path / "saved"))
+  with pytest.raises(cli.FlagError, match=rf"^--model_dir {tmp_path}/saved is a SavedModel \(saved_model.pb: an "
+                                          r"export, for serving\), not a directory of checkpoints\."):
+    run_files.require_model_dir(o)
+
+
 def test_a_prediction_or_export_from_predict_ckpt_needs_no_model_dir(tmp_path):
   """run_classifier.py and run_race.py required --model_dir to predict with --predict_ckpt (refused as "where the
   fine-tuned checkpoints go"), run_squad.py did not (sweep 25, C1): one rule for the three; training and evaluation

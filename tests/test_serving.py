@@ -338,6 +338,17 @@ def test_an_export_dir_name_too_long_for_the_names_written_beside_it_is_refused_
     serving.check_export_dir(str(tmp_path / ("e" * 227)), "--export_dir")
 
 
+def test_an_export_dir_inside_a_saved_model_is_refused(tmp_path):
+  """--export_dir=E/assets, E a SavedModel: exported there, exit 0, and E's re-export then refused (sweep 34, S4)."""
+  (tmp_path / "e" / "assets").mkdir(parents=True)
+  (tmp_path / "e" / "saved_model.pb").write_bytes(b"")
+  with pytest.raises(ValueError, match=rf"^Cannot use --export_dir {tmp_path}/e/assets/x: it is inside the SavedModel "
+                                       rf"{tmp_path}/e, whose re-export would refuse it or delete it\. Pass a "
+                                       r"directory outside it\.$"):
+    serving.check_export_dir(str(tmp_path / "e" / "assets" / "x"), "--export_dir")
+  serving.check_export_dir(str(tmp_path / "f"), "--export_dir")
+
+
 def test_an_export_dir_prepared_with_assets_extra_or_holding_file_manager_files_is_taken(tmp_path):
   """--export_dir holding only assets.extra/ (warm-up requests prepared before the first export) was refused as
   'not written by this tool', and a SavedModel beside a file manager's .DS_Store as holding a user's file (sweep 16,

@@ -421,35 +421,6 @@ def list_checkpoints(model_dir):
   return sorted(entries, key=lambda e: (-1 if e[0] is None else e[0], e[1]))
 
 
-def each_remaining(checkpoints, work, log_fn):
-  """[work(step, path)] for the listed `checkpoints` ([(step, path)]), skipping with a line each one
-  deleted since it was listed (a training run in the same --model_dir keeps only its last --max_save, and an
-  evaluation beside it stopped at the first one gone) and each one found damaged (a copy cut short: the evaluation
-  stopped there, the later ones never read; sweep 27, U6). FileNotFoundError if every one is gone; the damage of
-  the last where none could be read."""
-  done, damaged = [], None
-  for step, path in checkpoints:
-    try:
-      done.append(work(step, path))
-    except (FileNotFoundError, DamagedCheckpointError, tf.errors.NotFoundError) as e:
-      if not tf.io.gfile.exists(path + ".index"):
-        log_fn(f"Skipped {path}: it was deleted after its directory was listed (a training run there keeps its "
-               "last --max_save checkpoints).")
-      elif isinstance(e, DamagedCheckpointError):
-        damaged = e
-        log_fn(f"Skipped {path}: it is incomplete or damaged ({e.reason}). Copy it again, or delete its files "
-               f"({path}.*).")
-      else:
-        raise
-  if checkpoints and not done and damaged:
-    raise damaged
-  if checkpoints and not done:
-    listed = ", ".join(p for _, p in checkpoints)
-    raise FileNotFoundError(f"Every checkpoint listed was deleted before it was read ({listed}). Rerun once a "
-                            "training run in that directory has saved, or raise its --max_save.")
-  return done
-
-
 def choose_checkpoint(model_dir, explicit=None, fallback=None):
   """The one checkpoint to predict or export with: `explicit` (--predict_ckpt) if given (the prefix a directory or
   `<dir>/latest` names, so that the lines name the checkpoint read; an HF directory as it is), else model_dir's

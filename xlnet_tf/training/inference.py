@@ -11,6 +11,10 @@ from xlnet_tf.data import read_errors
 from xlnet_tf.training import out_of_memory, preemption
 
 
+class UnusableCheckpointError(ValueError):
+  """A checkpoint that reads whole but that this model cannot use (NaN weights, a head of another shape or none)."""
+
+
 class Inference:
   """A model for eval and predict: loads fine-tuned checkpoints and runs batches through one traced step.
 
@@ -37,8 +41,13 @@ class Inference:
     Returns:
       `checkpoint.load_weights`'s report.
     """
-    report = checkpoint.load_weights(self.model, ckpt_path)
-    self.check_head(report, ckpt_path)
+    try:
+      report = checkpoint.load_weights(self.model, ckpt_path)
+      self.check_head(report, ckpt_path)
+    except checkpoint.DamagedCheckpointError:
+      raise
+    except ValueError as e:
+      raise UnusableCheckpointError(str(e)) from None
     return report
 
   def check_head(self, report, ckpt_path):
@@ -114,3 +123,36 @@ def result_line(title, items):
   `global_step` of None: a checkpoint that records none, an HF model directory (the line read `step None`)."""
   return f"{title} | " + "".join(f"{key} {value} | " for key, value in items
                                  if not (value is None and key in ("step", "global_step")))
+
+
+def each_remaining(checkpoints, work, log_fn):
+  """[work(step, path)] for the listed `checkpoints` ([(step, path)]), skipping with a line each one
+  deleted since it was listed (a training run in the same --model_dir keeps only its last --max_save, and an
+  evaluation beside it stopped at the first one gone), each one found damaged (a copy cut short: the evaluation
+  stopped there, the later ones never read; sweep 27, U6) and each one `Inference.load` finds unusable.
+  FileNotFoundError if every one is gone; the damage of the last where none could be read."""
+  done, damaged = [], None
+  for step, path in checkpoints:
+    try:
+      done.append(work(step, path))
+    except (FileNotFoundError, checkpoint.DamagedCheckpointError, UnusableCheckpointError,
+            tf.errors.NotFoundError) as e:
+      if not tf.io.gfile.exists(path + ".index"):
+        log_fn(f"Skipped {path}: it was deleted after its directory was listed (a training run there keeps its "
+               "last --max_save checkpoints).")
+      elif isinstance(e, checkpoint.DamagedCheckpointError):
+        damaged = e
+        log_fn(f"Skipped {path}: it is incomplete or damaged ({e.reason}). Copy it again, or delete its files "
+               f"({path}.*).")
+      elif isinstance(e, UnusableCheckpointError):  # it ended the evaluation of the others (sweep 34, S3)
+        damaged = e
+        log_fn(f"Skipped {path}: {str(e).removeprefix(f'{path}: ')}")
+      else:
+        raise
+  if checkpoints and not done and damaged:
+    raise damaged
+  if checkpoints and not done:
+    listed = ", ".join(p for _, p in checkpoints)
+    raise FileNotFoundError(f"Every checkpoint listed was deleted before it was read ({listed}). Rerun once a "
+                            "training run in that directory has saved, or raise its --max_save.")
+  return done

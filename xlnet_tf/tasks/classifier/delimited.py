@@ -67,6 +67,8 @@ class DelimitedTask:
                          f"--labels?). Received: {labels}. Pass the classes alone, e.g. --labels="
                          f"{','.join(label for label in labels if label)}.")
       _check_one_spelling(labels, "--labels")
+      for label in labels:
+        _check_label_chars(label, "in --labels")
       object.__setattr__(self, "labels", tuple(labels))
     object.__setattr__(self, "has_header_unset", self.has_header is None)
     object.__setattr__(self, "has_header", self.has_header is None or bool(self.has_header))
@@ -78,6 +80,14 @@ def _label_text(text):
   form ("café" typed on macOS, NFD, is the "café" of a Windows file, NFC: two classes that looked alike, sweep 23
   C1)."""
   return unicodedata.normalize("NFC", str(text).strip())
+
+
+def _check_label_chars(label, where):
+  """ValueError where a class name holds a tab or a line break: the prediction file's rows (index TAB prediction)
+  were cut by them, exit 0 (sweep 34, S1)."""
+  if any(c in label for c in "\t\n\r"):
+    raise ValueError(f"Label {label!r} {where} holds a tab or a line break, which the prediction file's rows (index, "
+                     "tab, prediction) cannot hold. Fix the label.")
 
 
 def _value(label):
@@ -247,6 +257,7 @@ class DelimitedProcessor(DataProcessor):
         label = parse_float_label(row[label_col], path, line_num, self.task_name)
       else:
         label = _label_text(row[label_col])
+        _check_label_chars(label, f"in {path} line {line_num}")
         if not label:  # a class "" of its own: rows left unlabelled (sweep 23, B2), as --labels=pos, is refused
           raise ValueError(f"{path} line {line_num}: its label (column {label_col}) is empty. Label every row, or "
                            "remove the unlabelled ones.")

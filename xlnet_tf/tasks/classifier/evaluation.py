@@ -12,7 +12,7 @@ from absl import logging
 from xlnet_tf import checkpoint
 from xlnet_tf.data import records
 from xlnet_tf.training import inference
-from xlnet_tf.training.inference import batches_of, tf_metrics_mean
+from xlnet_tf.training.inference import batches_of, each_remaining, tf_metrics_mean
 from xlnet_tf.tasks.classifier import features as classifier_data
 from xlnet_tf.tasks.classifier import metrics
 from xlnet_tf.tasks.classifier.task import forward
@@ -114,7 +114,7 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
     log_fn(_format_result("Eval result", result))
     return result
 
-  results = checkpoint.each_remaining(checkpoints, evaluate, log_fn)
+  results = each_remaining(checkpoints, evaluate, log_fn)
   key = metrics.best_metric_key(is_regression)
   rank = lambda r: -math.inf if r[key] is None or math.isnan(r[key]) else r[key]
   best = sorted(results, key=rank, reverse=True)[0]

@@ -285,6 +285,12 @@ def check_export_dir(export_dir, what="the SavedModel directory"):
     raise ValueError(f"Cannot use {what} {export_dir}: it is the working directory or holds it, and an export "
                      "replaces the directory whole (a shell in it would be left in a deleted directory). Pass a "
                      f"directory below it, e.g. {os.path.join(export_dir, 'export')}.")
+  parent = os.path.dirname(fileio.real_path(export_dir))  # one inside a SavedModel blocked its re-export (sweep 34, S4)
+  while not fileio.is_remote(export_dir) and parent != os.path.dirname(parent):
+    if fileio.exists(os.path.join(parent, SAVED_MODEL_MARKER)):
+      raise ValueError(f"Cannot use {what} {export_dir}: it is inside the SavedModel {parent}, whose re-export would "
+                       "refuse it or delete it. Pass a directory outside it.")
+    parent = os.path.dirname(parent)
   size, room = len(os.path.basename(str(export_dir).rstrip("/")).encode("utf-8")), path_errors.temp_name_room(".old")
   if size > room and not fileio.is_remote(export_dir):  # refused after the whole training (sweep 32, U12)
     raise ValueError(f"Cannot use {what} {export_dir}: its name is too long ({size} bytes; at most {room} with the "

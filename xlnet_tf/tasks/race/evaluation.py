@@ -21,6 +21,7 @@ from xlnet_tf import checkpoint
 from xlnet_tf import fileio
 from xlnet_tf.data import records as records_lib
 from xlnet_tf.training import inference
+from xlnet_tf.training.inference import each_remaining
 from xlnet_tf.tasks.race import data
 from xlnet_tf.tasks.race import records
 from xlnet_tf.tasks.race.task import HEAD_NAME, forward
@@ -122,7 +123,7 @@ def evaluate_checkpoints(inference, checkpoints, eval_file, max_seq_length, eval
     log_fn("=" * 80)
     return result
 
-  results = checkpoint.each_remaining(checkpoints, evaluate, log_fn)
+  results = each_remaining(checkpoints, evaluate, log_fn)
   rank = lambda r: -math.inf if math.isnan(r["eval_accuracy"]) else r["eval_accuracy"]
   best = sorted(results, key=rank, reverse=True)[0]
   if len(results) > 1:

@@ -14,9 +14,9 @@ import os
 
 from absl import logging
 
-from xlnet_tf import checkpoint
 from xlnet_tf.data import records as records_lib
 from xlnet_tf.training import inference
+from xlnet_tf.training.inference import each_remaining
 from xlnet_tf.tasks.squad import postprocess
 from xlnet_tf.tasks.squad import records
 from xlnet_tf.tasks.squad import task
@@ -123,7 +123,7 @@ def predict_checkpoints(inference, checkpoints, eval_set, predict_dir, predict_b
     log_fn(format_result("Result", result))
     return result
 
-  results = checkpoint.each_remaining(checkpoints, predict, log_fn)
+  results = each_remaining(checkpoints, predict, log_fn)
   best = None
   if len(results) > 1 and eval_set.orig_data is not None:
     if target_eval_key not in results[0]:

@@ -59,6 +59,10 @@ def restore_or_init(o, trainer, xlnet_config, log_fn, resolved=None, data_files=
                     f"(--init_optimizer_state), already at --train_steps={o.train_steps} or past it: nothing would be "
                     f"trained. Pass a --train_steps above {start} (the total, counted from that step), or "
                     "--init_optimizer_state=False to start the count at 0.")
+  if resuming and start > getattr(o, "train_steps", start):  # "Nothing to do", exit 0 (sweep 34, R7)
+    raise FlagError(f"--train_steps={o.train_steps} is below the step of --model_dir's latest checkpoint ({start}): it "
+                    f"is the run's total, not the steps to add, and nothing would be trained. Pass a --train_steps "
+                    f"above {start} to train on, or another --model_dir.")
   if chief:
     flags_dict = {**vars(o), **(resolved or {}), "num_replicas": replicas}
     if digest := run_files.spiece_digest(o):

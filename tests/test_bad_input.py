@@ -120,6 +120,9 @@ CASES = [
      "--model_config_path to train that model, or pass another --model_dir."),
     # bounds taken without a word (sweep 19, F9.4): 0 was read as unset and recorded as 0; past int64
     ("pt-n-token-zero", "run_pretrain.py", ["--n_token=0"], "--n_token must be a positive integer. Received: 0."),
+    ("pt-train-steps-below-the-latest-step", "run_pretrain.py", ["--model_dir={w}/pt_ok", "--train_steps=1"],
+     "--train_steps=1 is below the step of --model_dir's latest checkpoint (2): it is the run's total, not the steps "
+     "to add, and nothing would be trained. Pass a --train_steps above 2 to train on, or another --model_dir."),
     ("pt-train-steps-negative", "run_pretrain.py", ["--train_steps=-5"],  # "Nothing to do", exit 0 (sweep 33, B4)
      "--train_steps must be a positive integer. Received: -5."),
     ("pt-num-passes-zero", "run_pretrain.py", ["--num_passes=0"],  # trained every pass (sweep 26, C5)

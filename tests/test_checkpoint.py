@@ -611,6 +611,24 @@ def test_a_save_whose_state_file_failed_names_the_checkpoint_a_rerun_resumes_fro
     trainer.checkpoints.save(2)
 
 
+def test_a_save_whose_pruning_failed_is_a_save_with_a_warning(tmp_path, monkeypatch, caplog):
+  """A checkpoint written and named in the state file, then an older one that --max_save deletes could not be (an
+  immutable file): `Could not write checkpoint D/ckpt-6 ... The latest complete checkpoint is D/ckpt-6: free space`,
+  the run stopped and its run files were put back to the run's before (sweep 34, R4)."""
+  from test_fp16 import make_trainer  # pylint: disable=import-outside-toplevel
+  trainer = make_trainer(tmp_path, False)
+  save = trainer.checkpoints.manager.save
+
+  def pruning_fails(checkpoint_number):
+    save(checkpoint_number=checkpoint_number)
+    raise tf.errors.PermissionDeniedError(None, None, f"{tmp_path}/ckpt-1.index; Operation not permitted")
+  monkeypatch.setattr(trainer.checkpoints.manager, "save", pruning_fails)
+  assert trainer.checkpoints.save(2) == f"{tmp_path}/ckpt-2"
+  assert trainer.checkpoints.latest() == f"{tmp_path}/ckpt-2"
+  assert (f"Saved checkpoint {tmp_path}/ckpt-2, but an older one could not be deleted for --max_save (Operation not "
+          "permitted): it is kept; delete it by hand.") in caplog.text
+
+
 def test_a_save_that_left_its_index_cut_short_removes_it_and_names_the_checkpoint_before(tmp_path, monkeypatch):
   """A full disk inside TensorFlow's merge of the `.index` (written under its final name) left it cut short beside
   a whole `.data` file: the line named it the latest complete checkpoint, "rerun to resume from it", and the rerun
@@ -648,3 +666,37 @@ def test_a_chosen_checkpoint_a_run_beside_deleted_is_chosen_again(tmp_path):
   assert checkpoint.chosen_again(gone, str(tmp_path)) == str(tmp_path / "ckpt-3")
   assert checkpoint.chosen_again(gone, str(tmp_path), explicit=gone) == gone
   assert checkpoint.chosen_again(str(tmp_path / "ckpt-3"), str(tmp_path)) == str(tmp_path / "ckpt-3")
+
+
+def test_max_save_prunes_only_the_directory_s_own_checkpoints_oldest_first(tmp_path, caplog):
+  """A copied run whose state file names the original's checkpoints: --max_save deleted the original's, exit 0
+  (sweep 34, R1); a state file listing its entries out of order: it deleted the checkpoint resumed from (R2).
+  `checkpoint_paths.keep_own_state`, which a training run calls before its CheckpointManager reads the file, lists
+  the directory's own checkpoints by step."""
+  from xlnet_tf import checkpoint_paths  # pylint: disable=import-outside-toplevel
+  step = tf.Variable(0, dtype=tf.int64)
+  ckpt = tf.train.Checkpoint(step=step)
+  orig = tmp_path / "orig"
+  manager = tf.train.CheckpointManager(ckpt, str(orig), max_to_keep=None, step_counter=step, checkpoint_name="ckpt")
+  for value in (2, 4):
+    step.assign(value)
+    manager.save(checkpoint_number=value)
+  shutil.copytree(orig, tmp_path / "copy")
+  copy = tmp_path / "copy"
+  (copy / "checkpoint").write_text(f'model_checkpoint_path: "{orig}/ckpt-4"\nall_model_checkpoint_paths: '
+                                   f'"{orig}/ckpt-2"\nall_model_checkpoint_paths: "{orig}/ckpt-4"\n')
+  out_of_order = tmp_path / "out_of_order"
+  shutil.copytree(orig, out_of_order)
+  (out_of_order / "checkpoint").write_text('model_checkpoint_path: "ckpt-4"\nall_model_checkpoint_paths: "ckpt-4"\n'
+                                           'all_model_checkpoint_timestamps: 1e9\nall_model_checkpoint_paths: '
+                                           '"ckpt-2"\nall_model_checkpoint_timestamps: 1e9\n')
+  for directory in (copy, out_of_order):
+    checkpoint_paths.keep_own_state(str(directory))
+    resumed = tf.train.CheckpointManager(ckpt, str(directory), max_to_keep=1 if directory == copy else 2,
+                                         step_counter=step, checkpoint_name="ckpt")
+    step.assign(6)
+    resumed.save(checkpoint_number=6)
+    assert sorted(p.name for p in directory.glob("*.index")) == (
+        ["ckpt-2.index", "ckpt-6.index"] if directory == copy else ["ckpt-4.index", "ckpt-6.index"])
+  assert sorted(p.name for p in orig.glob("*.index")) == ["ckpt-2.index", "ckpt-4.index"]
+  assert f"Left out, never deleted: {orig}/ckpt-2." in caplog.text

@@ -6,6 +6,7 @@ import contextlib
 import logging as py_logging
 import os
 import re
+import time
 
 import tensorflow as tf
 from absl import logging
@@ -98,6 +99,39 @@ def read_state(directory):
     if not os.path.isabs(listed):
       state.all_model_checkpoint_paths[i] = os.path.join(directory, listed)
   return state
+
+
+def keep_own_state(directory):
+  """Rewrites `directory`'s state file, where it lists other entries, to list the directory's own complete
+  checkpoints it names, by step, the latest (`latest_checkpoint`) last. TensorFlow's CheckpointManager deletes the
+  first entries beyond --max_save, by their place in the file and wherever they lie: a copied run's state file naming
+  the original's had those deleted, exit 0, and entries out of order the checkpoint resumed from (sweep 34, R1, R2).
+  Their timestamps are kept (else now's), without which it would never delete them."""
+  state, latest = read_state(directory), latest_checkpoint(directory)
+  if state is None or latest is None:
+    return
+  when = dict(zip(state.all_model_checkpoint_paths, state.all_model_checkpoint_timestamps))
+  own = {}
+  for listed in state.all_model_checkpoint_paths:
+    path = os.path.join(directory, os.path.basename(listed))
+    if path != latest and is_complete(path) and fileio.real_path(os.path.dirname(listed)) == fileio.real_path(
+        directory):
+      own[path] = when.get(listed) or time.time()
+  step = lambda p: int(m.group(1)) if (m := _RUN_CHECKPOINT.fullmatch(os.path.basename(p) + ".index")) else -1
+  paths = [*sorted(own, key=step), latest]
+  if paths == list(state.all_model_checkpoint_paths) and latest == state.model_checkpoint_path:
+    return
+  new = checkpoint_state_pb2.CheckpointState(
+      model_checkpoint_path=os.path.basename(latest), all_model_checkpoint_paths=map(os.path.basename, paths),
+      all_model_checkpoint_timestamps=[*(own[p] for p in paths[:-1]),
+                                       when.get(latest) or time.time()],
+      last_preserved_timestamp=state.last_preserved_timestamp)
+  fileio.atomic_write(os.path.join(directory, "checkpoint"), text_format.MessageToString(new))
+  dropped = [p for p in state.all_model_checkpoint_paths if os.path.join(directory, os.path.basename(p)) not in paths]
+  _warn_once("%s listed %s: it now lists %s, by step, which --max_save prunes in that order.%s",
+             os.path.join(directory, "checkpoint"), ", ".join(state.all_model_checkpoint_paths),
+             ", ".join(os.path.basename(p) for p in paths),
+             f" Left out, never deleted: {', '.join(dropped)}." if dropped else "")
 
 
 @contextlib.contextmanager

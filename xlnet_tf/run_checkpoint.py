@@ -2,6 +2,7 @@
 `tf.train.CheckpointManager`), and the optimizer state a run continues from its --init_checkpoint
 (`load_optimizer_state`). Loading weights by original name into any model is `checkpoint.py`'s."""
 
+import contextlib
 import glob
 import os
 import re
@@ -112,6 +113,8 @@ class RunCheckpoint:
     self.model_dir = model_dir
     self.chief = chief
     self._save_dir = model_dir if chief else tempfile.mkdtemp(prefix="xlnet-worker-ckpt-")
+    if chief:  # --max_save prunes only this directory's own checkpoints, oldest first (sweep 34, R1, R2)
+      checkpoint_paths.keep_own_state(model_dir)
     with checkpoint_paths.state_read_once(self._save_dir):  # an empty state file: our line, not TensorFlow's
       self.manager = tf.train.CheckpointManager(self.checkpoint, self._save_dir, max_to_keep=max_save or None,
                                                 step_counter=optimizer.iterations, checkpoint_name="ckpt")
@@ -202,6 +205,17 @@ class RunCheckpoint:
         pass
       # TensorFlow's "{{function_node ...}} {its temporary file}; No space left on device [Op:SaveV2]": the reason.
       reason = stderr_filter.error_text(str(getattr(e, "message", e))).rpartition("; ")[2][:200]
+      saved = os.path.join(self._save_dir, f"ckpt-{step}")
+      state = None
+      with contextlib.suppress(ValueError):  # a state file cut short: no save
+        state = checkpoint_paths.read_state(self._save_dir) if self.chief else None
+      if state is not None and state.model_checkpoint_path == saved and checkpoint_paths.is_complete(saved):
+        # written and named; deleting an older one (--max_save) failed: it
+        # was "Could not write checkpoint", the run stopped and its run files put back (sweep 34, R4)
+        logging.warning("Saved checkpoint %s, but an older one could not be deleted for --max_save (%s): it is kept; "
+                        "delete it by hand.", saved, reason)
+        self.latest_path = saved
+        return saved
       if isinstance(e, tf.errors.ResourceExhaustedError) and "space" not in reason:
         reason += "; the disk may be full"
       self._remove_if_damaged(os.path.join(self._save_dir, f"ckpt-{step}"))

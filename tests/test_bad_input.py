@@ -123,6 +123,9 @@ CASES = [
     ("pt-train-steps-below-the-latest-step", "run_pretrain.py", ["--model_dir={w}/pt_ok", "--train_steps=1"],
      "--train_steps=1 is below the step of --model_dir's latest checkpoint (2): it is the run's total, not the steps "
      "to add, and nothing would be trained. Pass a --train_steps above 2 to train on, or another --model_dir."),
+    ("pt-model-dir-without-its-config", "run_pretrain.py", ["--model_dir={w}/no_config", "--ff_activation=relu",
+                                                            "--train_steps=4"],
+     "--model_dir {w}/no_config holds a run's checkpoints and run_flags.json but not its xlnet_config.json (deleted?)"),
     ("pt-train-steps-negative", "run_pretrain.py", ["--train_steps=-5"],  # "Nothing to do", exit 0 (sweep 33, B4)
      "--train_steps must be a positive integer. Received: -5."),
     ("pt-num-passes-zero", "run_pretrain.py", ["--num_passes=0"],  # trained every pass (sweep 26, C5)
@@ -529,8 +532,9 @@ def workspace(tmp_path_factory):
   for code, err in cli_forks.run(setup, logs):  # three: one round of cli_forks' three at a time
     assert code == 0, err[-2000:]
   (w / "pt_ok_run_flags.json").write_bytes((w / "pt_ok" / "run_flags.json").read_bytes())
-  for name in ("pt_nan", "half"):  # for cases of their own: cases run three at a time
+  for name in ("pt_nan", "half", "no_config"):  # for cases of their own: cases run three at a time
     shutil.copytree(w / "pt_ok", w / name)
+  (w / "no_config" / "xlnet_config.json").unlink()  # another model trained on, exit 0 (sweep 34, R3)
   for data in (w / "half").glob("ckpt-2.data-*"):
     data.unlink()
   shutil.copytree(w / "cls_ok" / "records", w / "cls_corrupt")

@@ -490,6 +490,7 @@ def test_a_cut_latest_checkpoint_is_one_line_and_deleting_it_resumes_from_the_on
   from test_fp16 import CONFIG  # pylint: disable=import-outside-toplevel
   options = lambda **kw: types.SimpleNamespace(model_dir=str(tmp_path), init_checkpoint=None, **kw)
   (tmp_path / "run_flags.json").write_text(json.dumps({"do_eval": True, "learning_rate": 1e-3}))
+  XLNetConfig(**CONFIG).to_json(str(tmp_path / "xlnet_config.json"))  # a run's files: both (sweep 34, R3)
   for changed in ({"do_eval": False, "learning_rate": 1e-3}, {"do_eval": True, "learning_rate": 1e-4}):
     with pytest.raises(run_checkpoint.CannotResume) as error:  # blamed on the flags changed (sweep 32, U10)
       run_start.restore_or_init(options(**changed), make_trainer(tmp_path, False), XLNetConfig(**CONFIG), print)

@@ -194,8 +194,10 @@ class ClassifierModule(tf.Module):
     # Every id expands to its replacement, _replacement_values[starts[i] : starts[i] + lengths[i]].
     flat_pos = tf.ragged.range(starts, starts + lengths).flat_values
     values = tf.gather(self._replacement_values, flat_pos)
-    row_lengths = tf.math.unsorted_segment_sum(lengths, ids.value_rowids(), ids.nrows())
-    return tf.RaggedTensor.from_row_lengths(values, row_lengths)
+    # Row splits of the expanded ids: the running total of `lengths` at each row's split. Not value_rowids(), which
+    # TensorFlow builds through a [B, longest text] mask (sweep 34, S2).
+    ends = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(tf.cast(lengths, tf.int64))], 0)
+    return tf.RaggedTensor.from_row_splits(values, tf.gather(ends, ids.row_splits))
 
   def _encode(self, text_a, text_b=None):
     """The model inputs of texts (pairs when text_b is given): int32 ids and segments, float mask, [B, L]."""
@@ -213,6 +215,7 @@ class ClassifierModule(tf.Module):
     else:
       b = self._tokenize(text_b)
     len_a, len_b = truncated_lengths(a.row_lengths(), b.row_lengths(), seq_len)  # int64 [B]
+    a, b = a[:, :seq_len], b[:, :seq_len]  # each keeps at most its first seq_len ids: dense below, [B, L + 1] (S2)
     has_b = tf.cast(len_b > 0, tf.int64)
     n = len_a + 1 + len_b + has_b + 1  # A SEP [B SEP] CLS
     pos = tf.range(seq_len, dtype=tf.int64)[None, :] - tf.expand_dims(seq_len - n, 1)  # [B, L], -1.. = padding

@@ -167,6 +167,9 @@ CASES = [
     ("cls-model-dir-of-a-pretraining-run", "run_classifier.py", ["--model_dir={w}/pt_ok"],
      "Cannot resume from {w}/pt_ok/ckpt-2: --model_dir {w}/pt_ok holds the checkpoints of another tool (its "
      "run_flags.json has flags this one lacks: "),  # it advised this run's flag values before
+    ("cls-model-dir-of-a-pretraining-run-without-its-flags", "run_classifier.py", ["--model_dir={w}/pt_no_flags"],
+     "Cannot resume from {w}/pt_no_flags/ckpt-2: it holds the model's backbone but not this run's "
+     "model/classification_imdb"),
     ("cls-unknown-task", "run_classifier.py", ["--task_name=nosuchtask"], "Unknown --task_name 'nosuchtask'"),
     ("cls-empty-data-dir", "run_classifier.py", ["--data_dir={w}/empty"], "needs the directory"),
     ("cls-seq-too-short", "run_classifier.py", ["--max_seq_length=2"], "--max_seq_length must be at least 3"),
@@ -532,9 +535,10 @@ def workspace(tmp_path_factory):
   for code, err in cli_forks.run(setup, logs):  # three: one round of cli_forks' three at a time
     assert code == 0, err[-2000:]
   (w / "pt_ok_run_flags.json").write_bytes((w / "pt_ok" / "run_flags.json").read_bytes())
-  for name in ("pt_nan", "half", "no_config"):  # for cases of their own: cases run three at a time
+  for name in ("pt_nan", "half", "no_config", "pt_no_flags"):  # for cases of their own: cases run three at a time
     shutil.copytree(w / "pt_ok", w / name)
   (w / "no_config" / "xlnet_config.json").unlink()  # another model trained on, exit 0 (sweep 34, R3)
+  (w / "pt_no_flags" / "run_flags.json").unlink()  # advised to delete its good checkpoint (sweep 34, R6)
   for data in (w / "half").glob("ckpt-2.data-*"):
     data.unlink()
   shutil.copytree(w / "cls_ok" / "records", w / "cls_corrupt")

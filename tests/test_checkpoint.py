@@ -701,3 +701,16 @@ def test_max_save_prunes_only_the_directory_s_own_checkpoints_oldest_first(tmp_p
         ["ckpt-2.index", "ckpt-6.index"] if directory == copy else ["ckpt-4.index", "ckpt-6.index"])
   assert sorted(p.name for p in orig.glob("*.index")) == ["ckpt-2.index", "ckpt-4.index"]
   assert f"Left out, never deleted: {orig}/ckpt-2." in caplog.text
+
+
+def test_a_checkpoint_named_with_a_zero_padded_step_is_taken_as_named(tmp_path):
+  """`ckpt-04` without a state file was taken as ckpt-4, then refused as damaged, advising to delete `ckpt-4.*`,
+  files that are not there (sweep 34, R5)."""
+  step = tf.Variable(4, dtype=tf.int64)
+  tf.train.Checkpoint(step=step).write(str(tmp_path / "ckpt-4"))
+  for path in tmp_path.glob("ckpt-4.*"):
+    path.rename(tmp_path / path.name.replace("ckpt-4", "ckpt-04"))
+  assert checkpoint.latest_checkpoint(str(tmp_path)) == f"{tmp_path}/ckpt-04"
+  step.assign(0)
+  tf.train.Checkpoint(step=step).read(checkpoint.latest_checkpoint(str(tmp_path))).assert_consumed()
+  assert int(step.numpy()) == 4

@@ -190,8 +190,11 @@ def _highest_run_checkpoint(directory, complete):
   `directory`; None if it holds none (or is no directory)."""
   if not directory or not fileio.isdir(directory):
     return None
-  steps = [int(m.group(1)) for m in map(_RUN_CHECKPOINT.fullmatch, fileio.listdir(directory)) if m]
-  paths = (os.path.join(directory, f"ckpt-{step}") for step in sorted(steps, reverse=True))
+  found = map(_RUN_CHECKPOINT.fullmatch, fileio.listdir(directory))
+  named = [(int(m.group(1)), m.group(0)[:-len(".index")]) for m in found if m]
+  # As named: `ckpt-04` was taken as ckpt-4, then refused as damaged, advising to delete files that are not there
+  # (sweep 34, R5).
+  paths = (os.path.join(directory, name) for _, name in sorted(named, reverse=True))
   return next((path for path in paths if not complete or is_complete(path)), None)
 
 

@@ -160,6 +160,11 @@ class RunCheckpoint:
       except (tf.errors.OpError, ValueError, AssertionError) as e:
         reason = textwrap.shorten(_variable_names(stderr_filter.error_text(str(getattr(e, "message", e)))), 300,
                                   placeholder=" ...")
+        if heads := self._heads_it_lacks(latest):  # a good checkpoint was advised deleted (sweep 34, R6)
+          raise CannotResume(f"Cannot resume from {latest}: it holds the model's backbone but not this run's "
+                             f"{', '.join(heads)} (a pretraining run's checkpoint, or another task's). Pass it as "
+                             "--init_checkpoint (the head then starts afresh) and another --model_dir.",
+                             latest, reason) from None
         # Deleting is advised for a run's own checkpoint only, never for another's (an original run's model.ckpt-N).
         damaged = (f"if it is half-written or damaged, delete its files ({latest}.*) to resume from the checkpoint "
                    "before it; " if checkpoint_paths.is_run_checkpoint(latest) else "")
@@ -169,6 +174,16 @@ class RunCheckpoint:
                            "belongs to another model, pass another --model_dir.", latest, reason) from None
     self.latest_path = latest
     return latest
+
+  def _heads_it_lacks(self, path):
+    """The task heads (`model/{head}`) of this run's model that checkpoint `path` lacks where it holds the whole
+    backbone (a pretraining run's checkpoint, or another task's); [] otherwise."""
+    held = {key[len("weights/"):].split("/.ATTRIBUTES")[0].replace(".S", "/")
+            for key in checkpoint_lib.Reader(path).get_variable_to_shape_map() if key.startswith("weights/")}
+    missing = [name for name in self._items["weights"] if name not in held]
+    if not held or not missing or any(name.startswith("model/transformer/") for name in missing):
+      return []
+    return sorted({"/".join(name.split("/")[:2]) for name in missing})
 
   def _fresh_items(self, held):
     """{item: the sentence that says so} of what a resume from a checkpoint holding `held` ({name: shape}) leaves

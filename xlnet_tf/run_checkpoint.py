@@ -225,8 +225,8 @@ class RunCheckpoint:
       with contextlib.suppress(ValueError):  # a state file cut short: no save
         state = checkpoint_paths.read_state(self._save_dir) if self.chief else None
       if state is not None and state.model_checkpoint_path == saved and checkpoint_paths.is_complete(saved):
-        # written and named; deleting an older one (--max_save) failed: it
-        # was "Could not write checkpoint", the run stopped and its run files put back (sweep 34, R4)
+        # Written and named; deleting an older one (--max_save) failed. It was "Could not write checkpoint", the run
+        # stopped and its run files were put back (sweep 34, R4).
         logging.warning("Saved checkpoint %s, but an older one could not be deleted for --max_save (%s): it is kept; "
                         "delete it by hand.", saved, reason)
         self.latest_path = saved

@@ -20,17 +20,17 @@ def check_run_files(model_dir, xlnet_config, flag="--model_dir"):
   xlnet_config.json (or one that cannot be read) beside no checkpoint and no run_flags.json: a user's file."""
   fileio.check_file_names(model_dir, ("xlnet_config.json", "run_flags.json"), flag, "run")
   config_path = os.path.join(model_dir, "xlnet_config.json")
+  latest = checkpoint.latest_checkpoint(model_dir)
+  run_flags = fileio.exists(os.path.join(model_dir, "run_flags.json"))
   if not fileio.exists(config_path):
-    if checkpoint.latest_checkpoint(model_dir) and fileio.exists(os.path.join(model_dir, "run_flags.json")):
-      # Another ff_activation trained on, exit 0 (sweep 34, R3).
+    if latest and run_flags:  # another ff_activation trained on, exit 0 (sweep 34, R3)
       raise ValueError(f"{flag} {model_dir} holds a run's checkpoints and run_flags.json but not its "
                        "xlnet_config.json (deleted?), which says which model they are: this run's cannot be checked "
                        f"against them. Restore it from a copy of that run, or pass another {flag}.")
     return
   # Without any checkpoint, and without the run_flags.json a run writes with it: a file of the user's, which the run
   # replaced with its own model's config, exit 0 (sweep 33, B3).
-  latest = checkpoint.latest_checkpoint(model_dir)
-  users = not (fileio.exists(os.path.join(model_dir, "run_flags.json")) or checkpoint.checkpoint_prefixes(model_dir))
+  users = not (run_flags or checkpoint.checkpoint_prefixes(model_dir))
   keep = (f"and no checkpoint of a run: the run would replace it with its own. Pass it as --model_config_path to "
           f"train that model, or pass another {flag}.")
   try:

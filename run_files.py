@@ -59,11 +59,11 @@ def require_model_dir(o, sources=("predict_ckpt",)):
 def _require_a_directory_of_checkpoints(model_dir):
   """FlagError where --model_dir names a checkpoint (its prefix: said as no checkpoint, `Train first`, or trained
   into a new directory of its name) or a SavedModel (said as no checkpoint) (sweep 34, S6)."""
-  from xlnet_tf import fileio  # pylint: disable=g-import-not-at-top
+  from xlnet_tf import checkpoint_paths, fileio  # pylint: disable=g-import-not-at-top
   if model_dir and not fileio.isdir(model_dir) and fileio.exists(model_dir + ".index"):
     raise FlagError(f"--model_dir {model_dir} is a checkpoint, not a directory of them: pass --model_dir="
                     f"{os.path.dirname(model_dir) or '.'} (or --predict_ckpt={model_dir} to predict with it).")
-  if model_dir and fileio.exists(os.path.join(model_dir, "saved_model.pb")):
+  if model_dir and checkpoint_paths.is_saved_model(model_dir):
     raise FlagError(f"--model_dir {model_dir} is a SavedModel (saved_model.pb: an export, for serving), not a "
                     "directory of checkpoints. Pass the --model_dir it was exported from.")
 

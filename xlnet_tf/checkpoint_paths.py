@@ -16,6 +16,13 @@ from tensorflow.python.training import checkpoint_state_pb2  # pylint: disable=n
 from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
 
+SAVED_MODEL_MARKER = "saved_model.pb"  # in every SavedModel directory
+
+
+def is_saved_model(path):
+  """Whether path is a SavedModel's directory (an export, for serving), where a checkpoint or a run is expected."""
+  return fileio.exists(os.path.join(path, SAVED_MODEL_MARKER))
+
 
 def latest_checkpoint(directory):
   """`tf.train.latest_checkpoint(directory)` for a directory of any name: TensorFlow's checks the prefix's files
@@ -214,7 +221,7 @@ def resolve_checkpoint_path(ckpt_path):
       prefixes = checkpoint_prefixes(ckpt_path)
       if not prefixes:
         hf_checkpoint.require_config(ckpt_path)
-        if fileio.exists(os.path.join(ckpt_path, "saved_model.pb")):
+        if is_saved_model(ckpt_path):
           raise FileNotFoundError(f"{ckpt_path} is a SavedModel (saved_model.pb: an export, for serving), not a "
                                   "checkpoint. Pass the --model_dir it was exported from, or one of its checkpoints.")
         left = [os.path.basename(p) for p in fileio.glob_in(ckpt_path, "*.tmp-*.index")]

@@ -43,6 +43,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from xlnet_tf import checkpoint_paths
 from xlnet_tf import fileio
 from xlnet_tf import locks
 from xlnet_tf import path_errors
@@ -261,7 +262,7 @@ def _batch_of_texts(text, name):
     return tf.reshape(text, [-1])
 
 
-SAVED_MODEL_MARKER = "saved_model.pb"  # in every SavedModel directory
+SAVED_MODEL_MARKER = checkpoint_paths.SAVED_MODEL_MARKER  # in every SavedModel directory
 # What an export writes (tf.saved_model.save), and TF Serving's place for a user's files (its warm-up requests,
 # assets.extra/tf_serving_warmup_requests), which a new export carries over from the one it replaces.
 EXPORT_ENTRIES = (SAVED_MODEL_MARKER, "fingerprint.pb", "variables", "assets")
@@ -290,7 +291,7 @@ def check_export_dir(export_dir, what="the SavedModel directory"):
                      f"directory below it, e.g. {os.path.join(export_dir, 'export')}.")
   parent = os.path.dirname(fileio.real_path(export_dir))  # one inside a SavedModel blocked its re-export (sweep 34, S4)
   while not fileio.is_remote(export_dir) and parent != os.path.dirname(parent):
-    if fileio.exists(os.path.join(parent, SAVED_MODEL_MARKER)):
+    if checkpoint_paths.is_saved_model(parent):
       raise ValueError(f"Cannot use {what} {export_dir}: it is inside the SavedModel {parent}, whose re-export would "
                        "refuse it or delete it. Pass a directory outside it.")
     parent = os.path.dirname(parent)

@@ -598,18 +598,22 @@ def test_a_checkpoint_that_cannot_be_written_says_why_and_leaves_no_temporary_di
 
 def test_a_save_whose_state_file_failed_names_the_checkpoint_a_rerun_resumes_from(tmp_path, monkeypatch):
   """A save cut after the checkpoint's files and before TensorFlow's `checkpoint` state file: the line said the
-  latest complete checkpoint was "still none", while the rerun resumes from the one just written (sweep 19, F9)."""
+  latest complete checkpoint was "still none", while the rerun resumes from the one just written (sweep 19, F9);
+  then `Could not write checkpoint D/ckpt-2`, naming neither the state file nor what failed (sweep 34)."""
   from test_fp16 import make_trainer  # pylint: disable=import-outside-toplevel
   trainer = make_trainer(tmp_path, False)
   save = trainer.checkpoints.manager.save
 
   def state_file_fails(checkpoint_number):
     save(checkpoint_number=checkpoint_number)
-    os.remove(tmp_path / "checkpoint")
-    raise OSError(1, "Operation not permitted")
+    os.remove(tmp_path / "checkpoint")  # TensorFlow's write of it (a temporary file, renamed) failed:
+    raise tf.errors.PermissionDeniedError(None, None, f"{tmp_path}/checkpoint.tmp5f1e; Permission denied")
   monkeypatch.setattr(trainer.checkpoints.manager, "save", state_file_fails)
-  with pytest.raises(OSError, match=f"The latest complete checkpoint is {tmp_path}/ckpt-2: free space"):
+  with pytest.raises(OSError) as error:
     trainer.checkpoints.save(2)
+  assert str(error.value) == (f"Wrote checkpoint {tmp_path}/ckpt-2, but not the state file {tmp_path}/checkpoint that "
+                              "names it (Permission denied). Fix the directory (free space, permissions), then "
+                              "rerun the same command to resume from it.")
 
 
 def test_a_save_whose_pruning_failed_is_a_save_with_a_warning(tmp_path, monkeypatch, caplog):

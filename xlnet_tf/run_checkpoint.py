@@ -236,6 +236,10 @@ class RunCheckpoint:
       self._remove_if_damaged(os.path.join(self._save_dir, f"ckpt-{step}"))
       # What a rerun resumes from: also this one where only TensorFlow's state file could not be written after it.
       resumed = checkpoint_paths.latest_checkpoint(self._save_dir) if self.chief else None
+      if resumed == saved:  # the state file named the one before: said as this checkpoint not written (sweep 34)
+        raise OSError(f"Wrote checkpoint {saved}, but not the state file {self._save_dir}/checkpoint that names it "
+                      f"({reason}). Fix the directory (free space, permissions), then rerun the same command to "
+                      "resume from it.") from None
       raise OSError(f"Could not write checkpoint {self._save_dir}/ckpt-{step} ({reason}). The latest complete "
                     f"checkpoint is {'still ' * (resumed in (None, self.latest_path))}{resumed or self.latest()}: "
                     "free space (or fix the directory), then rerun the same command to "

@@ -112,6 +112,8 @@ CASES = [
      "--init_checkpoint {w}/ckpt_half/xlnet_model.ckpt is incomplete or damaged "
      "({w}/ckpt_half/xlnet_model.ckpt.data-00000-of-00001; No such file or directory); download or export it again."),
     ("pt-half-written-checkpoint", "run_pretrain.py", ["--model_dir={w}/half"], "Cannot resume from {w}/half/ckpt-2"),
+    ("pt-checkpoint-failing-its-checksum", "run_pretrain.py", ["--model_dir={w}/flipped"],
+     "Cannot resume from {w}/flipped/ckpt-2: its files are incomplete or damaged (TensorBundle at {w}/flipped/ckpt-2 "),
     ("pt-model-dir-of-another-config", "run_pretrain.py", ["--model_dir={w}/bigger", "--train_steps=6"],
      "holds checkpoints of another model"),
     ("pt-model-dir-holds-a-user-s-config", "run_pretrain.py", ["--model_dir={w}/user_config"],  # replaced (B3)
@@ -535,12 +537,16 @@ def workspace(tmp_path_factory):
   for code, err in cli_forks.run(setup, logs):  # three: one round of cli_forks' three at a time
     assert code == 0, err[-2000:]
   (w / "pt_ok_run_flags.json").write_bytes((w / "pt_ok" / "run_flags.json").read_bytes())
-  for name in ("pt_nan", "half", "no_config", "pt_no_flags"):  # for cases of their own: cases run three at a time
+  for name in ("pt_nan", "half", "flipped", "no_config", "pt_no_flags"):  # for cases of their own: cases run three at a time
     shutil.copytree(w / "pt_ok", w / name)
   (w / "no_config" / "xlnet_config.json").unlink()  # another model trained on, exit 0 (sweep 34, R3)
   (w / "pt_no_flags" / "run_flags.json").unlink()  # advised to delete its good checkpoint (sweep 34, R6)
   for data in (w / "half").glob("ckpt-2.data-*"):
     data.unlink()
+  data = next((w / "flipped").glob("ckpt-2.data-*"))
+  flipped = bytearray(data.read_bytes())
+  flipped[len(flipped) // 2] ^= 0xff  # two TensorFlow DATA_LOSS lines came before the tool's (sweep 34, R8)
+  data.write_bytes(bytes(flipped))
   shutil.copytree(w / "cls_ok" / "records", w / "cls_corrupt")
   shutil.copytree(w / "cls_ok" / "records", w / "cls_other_task")  # imdb's: integer labels
   for source in (w / "cls_other_task").glob("*.source"):  # as the original wrote them: reused by their names
@@ -621,6 +627,11 @@ def _check(results, case_id, tool, words):
   assert not list(case_dir.glob("model/ckpt-*")), "a failed run wrote a checkpoint"
   assert (w / "owned.bin").read_bytes() == OWNED and (w / "owned_dir" / "notes.txt").read_bytes() == OWNED
   assert sorted(os.listdir(w / "owned_dir")) == ["notes.txt"] and not os.listdir(w / "empty_model")
+
+
+def test_a_checkpoint_failing_its_checksum_is_one_line(results):
+  """Two TensorFlow DATA_LOSS warnings, the checksum's numbers in each, came before the tool's line (sweep 34, R8)."""
+  assert results["pt-checkpoint-failing-its-checksum"][1].strip().count("\n") == 0
 
 
 def test_failed_runs_leave_the_run_files_of_the_run_before(results):

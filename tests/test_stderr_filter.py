@@ -191,6 +191,16 @@ def test_a_damaged_record_report_is_dropped():
   assert list(stderr_filter.kept(DATA_LOSS_REPORT + [last])) == [last]
 
 
+def test_a_checkpoint_s_checksum_report_is_dropped():
+  """A resume from a checkpoint with a flipped byte: its line came after these two (sweep 34, R8)."""
+  report = [f"W0000 00:00:1796210752.366945    4852 {where} DATA_LOSS: TensorBundle at /r/ckpt-1 shard 0 (4000000 "
+            "bytes): Checksum does not match: stored 1532799049 vs. calculated on the restored bytes 2067732529"
+            for where in ("op_kernel.cc:1858] OP_REQUIRES failed at save_restore_v2_ops.cc:233 :",
+                          "local_rendezvous.cc:412] Local rendezvous is aborting with status:")]
+  last = "run_pretrain.py: error: Cannot resume from /r/ckpt-1: its files are incomplete or damaged (TensorBundle ..."
+  assert list(stderr_filter.kept(report + [last])) == [last]
+
+
 def test_a_report_of_records_of_other_features_is_dropped():
   last = ("run_classifier.py: error: The records in F do not hold the features this run reads (feature segment_ids: "
           "Number of int64 values != expected. ...")

@@ -90,7 +90,8 @@ OOM_REPORT = re.compile(
     r"with status): (?:RESOURCE_EXHAUSTED: (?i:" + MEMORY_WORDS + r")"
     # A damaged record file, and records of other features than the run parses (another --max_seq_length under a
     # cache's name), which the CLIs name in their own line (`data.read_errors`; 15 lines above it: sweep 27).
-    r"|DATA_LOSS: (?:truncated record at|corrupted record at)"
+    # A checkpoint whose bytes fail their checksum, which a resume or a load names in its line (sweep 34, R8).
+    r"|DATA_LOSS: (?:truncated record at|corrupted record at|TensorBundle at .*: Checksum does not match)"
     r"|INVALID_ARGUMENT: .*(?:Key: \w+(?:, Index: \d+)?\.  (?:Number of \w+ values != expected|Can't parse serialized "
     r"Example)|Feature: \w+ \(data type: \w+\) is required but could not be found))"
     r")")

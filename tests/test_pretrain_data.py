@@ -416,6 +416,17 @@ def test_read_shard_sentence_ids_and_eod(golden_sp, tmp_path):
     tk.check_text_files([str(path)])
 
 
+def test_nul_bytes_are_refused_by_data_utils_and_train_spm_alike(tmp_path):
+  """A crash's zero-filled gap: data_utils.py read it into the records as text (sweep 33, B5); train_spm.py trained
+  a vocabulary on it, which data_utils.py then refused the same text for."""
+  from xlnet_tf.data import tokenization as tk  # pylint: disable=import-outside-toplevel
+  path = tmp_path / "a.txt"
+  path.write_bytes(b"fine text\n" * 50 + b"A sente" + b"\0" * 1000 + b"nce.\n")
+  line = f"{path}:51: holds 1000 NUL bytes from column 8 (a file damaged, or not text). Fix or remove it (tr -d"
+  with pytest.raises(ValueError, match=re.escape(f"--input: {line}")):
+    tk.check_text_files([str(path)])
+
+
 def test_combine_shards_inverts_to_keep_a_boundary():
   shards = [(np.array([1, 2]), np.array([True, False])), (np.array([3, 4, 5]), np.array([False, False, True])),
             (np.array([6]), np.array([True]))]

@@ -310,6 +310,17 @@ def is_tar(head):
   return head[257:262] == b"ustar" and b"\x00" in head[:257]
 
 
+def nul_bytes_line(path, line_no, line):
+  """The line saying that line `line_no` (bytes or str) of `path` holds NUL bytes (a crash's zero-filled gap, or no
+  text), None where it holds none: data_utils.py read them into the records as text (sweep 33, B5), SentencePiece
+  into its vocabulary."""
+  nul = b"\0" if isinstance(line, bytes) else "\0"
+  if nul not in line:
+    return None
+  return (f"{path}:{line_no}: holds {line.count(nul)} NUL bytes from column {line.index(nul) + 1} (a file damaged, or "
+          "not text). Fix or remove it (tr -d '\\000' drops them).")
+
+
 def check_text_files(files, flag="--input", head_bytes=1 << 20):
   """ValueError unless `files` are text SentencePiece can train on: no directory, UTF-8 names, each file's first
   `head_bytes` UTF-8, and some line that is not blank and not longer than `MAX_SENTENCE_BYTES`; a warning for a
@@ -336,6 +347,8 @@ def check_text_files(files, flag="--input", head_bytes=1 << 20):
       lines = long = 0
       for line in f:  # SentencePiece's lines: CR is no line end; the whole file (long lines late in it: sweep 22, N7)
         lines += 1
+        if nul := nul_bytes_line(path, lines, line):
+          raise ValueError(f"{flag}: {nul}")
         if len(line.rstrip(b"\n")) > MAX_SENTENCE_BYTES:
           long += 1
         elif not has_text and line.strip():

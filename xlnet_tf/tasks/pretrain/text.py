@@ -95,9 +95,8 @@ def read_shard(path, encoder, *, uncased, use_eod=True, from_raw_text=True, voca
           raise DataError(compressed) from None
         raise DataError(f"{path}:{line_cnt}: not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1}). "
                         f"Convert the file to UTF-8, e.g. iconv -f latin1 -t utf-8.") from None
-      if "\0" in line:  # a crash's zero-filled gap, read into the records as text, exit 0 (sweep 33, B5)
-        raise DataError(f"{path}:{line_cnt}: holds {line.count(chr(0))} NUL bytes from column {line.index(chr(0)) + 1}"
-                        f" (a file damaged, or not text). Fix or remove it (tr -d '\\000' drops them).")
+      if nul := tokenization.nul_bytes_line(path, line_cnt, line):
+        raise DataError(nul)
       if "\r" in line:
         if _JOINING_CR.search(line):
           joined.append(line_cnt)

@@ -825,3 +825,19 @@ def test_the_labels_of_an_export_or_an_hf_model_are_checked(tmp_path):
   with pytest.raises(cli.FlagError, match=r"Read the data as --task_name=tsv with the task's columns .* "
                                           r"--labels=1,0, the model's order, or another --predict_ckpt"):
     run_classifier.check_trained_labels(str(export), ["0", "1"], sst2, "--predict_ckpt")
+
+
+def test_a_glue_or_yelp_split_without_examples_names_its_file(tmp_path):
+  """An SST-2 dev.tsv of its header alone: `found no dev examples in --data_dir D`, the file unnamed (GLUE's and
+  Yelp-5's processors said no files, as the csv tasks do since sweep 34, S5)."""
+  original = "tests/testdata/hf/original_dhead4/ckpt"
+  (tmp_path / "dev.tsv").write_text("sentence\tlabel\n")
+  (tmp_path / "test.csv").write_text("")
+  for task, split, file in (("sst-2", "dev", "dev.tsv"), ("yelp5", "test", "test.csv")):
+    o = cli.defaults(run_classifier.define_flags, task_name=task, data_dir=str(tmp_path), do_predict=True,
+                     eval_split=split, spiece_model_file=SPM, output_dir=str(tmp_path / "records"),
+                     predict_dir=str(tmp_path / "pred"), model_config_path=f"{original}/xlnet_config.json",
+                     predict_ckpt=f"{original}/xlnet_model.ckpt")  # the model of the SentencePiece model's 1000 ids
+    with pytest.raises(cli.FlagError, match=f"^Task '{task}' found no {split} examples in {tmp_path}/{file}: it holds "
+                                            r"no row of one \(a header alone\?\)\."):
+      run_classifier.run(o, tf.distribute.get_strategy())

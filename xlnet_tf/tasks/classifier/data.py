@@ -44,6 +44,11 @@ class GLUEProcessor(DataProcessor):
   def get_labels(self):
     return list(self.labels)
 
+  @property
+  def files(self):
+    """The file each split reads, in data_dir (which a split without examples names)."""
+    return {"train": self.train_file, "dev": self.dev_file, "test": self.test_file}
+
   def get_train_examples(self, data_dir):
     return self._create_examples(os.path.join(data_dir, self.train_file), "train")
 
@@ -254,6 +259,7 @@ class Yelp5Processor(_TrainTestProcessor):
   """Yelp-5: `train.csv`, dev (and test) = `test.csv`; comma csv, no header; label = column 0, text = column 1."""
   task_name = "yelp5"
   train_name, test_name = "train.csv", "test.csv"
+  files = {"train": train_name, "dev": test_name, "test": test_name}  # which a split without examples names
 
   def get_labels(self):
     return ["1", "2", "3", "4", "5"]

@@ -112,11 +112,14 @@ def test_create_run_config_finetune_drops_memory_options():
 def test_run_config_rejects_bad_init():
   with pytest.raises(ValueError, match="init"):
     RunConfig(False, False, False, 0.0, 0.0, init="xavier")
-  for name in ("mem_len", "reuse_len", "clamp_len"):  # a string from a hand-made config: compared or used later
+  for name in ("mem_len", "reuse_len"):  # a string from a hand-made config: compared or used later
     with pytest.raises(TypeError, match=f"`{name}` must be an integer or None. Received: '4'."):
       RunConfig(False, False, False, 0.0, 0.0, **{name: "4"})
-  for name in ("init_range", "init_std"):  # a negative one was taken as its size; 0: every new weight 0
-    for value in (-1.0, 0.0):
+  for value in ("4", None):  # None failed in the model's call (sweep 35)
+    with pytest.raises(TypeError, match=rf"`clamp_len` must be an integer \(-1: no clamping\). Received: {value!r}."):
+      RunConfig(False, False, False, 0.0, 0.0, clamp_len=value)
+  for name in ("init_range", "init_std"):  # a negative one was taken as its size; 0: every new weight 0; inf: NaN
+    for value in (-1.0, 0.0, float("inf"), True):  # True was taken as 1.0 (sweep 35)
       with pytest.raises(ValueError, match=rf"`{name}` must be a number > 0 \(--{name}: .* Received: {value}\."):
         RunConfig(False, False, False, 0.0, 0.0, **{name: value})
 
@@ -154,7 +157,12 @@ def test_a_dict_passed_as_the_json_path_names_the_fix():
     ("clip", -1.0, r"--clip must be > 0: .* Received: -1.0. To train without clipping .* e.g. --clip=1e9"),
     ("gradient_accumulation_steps", 0, r"--gradient_accumulation_steps must be a positive integer \(1: no "),
     # refused only after the training records were written (sweep 23, C6)
-    ("learning_rate", -0.1, r"learning_rate must be >= 0 \(--learning_rate\). Received: -0.1."),
+    ("learning_rate", -0.1, r"learning_rate must be a finite number >= 0 \(--learning_rate\). Received: -0.1."),
+    # a NaN lr trained a step of NaNs; inf clips scaled by 0 * inf; train_steps 0 was `Nothing to do` (sweep 35)
+    ("learning_rate", float("nan"), r"TrainConfig.learning_rate must be a finite number. Received: nan."),
+    ("clip", float("inf"), r"TrainConfig.clip must be a finite number. Received: inf."),
+    ("train_steps", 0, r"TrainConfig.train_steps must be a positive integer. Received: 0."),
+    ("tokens_per_example", -3, r"TrainConfig.tokens_per_example must be a positive integer. Received: -3."),
     ("weight_decay", -1.0, r"weight_decay must be >= 0 \(--weight_decay\). Received: -1.0."),
     ("min_lr_ratio", 2.0, r"min_lr_ratio")])
 def test_train_config_rejects_a_bad_value_naming_the_flag(field, value, message):

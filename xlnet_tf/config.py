@@ -5,6 +5,7 @@ original passes to `transformer_xl` at run time (dropout, initializer, memory an
 """
 
 import json
+import math
 import numbers
 import os
 import re
@@ -183,9 +184,11 @@ class RunConfig:
                use_fp16=False, recompute_grad=False, float32_positions=False):
     if init not in INITS:
       raise ValueError(f"`init` must be one of {INITS}. Received: {init!r}.")
-    for name, value in (("mem_len", mem_len), ("reuse_len", reuse_len), ("clamp_len", clamp_len)):
+    for name, value in (("mem_len", mem_len), ("reuse_len", reuse_len)):
       if not fits(Optional[int], value):
         raise TypeError(f"`{name}` must be an integer or None. Received: {value!r}.")
+    if not fits(int, clamp_len):  # None failed in the model's call (sweep 35)
+      raise TypeError(f"`clamp_len` must be an integer (-1: no clamping). Received: {clamp_len!r}.")
     for name, value in (("is_training", is_training), ("use_tpu", use_tpu), ("use_bfloat16", use_bfloat16),
                         ("bi_data", bi_data), ("same_length", same_length), ("use_fp16", use_fp16),
                         ("recompute_grad", recompute_grad), ("float32_positions", float32_positions)):
@@ -195,7 +198,7 @@ class RunConfig:
       if not (fits(float, rate) and 0.0 <= rate < 1.0):
         raise ValueError(f"`{name}` must be in [0, 1). Received: {rate!r}.")
     for name, value in (("init_range", init_range), ("init_std", init_std)):  # a negative one read as its size
-      if not (isinstance(value, (int, float, np.number)) and value > 0):
+      if not (fits(float, value) and 0 < value < math.inf):  # True was 1.0; inf made every weight NaN (sweep 35)
         raise ValueError(f"`{name}` must be a number > 0 (--{name}: the spread of new weights). Received: {value!r}.")
     if use_bfloat16 and use_fp16:
       raise ValueError("`use_bfloat16` and `use_fp16` are both set; pick one precision (--use_bfloat16 or "

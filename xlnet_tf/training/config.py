@@ -4,6 +4,7 @@ flag a CLI user sets.
 """
 
 import dataclasses
+import math
 from typing import Optional
 
 from xlnet_tf.config import fits
@@ -70,6 +71,11 @@ class TrainConfig:
       if not fits(field.type, value):
         raise TypeError(f"TrainConfig.{field.name} must be {_KIND_NAMES[field.type]}. Received: {value!r} "
                         f"({type(value).__name__}).")
+      if field.type is float and not math.isfinite(value):  # a NaN lr trained a step of NaNs (sweep 35)
+        raise ValueError(f"TrainConfig.{field.name} must be a finite number. Received: {value!r}.")
+    for name in ("train_steps", "tokens_per_example"):  # 0 or less: `Nothing to do`, a throughput of nothing
+      if getattr(self, name) < 1:
+        raise ValueError(f"TrainConfig.{name} must be a positive integer. Received: {getattr(self, name)}.")
     if self.global_batch_size < 1:
       raise ValueError(f"TrainConfig.global_batch_size (--train_batch_size) must be a positive integer. Received: "
                        f"{self.global_batch_size}.")

@@ -18,8 +18,8 @@ class WarmupDecaySchedule(keras.optimizers.schedules.LearningRateSchedule):
     if decay_method not in DECAY_METHODS:
       raise ValueError(f"decay_method must be one of {DECAY_METHODS} (--decay_method). "
                        f"Received: {decay_method!r}.")
-    if learning_rate < 0:
-      raise ValueError(f"learning_rate must be >= 0 (--learning_rate). Received: {learning_rate}.")
+    if not 0 <= learning_rate < math.inf:  # NaN trained a step of NaNs (sweep 35)
+      raise ValueError(f"learning_rate must be a finite number >= 0 (--learning_rate). Received: {learning_rate}.")
     if warmup_steps < 0:  # at or past train_steps: every step warms up, as the original's (it never decays)
       raise ValueError(f"warmup_steps must be >= 0 (--warmup_steps). Received: {warmup_steps}.")
     if train_steps >= 2**63:

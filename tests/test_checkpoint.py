@@ -155,6 +155,26 @@ def test_an_export_does_not_replace_a_checkpoint_or_pair_with_another_model_s_co
                                                    "run_flags.json"]
 
 
+def test_an_export_refuses_an_overwrite_that_is_no_bool_and_a_directory_as_its_path(tmp_path):
+  """overwrite="no" replaced the checkpoint; `D/` wrote D.index beside D, then read as D/.index; an existing
+  directory as the prefix wrote D.index beside it; global_step "5" was TensorFlow's conversion error (sweep 35)."""
+  model = golden_model(cls_heads={}, reg_heads=[])
+  path = str(tmp_path / "xlnet_model.ckpt")
+  export_original_checkpoint(model, path)
+  before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+  with pytest.raises(TypeError, match="^overwrite must be True or False. Received: 'no'.$"):
+    export_original_checkpoint(model, path, overwrite="no")
+  for step in ("5", -3, True):
+    with pytest.raises(ValueError, match=f"^global_step must be an integer >= 0. Received: {step!r}.$"):
+      export_original_checkpoint(model, str(tmp_path / "other.ckpt"), global_step=step)
+  (tmp_path / "d").mkdir()
+  for prefix in (f"{tmp_path}/c/", f"{tmp_path}/d"):
+    with pytest.raises(ValueError, match=f"^{prefix} is a directory: a checkpoint is a path prefix of files, e.g. "):
+      export_original_checkpoint(model, prefix)
+  assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+  assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["d"]
+
+
 def test_optimizer_slots_and_global_step_are_ignored(tmp_path):
   arrays = checkpoint_arrays(UNTIED)
   extra = {f"{n}/Adam": v for n, v in arrays.items() if n.startswith("model/")}

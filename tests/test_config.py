@@ -134,6 +134,30 @@ def test_finetune_heads_names_a_bad_class_count_or_task_name():
       finetune_heads(config, run_config, cls_heads=heads)
 
 
+def test_finetune_heads_the_model_s_call_and_read_config_refuse_a_string_for_a_bool():
+  """"False" is true: use_summ_proj="False" built the projection, ReadConfig(is_training="False") shuffled and
+  repeated an evaluation, model(ids, training="False") ran dropout; reg_heads="sts" made a head per letter (sweep
+  35)."""
+  from xlnet_tf import finetune_heads  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.data.records import ReadConfig  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.modeling import ops  # pylint: disable=import-outside-toplevel
+  config = XLNetConfig(n_layer=1, d_model=8, n_head=2, d_head=4, d_inner=8, ff_activation="gelu", untie_r=True,
+                       n_token=20)
+  run_config = RunConfig(False, False, False, 0.0, 0.0)
+  with pytest.raises(TypeError, match="^use_summ_proj must be True or False. Received: 'False'.$"):
+    finetune_heads(config, run_config, use_summ_proj="False")
+  with pytest.raises(TypeError, match=r"^cls_heads must be a dict \{task name: number of classes\}"):
+    finetune_heads(config, run_config, cls_heads=["a"])
+  for heads in ("sts", ["a/b"]):
+    with pytest.raises(ValueError, match="^reg_heads must be a list of task names"):
+      finetune_heads(config, run_config, reg_heads=heads)
+  with pytest.raises(TypeError, match="^ReadConfig.is_training must be True or False. Received: 'False'.$"):
+    ReadConfig(batch_size=2, is_training="False")
+  with pytest.raises(TypeError, match="^training must be True, False or None. Received: 'False'.$"):
+    ops.is_training("False")
+  assert [ops.is_training(t) for t in (None, False, True)] == [False, False, True]
+
+
 def test_heads_of_another_d_model_are_named():
   from xlnet_tf import XLNetModel, finetune_heads  # pylint: disable=import-outside-toplevel
   small, wide = (XLNetConfig(n_layer=1, d_model=d, n_head=2, d_head=4, d_inner=8, ff_activation="gelu", untie_r=True,

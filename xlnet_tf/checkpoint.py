@@ -226,6 +226,13 @@ def export_original_checkpoint(model, ckpt_path, global_step=0, overwrite=False)
   A directory holding a training run (its run_flags.json and checkpoints) is a ValueError, `overwrite` or not: the
   export replaced the files that run's checkpoints are read with (another config evaluated them, exit 0)."""
   ckpt_path = fileio.api_path(ckpt_path)
+  if not isinstance(overwrite, bool):  # "no" replaced the checkpoint (sweep 35)
+    raise TypeError(f"overwrite must be True or False. Received: {overwrite!r}.")
+  if isinstance(global_step, bool) or not isinstance(global_step, (int, np.integer)) or global_step < 0:
+    raise ValueError(f"global_step must be an integer >= 0. Received: {global_step!r}.")
+  if ckpt_path.endswith("/") or fileio.isdir(ckpt_path):  # "d/" wrote d.index, then read as d/.index
+    raise ValueError(f"{ckpt_path} is a directory: a checkpoint is a path prefix of files, e.g. "
+                     f"{os.path.join(ckpt_path, 'xlnet_model.ckpt')}.")
   directory = os.path.dirname(os.path.abspath(ckpt_path))
   config_path = os.path.join(directory, "xlnet_config.json")
   run = latest_checkpoint(directory) if fileio.exists(os.path.join(directory, "run_flags.json")) else None

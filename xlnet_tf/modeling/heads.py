@@ -9,7 +9,7 @@ import numbers
 import keras
 import tensorflow as tf
 
-from xlnet_tf.config import is_head_name
+from xlnet_tf.config import fits, is_head_name
 from xlnet_tf.modeling import layers
 from xlnet_tf.modeling import ops
 from xlnet_tf.modeling.rows import dense_rows
@@ -228,6 +228,13 @@ def finetune_heads(xlnet_config, run_config, summary_type="last", use_summ_proj=
   c, rc = xlnet_config, run_config
   if summary_type is not None and summary_type not in SUMMARY_TYPES:
     raise ValueError(f"--summary_type must be one of {SUMMARY_TYPES}. Received: {summary_type!r}.")
+  if not fits(bool, use_summ_proj):  # "False" built the projection (sweep 35)
+    raise TypeError(f"use_summ_proj must be True or False. Received: {use_summ_proj!r}.")
+  if not isinstance(cls_heads or {}, dict):
+    raise TypeError(f"cls_heads must be a dict {{task name: number of classes}}. Received: {cls_heads!r}.")
+  if isinstance(reg_heads, str) or not all(map(is_head_name, reg_heads or [])):  # "sts": a head per letter
+    raise ValueError(f"reg_heads must be a list of task names (letters, digits, '_', '.', '-'). Received: "
+                     f"{reg_heads!r}.")
   initializer = ops.get_initializer(rc.init, rc.init_range, rc.init_std)
   dtype = rc.dtype_policy
   heads = []

@@ -175,7 +175,9 @@ def in_xla_context():
 
 def is_training(training):
   """Whether a layer's `training` argument asks for training: anything but None and False (a tensor counts, as
-  Keras may pass one when tracing)."""
+  Keras may pass one when tracing); a string is a TypeError ("False" ran dropout: sweep 35)."""
+  if isinstance(training, (str, bytes)):
+    raise TypeError(f"training must be True, False or None. Received: {training!r}.")
   return training is not None and training is not False
 
 

@@ -386,3 +386,20 @@ def test_an_export_dir_prepared_with_assets_extra_or_holding_file_manager_files_
                                          r"file, where TF Serving reads a directory"):
       serving.check_export_dir(str(directory))
     assert (directory / "assets.extra").read_bytes() == b"warmup"
+
+
+def test_a_module_that_would_not_serve_as_the_model_was_trained_is_refused(data):
+  """uncased="False" lower-cased every text; a SentencePiece model of more pieces than n_token, and labels of
+  another count than the head's classes, exported without a word (each request then failed, or a class had no
+  name) (sweep 35)."""
+  model = _model()
+  with pytest.raises(TypeError, match=r"^uncased must be True or False \(the --uncased of training\). Received: "):
+    serving.ClassifierModule(model, data["spm"], "classification_imdb", ["neg", "pos"], SEQ_LEN, "False")
+  for labels in (["neg", "mid", "pos"], ["pos"]):
+    with pytest.raises(ValueError, match=rf"^label_list names {len(labels)} classes \(.*\), the head "
+                                         r"classification_imdb has 2\. Pass the labels"):
+      serving.ClassifierModule(model, data["spm"], "classification_imdb", labels, SEQ_LEN, False)
+  small = finetune.build_model(XLNetConfig(**dict(CONFIG, n_token=50)), model.run_config, "classification_imdb", 2)
+  with pytest.raises(ValueError, match=r"^The SentencePiece model .* has \d+ pieces, more than the model's "
+                                       r"n_token=50\. Pass the spiece.model the model was trained with\.$"):
+    serving.ClassifierModule(small, data["spm"], "classification_imdb", ["neg", "pos"], SEQ_LEN, False)

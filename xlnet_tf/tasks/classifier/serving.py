@@ -146,6 +146,7 @@ class ClassifierModule(tf.Module):
     super().__init__(name="xlnet_classifier")
     self.text_replacements = tuple(text_replacements)
     classifier_features.check_max_seq_length(max_seq_length, is_pair=False)
+    _check_the_model_s(model, scope, label_list, uncased, spiece_model_file)
     self.model = model
     self._model_variables = list(model.variables)  # Tracked explicitly (Keras lists are not, see training.py).
     self.scope = scope
@@ -252,6 +253,22 @@ class ClassifierModule(tf.Module):
     elif self.has_labels:
       out["label"] = tf.gather(self.labels, tf.argmax(logits, axis=-1))
     return out
+
+
+def _check_the_model_s(model, scope, label_list, uncased, spiece_model_file):
+  """ValueError where the export would not serve as `model` was trained: a string for `uncased` ("False" lower-cased
+  every text), a SentencePiece model of more pieces than the model's n_token, labels of another count than the head's
+  classes (each request failed, or exported without a word: sweep 35)."""
+  if not isinstance(uncased, bool):
+    raise TypeError(f"uncased must be True or False (the --uncased of training). Received: {uncased!r}.")
+  pieces, n_token = tokenization.load_sentencepiece(spiece_model_file).GetPieceSize(), model.xlnet_config.n_token
+  if pieces > n_token:
+    raise ValueError(f"The SentencePiece model {spiece_model_file} has {pieces} pieces, more than the model's "
+                     f"n_token={n_token}. Pass the spiece.model the model was trained with.")
+  classes = model.heads[scope].n_out if scope in model.heads else None  # no such head: the model's call says so
+  if label_list and classes is not None and len(label_list) != classes:
+    raise ValueError(f"label_list names {len(label_list)} classes ({', '.join(map(str, label_list))}), the head "
+                     f"{scope} has {classes}. Pass the labels the head was fine-tuned with.")
 
 
 def _batch_of_texts(text, name):

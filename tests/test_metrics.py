@@ -122,6 +122,27 @@ def test_write_predictions(tmp_path):
   assert {name: open(os.path.join(d, name)).read() for name in os.listdir(d)} == before
 
 
+def test_prediction_files_replace_only_prediction_files_in_the_directory(tmp_path):
+  """write_predictions with a task named "train" replaced a user's train.tsv in the directory; "../escape" wrote
+  beside it (sweep 35). An earlier run's prediction files, and empty files, are replaced."""
+  (tmp_path / "train.tsv").write_text("sentence\tlabel\na fine film\t1\n")
+  (tmp_path / "notes.logits.json").write_text("my notes")
+  for task, name in (("train", "train.tsv"), ("notes", "notes.logits.json")):
+    with pytest.raises(ValueError, match=f"^{tmp_path}/{name} is not a prediction file of these tools \\(it does not "
+                                         "start with .*\\): left as it is. Move it away, or pass another "
+                                         "--predict_dir."):
+      metrics.write_predictions(metrics.PredictionFiles(predict_dir=str(tmp_path), task_name=task), [[1.0]])
+  with pytest.raises(ValueError, match=r"^The task name '../escape', which names the prediction files, may hold "):
+    metrics.PredictionFiles(predict_dir=str(tmp_path), task_name="../escape")
+  assert (tmp_path / "train.tsv").read_text() == "sentence\tlabel\na fine film\t1\n"
+  assert sorted(os.listdir(tmp_path)) == ["notes.logits.json", "train.tsv"]
+  (tmp_path / "sst-2.tsv").write_text("")
+  files = metrics.PredictionFiles(predict_dir=str(tmp_path), task_name="sst-2", label_list=["0", "1"])
+  for logits in ([[0.0, 1.0]], [[1.0, 0.0]]):
+    metrics.write_predictions(files, logits)
+  assert (tmp_path / "sst-2.tsv").read_text() == "index\tprediction\n0\t0\n"
+
+
 def test_a_failed_write_leaves_both_prediction_files_of_the_run_before(tmp_path, monkeypatch):
   """run_classifier.py --do_predict on a full disk when the logits file is written: the .tsv of this run is not
   put beside the .logits.json of the run before; both files keep that run's bytes, and nothing else is left."""

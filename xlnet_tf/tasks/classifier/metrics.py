@@ -12,6 +12,7 @@ import os
 import numpy as np
 
 from xlnet_tf import fileio
+from xlnet_tf.config import is_head_name
 from xlnet_tf.training import inference
 
 
@@ -229,11 +230,21 @@ class PredictionFiles:
   def __post_init__(self):
     if not self.predict_dir:
       raise ValueError("Prediction needs an output directory. Set --predict_dir.")
+    if not is_head_name(self.task_name):  # "../escape" wrote beside --predict_dir (sweep 35)
+      raise ValueError(f"The task name {self.task_name!r}, which names the prediction files, may hold letters, "
+                       "digits, '_', '.' and '-' only.")
 
 
 def prediction_file_names(task_name):
   """The names of `write_predictions`' two files: `{task}.tsv`, `{task}.logits.json` (lower-cased, as the original)."""
   return f"{task_name.lower()}.tsv", f"{task_name.lower()}.logits.json"
+
+
+def _starts_with(path, head):
+  """Whether the file `path` is empty or starts with the text `head`."""
+  with fileio.open_file(path, "rb") as f:
+    start = f.read(len(head.encode("utf-8")))
+  return not start or start == head.encode("utf-8")
 
 
 def write_predictions(files, logits, is_real_example=None):
@@ -265,6 +276,10 @@ def write_predictions(files, logits, is_real_example=None):
   labels_out = predictions_from_logits(logits, files.label_list, files.predict_threshold)
   tsv_path, json_path = (os.path.join(files.predict_dir, name) for name in prediction_file_names(files.task_name))
   lines = ["index\tprediction\n"] + [f"{i}\t{label}\n" for i, label in enumerate(labels_out)]
+  for path, head in ((tsv_path, lines[0]), (json_path, "[")):  # a task "train" replaced a user's train.tsv (sweep 35)
+    if fileio.exists(path) and not fileio.isdir(path) and not _starts_with(path, head):
+      raise ValueError(f"{path} is not a prediction file of these tools (it does not start with {head.strip()!r}): "
+                       "left as it is. Move it away, or pass another --predict_dir.")
   with fileio.atomic_files() as out:  # both files of this run, or both of the run before
     out.write(tsv_path, "".join(lines))
     out.write(json_path, json.dumps([[float(v) for v in row] for row in logits], indent=4))

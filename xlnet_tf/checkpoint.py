@@ -1,16 +1,16 @@
 """Original (TF1) XLNet checkpoints: load them into our Keras model by name, and write ours in that format.
 
-The one table between the two worlds is `original_variable_map(model)`: because every Keras variable path ends
-like the original name, the table is the model's trainable variables keyed by `model/` + their path below
-the model (without `model/` for a head the original creates outside that scope, as SQuAD's `start_logits`). Released checkpoints (`xlnet_model.ckpt`) and checkpoints written by the original
-`run_classifier.py`/`train.py` load directly; optimizer slots and `global_step` are ignored.
+The one table between the two worlds is `original_variable_map(model)`: because every Keras variable path ends like
+the original name, the table is the model's trainable variables keyed by `model/` + their path below the model
+(without `model/` for a head the original creates outside that scope, as SQuAD's `start_logits`). Released
+checkpoints (`xlnet_model.ckpt`) and checkpoints written by the original `run_classifier.py`/`train.py` load
+directly; optimizer slots and `global_step` are ignored.
 
 Every checkpoint concern lives here: the TF1 name table, loading an original checkpoint (`load_original_checkpoint`)
 or one written by `training.Trainer` (`load_weights`, by the original names it stores under `weights/`), exporting
-to the original format, and listing a directory's
-checkpoints by step; finding a directory's latest checkpoint, or the prefix a path names, by its files is
-`checkpoint_paths`'. A checkpoint whose files are damaged (a `.data-*` file missing or cut short) is one
-`DamagedCheckpointError`, not TensorFlow's error.
+to the original format, and listing a directory's checkpoints by step; finding a directory's latest checkpoint, or
+the prefix a path names, by its files is `checkpoint_paths`'. A checkpoint whose files are damaged (a `.data-*` file
+missing or cut short) is one `DamagedCheckpointError`, not TensorFlow's error.
 """
 
 import contextlib
@@ -134,6 +134,7 @@ def load_original_checkpoint(model, ckpt_path):
     checkpoint), `unused` (checkpoint variables the model does not have, optimizer slots excluded).
   """
   ckpt_path = resolve_checkpoint_path(fileio.api_path(ckpt_path))
+  _check_same_model(model, ckpt_path)
   report = _load_original(model, ckpt_path)
   fresh, held = (sorted({_head_of(n) for n in report[k]} - {None}) for k in ("kept_initial", "unused"))
   if fresh and held:  # as likely a head of another name as a head to fine-tune afresh: an inference of it is random
@@ -142,6 +143,20 @@ def load_original_checkpoint(model, ckpt_path):
                     "heads under its names (finetune_heads(..., cls_heads={...}) names 'classification_{task}').",
                     ckpt_path, ", ".join(held), ", ".join(fresh))
   return report
+
+
+def _check_same_model(model, ckpt_path, there=None, what=None):
+  """ValueError where the XLNetConfig that came with the checkpoint (`there`, from the file `what`; else the
+  xlnet_config.json beside it, if whole) has another ff_activation than `model`'s, which no weight's shape shows: it
+  loaded, and the model computed another function than the weights learned (sweep 35)."""
+  what = what or os.path.join(os.path.dirname(ckpt_path), "xlnet_config.json")
+  if there is None and fileio.exists(what):
+    with contextlib.suppress(ValueError):  # damaged: the shapes still say whether the weights fit
+      there = XLNetConfig(json_path=what)
+  if there is not None and there.ff_activation != model.xlnet_config.ff_activation:
+    raise ValueError(f"{ckpt_path} is another model than this one ({what}: ff_activation {there.ff_activation} there, "
+                     f"{model.xlnet_config.ff_activation} here): its weights would compute another function. Build "
+                     "the model with that config.")
 
 
 def _load_original(model, ckpt_path):
@@ -340,7 +355,14 @@ def load_weights(model, ckpt_path):
   if hf_checkpoint.is_hf_directory(ckpt_path):
     table = original_variable_map(model)
     scopes = sorted({n.split("/")[1] for n in table if re.match(r"^model/(classification|regression)_", n)})
-    _, arrays, info = hf_checkpoint.read_hf_checkpoint(ckpt_path, cls_scope=scopes[0] if len(scopes) == 1 else None)
+    there, arrays, info = hf_checkpoint.read_hf_checkpoint(ckpt_path,
+                                                           cls_scope=scopes[0] if len(scopes) == 1 else None)
+    _check_same_model(model, ckpt_path, there, os.path.join(ckpt_path, hf_checkpoint.CONFIG_FILE))
+    pooling = getattr(model.heads.get("sequnece_summary"), "summary_type", None)
+    if info["architecture"] in hf_checkpoint.POOLING and pooling not in (None, info["summary_type"]):
+      raise ValueError(f"{ckpt_path} pools with summary_type {info['summary_type']!r} (its config.json), this "
+                       f"model's head with {pooling!r}: its head would compute another function. Build the heads "
+                       f"with finetune_heads(..., summary_type={info['summary_type']!r}).")
     for line in info["notes"]:
       logging.info("%s", line)
     tf_checkpoints = [os.path.basename(p) for p in checkpoint_prefixes(ckpt_path)]
@@ -359,6 +381,7 @@ def load_weights(model, ckpt_path):
     report = assign_by_name(model, ArrayReader(arrays), {n: n for n in arrays}, source)
     return dict(report, source=source, other_classes=classes)
   path = resolve_checkpoint_path(ckpt_path)
+  _check_same_model(model, path)
   reader = Reader(path)
   if not reader.has_tensor(OBJECT_GRAPH_KEY):
     report = _load_original(model, path)

@@ -139,23 +139,29 @@ def check_configs(o, is_finetune, **fields):
 _WARNED = set()
 
 
-def check_warmup(o):
+def check_schedule(o):
   """--warmup_steps: at least 0; at or past --train_steps a warning (every step trains at the warm-up rate, and the
-  decay never starts, as in the original, which took it without a word; refused here until 2026-12-01)."""
+  decay never starts, as in the original, which took it without a word; refused here until 2026-12-01). Likewise a
+  --min_lr_ratio above 1: the rate rises to --learning_rate x the ratio (refused here until sweep 35)."""
   if o.warmup_steps < 0:
     raise FlagError(f"--warmup_steps must be at least 0. Received: {o.warmup_steps}.")
   if o.warmup_steps >= o.train_steps and (o.warmup_steps, o.train_steps) not in _WARNED:  # the fine-tuning tools
     _WARNED.add((o.warmup_steps, o.train_steps))  # validate twice: one line
     logging.warning("--warmup_steps=%d is not below --train_steps=%d: every step trains at the warm-up rate, below "
                     "--learning_rate, and the decay never starts (as the original).", o.warmup_steps, o.train_steps)
+  ratio = o.min_lr_ratio
+  if ratio > 1 and ("min_lr_ratio", ratio) not in _WARNED:
+    _WARNED.add(("min_lr_ratio", ratio))
+    logging.warning("--min_lr_ratio=%g is above 1: after the warm-up the learning rate rises from --learning_rate "
+                    "to %g x --learning_rate at --train_steps, instead of decaying (as the original).", ratio, ratio)
 
 
 def check_training_flags(o, num_replicas=1, strategy="one_device"):
-  """The --do_train checks the fine-tuning CLIs share: positive --train_steps, --warmup_steps (`check_warmup`), on
-  TPU a --train_batch_size (global there) that splits over the cores, a --gradient_accumulation_steps that splits
-  the per-replica batch, and the configs' values (`check_configs`)."""
+  """The --do_train checks the fine-tuning CLIs share: positive --train_steps, --warmup_steps and --min_lr_ratio
+  (`check_schedule`), on TPU a --train_batch_size (global there) that splits over the cores, a
+  --gradient_accumulation_steps that splits the per-replica batch, and the configs' values (`check_configs`)."""
   require_positive(o, "train_steps")
-  check_warmup(o)
+  check_schedule(o)
   if strategy == "tpu" and o.train_batch_size % num_replicas:
     raise FlagError(f"On TPU --train_batch_size is the global batch and must be divisible by the {num_replicas} "
                     f"cores. Received: {o.train_batch_size}.")

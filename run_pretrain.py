@@ -64,7 +64,7 @@ def validate(o, num_replicas=1, num_workers=None):
   flag_configs.require_positive(o, "train_batch_size", "num_hosts", "num_passes",  # 0: the original read no pass
                                 "train_steps",  # 0 or below: "Nothing to do", exit 0 (sweep 33, B4)
                                 *(["n_token"] if o.n_token is not None else []))
-  flag_configs.check_warmup(o)
+  flag_configs.check_schedule(o)
   if o.train_batch_size % o.num_hosts:
     raise cli.FlagError(f"--train_batch_size ({o.train_batch_size}) must be divisible by --num_hosts "
                         f"({o.num_hosts}).")

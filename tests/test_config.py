@@ -188,7 +188,7 @@ def test_a_dict_passed_as_the_json_path_names_the_fix():
     ("train_steps", 0, r"TrainConfig.train_steps must be a positive integer. Received: 0."),
     ("tokens_per_example", -3, r"TrainConfig.tokens_per_example must be a positive integer. Received: -3."),
     ("weight_decay", -1.0, r"weight_decay must be >= 0 \(--weight_decay\). Received: -1.0."),
-    ("min_lr_ratio", 2.0, r"min_lr_ratio")])
+    ("min_lr_ratio", -0.5, r"min_lr_ratio must be a finite number >= 0")])  # above 1: a rise, as the original
 def test_train_config_rejects_a_bad_value_naming_the_flag(field, value, message):
   from xlnet_tf.training import TrainConfig  # pylint: disable=g-import-not-at-top
   with pytest.raises(ValueError, match=message):

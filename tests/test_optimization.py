@@ -82,15 +82,28 @@ def test_a_warm_up_as_long_as_training_or_longer_warms_up_on_every_step_as_the_o
   assert np.all(np.isfinite(schedule_values(schedule, range(30))))
 
 
-def test_the_tools_say_once_that_the_warm_up_outlasts_training(caplog):
+def test_the_tools_say_once_that_the_warm_up_outlasts_training_or_the_rate_rises(caplog):
   import flag_configs  # pylint: disable=import-outside-toplevel
   for _ in range(2):  # the fine-tuning tools validate their flags twice
-    flag_configs.check_warmup(types.SimpleNamespace(warmup_steps=12, train_steps=8))
-  said = [r.getMessage() for r in caplog.records if "--warmup_steps" in r.getMessage()]
+    flag_configs.check_schedule(types.SimpleNamespace(warmup_steps=12, train_steps=8, min_lr_ratio=2.0))
+  said = [r.getMessage() for r in caplog.records if "--warmup_steps" in r.getMessage() or "--min_lr" in r.getMessage()]
   assert said == ["--warmup_steps=12 is not below --train_steps=8: every step trains at the warm-up rate, below "
-                  "--learning_rate, and the decay never starts (as the original)."], said
+                  "--learning_rate, and the decay never starts (as the original).",
+                  "--min_lr_ratio=2 is above 1: after the warm-up the learning rate rises from --learning_rate to 2 x "
+                  "--learning_rate at --train_steps, instead of decaying (as the original)."], said
   with pytest.raises(flag_configs.FlagError, match=r"^--warmup_steps must be at least 0\. Received: -1\.$"):
-    flag_configs.check_warmup(types.SimpleNamespace(warmup_steps=-1, train_steps=8))
+    flag_configs.check_schedule(types.SimpleNamespace(warmup_steps=-1, train_steps=8, min_lr_ratio=0.0))
+
+
+def test_a_min_lr_ratio_above_1_rises_as_the_original_s():
+  """The original's cos schedule at --min_lr_ratio=2.0, --learning_rate=0.01, --train_steps=10, no warm-up: its
+  first 8 steps' rates, measured with the original's get_train_op under tf.compat.v1 (sweep 35; refused here
+  before). poly rises linearly to the same end."""
+  cos = schedule_lib.lr_schedule(0.01, train_steps=10, decay_method="cos", min_lr_ratio=2.0)
+  np.testing.assert_allclose(schedule_values(cos, range(8)), [0.01, 0.010245, 0.010955, 0.012061, 0.013455, 0.015,
+                                                              0.016545, 0.017939], atol=1e-6)
+  poly = schedule_lib.lr_schedule(0.01, train_steps=10, decay_method="poly", min_lr_ratio=2.0)
+  np.testing.assert_allclose(schedule_values(poly, [0, 5, 10, 12]), [0.01, 0.015, 0.02, 0.02], rtol=1e-6)
 
 
 def test_schedule_takes_int64_tensor_steps_and_round_trips_config():

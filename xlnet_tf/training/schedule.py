@@ -25,8 +25,8 @@ class WarmupDecaySchedule(keras.optimizers.schedules.LearningRateSchedule):
     if train_steps >= 2**63:
       raise ValueError(f"train_steps must be below 2**63: TensorFlow counts steps in int64 (--train_steps). "
                        f"Received: {train_steps}.")
-    if not 0.0 <= min_lr_ratio <= 1.0:
-      raise ValueError(f"min_lr_ratio must be in [0, 1]: the final lr is learning_rate * min_lr_ratio "
+    if not 0.0 <= min_lr_ratio < math.inf:  # above 1 the lr rises to its end, as the original's (sweep 35)
+      raise ValueError(f"min_lr_ratio must be a finite number >= 0: the final lr is learning_rate * min_lr_ratio "
                        f"(--min_lr_ratio). Received: {min_lr_ratio}.")
     self.learning_rate = float(learning_rate)
     self.train_steps = int(train_steps)
@@ -63,7 +63,8 @@ class WarmupDecaySchedule(keras.optimizers.schedules.LearningRateSchedule):
 
 
 def lr_schedule(learning_rate, train_steps, warmup_steps=0, decay_method="poly", min_lr_ratio=0.0):
-  """The original schedule: linear warm-up from 0, then `poly` (linear) or `cos` decay to lr * min_lr_ratio.
+  """The original schedule: linear warm-up from 0, then `poly` (linear) or `cos` decay to lr * min_lr_ratio (a rise,
+  as the original's, where min_lr_ratio > 1).
 
   lr(step) = learning_rate * step / warmup_steps                               if step < warmup_steps
            = poly: (lr - lr*min_lr_ratio) * (1 - s / D) + lr*min_lr_ratio      otherwise,

@@ -234,6 +234,19 @@ def test_get_lm_loss_refuses_targets_outside_the_vocabulary():
     model.get_lm_loss(out, tf.cast(good, tf.float32))
 
 
+def test_a_call_from_python_refuses_ids_outside_the_vocabulary():
+  """Eagerly only TensorFlow's `indices[0,0] = 100 is not in [0, 100) [Op:GatherV2]`; an int64 id of 2**32 + 17 was
+  id 17 (the cast wrapped it): one line (sweep 35)."""
+  model = XLNetModel(CONFIG, run_config())
+  x = random_inputs()
+  for bad in (CONFIG.n_token, -1, 2**32 + 17):
+    ids = np.array(x["input_ids"], np.int64)
+    ids[0, 0] = bad
+    with pytest.raises(ValueError, match=rf"input_ids holds the id {bad}, outside this model's vocabulary \[0, "
+                                         rf"{CONFIG.n_token}\) \(n_token\)"):
+      model(tf.constant(ids), x["seg_ids"], x["input_mask"])
+
+
 @pytest.mark.parametrize("change, error", [
     (dict(seg_ids=np.zeros((QLEN, 1), np.int32)),
      "seg_ids has shape [7, 1], where input_ids [len, bsz] make it [7, 4]"),

@@ -44,6 +44,12 @@ class WordEmbedding(keras.layers.Layer):
                                         initializer=self.embeddings_initializer)
 
   def call(self, ids):
+    if tf.executing_eagerly() and tf.size(ids) > 0:  # a call from Python: one line (the data pipelines check their
+      # ids as they read them; traced, XLA clamps an id past the table, and the cast wrapped int64 ids: sweep 35)
+      low, high = int(tf.reduce_min(ids)), int(tf.reduce_max(ids))
+      if low < 0 or high >= self.n_token:
+        raise ValueError(f"input_ids holds the id {low if low < 0 else high}, outside this model's vocabulary [0, "
+                         f"{self.n_token}) (n_token): ids from another SentencePiece model?")
     ids = tf.cast(ids, tf.int32)
     rows = tf.gather(self.lookup_table, ids)
     self.last_lookup = (ids, rows)

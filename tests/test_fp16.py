@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from xlnet_tf import training
+from xlnet_tf import checkpoint, training
 from xlnet_tf.config import RunConfig, XLNetConfig
 from xlnet_tf.data import corpora
 from xlnet_tf.modeling import ops, scores
@@ -51,14 +51,15 @@ def dataset_fn(ctx, start):
 
 
 def make_trainer(model_dir, use_fp16, train_steps=8, learning_rate=1e-2, iterations=1, save_steps=None,
-                 strategy="one_device", mem_len=MEM_LEN):
+                 strategy="one_device", mem_len=MEM_LEN, save_at_start=False):
   run_config = RunConfig(is_training=True, use_tpu=False, use_bfloat16=False, dropout=0.0, dropatt=0.0,
                          mem_len=mem_len, reuse_len=REUSE_LEN, use_fp16=use_fp16)
   tf.keras.utils.set_random_seed(1)
   return training.Trainer(training.make_strategy(strategy), lambda: XLNetModel(XLNetConfig(**CONFIG), run_config),
                           PretrainTask(), str(model_dir),
                           training.TrainConfig(learning_rate=learning_rate, train_steps=train_steps,
-                                               global_batch_size=BSZ, iterations=iterations, save_steps=save_steps))
+                                               global_batch_size=BSZ, iterations=iterations, save_steps=save_steps,
+                                               save_at_start=save_at_start))
 
 
 def state(trainer):
@@ -156,6 +157,33 @@ def test_gradients_not_finite_at_the_minimum_scale_stop_the_run(tmp_path):
   with pytest.raises(FloatingPointError, match=r"not finite even unscaled .* Lower --learning_rate, check the data, "
                                                 r"or train without --use_fp16 \(float32, or --use_bfloat16\)\.$"):
     trainer.train(dataset_fn, train_steps=3, log_fn=lambda _: None)
+
+
+def test_a_new_run_saves_the_step_it_starts_from_where_asked(tmp_path):
+  """The fine-tuning Estimator's `Saving checkpoints for 0` (--save_initial_checkpoint, sweep 35): ckpt-0 holds the
+  initial weights; a resumed run does not save its first step again, and without save_at_start there is none."""
+  for name, save_at_start, expected in (("asked", True, [0, 2]), ("not", False, [2])):
+    trainer = make_trainer(tmp_path / name, False, save_steps=2, save_at_start=save_at_start)
+    initial = {v.path: v.numpy() for v in trainer.model.trainable_variables}
+    trainer.train(dataset_fn, train_steps=2, log_fn=lambda _: None)
+    assert [step for step, _ in checkpoint.list_checkpoints(str(tmp_path / name))] == expected
+  loaded = make_trainer(tmp_path / "asked", False)
+  checkpoint.load_weights(loaded.model, str(tmp_path / "asked" / "ckpt-0"))
+  for v in loaded.model.trainable_variables:
+    np.testing.assert_array_equal(v.numpy(), initial[v.path], err_msg=v.path)
+  trainer = make_trainer(tmp_path / "asked", False, train_steps=4, save_steps=2, save_at_start=True)
+  assert trainer.restore_or_init() == 2
+  trainer.train(dataset_fn, train_steps=4, log_fn=lambda _: None)
+  assert [step for step, _ in checkpoint.list_checkpoints(str(tmp_path / "asked"))] == [0, 2, 4]
+
+
+def test_a_trainer_refuses_a_model_dir_that_is_a_file(tmp_path):
+  """Built, it trained every step, then failed at the first save with `Could not write checkpoint F/ckpt-2 (... is
+  not a directory) ... free space` (sweep 35)."""
+  (tmp_path / "notes").write_text("mine")
+  with pytest.raises(ValueError, match=f"^Cannot use model_dir {tmp_path}/notes: it is a file, left as it is\."):
+    make_trainer(tmp_path / "notes", False)
+  assert (tmp_path / "notes").read_text() == "mine"
 
 
 @pytest.mark.slow  # the default suite's 15 minutes; by default: run_pretrain's SIGTERM resume

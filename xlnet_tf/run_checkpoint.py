@@ -15,6 +15,7 @@ from absl import logging
 
 from xlnet_tf import checkpoint as checkpoint_lib
 from xlnet_tf import checkpoint_paths
+from xlnet_tf import fileio
 from xlnet_tf import hf_checkpoint
 from xlnet_tf import stderr_filter
 
@@ -112,6 +113,9 @@ class RunCheckpoint:
     self._items = items
     self.model_dir = model_dir
     self.chief = chief
+    if chief and fileio.exists(model_dir) and not fileio.isdir(model_dir):  # a Trainer of the Python API trained
+      raise ValueError(f"Cannot use model_dir {model_dir}: it is a file, left as it is. Pass a directory (made if "
+                       "missing).")  # every step, then failed at the first save (sweep 35)
     self._save_dir = model_dir if chief else tempfile.mkdtemp(prefix="xlnet-worker-ckpt-")
     if chief:  # --max_save prunes only this directory's own checkpoints, oldest first (sweep 34, R1, R2)
       checkpoint_paths.keep_own_state(model_dir)

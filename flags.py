@@ -218,6 +218,9 @@ _FINE_TUNING_FLAGS = (
     ("bool", "uncased", False, "Use uncased."),
     ("string", "predict_dir", None, "Dir for prediction files."),
     ("string", "predict_ckpt", None, "Checkpoint for --do_predict. If None, the last one in model_dir."),
+    ("bool", "save_initial_checkpoint", True, "With --save_steps, a new run also saves the checkpoint of the step "
+     "it starts from, before its first step (ckpt-0: the initial weights), as the original's Estimator does "
+     "(--eval_all_ckpt evaluates it too). False: none (docs/design.md)."),
 )
 
 

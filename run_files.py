@@ -11,7 +11,7 @@ from absl import logging
 
 from flag_configs import FlagError
 
-_NOT_COMPARED = ("train_steps", "iterations", "save_steps", "max_save", "verbosity")
+_NOT_COMPARED = ("train_steps", "iterations", "save_steps", "max_save", "save_initial_checkpoint", "verbosity")
 
 
 def run_flags(directory, flag="--model_dir"):

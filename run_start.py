@@ -155,7 +155,7 @@ def fine_tuning_trainer(o, strategy, build_model, task, xlnet_config, tokens_per
   run_config = create_run_config(o, is_training=True, is_finetune=True)
   if o.clip_mode == "auto":  # resolved, as run_flags.json keeps it (what auto means has changed before)
     o = types.SimpleNamespace(**dict(vars(o), clip_mode=optimization.default_clip_mode(strategy, fine_tuning=True)))
-  config = train_config(o, global_batch, tokens_per_example,
+  config = train_config(o, global_batch, tokens_per_example, save_at_start=o.save_initial_checkpoint,
                         iterations=min(o.iterations, o.save_steps) if o.save_steps else o.iterations)
   trainer = training.Trainer(strategy, lambda: build_model(run_config), task, o.model_dir, config)
   start = restore_or_init(o, trainer, xlnet_config, log_fn, resolved, data_files)  # weights only when fine-tuning

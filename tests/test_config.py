@@ -209,6 +209,7 @@ def test_fine_tuning_clips_each_replica_s_gradient_by_default(monkeypatch, clip_
   o = cli.defaults(run_classifier.define_flags, clip_mode=clip_mode)
   run_start.fine_tuning_trainer(o, tf.distribute.get_strategy(), None, None, None, tokens_per_example=1)
   assert made[0].clip_mode == resolved
+  assert made[0].save_at_start  # --save_initial_checkpoint's default: the Estimator's checkpoint of step 0
   assert written[0].clip_mode == resolved and o.clip_mode == clip_mode  # run_flags.json keeps the resolved value
   assert optimization.default_clip_mode(tf.distribute.get_strategy()) == "indexed_slices"
 

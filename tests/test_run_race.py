@@ -56,6 +56,7 @@ def test_train_eval_predict(files, tmp_path):
   cmd = race_cmd(files, "--do_train=True", "--do_eval=True", "--do_predict=True", "--eval_all_ckpt=True",
                  f"--output_dir={out / 'records'}", f"--model_dir={out / 'model'}", f"--predict_dir={out / 'pred'}",
                  "--train_batch_size=2", "--learning_rate=1e-3", "--train_steps=4", "--save_steps=2",
+                 "--save_initial_checkpoint=False",
                  "--eval_batch_size=4", "--seed=1")
   proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
   assert proc.returncode == 0, proc.stderr[-3000:]
@@ -361,7 +362,7 @@ def test_flags_keep_the_original_names_and_defaults():
   assert new == {"strategy", "jit_compile", "use_tf32", "seed", "deterministic", "clip_mode", "loss_weighting",
                  "gradient_accumulation_steps", "recompute_grad", "use_fp16", "float32_positions", "xla_cache_dir",
                  "skip_bad_records", "fix_option_aliasing", "sorted_file_order", "eval_all_ckpt",
-                 "do_predict", "predict_dir", "predict_ckpt"}
+                 "do_predict", "predict_dir", "predict_ckpt", "save_initial_checkpoint"}
   assert fv["fix_option_aliasing"].default is False
   assert fv["sorted_file_order"].default is False  # the original's directory order
   with pytest.raises(ValueError, match="No such flag: max_qa_len"):

@@ -80,7 +80,8 @@ def test_prepro_train_predict(tiny_config, tmp_path):
   proc = subprocess.run(
       [*common, "--do_train=True", "--do_predict=True", f"--model_config_path={tiny_config}",
        f"--model_dir={tmp_path / 'model'}", f"--predict_dir={tmp_path / 'pred'}", f"--predict_file={DEV}",
-       "--train_batch_size=8", "--train_steps=4", "--save_steps=2", "--learning_rate=1e-3", "--seed=1"],
+       "--train_batch_size=8", "--train_steps=4", "--save_steps=2", "--learning_rate=1e-3", "--seed=1",
+       "--save_initial_checkpoint=False"],
       capture_output=True, text=True, timeout=180)
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert "[4] | gnorm" in proc.stdout
@@ -423,7 +424,7 @@ def test_flags_keep_the_original_names_and_defaults():
   new = set(vars(cli.defaults(run_squad.define_flags))) - set(ORIGINAL_SQUAD_FLAGS)
   assert new == {"strategy", "jit_compile", "use_tf32", "seed", "deterministic", "clip_mode", "loss_weighting",
                  "gradient_accumulation_steps", "recompute_grad", "use_fp16", "float32_positions", "xla_cache_dir",
-                 "skip_bad_records", "predict_ckpt", "predict_all_ckpt",
+                 "skip_bad_records", "predict_ckpt", "predict_all_ckpt", "save_initial_checkpoint",
                  "allow_last_token", "allow_empty_prediction", "null_threshold"}
 
 

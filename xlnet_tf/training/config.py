@@ -39,6 +39,8 @@ class TrainConfig:
     mems_reset: "never" or "every_loop" (the mems' length is the model's `run_config.mem_len`).
     iterations: steps per host call (and the logging interval).
     save_steps: checkpoint every N steps (None: only at the end); max_save: checkpoints kept (0 or None: all).
+    save_at_start: with save_steps, a run without a checkpoint in model_dir also saves the step it starts from,
+      before its first step (the fine-tuning Estimator's `Saving checkpoints for 0`).
     jit_compile: XLA-compile the per-replica forward and backward.
     skip_bad_records: read damaged record files (`train`'s data_files) only up to their first unreadable record,
       instead of stopping at it (`records.skip_unreadable_records`).
@@ -60,6 +62,7 @@ class TrainConfig:
   iterations: int = 1000
   save_steps: Optional[int] = None
   max_save: Optional[int] = None
+  save_at_start: bool = False
   jit_compile: bool = False
   skip_bad_records: bool = False
   tokens_per_example: int = 1

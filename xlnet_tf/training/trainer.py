@@ -17,8 +17,7 @@ Memory (`mems`) is per-replica state (`mems.Mems`), updated every step with the 
 `mems_reset="every_loop"` zeroes it before every step that is a multiple of `iterations` (the original TPU `train.py`
 zeroes it at every host loop of `iterations` steps): host loops end at those steps, so where the loops are cut (a
 save point, a stop and its resume) does not move the zeroing; `"never"` carries it for the whole run (the original
-`train_gpu.py`). Each loop's figures go to
-`reporting.Progress` (the log line, TensorBoard, the peak memory).
+`train_gpu.py`). Each loop's figures go to `reporting.Progress` (the log line, TensorBoard, the peak memory).
 
 A model that computes in float16 (`RunConfig.use_fp16`) trains with dynamic loss scaling: the Trainer then owns a
 `loss_scale.DynamicLossScale`, scales the objective, unscales the gradients and skips (counts) a step whose
@@ -240,6 +239,8 @@ class Trainer:
   def _train_loops(self, iterator, start, train_steps, log_fn, metrics_fn):
     last = {}
     self.progress.begin(start, train_steps, log_fn)
+    if self.config.save_at_start and self.config.save_steps and self.checkpoints.latest_path is None:
+      self.save()
     while self.step < train_steps:
       step = self.step
       # To the next multiple of `iterations` (where every_loop zeroes the mems), save point or end.

@@ -234,6 +234,16 @@ def test_get_lm_loss_refuses_targets_outside_the_vocabulary():
     model.get_lm_loss(out, tf.cast(good, tf.float32))
 
 
+def test_classification_loss_refuses_float_labels():
+  """Float label_ids of 0.7 and 1.9 trained as classes 0 and 1, without a word (sweep 35)."""
+  logits = tf.constant([[0.0, 1.0], [2.0, 0.0]])
+  with pytest.raises(TypeError, match=r"^Classification labels must be integer class ids \(label_ids\)\. Received: "
+                                      r"float32"):
+    heads.classification_loss(logits, tf.constant([0.7, 1.9]))
+  np.testing.assert_allclose(heads.classification_loss(logits, tf.constant([1, 0], tf.int64)),
+                             np.log1p(np.exp([-1.0, -2.0])), rtol=1e-6)
+
+
 def test_a_call_from_python_refuses_ids_outside_the_vocabulary():
   """Eagerly only TensorFlow's `indices[0,0] = 100 is not in [0, 100) [Op:GatherV2]`; an int64 id of 2**32 + 17 was
   id 17 (the cast wrapped it): one line (sweep 35)."""

@@ -88,3 +88,10 @@ def int_feature(values):
 def float_feature(values):
   """A `tf.train.Feature` of float values."""
   return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
+
+
+def example_bytes(features):
+  """{name: `tf.train.Feature`} as a serialized `tf.train.Example`, its features sorted by name: the same bytes in
+  every process (the default serialization ordered the map anew in each, so two runs' record files differed under
+  `cmp` while their records were equal; sweep 36)."""
+  return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString(deterministic=True)

@@ -205,7 +205,7 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
           else:
             features["label_ids"] = example_encoder.float_feature([float(feature.label_id)])
           features["is_real_example"] = example_encoder.int_feature([int(feature.is_real_example)])
-          writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
+          writer.write(example_encoder.example_bytes(features))
       if fingerprint:
         records.mark_cache(out, output_file, fingerprint)
   return len(all_examples)

@@ -25,6 +25,7 @@ from absl import logging
 
 from xlnet_tf import fileio
 from xlnet_tf import locks
+from xlnet_tf.config import check_field_types
 from xlnet_tf.data import example_encoder
 from xlnet_tf.data import records
 from xlnet_tf.tasks.race import data
@@ -62,7 +63,7 @@ def serialize_features(feature):
       "label_ids": example_encoder.int_feature([feature.label_id]),
       "is_real_example": example_encoder.int_feature([int(feature.is_real_example)]),
   }
-  return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+  return example_encoder.example_bytes(features)
 
 
 def write_records(examples, tokenize_fn, output_file, max_seq_length, max_qa_length, fix_option_aliasing=False,
@@ -169,6 +170,7 @@ class RecordsConfig:
 
   def __post_init__(self):
     data.check_lengths(self.max_seq_length, self.max_qa_length)
+    check_field_types(self)  # high_only="False" read the high files only (sweep 35)
 
 
 def _fingerprint(c, split):

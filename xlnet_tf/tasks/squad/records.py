@@ -83,7 +83,7 @@ def serialize_feature(feature, is_training):
     features["start_positions"] = example_encoder.int_feature([feature.start_position])
     features["end_positions"] = example_encoder.int_feature([feature.end_position])
     features["is_impossible"] = example_encoder.float_feature([1.0 if feature.is_impossible else 0.0])
-  return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+  return example_encoder.example_bytes(features)
 
 
 class FeatureWriter:

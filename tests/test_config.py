@@ -151,11 +151,40 @@ def test_finetune_heads_the_model_s_call_and_read_config_refuse_a_string_for_a_b
   for heads in ("sts", ["a/b"]):
     with pytest.raises(ValueError, match="^reg_heads must be a list of task names"):
       finetune_heads(config, run_config, reg_heads=heads)
-  with pytest.raises(TypeError, match="^ReadConfig.is_training must be True or False. Received: 'False'.$"):
+  with pytest.raises(TypeError, match=r"^ReadConfig.is_training must be True or False. Received: 'False' \(str\).$"):
     ReadConfig(batch_size=2, is_training="False")
   with pytest.raises(TypeError, match="^training must be True, False or None. Received: 'False'.$"):
     ops.is_training("False")
   assert [ops.is_training(t) for t in (None, False, True)] == [False, False, True]
+
+
+def test_the_data_and_task_configs_refuse_a_value_of_another_type():
+  """"False" was true: bidirectional, lower-cased records (PretrainDataSpec), bfloat16 batches (ReaderOptions), the
+  high RACE files alone (RecordsConfig), lower-cased SQuAD features (FeatureOptions); "8" and "0.5" failed deep in a
+  pipeline or a comparison; a label list "01" was two labels (sweep 35)."""
+  from xlnet_tf.data.pretrain_spec import PretrainDataSpec  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.tasks.classifier.metrics import PredictionFiles  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.tasks.pretrain.input import ReaderOptions  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.tasks.pretrain.writer_options import WriterOptions  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.tasks.race.records import RecordsConfig  # pylint: disable=import-outside-toplevel
+  from xlnet_tf.tasks.squad.data import FeatureOptions  # pylint: disable=import-outside-toplevel
+  spec = dict(bsz_per_host=4, seq_len=16, reuse_len=8, bi_data=True, mask_alpha=6, mask_beta=1)
+  race = dict(data_dir="d", spiece_model_file="s", output_dir="o", max_seq_length=64, max_qa_length=16)
+  for make, field, kind in (
+      (lambda: PretrainDataSpec(**dict(spec, bi_data="False")), "PretrainDataSpec.bi_data", "True or False"),
+      (lambda: WriterOptions(use_eod="False"), "WriterOptions.use_eod", "True or False"),
+      (lambda: ReaderOptions(perm_size="8"), "ReaderOptions.perm_size", "an integer"),
+      (lambda: ReaderOptions(perm_size=8, use_bfloat16="False"), "ReaderOptions.use_bfloat16", "True or False"),
+      (lambda: FeatureOptions(max_seq_length=64, doc_stride=24, max_query_length=16, uncased="False"),
+       "FeatureOptions.uncased", "True or False"),
+      (lambda: RecordsConfig(**race, high_only="False"), "RecordsConfig.high_only", "True or False"),
+      (lambda: PredictionFiles(predict_dir="p", task_name="t", predict_threshold="0.5"),
+       "PredictionFiles.predict_threshold", "a number")):
+    with pytest.raises(TypeError, match=f"^{field} must be {kind}. Received: '"):
+      make()
+  with pytest.raises(TypeError, match=r"^PredictionFiles.label_list must be a list of labels or None. Received: '01'"):
+    PredictionFiles(predict_dir="p", task_name="t", label_list="01")
+  assert ReaderOptions(perm_size=8, seed=None).seed is None and WriterOptions(seed=3).seed == 3
 
 
 def test_heads_of_another_d_model_are_named():

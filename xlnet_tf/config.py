@@ -4,6 +4,7 @@
 original passes to `transformer_xl` at run time (dropout, initializer, memory and data options).
 """
 
+import dataclasses
 import json
 import math
 import numbers
@@ -37,6 +38,22 @@ def fits(kind, value):
     return isinstance(value, (bool, np.bool_))
   number = numbers.Integral if kind is int else numbers.Real if kind is float else None
   return isinstance(value, number) and not isinstance(value, bool) if number else isinstance(value, kind)
+
+
+KIND_NAMES = {float: "a number", int: "an integer", bool: "True or False", str: "a string",
+              Optional[int]: "an integer or None", Optional[str]: "a string or None"}
+_ANNOTATIONS = {"bool": bool, "int": int, "float": float, "str": str}  # a module's `from __future__ import annotations`
+
+
+def check_field_types(obj):
+  """TypeError naming the first field of the dataclass `obj` whose value is not of its annotated type (`fits`; a
+  field whose default is None may be None): a notebook's "False" was taken as true, "8" failed deep in a pipeline
+  (sweep 35)."""
+  for field in dataclasses.fields(obj):
+    value, kind = getattr(obj, field.name), _ANNOTATIONS.get(field.type, field.type)
+    if kind in KIND_NAMES and not (value is None and field.default is None) and not fits(kind, value):
+      raise TypeError(f"{type(obj).__name__}.{field.name} must be {KIND_NAMES[kind]}. Received: {value!r} "
+                      f"({type(value).__name__}).")
 
 
 def is_head_name(name):

@@ -6,6 +6,7 @@
 import dataclasses
 import numbers
 
+from xlnet_tf.config import check_field_types
 from xlnet_tf.data.records import is_int_at_least
 
 
@@ -50,6 +51,7 @@ class PretrainDataSpec:
       raise ValueError(f"--mask_alpha and --mask_beta must be >= 1 with mask_alpha >= mask_beta (the context of a "
                        f"1-token span, mask_alpha//mask_beta, must be >= 1). Received: --mask_alpha="
                        f"{self.mask_alpha} --mask_beta={self.mask_beta}.")
+    check_field_types(self)  # bi_data="False" wrote bidirectional records (sweep 35)
 
   def filename(self, prefix, suffix):
     """The original's file-name convention (its `format_filename`) for record files and record_info files.

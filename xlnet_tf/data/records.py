@@ -14,6 +14,7 @@ import tensorflow as tf
 from xlnet_tf import fileio
 from xlnet_tf import path_errors
 from xlnet_tf import stderr_filter
+from xlnet_tf.config import check_field_types
 
 
 class PaddingInputExample:
@@ -137,9 +138,7 @@ class ReadConfig:
   def __post_init__(self):
     if not is_int_at_least(self.batch_size, 1):
       raise ValueError(f"The batch size must be a positive integer. Received: {self.batch_size!r}.")
-    for name in ("is_training", "drop_remainder"):  # "False" shuffled and repeated an evaluation (sweep 35)
-      if not isinstance(getattr(self, name), bool):
-        raise TypeError(f"ReadConfig.{name} must be True or False. Received: {getattr(self, name)!r}.")
+    check_field_types(self)  # is_training="False" shuffled and repeated an evaluation (sweep 35)
     if self.is_training and not is_int_at_least(self.shuffle_buffer, 1):
       raise ValueError(f"--shuffle_buffer must be a positive integer. Received: {self.shuffle_buffer!r}.")
     if self.n_token is not None and not is_int_at_least(self.n_token, 1):

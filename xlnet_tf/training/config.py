@@ -7,7 +7,7 @@ import dataclasses
 import math
 from typing import Optional
 
-from xlnet_tf.config import fits
+from xlnet_tf.config import check_field_types
 from xlnet_tf.training import accumulation
 from xlnet_tf.training import optimization
 
@@ -16,10 +16,6 @@ MEMS_RESET = ("never", "every_loop")
 
 
 LOSS_WEIGHTINGS = ("replica_mean", "global_mean")
-
-
-_KIND_NAMES = {float: "a number", int: "an integer", bool: "True or False", str: "a string",
-               Optional[int]: "an integer or None", Optional[str]: "a string or None"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,11 +65,9 @@ class TrainConfig:
   gradient_accumulation_steps: int = 1
 
   def __post_init__(self):
-    for field in dataclasses.fields(self):  # a notebook's "1e-3" or 2.0 failed deep in the schedule or the loop
+    check_field_types(self)  # a notebook's "1e-3" or 2.0 failed deep in the schedule or the loop
+    for field in dataclasses.fields(self):
       value = getattr(self, field.name)
-      if not fits(field.type, value):
-        raise TypeError(f"TrainConfig.{field.name} must be {_KIND_NAMES[field.type]}. Received: {value!r} "
-                        f"({type(value).__name__}).")
       if field.type is float and not math.isfinite(value):  # a NaN lr trained a step of NaNs (sweep 35)
         raise ValueError(f"TrainConfig.{field.name} must be a finite number. Received: {value!r}.")
     for name in ("train_steps", "tokens_per_example"):  # 0 or less: `Nothing to do`, a throughput of nothing

@@ -12,7 +12,7 @@ import os
 import numpy as np
 
 from xlnet_tf import fileio
-from xlnet_tf.config import is_head_name
+from xlnet_tf.config import check_field_types, is_head_name
 from xlnet_tf.training import inference
 
 
@@ -230,6 +230,9 @@ class PredictionFiles:
   def __post_init__(self):
     if not self.predict_dir:
       raise ValueError("Prediction needs an output directory. Set --predict_dir.")
+    check_field_types(self)  # predict_threshold "0.5" failed in the comparison (sweep 35)
+    if self.label_list is not None and not isinstance(self.label_list, (list, tuple)):  # "01": two labels
+      raise TypeError(f"PredictionFiles.label_list must be a list of labels or None. Received: {self.label_list!r}.")
     if not is_head_name(self.task_name):  # "../escape" wrote beside --predict_dir (sweep 35)
       raise ValueError(f"The task name {self.task_name!r}, which names the prediction files, may hold letters, "
                        "digits, '_', '.' and '-' only.")

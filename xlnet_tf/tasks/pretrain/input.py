@@ -64,6 +64,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from xlnet_tf.config import check_field_types
+
 from xlnet_tf.data.record_files import check_writers, find_record_info, read_corpus_info
 from xlnet_tf.data.records import counted_record_dataset, read_steps, record_dataset
 from xlnet_tf.tasks.pretrain.parser import parse_record
@@ -87,6 +89,9 @@ class ReaderOptions:
   seed: int = None
   cache: bool = True
   n_token: int = None
+
+  def __post_init__(self):
+    check_field_types(self)  # use_bfloat16="False" gave bfloat16 batches (sweep 35)
 
 
 @dataclasses.dataclass(frozen=True)

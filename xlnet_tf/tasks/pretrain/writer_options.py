@@ -4,6 +4,8 @@ one-line error."""
 
 import dataclasses
 
+from xlnet_tf.config import check_field_types
+
 
 SPAN_SAMPLING_CHOICES = ("original", "word")
 
@@ -43,6 +45,7 @@ class WriterOptions:
   num_threads: int = None
 
   def __post_init__(self):
+    check_field_types(self)  # use_eod="False" was true (sweep 35)
     if not self.use_tpu:
       object.__setattr__(self, "num_core_per_host", 1)  # Forced, as the original.
 

@@ -15,6 +15,7 @@ import dataclasses
 import numpy as np
 from absl import logging
 
+from xlnet_tf.config import check_field_types
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.squad import alignment as alignment_lib
 
@@ -134,6 +135,7 @@ class FeatureOptions:
 
   def __post_init__(self):
     check_options(self.max_seq_length, self.max_query_length, self.doc_stride)
+    check_field_types(self)  # uncased="False" lower-cased (sweep 35)
 
 
 # ---------------------------------------------------------------------------------------------------------------

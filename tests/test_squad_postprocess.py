@@ -145,6 +145,22 @@ def test_empty_prediction_without_answers_needs_a_threshold(tmp_path):
                                        end_n_top=1) == {}
 
 
+def test_a_user_s_file_named_as_an_output_is_left_as_it_is(tmp_path):
+  """The three outputs given as a user's files (data.csv, notes): each held `{}` after (sweep 36). An earlier run's
+  prediction files are replaced."""
+  examples, features, results, _ = _tiny()
+  paths = [str(tmp_path / name) for name in OUTPUTS]
+  postprocess.write_predictions(examples, features, results, _options(), paths, None, start_n_top=2, end_n_top=1)
+  (tmp_path / OUTPUTS[1]).write_text("question,answer\n")
+  with pytest.raises(ValueError, match=f"^{tmp_path}/{OUTPUTS[1]} is not a prediction file of these tools \\(it does "
+                                       "not start with '{'\\): left as it is"):
+    postprocess.write_predictions(examples, features, results, _options(), paths, None, start_n_top=2, end_n_top=1)
+  assert (tmp_path / OUTPUTS[1]).read_text() == "question,answer\n"
+  (tmp_path / OUTPUTS[1]).unlink()
+  assert postprocess.write_predictions(examples, features, results, _options(), paths, None, start_n_top=2,
+                                       end_n_top=1) == {}
+
+
 def test_bad_postprocess_inputs():
   examples, features, results, _ = _tiny()
   with pytest.raises(ValueError, match="No head result for feature unique_id 7"):

@@ -7,6 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from xlnet_tf import checkpoint
+from xlnet_tf import fileio
 from xlnet_tf.data import read_errors
 from xlnet_tf.training import out_of_memory, preemption
 
@@ -156,3 +157,16 @@ def each_remaining(checkpoints, work, log_fn):
     raise FileNotFoundError(f"Every checkpoint listed was deleted before it was read ({listed}). Rerun once a "
                             "training run in that directory has saved, or raise its --max_save.")
   return done
+
+
+def check_prediction_file(path, head):
+  """ValueError where the file `path` holds something else than a prediction file the tools write there: neither
+  empty nor starting with the text `head` (a user's file given or named as an output was replaced: sweeps 35, 36).
+  A missing file or a directory passes (the write says what it must)."""
+  if not fileio.exists(path) or fileio.isdir(path):
+    return
+  with fileio.open_file(path, "rb") as f:
+    start = f.read(len(head.encode("utf-8")))
+  if start and start != head.encode("utf-8"):
+    raise ValueError(f"{path} is not a prediction file of these tools (it does not start with {head.strip()!r}): "
+                     "left as it is. Move it away, or pass another --predict_dir.")

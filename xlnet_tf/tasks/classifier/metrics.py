@@ -243,13 +243,6 @@ def prediction_file_names(task_name):
   return f"{task_name.lower()}.tsv", f"{task_name.lower()}.logits.json"
 
 
-def _starts_with(path, head):
-  """Whether the file `path` is empty or starts with the text `head`."""
-  with fileio.open_file(path, "rb") as f:
-    start = f.read(len(head.encode("utf-8")))
-  return not start or start == head.encode("utf-8")
-
-
 def write_predictions(files, logits, is_real_example=None):
   """Writes `{predict_dir}/{task}.tsv` (`index\\tprediction`, GLUE submission format) and `{task}.logits.json`,
   together (`fileio.atomic_files`): a failed or stopped write leaves both files of the run before.
@@ -280,9 +273,7 @@ def write_predictions(files, logits, is_real_example=None):
   tsv_path, json_path = (os.path.join(files.predict_dir, name) for name in prediction_file_names(files.task_name))
   lines = ["index\tprediction\n"] + [f"{i}\t{label}\n" for i, label in enumerate(labels_out)]
   for path, head in ((tsv_path, lines[0]), (json_path, "[")):  # a task "train" replaced a user's train.tsv (sweep 35)
-    if fileio.exists(path) and not fileio.isdir(path) and not _starts_with(path, head):
-      raise ValueError(f"{path} is not a prediction file of these tools (it does not start with {head.strip()!r}): "
-                       "left as it is. Move it away, or pass another --predict_dir.")
+    inference.check_prediction_file(path, head)
   with fileio.atomic_files() as out:  # both files of this run, or both of the run before
     out.write(tsv_path, "".join(lines))
     out.write(json_path, json.dumps([[float(v) for v in row] for row in logits], indent=4))

@@ -174,6 +174,7 @@ def predict(inference, ckpt_path, eval_file, max_seq_length, eval_batch_size, ex
       "logits": [float(v) for v in row], "answer": None if ex.label is None else data.ANSWER_LETTERS[ex.label],
       "correct": None if ex.label is None else bool(choice == ex.label),
   } for ex, choice, probs, row in zip(examples, choices, probabilities, logits)]
+  inference.check_prediction_file(output_file, "[")  # a user's file, replaced (sweep 36)
   fileio.write_json(output_file, entries, indent=1)
   answered = all(ex.label is not None for ex in examples)
   accuracy = float(np.mean(choices == labels)) if len(labels) and answered else math.nan

@@ -28,6 +28,7 @@ from absl import logging
 
 from xlnet_tf import fileio
 from xlnet_tf.tasks.squad import evaluate as evaluate_lib
+from xlnet_tf.training import inference
 
 RawResult = collections.namedtuple(
     "RawResult", ["unique_id", "start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index",
@@ -220,6 +221,8 @@ def write_predictions(all_examples, all_features, all_results, options, output_f
     if orig_data is not None:
       out_eval["null_threshold"] = null_threshold
       out_eval.update(evaluate_lib.evaluate(orig_data, predictions))
+  for path in (output_prediction_file, output_nbest_file, output_null_log_odds_file):  # a user's, replaced (sweep 36)
+    inference.check_prediction_file(path, "{")
   logging.info("Writing predictions to %s", output_prediction_file)
   with fileio.atomic_files() as out:  # the three files of this run, or the three of the run before
     out.write(output_prediction_file, _dump(predictions))

@@ -21,7 +21,7 @@ from xlnet_tf import checkpoint
 from xlnet_tf import fileio
 from xlnet_tf.data import records as records_lib
 from xlnet_tf.training import inference
-from xlnet_tf.training.inference import each_remaining
+from xlnet_tf.training.inference import check_prediction_file, each_remaining
 from xlnet_tf.tasks.race import data
 from xlnet_tf.tasks.race import records
 from xlnet_tf.tasks.race.task import HEAD_NAME, forward
@@ -174,7 +174,7 @@ def predict(inference, ckpt_path, eval_file, max_seq_length, eval_batch_size, ex
       "logits": [float(v) for v in row], "answer": None if ex.label is None else data.ANSWER_LETTERS[ex.label],
       "correct": None if ex.label is None else bool(choice == ex.label),
   } for ex, choice, probs, row in zip(examples, choices, probabilities, logits)]
-  inference.check_prediction_file(output_file, "[")  # a user's file, replaced (sweep 36)
+  check_prediction_file(output_file, "[")  # a user's file, replaced (sweep 36)
   fileio.write_json(output_file, entries, indent=1)
   answered = all(ex.label is not None for ex in examples)
   accuracy = float(np.mean(choices == labels)) if len(labels) and answered else math.nan

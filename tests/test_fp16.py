@@ -177,6 +177,15 @@ def test_a_new_run_saves_the_step_it_starts_from_where_asked(tmp_path):
   assert [step for step, _ in checkpoint.list_checkpoints(str(tmp_path / "asked"))] == [0, 2, 4]
 
 
+def test_train_refuses_a_train_steps_that_is_no_positive_integer(tmp_path):
+  """train(train_steps=0) trained to TrainConfig.train_steps, 2.5 to step 3, "3" was a bare TypeError (sweep 36)."""
+  trainer = make_trainer(tmp_path, False)
+  for steps in (0, 2.5, "3"):
+    with pytest.raises(ValueError, match=f"^train_steps must be a positive integer or None. Received: {steps!r}.$"):
+      trainer.train(dataset_fn, train_steps=steps, log_fn=lambda _: None)
+  assert trainer.step == 0
+
+
 def test_a_trainer_refuses_a_model_dir_that_is_a_file(tmp_path):
   """Built, it trained every step, then failed at the first save with `Could not write checkpoint F/ckpt-2 (... is
   not a directory) ... free space` (sweep 35)."""

@@ -37,6 +37,7 @@ import tensorflow as tf
 from absl import logging
 
 from xlnet_tf import checkpoint as checkpoint_lib
+from xlnet_tf import config as config_lib
 from xlnet_tf import fileio
 from xlnet_tf.data import read_errors, records
 from xlnet_tf.run_checkpoint import RunCheckpoint, load_optimizer_state
@@ -159,16 +160,15 @@ class Trainer:
       data_files: the record files behind dataset_fn, to name the corrupt one if reading fails.
       metrics_fn: called after every loop with the dict that `train` returns for the last one (full precision).
 
-    Returns:
-      dict with the last loop's loss, gnorm, lr and the final step.
+    Returns: dict with the last loop's loss, gnorm, lr and the final step.
 
     Raises:
       preemption.Interrupted: SIGTERM or SIGINT arrived; the step in progress was finished and saved.
-      ValueError: a record could not be read, or holds a token id outside the vocabulary (the message names the
-        file and record); nothing was saved.
-      MemoryError: the device ran out of memory in a step (the message says which flags make it fit); nothing was
-        saved.
+      ValueError: a record could not be read, or holds a token id outside the vocabulary (named with its file and
+        record); MemoryError: a step ran out of memory (the message says which flags make it fit). Nothing saved.
     """
+    if train_steps is not None and not (config_lib.fits(int, train_steps) and train_steps >= 1):  # 0 trained to the
+      raise ValueError(f"train_steps must be a positive integer or None. Received: {train_steps!r}.")  # config's
     train_steps = train_steps or self.config.train_steps
     if train_steps > self.config.train_steps:  # the Python API's call (the tools pass the config's)
       log_fn(f"Warning: training to step {train_steps}, past the learning rate schedule's end at "

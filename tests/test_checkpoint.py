@@ -488,6 +488,13 @@ def test_a_checkpoint_deleted_after_the_listing_is_skipped_and_the_rest_evaluate
   load = lambda step, path: inference.Inference(model, lambda features: {}).load(path) and step
   assert inference.each_remaining([listed[2], (4, str(tmp_path / "nan" / "ckpt-4"))], load, lines.append) == [3]
   assert len(lines) == 1 and lines[0].startswith(f"Skipped {tmp_path}/nan/ckpt-4: {name} holds NaN")
+  # A SavedModel listed by hand: "it was deleted after its directory was listed", then "Every checkpoint listed was
+  # deleted" (sweep 36); its own error.
+  (tmp_path / "export").mkdir()
+  (tmp_path / "export" / "saved_model.pb").write_bytes(b"")
+  with pytest.raises(FileNotFoundError, match=f"^{tmp_path}/export is a SavedModel"):
+    inference.each_remaining([(None, str(tmp_path / "export"))],
+                             lambda step, path: checkpoint.resolve_checkpoint_path(path), lines.append)
 
 
 def test_a_cut_latest_checkpoint_is_one_line_and_deleting_it_resumes_from_the_one_before(tmp_path):

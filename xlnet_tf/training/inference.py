@@ -138,7 +138,7 @@ def each_remaining(checkpoints, work, log_fn):
       done.append(work(step, path))
     except (FileNotFoundError, checkpoint.DamagedCheckpointError, UnusableCheckpointError,
             tf.errors.NotFoundError) as e:
-      if not tf.io.gfile.exists(path + ".index"):
+      if not tf.io.gfile.exists(path + ".index") and not tf.io.gfile.exists(path):  # (a SavedModel: its error)
         log_fn(f"Skipped {path}: it was deleted after its directory was listed (a training run there keeps its "
                "last --max_save checkpoints).")
       elif isinstance(e, checkpoint.DamagedCheckpointError):

@@ -1,5 +1,6 @@
 """RACE reading and features: the original's goldens (tests/testdata/race), the option aliasing, bad inputs."""
 
+import dataclasses
 import json
 import os
 import re
@@ -286,10 +287,19 @@ def test_lengths_at_the_limit():
   assert len(feature.input_ids) == 48
 
 
-def test_wrong_number_of_options():
+def test_wrong_number_of_options_or_a_label_out_of_range():
+  """Hand-built examples: a label of 7 or -1 was written and trained on without a loss; qa_list "abcd" was four
+  options of a letter each (sweep 36)."""
   example = data.InputExample(context="1", qa_list=["2", "3"], label=0, level="middle", file="f.txt")
-  with pytest.raises(ValueError, match="needs 4 question/option strings. Received 2 .file f.txt"):
+  with pytest.raises(ValueError, match=r"needs a list of 4 question/option strings. Received \['2', '3'\] "
+                                       r"\(file f.txt, question 0\)"):
     data.convert_single_example(example, _ids, 12, 4)
+  with pytest.raises(ValueError, match="needs a list of 4 question/option strings. Received 'abcd'"):
+    data.convert_single_example(dataclasses.replace(example, qa_list="abcd"), _ids, 12, 4)
+  for label in (7, -1, "B", 1.0):
+    with pytest.raises(ValueError, match=f"label is the index of its answer, 0 to 3 \\(None: unknown\\). Received: "
+                                         f"{re.escape(repr(label))} \\(file f.txt"):
+      data.convert_single_example(dataclasses.replace(example, qa_list=list("abcd"), label=label), _ids, 12, 4)
 
 
 def test_answers_null_or_empty_are_no_answers_when_predicting(tmp_path):

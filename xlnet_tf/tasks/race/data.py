@@ -289,9 +289,13 @@ def convert_single_example(example, tokenize_fn, max_seq_length, max_qa_length, 
   check_lengths(max_seq_length, max_qa_length)
   if isinstance(example, PaddingInputExample):
     return padding_features(max_seq_length)
-  if len(example.qa_list) != NUM_CHOICES:
-    raise ValueError(f"A RACE example needs {NUM_CHOICES} question/option strings. Received "
-                     f"{len(example.qa_list)} (file {example.file or '?'}, question {example.question_index}).")
+  where = f"(file {example.file or '?'}, question {example.question_index})"
+  if isinstance(example.qa_list, str) or len(example.qa_list) != NUM_CHOICES:  # "abcd": four options of a letter
+    raise ValueError(f"A RACE example needs a list of {NUM_CHOICES} question/option strings. Received "
+                     f"{example.qa_list!r:.80} {where}.")
+  if example.label is not None and not (records.is_int_at_least(example.label, 0) and example.label < NUM_CHOICES):
+    raise ValueError(f"A RACE example's label is the index of its answer, 0 to {NUM_CHOICES - 1} (None: unknown). "
+                     f"Received: {example.label!r} {where}.")  # 7 was written, and trained on with no loss (sweep 36)
   sequences = option_sequences(tokenize_fn(example.context), [tokenize_fn(qa) for qa in example.qa_list],
                                max_seq_length, max_qa_length, fix_option_aliasing)
   input_ids, input_mask, all_segment_ids = [], [], []

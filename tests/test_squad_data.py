@@ -85,6 +85,19 @@ def test_shuffled_order(sp_model):
   assert [f.unique_id for f in got] == list(range(data.FIRST_UNIQUE_ID, data.FIRST_UNIQUE_ID + len(got)))
 
 
+def test_a_hand_built_answer_not_at_its_start_is_refused(sp_model):
+  """SquadExample("b", "when?", P, "1999", start_position=0), built in code: "The" (the text at 0) trained as the
+  answer; the JSON reader checks this, the features did not (sweep 36)."""
+  paragraph = "The film came out in 1999 and did well."
+  example = squad_examples.SquadExample("b", "When?", paragraph, orig_answer_text="1999", start_position=0)
+  with pytest.raises(ValueError, match=r"^Example b: its answer '1999' is not the text at start_position 0 of its "
+                                       r"paragraph; fix start_position or orig_answer_text\.$"):
+    data.build_features([example], sp_model, _opts(64, 24, 16), is_training=True)
+  example.start_position = paragraph.index("1999")
+  features, _ = data.build_features([example], sp_model, _opts(64, 24, 16), is_training=True)
+  assert len(features) == 1 and features[0].start_position != features[0].cls_index
+
+
 def test_mismatch_drops_are_logged(sp_model, caplog):
   with caplog.at_level(logging.WARNING):
     data.build_features(_examples("eval"), sp_model, _opts(64, 24, 16), is_training=False)

@@ -181,6 +181,11 @@ def _align_paragraphs(examples, sp_model, uncased, is_training):
     for k in members:
       example = examples[k]
       if is_training and not example.is_impossible:
+        start, answer = example.start_position, example.orig_answer_text
+        if not (isinstance(start, int) and isinstance(answer, str) and answer and text[start:start + len(answer)]
+                == answer and start >= 0):  # built in code: "The" trained as the answer "1999" (sweep 36)
+          raise ValueError(f"Example {example.qas_id}: its answer {answer!r} is not the text at start_position "
+                           f"{start!r} of its paragraph; fix start_position or orig_answer_text.")
         answer_end = example.start_position + len(example.orig_answer_text) - 1
         answer_tokens[k] = align.answer_token_span(example.start_position, answer_end)
         if answer_tokens[k][0] > answer_tokens[k][1]:

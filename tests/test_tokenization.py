@@ -85,6 +85,21 @@ def test_batch_encoder_equals_encode_ids(digit_comma_sp):
   assert tk.BatchEncoder(digit_comma_sp).slow_ids >= {0, digit_comma_sp.PieceToId("▁2000,")}
 
 
+def test_the_tokenizers_refuse_what_is_not_a_text():
+  """preprocess_text(None) was an AttributeError, encode_ids(sp, [...]) nested lists, encode_pieces(b"...") a piece
+  of U+FFFD, BatchEncoder("hello") a row per character (sweep 36)."""
+  sp = tk.load_sentencepiece(GOLDEN_SPM)
+  for bad in (None, 5):
+    with pytest.raises(TypeError, match=r"^preprocess_text takes a text \(str, or UTF-8 bytes\)\. Received: "):
+      tk.preprocess_text(bad)
+  for bad in (["a b"], b"\xff\xfe abc"):
+    with pytest.raises(TypeError, match=r"^encode_pieces and encode_ids take one text"):
+      tk.encode_ids(sp, bad)
+  with pytest.raises(TypeError, match=r"^BatchEncoder takes a list of texts; for one text, pass \[text\]"):
+    tk.BatchEncoder(sp)("hello")
+  assert tk.preprocess_text(b"caf\xc3\xa9") == "cafe"
+
+
 def test_load_sentencepiece_checks_symbols(tmp_path):
   sp = tk.load_sentencepiece(GOLDEN_SPM)
   assert tk.vocab_size(sp) == 1000

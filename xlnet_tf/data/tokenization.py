@@ -83,6 +83,8 @@ def preprocess_text(inputs, lower=False, remove_space=True, keep_accents=False):
   """
   if isinstance(inputs, bytes):
     inputs = inputs.decode("utf-8")
+  elif not isinstance(inputs, str):  # None, 5: an AttributeError deep inside (sweep 36)
+    raise TypeError(f"preprocess_text takes a text (str, or UTF-8 bytes). Received: {inputs!r:.60}.")
   outputs = " ".join(inputs.strip().split()) if remove_space else inputs
   outputs = outputs.replace("``", '"').replace("''", '"')
   if not keep_accents and not outputs.isascii():  # NFKD is the identity on ASCII, which has no combining marks.
@@ -109,6 +111,9 @@ def encode_pieces(sp_model, text, sample=False):
   Returns:
     List of str pieces, with every `<digits>,` piece split into the re-encoded number and a `,` piece.
   """
+  if not isinstance(text, str):  # a list gave nested lists, bytes a piece of U+FFFD (sweep 36)
+    raise TypeError(f"encode_pieces and encode_ids take one text (str; preprocess_text decodes bytes). Received: "
+                    f"{text!r:.60}.")
   pieces = sp_model.SampleEncodeAsPieces(text, 64, 0.1) if sample else sp_model.EncodeAsPieces(text)
   new_pieces = []
   for piece in pieces:
@@ -153,6 +158,8 @@ class BatchEncoder:
 
   def __call__(self, texts):
     """Returns a list of id lists, one per str in `texts`."""
+    if isinstance(texts, (str, bytes)):  # a row per character (sweep 36)
+      raise TypeError(f"BatchEncoder takes a list of texts; for one text, pass [text]. Received: {texts!r:.60}.")
     if not texts:
       return []
     all_ids = self.sp_model.Encode(list(texts), out_type=int, num_threads=self.num_threads)

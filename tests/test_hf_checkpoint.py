@@ -1565,3 +1565,13 @@ def test_weights_of_another_activation_or_pooling_than_the_model_s_are_refused(t
     with pytest.raises(ValueError, match=f"^{out} is another model than this one \\({tmp_path}/xlnet_config.json: "
                                          "ff_activation gelu there, relu here\\)"):
       load(_build("lm", relu), out)
+
+
+def test_a_conversion_refuses_a_task_name_that_names_no_task(tmp_path):
+  """convert_to_hf / convert_to_original(task_name=5): `'int' object has no attribute 'lower'` (sweep 36)."""
+  for convert_fn, source in ((convert.convert_to_hf, f"{MODEL}/ckpt_untied/xlnet_model.ckpt"),
+                             (convert.convert_to_original, f"{DATA}/cls_h5")):
+    for name in (5, "glue/sst"):
+      with pytest.raises(ValueError, match=r"^task_name must name a task \(letters, digits, '_', '.', '-'\), as "):
+        convert_fn(source, str(tmp_path / "out"), task_name=name, log_fn=lambda line: None)
+  assert not (tmp_path / "out").exists()

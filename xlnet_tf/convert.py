@@ -13,7 +13,7 @@ from xlnet_tf import hf_checkpoint
 from xlnet_tf import hf_export
 from xlnet_tf import hf_weights
 from xlnet_tf import locks
-from xlnet_tf.config import XLNetConfig
+from xlnet_tf.config import XLNetConfig, is_head_name
 from xlnet_tf.data import json_text
 
 
@@ -201,6 +201,13 @@ def _fine_tuned_with(flags):
   return flags.get("summary_type"), flags.get("label_list"), flags.get("clamp_len")
 
 
+def _check_task_name(task_name):
+  """ValueError unless task_name is None or names a head (`classification_{task_name}`): 5 was an AttributeError."""
+  if task_name is not None and not (isinstance(task_name, str) and is_head_name(task_name)):
+    raise ValueError(f"task_name must name a task (letters, digits, '_', '.', '-'), as --task_name. Received: "
+                     f"{task_name!r}.")
+
+
 def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, model_config_path=None,
                   allow_d_head_override=False, log_fn=print):
   """An original-format checkpoint (the original's or ours) -> an HF model directory: `model.safetensors`,
@@ -215,6 +222,7 @@ def convert_to_hf(ckpt_path, output_dir, task_name=None, summary_type=None, mode
     model_config_path: its xlnet_config.json; None: the one beside the checkpoint.
   """
   from safetensors import numpy as safetensors_numpy  # pylint: disable=import-outside-toplevel
+  _check_task_name(task_name)
   path = checkpoint.resolve_checkpoint_path(ckpt_path)
   with _output_dir_held(output_dir, os.path.dirname(path)) as journal:
     _check_copy(os.path.dirname(path), output_dir)
@@ -281,6 +289,7 @@ def convert_to_original(directory, output_dir, task_name=None, log_fn=print):
   export it as the HF model pools, and refuse another pooling or labels) in output_dir. An output_dir that already
   holds a model (a config or a checkpoint) is refused. The files appear together (`fileio.atomic_files`), the
   checkpoint last, its index after its data."""
+  _check_task_name(task_name)
   with _output_dir_held(output_dir, directory) as journal:
     _check_copy(directory, output_dir)
     xlnet_config, arrays, info = hf_checkpoint.read_hf_checkpoint(directory, task_name)

@@ -745,3 +745,10 @@ def test_a_checkpoint_named_with_a_zero_padded_step_is_taken_as_named(tmp_path):
   step.assign(0)
   tf.train.Checkpoint(step=step).read(checkpoint.latest_checkpoint(str(tmp_path))).assert_consumed()
   assert int(step.numpy()) == 4
+
+
+def test_an_hf_model_records_no_step():
+  """Evaluating an HF model directory listed with the checkpoints ended in TensorFlow's "Couldn't find 'checkpoint'
+  file or checkpoints in given directory" (sweep 36): it records no step, as a checkpoint without one."""
+  assert checkpoint.recorded_step("tests/testdata/hf/cls_h5", default=-1) == -1
+  assert checkpoint.recorded_step(f"{UNTIED}/xlnet_model.ckpt", default=-1) == 0

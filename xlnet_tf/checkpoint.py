@@ -423,10 +423,10 @@ def checkpoint_step(path):
 
 def recorded_step(path, default=None):
   """The step a checkpoint holds, whatever its name: its `global_step` variable (original; what an Estimator's
-  evaluate reports as `global_step`) or optimizer step (ours); `default` if it records none."""
-  reader = Reader(path)
+  evaluate reports as `global_step`) or optimizer step (ours); `default` if it records none (an HF model)."""
+  reader = None if hf_checkpoint.is_hf_directory(path) else Reader(path)  # TF's "Couldn't find 'checkpoint' file"
   for key in ("global_step", "optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"):
-    if reader.has_tensor(key):
+    if reader is not None and reader.has_tensor(key):
       return int(reader.get_tensor(key))
   return default
 

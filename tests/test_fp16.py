@@ -186,6 +186,19 @@ def test_train_refuses_a_train_steps_that_is_no_positive_integer(tmp_path):
   assert trainer.step == 0
 
 
+def test_train_refuses_batches_that_are_no_dict_or_hold_float_ids(tmp_path):
+  """A dataset of (features, labels) tuples: `TypeError: tuple indices must be integers` in autograph's words; float
+  token ids: Keras' dump of the call's arguments (sweep 36)."""
+  trainer = make_trainer(tmp_path, False)
+  with pytest.raises(ValueError, match=r"^dataset_fn's batches must be dicts of features by name .* Received: tuple "):
+    trainer.train(lambda ctx, start: dataset_fn(ctx, start).map(lambda f: (f, f["target"])), train_steps=1,
+                  log_fn=lambda _: None)
+  floats = lambda ctx, start: dataset_fn(ctx, start).map(lambda f: dict(f, input_k=tf.cast(f["input_k"], tf.float32)))
+  with pytest.raises(ValueError, match="^dataset_fn's batches hold input_k of float32: token ids are integers.$"):
+    trainer.train(floats, train_steps=1, log_fn=lambda _: None)
+  assert trainer.step == 0
+
+
 def test_a_trainer_refuses_a_model_dir_that_is_a_file(tmp_path):
   """Built, it trained every step, then failed at the first save with `Could not write checkpoint F/ckpt-2 (... is
   not a directory) ... free space` (sweep 35)."""

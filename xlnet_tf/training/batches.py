@@ -9,7 +9,7 @@ _MARK = "xlnet-tf: a per-replica batch of other rows than TrainConfig gives"  # 
 
 
 def _specs(element_spec):
-  """The TensorSpecs of a dataset's element (several replicas: a PerReplicaSpec of each one's)."""
+  """The TensorSpecs of rank 1 or more of a dataset's element (several replicas: a PerReplicaSpec of each one's)."""
   parts = [part for spec in tf.nest.flatten(element_spec)
            for part in (tf.nest.flatten(spec, expand_composites=True) if type(spec).__name__ == "PerReplicaSpec"
                         else [spec])]
@@ -49,7 +49,15 @@ def rows_error(config, replicas, rows, sizes=None, when=None):
 
 
 def check(element_spec, config, replicas, rows):
-  """`rows_error` where the per-replica batches' size, where known, is not `rows`."""
+  """`rows_error` where the per-replica batches' size, where known, is not `rows`; a ValueError where they are not a
+  dict of features or their token ids are not integers (a tuple, float ids: autograph's or Keras' words, sweep 36)."""
+  if not isinstance(element_spec, dict):
+    raise ValueError(f"dataset_fn's batches must be dicts of features by name ({{'input_ids': ..., ...}}, as the "
+                     f"tasks read them). Received: {type(element_spec).__name__} elements.")
+  for name in ("input_ids", "input_k"):  # the fine-tuning batches' ids; the pretraining batches'
+    dtypes = {spec.dtype for spec in _specs(element_spec.get(name, ()))}
+    if any(not dtype.is_integer for dtype in dtypes):
+      raise ValueError(f"dataset_fn's batches hold {name} of {dtypes.pop().name}: token ids are integers.")
   sizes = {spec.shape[0] for spec in _specs(element_spec) if spec.shape[0] is not None}
   if sizes and sizes != {rows}:
     raise rows_error(config, replicas, rows, sizes)

@@ -167,8 +167,8 @@ class Trainer:
       ValueError: a record could not be read, or holds a token id outside the vocabulary (named with its file and
         record); MemoryError: a step ran out of memory (the message says which flags make it fit). Nothing saved.
     """
-    if train_steps is not None and not (config_lib.fits(int, train_steps) and train_steps >= 1):  # 0 trained to the
-      raise ValueError(f"train_steps must be a positive integer or None. Received: {train_steps!r}.")  # config's
+    if train_steps is not None and not (config_lib.fits(int, train_steps) and train_steps >= 1):  # 0: the config's
+      raise ValueError(f"train_steps must be a positive integer or None. Received: {train_steps!r}.")  # (sweep 36)
     train_steps = train_steps or self.config.train_steps
     if train_steps > self.config.train_steps:  # the Python API's call (the tools pass the config's)
       log_fn(f"Warning: training to step {train_steps}, past the learning rate schedule's end at "

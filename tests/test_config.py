@@ -1,4 +1,5 @@
 import json
+import pathlib
 import types
 
 import numpy as np
@@ -185,6 +186,10 @@ def test_the_data_and_task_configs_refuse_a_value_of_another_type():
   with pytest.raises(TypeError, match=r"^PredictionFiles.label_list must be a list of labels or None. Received: '01'"):
     PredictionFiles(predict_dir="p", task_name="t", label_list="01")
   assert ReaderOptions(perm_size=8, seed=None).seed is None and WriterOptions(seed=3).seed == 3
+  # What worked before stays taken: a path for a str field (as its str), a numpy array of labels (as its list).
+  files = PredictionFiles(predict_dir=pathlib.Path("p"), task_name="t", label_list=np.array(["neg", "pos"]))
+  assert files.predict_dir == "p" and files.label_list == ["neg", "pos"]
+  assert RecordsConfig(**dict(race, data_dir=pathlib.Path("d"))).data_dir == "d"
 
 
 def test_heads_of_another_d_model_are_named():

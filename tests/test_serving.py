@@ -395,6 +395,8 @@ def test_a_module_that_would_not_serve_as_the_model_was_trained_is_refused(data)
   model = _model()
   with pytest.raises(TypeError, match=r"^uncased must be True or False \(the --uncased of training\). Received: "):
     serving.ClassifierModule(model, data["spm"], "classification_imdb", ["neg", "pos"], SEQ_LEN, "False")
+  serving.ClassifierModule(model, data["spm"], "classification_imdb", np.array(["neg", "pos"]), SEQ_LEN,
+                           np.bool_(False))  # numpy's bool and labels, taken before (sweep 36)
   for labels in (["neg", "mid", "pos"], ["pos"]):
     with pytest.raises(ValueError, match=rf"^label_list names {len(labels)} classes \(.*\), the head "
                                          r"classification_imdb has 2\. Pass the labels"):

@@ -47,10 +47,13 @@ _ANNOTATIONS = {"bool": bool, "int": int, "float": float, "str": str}  # a modul
 
 def check_field_types(obj):
   """TypeError naming the first field of the dataclass `obj` whose value is not of its annotated type (`fits`; a
-  field whose default is None may be None): a notebook's "False" was taken as true, "8" failed deep in a pipeline
-  (sweep 35)."""
+  field whose default is None may be None; a path for a str is taken as its str): a notebook's "False" was taken as
+  true, "8" failed deep in a pipeline (sweep 35)."""
   for field in dataclasses.fields(obj):
     value, kind = getattr(obj, field.name), _ANNOTATIONS.get(field.type, field.type)
+    if kind in (str, Optional[str]) and isinstance(value, os.PathLike):  # a pathlib.Path: its str
+      value = os.fspath(value)
+      object.__setattr__(obj, field.name, value)
     if kind in KIND_NAMES and not (value is None and field.default is None) and not fits(kind, value):
       raise TypeError(f"{type(obj).__name__}.{field.name} must be {KIND_NAMES[kind]}. Received: {value!r} "
                       f"({type(value).__name__}).")

@@ -231,8 +231,10 @@ class PredictionFiles:
     if not self.predict_dir:
       raise ValueError("Prediction needs an output directory. Set --predict_dir.")
     check_field_types(self)  # predict_threshold "0.5" failed in the comparison (sweep 35)
-    if self.label_list is not None and not isinstance(self.label_list, (list, tuple)):  # "01": two labels
+    if isinstance(self.label_list, (str, bytes)):  # "01": two labels
       raise TypeError(f"PredictionFiles.label_list must be a list of labels or None. Received: {self.label_list!r}.")
+    if self.label_list is not None:  # a numpy array of them: its list
+      object.__setattr__(self, "label_list", list(self.label_list))
     if not is_head_name(self.task_name):  # "../escape" wrote beside --predict_dir (sweep 35)
       raise ValueError(f"The task name {self.task_name!r}, which names the prediction files, may hold letters, "
                        "digits, '_', '.' and '-' only.")

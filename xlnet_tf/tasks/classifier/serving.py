@@ -47,6 +47,7 @@ from xlnet_tf import checkpoint_paths
 from xlnet_tf import fileio
 from xlnet_tf import locks
 from xlnet_tf import path_errors
+from xlnet_tf.config import fits
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks.classifier import features as classifier_features
 from xlnet_tf.tasks.classifier import task as finetune
@@ -145,6 +146,7 @@ class ClassifierModule(tf.Module):
                predict_threshold=0.0):
     super().__init__(name="xlnet_classifier")
     self.text_replacements = tuple(text_replacements)
+    label_list = None if label_list is None else list(label_list)  # a numpy array's truth was ambiguous
     classifier_features.check_max_seq_length(max_seq_length, is_pair=False)
     _check_the_model_s(model, scope, label_list, uncased, spiece_model_file)
     self.model = model
@@ -259,7 +261,7 @@ def _check_the_model_s(model, scope, label_list, uncased, spiece_model_file):
   """ValueError where the export would not serve as `model` was trained: a string for `uncased` ("False" lower-cased
   every text), a SentencePiece model of more pieces than the model's n_token, labels of another count than the head's
   classes (each request failed, or exported without a word: sweep 35)."""
-  if not isinstance(uncased, bool):
+  if not fits(bool, uncased):
     raise TypeError(f"uncased must be True or False (the --uncased of training). Received: {uncased!r}.")
   pieces, n_token = tokenization.load_sentencepiece(spiece_model_file).GetPieceSize(), model.xlnet_config.n_token
   if pieces > n_token:

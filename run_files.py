@@ -389,9 +389,10 @@ def check_apart_from_init_checkpoint(o):
   # state file names it: this run would then resume from it, and its CheckpointManager prune what the file lists.
   foreign = latest or _other_checkpoint(o.model_dir)
   if foreign and (latest or not in_init_dir):
+    slots = (" (its Adam slots and step come with it: --init_optimizer_state)" if hasattr(o, "init_optimizer_state")
+             else "")  # the fine-tuning tools start from its weights alone, at step 0
     raise FlagError(f"--model_dir {o.model_dir} holds the checkpoint {foreign}, not one of this tool's training runs "
-                    "(ckpt-N): pass it as --init_checkpoint (its Adam slots and step come with it: "
-                    "--init_optimizer_state) and another --model_dir.")
+                    f"(ckpt-N): pass it as --init_checkpoint{slots} and another --model_dir.")
 
 
 def check_same_tool(o, latest):

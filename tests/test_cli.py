@@ -644,10 +644,11 @@ def test_a_model_dir_holding_another_checkpoint_is_refused(tmp_path):
   without its config.json: the run trained from random weights beside it, exit 0, or failed to resume it, advising
   to delete it (sweep 16, N1 and N2). A bare checkpoint there as --init_checkpoint is allowed while no state file
   names it (the run would resume from it)."""
-  def refused(directory, init_checkpoint=None):
+  def refused(directory, init_checkpoint=None, **tool_flags):
     with pytest.raises(cli.FlagError) as error:
       run_files.check_apart_from_init_checkpoint(  # pylint: disable=protected-access
-          types.SimpleNamespace(model_dir=str(directory), init_checkpoint=init_checkpoint))
+          types.SimpleNamespace(model_dir=str(directory), init_checkpoint=init_checkpoint,
+                                **(tool_flags or dict(init_optimizer_state=False))))
     return str(error.value)
 
   def line(directory, name):
@@ -667,6 +668,9 @@ def test_a_model_dir_holding_another_checkpoint_is_refused(tmp_path):
                   "pass it as --init_checkpoint and another --model_dir.") if config == ["xlnet_config.json"] else \
           line(directory, "model.ckpt-6")  # with xlnet_config.json: a released model's line (A5)
       assert refused(directory) == expected
+      if expected == line(directory, "model.ckpt-6"):  # a fine-tuning tool starts from the weights alone, at step 0
+        assert refused(directory, summary_type="last") == expected.replace(
+            " (its Adam slots and step come with it: --init_optimizer_state)", "")
       assert refused(directory, "tests/testdata/hf/qa_bin") == expected
       if not config:  # a bare checkpoint as --init_checkpoint in its own directory: allowed as before, without state
         if state:

@@ -361,8 +361,8 @@ def load_weights(model, ckpt_path):
     pooling = getattr(model.heads.get("sequnece_summary"), "summary_type", None)
     if info["architecture"] in hf_checkpoint.POOLING and pooling not in (None, info["summary_type"]):  # sweep 35
       logging.warning("%s pools with summary_type %r (its config.json), this model's head with %r: its head reads "
-                      "another summary than it was trained on (to predict as it does: finetune_heads(..., "
-                      "summary_type=%r)).", ckpt_path, info["summary_type"], pooling, info["summary_type"])
+                      "another summary than it was trained on (to pool as it does: --summary_type=%s).", ckpt_path,
+                      info["summary_type"], pooling, info["summary_type"])
     for line in info["notes"]:
       logging.info("%s", line)
     tf_checkpoints = [os.path.basename(p) for p in checkpoint_prefixes(ckpt_path)]

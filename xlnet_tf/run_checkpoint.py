@@ -255,6 +255,19 @@ class RunCheckpoint:
     logging.info("Saved checkpoint %s", path)
     return path
 
+  def discard(self, path):
+    """Removes the checkpoint `path`, the only one this directory's run has written (a run's checkpoint of its start,
+    whose training then failed before the next save: a rerun resumed from it, its --init_* flags unread), and the
+    state file naming it alone."""
+    if not self.chief:
+      return
+    state = checkpoint_paths.read_state(self._save_dir)
+    if state is not None and list(state.all_model_checkpoint_paths) in ([], [path]):
+      tf.io.gfile.remove(os.path.join(self._save_dir, "checkpoint"))
+    for part in tf.io.gfile.glob(glob.escape(path) + ".*"):
+      tf.io.gfile.remove(part)
+    self.latest_path = None
+
   def _remove_if_damaged(self, prefix):
     """Removes the files of the checkpoint `prefix` a failed save left where they cannot be read: TensorFlow merges
     the `.index` under its final name, and a full disk there left it cut short beside a whole `.data` file, which

@@ -18,6 +18,7 @@ would start, every batch of eval and predict), which raises the lost stop there.
 """
 
 import contextlib
+import math
 import os
 import signal
 import sys
@@ -245,3 +246,27 @@ class StopRequest:
     self._watcher.join(timeout=5)
     os.close(self._read_fd)
     return False
+
+
+def check_finite(step, loss, gnorm, loss_scale, run_config, latest):
+  """FloatingPointError when the run cannot go on: a loop whose loss or gradient norm is not finite; with loss
+  scaling (`loss_scale`, where an overflowed step is skipped and its loop reports the applied steps only, NaN when
+  none was) a step that overflowed with the scale already at its minimum 1: the gradients themselves are not finite.
+  The line names `latest()`, the last good checkpoint, and what may help (the model's `run_config`: its --init_*)."""
+  if loss_scale is None:
+    if math.isfinite(loss) and math.isfinite(gnorm):
+      return
+    what = f"Loss or gradient norm is not finite at step {step} (loss {loss}, gnorm {gnorm})"
+  else:
+    if not int(loss_scale.floor_overflows.numpy()):
+      return
+    what = (f"The float16 gradients are not finite even unscaled (loss scale at its minimum 1) by step {step} "
+            f"(loss {loss}, gnorm {gnorm})")
+  # float16's range (65504) may be the cause itself: activations of large weights overflow from the first step.
+  fix = (", check the data, or train without --use_fp16 (float32, or --use_bfloat16)" if loss_scale is not None
+         else " or check the data")
+  run = run_config  # new weights of a huge spread overflow at once (sweep 28)
+  if run is not None and (spread := (run.init_std if run.init == "normal" else run.init_range)) > 1:
+    fix += f", or pass a smaller --init_{'std' if run.init == 'normal' else 'range'} (received {spread:g})"
+  raise FloatingPointError(f"{what}; stopped without saving. The last good checkpoint is {latest()}. Lower "
+                           f"--learning_rate{fix}.")

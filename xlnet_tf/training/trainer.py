@@ -88,7 +88,7 @@ class Trainer:
     self._stop = preemption.StopRequest()
     # () -> None, run once before this run's first checkpoint is written (the CLIs write their run files there,
     # which describe the checkpoints: a run that fails before it saves leaves the earlier run's as they were).
-    self.before_first_save = None
+    self.before_first_save = self._at_start = self._undo_run_files = None  # and the start's checkpoint, its undo
     with strategy.scope():
       self.model = model_fn()
       self.n_layer = self.model.xlnet_config.n_layer
@@ -240,55 +240,53 @@ class Trainer:
     last = {}
     self.progress.begin(start, train_steps, log_fn)
     if self.config.save_at_start and self.config.save_steps and self.checkpoints.latest_path is None:
-      self.save()
-    while self.step < train_steps:
-      step = self.step
-      # To the next multiple of `iterations` (where every_loop zeroes the mems), save point or end.
-      num_steps = min(self.config.iterations - step % self.config.iterations, train_steps - step)
-      if self.config.save_steps:
-        num_steps = min(num_steps, self.config.save_steps - step % self.config.save_steps)
-      t0 = time.time()
-      self._loop_steps = (step + 1, step + num_steps)
-      loss, gnorm, lr, done = self._loop_fn(iterator, tf.constant(num_steps),
-                                            tf.constant(step % self.config.iterations == 0))
-      loss, gnorm, lr, done = float(loss), float(gnorm), float(lr), int(done)
-      elapsed = time.time() - t0
-      step = self.step
-      if done == 0:  # stopped before this loop's first step
-        self._stop_now(step, log_fn)
-      self._check_finite(step, loss, gnorm)
-      scaling = self.loss_scale.report() if self.loss_scale else {}
-      self.progress.report(step, loss, gnorm, lr, done, elapsed, **scaling)
-      last = dict(loss=loss, gnorm=gnorm, lr=lr, step=step)
-      if metrics_fn:
-        metrics_fn(last)
-      if (self.config.save_steps and step % self.config.save_steps == 0) or step >= train_steps:
-        self.save()
-      if done < num_steps or self._stop.signum is not None:
-        self._stop_now(step, log_fn)
+      self._at_start = self.save()  # the start's: dropped if the run fails before its next save (`_drop_the_start`)
+    try:
+      while self.step < train_steps:
+        step = self.step
+        # To the next multiple of `iterations` (where every_loop zeroes the mems), save point or end.
+        num_steps = min(self.config.iterations - step % self.config.iterations, train_steps - step)
+        if self.config.save_steps:
+          num_steps = min(num_steps, self.config.save_steps - step % self.config.save_steps)
+        t0 = time.time()
+        self._loop_steps = (step + 1, step + num_steps)
+        loss, gnorm, lr, done = self._loop_fn(iterator, tf.constant(num_steps),
+                                              tf.constant(step % self.config.iterations == 0))
+        loss, gnorm, lr, done = float(loss), float(gnorm), float(lr), int(done)
+        elapsed = time.time() - t0
+        step = self.step
+        if done == 0:  # stopped before this loop's first step
+          self._stop_now(step, log_fn)
+        preemption.check_finite(step, loss, gnorm, self.loss_scale, getattr(self.model, "run_config", None),
+                                self._last_good)
+        scaling = self.loss_scale.report() if self.loss_scale else {}
+        self.progress.report(step, loss, gnorm, lr, done, elapsed, **scaling)
+        last = dict(loss=loss, gnorm=gnorm, lr=lr, step=step)
+        if metrics_fn:
+          metrics_fn(last)
+        if (self.config.save_steps and step % self.config.save_steps == 0) or step >= train_steps:
+          self.save()
+        if done < num_steps or self._stop.signum is not None:
+          self._stop_now(step, log_fn)
+    except Exception as e:  # but a stop, whose step was saved
+      if not isinstance(e, preemption.Interrupted):
+        self._drop_the_start()
+      raise
     return last
 
-  def _check_finite(self, step, loss, gnorm):
-    """FloatingPointError when the run cannot go on: a loop whose loss or gradient norm is not finite; with loss
-    scaling (where an overflowed step is skipped and its loop reports the applied steps only, NaN when none was)
-    a step that overflowed with the scale already at its minimum 1: the gradients themselves are not finite."""
-    if self.loss_scale is None:
-      if math.isfinite(loss) and math.isfinite(gnorm):
-        return
-      what = f"Loss or gradient norm is not finite at step {step} (loss {loss}, gnorm {gnorm})"
-    else:
-      if not int(self.loss_scale.floor_overflows.numpy()):
-        return
-      what = (f"The float16 gradients are not finite even unscaled (loss scale at its minimum 1) by step {step} "
-              f"(loss {loss}, gnorm {gnorm})")
-    # float16's range (65504) may be the cause itself: activations of large weights overflow from the first step.
-    fix = (", check the data, or train without --use_fp16 (float32, or --use_bfloat16)" if self.loss_scale is not None
-           else " or check the data")
-    run = getattr(self.model, "run_config", None)  # new weights of a huge spread overflow at once (sweep 28)
-    if run is not None and (spread := (run.init_std if run.init == "normal" else run.init_range)) > 1:
-      fix += f", or pass a smaller --init_{'std' if run.init == 'normal' else 'range'} (received {spread:g})"
-    raise FloatingPointError(f"{what}; stopped without saving. The last good checkpoint is "
-                             f"{self.checkpoints.latest()}. Lower --learning_rate{fix}.")
+  def _last_good(self):
+    """The checkpoint a rerun of the failed run resumes from, the start's dropped first (`_drop_the_start`)."""
+    self._drop_the_start()
+    return self.checkpoints.latest()
+
+  def _drop_the_start(self):
+    """Removes the checkpoint of the run's start and its run files where the run failed before its next save: a rerun
+    resumed from those weights (its --init_* flags unread, and the same failure), sweep 36."""
+    if self._at_start and self.checkpoints.latest_path == self._at_start:
+      self.checkpoints.discard(self._at_start)
+      if callable(self._undo_run_files):
+        self._undo_run_files()
+    self._at_start = None
 
   def _build_loop(self):
     strategy = self.strategy
@@ -486,7 +484,9 @@ class Trainer:
     undo = before() if before is not None else None
     self.mems.gather()
     try:
-      return self.checkpoints.save(self.step)
+      path = self.checkpoints.save(self.step)
+      self._undo_run_files = undo if before is not None else self._undo_run_files
+      return path
     except BaseException:
       if callable(undo):
         self.before_first_save = before  # again before the next save

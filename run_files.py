@@ -342,8 +342,10 @@ def flag_changes(o, training_only=False, there=None):
 
 # Flags that leave a training step's numbers as they are: evaluation, prediction and export; data preparation and
 # reading; where the run runs (compared as the number of replicas it resolves to, `run_start.restore_or_init`); the same updates
-# by other means (documented and tested: recomputation, accumulation, XLA).
-_NOT_TRAINING = {"export_dir", "target_eval_key", "n_best_size", "max_answer_length", "start_n_top", "end_n_top",
+# by other means (documented and tested: recomputation, accumulation, XLA); a resume's new weights' spread (it reads
+# its weights from the checkpoint: a warning said its steps trained with this run's --init_std, sweep 36).
+_NOT_TRAINING = {"init", "init_std", "init_range", "export_dir", "target_eval_key", "n_best_size", "max_answer_length",
+                 "start_n_top", "end_n_top",
                  "null_threshold", "allow_empty_prediction", "allow_last_token", "glue_metrics", "track_mean",
                  "overwrite_data", "num_proc", "proc_id", "skip_bad_records", "tpu", "master", "gcp_project",
                  "tpu_zone", "tpu_job_name", "strategy", "num_core_per_host", "num_hosts", "use_tpu",

@@ -352,6 +352,9 @@ def test_a_resume_with_other_training_flags_says_so_and_keeps_the_change(tmp_pat
     there = {k: v for k, v in written.items() if k != "float32_positions"}
     here = options(learning_rate=written["learning_rate"], use_bfloat16=use_bfloat16, float32_positions=False)
     assert run_files.flag_changes(here, training_only=True, there=dict(there, use_bfloat16=use_bfloat16)) == changes
+  # The new weights' spread: a resume reads its weights (it was said to train with this run's --init_std, sweep 36).
+  here = options(learning_rate=written["learning_rate"], init_std=0.5, init="uniform")
+  assert run_files.flag_changes(here, training_only=True, there=written) == []
 
 
 def test_a_resume_on_other_records_says_so(tmp_path):

@@ -146,9 +146,8 @@ def load_original_checkpoint(model, ckpt_path):
 
 
 def _check_same_model(model, ckpt_path, there=None, what=None):
-  """ValueError where the XLNetConfig that came with the checkpoint (`there`, from the file `what`; else the
-  xlnet_config.json beside it, if whole) has another ff_activation than `model`'s, which no weight's shape shows: it
-  loaded, and the model computed another function than the weights learned (sweep 35)."""
+  """ValueError where the XLNetConfig of the checkpoint (`there`, from the file `what`; else the xlnet_config.json
+  beside it, if whole) has another ff_activation than `model`'s, which no shape shows: it loaded (sweep 35)."""
   what = what or os.path.join(os.path.dirname(ckpt_path), "xlnet_config.json")
   if there is None and fileio.exists(what):
     with contextlib.suppress(ValueError):  # damaged: the shapes still say whether the weights fit

@@ -280,8 +280,7 @@ class Trainer:
     return self.checkpoints.latest()
 
   def _drop_the_start(self):
-    """Removes the checkpoint of the run's start and its run files where the run failed before its next save: a rerun
-    resumed from those weights (its --init_* flags unread, and the same failure), sweep 36."""
+    """Drops the start's checkpoint and run files of a run failed before its next save (a rerun resumed it)."""
     if self._at_start and self.checkpoints.latest_path == self._at_start:
       self.checkpoints.discard(self._at_start)
       if callable(self._undo_run_files):

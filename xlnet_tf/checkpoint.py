@@ -31,7 +31,7 @@ from xlnet_tf import stderr_filter
 from xlnet_tf.checkpoint_paths import (  # pylint: disable=unused-import
     checkpoint_prefixes, data_files, directory_of, is_complete, is_run_checkpoint, latest_checkpoint,
     resolve_checkpoint_path)
-from xlnet_tf.config import XLNetConfig
+from xlnet_tf.config import XLNetConfig, fits
 
 
 
@@ -242,7 +242,7 @@ def export_original_checkpoint(model, ckpt_path, global_step=0, overwrite=False)
   ckpt_path = fileio.api_path(ckpt_path)
   if not isinstance(overwrite, bool):  # "no" replaced the checkpoint (sweep 35)
     raise TypeError(f"overwrite must be True or False. Received: {overwrite!r}.")
-  if isinstance(global_step, bool) or not isinstance(global_step, (int, np.integer)) or global_step < 0:
+  if not fits(int, global_step) or global_step < 0:
     raise ValueError(f"global_step must be an integer >= 0. Received: {global_step!r}.")
   if ckpt_path.endswith("/") or fileio.isdir(ckpt_path):  # "d/" wrote d.index, then read as d/.index
     raise ValueError(f"{ckpt_path} is a directory: a checkpoint is a path prefix of files, e.g. "

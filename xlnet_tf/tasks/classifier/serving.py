@@ -148,7 +148,6 @@ class ClassifierModule(tf.Module):
     self.text_replacements = tuple(text_replacements)
     label_list = None if label_list is None else list(label_list)  # a numpy array's truth was ambiguous
     classifier_features.check_max_seq_length(max_seq_length, is_pair=False)
-    _check_the_model_s(model, scope, label_list, uncased, spiece_model_file)
     self.model = model
     self._model_variables = list(model.variables)  # Tracked explicitly (Keras lists are not, see training.py).
     self.scope = scope
@@ -156,6 +155,7 @@ class ClassifierModule(tf.Module):
     self.max_seq_length = max_seq_length
     self.uncased = uncased
     sp_model = tokenization.load_sentencepiece(spiece_model_file)
+    _check_the_model_s(model, scope, label_list, uncased, sp_model, spiece_model_file)
     with tf.io.gfile.GFile(spiece_model_file, "rb") as f:
       self.tokenizer = tf_text.SentencepieceTokenizer(model=f.read(), out_type=tf.int32)
     vocab = sp_model.GetPieceSize()
@@ -257,13 +257,13 @@ class ClassifierModule(tf.Module):
     return out
 
 
-def _check_the_model_s(model, scope, label_list, uncased, spiece_model_file):
+def _check_the_model_s(model, scope, label_list, uncased, sp_model, spiece_model_file):
   """ValueError where the export would not serve as `model` was trained: a string for `uncased` ("False" lower-cased
   every text), a SentencePiece model of more pieces than the model's n_token, labels of another count than the head's
   classes (each request failed, or exported without a word: sweep 35)."""
   if not fits(bool, uncased):
     raise TypeError(f"uncased must be True or False (the --uncased of training). Received: {uncased!r}.")
-  pieces, n_token = tokenization.load_sentencepiece(spiece_model_file).GetPieceSize(), model.xlnet_config.n_token
+  pieces, n_token = sp_model.GetPieceSize(), model.xlnet_config.n_token
   if pieces > n_token:
     raise ValueError(f"The SentencePiece model {spiece_model_file} has {pieces} pieces, more than the model's "
                      f"n_token={n_token}. Pass the spiece.model the model was trained with.")
